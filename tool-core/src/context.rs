@@ -1,0 +1,478 @@
+//! Execution context: what the caller gives a call ([`CallContext`]) and what
+//! the tool's function sees of it ([`ToolContext`]).
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::{Arc, Mutex};
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
+
+use crate::error::ToolError;
+
+/// Per-request values (user id, locale, API keys...) given to every tool of a
+/// request, validated against the tool's request-context schema before it runs.
+///
+/// ```
+/// use tool_core::RequestContext;
+///
+/// let ctx = RequestContext::new().with("userId", "u-42").with("tier", 2);
+/// assert_eq!(ctx.get("userId").unwrap(), "u-42");
+/// assert_eq!(ctx.get_as::<u8>("tier"), Some(2));
+///
+/// #[derive(serde::Deserialize)]
+/// #[serde(rename_all = "camelCase")]
+/// struct Session { user_id: String, tier: u8 }
+/// let session: Session = ctx.parse().unwrap();
+/// assert_eq!(session.user_id, "u-42");
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RequestContext {
+    values: Map<String, Value>,
+}
+
+impl RequestContext {
+    /// An empty request context.
+    pub fn new() -> Self {
+        RequestContext::default()
+    }
+
+    /// Adds a value; a value that cannot be serialized is stored as `null`.
+    #[must_use]
+    pub fn with(mut self, key: impl Into<String>, value: impl Serialize) -> Self {
+        self.insert(key, value);
+        self
+    }
+
+    /// Sets a value; a value that cannot be serialized is stored as `null`.
+    pub fn insert(&mut self, key: impl Into<String>, value: impl Serialize) {
+        self.values
+            .insert(key.into(), serde_json::to_value(value).unwrap_or(Value::Null));
+    }
+
+    /// The JSON value of `key`.
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.values.get(key)
+    }
+
+    /// The value of `key` as `T`, when present and of that type.
+    pub fn get_as<T: DeserializeOwned>(&self, key: &str) -> Option<T> {
+        self.values
+            .get(key)
+            .and_then(|v| T::deserialize(v).ok())
+    }
+
+    /// All values as one typed struct (the tool's `request_context` type).
+    pub fn parse<T: DeserializeOwned>(&self) -> Result<T, ToolError> {
+        T::deserialize(&Value::Object(self.values.clone())).map_err(|e| {
+            ToolError::new(format!("request context does not have the expected shape: {e}"))
+        })
+    }
+
+    /// All values as JSON.
+    pub fn values(&self) -> &Map<String, Value> {
+        &self.values
+    }
+
+    /// All values as a JSON object.
+    pub fn to_value(&self) -> Value {
+        Value::Object(self.values.clone())
+    }
+}
+
+impl From<Map<String, Value>> for RequestContext {
+    fn from(values: Map<String, Value>) -> Self {
+        RequestContext { values }
+    }
+}
+
+impl<K: Into<String>> FromIterator<(K, Value)> for RequestContext {
+    fn from_iter<I: IntoIterator<Item = (K, Value)>>(iter: I) -> Self {
+        RequestContext {
+            values: iter.into_iter().map(|(k, v)| (k.into(), v)).collect(),
+        }
+    }
+}
+
+/// Cancellation of a call: fired by `Runtime::cancel`, timeouts and MCP
+/// cancellation; a tool checks it or awaits it to stop early.
+///
+/// ```
+/// use tool_core::AbortSignal;
+///
+/// let signal = AbortSignal::new();
+/// let seen_by_tool = signal.clone();
+/// assert!(!seen_by_tool.is_aborted());
+/// signal.abort();
+/// assert!(seen_by_tool.is_aborted());
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct AbortSignal {
+    token: CancellationToken,
+}
+
+impl AbortSignal {
+    /// A signal that has not fired.
+    pub fn new() -> Self {
+        AbortSignal::default()
+    }
+
+    /// Fires the signal for every clone and child.
+    pub fn abort(&self) {
+        self.token.cancel();
+    }
+
+    /// True once the signal fired.
+    pub fn is_aborted(&self) -> bool {
+        self.token.is_cancelled()
+    }
+
+    /// Completes when the signal fires.
+    pub async fn aborted(&self) {
+        self.token.cancelled().await;
+    }
+
+    /// A signal that fires when this one does, and can also fire on its own.
+    pub fn child(&self) -> AbortSignal {
+        AbortSignal {
+            token: self.token.child_token(),
+        }
+    }
+}
+
+/// Progress reported by a running tool.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Progress {
+    /// Work done so far; increases over a call.
+    pub value: f64,
+    /// Total work, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub total: Option<f64>,
+    /// What is happening now.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+type ProgressSink = Arc<dyn Fn(Progress) + Send + Sync>;
+
+/// What the caller gives one call: its id, request context, conversation,
+/// abort signal, progress sink, and on resume the resume data.
+///
+/// ```
+/// use tool_core::{AbortSignal, CallContext, RequestContext};
+///
+/// let abort = AbortSignal::new();
+/// let ctx = CallContext::new("call-1")
+///     .with_request_context(RequestContext::new().with("userId", "u-1"))
+///     .with_messages(vec![serde_json::json!({ "role": "user", "content": "weather in Paris?" })])
+///     .with_abort_signal(abort.clone())
+///     .on_progress(|p| println!("progress {}", p.value));
+/// assert_eq!(ctx.call_id(), "call-1");
+/// ```
+#[derive(Clone)]
+pub struct CallContext {
+    pub(crate) call_id: String,
+    pub(crate) request_context: RequestContext,
+    pub(crate) messages: Arc<[Value]>,
+    pub(crate) abort: AbortSignal,
+    pub(crate) resume: Option<Resume>,
+    pub(crate) progress: Option<ProgressSink>,
+    pub(crate) parent_span: Option<tracing::Span>,
+}
+
+/// What a resumed call continues from.
+#[derive(Debug, Clone)]
+pub(crate) struct Resume {
+    pub(crate) data: Value,
+    pub(crate) suspend_payload: Option<Value>,
+}
+
+impl fmt::Debug for CallContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CallContext")
+            .field("call_id", &self.call_id)
+            .field("request_context", &self.request_context)
+            .field("messages", &self.messages.len())
+            .field("aborted", &self.abort.is_aborted())
+            .field("resume", &self.resume)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CallContext {
+    /// A context for the call `call_id`, with nothing else set.
+    pub fn new(call_id: impl Into<String>) -> Self {
+        CallContext {
+            call_id: call_id.into(),
+            request_context: RequestContext::default(),
+            messages: Arc::from(Vec::new()),
+            abort: AbortSignal::default(),
+            resume: None,
+            progress: None,
+            parent_span: None,
+        }
+    }
+
+    /// The call's id.
+    pub fn call_id(&self) -> &str {
+        &self.call_id
+    }
+
+    /// Sets the request context.
+    #[must_use]
+    pub fn with_request_context(mut self, request_context: RequestContext) -> Self {
+        self.request_context = request_context;
+        self
+    }
+
+    /// Sets the conversation so far.
+    #[must_use]
+    pub fn with_messages(mut self, messages: Vec<Value>) -> Self {
+        self.messages = Arc::from(messages);
+        self
+    }
+
+    /// Sets the abort signal the tool observes.
+    #[must_use]
+    pub fn with_abort_signal(mut self, abort: AbortSignal) -> Self {
+        self.abort = abort;
+        self
+    }
+
+    /// Marks the call as a resume of a suspended call: `data` is the resume
+    /// data (validated against the resume schema unless `null`), and
+    /// `suspend_payload` what the call suspended with.
+    #[must_use]
+    pub fn resuming(mut self, data: Value, suspend_payload: Option<Value>) -> Self {
+        self.resume = Some(Resume {
+            data,
+            suspend_payload,
+        });
+        self
+    }
+
+    /// Receives the progress the tool reports.
+    #[must_use]
+    pub fn on_progress(mut self, sink: impl Fn(Progress) + Send + Sync + 'static) -> Self {
+        self.progress = Some(Arc::new(sink));
+        self
+    }
+
+    /// Runs the call's span as a child of `span` (the runtime's call span).
+    #[must_use]
+    pub fn with_parent_span(mut self, span: tracing::Span) -> Self {
+        self.parent_span = Some(span);
+        self
+    }
+}
+
+/// State shared between the pipeline and the tool's context during one call.
+pub(crate) struct CallState {
+    pub(crate) tool_id: Arc<str>,
+    pub(crate) ctx: CallContext,
+    pub(crate) span: tracing::Span,
+    /// Set by `suspend`: the serialized payload, or why it could not be serialized.
+    pub(crate) suspended: Mutex<Option<Result<Value, String>>>,
+}
+
+impl CallState {
+    pub(crate) fn take_suspension(&self) -> Option<Result<Value, String>> {
+        self.suspended
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+    }
+}
+
+/// Structured logs and child spans of the current call, through `tracing`.
+/// Without a subscriber everything here is a no-op.
+///
+/// ```
+/// # async fn demo(ctx: tool_core::ToolContext) {
+/// let span = ctx.observe().span("fetch-forecast");
+/// let _guard = span.enter();
+/// ctx.observe().info("fetching forecast");
+/// # }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Observer {
+    span: tracing::Span,
+}
+
+impl Observer {
+    /// A child span of the call span, named by its `name` field.
+    pub fn span(&self, name: &str) -> tracing::Span {
+        tracing::info_span!(parent: &self.span, "tool.observe", name = name)
+    }
+
+    /// The call's own span.
+    pub fn call_span(&self) -> &tracing::Span {
+        &self.span
+    }
+
+    /// An info event inside the call span.
+    pub fn info(&self, message: &str) {
+        tracing::info!(parent: &self.span, "{message}");
+    }
+
+    /// A warning inside the call span.
+    pub fn warn(&self, message: &str) {
+        tracing::warn!(parent: &self.span, "{message}");
+    }
+
+    /// An error event inside the call span.
+    pub fn error(&self, message: &str) {
+        tracing::error!(parent: &self.span, "{message}");
+    }
+
+    /// A debug event inside the call span.
+    pub fn debug(&self, message: &str) {
+        tracing::debug!(parent: &self.span, "{message}");
+    }
+}
+
+/// What a tool function sees of its call. `S` is the suspend payload type,
+/// `R` the resume data type (`()` when the tool does not suspend).
+///
+/// ```
+/// use tool_core::{tool, ToolContext, ToolError};
+///
+/// #[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+/// struct Question { text: String }
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct Answer { approved: bool }
+///
+/// /// Deletes a file after a human confirms.
+/// #[tool]
+/// async fn delete_file(path: String, ctx: ToolContext<Question, Answer>) -> Result<String, ToolError> {
+///     match ctx.resume_data() {
+///         None => ctx.suspend(Question { text: format!("Delete {path}?") }),
+///         Some(Answer { approved: true }) => Ok(format!("deleted {path}")),
+///         Some(Answer { approved: false }) => Ok("kept".into()),
+///     }
+/// }
+/// ```
+pub struct ToolContext<S = (), R = ()> {
+    state: Arc<CallState>,
+    resume_data: Option<R>,
+    suspend_payload: Option<S>,
+    observer: Observer,
+    _types: PhantomData<fn(S) -> R>,
+}
+
+impl<S, R> fmt::Debug for ToolContext<S, R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolContext")
+            .field("call_id", &self.state.ctx.call_id)
+            .field("tool_id", &self.state.tool_id)
+            .field("resuming", &self.resume_data.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S: DeserializeOwned, R: DeserializeOwned> ToolContext<S, R> {
+    /// Builds the typed view of a call; fails when stored resume data or
+    /// payload no longer fit the tool's types.
+    pub(crate) fn from_state(state: Arc<CallState>) -> Result<Self, String> {
+        let (resume_data, suspend_payload) = match &state.ctx.resume {
+            None => (None, None),
+            Some(resume) => {
+                let data = if resume.data.is_null() {
+                    None
+                } else {
+                    Some(R::deserialize(&resume.data).map_err(|e| format!("resume data: {e}"))?)
+                };
+                let payload = match &resume.suspend_payload {
+                    None | Some(Value::Null) => None,
+                    Some(p) => {
+                        Some(S::deserialize(p).map_err(|e| format!("suspend payload: {e}"))?)
+                    }
+                };
+                (data, payload)
+            }
+        };
+        let observer = Observer {
+            span: state.span.clone(),
+        };
+        Ok(ToolContext {
+            state,
+            resume_data,
+            suspend_payload,
+            observer,
+            _types: PhantomData,
+        })
+    }
+}
+
+impl<S, R> ToolContext<S, R> {
+    /// The id of this call.
+    pub fn call_id(&self) -> &str {
+        &self.state.ctx.call_id
+    }
+
+    /// The id of the tool being called.
+    pub fn tool_id(&self) -> &str {
+        &self.state.tool_id
+    }
+
+    /// The request context, already validated against the tool's schema.
+    pub fn request_context(&self) -> &RequestContext {
+        &self.state.ctx.request_context
+    }
+
+    /// The abort signal of this call.
+    pub fn abort_signal(&self) -> &AbortSignal {
+        &self.state.ctx.abort
+    }
+
+    /// The conversation so far, when the caller supplied it.
+    pub fn messages(&self) -> &[Value] {
+        &self.state.ctx.messages
+    }
+
+    /// On resume, the validated resume data; `None` on a first run.
+    pub fn resume_data(&self) -> Option<&R> {
+        self.resume_data.as_ref()
+    }
+
+    /// On resume, what the call suspended with.
+    pub fn suspend_payload(&self) -> Option<&S> {
+        self.suspend_payload.as_ref()
+    }
+
+    /// Structured logs and child spans of this call.
+    pub fn observe(&self) -> &Observer {
+        &self.observer
+    }
+
+    /// Reports progress to the caller (events, MCP progress notifications).
+    pub fn progress(&self, value: f64, total: Option<f64>, message: Option<&str>) {
+        if let Some(sink) = &self.state.ctx.progress {
+            sink(Progress {
+                value,
+                total,
+                message: message.map(str::to_owned),
+            });
+        }
+    }
+
+    /// Suspends the call with `payload`, to be resumed later with resume data.
+    /// Return its result from the tool: `return ctx.suspend(payload);`.
+    ///
+    /// Whatever the tool returns after calling `suspend`, the call ends as
+    /// suspended; the payload is validated against the suspend schema.
+    pub fn suspend<T, E: From<ToolError>>(&self, payload: S) -> Result<T, E>
+    where
+        S: Serialize,
+    {
+        let serialized = serde_json::to_value(&payload).map_err(|e| e.to_string());
+        *self
+            .state
+            .suspended
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(serialized);
+        Err(E::from(ToolError::suspension()))
+    }
+}

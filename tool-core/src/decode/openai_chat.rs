@@ -1,0 +1,456 @@
+//! OpenAI Chat Completions streaming (`chat.completion.chunk`).
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde_json::Value;
+
+use super::{
+    DONE, DecodeError, Fields, PendingCall, STREAM_ENDED, StreamDecoder, ToolCallEvent, parse_data,
+    provider_error,
+};
+
+/// Name used for chunks in error messages.
+const EVENT: &str = "chat.completion.chunk";
+
+/// Finish reasons that mean the output was cut off, not completed.
+const TRUNCATING: [&str; 2] = ["length", "content_filter"];
+
+/// Decoder for OpenAI Chat Completions chunks.
+///
+/// Tool-call fragments are routed by `(choice index, tool_calls[].index)`.
+/// The first fragment of a call must carry `id` and `function.name`; later
+/// ones add `function.arguments`. A call ends when its choice gets a
+/// `finish_reason`, or at `[DONE]` (see
+/// [`decode_data`](StreamDecoder::decode_data)); a new index starting does
+/// not end the previous call. `finish_reason` `length` or `content_filter`
+/// reports the open calls as [`ToolCallEvent::Incomplete`]. If a fragment
+/// brings a different `id` for an index that is still open (some
+/// OpenAI-compatible servers reuse index 0), the open call ends there and a
+/// new one starts. Chunks with `choices: []` (usage) carry nothing to decode;
+/// a chunk with an `error` object is a [`DecodeError::Provider`].
+///
+/// ```
+/// use tool_core::decode::{OpenAiChatDecoder, StreamDecoder, ToolCallEvent};
+///
+/// let mut decoder = OpenAiChatDecoder::new();
+/// let mut events = Vec::new();
+/// for data in [
+///     r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"add","arguments":""}}]}}]}"#,
+///     r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"a\":1}"}}]}}]}"#,
+///     r#"{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}"#,
+///     "[DONE]",
+/// ] {
+///     events.extend(decoder.decode_data(data).unwrap());
+/// }
+/// events.extend(decoder.finish());
+/// assert_eq!(events.len(), 3);
+/// assert_eq!(events[2], ToolCallEvent::InputEnd { call_id: "call_1".into(), input: serde_json::json!({"a": 1}) });
+/// ```
+#[derive(Debug, Default)]
+pub struct OpenAiChatDecoder {
+    /// Open calls by (choice index, tool call index); ordered so `finish`
+    /// reports them deterministically.
+    open: BTreeMap<(u64, u64), PendingCall>,
+}
+
+/// One validated `tool_calls[]` entry.
+struct Fragment<'a> {
+    key: (u64, u64),
+    id: Option<&'a str>,
+    name: Option<&'a str>,
+    arguments: &'a str,
+}
+
+impl OpenAiChatDecoder {
+    /// A decoder at the start of a stream.
+    ///
+    /// ```
+    /// let decoder = tool_core::decode::OpenAiChatDecoder::new();
+    /// # drop(decoder);
+    /// ```
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Ends every open call normally (`[DONE]`).
+    fn end_all(&mut self) -> Vec<ToolCallEvent> {
+        std::mem::take(&mut self.open)
+            .into_values()
+            .map(PendingCall::end)
+            .collect()
+    }
+
+    /// Reads one choice into fragments, checking them against the calls that
+    /// are (or, earlier in this chunk, became) open.
+    fn read_choice<'a>(
+        &self,
+        choice: &Fields<'a>,
+        started: &mut HashMap<(u64, u64), &'a str>,
+        fragments: &mut Vec<Fragment<'a>>,
+    ) -> Result<(u64, Option<&'a str>), DecodeError> {
+        let choice_index = choice.u64("index")?;
+        if let Some(delta) = choice.opt_obj("delta")? {
+            for call in delta.opt_objects("tool_calls")? {
+                let key = (choice_index, call.u64("index")?);
+                let function = call.opt_obj("function")?;
+                let name = match &function {
+                    Some(f) => f.opt_str("name")?,
+                    None => None,
+                };
+                let arguments = match &function {
+                    Some(f) => f.opt_str("arguments")?.unwrap_or(""),
+                    None => "",
+                };
+                // Some servers repeat the id (or send "") on every fragment.
+                let id = call.opt_str("id")?.filter(|id| !id.is_empty());
+                let current = started
+                    .get(&key)
+                    .copied()
+                    .or_else(|| self.open.get(&key).map(|c| c.call_id.as_str()));
+                let starts_call = match (id, current) {
+                    (None, None) => return Err(call_missing(&call, "id")),
+                    (Some(id), Some(current)) => id != current,
+                    (Some(_), None) => true,
+                    (None, Some(_)) => false,
+                };
+                if starts_call {
+                    let Some(function) = &function else {
+                        return Err(call_missing(&call, "function"));
+                    };
+                    if name.is_none_or(str::is_empty) {
+                        return Err(call_missing(function, "name"));
+                    }
+                    started.insert(key, id.unwrap_or_default());
+                }
+                fragments.push(Fragment {
+                    key,
+                    id: id.filter(|_| starts_call),
+                    name,
+                    arguments,
+                });
+            }
+        }
+        Ok((choice_index, choice.opt_str("finish_reason")?))
+    }
+}
+
+fn call_missing(fields: &Fields<'_>, key: &str) -> DecodeError {
+    DecodeError::MissingField {
+        event: EVENT.to_owned(),
+        field: fields.field_path(key),
+    }
+}
+
+impl StreamDecoder for OpenAiChatDecoder {
+    fn decode(&mut self, event: &Value) -> Result<Vec<ToolCallEvent>, DecodeError> {
+        let root = Fields::root(event, EVENT)?;
+        if let Some(error) = root.get("error") {
+            return Err(provider_error(Some(error)));
+        }
+        // Validate the whole chunk before touching any state, so a rejected
+        // chunk changes nothing.
+        let mut started = HashMap::new();
+        let mut fragments = Vec::new();
+        let mut finishes = Vec::new();
+        for choice in root.objects("choices")? {
+            let (index, finish_reason) = self.read_choice(&choice, &mut started, &mut fragments)?;
+            if let Some(reason) = finish_reason {
+                finishes.push((index, reason));
+            }
+        }
+
+        let mut out = Vec::new();
+        for fragment in fragments {
+            if let (Some(id), Some(name)) = (fragment.id, fragment.name) {
+                if let Some(previous) = self.open.remove(&fragment.key) {
+                    out.push(previous.end());
+                }
+                let (call, start) = PendingCall::start(id, name);
+                out.push(start);
+                self.open.insert(fragment.key, call);
+            }
+            if let Some(call) = self.open.get_mut(&fragment.key) {
+                call.push(fragment.arguments, &mut out);
+            }
+        }
+        for (choice_index, reason) in finishes {
+            let keys: Vec<_> = self
+                .open
+                .range((choice_index, 0)..=(choice_index, u64::MAX))
+                .map(|(key, _)| *key)
+                .collect();
+            for key in keys {
+                if let Some(call) = self.open.remove(&key) {
+                    out.push(if TRUNCATING.contains(&reason) {
+                        call.incomplete(format!("finish_reason: {reason}"))
+                    } else {
+                        call.end()
+                    });
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Like the default, but `[DONE]` ends every open call normally.
+    fn decode_data(&mut self, data: &str) -> Result<Vec<ToolCallEvent>, DecodeError> {
+        if data.trim() == DONE {
+            return Ok(self.end_all());
+        }
+        match parse_data(data)? {
+            Some(value) => self.decode(&value),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    fn finish(&mut self) -> Vec<ToolCallEvent> {
+        std::mem::take(&mut self.open)
+            .into_values()
+            .map(|call| call.incomplete(STREAM_ENDED))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn start(index: u64, id: &str, name: &str) -> Value {
+        json!({"choices": [{"index": 0, "delta": {"tool_calls": [
+            {"index": index, "id": id, "type": "function", "function": {"name": name, "arguments": ""}}
+        ]}, "finish_reason": null}]})
+    }
+
+    fn args(index: u64, text: &str) -> Value {
+        json!({"choices": [{"index": 0, "delta": {"tool_calls": [
+            {"index": index, "function": {"arguments": text}}
+        ]}, "finish_reason": null}]})
+    }
+
+    fn finish_reason(reason: &str) -> Value {
+        json!({"choices": [{"index": 0, "delta": {}, "finish_reason": reason}]})
+    }
+
+    fn run(decoder: &mut OpenAiChatDecoder, events: &[Value]) -> Vec<ToolCallEvent> {
+        events
+            .iter()
+            .flat_map(|e| decoder.decode(e).unwrap())
+            .collect()
+    }
+
+    fn end(id: &str, input: Value) -> ToolCallEvent {
+        ToolCallEvent::InputEnd {
+            call_id: id.into(),
+            input,
+        }
+    }
+
+    #[test]
+    fn interleaved_parallel_calls_route_by_index() {
+        let mut decoder = OpenAiChatDecoder::new();
+        let events = run(
+            &mut decoder,
+            &[
+                start(0, "call_a", "weather"),
+                start(1, "call_b", "stock"),
+                args(1, "{\"ticker\":"),
+                args(0, "{\"city\":"),
+                args(0, "\"Oslo\"}"),
+                args(1, "\"AAPL\"}"),
+                finish_reason("tool_calls"),
+            ],
+        );
+        assert_eq!(
+            &events[6..],
+            &[
+                end("call_a", json!({"city": "Oslo"})),
+                end("call_b", json!({"ticker": "AAPL"})),
+            ]
+        );
+        assert!(decoder.finish().is_empty());
+    }
+
+    #[test]
+    fn two_fragments_in_one_chunk() {
+        let mut decoder = OpenAiChatDecoder::new();
+        let chunk = json!({"choices": [{"index": 0, "delta": {"tool_calls": [
+            {"index": 0, "id": "a", "function": {"name": "x", "arguments": "{}"}},
+            {"index": 1, "id": "b", "function": {"name": "y", "arguments": "[1]"}}
+        ]}, "finish_reason": "tool_calls"}]});
+        let events = run(&mut decoder, &[chunk]);
+        assert_eq!(events.len(), 6);
+        assert_eq!(events[4], end("a", json!({})));
+        assert_eq!(events[5], end("b", json!([1])));
+    }
+
+    #[test]
+    fn new_index_does_not_end_previous_call() {
+        let mut decoder = OpenAiChatDecoder::new();
+        let events = run(
+            &mut decoder,
+            &[start(0, "a", "x"), args(0, "{}"), start(1, "b", "y")],
+        );
+        assert!(
+            events
+                .iter()
+                .all(|e| !matches!(e, ToolCallEvent::InputEnd { .. }))
+        );
+    }
+
+    #[test]
+    fn new_id_on_same_index_ends_the_open_call() {
+        let mut decoder = OpenAiChatDecoder::new();
+        let events = run(
+            &mut decoder,
+            &[start(0, "a", "x"), args(0, "{}"), start(0, "b", "y")],
+        );
+        assert_eq!(events[2], end("a", json!({})));
+        assert_eq!(
+            events[3],
+            ToolCallEvent::Start {
+                call_id: "b".into(),
+                tool_name: "y".into()
+            }
+        );
+    }
+
+    #[test]
+    fn repeated_id_continues_the_call() {
+        let mut decoder = OpenAiChatDecoder::new();
+        let again = json!({"choices": [{"index": 0, "delta": {"tool_calls": [
+            {"index": 0, "id": "a", "function": {"name": "", "arguments": "{}"}}
+        ]}}]});
+        let events = run(
+            &mut decoder,
+            &[start(0, "a", "x"), again, finish_reason("stop")],
+        );
+        assert_eq!(events.len(), 3);
+        assert_eq!(events[2], end("a", json!({})));
+    }
+
+    #[test]
+    fn length_finish_reason_is_incomplete() {
+        let mut decoder = OpenAiChatDecoder::new();
+        let events = run(
+            &mut decoder,
+            &[
+                start(0, "a", "x"),
+                args(0, "{\"q\": \"ab"),
+                finish_reason("length"),
+            ],
+        );
+        assert_eq!(
+            events[2],
+            ToolCallEvent::Incomplete {
+                call_id: "a".into(),
+                tool_name: "x".into(),
+                partial_text: "{\"q\": \"ab".into(),
+                reason: "finish_reason: length".into(),
+            }
+        );
+    }
+
+    #[test]
+    fn done_ends_calls_but_stream_end_does_not() {
+        let mut decoder = OpenAiChatDecoder::new();
+        run(&mut decoder, &[start(0, "a", "x"), args(0, "{}")]);
+        assert_eq!(
+            decoder.decode_data("[DONE]").unwrap(),
+            vec![end("a", json!({}))]
+        );
+
+        run(&mut decoder, &[start(0, "b", "x"), args(0, "{}")]);
+        assert!(matches!(
+            decoder.finish().as_slice(),
+            [ToolCallEvent::Incomplete { call_id, .. }] if call_id == "b"
+        ));
+    }
+
+    #[test]
+    fn invalid_json_at_finish_reason_is_incomplete() {
+        let mut decoder = OpenAiChatDecoder::new();
+        let events = run(
+            &mut decoder,
+            &[
+                start(0, "a", "x"),
+                args(0, "{oops}"),
+                finish_reason("tool_calls"),
+            ],
+        );
+        assert!(
+            matches!(&events[2], ToolCallEvent::Incomplete { reason, .. } if reason.contains("not valid JSON"))
+        );
+    }
+
+    #[test]
+    fn usage_only_chunk_is_nothing() {
+        let mut decoder = OpenAiChatDecoder::new();
+        assert!(
+            decoder
+                .decode(&json!({"choices": [], "usage": {"total_tokens": 3}}))
+                .unwrap()
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn malformed_chunks_are_errors_naming_the_field() {
+        let mut decoder = OpenAiChatDecoder::new();
+        let cases = [
+            (
+                json!({"id": "x"}),
+                "chat.completion.chunk: missing field `choices`",
+            ),
+            (
+                json!({"choices": {}}),
+                "chat.completion.chunk: `choices` should be an array, found an object",
+            ),
+            (
+                json!({"choices": [{"delta": {}}]}),
+                "chat.completion.chunk: missing field `choices[0].index`",
+            ),
+            (
+                args(0, "{}"),
+                "chat.completion.chunk: missing field `choices[0].delta.tool_calls[0].id`",
+            ),
+            (
+                json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "a", "function": {"arguments": ""}}]}}]}),
+                "chat.completion.chunk: missing field `choices[0].delta.tool_calls[0].function.name`",
+            ),
+            (
+                json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": "0"}]}}]}),
+                "chat.completion.chunk: `choices[0].delta.tool_calls[0].index` should be an integer, found a string",
+            ),
+            (
+                json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "a", "function": {"name": "x", "arguments": 5}}]}}]}),
+                "chat.completion.chunk: `choices[0].delta.tool_calls[0].function.arguments` should be a string, found a number",
+            ),
+        ];
+        for (chunk, message) in cases {
+            assert_eq!(decoder.decode(&chunk).unwrap_err().to_string(), message);
+        }
+    }
+
+    #[test]
+    fn rejected_chunk_changes_nothing() {
+        let mut decoder = OpenAiChatDecoder::new();
+        let chunk = json!({"choices": [{"index": 0, "delta": {"tool_calls": [
+            {"index": 0, "id": "a", "function": {"name": "x", "arguments": "{}"}},
+            {"index": 1, "function": {"arguments": "{}"}}
+        ]}}]});
+        assert!(decoder.decode(&chunk).is_err());
+        assert!(decoder.finish().is_empty());
+    }
+
+    #[test]
+    fn error_chunk_is_provider_error_and_keeps_open_calls() {
+        let mut decoder = OpenAiChatDecoder::new();
+        run(&mut decoder, &[start(0, "a", "x")]);
+        let err = decoder
+            .decode(&json!({"error": {"message": "boom", "type": "server_error"}}))
+            .unwrap_err();
+        assert_eq!(err.to_string(), "provider error: server_error: boom");
+        assert_eq!(decoder.finish().len(), 1);
+    }
+}

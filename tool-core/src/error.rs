@@ -1,0 +1,326 @@
+//! Errors: what a tool's execute function returns ([`ToolError`]), what the
+//! model receives ([`ModelError`]), and what building a tool can fail with
+//! ([`BuildError`]).
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::ser::SerializeMap;
+use serde::{Serialize, Serializer};
+use serde_json::Value;
+
+/// The error a tool's execute function returns.
+///
+/// Any `std::error::Error + Send + Sync + 'static` converts into it, so `?`
+/// works inside a tool on I/O, parse and HTTP errors alike. The message is
+/// what the model reads; attach structured details with [`ToolError::with_data`].
+///
+/// ```
+/// use tool_core::ToolError;
+///
+/// fn parse_port(text: &str) -> Result<u16, ToolError> {
+///     let port: u16 = text.parse()?; // ParseIntError converts
+///     if port == 0 {
+///         return Err(ToolError::new("port 0 is reserved").with_data(serde_json::json!({ "port": port })));
+///     }
+///     Ok(port)
+/// }
+/// assert_eq!(parse_port("0").unwrap_err().message(), "port 0 is reserved");
+/// assert!(parse_port("x").is_err());
+/// ```
+pub struct ToolError {
+    message: String,
+    data: Option<Value>,
+}
+
+impl ToolError {
+    /// An error with a message for the model.
+    pub fn new(message: impl Into<String>) -> Self {
+        ToolError {
+            message: message.into(),
+            data: None,
+        }
+    }
+
+    /// Attaches structured data, sent to the model beside the message.
+    #[must_use]
+    pub fn with_data(mut self, data: Value) -> Self {
+        self.data = Some(data);
+        self
+    }
+
+    /// The message the model reads.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// Structured data attached with [`ToolError::with_data`].
+    pub fn data(&self) -> Option<&Value> {
+        self.data.as_ref()
+    }
+
+    /// The marker `ToolContext::suspend` returns: the call suspended, it did not fail.
+    pub(crate) fn suspension() -> Self {
+        ToolError::new("tool call suspended")
+    }
+}
+
+impl<E: std::error::Error + Send + Sync + 'static> From<E> for ToolError {
+    fn from(error: E) -> Self {
+        ToolError::new(error.to_string())
+    }
+}
+
+impl fmt::Debug for ToolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolError")
+            .field("message", &self.message)
+            .field("data", &self.data)
+            .finish()
+    }
+}
+
+impl fmt::Display for ToolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// Which stage of the call produced a [`ModelError`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The arguments were not JSON, even after safe repairs.
+    InvalidJson,
+    /// The arguments did not match the input schema.
+    InputValidation,
+    /// The request context did not match the request-context schema.
+    RequestContextValidation,
+    /// The payload given to `suspend` did not match the suspend schema.
+    SuspendValidation,
+    /// The data given to `resume` did not match the resume schema.
+    ResumeValidation,
+    /// The tool returned output that does not match its output schema.
+    OutputValidation,
+    /// No tool with the requested id exists.
+    UnknownTool,
+    /// The execute function returned an error.
+    Execution,
+    /// The execute function panicked.
+    Panic,
+    /// The tool itself is misconfigured (for example its schema does not compile).
+    Configuration,
+}
+
+/// Validation problems grouped by field, like the reference's `validationErrors`:
+/// `errors` at this level, `fields` for nested properties and array indexes.
+///
+/// ```
+/// use tool_core::ValidationErrors;
+///
+/// let mut errors = ValidationErrors::default();
+/// errors.add(&["items", "0", "tags"], "Expected array, received string");
+/// let json = serde_json::to_value(&errors).unwrap();
+/// assert_eq!(json["fields"]["items"]["fields"]["0"]["fields"]["tags"]["errors"][0], "Expected array, received string");
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ValidationErrors {
+    /// Messages about the value at this level.
+    pub errors: Vec<String>,
+    /// Messages about nested values, by property name or array index.
+    pub fields: BTreeMap<String, ValidationErrors>,
+}
+
+impl ValidationErrors {
+    /// Records `message` at `path` (empty path: this level).
+    pub fn add<S: AsRef<str>>(&mut self, path: &[S], message: impl Into<String>) {
+        let mut node = self;
+        for segment in path {
+            node = node.fields.entry(segment.as_ref().to_owned()).or_default();
+        }
+        node.errors.push(message.into());
+    }
+
+    /// True when no message was recorded anywhere.
+    pub fn is_empty(&self) -> bool {
+        self.errors.is_empty() && self.fields.values().all(ValidationErrors::is_empty)
+    }
+}
+
+/// The error object the model receives when a call fails:
+/// `{ "error": true, "message": ..., "validationErrors": {...} }`.
+///
+/// The message follows the reference's formats so a model can correct its
+/// arguments, e.g. `Tool input validation failed for weather-tool. Please fix
+/// the following errors and try again:\n- location: Required\n\nProvided
+/// arguments: {}`.
+///
+/// ```
+/// use tool_core::{ErrorKind, ModelError};
+///
+/// let error = ModelError::unknown_tool("wether", ["weather-tool", "search"]);
+/// assert_eq!(error.kind(), ErrorKind::UnknownTool);
+/// assert_eq!(error.message(), r#"Tool "wether" not found. Available tools: weather-tool, search."#);
+/// assert_eq!(error.to_json()["error"], true);
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelError {
+    kind: ErrorKind,
+    message: String,
+    validation_errors: Option<ValidationErrors>,
+    data: Option<Value>,
+}
+
+impl ModelError {
+    /// An error of `kind` with a message for the model.
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        ModelError {
+            kind,
+            message: message.into(),
+            validation_errors: None,
+            data: None,
+        }
+    }
+
+    pub(crate) fn with_validation_errors(mut self, errors: ValidationErrors) -> Self {
+        self.validation_errors = Some(errors);
+        self
+    }
+
+    pub(crate) fn with_data(mut self, data: Option<Value>) -> Self {
+        self.data = data;
+        self
+    }
+
+    /// `Tool "x" not found. Available tools: a, b.`
+    pub fn unknown_tool<I, S>(tool_id: &str, available: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let names: Vec<String> = available
+            .into_iter()
+            .map(|s| s.as_ref().to_owned())
+            .collect();
+        ModelError::new(
+            ErrorKind::UnknownTool,
+            format!(
+                "Tool \"{tool_id}\" not found. Available tools: {}.",
+                names.join(", ")
+            ),
+        )
+    }
+
+    /// The message for arguments that are not JSON.
+    pub fn invalid_json(tool_id: &str) -> Self {
+        ModelError::new(
+            ErrorKind::InvalidJson,
+            format!(
+                "Tool \"{tool_id}\" received invalid arguments \u{2014} the provided JSON could not be parsed. Please provide valid JSON arguments."
+            ),
+        )
+    }
+
+    /// Which stage failed.
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    /// The message the model reads.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// Validation problems by field, when the failure was a validation.
+    pub fn validation_errors(&self) -> Option<&ValidationErrors> {
+        self.validation_errors.as_ref()
+    }
+
+    /// Structured data the tool attached to its error.
+    pub fn data(&self) -> Option<&Value> {
+        self.data.as_ref()
+    }
+
+    /// The JSON object sent to the model.
+    pub fn to_json(&self) -> Value {
+        serde_json::to_value(self).unwrap_or_else(|_| Value::String(self.message.clone()))
+    }
+}
+
+impl fmt::Display for ModelError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ModelError {}
+
+impl Serialize for ModelError {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let len = 2 + usize::from(self.validation_errors.is_some()) + usize::from(self.data.is_some());
+        let mut map = serializer.serialize_map(Some(len))?;
+        map.serialize_entry("error", &true)?;
+        map.serialize_entry("message", &self.message)?;
+        if let Some(errors) = &self.validation_errors {
+            map.serialize_entry("validationErrors", errors)?;
+        }
+        if let Some(data) = &self.data {
+            map.serialize_entry("data", data)?;
+        }
+        map.end()
+    }
+}
+
+/// Why a tool could not be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// The id does not match `^[a-zA-Z0-9_-]{1,64}$`.
+    #[error("invalid tool id {id:?}: ids must match ^[a-zA-Z0-9_-]{{1,64}}$ (letters, digits, '_' and '-', 1 to 64 characters)")]
+    InvalidId {
+        /// The rejected id.
+        id: String,
+    },
+    /// A tool needs a description for the model.
+    #[error("tool {id:?} has no description: the model needs one to know when to call it")]
+    MissingDescription {
+        /// The tool's id.
+        id: String,
+    },
+    /// A dynamic tool needs an execute function.
+    #[error("tool {id:?} has no execute function: call .execute(..) on the builder")]
+    MissingExecute {
+        /// The tool's id.
+        id: String,
+    },
+    /// A schema is not a valid JSON Schema.
+    #[error("tool {id:?} has an invalid {which} schema: {reason}")]
+    InvalidSchema {
+        /// The tool's id.
+        id: String,
+        /// Which schema: input, output, suspend, resume or request context.
+        which: &'static str,
+        /// What the schema compiler reported.
+        reason: String,
+    },
+    /// Two tools in one collection share an id.
+    #[error("duplicate tool id {id:?}: every tool in a set needs its own id")]
+    DuplicateId {
+        /// The repeated id.
+        id: String,
+    },
+}
+
+/// True when `id` is a valid tool id: `^[a-zA-Z0-9_-]{1,64}$`, the pattern
+/// every provider accepts.
+///
+/// ```
+/// assert!(tool_core::is_valid_tool_id("weather-tool"));
+/// assert!(!tool_core::is_valid_tool_id("weather tool"));
+/// ```
+pub fn is_valid_tool_id(id: &str) -> bool {
+    (1..=64).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}

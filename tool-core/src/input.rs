@@ -1,0 +1,172 @@
+//! Arguments as they arrive, and the safe repairs applied before validation:
+//! empty text or top-level `null` become `{}` for object schemas, a
+//! stringified object or array where the schema expects one is parsed, and
+//! `null` on a key that rejects it is treated as absent.
+
+use serde_json::{Map, Value};
+
+use crate::schema::{admits, expects_object, resolve};
+use crate::validate::Issue;
+
+/// How deep repairs look into a value; deeper values are left as they are.
+const REPAIR_DEPTH: usize = 32;
+
+/// A call's arguments: raw text from a model, or an already parsed value.
+///
+/// ```
+/// use tool_core::RawInput;
+///
+/// let from_model: RawInput = r#"{"location":"Paris"}"#.into();
+/// let from_code: RawInput = serde_json::json!({ "location": "Paris" }).into();
+/// assert!(matches!(from_model, RawInput::Text(_)));
+/// assert!(matches!(from_code, RawInput::Json(_)));
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub enum RawInput {
+    /// JSON text, parsed (and repaired) by the tool.
+    Text(String),
+    /// A JSON value.
+    Json(Value),
+}
+
+impl From<&str> for RawInput {
+    fn from(text: &str) -> Self {
+        RawInput::Text(text.to_owned())
+    }
+}
+
+impl From<String> for RawInput {
+    fn from(text: String) -> Self {
+        RawInput::Text(text)
+    }
+}
+
+impl From<Value> for RawInput {
+    fn from(value: Value) -> Self {
+        RawInput::Json(value)
+    }
+}
+
+/// Parses argument text; `None` when it is not JSON even after repairs.
+pub(crate) fn parse_text(text: &str, schema: &Value) -> Option<Value> {
+    let trimmed = text.trim();
+    if trimmed.is_empty() && expects_object(schema) {
+        // Providers stream no argument text at all for tools without parameters.
+        return Some(Value::Object(Map::new()));
+    }
+    if let Ok(value) = serde_json::from_str(trimmed) {
+        return Some(value);
+    }
+    // Some models wrap arguments in a Markdown code fence.
+    let fenced = trimmed
+        .strip_prefix("```json")
+        .or_else(|| trimmed.strip_prefix("```"))
+        .and_then(|rest| rest.strip_suffix("```"))?;
+    serde_json::from_str(fenced.trim()).ok()
+}
+
+/// First repair, always applied: a missing, `null` or stringified top-level
+/// object where the schema expects an object.
+pub(crate) fn normalize_top(value: Value, schema: &Value) -> Value {
+    if !expects_object(schema) {
+        return value;
+    }
+    match value {
+        Value::Null => Value::Object(Map::new()),
+        Value::String(text) => match serde_json::from_str::<Value>(text.trim()) {
+            Ok(parsed @ Value::Object(_)) => parsed,
+            _ => Value::String(text),
+        },
+        other => other,
+    }
+}
+
+/// Second repair: properties holding a JSON string where the schema expects
+/// an object or array (some models stringify nested arguments).
+/// Returns `None` when nothing changed.
+pub(crate) fn coerce_stringified(value: &Value, root: &Value) -> Option<Value> {
+    let mut copy = value.clone();
+    coerce_in(&mut copy, root, root, 0).then_some(copy)
+}
+
+fn coerce_in(value: &mut Value, schema: &Value, root: &Value, depth: usize) -> bool {
+    if depth > REPAIR_DEPTH {
+        return false;
+    }
+    let schema = resolve(root, schema);
+    let mut changed = false;
+    match value {
+        Value::Object(map) => {
+            let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
+                return false;
+            };
+            for (key, field) in map.iter_mut() {
+                let Some(field_schema) = properties.get(key) else {
+                    continue;
+                };
+                if let Value::String(text) = field {
+                    if let Some(parsed) = parse_stringified(text, field_schema, root) {
+                        *field = parsed;
+                        changed = true;
+                        continue;
+                    }
+                }
+                changed |= coerce_in(field, field_schema, root, depth + 1);
+            }
+        }
+        Value::Array(items) => {
+            if let Some(item_schema) = schema.get("items") {
+                for item in items {
+                    changed |= coerce_in(item, item_schema, root, depth + 1);
+                }
+            }
+        }
+        _ => {}
+    }
+    changed
+}
+
+fn parse_stringified(text: &str, schema: &Value, root: &Value) -> Option<Value> {
+    if admits(root, schema, "string") {
+        return None;
+    }
+    let trimmed = text.trim();
+    let wants_object = trimmed.starts_with('{') && admits(root, schema, "object");
+    let wants_array = trimmed.starts_with('[') && admits(root, schema, "array");
+    if !wants_object && !wants_array {
+        return None;
+    }
+    match serde_json::from_str::<Value>(trimmed) {
+        Ok(parsed @ Value::Object(_)) if wants_object => Some(parsed),
+        Ok(parsed @ Value::Array(_)) if wants_array => Some(parsed),
+        _ => None,
+    }
+}
+
+/// Third repair: `null` on keys whose schema rejects it means "not given".
+/// Only keys named by a failing issue are removed. Returns `None` when
+/// nothing changed.
+pub(crate) fn strip_failing_nulls(value: &Value, issues: &[Issue]) -> Option<Value> {
+    let mut copy = value.clone();
+    let mut changed = false;
+    for issue in issues {
+        let Some((key, parents)) = issue.path.split_last() else {
+            continue;
+        };
+        let Some(Value::Object(parent)) = parents
+            .iter()
+            .try_fold(&mut copy, |node, segment| match node {
+                Value::Object(map) => map.get_mut(segment.as_str()),
+                Value::Array(items) => segment.parse::<usize>().ok().and_then(|i| items.get_mut(i)),
+                _ => None,
+            })
+        else {
+            continue;
+        };
+        if parent.get(key.as_str()).is_some_and(Value::is_null) {
+            parent.remove(key.as_str());
+            changed = true;
+        }
+    }
+    changed.then_some(copy)
+}

@@ -1,0 +1,551 @@
+//! The erased [`Tool`], its [`ToolBuilder`] (the analogue of `createTool`),
+//! and the [`TypedTool`] trait the `#[tool]` attribute implements.
+
+use std::fmt;
+use std::future::Future;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::pin::Pin;
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize as _, Serialize};
+use serde_json::{Map, Value};
+
+use crate::context::{CallState, RequestContext, ToolContext};
+use crate::definition::{BackgroundConfig, McpOptions, OutputValidation, ToolDefinition};
+use crate::error::{BuildError, ToolError, is_valid_tool_id};
+use crate::hooks::Hooks;
+use crate::model_output::ModelOutput;
+use crate::schema::schema_for;
+use crate::transform::ToolTransform;
+use crate::validate::CompiledSchema;
+
+/// What an execute function produced.
+pub(crate) struct Executed {
+    pub(crate) output: Value,
+    pub(crate) model_output: Option<ModelOutput>,
+}
+
+/// Why an execute function produced no output.
+pub(crate) enum ExecFailure {
+    /// The function returned an error.
+    Tool(ToolError),
+    /// The validated input did not deserialize into the function's type.
+    Input(String),
+    /// The output could not be serialized.
+    Output(String),
+    /// Stored resume data or suspend payload no longer fit the tool's types.
+    Context(String),
+}
+
+pub(crate) type ExecFuture = Pin<Box<dyn Future<Output = Result<Executed, ExecFailure>> + Send>>;
+pub(crate) type ExecFn = dyn Fn(Value, Arc<CallState>) -> ExecFuture + Send + Sync;
+type ModelOutputFn = dyn Fn(&Value) -> ModelOutput + Send + Sync;
+type ApprovalPolicy = dyn Fn(&Value, &RequestContext) -> bool + Send + Sync;
+
+/// A tool with typed input and output: what `#[tool]` generates for an
+/// annotated function, and what a hand-written tool can implement.
+///
+/// `Tool::from(t)` erases it; the schemas are derived from the associated
+/// types. `()` as `Output` means no output schema; `()` as `Suspend` and
+/// `Resume` means the tool does not suspend.
+///
+/// ```
+/// use tool_core::{CallContext, Outcome, Tool, ToolContext, ToolError, TypedTool};
+///
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct AddInput { a: i64, b: i64 }
+///
+/// struct AddTool;
+///
+/// impl TypedTool for AddTool {
+///     type Input = AddInput;
+///     type Output = i64;
+///     type Suspend = ();
+///     type Resume = ();
+///     const ID: &'static str = "add";
+///     const DESCRIPTION: &'static str = "Add two integers";
+///
+///     async fn execute(&self, input: AddInput, _ctx: ToolContext) -> Result<i64, ToolError> {
+///         Ok(input.a + input.b)
+///     }
+/// }
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let tool = Tool::from(AddTool);
+/// let outcome = tool.execute(r#"{"a": 2, "b": 3}"#, CallContext::new("c1")).await;
+/// assert_eq!(outcome.output(), Some(&serde_json::json!(5)));
+/// # });
+/// ```
+pub trait TypedTool: Send + Sync + Sized + 'static {
+    /// The arguments.
+    type Input: DeserializeOwned + JsonSchema + Send + 'static;
+    /// The output.
+    type Output: Serialize + JsonSchema + Send + 'static;
+    /// The suspend payload (`()`: the tool does not suspend).
+    type Suspend: Serialize + DeserializeOwned + JsonSchema + Send + Sync + 'static;
+    /// The resume data (`()`: the tool does not suspend).
+    type Resume: DeserializeOwned + JsonSchema + Send + Sync + 'static;
+    /// The tool's id.
+    const ID: &'static str;
+    /// The tool's description for the model.
+    const DESCRIPTION: &'static str;
+
+    /// Sets the remaining options (title, strict, approval, MCP, hooks, ...).
+    fn configure(builder: ToolBuilder) -> ToolBuilder {
+        builder
+    }
+
+    /// The model-facing form of an output, when it differs from the output.
+    fn to_model_output(output: &Self::Output) -> Option<ModelOutput> {
+        let _ = output;
+        None
+    }
+
+    /// Runs the tool.
+    fn execute(
+        &self,
+        input: Self::Input,
+        ctx: ToolContext<Self::Suspend, Self::Resume>,
+    ) -> impl Future<Output = Result<Self::Output, ToolError>> + Send;
+}
+
+/// A tool, type-erased and cheap to clone: its definition, compiled
+/// validators, execute function and options. Build one with `#[tool]`
+/// (`Tool::from(WeatherTool)`) or with [`Tool::builder`].
+///
+/// Schemas are derived and validators compiled once, when the tool is built;
+/// clones share them.
+#[derive(Clone)]
+pub struct Tool {
+    pub(crate) inner: Arc<ToolInner>,
+}
+
+pub(crate) struct ToolInner {
+    pub(crate) id: Arc<str>,
+    pub(crate) definition: ToolDefinition,
+    /// `None` only when it did not compile (then `config_error` is set).
+    pub(crate) input: Option<CompiledSchema>,
+    pub(crate) output: Option<CompiledSchema>,
+    pub(crate) suspend: Option<CompiledSchema>,
+    pub(crate) resume: Option<CompiledSchema>,
+    pub(crate) request_context: Option<CompiledSchema>,
+    /// Why the tool cannot run (a schema that does not compile); calls fail with it.
+    pub(crate) config_error: Option<BuildError>,
+    pub(crate) executor: Arc<ExecFn>,
+    pub(crate) to_model_output: Option<Arc<ModelOutputFn>>,
+    pub(crate) approval_policy: Option<Arc<ApprovalPolicy>>,
+    pub(crate) transform: ToolTransform,
+    pub(crate) hooks: Hooks,
+}
+
+impl fmt::Debug for Tool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Tool")
+            .field("definition", &self.inner.definition)
+            .field("hooks", &self.inner.hooks)
+            .field("transform", &self.inner.transform)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Tool {
+    /// Starts a dynamic tool: schemas given as JSON, execute over JSON values.
+    pub fn builder(id: impl Into<String>) -> ToolBuilder {
+        ToolBuilder::new(id.into())
+    }
+
+    /// The tool's id.
+    pub fn id(&self) -> &str {
+        &self.inner.id
+    }
+
+    /// The tool's declaration.
+    pub fn definition(&self) -> &ToolDefinition {
+        &self.inner.definition
+    }
+
+    /// The tool's lifecycle hooks.
+    pub fn hooks(&self) -> &Hooks {
+        &self.inner.hooks
+    }
+
+    /// The tool's display and transcript transforms.
+    pub fn transform(&self) -> &ToolTransform {
+        &self.inner.transform
+    }
+
+    /// Why the tool cannot run, if its schemas did not compile.
+    pub fn config_error(&self) -> Option<&BuildError> {
+        self.inner.config_error.as_ref()
+    }
+
+    /// True when the tool has an approval policy function (it is authoritative).
+    pub fn has_approval_policy(&self) -> bool {
+        self.inner.approval_policy.is_some()
+    }
+
+    /// Whether this call needs human approval by the tool's own rules: its
+    /// policy function when it has one (a panicking policy means yes),
+    /// otherwise its `require_approval` flag.
+    pub fn requires_approval(&self, input: &Value, request_context: &RequestContext) -> bool {
+        match &self.inner.approval_policy {
+            Some(policy) => catch_unwind(AssertUnwindSafe(|| policy(input, request_context)))
+                .unwrap_or_else(|_| {
+                    tracing::error!(tool_id = %self.inner.id, "approval policy panicked; approval is required");
+                    true
+                }),
+            None => self.inner.definition.require_approval,
+        }
+    }
+}
+
+impl<T: TypedTool> From<T> for Tool {
+    fn from(tool: T) -> Self {
+        let mut builder = ToolBuilder::new(T::ID.to_owned()).description(T::DESCRIPTION);
+        builder.input_schema = schema_for::<T::Input>();
+        builder.output_schema = schema_for::<T::Output>();
+        builder.suspend_schema = schema_for::<T::Suspend>();
+        builder.resume_schema = schema_for::<T::Resume>();
+        builder.executor = Some(typed_executor(Arc::new(tool)));
+        T::configure(builder).finish()
+    }
+}
+
+fn typed_executor<T: TypedTool>(tool: Arc<T>) -> Arc<ExecFn> {
+    Arc::new(move |input: Value, state: Arc<CallState>| {
+        let tool = Arc::clone(&tool);
+        Box::pin(async move {
+            let input = T::Input::deserialize(input).map_err(|e| ExecFailure::Input(e.to_string()))?;
+            let ctx = ToolContext::from_state(state).map_err(ExecFailure::Context)?;
+            let output = tool.execute(input, ctx).await.map_err(ExecFailure::Tool)?;
+            let model_output = T::to_model_output(&output);
+            let output = serde_json::to_value(&output).map_err(|e| ExecFailure::Output(e.to_string()))?;
+            Ok(Executed {
+                output,
+                model_output,
+            })
+        })
+    })
+}
+
+/// Builds a [`Tool`]: the direct analogue of createTool. The `#[tool]`
+/// attribute goes through the same builder, so both kinds of tool share one
+/// execution path.
+///
+/// ```
+/// use serde_json::{json, Value};
+/// use tool_core::{CallContext, Tool, ToolContext, ToolError};
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let tool = Tool::builder("shout")
+///     .description("Upper-case a text")
+///     .input_schema(json!({
+///         "type": "object",
+///         "properties": { "text": { "type": "string" } },
+///         "required": ["text"]
+///     }))
+///     .output_schema(json!({ "type": "string" }))
+///     .execute(|input: Value, _ctx: ToolContext<Value, Value>| async move {
+///         let text = input["text"].as_str().unwrap_or_default();
+///         Ok::<_, ToolError>(json!(text.to_uppercase()))
+///     })
+///     .build()?;
+/// let outcome = tool.execute(json!({ "text": "hi" }), CallContext::new("c1")).await;
+/// assert_eq!(outcome.output(), Some(&json!("HI")));
+/// # Ok::<_, tool_core::BuildError>(()) }).unwrap();
+/// ```
+#[must_use]
+pub struct ToolBuilder {
+    id: String,
+    description: Option<String>,
+    title: Option<String>,
+    input_schema: Option<Value>,
+    output_schema: Option<Value>,
+    suspend_schema: Option<Value>,
+    resume_schema: Option<Value>,
+    request_context_schema: Option<Value>,
+    strict: bool,
+    require_approval: bool,
+    approval_policy: Option<Arc<ApprovalPolicy>>,
+    mcp: Option<McpOptions>,
+    provider_options: Map<String, Value>,
+    input_examples: Vec<Value>,
+    background: Option<BackgroundConfig>,
+    output_validation: OutputValidation,
+    transform: ToolTransform,
+    hooks: Hooks,
+    executor: Option<Arc<ExecFn>>,
+    to_model_output: Option<Arc<ModelOutputFn>>,
+}
+
+impl fmt::Debug for ToolBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolBuilder")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ToolBuilder {
+    fn new(id: String) -> Self {
+        ToolBuilder {
+            id,
+            description: None,
+            title: None,
+            input_schema: None,
+            output_schema: None,
+            suspend_schema: None,
+            resume_schema: None,
+            request_context_schema: None,
+            strict: false,
+            require_approval: false,
+            approval_policy: None,
+            mcp: None,
+            provider_options: Map::new(),
+            input_examples: Vec::new(),
+            background: None,
+            output_validation: OutputValidation::Strict,
+            transform: ToolTransform::default(),
+            hooks: Hooks::default(),
+            executor: None,
+            to_model_output: None,
+        }
+    }
+
+    /// What the tool does, for the model.
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+
+    /// Human-readable title.
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// JSON Schema of the arguments (default: any object).
+    pub fn input_schema(mut self, schema: Value) -> Self {
+        self.input_schema = Some(schema);
+        self
+    }
+
+    /// JSON Schema of the output.
+    pub fn output_schema(mut self, schema: Value) -> Self {
+        self.output_schema = Some(schema);
+        self
+    }
+
+    /// JSON Schema of the suspend payload.
+    pub fn suspend_schema(mut self, schema: Value) -> Self {
+        self.suspend_schema = Some(schema);
+        self
+    }
+
+    /// JSON Schema of the resume data.
+    pub fn resume_schema(mut self, schema: Value) -> Self {
+        self.resume_schema = Some(schema);
+        self
+    }
+
+    /// JSON Schema of the request context, validated before execute.
+    pub fn request_context_schema(mut self, schema: Value) -> Self {
+        self.request_context_schema = Some(schema);
+        self
+    }
+
+    /// Derives the request-context schema from `C`.
+    pub fn request_context_type<C: JsonSchema + 'static>(mut self) -> Self {
+        self.request_context_schema = schema_for::<C>();
+        self
+    }
+
+    /// Turns on provider strict mode.
+    pub fn strict(mut self, strict: bool) -> Self {
+        self.strict = strict;
+        self
+    }
+
+    /// Every call needs human approval.
+    pub fn require_approval(mut self, required: bool) -> Self {
+        self.require_approval = required;
+        self
+    }
+
+    /// Decides per call whether approval is needed; authoritative over the
+    /// flag. A policy that panics means approval is required.
+    pub fn approval_policy(
+        mut self,
+        policy: impl Fn(&Value, &RequestContext) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.approval_policy = Some(Arc::new(policy));
+        self
+    }
+
+    /// MCP annotations and `_meta`.
+    pub fn mcp(mut self, mcp: McpOptions) -> Self {
+        self.mcp = Some(mcp);
+        self
+    }
+
+    /// Provider options, keyed by provider name; merged into that provider's export.
+    pub fn provider_options(mut self, options: Map<String, Value>) -> Self {
+        self.provider_options = options;
+        self
+    }
+
+    /// Example arguments.
+    pub fn input_examples(mut self, examples: impl IntoIterator<Item = Value>) -> Self {
+        self.input_examples = examples.into_iter().collect();
+        self
+    }
+
+    /// Background execution settings.
+    pub fn background(mut self, background: BackgroundConfig) -> Self {
+        self.background = Some(background);
+        self
+    }
+
+    /// What happens when output does not match the output schema.
+    pub fn output_validation(mut self, mode: OutputValidation) -> Self {
+        self.output_validation = mode;
+        self
+    }
+
+    /// Display and transcript transforms.
+    pub fn transform(mut self, transform: ToolTransform) -> Self {
+        self.transform = transform;
+        self
+    }
+
+    /// Lifecycle hooks.
+    pub fn hooks(mut self, hooks: Hooks) -> Self {
+        self.hooks = hooks;
+        self
+    }
+
+    /// The model-facing form of an output.
+    pub fn to_model_output(
+        mut self,
+        map: impl Fn(&Value) -> ModelOutput + Send + Sync + 'static,
+    ) -> Self {
+        self.to_model_output = Some(Arc::new(map));
+        self
+    }
+
+    /// The execute function, over JSON values.
+    pub fn execute<F, Fut, E>(mut self, execute: F) -> Self
+    where
+        F: Fn(Value, ToolContext<Value, Value>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Value, E>> + Send + 'static,
+        E: Into<ToolError>,
+    {
+        self.executor = Some(Arc::new(move |input: Value, state: Arc<CallState>| {
+            match ToolContext::from_state(state) {
+                Ok(ctx) => {
+                    let running = execute(input, ctx);
+                    Box::pin(async move {
+                        let output = running.await.map_err(|e| ExecFailure::Tool(e.into()))?;
+                        Ok(Executed {
+                            output,
+                            model_output: None,
+                        })
+                    }) as ExecFuture
+                }
+                Err(reason) => Box::pin(async move { Err(ExecFailure::Context(reason)) }),
+            }
+        }));
+        self
+    }
+
+    /// Checks the tool and builds it.
+    pub fn build(self) -> Result<Tool, BuildError> {
+        if !is_valid_tool_id(&self.id) {
+            return Err(BuildError::InvalidId { id: self.id });
+        }
+        if self.description.as_deref().is_none_or(|d| d.trim().is_empty()) {
+            return Err(BuildError::MissingDescription { id: self.id });
+        }
+        if self.executor.is_none() {
+            return Err(BuildError::MissingExecute { id: self.id });
+        }
+        let tool = self.finish();
+        match tool.config_error() {
+            Some(error) => Err(error.clone()),
+            None => Ok(tool),
+        }
+    }
+
+    /// Builds without failing: a schema that does not compile is kept as the
+    /// tool's configuration error, which every call then reports.
+    fn finish(self) -> Tool {
+        let id = self.id;
+        let mut config_error = None;
+        let mut compile = |which: &'static str, schema: Option<Value>| {
+            let schema = schema?;
+            match CompiledSchema::compile(schema.clone()) {
+                Ok(compiled) => Some(compiled),
+                Err(reason) => {
+                    // Every call reports this instead of running.
+                    config_error.get_or_insert(BuildError::InvalidSchema {
+                        id: id.clone(),
+                        which,
+                        reason,
+                    });
+                    None
+                }
+            }
+        };
+        let input_schema = self
+            .input_schema
+            .unwrap_or_else(|| serde_json::json!({ "type": "object" }));
+        let input = compile("input", Some(input_schema.clone()));
+        let output = compile("output", self.output_schema.clone());
+        let suspend = compile("suspend", self.suspend_schema.clone());
+        let resume = compile("resume", self.resume_schema.clone());
+        let request_context = compile("request context", self.request_context_schema.clone());
+        let executor = self.executor.unwrap_or_else(|| {
+            Arc::new(|_, _| {
+                Box::pin(async {
+                    Err(ExecFailure::Tool(ToolError::new("this tool has no execute function")))
+                })
+            })
+        });
+        let definition = ToolDefinition {
+            id: id.clone(),
+            description: self.description.unwrap_or_default(),
+            title: self.title,
+            input_schema,
+            output_schema: self.output_schema,
+            suspend_schema: self.suspend_schema,
+            resume_schema: self.resume_schema,
+            request_context_schema: self.request_context_schema,
+            strict: self.strict,
+            require_approval: self.require_approval,
+            mcp: self.mcp,
+            provider_options: self.provider_options,
+            input_examples: self.input_examples,
+            background: self.background,
+            output_validation: self.output_validation,
+        };
+        Tool {
+            inner: Arc::new(ToolInner {
+                id: Arc::from(id.as_str()),
+                definition,
+                input,
+                output,
+                suspend,
+                resume,
+                request_context,
+                config_error,
+                executor,
+                to_model_output: self.to_model_output,
+                approval_policy: self.approval_policy,
+                transform: self.transform,
+                hooks: self.hooks,
+            }),
+        }
+    }
+}

@@ -1,0 +1,339 @@
+//! Validation of JSON values against a tool's schemas, with messages in the
+//! reference's format: one `- path: message` line per problem, where `path`
+//! is dotted (`items.0.tags`) and `root` stands for the value itself.
+
+use std::fmt::Write as _;
+
+use jsonschema::error::ValidationErrorKind;
+use jsonschema::paths::LocationSegment;
+use serde_json::Value;
+
+use crate::error::{ErrorKind, ModelError, ValidationErrors};
+
+/// Longest dump of a value quoted in an error message, in characters.
+const DUMP_LIMIT: usize = 200;
+
+/// Request-context keys whose values never appear in error messages.
+const SENSITIVE_KEYS: [&str; 7] = [
+    "password",
+    "secret",
+    "token",
+    "apikey",
+    "api_key",
+    "auth",
+    "credential",
+];
+
+/// One problem found in a value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Issue {
+    /// Property names and array indexes from the root to the problem.
+    pub path: Vec<String>,
+    /// What is wrong, for the model.
+    pub message: String,
+}
+
+impl Issue {
+    /// `items.0.tags`, or `root` for the value itself.
+    pub fn dotted_path(&self) -> String {
+        if self.path.is_empty() {
+            "root".to_owned()
+        } else {
+            self.path.join(".")
+        }
+    }
+}
+
+/// A schema compiled once, with the JSON it was compiled from.
+pub(crate) struct CompiledSchema {
+    schema: Value,
+    validator: jsonschema::Validator,
+}
+
+impl std::fmt::Debug for CompiledSchema {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.schema.fmt(f)
+    }
+}
+
+impl CompiledSchema {
+    pub(crate) fn compile(schema: Value) -> Result<Self, String> {
+        let validator = jsonschema::options()
+            .should_validate_formats(false)
+            .build(&schema)
+            .map_err(|e| e.to_string())?;
+        Ok(CompiledSchema { schema, validator })
+    }
+
+    pub(crate) fn schema(&self) -> &Value {
+        &self.schema
+    }
+
+    pub(crate) fn is_valid(&self, instance: &Value) -> bool {
+        self.validator.is_valid(instance)
+    }
+
+    /// Every problem in `instance`; empty when it is valid.
+    pub(crate) fn issues(&self, instance: &Value) -> Vec<Issue> {
+        if self.validator.is_valid(instance) {
+            return Vec::new();
+        }
+        self.validator
+            .iter_errors(instance)
+            .map(|error| issue_of(&error))
+            .collect()
+    }
+}
+
+fn issue_of(error: &jsonschema::ValidationError<'_>) -> Issue {
+    let mut path: Vec<String> = error
+        .instance_path()
+        .segments()
+        .map(|segment| match segment {
+            LocationSegment::Property(name) => name.to_string(),
+            LocationSegment::Index(index) => index.to_string(),
+        })
+        .collect();
+    let instance = error.instance();
+    let message = match error.kind() {
+        ValidationErrorKind::Required { property } => {
+            path.push(property.as_str().map_or_else(|| property.to_string(), str::to_owned));
+            "Required".to_owned()
+        }
+        ValidationErrorKind::Type { kind } => {
+            let expected = match kind {
+                jsonschema::error::TypeKind::Single(t) => t.to_string(),
+                jsonschema::error::TypeKind::Multiple(set) => set
+                    .iter()
+                    .map(|t| t.to_string())
+                    .collect::<Vec<_>>()
+                    .join(" | "),
+            };
+            format!("Expected {expected}, received {}", json_type(instance))
+        }
+        ValidationErrorKind::AdditionalProperties { unexpected } => format!(
+            "Unrecognized key(s) in object: {}",
+            quoted_list(unexpected.iter().map(String::as_str))
+        ),
+        ValidationErrorKind::Enum { options } => {
+            let expected = options
+                .as_array()
+                .map(|values| {
+                    values
+                        .iter()
+                        .map(literal)
+                        .collect::<Vec<_>>()
+                        .join(" | ")
+                })
+                .unwrap_or_else(|| options.to_string());
+            format!(
+                "Invalid enum value. Expected {expected}, received {}",
+                literal(instance)
+            )
+        }
+        ValidationErrorKind::Constant { expected_value } => format!(
+            "Invalid literal value, expected {}",
+            literal(expected_value)
+        ),
+        ValidationErrorKind::Minimum { limit } => {
+            format!("Number must be greater than or equal to {limit}")
+        }
+        ValidationErrorKind::ExclusiveMinimum { limit } => {
+            format!("Number must be greater than {limit}")
+        }
+        ValidationErrorKind::Maximum { limit } => {
+            format!("Number must be less than or equal to {limit}")
+        }
+        ValidationErrorKind::ExclusiveMaximum { limit } => {
+            format!("Number must be less than {limit}")
+        }
+        ValidationErrorKind::MinLength { limit } => {
+            format!("String must contain at least {limit} character(s)")
+        }
+        ValidationErrorKind::MaxLength { limit } => {
+            format!("String must contain at most {limit} character(s)")
+        }
+        ValidationErrorKind::MinItems { limit } => {
+            format!("Array must contain at least {limit} element(s)")
+        }
+        ValidationErrorKind::MaxItems { limit } => {
+            format!("Array must contain at most {limit} element(s)")
+        }
+        ValidationErrorKind::Pattern { pattern } => {
+            format!("Invalid string: must match pattern {pattern}")
+        }
+        ValidationErrorKind::AnyOf { .. } | ValidationErrorKind::OneOfNotValid { .. } => {
+            format!(
+                "Invalid input: {} matches none of the allowed shapes",
+                json_type(instance)
+            )
+        }
+        ValidationErrorKind::OneOfMultipleValid { .. } => {
+            "Invalid input: matches more than one of the allowed shapes".to_owned()
+        }
+        _ => error.to_string(),
+    };
+    Issue { path, message }
+}
+
+fn json_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+fn literal(value: &Value) -> String {
+    match value {
+        Value::String(s) => format!("'{s}'"),
+        other => other.to_string(),
+    }
+}
+
+fn quoted_list<'a>(items: impl Iterator<Item = &'a str>) -> String {
+    items.map(|s| format!("'{s}'")).collect::<Vec<_>>().join(", ")
+}
+
+/// The value pretty-printed as the reference does (`JSON.stringify(v, null, 2)`),
+/// cut at 200 characters with `... (truncated)`.
+pub(crate) fn dump(value: &Value) -> String {
+    let text = serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string());
+    match text.char_indices().nth(DUMP_LIMIT) {
+        Some((cut, _)) => format!("{}... (truncated)", &text[..cut]),
+        None => text,
+    }
+}
+
+/// A copy of `value` with the values of sensitive keys replaced by `[REDACTED]`.
+pub(crate) fn redact(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(key, v)| {
+                    let lower = key.to_lowercase();
+                    if SENSITIVE_KEYS.iter().any(|s| lower.contains(s)) {
+                        (key.clone(), Value::String("[REDACTED]".to_owned()))
+                    } else {
+                        (key.clone(), redact(v))
+                    }
+                })
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(redact).collect()),
+        other => other.clone(),
+    }
+}
+
+/// Which schema a failure is about; selects the reference's message format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Subject {
+    Input,
+    RequestContext,
+    Suspend,
+    Resume,
+    Output,
+}
+
+/// Builds the model-facing error for `issues` found in `value`.
+pub(crate) fn failure(subject: Subject, tool_id: &str, issues: &[Issue], value: &Value) -> ModelError {
+    let mut lines = String::new();
+    for (i, issue) in issues.iter().enumerate() {
+        if i > 0 {
+            lines.push('\n');
+        }
+        let _ = write!(lines, "- {}: {}", issue.dotted_path(), issue.message);
+    }
+    let (kind, message) = match subject {
+        Subject::Input => (
+            ErrorKind::InputValidation,
+            format!(
+                "Tool input validation failed for {tool_id}. Please fix the following errors and try again:\n{lines}\n\nProvided arguments: {}",
+                dump(value)
+            ),
+        ),
+        Subject::RequestContext => (
+            ErrorKind::RequestContextValidation,
+            format!(
+                "Request context validation failed for {tool_id}. Please fix the following errors and try again:\n{lines}\n\nProvided request context: {}",
+                dump(&redact(value))
+            ),
+        ),
+        Subject::Suspend => (
+            ErrorKind::SuspendValidation,
+            format!(
+                "Tool suspension data validation failed for {tool_id}. Please fix the following errors and try again:\n{lines}\n\nProvided arguments: {}",
+                dump(value)
+            ),
+        ),
+        Subject::Resume => (
+            ErrorKind::ResumeValidation,
+            format!(
+                "Tool resume data validation failed for {tool_id}. Please fix the following errors and try again:\n{lines}\n\nProvided resume data: {}",
+                dump(value)
+            ),
+        ),
+        Subject::Output => (
+            ErrorKind::OutputValidation,
+            format!(
+                "Tool output validation failed for {tool_id}. The tool returned invalid output:\n{lines}\n\nReturned output: {}",
+                dump(value)
+            ),
+        ),
+    };
+    let mut grouped = ValidationErrors::default();
+    for issue in issues {
+        grouped.add(&issue.path, issue.message.clone());
+    }
+    ModelError::new(kind, message).with_validation_errors(grouped)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn dump_cuts_at_200_characters() {
+        let long = json!({ "text": "é".repeat(300) });
+        let text = dump(&long);
+        assert!(text.ends_with("... (truncated)"));
+        assert_eq!(text.chars().count(), DUMP_LIMIT + "... (truncated)".len());
+    }
+
+    #[test]
+    fn redaction_is_case_insensitive_and_nested() {
+        let value = json!({ "apiKey": "k", "nested": { "Authorization": "a" }, "user": "ann" });
+        assert_eq!(
+            redact(&value),
+            json!({ "apiKey": "[REDACTED]", "nested": { "Authorization": "[REDACTED]" }, "user": "ann" })
+        );
+    }
+
+    #[test]
+    fn issues_name_nested_paths() {
+        let schema = CompiledSchema::compile(json!({
+            "type": "object",
+            "properties": { "items": { "type": "array", "items": {
+                "type": "object",
+                "properties": { "tags": { "type": "array" } },
+                "required": ["tags", "name"]
+            } } }
+        }))
+        .unwrap();
+        let issues = schema.issues(&json!({ "items": [{ "tags": "a" }] }));
+        let lines: Vec<String> = issues
+            .iter()
+            .map(|i| format!("{}: {}", i.dotted_path(), i.message))
+            .collect();
+        assert!(lines.contains(&"items.0.name: Required".to_owned()), "{lines:?}");
+        assert!(
+            lines.contains(&"items.0.tags: Expected array, received string".to_owned()),
+            "{lines:?}"
+        );
+    }
+}
