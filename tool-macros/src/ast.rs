@@ -1,0 +1,206 @@
+//! The annotated function as a typed model: its parameters sorted into the
+//! context and the input, and its return type into output and error.
+
+use syn::{
+    Attribute, Expr, FnArg, GenericArgument, Ident, ItemFn, Lit, Meta, Pat, PathArguments,
+    ReturnType, Type,
+};
+
+/// A function parameter other than the context.
+pub struct Param {
+    pub pat: Box<Pat>,
+    pub ty: Box<Type>,
+    /// `///` comments on the parameter: property descriptions.
+    pub docs: Vec<Attribute>,
+    /// Position among all parameters, to rebuild the call.
+    pub position: usize,
+}
+
+/// The `ToolContext<S, R>` parameter.
+pub struct ContextParam {
+    pub ty: Box<Type>,
+    pub suspend: Option<Type>,
+    pub resume: Option<Type>,
+    pub position: usize,
+}
+
+/// Where the tool's arguments come from.
+pub enum Input<'a> {
+    /// One parameter of a user type: that type is the input.
+    Struct(&'a Param),
+    /// Plain parameters: the macro generates the input struct.
+    Params(&'a [Param]),
+}
+
+pub enum Output {
+    /// No return type.
+    Unit,
+    /// `-> O`.
+    Plain(Type),
+    /// `-> Result<O, E>` (`err` is `None` for one-argument aliases like `io::Result<O>`).
+    Result { ok: Type, err: Option<Type> },
+}
+
+pub struct ToolFn {
+    /// The function as it will be emitted (parameter docs removed, which
+    /// rustc does not accept on parameters).
+    pub item: ItemFn,
+    pub params: Vec<Param>,
+    pub contexts: Vec<ContextParam>,
+    pub receivers: Vec<syn::Receiver>,
+    pub output: Output,
+    pub docs: Option<String>,
+}
+
+impl ToolFn {
+    pub fn from_item(mut item: ItemFn) -> Self {
+        let mut params = Vec::new();
+        let mut contexts = Vec::new();
+        let mut receivers = Vec::new();
+        for (position, arg) in item.sig.inputs.iter_mut().enumerate() {
+            match arg {
+                FnArg::Receiver(receiver) => receivers.push(receiver.clone()),
+                FnArg::Typed(typed) => {
+                    let docs: Vec<Attribute> = typed
+                        .attrs
+                        .iter()
+                        .filter(|a| a.path().is_ident("doc"))
+                        .cloned()
+                        .collect();
+                    typed.attrs.retain(|a| !a.path().is_ident("doc"));
+                    if let Some((suspend, resume)) = context_generics(&typed.ty) {
+                        contexts.push(ContextParam {
+                            ty: typed.ty.clone(),
+                            suspend,
+                            resume,
+                            position,
+                        });
+                    } else {
+                        params.push(Param {
+                            pat: typed.pat.clone(),
+                            ty: typed.ty.clone(),
+                            docs,
+                            position,
+                        });
+                    }
+                }
+            }
+        }
+        let output = match &item.sig.output {
+            ReturnType::Default => Output::Unit,
+            ReturnType::Type(_, ty) => output_of(ty),
+        };
+        let docs = doc_text(&item.attrs);
+        ToolFn {
+            item,
+            params,
+            contexts,
+            receivers,
+            output,
+            docs,
+        }
+    }
+
+    pub fn name(&self) -> &Ident {
+        &self.item.sig.ident
+    }
+
+    /// The input shape. A single parameter of a type that cannot be a JSON
+    /// object on its own (strings, numbers, collections, options) is a
+    /// property, so it goes through the generated struct like several would.
+    pub fn input(&self) -> Input<'_> {
+        match self.params.as_slice() {
+            [single] if is_struct_like(&single.ty) => Input::Struct(single),
+            params => Input::Params(params),
+        }
+    }
+}
+
+/// `Some((S, R))` when `ty` is `ToolContext`, `ToolContext<S>` or `ToolContext<S, R>`.
+fn context_generics(ty: &Type) -> Option<(Option<Type>, Option<Type>)> {
+    let Type::Path(path) = ty else { return None };
+    let last = path.path.segments.last()?;
+    if last.ident != "ToolContext" {
+        return None;
+    }
+    let mut types = generic_types(&last.arguments).into_iter();
+    Some((types.next(), types.next()))
+}
+
+fn generic_types(arguments: &PathArguments) -> Vec<Type> {
+    match arguments {
+        PathArguments::AngleBracketed(args) => args
+            .args
+            .iter()
+            .filter_map(|arg| match arg {
+                GenericArgument::Type(ty) => Some(ty.clone()),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn output_of(ty: &Type) -> Output {
+    if let Type::Path(path) = ty {
+        if let Some(last) = path.path.segments.last() {
+            if last.ident == "Result" {
+                let mut types = generic_types(&last.arguments).into_iter();
+                if let Some(ok) = types.next() {
+                    return Output::Result {
+                        ok,
+                        err: types.next(),
+                    };
+                }
+            }
+        }
+    }
+    match ty {
+        Type::Tuple(tuple) if tuple.elems.is_empty() => Output::Unit,
+        other => Output::Plain(other.clone()),
+    }
+}
+
+/// Types that serialize as JSON scalars, arrays or maps of unknown keys: a
+/// lone parameter of such a type is a property, not the whole input.
+fn is_struct_like(ty: &Type) -> bool {
+    const NOT_STRUCTS: &[&str] = &[
+        "String", "str", "bool", "char", "u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16",
+        "i32", "i64", "i128", "isize", "f32", "f64", "Option", "Vec", "VecDeque", "HashSet",
+        "BTreeSet", "HashMap", "BTreeMap", "Value", "Box", "Cow",
+    ];
+    match ty {
+        Type::Path(path) if path.qself.is_none() => path
+            .path
+            .segments
+            .last()
+            .is_some_and(|last| !NOT_STRUCTS.contains(&last.ident.to_string().as_str())),
+        Type::Paren(inner) => is_struct_like(&inner.elem),
+        Type::Group(inner) => is_struct_like(&inner.elem),
+        _ => false,
+    }
+}
+
+/// The text of `///` comments, lines joined, common indentation trimmed.
+pub fn doc_text(attrs: &[Attribute]) -> Option<String> {
+    let lines: Vec<String> = attrs
+        .iter()
+        .filter_map(|attr| match &attr.meta {
+            Meta::NameValue(nv) if nv.path.is_ident("doc") => match &nv.value {
+                Expr::Lit(lit) => match &lit.lit {
+                    Lit::Str(s) => Some(s.value()),
+                    _ => None,
+                },
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    let text = lines
+        .iter()
+        .map(|line| line.strip_prefix(' ').unwrap_or(line).trim_end())
+        .collect::<Vec<_>>()
+        .join("\n");
+    let text = text.trim();
+    (!text.is_empty()).then(|| text.to_owned())
+}

@@ -1,0 +1,150 @@
+//! Checks of the attribute against the function; every failure is recorded
+//! with the span of the token to fix.
+
+use syn::{Pat, Safety, Type};
+
+use crate::ast::{Input, Output, ToolFn};
+use crate::attr::Attrs;
+use crate::ctxt::Ctxt;
+
+pub fn check(cx: &Ctxt, attrs: &Attrs, tool: &ToolFn) {
+    check_signature(cx, attrs, tool);
+    check_id(cx, attrs, tool);
+    check_description(cx, attrs, tool);
+    check_input(cx, tool);
+    check_context(cx, attrs, tool);
+    if let Output::Plain(Type::ImplTrait(ty)) = &tool.output {
+        cx.error_spanned_by(
+            ty,
+            "a tool returns its output type (or Result<Output, Error>) directly, not `impl Trait`: the output schema is derived from the type",
+        );
+    }
+}
+
+fn check_signature(cx: &Ctxt, attrs: &Attrs, tool: &ToolFn) {
+    let sig = &tool.item.sig;
+    for receiver in &tool.receivers {
+        cx.error_spanned_by(
+            &receiver.self_token,
+            "#[tool] goes on a free function: `self` parameters are not supported (call a method from inside the function instead)",
+        );
+    }
+    if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
+        cx.error_spanned_by(
+            &sig.generics,
+            "a tool function cannot be generic: its schemas are derived from concrete types",
+        );
+    }
+    if let Some(constness) = &sig.constness {
+        cx.error_spanned_by(constness, "a tool function cannot be `const`");
+    }
+    if let Safety::Unsafe(unsafety) = &sig.safety {
+        cx.error_spanned_by(
+            unsafety,
+            "a tool function cannot be `unsafe`: the model calls it with arbitrary arguments",
+        );
+    }
+    if let Some(abi) = &sig.abi {
+        cx.error_spanned_by(abi, "a tool function cannot have an `extern` ABI");
+    }
+    if let Some(variadic) = &sig.variadic {
+        cx.error_spanned_by(variadic, "a tool function cannot be variadic");
+    }
+    if let Some(background) = &attrs.background {
+        if sig.asyncness.is_none() {
+            cx.syn_error(syn::Error::new(
+                sig.fn_token.span,
+                "a background tool must be `async fn`: a blocking function cannot be timed out or aborted",
+            ));
+            // Point at the key too, so both ends of the conflict are visible.
+            cx.syn_error(syn::Error::new(
+                background.span,
+                "`background` declared here requires an `async fn`",
+            ));
+        }
+    }
+}
+
+fn check_id(cx: &Ctxt, attrs: &Attrs, tool: &ToolFn) {
+    let valid = |id: &str| {
+        (1..=64).contains(&id.len())
+            && id
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    };
+    match &attrs.id {
+        Some(id) if !valid(&id.value()) => cx.error_spanned_by(
+            id,
+            format!(
+                "invalid tool id {:?}: ids must match ^[a-zA-Z0-9_-]{{1,64}}$ (letters, digits, '_' and '-', at most 64), the names every provider accepts",
+                id.value()
+            ),
+        ),
+        Some(_) => {}
+        None => {
+            let name = tool.name().to_string();
+            let name = name.strip_prefix("r#").unwrap_or(&name);
+            if !valid(name) {
+                cx.error_spanned_by(
+                    tool.name(),
+                    format!(
+                        "the function name {name:?} is not a valid tool id (^[a-zA-Z0-9_-]{{1,64}}$); set one with `id = \"...\"`"
+                    ),
+                );
+            }
+        }
+    }
+}
+
+fn check_description(cx: &Ctxt, attrs: &Attrs, tool: &ToolFn) {
+    match &attrs.description {
+        Some(description) if description.value().trim().is_empty() => cx.error_spanned_by(
+            description,
+            "the description is empty: the model reads it to decide when to call the tool",
+        ),
+        Some(_) => {}
+        None if tool.docs.is_none() => cx.error_spanned_by(
+            tool.name(),
+            "missing tool description: add a `///` doc comment to the function or `description = \"...\"` to #[tool]",
+        ),
+        None => {}
+    }
+}
+
+fn check_input(cx: &Ctxt, tool: &ToolFn) {
+    let Input::Params(params) = tool.input() else {
+        return;
+    };
+    for param in params {
+        match &*param.pat {
+            Pat::Ident(ident) if ident.by_ref.is_none() && ident.subpat.is_none() => {}
+            pat => cx.error_spanned_by(
+                pat,
+                "tool parameters become input properties and need plain names; to destructure, take one struct as the whole input",
+            ),
+        }
+        if let Type::Reference(reference) = &*param.ty {
+            cx.error_spanned_by(
+                reference,
+                "tool parameters are deserialized from the model's arguments and must be owned types (use `String`, not `&str`)",
+            );
+        }
+    }
+}
+
+fn check_context(cx: &Ctxt, attrs: &Attrs, tool: &ToolFn) {
+    for extra in tool.contexts.iter().skip(1) {
+        cx.error_spanned_by(
+            &extra.ty,
+            "a tool takes at most one ToolContext parameter",
+        );
+    }
+    if tool.contexts.is_empty() {
+        for ty in [&attrs.suspend, &attrs.resume].into_iter().flatten() {
+            cx.error_spanned_by(
+                ty,
+                "a tool that suspends needs a `ToolContext<Suspend, Resume>` parameter to call `suspend` and read resume data",
+            );
+        }
+    }
+}
