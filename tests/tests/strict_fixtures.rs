@@ -7,8 +7,8 @@
 //! the reference, the case is listed in [`DEVIATIONS`] with the reason, and is
 //! checked against our own expectation from [`our_expectation`] instead.
 
-use serde_json::{json, Map, Value};
-use tool_core::strict::{openai_strict_with, StrictOptions, StrictRule};
+use serde_json::{Map, Value, json};
+use tool_core::strict::{StrictOptions, StrictRule, openai_strict_with};
 
 const FIXTURE: &str = "strict/openai-strict-cases.json";
 
@@ -18,37 +18,112 @@ const DEVIATIONS: &[(&str /*case name*/, &str /*reason*/)] = &[
     // leaves its schema as it was, so the model can no longer omit it and must
     // invent a value. We make optional properties nullable (and record them in the
     // NullMap so `null` is turned back into "absent").
-    ("agents/test_strict_schema.py::test_allOf_single_entry_merging", NULLABLE),
-    ("agents/test_strict_schema.py::test_allOf_single_ref_entry_decodes_json_pointer_tokens[replacement-order]", NULLABLE),
-    ("agents/test_strict_schema.py::test_allOf_single_ref_entry_decodes_json_pointer_tokens[slash]", NULLABLE),
-    ("agents/test_strict_schema.py::test_allOf_single_ref_entry_decodes_json_pointer_tokens[tilde]", NULLABLE),
-    ("agents/test_strict_schema.py::test_chained_ref_with_sibling_keys_is_resolved", NULLABLE),
-    ("agents/test_strict_schema.py::test_nested_nullable_object_preserves_type_union", NULLABLE),
-    ("agents/test_strict_schema.py::test_object_with_false_additional_properties_is_allowed", NULLABLE),
-    ("agents/test_strict_schema.py::test_object_without_additional_properties", NULLABLE),
-    ("agents/test_strict_schema.py::test_open_object_rejection_rejects_preserved_pure_refs[percent-encoded]", NULLABLE),
-    ("agents/test_strict_schema.py::test_reasonably_nested_schema_remains_supported", NULLABLE),
-    ("agents/test_strict_schema.py::test_ref_allows_unrelated_id_definition_name", NULLABLE),
+    (
+        "agents/test_strict_schema.py::test_allOf_single_entry_merging",
+        NULLABLE,
+    ),
+    (
+        "agents/test_strict_schema.py::test_allOf_single_ref_entry_decodes_json_pointer_tokens[replacement-order]",
+        NULLABLE,
+    ),
+    (
+        "agents/test_strict_schema.py::test_allOf_single_ref_entry_decodes_json_pointer_tokens[slash]",
+        NULLABLE,
+    ),
+    (
+        "agents/test_strict_schema.py::test_allOf_single_ref_entry_decodes_json_pointer_tokens[tilde]",
+        NULLABLE,
+    ),
+    (
+        "agents/test_strict_schema.py::test_chained_ref_with_sibling_keys_is_resolved",
+        NULLABLE,
+    ),
+    (
+        "agents/test_strict_schema.py::test_nested_nullable_object_preserves_type_union",
+        NULLABLE,
+    ),
+    (
+        "agents/test_strict_schema.py::test_object_with_false_additional_properties_is_allowed",
+        NULLABLE,
+    ),
+    (
+        "agents/test_strict_schema.py::test_object_without_additional_properties",
+        NULLABLE,
+    ),
+    (
+        "agents/test_strict_schema.py::test_open_object_rejection_rejects_preserved_pure_refs[percent-encoded]",
+        NULLABLE,
+    ),
+    (
+        "agents/test_strict_schema.py::test_reasonably_nested_schema_remains_supported",
+        NULLABLE,
+    ),
+    (
+        "agents/test_strict_schema.py::test_ref_allows_unrelated_id_definition_name",
+        NULLABLE,
+    ),
     ("agents/test_strict_schema.py::test_ref_expansion", NULLABLE),
-    ("agents/test_strict_schema.py::test_ref_with_anchor_is_still_expanded", NULLABLE),
-    ("agents/test_strict_schema.py::test_ref_with_annotation_sibling_is_still_expanded", NULLABLE),
-    ("agents/test_strict_schema.py::test_ref_with_schema_metadata_is_still_expanded", NULLABLE),
-    ("agents/test_strict_schema_oneof.py::test_deeply_nested_oneof", NULLABLE),
-    ("agents/test_strict_schema_oneof.py::test_discriminator_preserved", NULLABLE),
-    ("agents/test_strict_schema_oneof.py::test_nested_oneof_in_array_items", NULLABLE),
-    ("agents/test_strict_schema_oneof.py::test_oneof_merged_with_existing_anyof", NULLABLE),
+    (
+        "agents/test_strict_schema.py::test_ref_with_anchor_is_still_expanded",
+        NULLABLE,
+    ),
+    (
+        "agents/test_strict_schema.py::test_ref_with_annotation_sibling_is_still_expanded",
+        NULLABLE,
+    ),
+    (
+        "agents/test_strict_schema.py::test_ref_with_schema_metadata_is_still_expanded",
+        NULLABLE,
+    ),
+    (
+        "agents/test_strict_schema_oneof.py::test_deeply_nested_oneof",
+        NULLABLE,
+    ),
+    (
+        "agents/test_strict_schema_oneof.py::test_discriminator_preserved",
+        NULLABLE,
+    ),
+    (
+        "agents/test_strict_schema_oneof.py::test_nested_oneof_in_array_items",
+        NULLABLE,
+    ),
+    (
+        "agents/test_strict_schema_oneof.py::test_oneof_merged_with_existing_anyof",
+        NULLABLE,
+    ),
     // Non-object roots: OpenAI requires the root of a strict schema to be an
     // object; the reference converts these and leaves the API to refuse them.
-    ("agents/test_strict_schema.py::test_allOf_single_ref_entry_accepts_equal_json_numbers", NON_OBJECT_ROOT),
-    ("agents/test_strict_schema.py::test_allOf_single_ref_entry_accepts_equal_mapping_subclasses", NON_OBJECT_ROOT),
-    ("agents/test_strict_schema.py::test_array_items_processing_and_default_removal", NON_OBJECT_ROOT),
-    ("agents/test_strict_schema.py::test_explicit_non_object_with_properties_is_not_closed", NON_OBJECT_ROOT),
-    ("agents/test_strict_schema.py::test_nested_typeless_objects_get_additional_properties[array-item]", NON_OBJECT_ROOT),
+    (
+        "agents/test_strict_schema.py::test_allOf_single_ref_entry_accepts_equal_json_numbers",
+        NON_OBJECT_ROOT,
+    ),
+    (
+        "agents/test_strict_schema.py::test_allOf_single_ref_entry_accepts_equal_mapping_subclasses",
+        NON_OBJECT_ROOT,
+    ),
+    (
+        "agents/test_strict_schema.py::test_array_items_processing_and_default_removal",
+        NON_OBJECT_ROOT,
+    ),
+    (
+        "agents/test_strict_schema.py::test_explicit_non_object_with_properties_is_not_closed",
+        NON_OBJECT_ROOT,
+    ),
+    (
+        "agents/test_strict_schema.py::test_nested_typeless_objects_get_additional_properties[array-item]",
+        NON_OBJECT_ROOT,
+    ),
     // With reject_open_objects the reference refuses any `$ref` it keeps, because it
     // does not know the target was checked. We convert and check every root
     // `$defs` entry, so a kept `$ref` always points at a strict schema.
-    ("agents/test_strict_schema.py::test_open_object_rejection_rejects_preserved_pure_refs[ordinary]#call2", VALIDATED_REFS),
-    ("agents/test_strict_schema.py::test_open_object_rejection_rejects_preserved_pure_refs[percent-encoded]#call2", VALIDATED_REFS),
+    (
+        "agents/test_strict_schema.py::test_open_object_rejection_rejects_preserved_pure_refs[ordinary]#call2",
+        VALIDATED_REFS,
+    ),
+    (
+        "agents/test_strict_schema.py::test_open_object_rejection_rejects_preserved_pure_refs[percent-encoded]#call2",
+        VALIDATED_REFS,
+    ),
 ];
 
 const NULLABLE: &str = "optional properties become nullable instead of silently required";

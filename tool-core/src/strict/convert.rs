@@ -1,11 +1,11 @@
 //! The schema walk: closes objects, requires every property, rewrites unions,
 //! merges `allOf`, expands `$ref`s that cannot stay, and filters keywords.
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value, json};
 
 use super::error::{StrictError, StrictRule};
 use super::merge::{is_annotation, merge};
-use super::null_map::{kind_of, kind_of_type_name, Kinds, Node, NullMap, Prop, ANY};
+use super::null_map::{ANY, Kinds, Node, NullMap, Prop, kind_of, kind_of_type_name};
 use super::nullable::{allows_null, make_nullable};
 use super::pointer::{escape_token, is_kept_target, parse_ref, resolve};
 use super::{StrictOptions, StrictSchema};
@@ -607,7 +607,9 @@ impl Converter<'_> {
             None => Vec::new(),
             Some(Value::Array(names)) => names.iter().filter_map(Value::as_str).collect(),
             Some(_) => {
-                return Err(self.error_at("required", StrictRule::InvalidKeyword("required".into())))
+                return Err(
+                    self.error_at("required", StrictRule::InvalidKeyword("required".into()))
+                );
             }
         };
         let properties = match object.get("properties") {
@@ -617,7 +619,7 @@ impl Converter<'_> {
                 return Err(self.error_at(
                     "properties",
                     StrictRule::InvalidKeyword("properties".into()),
-                ))
+                ));
             }
         };
         let declares_none = properties.is_none_or(Map::is_empty);

@@ -18,7 +18,9 @@ pub enum StrictRule {
     #[error("a schema must be a JSON object")]
     NotASchema,
     /// `true`, `{}` or a schema with no type: strict mode cannot express "any value".
-    #[error("a schema that accepts any value (`true`, `{{}}`, no `type`) cannot be expressed in strict mode")]
+    #[error(
+        "a schema that accepts any value (`true`, `{{}}`, no `type`) cannot be expressed in strict mode"
+    )]
     AnyValue,
     /// `false`: a schema that accepts nothing.
     #[error("the schema `false` accepts no value and cannot be expressed in strict mode")]
@@ -86,10 +88,14 @@ pub enum StrictRule {
     #[error("more than {0} enum values in total (OpenAI limit)")]
     EnumValueLimit(usize),
     /// Property names, definition names, enum and const strings longer in total than OpenAI allows.
-    #[error("more than {0} characters of property names, definition names, enum and const values (OpenAI limit)")]
+    #[error(
+        "more than {0} characters of property names, definition names, enum and const values (OpenAI limit)"
+    )]
     StringLengthLimit(usize),
     /// One large string enum whose values are longer in total than OpenAI allows.
-    #[error("a string enum with more than {threshold} values has more than {limit} characters (OpenAI limit)")]
+    #[error(
+        "a string enum with more than {threshold} values has more than {limit} characters (OpenAI limit)"
+    )]
     LargeEnumLimit {
         /// Number of values above which the limit applies.
         threshold: usize,
@@ -156,9 +162,5 @@ impl StrictError {
 
 /// The root pointer is empty, which reads badly in a sentence.
 fn display_path(path: &str) -> &str {
-    if path.is_empty() {
-        "(root)"
-    } else {
-        path
-    }
+    if path.is_empty() { "(root)" } else { path }
 }

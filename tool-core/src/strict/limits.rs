@@ -2,9 +2,9 @@
 
 use serde_json::Value;
 
+use super::StrictOptions;
 use super::error::{StrictError, StrictRule};
 use super::pointer::escape_token;
-use super::StrictOptions;
 
 #[derive(Default)]
 struct Totals {

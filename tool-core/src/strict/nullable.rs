@@ -1,6 +1,6 @@
 //! Deciding whether a schema admits `null`, and making it admit `null`.
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value, json};
 
 use super::pointer::resolve;
 

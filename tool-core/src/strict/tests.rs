@@ -1,6 +1,6 @@
 //! Unit tests: schemars-shaped inputs, error paths, limits and NullMap round trips.
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value, json};
 
 use super::*;
 
