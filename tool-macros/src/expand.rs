@@ -203,7 +203,7 @@ fn input_struct(krate: &Path, attrs: &Attrs, tool: &ToolFn, ident: &Ident, param
             #(#fields)*
         }
 
-        const _: () = { #(#probes)* };
+        const _: () = { #({ #probes })* };
     }
 }
 
