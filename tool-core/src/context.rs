@@ -234,6 +234,13 @@ impl CallContext {
         self
     }
 
+    /// Sets the conversation so far, shared without copying.
+    #[must_use]
+    pub fn with_shared_messages(mut self, messages: Arc<[Value]>) -> Self {
+        self.messages = messages;
+        self
+    }
+
     /// Sets the abort signal the tool observes.
     #[must_use]
     pub fn with_abort_signal(mut self, abort: AbortSignal) -> Self {
