@@ -1,1 +1,61 @@
-//! Runtime for `tool-core` tools (see the issue tracker: built on the core).
+//! Runtime for [`tool_core`] tools: the call pipeline of Mastra's
+//! `createTool` and more, around [`tool_core::Tool::execute`].
+//!
+//! - [`Runtime::call`] runs a [`ToolCall`]: validation, hooks, approval
+//!   gate, execute, output; a failure is an [`Outcome::Failed`] the model reads.
+//! - Streaming input: [`Runtime::begin`] → [`InputStream::push`] /
+//!   [`InputStream::partial`] → [`InputStream::finish`], with the
+//!   `on_input_start` / `on_input_delta` / `on_input_available` / `on_output` hooks.
+//! - Human approval: [`Runtime::approve`] / [`Runtime::decline`];
+//!   suspend/resume: [`Runtime::resume`]. Pending calls live in a
+//!   [`PendingStore`] ([`MemoryStore`], or the durable [`SqliteStore`]).
+//! - Background tasks ([`Outcome::Started`], [`Runtime::wait`]),
+//!   cancellation and time limits ([`Runtime::cancel`], [`Outcome::Aborted`]).
+//! - [`Runtime::events`] streams a [`ToolEvent`] for every phase, with display
+//!   and transcript payloads.
+//!
+//! Every call runs in a `tracing` span `tool.call` with `tool_id` and
+//! `call_id`; the tool's own span and its `observe()` spans nest inside it.
+//!
+//! ```
+//! use serde_json::json;
+//! use tool_core::{Outcome, Tool, ToolError};
+//! use tool_runtime::{Runtime, ToolCall};
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let transfer = Tool::builder("transfer")
+//!     .description("Transfer money")
+//!     .require_approval(true)
+//!     .execute(|input, _ctx| async move { Ok::<_, ToolError>(json!({ "sent": input["amount"] })) })
+//!     .build()
+//!     .unwrap();
+//! let runtime = Runtime::builder().tool(transfer).build().unwrap();
+//!
+//! let outcome = runtime.call(ToolCall::new("call-1", "transfer", json!({ "amount": 10 }))).await;
+//! assert!(matches!(outcome, Outcome::ApprovalRequired { .. }));
+//! let outcome = runtime.approve("call-1").await.unwrap();
+//! assert_eq!(outcome.output(), Some(&json!({ "sent": 10 })));
+//! # });
+//! ```
+
+mod abort;
+mod approval;
+mod background;
+mod call;
+mod error;
+mod events;
+mod pipeline;
+mod resume;
+mod runtime;
+mod store;
+mod stream;
+
+pub use approval::ApprovalCheck;
+pub use background::BackgroundResult;
+pub use call::ToolCall;
+pub use error::RuntimeError;
+pub use events::{EventKind, Events, Payload, ToolEvent, TranscriptEntry};
+pub use runtime::{Runtime, RuntimeBuilder};
+pub use store::{MemoryStore, PendingCall, PendingKind, PendingStore, SqliteStore, StoreError};
+pub use stream::InputStream;
+pub use tool_core::Outcome;

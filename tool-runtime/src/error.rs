@@ -1,0 +1,75 @@
+//! What can go wrong when using a runtime: misuse (an unknown call id, a
+//! second approval) and store failures. Tool failures are not errors here:
+//! they are [`Outcome::Failed`](tool_core::Outcome::Failed) results the model reads.
+
+use tool_core::BuildError;
+
+use crate::store::StoreError;
+
+/// A misuse of the runtime or a failure of its pending store.
+///
+/// ```
+/// use tool_runtime::{Runtime, RuntimeError};
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let runtime = Runtime::builder().build().unwrap();
+/// let error = runtime.approve("no-such-call").await.unwrap_err();
+/// assert!(matches!(error, RuntimeError::UnknownCall { .. }));
+/// assert!(error.to_string().contains("no-such-call"));
+/// # });
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RuntimeError {
+    /// A tool could not be added (for example two tools share one id).
+    #[error("cannot build the runtime: {0}")]
+    Build(#[from] BuildError),
+    /// No pending call has this id: it never paused, or it was already
+    /// approved, declined or resumed.
+    #[error(
+        "no pending call with id {call_id:?}: it never waited for approval or resume data, or it was already decided or resumed"
+    )]
+    UnknownCall {
+        /// The id asked for.
+        call_id: String,
+    },
+    /// The call is suspended, not waiting for approval.
+    #[error("call {call_id:?} is not waiting for approval: it is suspended; use resume")]
+    NotAwaitingApproval {
+        /// The id asked for.
+        call_id: String,
+    },
+    /// The call is waiting for approval, not suspended.
+    #[error(
+        "call {call_id:?} is not suspended: it is waiting for approval; use approve or decline"
+    )]
+    NotSuspended {
+        /// The id asked for.
+        call_id: String,
+    },
+    /// No call with this id is running, so there is nothing to cancel.
+    #[error("no running call with id {call_id:?}")]
+    NotRunning {
+        /// The id asked for.
+        call_id: String,
+    },
+    /// No background task has this id.
+    #[error("no background task with id {task_id:?}")]
+    UnknownTask {
+        /// The id asked for.
+        task_id: String,
+    },
+    /// A stored call names a tool this runtime does not have; it stays stored.
+    #[error(
+        "pending call {call_id:?} is for tool {tool_id:?}, which this runtime does not have; it stays pending"
+    )]
+    MissingTool {
+        /// The stored call.
+        call_id: String,
+        /// The tool it names.
+        tool_id: String,
+    },
+    /// The pending store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}

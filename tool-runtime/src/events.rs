@@ -1,0 +1,309 @@
+//! Events for UIs: every phase of every call, with display payloads (and the
+//! transcript payloads to store), streamed through a broadcast channel.
+//!
+//! Without a subscriber, emitting costs one atomic load: events are built
+//! only when someone listens.
+
+use serde_json::Value;
+use tokio::sync::broadcast;
+use tool_core::transform::{Phase, Target, TransformContext};
+use tool_core::{Outcome, Progress, Tool};
+
+/// One thing that happened to one call.
+///
+/// ```
+/// use tool_runtime::{EventKind, ToolEvent};
+///
+/// fn describe(event: &ToolEvent) -> String {
+///     match &event.kind {
+///         EventKind::Output { payload } => format!("{} finished: {}", event.call_id, payload.display),
+///         other => format!("{} {}: {:?}", event.tool_id, event.call_id, other),
+///     }
+/// }
+/// ```
+#[derive(Debug, Clone)]
+pub struct ToolEvent {
+    /// The call.
+    pub call_id: String,
+    /// The tool called.
+    pub tool_id: String,
+    /// What happened.
+    pub kind: EventKind,
+}
+
+/// The payload of a phase, as shown and as stored: `display` goes to UIs,
+/// `transcript` to the stored conversation. Each is the raw value unless the
+/// tool has a transform for that target.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Payload {
+    /// What a UI shows.
+    pub display: Value,
+    /// What a transcript stores.
+    pub transcript: Value,
+}
+
+/// What happened; see [`ToolEvent`].
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum EventKind {
+    /// The model started streaming the call's arguments.
+    InputStart,
+    /// One more fragment of the arguments (display projection of the
+    /// fragment; not sent when the tool's display transform suppresses deltas).
+    InputDelta {
+        /// The fragment as displayed (by default the raw text as a JSON string).
+        display: Value,
+    },
+    /// The arguments are complete and valid.
+    InputAvailable {
+        /// The input.
+        payload: Payload,
+    },
+    /// The call waits for `approve` or `decline`.
+    ApprovalRequested {
+        /// The input awaiting approval.
+        payload: Payload,
+        /// What a decision looks like: `{"approved": boolean}`.
+        resume_schema: Value,
+    },
+    /// The tool suspended itself.
+    Suspended {
+        /// The suspend payload.
+        payload: Payload,
+        /// The schema resume data must match.
+        resume_schema: Option<Value>,
+    },
+    /// A suspended call was resumed (or an approved call released).
+    Resumed {
+        /// The resume data (`{"approved": true}` for an approval).
+        payload: Payload,
+    },
+    /// The call completed.
+    Output {
+        /// The output.
+        payload: Payload,
+    },
+    /// The call was declined; it never ran.
+    OutputDenied {
+        /// The reason given, if any.
+        reason: Option<String>,
+    },
+    /// The call failed.
+    Error {
+        /// The model-facing error object.
+        payload: Payload,
+    },
+    /// The call was aborted (cancel or timeout).
+    Aborted,
+    /// The tool reported progress.
+    Progress(Progress),
+    /// The call runs as a background task.
+    BackgroundStarted {
+        /// The task.
+        task_id: String,
+    },
+    /// A background task ended.
+    BackgroundCompleted {
+        /// The task.
+        task_id: String,
+        /// How it ended.
+        outcome: Outcome,
+    },
+}
+
+/// An entry of a stored transcript: the transcript payload of one phase.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TranscriptEntry {
+    /// The call.
+    pub call_id: String,
+    /// The tool.
+    pub tool_id: String,
+    /// The phase.
+    pub phase: Phase,
+    /// The transcript projection of the phase's payload.
+    pub payload: Value,
+}
+
+impl ToolEvent {
+    /// The transcript entry of this event, for events that carry a payload.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_runtime::{EventKind, Payload, ToolEvent};
+    ///
+    /// let event = ToolEvent {
+    ///     call_id: "c1".into(),
+    ///     tool_id: "weather".into(),
+    ///     kind: EventKind::Output { payload: Payload { display: json!("21°C"), transcript: json!({ "t": 21 }) } },
+    /// };
+    /// assert_eq!(event.transcript().unwrap().payload, json!({ "t": 21 }));
+    /// ```
+    pub fn transcript(&self) -> Option<TranscriptEntry> {
+        let (phase, payload) = match &self.kind {
+            EventKind::InputAvailable { payload } => (Phase::Input, payload),
+            EventKind::ApprovalRequested { payload, .. } => (Phase::Approval, payload),
+            EventKind::Suspended { payload, .. } => (Phase::Suspend, payload),
+            EventKind::Resumed { payload } => (Phase::Resume, payload),
+            EventKind::Output { payload } => (Phase::Output, payload),
+            EventKind::Error { payload } => (Phase::Error, payload),
+            _ => return None,
+        };
+        Some(TranscriptEntry {
+            call_id: self.call_id.clone(),
+            tool_id: self.tool_id.clone(),
+            phase,
+            payload: payload.transcript.clone(),
+        })
+    }
+}
+
+/// A subscription to a runtime's events, from [`Runtime::events`](crate::Runtime::events).
+///
+/// Events sent before subscribing are not seen. A subscriber that falls more
+/// than the channel capacity behind skips the oldest events (logged, and
+/// counted by [`Events::missed`]).
+///
+/// ```
+/// use serde_json::json;
+/// use tool_core::{Tool, ToolError};
+/// use tool_runtime::{EventKind, Runtime, ToolCall};
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let echo = Tool::builder("echo").description("Echo")
+///     .execute(|input, _ctx| async move { Ok::<_, ToolError>(input) })
+///     .build().unwrap();
+/// let runtime = Runtime::builder().tool(echo).build().unwrap();
+/// let mut events = runtime.events();
+/// runtime.call(ToolCall::new("c1", "echo", json!({ "x": 1 }))).await;
+/// assert!(matches!(events.next().await.unwrap().kind, EventKind::InputAvailable { .. }));
+/// assert!(matches!(events.next().await.unwrap().kind, EventKind::Output { .. }));
+/// # });
+/// ```
+#[derive(Debug)]
+pub struct Events {
+    rx: broadcast::Receiver<ToolEvent>,
+    missed: u64,
+}
+
+impl Events {
+    /// The next event; `None` once the runtime (every clone) is gone.
+    pub async fn next(&mut self) -> Option<ToolEvent> {
+        loop {
+            match self.rx.recv().await {
+                Ok(event) => return Some(event),
+                Err(broadcast::error::RecvError::Lagged(n)) => self.lagged(n),
+                Err(broadcast::error::RecvError::Closed) => return None,
+            }
+        }
+    }
+
+    /// The next event if one is waiting, without waiting.
+    pub fn try_next(&mut self) -> Option<ToolEvent> {
+        loop {
+            match self.rx.try_recv() {
+                Ok(event) => return Some(event),
+                Err(broadcast::error::TryRecvError::Lagged(n)) => self.lagged(n),
+                Err(_) => return None,
+            }
+        }
+    }
+
+    /// How many events this subscriber skipped because it fell behind.
+    pub fn missed(&self) -> u64 {
+        self.missed
+    }
+
+    fn lagged(&mut self, n: u64) {
+        self.missed += n;
+        tracing::warn!(
+            missed = n,
+            "tool event subscriber fell behind; events were skipped"
+        );
+    }
+}
+
+/// The sending side, shared by every clone of a runtime.
+#[derive(Debug, Clone)]
+pub(crate) struct EventBus {
+    tx: broadcast::Sender<ToolEvent>,
+}
+
+impl EventBus {
+    pub(crate) fn new(capacity: usize) -> Self {
+        EventBus {
+            tx: broadcast::channel(capacity.max(1)).0,
+        }
+    }
+
+    pub(crate) fn subscribe(&self) -> Events {
+        Events {
+            rx: self.tx.subscribe(),
+            missed: 0,
+        }
+    }
+
+    /// True when someone listens; events are only built then.
+    #[inline]
+    pub(crate) fn active(&self) -> bool {
+        self.tx.receiver_count() > 0
+    }
+
+    /// Sends the event `make` builds, if anyone listens.
+    #[inline]
+    pub(crate) fn emit(&self, call_id: &str, tool_id: &str, make: impl FnOnce() -> EventKind) {
+        if self.active() {
+            let _ = self.tx.send(ToolEvent {
+                call_id: call_id.to_owned(),
+                tool_id: tool_id.to_owned(),
+                kind: make(),
+            });
+        }
+    }
+}
+
+/// The display and transcript projections of a phase's payload.
+pub(crate) fn payload(
+    tool: Option<&Tool>,
+    call_id: &str,
+    tool_id: &str,
+    phase: Phase,
+    raw: &Value,
+) -> Payload {
+    let project = |target| match tool {
+        None => raw.clone(),
+        Some(tool) => tool
+            .transform()
+            .apply(&TransformContext {
+                target,
+                phase,
+                tool_id,
+                call_id,
+                payload: raw,
+            })
+            .unwrap_or(Value::Null),
+    };
+    Payload {
+        display: project(Target::Display),
+        transcript: project(Target::Transcript),
+    }
+}
+
+/// The display projection of an input delta; `None` when suppressed.
+pub(crate) fn delta_display(
+    tool: Option<&Tool>,
+    call_id: &str,
+    tool_id: &str,
+    delta: &str,
+) -> Option<Value> {
+    let raw = Value::String(delta.to_owned());
+    match tool {
+        None => Some(raw),
+        Some(tool) => tool.transform().apply(&TransformContext {
+            target: Target::Display,
+            phase: Phase::InputDelta,
+            tool_id,
+            call_id,
+            payload: &raw,
+        }),
+    }
+}

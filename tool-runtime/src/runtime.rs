@@ -1,0 +1,329 @@
+//! The [`Runtime`] and its [`RuntimeBuilder`].
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tool_core::{Hooks, Tool, ToolSet};
+
+use crate::abort::Running;
+use crate::approval::{ApprovalCheck, ApprovalPolicy};
+use crate::background::{BackgroundCallback, BackgroundResult, Tasks};
+use crate::error::RuntimeError;
+use crate::events::{EventBus, Events};
+use crate::store::{MemoryStore, PendingCall, PendingStore, SqliteStore};
+
+/// Default capacity of the event channel, per subscriber.
+const EVENT_CAPACITY: usize = 1024;
+/// Default number of finished background tasks whose outcome `wait` can still return.
+const TASK_RETENTION: usize = 10_000;
+
+/// Runs tools: validation, hooks, approval, suspend/resume, background tasks,
+/// cancellation, events. Cheap to clone (one `Arc`); every clone is the same
+/// runtime. There is no global state: two runtimes share nothing but what
+/// they are given (for example one store file).
+///
+/// ```
+/// use serde_json::json;
+/// use tool_core::{Outcome, Tool, ToolError};
+/// use tool_runtime::{Runtime, ToolCall};
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let add = Tool::builder("add")
+///     .description("Add two numbers")
+///     .input_schema(json!({ "type": "object", "properties": { "a": { "type": "number" }, "b": { "type": "number" } }, "required": ["a", "b"] }))
+///     .execute(|input, _ctx| async move {
+///         Ok::<_, ToolError>(json!(input["a"].as_f64().unwrap_or(0.0) + input["b"].as_f64().unwrap_or(0.0)))
+///     })
+///     .build()
+///     .unwrap();
+/// let runtime = Runtime::builder().tool(add).build().unwrap();
+/// let outcome = runtime.call(ToolCall::new("call-1", "add", r#"{"a": 2, "b": 3}"#)).await;
+/// assert_eq!(outcome.output(), Some(&json!(5.0)));
+///
+/// let unknown = runtime.call(ToolCall::new("call-2", "sub", "{}")).await;
+/// assert_eq!(unknown.error().unwrap().message(), r#"Tool "sub" not found. Available tools: add."#);
+/// # });
+/// ```
+#[derive(Clone)]
+pub struct Runtime {
+    pub(crate) inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub(crate) tools: ToolSet,
+    pub(crate) hooks: Hooks,
+    pub(crate) approval: ApprovalPolicy,
+    pub(crate) store: Arc<dyn PendingStore>,
+    pub(crate) events: EventBus,
+    pub(crate) running: Arc<Running>,
+    pub(crate) tasks: Tasks,
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) tool_timeouts: HashMap<String, Duration>,
+}
+
+impl fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Runtime")
+            .field(
+                "tools",
+                &self.inner.tools.iter().map(Tool::id).collect::<Vec<_>>(),
+            )
+            .field("hooks", &self.inner.hooks)
+            .field("timeout", &self.inner.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Runtime {
+    /// Starts a runtime.
+    pub fn builder() -> RuntimeBuilder {
+        RuntimeBuilder::default()
+    }
+
+    /// The runtime's tools.
+    pub fn tools(&self) -> &ToolSet {
+        &self.inner.tools
+    }
+
+    /// The tool named `id`.
+    pub fn tool(&self, id: &str) -> Option<&Tool> {
+        self.inner.tools.get(id)
+    }
+
+    /// Subscribes to the runtime's events, from now on.
+    pub fn events(&self) -> Events {
+        self.inner.events.subscribe()
+    }
+
+    /// Every call waiting for approval or resume data, from the store.
+    pub fn pending(&self) -> Result<Vec<PendingCall>, RuntimeError> {
+        Ok(self.inner.store.list()?)
+    }
+
+    /// Fires the abort signal of a running call (or of a call whose input is
+    /// still streaming, or of a background task by its call id). The call
+    /// ends as `Outcome::Aborted`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use serde_json::json;
+    /// use tool_core::{Outcome, Tool, ToolError};
+    /// use tool_runtime::{Runtime, ToolCall};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let slow = Tool::builder("slow").description("Waits until aborted")
+    ///     .execute(|_input, ctx| async move {
+    ///         ctx.abort_signal().aborted().await;
+    ///         Ok::<_, ToolError>(json!("stopped"))
+    ///     })
+    ///     .build().unwrap();
+    /// let runtime = Runtime::builder().tool(slow).build().unwrap();
+    /// let running = tokio::spawn({
+    ///     let runtime = runtime.clone();
+    ///     async move { runtime.call(ToolCall::new("c1", "slow", "{}")).await }
+    /// });
+    /// tokio::time::sleep(Duration::from_millis(10)).await;
+    /// runtime.cancel("c1").unwrap();
+    /// assert_eq!(running.await.unwrap(), Outcome::Aborted);
+    /// assert!(runtime.cancel("c1").is_err()); // no longer running
+    /// # });
+    /// ```
+    pub fn cancel(&self, call_id: &str) -> Result<(), RuntimeError> {
+        if self.inner.running.cancel(call_id) {
+            tracing::info!(call_id, "tool call cancelled");
+            Ok(())
+        } else {
+            Err(RuntimeError::NotRunning {
+                call_id: call_id.to_owned(),
+            })
+        }
+    }
+}
+
+/// Configures a [`Runtime`]: tools, runtime-wide hooks, approval policy,
+/// pending store, time limits, background callbacks.
+///
+/// ```
+/// use std::time::Duration;
+/// use serde_json::json;
+/// use tool_core::{Hooks, Tool, ToolError};
+/// use tool_runtime::{Runtime, RuntimeError};
+///
+/// let echo = Tool::builder("echo").description("Echo")
+///     .execute(|input, _ctx| async move { Ok::<_, ToolError>(input) })
+///     .build().unwrap();
+/// let runtime = Runtime::builder()
+///     .tool(echo.clone())
+///     .hooks(Hooks::new().on_output(|out: &tool_core::hooks::OutputAvailable<'_>| println!("{} -> {}", out.tool_name, out.output)))
+///     .approval_policy(|check| check.tool.id() == "delete")
+///     .timeout(Duration::from_secs(60))
+///     .build()
+///     .unwrap();
+/// assert_eq!(runtime.tools().len(), 1);
+///
+/// // Two tools with one id: an error, not a silent replace.
+/// let error = Runtime::builder().tool(echo.clone()).tool(echo).build().unwrap_err();
+/// assert!(matches!(error, RuntimeError::Build(_)));
+/// ```
+#[must_use]
+#[derive(Default)]
+pub struct RuntimeBuilder {
+    tools: Vec<Tool>,
+    hooks: Hooks,
+    approval: ApprovalPolicy,
+    store: Option<Arc<dyn PendingStore>>,
+    sqlite_path: Option<PathBuf>,
+    event_capacity: Option<usize>,
+    timeout: Option<Duration>,
+    tool_timeouts: HashMap<String, Duration>,
+    on_complete: Option<BackgroundCallback>,
+    on_failed: Option<BackgroundCallback>,
+    task_retention: Option<usize>,
+}
+
+impl fmt::Debug for RuntimeBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RuntimeBuilder")
+            .field(
+                "tools",
+                &self.tools.iter().map(Tool::id).collect::<Vec<_>>(),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+impl RuntimeBuilder {
+    /// Adds a tool (a `#[tool]` type or a built [`Tool`]).
+    pub fn tool(mut self, tool: impl Into<Tool>) -> Self {
+        self.tools.push(tool.into());
+        self
+    }
+
+    /// Adds several tools.
+    pub fn tools<I, T>(mut self, tools: I) -> Self
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<Tool>,
+    {
+        self.tools.extend(tools.into_iter().map(Into::into));
+        self
+    }
+
+    /// Runtime-wide lifecycle hooks; they fire after each tool's own hooks.
+    pub fn hooks(mut self, hooks: Hooks) -> Self {
+        self.hooks = hooks;
+        self
+    }
+
+    /// Every call of every tool needs approval (unless the tool has its own
+    /// approval policy function, which is authoritative).
+    pub fn require_approval(mut self, required: bool) -> Self {
+        self.approval = if required {
+            ApprovalPolicy::Always
+        } else {
+            ApprovalPolicy::Never
+        };
+        self
+    }
+
+    /// Decides per call whether approval is needed, for tools without their
+    /// own policy function (a tool's `require_approval` flag still applies:
+    /// flag OR policy). A policy that panics means approval is required.
+    pub fn approval_policy(
+        mut self,
+        policy: impl Fn(&ApprovalCheck<'_>) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.approval = ApprovalPolicy::Custom(Arc::new(policy));
+        self
+    }
+
+    /// Where pending calls are kept (default: in memory).
+    pub fn store(mut self, store: impl PendingStore) -> Self {
+        self.store = Some(Arc::new(store));
+        self.sqlite_path = None;
+        self
+    }
+
+    /// Keeps pending calls in the SQLite file at `path`, opened by
+    /// [`build`](Self::build) (which fails if the file is corrupt or unreadable).
+    pub fn sqlite_store(mut self, path: impl Into<PathBuf>) -> Self {
+        self.sqlite_path = Some(path.into());
+        self.store = None;
+        self
+    }
+
+    /// Capacity of the event channel (default 1024); a subscriber that falls
+    /// further behind skips events.
+    pub fn event_capacity(mut self, capacity: usize) -> Self {
+        self.event_capacity = Some(capacity);
+        self
+    }
+
+    /// Time limit of every call (unless the call or its tool sets one).
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Time limit of every call of one tool (unless the call sets one).
+    pub fn tool_timeout(mut self, tool_id: impl Into<String>, timeout: Duration) -> Self {
+        self.tool_timeouts.insert(tool_id.into(), timeout);
+        self
+    }
+
+    /// Called when a background task completes.
+    pub fn on_background_complete(
+        mut self,
+        callback: impl Fn(&BackgroundResult) + Send + Sync + 'static,
+    ) -> Self {
+        self.on_complete = Some(Arc::new(callback));
+        self
+    }
+
+    /// Called when a background task fails (after its retries), times out or is aborted.
+    pub fn on_background_failed(
+        mut self,
+        callback: impl Fn(&BackgroundResult) + Send + Sync + 'static,
+    ) -> Self {
+        self.on_failed = Some(Arc::new(callback));
+        self
+    }
+
+    /// How many finished background tasks `wait` remembers (default 10,000);
+    /// older ones are forgotten first.
+    pub fn task_retention(mut self, tasks: usize) -> Self {
+        self.task_retention = Some(tasks);
+        self
+    }
+
+    /// Builds the runtime: fails on two tools with one id, and on a store
+    /// file that cannot be opened or is corrupt.
+    pub fn build(self) -> Result<Runtime, RuntimeError> {
+        let tools = ToolSet::new(self.tools)?;
+        let store: Arc<dyn PendingStore> = match (self.store, self.sqlite_path) {
+            (Some(store), _) => store,
+            (None, Some(path)) => Arc::new(SqliteStore::open(path)?),
+            (None, None) => Arc::new(MemoryStore::new()),
+        };
+        Ok(Runtime {
+            inner: Arc::new(Inner {
+                tools,
+                hooks: self.hooks,
+                approval: self.approval,
+                store,
+                events: EventBus::new(self.event_capacity.unwrap_or(EVENT_CAPACITY)),
+                running: Arc::default(),
+                tasks: Tasks::new(
+                    self.task_retention.unwrap_or(TASK_RETENTION),
+                    self.on_complete,
+                    self.on_failed,
+                ),
+                timeout: self.timeout,
+                tool_timeouts: self.tool_timeouts,
+            }),
+        })
+    }
+}

@@ -1,0 +1,248 @@
+//! Pending calls in a SQLite file: they survive a restart or a `kill -9`.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+
+use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior, params};
+
+use super::{PendingCall, PendingKind, PendingStore, StoreError};
+
+/// `PRAGMA application_id` of a pending store: "tool" in ASCII.
+const APPLICATION_ID: i32 = 0x746F_6F6C;
+/// `PRAGMA user_version` of the current layout.
+const LAYOUT_VERSION: i32 = 1;
+/// How long a write waits for another process holding the file.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A durable [`PendingStore`] in one SQLite file (WAL mode, synchronous
+/// commits): pending approvals and suspensions survive a crash of the
+/// process, and several runtimes (in one or several processes) can share
+/// the file. Taking an entry is one `DELETE ... RETURNING` inside an
+/// immediate transaction, so it happens at most once.
+///
+/// Opening checks the file: a file that is not SQLite, fails SQLite's
+/// integrity check, belongs to another program or holds an unreadable record
+/// is an error naming the file, and is left untouched.
+///
+/// ```
+/// use tool_runtime::{Runtime, SqliteStore};
+///
+/// let dir = std::env::temp_dir().join(format!("tool-runtime-doc-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir).unwrap();
+/// let path = dir.join("pending.sqlite");
+/// let runtime = Runtime::builder().store(SqliteStore::open(&path).unwrap()).build().unwrap();
+/// assert!(runtime.pending().unwrap().is_empty());
+///
+/// std::fs::write(dir.join("garbage.sqlite"), b"this is not a database, not even close; it is plain text.").unwrap();
+/// let error = SqliteStore::open(dir.join("garbage.sqlite")).unwrap_err();
+/// assert!(error.to_string().contains("garbage.sqlite"));
+/// # std::fs::remove_dir_all(&dir).ok();
+/// ```
+#[derive(Debug)]
+pub struct SqliteStore {
+    path: PathBuf,
+    conn: Mutex<Connection>,
+}
+
+impl SqliteStore {
+    /// Opens the store at `path`, creating the file if it does not exist.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        let path = path.as_ref().to_path_buf();
+        let open_error = |reason: String| StoreError::Open {
+            path: path.clone(),
+            reason,
+        };
+        if path.is_dir() {
+            return Err(open_error("it is a directory".to_owned()));
+        }
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let mut conn =
+            Connection::open_with_flags(&path, flags).map_err(|e| open_error(e.to_string()))?;
+        conn.busy_timeout(BUSY_TIMEOUT)
+            .map_err(|e| open_error(e.to_string()))?;
+        let store_error = |e: rusqlite::Error| classify(&path, e);
+        // The first read of the file: a non-SQLite file fails here.
+        let _mode: String = conn
+            .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
+            .map_err(store_error)?;
+        conn.pragma_update(None, "synchronous", "FULL")
+            .map_err(store_error)?;
+        let check: String = conn
+            .query_row("PRAGMA quick_check", [], |row| row.get(0))
+            .map_err(store_error)?;
+        if check != "ok" {
+            return Err(StoreError::Corrupt {
+                path,
+                reason: format!("integrity check failed: {check}"),
+            });
+        }
+        init_layout(&mut conn, &path)?;
+        let store = SqliteStore {
+            path,
+            conn: Mutex::new(conn),
+        };
+        // Every record must be readable now, not when someone approves it.
+        store.list()?;
+        Ok(store)
+    }
+
+    /// The store file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
+        self.conn.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn io(&self, error: rusqlite::Error) -> StoreError {
+        classify(&self.path, error)
+    }
+
+    fn decode(&self, call_id: &str, record: &str) -> Result<PendingCall, StoreError> {
+        serde_json::from_str(record).map_err(|e| StoreError::Corrupt {
+            path: self.path.clone(),
+            reason: format!("the record of call {call_id:?} is unreadable: {e}"),
+        })
+    }
+}
+
+/// Creates the table in a new file, or checks that an existing file is a
+/// pending store of this layout.
+fn init_layout(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
+    let err = |e: rusqlite::Error| classify(path, e);
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(err)?;
+    let app_id: i32 = tx
+        .query_row("PRAGMA application_id", [], |row| row.get(0))
+        .map_err(err)?;
+    let version: i32 = tx
+        .query_row("PRAGMA user_version", [], |row| row.get(0))
+        .map_err(err)?;
+    let objects: i64 = tx
+        .query_row("SELECT count(*) FROM sqlite_master", [], |row| row.get(0))
+        .map_err(err)?;
+    if app_id == 0 && version == 0 && objects == 0 {
+        tx.execute_batch(&format!(
+            "CREATE TABLE pending (
+                call_id TEXT PRIMARY KEY NOT NULL,
+                kind TEXT NOT NULL,
+                tool_id TEXT NOT NULL,
+                record TEXT NOT NULL
+            );
+            PRAGMA application_id = {APPLICATION_ID};
+            PRAGMA user_version = {LAYOUT_VERSION};"
+        ))
+        .map_err(err)?;
+    } else if app_id != APPLICATION_ID {
+        return Err(StoreError::Corrupt {
+            path: path.to_path_buf(),
+            reason: format!(
+                "it is a SQLite database of another program (application_id {app_id:#x})"
+            ),
+        });
+    } else if version != LAYOUT_VERSION {
+        return Err(StoreError::Corrupt {
+            path: path.to_path_buf(),
+            reason: format!(
+                "unsupported layout version {version} (this build reads {LAYOUT_VERSION})"
+            ),
+        });
+    }
+    tx.commit().map_err(err)
+}
+
+/// Maps a SQLite error: a file that is not a database is corrupt, anything
+/// else an I/O failure; both name the file.
+fn classify(path: &Path, error: rusqlite::Error) -> StoreError {
+    match error.sqlite_error_code() {
+        Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt) => StoreError::Corrupt {
+            path: path.to_path_buf(),
+            reason: error.to_string(),
+        },
+        _ => StoreError::Io {
+            location: path.display().to_string(),
+            reason: error.to_string(),
+        },
+    }
+}
+
+impl PendingStore for SqliteStore {
+    fn insert(&self, call: &PendingCall) -> Result<(), StoreError> {
+        let record = serde_json::to_string(call).map_err(|e| StoreError::Io {
+            location: self.path.display().to_string(),
+            reason: format!("cannot encode call {:?}: {e}", call.call_id),
+        })?;
+        let conn = self.conn();
+        match conn.execute(
+            "INSERT INTO pending (call_id, kind, tool_id, record) VALUES (?1, ?2, ?3, ?4)",
+            params![call.call_id, call.kind.as_str(), call.tool_id, record],
+        ) {
+            Ok(_) => Ok(()),
+            Err(e) if e.sqlite_error_code() == Some(ErrorCode::ConstraintViolation) => {
+                Err(StoreError::Duplicate {
+                    call_id: call.call_id.clone(),
+                })
+            }
+            Err(e) => Err(self.io(e)),
+        }
+    }
+
+    fn take(&self, call_id: &str, kind: PendingKind) -> Result<Option<PendingCall>, StoreError> {
+        let mut conn = self.conn();
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|e| self.io(e))?;
+        let record: Option<String> = tx
+            .query_row(
+                "DELETE FROM pending WHERE call_id = ?1 AND kind = ?2 RETURNING record",
+                params![call_id, kind.as_str()],
+                |row| row.get(0),
+            )
+            .optional()
+            .map_err(|e| self.io(e))?;
+        let Some(record) = record else {
+            tx.commit().map_err(|e| self.io(e))?;
+            return Ok(None);
+        };
+        // An unreadable record stays stored (the transaction rolls back on drop).
+        let call = self.decode(call_id, &record)?;
+        tx.commit().map_err(|e| self.io(e))?;
+        Ok(Some(call))
+    }
+
+    fn get(&self, call_id: &str) -> Result<Option<PendingCall>, StoreError> {
+        let record: Option<String> = self
+            .conn()
+            .query_row(
+                "SELECT record FROM pending WHERE call_id = ?1",
+                params![call_id],
+                |row| row.get(0),
+            )
+            .optional()
+            .map_err(|e| self.io(e))?;
+        record.map(|r| self.decode(call_id, &r)).transpose()
+    }
+
+    fn list(&self) -> Result<Vec<PendingCall>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare("SELECT call_id, record FROM pending ORDER BY call_id")
+            .map_err(|e| self.io(e))?;
+        let rows = stmt
+            .query_map([], |row| {
+                Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
+            })
+            .map_err(|e| self.io(e))?;
+        let mut calls = Vec::new();
+        for row in rows {
+            let (call_id, record) = row.map_err(|e| self.io(e))?;
+            calls.push(self.decode(&call_id, &record)?);
+        }
+        Ok(calls)
+    }
+}
