@@ -108,36 +108,59 @@ impl<K: Into<String>> FromIterator<(K, Value)> for RequestContext {
 /// signal.abort();
 /// assert!(seen_by_tool.is_aborted());
 /// ```
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct AbortSignal {
-    token: CancellationToken,
+    /// `None` for a call nobody can abort: it costs nothing to create.
+    token: Option<CancellationToken>,
+}
+
+impl Default for AbortSignal {
+    fn default() -> Self {
+        AbortSignal::new()
+    }
 }
 
 impl AbortSignal {
     /// A signal that has not fired.
     pub fn new() -> Self {
-        AbortSignal::default()
+        AbortSignal {
+            token: Some(CancellationToken::new()),
+        }
+    }
+
+    /// A signal that never fires (a call whose caller kept no way to abort it).
+    pub fn never() -> Self {
+        AbortSignal { token: None }
     }
 
     /// Fires the signal for every clone and child.
     pub fn abort(&self) {
-        self.token.cancel();
+        if let Some(token) = &self.token {
+            token.cancel();
+        }
     }
 
     /// True once the signal fired.
     pub fn is_aborted(&self) -> bool {
-        self.token.is_cancelled()
+        self.token.as_ref().is_some_and(CancellationToken::is_cancelled)
     }
 
-    /// Completes when the signal fires.
+    /// Completes when the signal fires (never, for [`AbortSignal::never`]).
     pub async fn aborted(&self) {
-        self.token.cancelled().await;
+        match &self.token {
+            Some(token) => token.cancelled().await,
+            None => std::future::pending().await,
+        }
     }
 
     /// A signal that fires when this one does, and can also fire on its own.
     pub fn child(&self) -> AbortSignal {
         AbortSignal {
-            token: self.token.child_token(),
+            token: Some(
+                self.token
+                    .as_ref()
+                    .map_or_else(CancellationToken::new, CancellationToken::child_token),
+            ),
         }
     }
 }
@@ -175,7 +198,8 @@ type ProgressSink = Arc<dyn Fn(Progress) + Send + Sync>;
 pub struct CallContext {
     pub(crate) call_id: String,
     pub(crate) request_context: RequestContext,
-    pub(crate) messages: Arc<[Value]>,
+    /// `None` until set: most calls carry no conversation and pay nothing for it.
+    pub(crate) messages: Option<Arc<[Value]>>,
     pub(crate) abort: AbortSignal,
     pub(crate) resume: Option<Resume>,
     pub(crate) progress: Option<ProgressSink>,
@@ -194,7 +218,7 @@ impl fmt::Debug for CallContext {
         f.debug_struct("CallContext")
             .field("call_id", &self.call_id)
             .field("request_context", &self.request_context)
-            .field("messages", &self.messages.len())
+            .field("messages", &self.messages().len())
             .field("aborted", &self.abort.is_aborted())
             .field("resume", &self.resume)
             .finish_non_exhaustive()
@@ -207,8 +231,8 @@ impl CallContext {
         CallContext {
             call_id: call_id.into(),
             request_context: RequestContext::default(),
-            messages: Arc::from(Vec::new()),
-            abort: AbortSignal::default(),
+            messages: None,
+            abort: AbortSignal::never(),
             resume: None,
             progress: None,
             parent_span: None,
@@ -218,6 +242,11 @@ impl CallContext {
     /// The call's id.
     pub fn call_id(&self) -> &str {
         &self.call_id
+    }
+
+    /// The conversation so far (empty when not set).
+    pub fn messages(&self) -> &[Value] {
+        self.messages.as_deref().unwrap_or_default()
     }
 
     /// Sets the request context.
@@ -230,18 +259,19 @@ impl CallContext {
     /// Sets the conversation so far.
     #[must_use]
     pub fn with_messages(mut self, messages: Vec<Value>) -> Self {
-        self.messages = Arc::from(messages);
+        self.messages = Some(Arc::from(messages));
         self
     }
 
     /// Sets the conversation so far, shared without copying.
     #[must_use]
     pub fn with_shared_messages(mut self, messages: Arc<[Value]>) -> Self {
-        self.messages = messages;
+        self.messages = Some(messages);
         self
     }
 
-    /// Sets the abort signal the tool observes.
+    /// Sets the abort signal the tool observes (without one, nobody can
+    /// abort the call).
     #[must_use]
     pub fn with_abort_signal(mut self, abort: AbortSignal) -> Self {
         self.abort = abort;
@@ -436,7 +466,7 @@ impl<S, R> ToolContext<S, R> {
 
     /// The conversation so far, when the caller supplied it.
     pub fn messages(&self) -> &[Value] {
-        &self.state.ctx.messages
+        self.state.ctx.messages()
     }
 
     /// On resume, the validated resume data; `None` on a first run.

@@ -5,7 +5,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::schema::{admits, expects_object, resolve};
+use crate::schema::{admits, resolve};
 use crate::validate::Issue;
 
 /// How deep repairs look into a value; deeper values are left as they are.
@@ -48,9 +48,9 @@ impl From<Value> for RawInput {
 }
 
 /// Parses argument text; `None` when it is not JSON even after repairs.
-pub(crate) fn parse_text(text: &str, schema: &Value) -> Option<Value> {
+pub(crate) fn parse_text(text: &str, expects_object: bool) -> Option<Value> {
     let trimmed = text.trim();
-    if trimmed.is_empty() && expects_object(schema) {
+    if trimmed.is_empty() && expects_object {
         // Providers stream no argument text at all for tools without parameters.
         return Some(Value::Object(Map::new()));
     }
@@ -65,19 +65,20 @@ pub(crate) fn parse_text(text: &str, schema: &Value) -> Option<Value> {
     serde_json::from_str(fenced.trim()).ok()
 }
 
-/// First repair, always applied: a missing, `null` or stringified top-level
-/// object where the schema expects an object.
-pub(crate) fn normalize_top(value: Value, schema: &Value) -> Value {
-    if !expects_object(schema) {
-        return value;
+/// First repair, always applied: a `null` or stringified top-level object
+/// where the schema expects an object. Returns the value to validate and,
+/// when it was repaired, the value as provided (quoted in error messages).
+pub(crate) fn normalize_top(value: Value, expects_object: bool) -> (Value, Option<Value>) {
+    if !expects_object {
+        return (value, None);
     }
     match value {
-        Value::Null => Value::Object(Map::new()),
+        Value::Null => (Value::Object(Map::new()), Some(Value::Null)),
         Value::String(text) => match serde_json::from_str::<Value>(text.trim()) {
-            Ok(parsed @ Value::Object(_)) => parsed,
-            _ => Value::String(text),
+            Ok(parsed @ Value::Object(_)) => (parsed, Some(Value::String(text))),
+            _ => (Value::String(text), None),
         },
-        other => other,
+        other => (other, None),
     }
 }
 

@@ -99,13 +99,14 @@ impl Tool {
         let provided = match input.into() {
             RawInput::Json(value) => value,
             RawInput::Text(text) => {
-                parse_text(&text, schema.schema()).ok_or_else(|| ModelError::invalid_json(id))?
+                parse_text(&text, schema.expects_object()).ok_or_else(|| ModelError::invalid_json(id))?
             }
         };
-        let first = normalize_top(provided.clone(), schema.schema());
+        let (first, repaired_from) = normalize_top(provided, schema.expects_object());
         if schema.is_valid(&first) {
             return Ok(first);
         }
+        let provided = repaired_from.unwrap_or_else(|| first.clone());
         let mut attempt = first;
         let mut issues = schema.issues(&attempt);
         let repairs: [&dyn Fn(&Value, &[Issue]) -> Option<Value>; 2] = [
@@ -177,7 +178,6 @@ impl Tool {
             tracing::warn!(parent: &span, "tool call aborted before it started");
             return Outcome::Aborted;
         }
-        let call_id = ctx.call_id.clone();
         let state = Arc::new(CallState {
             tool_id: Arc::clone(&inner.id),
             ctx,
@@ -189,7 +189,7 @@ impl Tool {
             .await;
         let _entered = span.enter();
         if let Some(suspension) = state.take_suspension() {
-            return self.suspended(call_id, suspension);
+            return self.suspended(state.ctx.call_id.clone(), suspension);
         }
         match run {
             Run::Done(Ok(executed)) => self.completed(executed),

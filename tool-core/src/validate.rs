@@ -48,6 +48,8 @@ impl Issue {
 pub(crate) struct CompiledSchema {
     schema: Value,
     validator: jsonschema::Validator,
+    /// Whether the schema describes objects, looked up once: every call asks.
+    expects_object: bool,
 }
 
 impl std::fmt::Debug for CompiledSchema {
@@ -62,7 +64,16 @@ impl CompiledSchema {
             .should_validate_formats(false)
             .build(&schema)
             .map_err(|e| e.to_string())?;
-        Ok(CompiledSchema { schema, validator })
+        let expects_object = crate::schema::expects_object(&schema);
+        Ok(CompiledSchema {
+            schema,
+            validator,
+            expects_object,
+        })
+    }
+
+    pub(crate) fn expects_object(&self) -> bool {
+        self.expects_object
     }
 
     pub(crate) fn schema(&self) -> &Value {
