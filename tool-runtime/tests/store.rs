@@ -1,0 +1,381 @@
+//! Pending stores: take-once semantics, the SQLite file (corrupt files,
+//! two runtimes on one file), and survival of `kill -9` in a real child process.
+
+mod common;
+
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::os::unix::process::ExitStatusExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+
+use common::echo_tool;
+use serde_json::{Value, json};
+use tool_core::{Outcome, Tool, ToolContext, ToolError};
+use tool_runtime::{
+    MemoryStore, PendingCall, PendingKind, PendingStore, Runtime, RuntimeError, SqliteStore,
+    StoreError, ToolCall,
+};
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("tool-runtime-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn check_take_once(store: &dyn PendingStore) {
+    let mut call = PendingCall::new("c1", "tool", PendingKind::Suspended, json!({ "a": 1 }));
+    call.payload = Some(json!({ "p": false }));
+    call.request_context.insert("userId".into(), json!("u"));
+    call.messages.push(json!({ "role": "user" }));
+    store.insert(&call).unwrap();
+    assert!(matches!(
+        store.insert(&call),
+        Err(StoreError::Duplicate { .. })
+    ));
+    assert_eq!(store.get("c1").unwrap().as_ref(), Some(&call));
+    assert_eq!(store.list().unwrap(), [call.clone()]);
+    assert_eq!(
+        store.take("c1", PendingKind::Approval).unwrap(),
+        None,
+        "wrong kind stays"
+    );
+    assert_eq!(
+        store.take("c1", PendingKind::Suspended).unwrap(),
+        Some(call)
+    );
+    assert_eq!(store.take("c1", PendingKind::Suspended).unwrap(), None);
+    assert!(store.list().unwrap().is_empty());
+}
+
+#[test]
+fn memory_and_sqlite_stores_take_each_entry_once() {
+    check_take_once(&MemoryStore::new());
+    let dir = temp_dir("take-once");
+    check_take_once(&SqliteStore::open(dir.join("pending.sqlite")).unwrap());
+}
+
+#[test]
+fn concurrent_takes_from_two_connections_to_one_file_return_an_entry_once() {
+    let dir = temp_dir("concurrent-takes");
+    let path = dir.join("pending.sqlite");
+    let a = Arc::new(SqliteStore::open(&path).unwrap());
+    let b = Arc::new(SqliteStore::open(&path).unwrap());
+    for i in 0..100 {
+        a.insert(&PendingCall::new(
+            format!("c{i}"),
+            "t",
+            PendingKind::Approval,
+            json!(i),
+        ))
+        .unwrap();
+    }
+    let taker = |store: Arc<SqliteStore>| {
+        std::thread::spawn(move || {
+            (0..100)
+                .filter(|i| {
+                    store
+                        .take(&format!("c{i}"), PendingKind::Approval)
+                        .unwrap()
+                        .is_some()
+                })
+                .count()
+        })
+    };
+    let (ta, tb) = (taker(a.clone()), taker(b));
+    assert_eq!(
+        ta.join().unwrap() + tb.join().unwrap(),
+        100,
+        "every entry taken exactly once"
+    );
+    assert!(a.list().unwrap().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_runtimes_on_one_file_run_each_approved_call_once() {
+    let dir = temp_dir("two-runtimes");
+    let path = dir.join("pending.sqlite");
+    let (tool, runs) = echo_tool("pay", |b| b.require_approval(true));
+    let first = Runtime::builder()
+        .tool(tool.clone())
+        .sqlite_store(&path)
+        .build()
+        .unwrap();
+    let second = Runtime::builder()
+        .tool(tool)
+        .sqlite_store(&path)
+        .build()
+        .unwrap();
+    for i in 0..20 {
+        let outcome = first
+            .call(ToolCall::new(format!("c{i}"), "pay", json!({ "n": i })))
+            .await;
+        assert!(matches!(outcome, Outcome::ApprovalRequired { .. }));
+    }
+    assert_eq!(
+        second.pending().unwrap().len(),
+        20,
+        "the second runtime sees the first's calls"
+    );
+    let mut handles = Vec::new();
+    for i in 0..20 {
+        for runtime in [first.clone(), second.clone()] {
+            handles.push(tokio::spawn(async move {
+                runtime.approve(&format!("c{i}")).await
+            }));
+        }
+    }
+    let mut approved = 0;
+    for handle in handles {
+        match handle.await.unwrap() {
+            Ok(outcome) => {
+                assert!(outcome.output().is_some());
+                approved += 1;
+            }
+            Err(RuntimeError::UnknownCall { .. }) => {}
+            Err(other) => panic!("{other}"),
+        }
+    }
+    assert_eq!(approved, 20);
+    assert_eq!(runs.lock().unwrap().len(), 20, "each call ran once");
+}
+
+#[test]
+fn a_corrupt_or_unreadable_store_file_is_an_error_naming_the_file() {
+    let dir = temp_dir("corrupt");
+    for (name, bytes) in [
+        ("short.sqlite", b"garbage!".to_vec()),
+        ("long.sqlite", b"not a database at all. ".repeat(200)),
+    ] {
+        let path = dir.join(name);
+        std::fs::write(&path, &bytes).unwrap();
+        let error = SqliteStore::open(&path).unwrap_err();
+        assert!(
+            matches!(error, StoreError::Corrupt { .. }),
+            "{name}: {error:?}"
+        );
+        assert!(
+            error.to_string().contains(&path.display().to_string()),
+            "{error}"
+        );
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            bytes,
+            "the file is left untouched"
+        );
+        let error = Runtime::builder().sqlite_store(&path).build().unwrap_err();
+        assert!(error.to_string().contains(name), "{error}");
+    }
+
+    let error = SqliteStore::open(&dir).unwrap_err();
+    assert!(matches!(error, StoreError::Open { .. }), "{error:?}");
+    assert!(
+        error.to_string().contains(&dir.display().to_string()),
+        "{error}"
+    );
+
+    let other = dir.join("other-app.sqlite");
+    rusqlite::Connection::open(&other)
+        .unwrap()
+        .execute_batch(
+            "CREATE TABLE invoices (id INTEGER PRIMARY KEY); INSERT INTO invoices VALUES (1);",
+        )
+        .unwrap();
+    let error = SqliteStore::open(&other).unwrap_err();
+    assert!(error.to_string().contains("another program"), "{error}");
+
+    let bad_record = dir.join("bad-record.sqlite");
+    SqliteStore::open(&bad_record)
+        .unwrap()
+        .insert(&PendingCall::new(
+            "c-bad",
+            "t",
+            PendingKind::Approval,
+            json!({}),
+        ))
+        .unwrap();
+    rusqlite::Connection::open(&bad_record)
+        .unwrap()
+        .execute(
+            "UPDATE pending SET record = '{not json' WHERE call_id = 'c-bad'",
+            [],
+        )
+        .unwrap();
+    let error = SqliteStore::open(&bad_record).unwrap_err();
+    let message = error.to_string();
+    assert!(
+        message.contains("bad-record.sqlite") && message.contains("c-bad"),
+        "{message}"
+    );
+}
+
+// ---- kill -9 in a real child process --------------------------------------
+
+const ROLE: &str = "TOOL_RUNTIME_TEST_CHILD_ROLE";
+const DIR: &str = "TOOL_RUNTIME_TEST_CHILD_DIR";
+
+fn record(dir: &Path, line: &str) {
+    let mut log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join("runs.log"))
+        .unwrap();
+    writeln!(log, "{line}").unwrap();
+}
+
+/// The tools of the child processes: `transfer` needs approval; `confirm`
+/// suspends. Each execution appends a line to `runs.log`.
+fn child_runtime(dir: &Path) -> Runtime {
+    let (d1, d2) = (dir.to_path_buf(), dir.to_path_buf());
+    let transfer = Tool::builder("transfer")
+        .description("Sends money")
+        .require_approval(true)
+        .execute(move |input: Value, _ctx: ToolContext<Value, Value>| {
+            record(&d1, &format!("transfer:{}", input["amount"]));
+            async move { Ok::<_, ToolError>(json!({ "sent": input["amount"] })) }
+        })
+        .build()
+        .unwrap();
+    let confirm = Tool::builder("confirm")
+        .description("Asks first")
+        .resume_schema(json!({ "type": "string" }))
+        .execute(move |_input: Value, ctx: ToolContext<Value, Value>| {
+            match ctx.resume_data() {
+                None => record(&d2, "confirm:first"),
+                Some(data) => record(
+                    &d2,
+                    &format!("confirm:resumed:{data}:{}", ctx.suspend_payload().unwrap()),
+                ),
+            }
+            async move {
+                match ctx.resume_data() {
+                    None => ctx.suspend(json!({ "question": "sure?" })),
+                    Some(data) => Ok::<_, ToolError>(json!({ "answer": data })),
+                }
+            }
+        })
+        .build()
+        .unwrap();
+    Runtime::builder()
+        .tools([transfer, confirm])
+        .sqlite_store(dir.join("pending.sqlite"))
+        .build()
+        .unwrap()
+}
+
+/// Run by `pending_calls_survive_sigkill_of_a_child_process` in child processes.
+#[test]
+#[ignore = "a child process of pending_calls_survive_sigkill_of_a_child_process"]
+fn child_process() {
+    let (Ok(role), Ok(dir)) = (std::env::var(ROLE), std::env::var(DIR)) else {
+        panic!("run by pending_calls_survive_sigkill_of_a_child_process only");
+    };
+    let dir = PathBuf::from(dir);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let runtime = child_runtime(&dir);
+        match role.as_str() {
+            "first" => {
+                let a = runtime
+                    .call(ToolCall::new(
+                        "c-transfer",
+                        "transfer",
+                        json!({ "amount": 10 }),
+                    ))
+                    .await;
+                assert!(matches!(a, Outcome::ApprovalRequired { .. }), "{a:?}");
+                let b = runtime
+                    .call(ToolCall::new("c-confirm", "confirm", json!({})))
+                    .await;
+                assert!(matches!(b, Outcome::Suspended { .. }), "{b:?}");
+                println!("READY");
+                std::io::stdout().flush().unwrap();
+                std::thread::sleep(std::time::Duration::from_secs(60));
+            }
+            "second" => {
+                let a = runtime.approve("c-transfer").await.unwrap();
+                println!("APPROVED {}", a.output().unwrap());
+                let b = runtime.resume("c-confirm", json!("yes")).await.unwrap();
+                println!("RESUMED {}", b.output().unwrap());
+                let again = runtime.approve("c-transfer").await.unwrap_err();
+                println!("AGAIN {again}");
+                let again = runtime.resume("c-confirm", json!("yes")).await.unwrap_err();
+                println!("AGAIN {again}");
+            }
+            other => panic!("unknown role {other}"),
+        }
+    });
+}
+
+fn spawn_child(role: &str, dir: &Path) -> std::process::Child {
+    Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "child_process",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(ROLE, role)
+        .env(DIR, dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn pending_calls_survive_sigkill_of_a_child_process() {
+    let dir = temp_dir("sigkill");
+    let mut first = spawn_child("first", &dir);
+    let mut lines = BufReader::new(first.stdout.take().unwrap()).lines();
+    let ready = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .any(|line| line.ends_with("READY"));
+    if !ready {
+        let output = first.wait_with_output().unwrap();
+        panic!(
+            "first child failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    first.kill().unwrap(); // SIGKILL on unix
+    let status = first.wait().unwrap();
+    assert_eq!(status.signal(), Some(9), "killed with SIGKILL");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("runs.log")).unwrap(),
+        "confirm:first\n"
+    );
+
+    let second = spawn_child("second", &dir).wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&second.stdout);
+    assert!(
+        second.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&second.stderr)
+    );
+    assert!(stdout.contains(r#"APPROVED {"sent":10}"#), "{stdout}");
+    assert!(stdout.contains(r#"RESUMED {"answer":"yes"}"#), "{stdout}");
+    assert_eq!(
+        stdout.matches("AGAIN no pending call with id").count(),
+        2,
+        "{stdout}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("runs.log")).unwrap(),
+        "confirm:first\ntransfer:10\nconfirm:resumed:\"yes\":{\"question\":\"sure?\"}\n",
+        "each call completed exactly once"
+    );
+    assert!(
+        SqliteStore::open(dir.join("pending.sqlite"))
+            .unwrap()
+            .list()
+            .unwrap()
+            .is_empty()
+    );
+}
