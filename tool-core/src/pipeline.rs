@@ -11,14 +11,14 @@ use std::sync::{Arc, Mutex};
 use std::task::Poll;
 
 use serde_json::Value;
-use tracing::Instrument as _;
 
 use crate::context::{CallContext, CallState, RequestContext};
 use crate::definition::OutputValidation;
 use crate::error::{ErrorKind, ModelError};
 use crate::input::{RawInput, coerce_stringified, normalize_top, parse_text, strip_failing_nulls};
 use crate::outcome::Outcome;
-use crate::tool::{ExecFailure, Executed, Tool};
+use crate::context::AbortSignal;
+use crate::tool::{ExecFailure, ExecFuture, Executed, Tool};
 use crate::validate::{CompiledSchema, Issue, Subject, failure};
 
 /// How the execute step ended.
@@ -55,7 +55,13 @@ impl Tool {
     /// assert!(error.message().contains("- location: Required"));
     /// # });
     /// ```
-    pub async fn execute(&self, input: impl Into<RawInput>, ctx: CallContext) -> Outcome {
+    pub fn execute(
+        &self,
+        input: impl Into<RawInput>,
+        ctx: CallContext,
+    ) -> impl Future<Output = Outcome> + Send + '_ {
+        // Everything up to execute is synchronous and happens here, so the
+        // returned future holds only what the await needs.
         let input = if ctx.resume.is_some() {
             match input.into() {
                 RawInput::Json(value) => Ok(value),
@@ -65,9 +71,12 @@ impl Tool {
         } else {
             self.validate_input(input)
         };
-        match input {
-            Ok(value) => self.execute_validated(value, ctx).await,
-            Err(error) => Outcome::Failed { error },
+        let started = input.and_then(|value| self.start(value, ctx));
+        async move {
+            match started {
+                Ok(running) => running.finish().await,
+                Err(error) => Outcome::Failed { error },
+            }
         }
     }
 
@@ -136,10 +145,17 @@ impl Tool {
 
     /// Runs a call whose input is already validated (after approval, on
     /// resume): request context and resume data are still validated.
-    pub async fn execute_validated(&self, input: Value, ctx: CallContext) -> Outcome {
-        match self.prepare(&ctx) {
-            Ok(()) => self.run(input, ctx).await,
-            Err(error) => Outcome::Failed { error },
+    pub fn execute_validated(
+        &self,
+        input: Value,
+        ctx: CallContext,
+    ) -> impl Future<Output = Outcome> + Send + '_ {
+        let started = self.start(input, ctx);
+        async move {
+            match started {
+                Ok(running) => running.finish().await,
+                Err(error) => Outcome::Failed { error },
+            }
         }
     }
 
@@ -167,27 +183,43 @@ impl Tool {
         Ok(())
     }
 
-    async fn run(&self, input: Value, ctx: CallContext) -> Outcome {
+    /// Checks the context and starts the execute function (it runs when
+    /// the returned call is awaited).
+    fn start(&self, input: Value, ctx: CallContext) -> Result<Running<'_>, ModelError> {
+        self.prepare(&ctx)?;
         let inner = &self.inner;
         let span = match &ctx.parent_span {
             Some(parent) => tracing::info_span!(parent: parent, "tool.execute", tool_id = %inner.id, call_id = %ctx.call_id),
             None => tracing::info_span!("tool.execute", tool_id = %inner.id, call_id = %ctx.call_id),
         };
         let abort = ctx.abort.clone();
-        if abort.is_aborted() {
-            tracing::warn!(parent: &span, "tool call aborted before it started");
-            return Outcome::Aborted;
-        }
         let state = Arc::new(CallState {
             tool_id: Arc::clone(&inner.id),
             ctx,
-            span: span.clone(),
+            span,
             suspended: Mutex::new(None),
         });
-        let run = contain(|| (inner.executor)(input, Arc::clone(&state)), abort)
-            .instrument(span.clone())
-            .await;
-        let _entered = span.enter();
+        let future = if abort.is_aborted() {
+            None
+        } else {
+            let _entered = state.span.enter();
+            Some(
+                catch_unwind(AssertUnwindSafe(|| (inner.executor)(input, Arc::clone(&state))))
+                    .map_err(|panic| panic_message(&*panic)),
+            )
+        };
+        Ok(Running {
+            tool: self,
+            state,
+            abort,
+            future,
+        })
+    }
+
+    /// Maps how the execute step ended to the call's outcome.
+    fn conclude(&self, state: &CallState, run: Run) -> Outcome {
+        let inner = &self.inner;
+        let _entered = state.span.enter();
         if let Some(suspension) = state.take_suspension() {
             return self.suspended(state.ctx.call_id.clone(), suspension);
         }
@@ -304,32 +336,50 @@ fn check(schema: &CompiledSchema, subject: Subject, tool_id: &str, value: &Value
     Err(failure(subject, tool_id, &schema.issues(value), value))
 }
 
-/// Drives the execute future to its end, turning a panic into
-/// [`Run::Panicked`] and a fired abort signal into [`Run::Aborted`].
-async fn contain<F, Fut>(start: F, abort: crate::AbortSignal) -> Run
-where
-    F: FnOnce() -> std::pin::Pin<Box<Fut>>,
-    Fut: Future<Output = Result<Executed, ExecFailure>> + ?Sized,
-{
-    let mut running = match catch_unwind(AssertUnwindSafe(start)) {
-        Ok(running) => running,
-        Err(panic) => return Run::Panicked(panic_message(&*panic)),
-    };
-    let mut aborted = pin!(abort.aborted());
-    poll_fn(|cx| {
-        // The tool first: a tool that finishes at once never pays for
-        // registering with the abort signal.
-        match catch_unwind(AssertUnwindSafe(|| running.as_mut().poll(cx))) {
-            Ok(Poll::Ready(result)) => return Poll::Ready(Run::Done(result)),
-            Ok(Poll::Pending) => {}
-            Err(panic) => return Poll::Ready(Run::Panicked(panic_message(&*panic))),
-        }
-        match aborted.as_mut().poll(cx) {
-            Poll::Ready(()) => Poll::Ready(Run::Aborted),
-            Poll::Pending => Poll::Pending,
-        }
-    })
-    .await
+/// A started call: the execute future and what concluding it needs.
+struct Running<'a> {
+    tool: &'a Tool,
+    state: Arc<CallState>,
+    abort: AbortSignal,
+    /// `None` when the call was aborted before it started; `Err` when
+    /// starting the execute function panicked.
+    future: Option<Result<ExecFuture, String>>,
+}
+
+impl Running<'_> {
+    /// Drives the execute future to its end, turning a panic into
+    /// [`Run::Panicked`] and a fired abort signal into [`Run::Aborted`].
+    async fn finish(self) -> Outcome {
+        let Running {
+            tool,
+            state,
+            abort,
+            future,
+        } = self;
+        let run = match future {
+            None => Run::Aborted,
+            Some(Err(message)) => Run::Panicked(message),
+            Some(Ok(mut running)) => {
+                let mut aborted = pin!(abort.aborted());
+                poll_fn(|cx| {
+                    let _entered = state.span.enter();
+                    // The tool first: a tool that finishes at once never pays
+                    // for registering with the abort signal.
+                    match catch_unwind(AssertUnwindSafe(|| running.as_mut().poll(cx))) {
+                        Ok(Poll::Ready(result)) => return Poll::Ready(Run::Done(result)),
+                        Ok(Poll::Pending) => {}
+                        Err(panic) => return Poll::Ready(Run::Panicked(panic_message(&*panic))),
+                    }
+                    match aborted.as_mut().poll(cx) {
+                        Poll::Ready(()) => Poll::Ready(Run::Aborted),
+                        Poll::Pending => Poll::Pending,
+                    }
+                })
+                .await
+            }
+        };
+        tool.conclude(&state, run)
+    }
 }
 
 fn panic_message(panic: &(dyn Any + Send)) -> String {
