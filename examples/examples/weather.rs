@@ -22,7 +22,11 @@ pub struct Weather {
 }
 
 /// Get the current weather for a location
-#[tool(id = "weather-tool", strict, mcp(title = "Weather Lookup", read_only, idempotent, open_world))]
+#[tool(
+    id = "weather-tool",
+    strict,
+    mcp(title = "Weather Lookup", read_only, idempotent, open_world)
+)]
 pub async fn weather(WeatherInput { location }: WeatherInput) -> Result<Weather, ToolError> {
     if location.trim().is_empty() {
         return Err(ToolError::new("location must not be empty"));

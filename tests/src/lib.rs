@@ -36,3 +36,16 @@ pub fn shared_fixture(relative: &str) -> Option<PathBuf> {
     );
     None
 }
+
+/// Runs a future to completion on a fresh current-thread runtime (with timers).
+///
+/// ```
+/// assert_eq!(integration_tests::block_on(async { 2 + 2 }), 4);
+/// ```
+pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .expect("a current-thread runtime")
+        .block_on(future)
+}

@@ -3,19 +3,13 @@
 //! `mcp(...)` and the hooks in `reference_examples.rs`; `request_context`,
 //! `output_validation` and suspend via `ToolContext` in `pipeline.rs`.)
 
+use integration_tests::block_on;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tool_core::{
     BackgroundConfig, CallContext, Disposition, RequestContext, Tool, ToolContext, ToolError,
     TypedTool, tool,
 };
-
-fn block_on<F: std::future::Future>(future: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread()
-        .build()
-        .expect("a current-thread runtime")
-        .block_on(future)
-}
 
 /// Add two numbers.
 ///
@@ -35,8 +29,14 @@ fn id_defaults_to_the_fn_name_and_description_to_the_doc_comment() {
     let tool = Tool::from(AddTool);
     assert_eq!(tool.id(), "add");
     assert_eq!(AddTool::ID, "add");
-    assert_eq!(tool.definition().description, "Add two numbers.\n\nBoth must be finite.");
-    assert_eq!(<AddTool as TypedTool>::DESCRIPTION, tool.definition().description);
+    assert_eq!(
+        tool.definition().description,
+        "Add two numbers.\n\nBoth must be finite."
+    );
+    assert_eq!(
+        <AddTool as TypedTool>::DESCRIPTION,
+        tool.definition().description
+    );
 }
 
 #[test]
@@ -44,7 +44,10 @@ fn plain_parameters_become_a_generated_input_struct() {
     let tool = Tool::from(AddTool);
     let schema = &tool.definition().input_schema;
     assert_eq!(schema["properties"]["a"]["description"], "The first addend");
-    assert_eq!(schema["properties"]["b"]["description"], "The second addend");
+    assert_eq!(
+        schema["properties"]["b"]["description"],
+        "The second addend"
+    );
     assert_eq!(schema["required"], json!(["a", "b"]));
     // The generated struct is a public, usable type.
     let input = AddToolInput { a: 1.0, b: 2.0 };
@@ -56,7 +59,11 @@ fn plain_parameters_become_a_generated_input_struct() {
 }
 
 /// Search with optional filters
-#[tool(id = "search-docs", description = "Full-text search over the docs", title = "Doc Search")]
+#[tool(
+    id = "search-docs",
+    description = "Full-text search over the docs",
+    title = "Doc Search"
+)]
 fn search_docs(query: String, limit: Option<u32>, tags: Vec<String>) -> Value {
     json!({ "query": query, "limit": limit, "tags": tags })
 }
@@ -70,7 +77,10 @@ fn explicit_id_description_and_title_win_and_options_are_optional() {
     assert_eq!(def.title.as_deref(), Some("Doc Search"));
     assert_eq!(def.input_schema["required"], json!(["query", "tags"]));
     let outcome = block_on(tool.execute(r#"{"query": "q", "tags": []}"#, CallContext::new("c")));
-    assert_eq!(outcome.output(), Some(&json!({ "query": "q", "limit": null, "tags": [] })));
+    assert_eq!(
+        outcome.output(),
+        Some(&json!({ "query": "q", "limit": null, "tags": [] }))
+    );
 }
 
 /// Delete everything
@@ -134,7 +144,10 @@ async fn stepped_job(ctx: ToolContext<Pause, bool>) -> Result<&'static str, Tool
 #[test]
 fn suspend_and_resume_keys_declare_the_schemas() {
     let def = Tool::from(SteppedJobTool).definition().clone();
-    assert_eq!(def.suspend_schema.unwrap()["properties"]["step"]["type"], "integer");
+    assert_eq!(
+        def.suspend_schema.unwrap()["properties"]["step"]["type"],
+        "integer"
+    );
     assert_eq!(def.resume_schema.unwrap()["type"], "boolean");
     assert!(Tool::from(AddTool).definition().suspend_schema.is_none());
 }
@@ -150,7 +163,14 @@ struct Geo {
 }
 
 fn geo_examples() -> Vec<Geo> {
-    vec![Geo { city: "Paris".into() }, Geo { city: "Lima".into() }]
+    vec![
+        Geo {
+            city: "Paris".into(),
+        },
+        Geo {
+            city: "Lima".into(),
+        },
+    ]
 }
 
 /// Geocode a city
@@ -163,7 +183,10 @@ async fn geocode(geo: Geo) -> String {
 fn provider_options_and_typed_input_examples() {
     let def = Tool::from(GeocodeTool).definition().clone();
     assert_eq!(Value::Object(def.provider_options), openai_options());
-    assert_eq!(def.input_examples, [json!({ "city": "Paris" }), json!({ "city": "Lima" })]);
+    assert_eq!(
+        def.input_examples,
+        [json!({ "city": "Paris" }), json!({ "city": "Lima" })]
+    );
 }
 
 /// Crawl a site in the background
@@ -189,7 +212,10 @@ fn background_settings() {
                 .max_retries(2)
         )
     );
-    assert_eq!(Tool::from(CrawlLaterTool).definition().background, Some(BackgroundConfig::new()));
+    assert_eq!(
+        Tool::from(CrawlLaterTool).definition().background,
+        Some(BackgroundConfig::new())
+    );
     assert_eq!(Tool::from(AddTool).definition().background, None);
 }
 

@@ -5,20 +5,13 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use integration_tests::block_on;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tool_core::{
     AbortSignal, CallContext, ErrorKind, Outcome, Progress, RequestContext, Tool, ToolContext,
     ToolError, ToolSet, tool,
 };
-
-fn block_on<F: std::future::Future>(future: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .build()
-        .expect("a current-thread runtime")
-        .block_on(future)
-}
 
 fn run(tool: &Tool, input: impl Into<tool_core::RawInput>) -> Outcome {
     block_on(tool.execute(input, CallContext::new("call-1")))
@@ -75,7 +68,10 @@ fn every_problem_is_named_by_its_json_path() {
         json!({ "items": [{ "name": "a", "tags": "x" }, { "tags": [] }] }),
     );
     let (_, message) = failure(&outcome);
-    assert!(message.contains("\n- items.0.tags: Expected array, received string"), "{message}");
+    assert!(
+        message.contains("\n- items.0.tags: Expected array, received string"),
+        "{message}"
+    );
     assert!(message.contains("\n- items.1.name: Required"), "{message}");
     let fields = &outcome.error().unwrap().validation_errors().unwrap().fields;
     assert_eq!(
@@ -166,7 +162,10 @@ fn the_errors_reported_are_those_of_the_last_repair_attempt() {
     assert!(message.contains("- items.0.name: Required"), "{message}");
     assert!(!message.contains("received string"), "{message}");
     // The arguments quoted are the ones the model sent.
-    assert!(message.contains(r#""items": "[{\"tags\": []}]""#), "{message}");
+    assert!(
+        message.contains(r#""items": "[{\"tags\": []}]""#),
+        "{message}"
+    );
 }
 
 /// Answer ping
@@ -205,7 +204,10 @@ fn invalid_output_fails_in_strict_mode_and_passes_in_warn_mode() {
     );
     let outcome = run(&Tool::from(LenientScoreTool), json!({ "points": 120 }));
     assert_eq!(outcome.output(), Some(&json!({ "value": 120 })));
-    assert_eq!(run(&Tool::from(ScoreTool), json!({ "points": 7 })).output(), Some(&json!({ "value": 7 })));
+    assert_eq!(
+        run(&Tool::from(ScoreTool), json!({ "points": 7 })).output(),
+        Some(&json!({ "value": 7 }))
+    );
 }
 
 // --- request context -------------------------------------------------------
@@ -232,16 +234,23 @@ fn request_context_is_validated_with_secrets_redacted() {
         .with("userId", 42)
         .with("apiKey", "sk-secret")
         .with("authToken", "t");
-    let outcome = block_on(tool.execute(json!({}), CallContext::new("c1").with_request_context(bad)));
+    let outcome =
+        block_on(tool.execute(json!({}), CallContext::new("c1").with_request_context(bad)));
     let (kind, message) = failure(&outcome);
     assert_eq!(kind, ErrorKind::RequestContextValidation);
     assert!(message.starts_with("Request context validation failed for echo_context. Please fix the following errors and try again:\n- userId: Expected string, received integer\n\nProvided request context: "), "{message}");
     assert!(!message.contains("sk-secret"), "{message}");
     assert!(message.contains(r#""apiKey": "[REDACTED]""#), "{message}");
-    assert!(message.contains(r#""authToken": "[REDACTED]""#), "{message}");
+    assert!(
+        message.contains(r#""authToken": "[REDACTED]""#),
+        "{message}"
+    );
 
-    let good = RequestContext::new().with("userId", "u-1").with("apiKey", "k");
-    let outcome = block_on(tool.execute(json!({}), CallContext::new("c1").with_request_context(good)));
+    let good = RequestContext::new()
+        .with("userId", "u-1")
+        .with("apiKey", "k");
+    let outcome =
+        block_on(tool.execute(json!({}), CallContext::new("c1").with_request_context(good)));
     assert_eq!(outcome.output(), Some(&json!("u-1 via echo_context")));
 }
 
@@ -269,8 +278,14 @@ async fn delete_file(
             question: format!("Delete {path}?"),
         }),
         Some(decision) => {
-            let asked = ctx.suspend_payload().map(|c| c.question.as_str()).unwrap_or("?");
-            Ok(format!("{asked} -> {}", if decision.approved { "deleted" } else { "kept" }))
+            let asked = ctx
+                .suspend_payload()
+                .map(|c| c.question.as_str())
+                .unwrap_or("?");
+            Ok(format!(
+                "{asked} -> {}",
+                if decision.approved { "deleted" } else { "kept" }
+            ))
         }
     }
 }
@@ -279,24 +294,42 @@ async fn delete_file(
 fn suspend_returns_the_validated_payload_and_resume_schema() {
     let tool = Tool::from(DeleteFileTool);
     let def = tool.definition();
-    assert_eq!(def.input_schema["properties"]["path"]["description"], "Path of the file to delete");
-    assert_eq!(def.suspend_schema.as_ref().unwrap()["required"], json!(["question"]));
+    assert_eq!(
+        def.input_schema["properties"]["path"]["description"],
+        "Path of the file to delete"
+    );
+    assert_eq!(
+        def.suspend_schema.as_ref().unwrap()["required"],
+        json!(["question"])
+    );
     let outcome = run(&tool, json!({ "path": "/tmp/a" }));
-    let Outcome::Suspended { call_id, payload, resume_schema } = outcome else {
+    let Outcome::Suspended {
+        call_id,
+        payload,
+        resume_schema,
+    } = outcome
+    else {
         panic!("expected a suspension, got {outcome:?}");
     };
     assert_eq!(call_id, "call-1");
     assert_eq!(payload, json!({ "question": "Delete /tmp/a?" }));
-    assert_eq!(resume_schema.unwrap()["properties"]["approved"]["type"], "boolean");
+    assert_eq!(
+        resume_schema.unwrap()["properties"]["approved"]["type"],
+        "boolean"
+    );
 }
 
 #[test]
 fn resume_runs_with_typed_data_and_the_earlier_payload() {
     let tool = Tool::from(DeleteFileTool);
     let payload = json!({ "question": "Delete /tmp/a?" });
-    for (approved, expected) in [(true, "Delete /tmp/a? -> deleted"), (false, "Delete /tmp/a? -> kept")] {
+    for (approved, expected) in [
+        (true, "Delete /tmp/a? -> deleted"),
+        (false, "Delete /tmp/a? -> kept"),
+    ] {
         // `false` is resume data, not "no data": nullish, not truthy.
-        let ctx = CallContext::new("call-1").resuming(json!({ "approved": approved }), Some(payload.clone()));
+        let ctx = CallContext::new("call-1")
+            .resuming(json!({ "approved": approved }), Some(payload.clone()));
         let outcome = block_on(tool.execute(json!({ "path": "/tmp/a" }), ctx));
         assert_eq!(outcome.output(), Some(&json!(expected)));
     }
@@ -308,7 +341,10 @@ fn resume_data_is_validated_and_input_is_not() {
     let ctx = CallContext::new("call-1").resuming(json!({ "approved": "yes" }), None);
     let (kind, message) = failure(&block_on(tool.execute(json!({ "path": "/a" }), ctx)));
     assert_eq!(kind, ErrorKind::ResumeValidation);
-    assert!(message.contains("- approved: Expected boolean, received string"), "{message}");
+    assert!(
+        message.contains("- approved: Expected boolean, received string"),
+        "{message}"
+    );
 }
 
 /// Resume with a plain boolean
@@ -324,10 +360,17 @@ async fn confirm_flag(ctx: ToolContext<String, bool>) -> Result<String, ToolErro
 fn falsy_resume_data_is_still_resume_data() {
     let tool = Tool::from(ConfirmFlagTool);
     let ctx = CallContext::new("c1").resuming(json!(false), Some(json!("confirm?")));
-    assert_eq!(block_on(tool.execute(json!({}), ctx)).output(), Some(&json!("resumed with false")));
+    assert_eq!(
+        block_on(tool.execute(json!({}), ctx)).output(),
+        Some(&json!("resumed with false"))
+    );
     let ctx = CallContext::new("c1").resuming(json!(0), None);
     let (kind, _) = failure(&block_on(tool.execute(json!({}), ctx)));
-    assert_eq!(kind, ErrorKind::ResumeValidation, "0 is validated, not skipped");
+    assert_eq!(
+        kind,
+        ErrorKind::ResumeValidation,
+        "0 is validated, not skipped"
+    );
 }
 
 #[derive(Serialize, Deserialize, schemars::JsonSchema)]
@@ -376,7 +419,10 @@ fn a_tool_error_reaches_the_model_with_its_data() {
         outcome.to_model_value(),
         json!({ "error": true, "message": "division by zero", "data": { "a": 1.0 } })
     );
-    assert_eq!(run(&Tool::from(DivideTool), json!({ "a": 1.0, "b": 4.0 })).output(), Some(&json!(0.25)));
+    assert_eq!(
+        run(&Tool::from(DivideTool), json!({ "a": 1.0, "b": 4.0 })).output(),
+        Some(&json!(0.25))
+    );
 }
 
 #[test]
@@ -386,7 +432,10 @@ fn a_panicking_tool_becomes_a_failed_outcome() {
     assert_eq!(kind, ErrorKind::Panic);
     assert_eq!(message, "Tool explode failed unexpectedly: boom at depth 3");
     // The tool keeps working afterwards.
-    assert_eq!(run(&tool, json!({ "depth": 100 })).output(), Some(&json!(100)));
+    assert_eq!(
+        run(&tool, json!({ "depth": 100 })).output(),
+        Some(&json!(100))
+    );
 }
 
 // --- context: abort, messages, progress, ids --------------------------------
@@ -422,7 +471,10 @@ fn firing_the_abort_signal_ends_the_call_as_aborted() {
             trigger.abort();
         });
         Tool::from(CountSlowlyTool)
-            .execute(json!({ "steps": 10_000 }), CallContext::new("c1").with_abort_signal(abort))
+            .execute(
+                json!({ "steps": 10_000 }),
+                CallContext::new("c1").with_abort_signal(abort),
+            )
             .await
     });
     assert_eq!(outcome, Outcome::Aborted);
@@ -442,10 +494,15 @@ async fn inspect(ctx: ToolContext) -> Value {
 
 #[test]
 fn the_context_exposes_ids_and_messages() {
-    let ctx = CallContext::new("call-9").with_messages(vec![json!({ "role": "user" }), json!({ "role": "assistant" })]);
+    let ctx = CallContext::new("call-9").with_messages(vec![
+        json!({ "role": "user" }),
+        json!({ "role": "assistant" }),
+    ]);
     let outcome = block_on(Tool::from(InspectTool).execute(json!({}), ctx));
     assert_eq!(
         outcome.output(),
-        Some(&json!({ "call": "call-9", "tool": "inspect", "messages": 2, "aborted": false, "resuming": false }))
+        Some(
+            &json!({ "call": "call-9", "tool": "inspect", "messages": 2, "aborted": false, "resuming": false })
+        )
     );
 }

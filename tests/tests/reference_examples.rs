@@ -3,18 +3,14 @@
 
 use std::sync::{Arc, Mutex};
 
+use integration_tests::block_on;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tool_core::hooks::{InputAvailable, InputDelta, InputStart, OutputAvailable};
 use tool_core::transform::{Phase, Projection, Target, ToolTransform, TransformContext};
-use tool_core::{AbortSignal, CallContext, ContentPart, ModelOutput, Outcome, Tool, ToolError, tool};
-
-fn block_on<F: std::future::Future>(future: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread()
-        .build()
-        .expect("a current-thread runtime")
-        .block_on(future)
-}
+use tool_core::{
+    AbortSignal, CallContext, ContentPart, ModelOutput, Outcome, Tool, ToolError, tool,
+};
 
 // --- Usage example: the reverse tool -------------------------------------
 
@@ -43,7 +39,10 @@ fn reverse_tool_reverses_and_declares_both_schemas() {
     assert_eq!(def.id, "test-tool");
     assert_eq!(def.description, "Reverse the input string");
     assert_eq!(def.input_schema["required"], json!(["input"]));
-    assert_eq!(def.output_schema.as_ref().unwrap()["required"], json!(["output"]));
+    assert_eq!(
+        def.output_schema.as_ref().unwrap()["required"],
+        json!(["output"])
+    );
     let outcome = block_on(tool.execute(r#"{"input": "abc"}"#, CallContext::new("c1")));
     assert_eq!(outcome.output(), Some(&json!({ "output": "cba" })));
 }
@@ -187,9 +186,19 @@ fn to_model_output_maps_text_json_and_content_while_output_stays_raw() {
         else {
             panic!("{} did not complete: {outcome:?}", tool.id());
         };
-        assert_eq!(output["points"], json!([3, 9, 4]), "raw output of {}", tool.id());
+        assert_eq!(
+            output["points"],
+            json!([3, 9, 4]),
+            "raw output of {}",
+            tool.id()
+        );
         assert!(model_output.is_some());
-        assert_eq!(outcome.to_model_value(), expected, "model output of {}", tool.id());
+        assert_eq!(
+            outcome.to_model_value(),
+            expected,
+            "model output of {}",
+            tool.id()
+        );
     }
 }
 
@@ -250,7 +259,10 @@ fn transforms_project_display_and_transcript_while_execute_sees_raw_values() {
     );
     let failed = block_on(tool.execute(json!({ "query": "" }), CallContext::new("c2")));
     let error = failed.error().expect("failed").to_json();
-    assert_eq!(error["message"], "empty query", "the model sees the raw error");
+    assert_eq!(
+        error["message"], "empty query",
+        "the model sees the raw error"
+    );
     assert_eq!(
         project(Target::Display, Phase::Error, &error),
         Projection::Projected(json!({ "message": "Search failed" }))
@@ -317,7 +329,12 @@ fn all_four_lifecycle_hooks_are_declared_and_fire_with_their_arguments() {
     let input = json!({ "name": "Ann" });
     hooks.input_available(&InputAvailable::new(&input, "c1", &messages, &abort));
     let outcome = block_on(tool.execute(input, CallContext::new("c1")));
-    hooks.output(&OutputAvailable::new(outcome.output().unwrap(), "c1", tool.id(), &abort));
+    hooks.output(&OutputAvailable::new(
+        outcome.output().unwrap(),
+        "c1",
+        tool.id(),
+        &abort,
+    ));
     assert_eq!(
         *HOOK_LOG.lock().unwrap(),
         [

@@ -4,16 +4,10 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use integration_tests::block_on;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tool_core::{CallContext, Outcome, Tool, tool};
-
-fn block_on<F: std::future::Future>(future: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread()
-        .build()
-        .expect("a current-thread runtime")
-        .block_on(future)
-}
 
 fn run(tool: &Tool, input: Value) -> Outcome {
     block_on(tool.execute(input, CallContext::new("c1")))
@@ -83,9 +77,15 @@ fn nested_structs_enums_options_vectors_and_maps() {
     let tool = Tool::from(ForecastTool);
     let schema = &tool.definition().input_schema;
     let props = &schema["properties"];
-    assert_eq!(schema["required"], json!(["target", "unit", "days", "labels", "weights"]));
+    assert_eq!(
+        schema["required"],
+        json!(["target", "unit", "days", "labels", "weights"])
+    );
     // Unit enum: string values.
-    assert_eq!(resolve(schema, &props["unit"])["enum"], json!(["celsius", "fahrenheit"]));
+    assert_eq!(
+        resolve(schema, &props["unit"])["enum"],
+        json!(["celsius", "fahrenheit"])
+    );
     // Vec<u8>: array of bounded integers.
     assert_eq!(props["days"]["type"], "array");
     assert_eq!(props["days"]["items"]["maximum"], 255);
@@ -95,14 +95,20 @@ fn nested_structs_enums_options_vectors_and_maps() {
     // Internally tagged enum: one branch per variant with a const tag.
     let target = resolve(schema, &props["target"]);
     let branches = target["oneOf"].as_array().expect("oneOf");
-    let tags: Vec<&Value> = branches.iter().map(|b| &b["properties"]["kind"]["const"]).collect();
+    let tags: Vec<&Value> = branches
+        .iter()
+        .map(|b| &b["properties"]["kind"]["const"])
+        .collect();
     assert_eq!(tags, [&json!("named"), &json!("coordinates")]);
     assert_eq!(branches[0]["description"], "A named place");
     // Nested struct with docs and a renamed optional field.
     let place = resolve(schema, &branches[0]["properties"]["place"]);
     assert_eq!(place["description"], "Where to look");
     assert_eq!(place["properties"]["city"]["description"], "City name");
-    assert_eq!(place["properties"]["countryCode"]["description"], "ISO country code");
+    assert_eq!(
+        place["properties"]["countryCode"]["description"],
+        "ISO country code"
+    );
     assert_eq!(place["required"], json!(["city"]));
 
     let valid = json!({
@@ -130,9 +136,20 @@ fn validation_follows_the_nested_shapes() {
         }),
     );
     let message = outcome.error().expect("invalid").message().to_owned();
-    assert!(message.contains("- unit: Invalid enum value. Expected 'celsius' | 'fahrenheit', received 'kelvin'"), "{message}");
-    assert!(message.contains("- days.1: Number must be less than or equal to 255"), "{message}");
-    assert!(message.contains("- labels.a: Expected string, received integer"), "{message}");
+    assert!(
+        message.contains(
+            "- unit: Invalid enum value. Expected 'celsius' | 'fahrenheit', received 'kelvin'"
+        ),
+        "{message}"
+    );
+    assert!(
+        message.contains("- days.1: Number must be less than or equal to 255"),
+        "{message}"
+    );
+    assert!(
+        message.contains("- labels.a: Expected string, received integer"),
+        "{message}"
+    );
     assert!(message.contains("- target: Invalid input"), "{message}");
 }
 
@@ -160,8 +177,15 @@ fn recursive_types_use_defs() {
     let thread = json!({ "text": "a", "replies": [{ "text": "b", "replies": [{ "text": "c", "replies": [] }] }] });
     assert_eq!(run(&tool, thread).output(), Some(&json!(3)));
     let bad = json!({ "text": "a", "replies": [{ "text": "b", "replies": [{ "replies": [] }] }] });
-    let message = run(&tool, bad).error().expect("invalid").message().to_owned();
-    assert!(message.contains("- replies.0.replies.0.text: Required"), "{message}");
+    let message = run(&tool, bad)
+        .error()
+        .expect("invalid")
+        .message()
+        .to_owned();
+    assert!(
+        message.contains("- replies.0.replies.0.text: Required"),
+        "{message}"
+    );
 }
 
 #[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
@@ -189,7 +213,10 @@ fn recursive_definitions_live_in_defs() {
     let tool = Tool::from(DepthTool);
     let schema = &tool.definition().input_schema;
     assert_eq!(schema["properties"]["root"]["$ref"], "#/$defs/Node");
-    assert_eq!(schema["$defs"]["Node"]["properties"]["children"]["items"]["$ref"], "#/$defs/Node");
+    assert_eq!(
+        schema["$defs"]["Node"]["properties"]["children"]["items"]["$ref"],
+        "#/$defs/Node"
+    );
     let tree = json!({ "root": { "name": "a", "children": [{ "name": "b", "children": [] }] } });
     assert_eq!(run(&tool, tree).output(), Some(&json!(2)));
 }

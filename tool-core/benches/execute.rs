@@ -29,7 +29,11 @@ pub struct Weather {
 }
 
 /// Get the current weather for a location
-#[tool(id = "weather-tool", strict, mcp(title = "Weather Lookup", read_only, idempotent))]
+#[tool(
+    id = "weather-tool",
+    strict,
+    mcp(title = "Weather Lookup", read_only, idempotent)
+)]
 pub async fn weather(WeatherInput { location }: WeatherInput) -> Result<Weather, ToolError> {
     Ok(Weather {
         location,
@@ -42,7 +46,10 @@ pub async fn weather(WeatherInput { location }: WeatherInput) -> Result<Weather,
 /// keeps executor overhead out of the comparison.
 fn ready<F: Future>(future: F) -> F::Output {
     let mut future = pin!(future);
-    match future.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+    match future
+        .as_mut()
+        .poll(&mut Context::from_waker(Waker::noop()))
+    {
         Poll::Ready(output) => output,
         Poll::Pending => unreachable!("the weather tool never waits"),
     }

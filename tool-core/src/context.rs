@@ -48,8 +48,10 @@ impl RequestContext {
 
     /// Sets a value; a value that cannot be serialized is stored as `null`.
     pub fn insert(&mut self, key: impl Into<String>, value: impl Serialize) {
-        self.values
-            .insert(key.into(), serde_json::to_value(value).unwrap_or(Value::Null));
+        self.values.insert(
+            key.into(),
+            serde_json::to_value(value).unwrap_or(Value::Null),
+        );
     }
 
     /// The JSON value of `key`.
@@ -59,15 +61,15 @@ impl RequestContext {
 
     /// The value of `key` as `T`, when present and of that type.
     pub fn get_as<T: DeserializeOwned>(&self, key: &str) -> Option<T> {
-        self.values
-            .get(key)
-            .and_then(|v| T::deserialize(v).ok())
+        self.values.get(key).and_then(|v| T::deserialize(v).ok())
     }
 
     /// All values as one typed struct (the tool's `request_context` type).
     pub fn parse<T: DeserializeOwned>(&self) -> Result<T, ToolError> {
         T::deserialize(&Value::Object(self.values.clone())).map_err(|e| {
-            ToolError::new(format!("request context does not have the expected shape: {e}"))
+            ToolError::new(format!(
+                "request context does not have the expected shape: {e}"
+            ))
         })
     }
 
@@ -142,7 +144,9 @@ impl AbortSignal {
 
     /// True once the signal fired.
     pub fn is_aborted(&self) -> bool {
-        self.token.as_ref().is_some_and(CancellationToken::is_cancelled)
+        self.token
+            .as_ref()
+            .is_some_and(CancellationToken::is_cancelled)
     }
 
     /// Completes when the signal fires (never, for [`AbortSignal::never`]).

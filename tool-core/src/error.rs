@@ -257,7 +257,8 @@ impl std::error::Error for ModelError {}
 
 impl Serialize for ModelError {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let len = 2 + usize::from(self.validation_errors.is_some()) + usize::from(self.data.is_some());
+        let len =
+            2 + usize::from(self.validation_errors.is_some()) + usize::from(self.data.is_some());
         let mut map = serializer.serialize_map(Some(len))?;
         map.serialize_entry("error", &true)?;
         map.serialize_entry("message", &self.message)?;
@@ -276,7 +277,9 @@ impl Serialize for ModelError {
 #[non_exhaustive]
 pub enum BuildError {
     /// The id does not match `^[a-zA-Z0-9_-]{1,64}$`.
-    #[error("invalid tool id {id:?}: ids must match ^[a-zA-Z0-9_-]{{1,64}}$ (letters, digits, '_' and '-', 1 to 64 characters)")]
+    #[error(
+        "invalid tool id {id:?}: ids must match ^[a-zA-Z0-9_-]{{1,64}}$ (letters, digits, '_' and '-', 1 to 64 characters)"
+    )]
     InvalidId {
         /// The rejected id.
         id: String,

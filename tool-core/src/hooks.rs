@@ -209,7 +209,9 @@ impl Hooks {
         F: for<'a> Fn(&InputStart<'a>) -> R + Send + Sync + 'static,
         R: HookResult,
     {
-        self.input_start = Some(Arc::new(move |args: &InputStart<'_>| hook(args).into_failure()));
+        self.input_start = Some(Arc::new(move |args: &InputStart<'_>| {
+            hook(args).into_failure()
+        }));
         self
     }
 
@@ -220,7 +222,9 @@ impl Hooks {
         F: for<'a> Fn(&InputDelta<'a>) -> R + Send + Sync + 'static,
         R: HookResult,
     {
-        self.input_delta = Some(Arc::new(move |args: &InputDelta<'_>| hook(args).into_failure()));
+        self.input_delta = Some(Arc::new(move |args: &InputDelta<'_>| {
+            hook(args).into_failure()
+        }));
         self
     }
 
@@ -231,7 +235,9 @@ impl Hooks {
         F: for<'a> Fn(&InputAvailable<'a>) -> R + Send + Sync + 'static,
         R: HookResult,
     {
-        self.input_available = Some(Arc::new(move |args: &InputAvailable<'_>| hook(args).into_failure()));
+        self.input_available = Some(Arc::new(move |args: &InputAvailable<'_>| {
+            hook(args).into_failure()
+        }));
         self
     }
 
@@ -242,7 +248,9 @@ impl Hooks {
         F: for<'a> Fn(&OutputAvailable<'a>) -> R + Send + Sync + 'static,
         R: HookResult,
     {
-        self.output = Some(Arc::new(move |args: &OutputAvailable<'_>| hook(args).into_failure()));
+        self.output = Some(Arc::new(move |args: &OutputAvailable<'_>| {
+            hook(args).into_failure()
+        }));
         self
     }
 

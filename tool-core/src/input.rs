@@ -154,13 +154,16 @@ pub(crate) fn strip_failing_nulls(value: &Value, issues: &[Issue]) -> Option<Val
         let Some((key, parents)) = issue.path.split_last() else {
             continue;
         };
-        let Some(Value::Object(parent)) = parents
-            .iter()
-            .try_fold(&mut copy, |node, segment| match node {
-                Value::Object(map) => map.get_mut(segment.as_str()),
-                Value::Array(items) => segment.parse::<usize>().ok().and_then(|i| items.get_mut(i)),
-                _ => None,
-            })
+        let Some(Value::Object(parent)) =
+            parents
+                .iter()
+                .try_fold(&mut copy, |node, segment| match node {
+                    Value::Object(map) => map.get_mut(segment.as_str()),
+                    Value::Array(items) => {
+                        segment.parse::<usize>().ok().and_then(|i| items.get_mut(i))
+                    }
+                    _ => None,
+                })
         else {
             continue;
         };

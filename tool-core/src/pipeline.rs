@@ -12,12 +12,12 @@ use std::task::Poll;
 
 use serde_json::Value;
 
+use crate::context::AbortSignal;
 use crate::context::{CallContext, CallState, RequestContext};
 use crate::definition::OutputValidation;
 use crate::error::{ErrorKind, ModelError};
 use crate::input::{RawInput, coerce_stringified, normalize_top, parse_text, strip_failing_nulls};
 use crate::outcome::Outcome;
-use crate::context::AbortSignal;
 use crate::tool::{ExecFailure, ExecFuture, Executed, Tool};
 use crate::validate::{CompiledSchema, Issue, Subject, failure};
 
@@ -107,9 +107,8 @@ impl Tool {
         };
         let provided = match input.into() {
             RawInput::Json(value) => value,
-            RawInput::Text(text) => {
-                parse_text(&text, schema.expects_object()).ok_or_else(|| ModelError::invalid_json(id))?
-            }
+            RawInput::Text(text) => parse_text(&text, schema.expects_object())
+                .ok_or_else(|| ModelError::invalid_json(id))?,
         };
         let (first, repaired_from) = normalize_top(provided, schema.expects_object());
         if schema.is_valid(&first) {
@@ -135,7 +134,10 @@ impl Tool {
     }
 
     /// Validates a request context against the tool's request-context schema.
-    pub fn validate_request_context(&self, request_context: &RequestContext) -> Result<(), ModelError> {
+    pub fn validate_request_context(
+        &self,
+        request_context: &RequestContext,
+    ) -> Result<(), ModelError> {
         let Some(schema) = &self.inner.request_context else {
             return Ok(());
         };
@@ -160,11 +162,10 @@ impl Tool {
     }
 
     fn configuration_error(&self) -> ModelError {
-        let reason = self
-            .inner
-            .config_error
-            .as_ref()
-            .map_or_else(|| "the tool is misconfigured".to_owned(), ToString::to_string);
+        let reason = self.inner.config_error.as_ref().map_or_else(
+            || "the tool is misconfigured".to_owned(),
+            ToString::to_string,
+        );
         ModelError::new(ErrorKind::Configuration, reason)
     }
 
@@ -189,8 +190,12 @@ impl Tool {
         self.prepare(&ctx)?;
         let inner = &self.inner;
         let span = match &ctx.parent_span {
-            Some(parent) => tracing::info_span!(parent: parent, "tool.execute", tool_id = %inner.id, call_id = %ctx.call_id),
-            None => tracing::info_span!("tool.execute", tool_id = %inner.id, call_id = %ctx.call_id),
+            Some(parent) => {
+                tracing::info_span!(parent: parent, "tool.execute", tool_id = %inner.id, call_id = %ctx.call_id)
+            }
+            None => {
+                tracing::info_span!("tool.execute", tool_id = %inner.id, call_id = %ctx.call_id)
+            }
         };
         let abort = ctx.abort.clone();
         let state = Arc::new(CallState {
@@ -204,8 +209,10 @@ impl Tool {
         } else {
             let _entered = state.span.enter();
             Some(
-                catch_unwind(AssertUnwindSafe(|| (inner.executor)(input, Arc::clone(&state))))
-                    .map_err(|panic| panic_message(&*panic)),
+                catch_unwind(AssertUnwindSafe(|| {
+                    (inner.executor)(input, Arc::clone(&state))
+                }))
+                .map_err(|panic| panic_message(&*panic)),
             )
         };
         Ok(Running {
@@ -241,7 +248,10 @@ impl Tool {
             Run::Done(Err(ExecFailure::Output(reason))) => Outcome::Failed {
                 error: ModelError::new(
                     ErrorKind::OutputValidation,
-                    format!("Tool output validation failed for {}. The output could not be serialized: {reason}", inner.id),
+                    format!(
+                        "Tool output validation failed for {}. The output could not be serialized: {reason}",
+                        inner.id
+                    ),
                 ),
             },
             Run::Done(Err(ExecFailure::Context(reason))) => Outcome::Failed {
@@ -274,7 +284,9 @@ impl Tool {
                 return Outcome::Failed {
                     error: ModelError::new(
                         ErrorKind::SuspendValidation,
-                        format!("Tool suspension data validation failed for {id}. The payload could not be serialized: {reason}"),
+                        format!(
+                            "Tool suspension data validation failed for {id}. The payload could not be serialized: {reason}"
+                        ),
                     ),
                 };
             }
@@ -315,7 +327,10 @@ impl Tool {
                     return Outcome::Failed {
                         error: ModelError::new(
                             ErrorKind::Panic,
-                            format!("Tool {} failed unexpectedly in to_model_output: {message}", self.inner.id),
+                            format!(
+                                "Tool {} failed unexpectedly in to_model_output: {message}",
+                                self.inner.id
+                            ),
                         ),
                     };
                 }
@@ -329,7 +344,12 @@ impl Tool {
     }
 }
 
-fn check(schema: &CompiledSchema, subject: Subject, tool_id: &str, value: &Value) -> Result<(), ModelError> {
+fn check(
+    schema: &CompiledSchema,
+    subject: Subject,
+    tool_id: &str,
+    value: &Value,
+) -> Result<(), ModelError> {
     if schema.is_valid(value) {
         return Ok(());
     }

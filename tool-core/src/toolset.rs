@@ -84,7 +84,12 @@ impl ToolSet {
     }
 
     /// Runs the tool named `tool_id`, or fails with the unknown-tool error.
-    pub async fn execute(&self, tool_id: &str, input: impl Into<RawInput>, ctx: CallContext) -> Outcome {
+    pub async fn execute(
+        &self,
+        tool_id: &str,
+        input: impl Into<RawInput>,
+        ctx: CallContext,
+    ) -> Outcome {
         match self.get(tool_id) {
             Some(tool) => tool.execute(input, ctx).await,
             None => Outcome::Failed {

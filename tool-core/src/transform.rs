@@ -112,7 +112,9 @@ impl fmt::Debug for ToolTransform {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut keys: Vec<_> = self.transformers.keys().collect();
         keys.sort_by_key(|(t, p)| (*t as u8, *p as u8));
-        f.debug_struct("ToolTransform").field("phases", &keys).finish()
+        f.debug_struct("ToolTransform")
+            .field("phases", &keys)
+            .finish()
     }
 }
 

@@ -108,7 +108,11 @@ fn issue_of(error: &jsonschema::ValidationError<'_>) -> Issue {
     let instance = error.instance();
     let message = match error.kind() {
         ValidationErrorKind::Required { property } => {
-            path.push(property.as_str().map_or_else(|| property.to_string(), str::to_owned));
+            path.push(
+                property
+                    .as_str()
+                    .map_or_else(|| property.to_string(), str::to_owned),
+            );
             "Required".to_owned()
         }
         ValidationErrorKind::Type { kind } => {
@@ -129,13 +133,7 @@ fn issue_of(error: &jsonschema::ValidationError<'_>) -> Issue {
         ValidationErrorKind::Enum { options } => {
             let expected = options
                 .as_array()
-                .map(|values| {
-                    values
-                        .iter()
-                        .map(literal)
-                        .collect::<Vec<_>>()
-                        .join(" | ")
-                })
+                .map(|values| values.iter().map(literal).collect::<Vec<_>>().join(" | "))
                 .unwrap_or_else(|| options.to_string());
             format!(
                 "Invalid enum value. Expected {expected}, received {}",
@@ -207,7 +205,10 @@ fn literal(value: &Value) -> String {
 }
 
 fn quoted_list<'a>(items: impl Iterator<Item = &'a str>) -> String {
-    items.map(|s| format!("'{s}'")).collect::<Vec<_>>().join(", ")
+    items
+        .map(|s| format!("'{s}'"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The value pretty-printed as the reference does (`JSON.stringify(v, null, 2)`),
@@ -251,7 +252,12 @@ pub(crate) enum Subject {
 }
 
 /// Builds the model-facing error for `issues` found in `value`.
-pub(crate) fn failure(subject: Subject, tool_id: &str, issues: &[Issue], value: &Value) -> ModelError {
+pub(crate) fn failure(
+    subject: Subject,
+    tool_id: &str,
+    issues: &[Issue],
+    value: &Value,
+) -> ModelError {
     let mut lines = String::new();
     for (i, issue) in issues.iter().enumerate() {
         if i > 0 {
@@ -341,7 +347,10 @@ mod tests {
             .iter()
             .map(|i| format!("{}: {}", i.dotted_path(), i.message))
             .collect();
-        assert!(lines.contains(&"items.0.name: Required".to_owned()), "{lines:?}");
+        assert!(
+            lines.contains(&"items.0.name: Required".to_owned()),
+            "{lines:?}"
+        );
         assert!(
             lines.contains(&"items.0.tags: Expected array, received string".to_owned()),
             "{lines:?}"

@@ -163,6 +163,7 @@ impl StreamDecoder for AnthropicDecoder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::decode::test_support::{end, run};
     use serde_json::json;
 
     fn tool_start(index: u64, id: &str) -> Value {
@@ -177,20 +178,6 @@ mod tests {
 
     fn stop(index: u64) -> Value {
         json!({"type": "content_block_stop", "index": index})
-    }
-
-    fn run(decoder: &mut AnthropicDecoder, events: &[Value]) -> Vec<ToolCallEvent> {
-        events
-            .iter()
-            .flat_map(|e| decoder.decode(e).unwrap())
-            .collect()
-    }
-
-    fn end(id: &str, input: Value) -> ToolCallEvent {
-        ToolCallEvent::InputEnd {
-            call_id: id.into(),
-            input,
-        }
     }
 
     #[test]

@@ -611,3 +611,27 @@ mod tests {
         );
     }
 }
+
+/// Helpers shared by the decoders' unit tests.
+#[cfg(test)]
+pub(crate) mod test_support {
+    use serde_json::Value;
+
+    use super::{StreamDecoder, ToolCallEvent};
+
+    /// Decodes `events` in order; every event must decode.
+    pub(crate) fn run<D: StreamDecoder>(decoder: &mut D, events: &[Value]) -> Vec<ToolCallEvent> {
+        events
+            .iter()
+            .flat_map(|e| decoder.decode(e).unwrap())
+            .collect()
+    }
+
+    /// The `InputEnd` event of `id`.
+    pub(crate) fn end(id: &str, input: Value) -> ToolCallEvent {
+        ToolCallEvent::InputEnd {
+            call_id: id.into(),
+            input,
+        }
+    }
+}

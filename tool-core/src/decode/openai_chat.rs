@@ -214,6 +214,7 @@ impl StreamDecoder for OpenAiChatDecoder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::decode::test_support::{end, run};
     use serde_json::json;
 
     fn start(index: u64, id: &str, name: &str) -> Value {
@@ -230,20 +231,6 @@ mod tests {
 
     fn finish_reason(reason: &str) -> Value {
         json!({"choices": [{"index": 0, "delta": {}, "finish_reason": reason}]})
-    }
-
-    fn run(decoder: &mut OpenAiChatDecoder, events: &[Value]) -> Vec<ToolCallEvent> {
-        events
-            .iter()
-            .flat_map(|e| decoder.decode(e).unwrap())
-            .collect()
-    }
-
-    fn end(id: &str, input: Value) -> ToolCallEvent {
-        ToolCallEvent::InputEnd {
-            call_id: id.into(),
-            input,
-        }
     }
 
     #[test]

@@ -206,6 +206,7 @@ impl StreamDecoder for OpenAiResponsesDecoder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::decode::test_support::{end, run};
     use serde_json::json;
 
     fn added(item_id: &str, call_id: &str) -> Value {
@@ -226,20 +227,6 @@ mod tests {
         json!({"type": "response.output_item.done", "item": {
             "type": "function_call", "id": item_id, "call_id": call_id, "name": "t",
             "arguments": text, "status": "completed"}})
-    }
-
-    fn run(decoder: &mut OpenAiResponsesDecoder, events: &[Value]) -> Vec<ToolCallEvent> {
-        events
-            .iter()
-            .flat_map(|e| decoder.decode(e).unwrap())
-            .collect()
-    }
-
-    fn end(id: &str, input: Value) -> ToolCallEvent {
-        ToolCallEvent::InputEnd {
-            call_id: id.into(),
-            input,
-        }
     }
 
     #[test]

@@ -101,10 +101,10 @@
 mod convert;
 mod error;
 mod limits;
-mod merge;
+pub(crate) mod merge;
 mod null_map;
 mod nullable;
-mod pointer;
+pub(crate) mod pointer;
 #[cfg(test)]
 mod tests;
 
