@@ -353,26 +353,39 @@ impl Observer {
         &self.span
     }
 
-    /// An info event inside the call span.
+    /// An info event in the innermost span of the call (see [`Observer::span`]).
     pub fn info(&self, message: &str) {
-        tracing::info!(parent: &self.span, "{message}");
+        observe_event!(self, INFO, message);
     }
 
-    /// A warning inside the call span.
+    /// A warning in the innermost span of the call.
     pub fn warn(&self, message: &str) {
-        tracing::warn!(parent: &self.span, "{message}");
+        observe_event!(self, WARN, message);
     }
 
-    /// An error event inside the call span.
+    /// An error event in the innermost span of the call.
     pub fn error(&self, message: &str) {
-        tracing::error!(parent: &self.span, "{message}");
+        observe_event!(self, ERROR, message);
     }
 
-    /// A debug event inside the call span.
+    /// A debug event in the innermost span of the call.
     pub fn debug(&self, message: &str) {
-        tracing::debug!(parent: &self.span, "{message}");
+        observe_event!(self, DEBUG, message);
     }
 }
+
+/// Emits an event in the span the tool is in; code running outside any span
+/// (a task the tool spawned, say) still logs under the call span.
+macro_rules! observe_event {
+    ($observer:expr, $level:ident, $message:expr) => {
+        if tracing::Span::current().is_none() {
+            tracing::event!(parent: &$observer.span, tracing::Level::$level, "{}", $message);
+        } else {
+            tracing::event!(tracing::Level::$level, "{}", $message);
+        }
+    };
+}
+use observe_event;
 
 /// What a tool function sees of its call. `S` is the suspend payload type,
 /// `R` the resume data type (`()` when the tool does not suspend).
