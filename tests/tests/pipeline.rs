@@ -506,3 +506,14 @@ fn the_context_exposes_ids_and_messages() {
         )
     );
 }
+
+#[test]
+fn input_the_schema_allows_but_the_type_rejects_is_still_an_input_error() {
+    // JSON Schema counts 7.0 as an integer; serde's u32 does not.
+    let (kind, message) = failure(&run(&Tool::from(ScoreTool), json!({ "points": 7.0 })));
+    assert_eq!(kind, ErrorKind::InputValidation);
+    assert!(
+        message.starts_with("Tool input validation failed for score. Please fix the following errors and try again:\n- root: invalid type: floating point `7.0`, expected u32"),
+        "{message}"
+    );
+}

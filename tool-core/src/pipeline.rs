@@ -130,7 +130,7 @@ impl Tool {
                 attempt = repaired;
             }
         }
-        Err(failure(Subject::Input, id, &issues, &provided))
+        Err(failure(Subject::Input, id, &issues, Some(&provided)))
     }
 
     /// Validates a request context against the tool's request-context schema.
@@ -242,7 +242,8 @@ impl Tool {
                     message: reason,
                 };
                 Outcome::Failed {
-                    error: failure(Subject::Input, &inner.id, &[issue], &Value::Null),
+                    // The validated input was consumed by the failed conversion.
+                    error: failure(Subject::Input, &inner.id, &[issue], None),
                 }
             }
             Run::Done(Err(ExecFailure::Output(reason))) => Outcome::Failed {
@@ -353,7 +354,7 @@ fn check(
     if schema.is_valid(value) {
         return Ok(());
     }
-    Err(failure(subject, tool_id, &schema.issues(value), value))
+    Err(failure(subject, tool_id, &schema.issues(value), Some(value)))
 }
 
 /// A started call: the execute future and what concluding it needs.

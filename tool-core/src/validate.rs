@@ -251,57 +251,54 @@ pub(crate) enum Subject {
     Output,
 }
 
-/// Builds the model-facing error for `issues` found in `value`.
+/// Builds the model-facing error for `issues` found in `value`; `value` is
+/// quoted after the list when given.
 pub(crate) fn failure(
     subject: Subject,
     tool_id: &str,
     issues: &[Issue],
-    value: &Value,
+    value: Option<&Value>,
 ) -> ModelError {
-    let mut lines = String::new();
-    for (i, issue) in issues.iter().enumerate() {
-        if i > 0 {
-            lines.push('\n');
-        }
-        let _ = write!(lines, "- {}: {}", issue.dotted_path(), issue.message);
-    }
-    let (kind, message) = match subject {
+    const FIX: &str = "Please fix the following errors and try again:";
+    let (kind, headline, quoted_as) = match subject {
         Subject::Input => (
             ErrorKind::InputValidation,
-            format!(
-                "Tool input validation failed for {tool_id}. Please fix the following errors and try again:\n{lines}\n\nProvided arguments: {}",
-                dump(value)
-            ),
+            format!("Tool input validation failed for {tool_id}. {FIX}"),
+            "Provided arguments",
         ),
         Subject::RequestContext => (
             ErrorKind::RequestContextValidation,
-            format!(
-                "Request context validation failed for {tool_id}. Please fix the following errors and try again:\n{lines}\n\nProvided request context: {}",
-                dump(&redact(value))
-            ),
+            format!("Request context validation failed for {tool_id}. {FIX}"),
+            "Provided request context",
         ),
         Subject::Suspend => (
             ErrorKind::SuspendValidation,
-            format!(
-                "Tool suspension data validation failed for {tool_id}. Please fix the following errors and try again:\n{lines}\n\nProvided arguments: {}",
-                dump(value)
-            ),
+            format!("Tool suspension data validation failed for {tool_id}. {FIX}"),
+            "Provided arguments",
         ),
         Subject::Resume => (
             ErrorKind::ResumeValidation,
-            format!(
-                "Tool resume data validation failed for {tool_id}. Please fix the following errors and try again:\n{lines}\n\nProvided resume data: {}",
-                dump(value)
-            ),
+            format!("Tool resume data validation failed for {tool_id}. {FIX}"),
+            "Provided resume data",
         ),
         Subject::Output => (
             ErrorKind::OutputValidation,
-            format!(
-                "Tool output validation failed for {tool_id}. The tool returned invalid output:\n{lines}\n\nReturned output: {}",
-                dump(value)
-            ),
+            format!("Tool output validation failed for {tool_id}. The tool returned invalid output:"),
+            "Returned output",
         ),
     };
+    let mut message = headline;
+    for issue in issues {
+        let _ = write!(message, "\n- {}: {}", issue.dotted_path(), issue.message);
+    }
+    if let Some(value) = value {
+        let shown = if subject == Subject::RequestContext {
+            dump(&redact(value))
+        } else {
+            dump(value)
+        };
+        let _ = write!(message, "\n\n{quoted_as}: {shown}");
+    }
     let mut grouped = ValidationErrors::default();
     for issue in issues {
         grouped.add(&issue.path, issue.message.clone());
