@@ -39,6 +39,7 @@ mod error;
 pub mod decode;
 pub mod hooks;
 pub mod partial_json;
+pub mod provider;
 pub mod strict;
 mod input;
 mod model_output;

@@ -138,6 +138,8 @@ pub(crate) struct ToolInner {
     pub(crate) approval_policy: Option<Arc<ApprovalPolicy>>,
     pub(crate) transform: ToolTransform,
     pub(crate) hooks: Hooks,
+    /// Provider exports, converted on first use ([`Tool::export`]).
+    pub(crate) exports: crate::provider::ExportCache,
 }
 
 impl fmt::Debug for Tool {
@@ -545,6 +547,7 @@ impl ToolBuilder {
                 approval_policy: self.approval_policy,
                 transform: self.transform,
                 hooks: self.hooks,
+                exports: crate::provider::ExportCache::default(),
             }),
         }
     }
