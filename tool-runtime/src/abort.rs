@@ -2,10 +2,11 @@
 //! time limits that fire them.
 
 use std::collections::HashMap;
-use std::future::Future;
-use std::pin::pin;
+use std::future::{Future, poll_fn};
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::task::Poll;
 use std::time::Duration;
 
 use tool_core::AbortSignal;
@@ -66,24 +67,44 @@ impl Drop for RunningGuard {
     }
 }
 
-/// Runs `fut`; if `limit` passes first, fires `abort` and lets the call wind
-/// down (the tool-core pipeline turns the fired signal into `Aborted`).
-/// Returns the output and whether the limit fired.
+/// Runs the pinned call `fut`; if `limit` passes first, fires `abort` and
+/// lets the call wind down (the tool-core pipeline turns the fired signal
+/// into `Aborted`). Returns the output and whether the limit fired.
 pub(crate) async fn with_limit<F: Future>(
-    fut: F,
-    limit: Option<Duration>,
+    mut fut: Pin<&mut F>,
+    limit: Duration,
     abort: &AbortSignal,
 ) -> (F::Output, bool) {
-    let Some(limit) = limit else {
-        return (fut.await, false);
-    };
-    let mut fut = pin!(fut);
     tokio::select! {
         biased;
-        out = &mut fut => (out, false),
+        out = fut.as_mut() => (out, false),
         () = tokio::time::sleep(limit) => {
             abort.abort();
             (fut.await, true)
         }
     }
+}
+
+/// Runs the pinned call `fut`, registering `abort` for `cancel` (unless
+/// `registered` already) only once the call waits (its first `Pending`): a
+/// call that completes within its first poll could not have been cancelled
+/// by anyone, and pays nothing for the registry.
+pub(crate) async fn tracked<F: Future>(
+    mut fut: Pin<&mut F>,
+    running: &Arc<Running>,
+    call_id: &str,
+    abort: &AbortSignal,
+    registered: bool,
+) -> F::Output {
+    let mut guard = None;
+    poll_fn(|cx| match fut.as_mut().poll(cx) {
+        Poll::Ready(output) => Poll::Ready(output),
+        Poll::Pending => {
+            if guard.is_none() && !registered {
+                guard = Some(running.register(call_id, abort.clone()));
+            }
+            Poll::Pending
+        }
+    })
+    .await
 }

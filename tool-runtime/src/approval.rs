@@ -12,6 +12,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use tool_core::transform::Phase;
 use tool_core::{AbortSignal, ErrorKind, ModelError, Outcome, RequestContext, Tool};
+
 use tracing::Instrument as _;
 
 use crate::error::RuntimeError;
@@ -171,7 +172,7 @@ impl Runtime {
     pub async fn approve(&self, call_id: &str) -> Result<Outcome, RuntimeError> {
         let pending = self.take(call_id, PendingKind::Approval)?;
         let span = call_span("approve", &pending.tool_id, call_id);
-        async move {
+        let approved = async move {
             let tool = self.tool_of(&pending)?;
             tracing::info!("tool call approved");
             let (call_id, tool_id) = (pending.call_id.as_str(), tool.id());
@@ -186,23 +187,22 @@ impl Runtime {
                         &json!({ "approved": true }),
                     ),
                 });
-            let abort = AbortSignal::new();
-            let guard = self.inner.running.register(call_id, abort.clone());
             let timeout = self.timeout_of(&tool);
+            let messages = pending.messages;
             let run = Run {
                 tool,
                 call_id: pending.call_id,
                 input: pending.input,
                 request_context: RequestContext::from(pending.request_context),
-                messages: pending.messages.into(),
-                abort,
+                messages: (!messages.is_empty()).then(|| messages.into()),
+                abort: AbortSignal::new(),
                 timeout,
                 resume: None,
+                guard: None,
             };
-            Ok(self.execute(run, guard).await)
-        }
-        .instrument(span)
-        .await
+            Ok(self.execute(run).await)
+        };
+        approved.instrument(span).await
     }
 
     /// Declines a call that waits for approval: it never runs, and the model

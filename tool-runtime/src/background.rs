@@ -14,7 +14,6 @@ use tokio::sync::watch;
 use tool_core::{BackgroundConfig, Disposition, ErrorKind, ModelError, Outcome};
 use tracing::Instrument as _;
 
-use crate::abort::RunningGuard;
 use crate::error::RuntimeError;
 use crate::events::EventKind;
 use crate::pipeline::Run;
@@ -154,18 +153,24 @@ impl Runtime {
     }
 
     /// Starts `run` as a background task.
-    pub(crate) async fn run_background(
-        &self,
-        run: Run,
-        guard: RunningGuard,
-        config: BackgroundConfig,
-    ) -> Outcome {
+    pub(crate) async fn run_background(&self, mut run: Run, config: BackgroundConfig) -> Outcome {
+        if run.guard.is_none() {
+            // Registered for the whole task, across attempts.
+            run.guard = Some(self.inner.running.register(&run.call_id, run.abort.clone()));
+        }
         let Ok(handle) = tokio::runtime::Handle::try_current() else {
             tracing::warn!(
                 "no tokio runtime to run a background task on; running it in the foreground"
             );
-            let (outcome, timed_out) = self.run_once(&run, &run.abort, run.timeout).await;
-            drop(guard);
+            let (outcome, timed_out) = self
+                .run_once(
+                    &run,
+                    run.input.clone(),
+                    run.request_context.clone(),
+                    &run.abort,
+                    run.timeout,
+                )
+                .await;
             return self.settle(&run, outcome, timed_out);
         };
         let tasks = &self.inner.tasks;
@@ -188,8 +193,9 @@ impl Runtime {
         let task = {
             let task_id = task_id.clone();
             async move {
+                let mut run = run;
                 let (outcome, attempts, timed_out) = runtime.attempts(&run, &config).await;
-                drop(guard);
+                run.guard = None;
                 let outcome = runtime.settle(&run, outcome, timed_out);
                 let _ = tx.send(Some(outcome.clone()));
                 let result = BackgroundResult {
@@ -235,7 +241,15 @@ impl Runtime {
             attempts += 1;
             // Cancel fires the call's signal, and so this child; a timeout fires only the child.
             let abort = run.abort.child();
-            let (outcome, timed_out) = self.run_once(run, &abort, limit).await;
+            let (outcome, timed_out) = self
+                .run_once(
+                    run,
+                    run.input.clone(),
+                    run.request_context.clone(),
+                    &abort,
+                    limit,
+                )
+                .await;
             let timed_out = timed_out && !run.abort.is_aborted() && outcome == Outcome::Aborted;
             let retryable = timed_out
                 || outcome

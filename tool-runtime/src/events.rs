@@ -4,6 +4,9 @@
 //! Without a subscriber, emitting costs one atomic load: events are built
 //! only when someone listens.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use serde_json::Value;
 use tokio::sync::broadcast;
 use tool_core::transform::{Phase, Target, TransformContext};
@@ -183,6 +186,13 @@ impl ToolEvent {
 pub struct Events {
     rx: broadcast::Receiver<ToolEvent>,
     missed: u64,
+    subscribers: Arc<AtomicUsize>,
+}
+
+impl Drop for Events {
+    fn drop(&mut self) {
+        self.subscribers.fetch_sub(1, Ordering::Release);
+    }
 }
 
 impl Events {
@@ -226,26 +236,32 @@ impl Events {
 #[derive(Debug, Clone)]
 pub(crate) struct EventBus {
     tx: broadcast::Sender<ToolEvent>,
+    /// Live subscriptions; read with one atomic load on every emit
+    /// (`Sender::receiver_count` takes a lock).
+    subscribers: Arc<AtomicUsize>,
 }
 
 impl EventBus {
     pub(crate) fn new(capacity: usize) -> Self {
         EventBus {
             tx: broadcast::channel(capacity.max(1)).0,
+            subscribers: Arc::default(),
         }
     }
 
     pub(crate) fn subscribe(&self) -> Events {
+        self.subscribers.fetch_add(1, Ordering::AcqRel);
         Events {
             rx: self.tx.subscribe(),
             missed: 0,
+            subscribers: Arc::clone(&self.subscribers),
         }
     }
 
     /// True when someone listens; events are only built then.
     #[inline]
     pub(crate) fn active(&self) -> bool {
-        self.tx.receiver_count() > 0
+        self.subscribers.load(Ordering::Acquire) > 0
     }
 
     /// Sends the event `make` builds, if anyone listens.

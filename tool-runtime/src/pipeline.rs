@@ -2,7 +2,14 @@
 //! look up the tool, validate, fire hooks, gate on approval, execute (in the
 //! foreground or as a background task) with a time limit and the abort
 //! signal, then settle: store a suspension, fire `on_output`, emit events.
+//!
+//! Everything before execute is synchronous and happens when `call` is
+//! called; the returned future holds only what the execution needs, and a
+//! call with no hooks, no subscriber and no time limit allocates little
+//! beyond what `Tool::execute` does.
 
+use std::future::Future;
+use std::pin::pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,24 +19,37 @@ use tool_core::transform::Phase;
 use tool_core::{AbortSignal, CallContext, ErrorKind, ModelError, Outcome, RequestContext, Tool};
 use tracing::Instrument as _;
 
-use crate::abort::{RunningGuard, with_limit};
+use crate::abort::{RunningGuard, tracked, with_limit};
 use crate::call::ToolCall;
 use crate::events::{EventKind, payload};
 use crate::runtime::Runtime;
 use crate::store::{PendingCall, PendingKind};
 
 /// A call ready to execute: validated, past the approval gate.
-#[derive(Clone)]
 pub(crate) struct Run {
     pub(crate) tool: Tool,
     pub(crate) call_id: String,
+    /// The validated input.
     pub(crate) input: Value,
     pub(crate) request_context: RequestContext,
-    pub(crate) messages: Arc<[Value]>,
+    pub(crate) messages: Option<Arc<[Value]>>,
     pub(crate) abort: AbortSignal,
     pub(crate) timeout: Option<Duration>,
     /// On resume: the resume data and the payload the call suspended with.
-    pub(crate) resume: Option<(Value, Option<Value>)>,
+    pub(crate) resume: Option<Box<(Value, Option<Value>)>>,
+    /// Set when the abort signal is already registered for `cancel`
+    /// (streamed input, background tasks).
+    pub(crate) guard: Option<RunningGuard>,
+}
+
+/// Whether a call goes on to execute, or stopped before (failed
+/// validation, waits for approval).
+#[allow(clippy::large_enum_variant)] // boxing `Run` would add an allocation to every call
+pub(crate) enum Admitted {
+    /// Execute it.
+    Run(Run),
+    /// It ended here.
+    Done(Outcome),
 }
 
 /// The span every step of a call runs in.
@@ -46,6 +66,9 @@ impl Runtime {
     /// the suspend payload or the output → `to_model_output` → `on_output`.
     /// Never panics and never returns an error: a failure is
     /// [`Outcome::Failed`] with the error object the model reads.
+    ///
+    /// The steps up to execute run when `call` is called; the returned
+    /// future runs the tool.
     ///
     /// ```
     /// use serde_json::json;
@@ -66,18 +89,28 @@ impl Runtime {
     /// assert_eq!(bad.error().unwrap().kind(), ErrorKind::InputValidation);
     /// # });
     /// ```
-    pub async fn call(&self, call: ToolCall) -> Outcome {
+    pub fn call(&self, call: ToolCall) -> impl Future<Output = Outcome> + Send + '_ {
         let span = call_span("call", &call.tool_id, &call.call_id);
-        self.start(call, None).instrument(span).await
+        let admitted = {
+            let _entered = span.enter();
+            self.admit(call, None)
+        };
+        async move {
+            match admitted {
+                Admitted::Run(run) => self.execute(run).instrument(span).await,
+                Admitted::Done(outcome) => outcome,
+            }
+        }
     }
 
-    /// The call path; `streamed` is the abort signal (already registered)
-    /// of a call whose input was streamed.
-    pub(crate) async fn start(
+    /// The synchronous part of a call: look up, validate, `on_input_available`,
+    /// approval gate.
+    /// `streamed` is the abort signal (already registered) of streamed input.
+    pub(crate) fn admit(
         &self,
         call: ToolCall,
         streamed: Option<(AbortSignal, RunningGuard)>,
-    ) -> Outcome {
+    ) -> Admitted {
         let ToolCall {
             call_id,
             tool_id,
@@ -88,44 +121,49 @@ impl Runtime {
         } = call;
         let Some(tool) = self.inner.tools.get(&tool_id) else {
             let error = self.inner.tools.unknown_tool(&tool_id);
-            return self.failed(None, &call_id, &tool_id, error);
+            return Admitted::Done(self.failed(None, &call_id, &tool_id, error));
         };
         let input = match tool.validate_input(input) {
             Ok(input) => input,
-            Err(error) => return self.failed(Some(tool), &call_id, &tool_id, error),
+            Err(error) => {
+                return Admitted::Done(self.failed(Some(tool), &call_id, &tool_id, error));
+            }
         };
         if let Err(error) = tool.validate_request_context(&request_context) {
-            return self.failed(Some(tool), &call_id, &tool_id, error);
+            return Admitted::Done(self.failed(Some(tool), &call_id, &tool_id, error));
         }
-        let messages: Arc<[Value]> = Arc::from(messages);
         let (abort, guard) = match streamed {
-            Some(streamed) => streamed,
-            None => {
-                let abort = AbortSignal::new();
-                let guard = self.inner.running.register(&call_id, abort.clone());
-                (abort, guard)
-            }
+            Some((abort, guard)) => (abort, Some(guard)),
+            None => (AbortSignal::new(), None),
         };
         self.input_available(tool, &call_id, &input, &messages, &abort);
         if self.needs_approval(tool, &call_id, &input, &request_context) {
-            return self.request_approval(tool, call_id, input, &request_context, &messages);
+            return Admitted::Done(self.request_approval(
+                tool,
+                call_id,
+                input,
+                &request_context,
+                &messages,
+            ));
         }
-        let timeout = timeout.or_else(|| self.timeout_of(tool));
-        let run = Run {
+        Admitted::Run(Run {
             tool: tool.clone(),
             call_id,
             input,
             request_context,
-            messages,
+            messages: (!messages.is_empty()).then(|| Arc::from(messages)),
             abort,
-            timeout,
+            timeout: timeout.or_else(|| self.timeout_of(tool)),
             resume: None,
-        };
-        self.execute(run, guard).await
+            guard,
+        })
     }
 
     /// The time limit of a tool's calls: its own, else the runtime's.
     pub(crate) fn timeout_of(&self, tool: &Tool) -> Option<Duration> {
+        if self.inner.tool_timeouts.is_empty() {
+            return self.inner.timeout;
+        }
         self.inner
             .tool_timeouts
             .get(tool.id())
@@ -135,7 +173,7 @@ impl Runtime {
 
     /// Executes a call that passed the gate, in the background when the tool
     /// says so, and settles it.
-    pub(crate) async fn execute(&self, run: Run, guard: RunningGuard) -> Outcome {
+    pub(crate) async fn execute(&self, mut run: Run) -> Outcome {
         if let Some(config) = run
             .tool
             .definition()
@@ -144,35 +182,73 @@ impl Runtime {
             .filter(|b| b.enabled)
         {
             let config = config.clone();
-            return self.run_background(run, guard, config).await;
+            // Boxed: keeps the background machinery out of every call's future.
+            return Box::pin(self.run_background(run, config)).await;
         }
-        let (outcome, timed_out) = self.run_once(&run, &run.abort, run.timeout).await;
-        drop(guard);
+        // The originals stay in `run` in case the tool suspends and the call is stored.
+        let (input, request_context) = (run.input.clone(), run.request_context.clone());
+        let (outcome, timed_out) = self
+            .run_once(&run, input, request_context, &run.abort, run.timeout)
+            .await;
+        run.guard = None;
         self.settle(&run, outcome, timed_out)
     }
 
-    /// One execution of the tool under a time limit; true when the limit fired.
+    /// One execution of the tool under a time limit; true when the limit
+    /// fired. A call whose abort signal fired ends as `Aborted`, whatever the
+    /// tool returned after it.
     pub(crate) async fn run_once(
         &self,
         run: &Run,
+        input: Value,
+        request_context: RequestContext,
         abort: &AbortSignal,
         limit: Option<Duration>,
     ) -> (Outcome, bool) {
-        let events = self.inner.events.clone();
-        let (call_id, tool_id) = (run.call_id.clone(), run.tool.id().to_owned());
         let mut ctx = CallContext::new(run.call_id.as_str())
-            .with_request_context(run.request_context.clone())
-            .with_shared_messages(Arc::clone(&run.messages))
-            .with_abort_signal(abort.clone())
-            .with_parent_span(tracing::Span::current())
-            .on_progress(move |progress| {
+            .with_request_context(request_context)
+            .with_abort_signal(abort.clone());
+        if let Some(messages) = &run.messages {
+            ctx = ctx.with_shared_messages(Arc::clone(messages));
+        }
+        let events = &self.inner.events;
+        if events.active() {
+            // Progress reaches the subscribers present when the call started.
+            let events = events.clone();
+            let (call_id, tool_id) = (run.call_id.clone(), run.tool.id().to_owned());
+            ctx = ctx.on_progress(move |progress| {
                 events.emit(&call_id, &tool_id, || EventKind::Progress(progress));
             });
-        if let Some((data, payload)) = &run.resume {
+        }
+        let span = tracing::Span::current();
+        if !span.is_disabled() {
+            ctx = ctx.with_parent_span(span);
+        }
+        if let Some(resume) = &run.resume {
+            let (data, payload) = &**resume;
             ctx = ctx.resuming(data.clone(), payload.clone());
         }
-        let running = run.tool.execute_validated(run.input.clone(), ctx);
-        let (outcome, timed_out) = with_limit(running, limit, abort).await;
+        let mut running = pin!(run.tool.execute_validated(input, ctx));
+        let registered = run.guard.is_some();
+        let (outcome, timed_out) = match limit {
+            None => (
+                tracked(
+                    running.as_mut(),
+                    &self.inner.running,
+                    &run.call_id,
+                    abort,
+                    registered,
+                )
+                .await,
+                false,
+            ),
+            Some(limit) => {
+                let _guard =
+                    (!registered).then(|| self.inner.running.register(&run.call_id, abort.clone()));
+                // Boxed: keeps the timer out of every call's future.
+                Box::pin(with_limit(running.as_mut(), limit, abort)).await
+            }
+        };
         if abort.is_aborted() && outcome != Outcome::Aborted {
             // The tool wound down on its own after the signal fired (returned
             // early, or an error): the call was still aborted.
@@ -189,9 +265,13 @@ impl Runtime {
         let events = &self.inner.events;
         match &outcome {
             Outcome::Completed { output, .. } => {
-                let args = OutputAvailable::new(output, call_id, tool_id, &run.abort);
-                tool.hooks().output(&args);
-                self.inner.hooks.output(&args);
+                let (tool_hook, runtime_hook) =
+                    (tool.hooks().declared()[3], self.inner.hooks.declared()[3]);
+                if tool_hook || runtime_hook {
+                    let args = OutputAvailable::new(output, call_id, tool_id, &run.abort);
+                    tool.hooks().output(&args);
+                    self.inner.hooks.output(&args);
+                }
                 events.emit(call_id, tool_id, || EventKind::Output {
                     payload: payload(Some(tool), call_id, tool_id, Phase::Output, output),
                 });
@@ -204,7 +284,11 @@ impl Runtime {
                 let mut pending =
                     PendingCall::new(call_id, tool_id, PendingKind::Suspended, run.input.clone());
                 pending.request_context = run.request_context.values().clone();
-                pending.messages = run.messages.to_vec();
+                pending.messages = run
+                    .messages
+                    .as_deref()
+                    .map(<[Value]>::to_vec)
+                    .unwrap_or_default();
                 pending.payload = Some(suspended.clone());
                 if let Err(error) = self.inner.store.insert(&pending) {
                     tracing::error!(%error, "could not store the suspended call");
@@ -262,9 +346,13 @@ impl Runtime {
         messages: &[Value],
         abort: &AbortSignal,
     ) {
-        let args = InputAvailable::new(input, call_id, messages, abort);
-        tool.hooks().input_available(&args);
-        self.inner.hooks.input_available(&args);
+        let (tool_hook, runtime_hook) =
+            (tool.hooks().declared()[2], self.inner.hooks.declared()[2]);
+        if tool_hook || runtime_hook {
+            let args = InputAvailable::new(input, call_id, messages, abort);
+            tool.hooks().input_available(&args);
+            self.inner.hooks.input_available(&args);
+        }
         self.inner
             .events
             .emit(call_id, tool.id(), || EventKind::InputAvailable {

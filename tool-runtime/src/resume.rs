@@ -5,6 +5,7 @@
 use serde_json::Value;
 use tool_core::transform::Phase;
 use tool_core::{AbortSignal, ErrorKind, Outcome, RequestContext};
+
 use tracing::Instrument as _;
 
 use crate::error::RuntimeError;
@@ -50,7 +51,7 @@ impl Runtime {
     pub async fn resume(&self, call_id: &str, data: Value) -> Result<Outcome, RuntimeError> {
         let pending = self.take(call_id, PendingKind::Suspended)?;
         let span = call_span("resume", &pending.tool_id, call_id);
-        async move {
+        let resumed = async move {
             let tool = self.tool_of(&pending)?;
             tracing::info!("tool call resumed");
             let (call_id, tool_id) = (pending.call_id.as_str(), tool.id());
@@ -59,19 +60,27 @@ impl Runtime {
                 .emit(call_id, tool_id, || EventKind::Resumed {
                     payload: payload(Some(&tool), call_id, tool_id, Phase::Resume, &data),
                 });
-            let abort = AbortSignal::new();
-            let _guard = self.inner.running.register(call_id, abort.clone());
+            let messages = pending.messages.clone();
             let run = Run {
                 tool: tool.clone(),
                 call_id: pending.call_id.clone(),
                 input: pending.input.clone(),
                 request_context: RequestContext::from(pending.request_context.clone()),
-                messages: pending.messages.clone().into(),
-                abort,
+                messages: (!messages.is_empty()).then(|| messages.into()),
+                abort: AbortSignal::new(),
                 timeout: self.timeout_of(&tool),
-                resume: Some((data, pending.payload.clone())),
+                resume: Some(Box::new((data, pending.payload.clone()))),
+                guard: None,
             };
-            let (outcome, timed_out) = self.run_once(&run, &run.abort, run.timeout).await;
+            let (outcome, timed_out) = self
+                .run_once(
+                    &run,
+                    run.input.clone(),
+                    run.request_context.clone(),
+                    &run.abort,
+                    run.timeout,
+                )
+                .await;
             if outcome
                 .error()
                 .is_some_and(|e| e.kind() == ErrorKind::ResumeValidation)
@@ -80,8 +89,7 @@ impl Runtime {
                 self.inner.store.insert(&pending)?;
             }
             Ok(self.settle(&run, outcome, timed_out))
-        }
-        .instrument(span)
-        .await
+        };
+        resumed.instrument(span).await
     }
 }

@@ -93,7 +93,9 @@ impl Runtime {
         self.inner.tools.get(id)
     }
 
-    /// Subscribes to the runtime's events, from now on.
+    /// Subscribes to the runtime's events, from now on. Progress events reach
+    /// the subscribers present when the call started (a call started with no
+    /// subscriber builds no events at all).
     pub fn events(&self) -> Events {
         self.inner.events.subscribe()
     }

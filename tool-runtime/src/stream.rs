@@ -9,12 +9,13 @@ use serde_json::Value;
 use tool_core::hooks::{InputDelta, InputStart};
 use tool_core::partial_json::PartialJson;
 use tool_core::{AbortSignal, Outcome, RawInput, RequestContext, Tool};
+
 use tracing::Instrument as _;
 
 use crate::abort::RunningGuard;
 use crate::call::ToolCall;
 use crate::events::{EventKind, delta_display};
-use crate::pipeline::call_span;
+use crate::pipeline::{Admitted, call_span};
 use crate::runtime::Runtime;
 
 /// A call whose arguments are still streaming, from [`Runtime::begin`].
@@ -201,9 +202,13 @@ impl InputStream {
             messages,
             timeout,
         };
-        runtime
-            .start(call, Some((abort, guard)))
-            .instrument(span)
-            .await
+        let admitted = {
+            let _entered = span.enter();
+            runtime.admit(call, Some((abort, guard)))
+        };
+        match admitted {
+            Admitted::Run(run) => runtime.execute(run).instrument(span).await,
+            Admitted::Done(outcome) => outcome,
+        }
     }
 }
