@@ -15,14 +15,14 @@ use serde_json::{Value, json};
 use tool_core::{CallContext, Tool, ToolError, tool};
 
 #[derive(Deserialize, schemars::JsonSchema)]
-pub struct WeatherInput {
+struct WeatherInput {
     /// City name or coordinates
     location: String,
 }
 
 #[derive(Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct Weather {
+struct Weather {
     location: String,
     temperature_celsius: f64,
     conditions: String,
@@ -34,7 +34,7 @@ pub struct Weather {
     strict,
     mcp(title = "Weather Lookup", read_only, idempotent)
 )]
-pub async fn weather(WeatherInput { location }: WeatherInput) -> Result<Weather, ToolError> {
+async fn weather(WeatherInput { location }: WeatherInput) -> Result<Weather, ToolError> {
     Ok(Weather {
         location,
         temperature_celsius: 21.0,

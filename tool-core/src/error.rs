@@ -167,8 +167,10 @@ impl ValidationErrors {
 pub struct ModelError {
     kind: ErrorKind,
     message: String,
-    validation_errors: Option<ValidationErrors>,
-    data: Option<Value>,
+    // Boxed: errors travel inside `Result`s and outcomes on the hot path,
+    // where a small error keeps the success case cheap to move.
+    validation_errors: Option<Box<ValidationErrors>>,
+    data: Option<Box<Value>>,
 }
 
 impl ModelError {
@@ -183,12 +185,12 @@ impl ModelError {
     }
 
     pub(crate) fn with_validation_errors(mut self, errors: ValidationErrors) -> Self {
-        self.validation_errors = Some(errors);
+        self.validation_errors = Some(Box::new(errors));
         self
     }
 
     pub(crate) fn with_data(mut self, data: Option<Value>) -> Self {
-        self.data = data;
+        self.data = data.map(Box::new);
         self
     }
 
@@ -233,12 +235,12 @@ impl ModelError {
 
     /// Validation problems by field, when the failure was a validation.
     pub fn validation_errors(&self) -> Option<&ValidationErrors> {
-        self.validation_errors.as_ref()
+        self.validation_errors.as_deref()
     }
 
     /// Structured data the tool attached to its error.
     pub fn data(&self) -> Option<&Value> {
-        self.data.as_ref()
+        self.data.as_deref()
     }
 
     /// The JSON object sent to the model.

@@ -21,6 +21,9 @@ use crate::outcome::Outcome;
 use crate::tool::{ExecFailure, ExecFuture, Executed, Tool};
 use crate::validate::{CompiledSchema, Issue, Subject, failure};
 
+/// One safe repair: the repaired value, or `None` when it changes nothing.
+type Repair<'a> = &'a dyn Fn(&Value, &[Issue]) -> Option<Value>;
+
 /// How the execute step ended.
 enum Run {
     Done(Result<Executed, ExecFailure>),
@@ -117,7 +120,7 @@ impl Tool {
         let provided = repaired_from.unwrap_or_else(|| first.clone());
         let mut attempt = first;
         let mut issues = schema.issues(&attempt);
-        let repairs: [&dyn Fn(&Value, &[Issue]) -> Option<Value>; 2] = [
+        let repairs: [Repair<'_>; 2] = [
             &|value, _| coerce_stringified(value, schema.schema()),
             &|value, issues| strip_failing_nulls(value, issues),
         ];
