@@ -13,6 +13,9 @@
 //!   cancellation and time limits ([`Runtime::cancel`], [`Outcome::Aborted`]).
 //! - [`Runtime::events`] streams a [`ToolEvent`] for every phase, with display
 //!   and transcript payloads.
+//! - Feature `mcp`: `mcp::McpServer` serves a runtime's tools over MCP
+//!   (stdio, streamable HTTP) and `mcp::McpClient` turns a remote MCP
+//!   server's tools into dynamic tools, with the official `rmcp` crate.
 //!
 //! Every call runs in a `tracing` span `tool.call` with `tool_id` and
 //! `call_id`; the tool's own span and its `observe()` spans nest inside it.
@@ -44,7 +47,10 @@ mod background;
 mod call;
 mod error;
 mod events;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 mod pipeline;
+mod provider_stream;
 mod resume;
 mod runtime;
 mod store;
@@ -55,6 +61,7 @@ pub use background::BackgroundResult;
 pub use call::ToolCall;
 pub use error::RuntimeError;
 pub use events::{EventKind, Events, Payload, ToolEvent, TranscriptEntry};
+pub use provider_stream::{ProviderStream, StreamedCall};
 pub use runtime::{Runtime, RuntimeBuilder};
 pub use store::{MemoryStore, PendingCall, PendingKind, PendingStore, SqliteStore, StoreError};
 pub use stream::InputStream;

@@ -169,6 +169,15 @@ impl InputStream {
     /// The arguments are complete: runs the call through the pipeline
     /// (`on_input_available` fires once they are validated) and returns its outcome.
     pub async fn finish(self) -> Outcome {
+        let text = RawInput::Text(self.parser.text().to_owned());
+        self.finish_with(text).await
+    }
+
+    /// Like [`finish`](Self::finish), with the final arguments given instead
+    /// of the text pushed so far: for arguments mapped back from a provider's
+    /// rewritten schema (see `tool_core::provider::Export::restore_value`).
+    pub async fn finish_with(self, input: impl Into<RawInput>) -> Outcome {
+        let input = input.into();
         let InputStream {
             runtime,
             call_id,
@@ -176,7 +185,6 @@ impl InputStream {
             messages,
             request_context,
             timeout,
-            parser,
             abort,
             guard,
             span,
@@ -197,7 +205,7 @@ impl InputStream {
         let call = ToolCall {
             call_id,
             tool_id,
-            input: RawInput::Text(parser.text().to_owned()),
+            input,
             request_context,
             messages,
             timeout,

@@ -1,0 +1,198 @@
+//! A provider's streamed response driving the runtime's streaming input:
+//! decoded tool-call starts, argument deltas and ends become `begin`,
+//! `push` and `finish`, so the lifecycle hooks fire in order while the model
+//! is still writing.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+use tool_core::decode::{DecodeError, SseParser, StreamDecoder, ToolCallEvent};
+use tool_core::provider::Provider;
+use tool_core::{ErrorKind, ModelError, Outcome};
+
+use crate::runtime::Runtime;
+use crate::stream::InputStream;
+
+/// One tool call of a streamed response, finished.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StreamedCall {
+    /// The provider's call id.
+    pub call_id: String,
+    /// The tool the model called.
+    pub tool_id: String,
+    /// How the call ended; a call cut off mid-arguments is `Failed` and never ran.
+    pub outcome: Outcome,
+}
+
+/// Feeds a provider's streamed response into a [`Runtime`]: each tool call
+/// the model starts is [`Runtime::begin`]-ed, its argument fragments pushed
+/// (hooks and events fire as they arrive, [`partial`](Self::partial) is
+/// current), and when its arguments end they are mapped back from the
+/// provider's schema (strict mode) and the call runs.
+///
+/// ```
+/// use serde_json::json;
+/// use tool_core::provider::Provider;
+/// use tool_core::{Tool, ToolError};
+/// use tool_runtime::{ProviderStream, Runtime};
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let weather = Tool::builder("weather")
+///     .description("Weather for a city")
+///     .input_schema(json!({ "type": "object", "properties": { "city": { "type": "string" } }, "required": ["city"] }))
+///     .execute(|input, _ctx| async move { Ok::<_, ToolError>(json!({ "city": input["city"], "sky": "clear" })) })
+///     .build()
+///     .unwrap();
+/// let runtime = Runtime::builder().tool(weather).build().unwrap();
+///
+/// let mut stream = ProviderStream::new(&runtime, Provider::Anthropic).unwrap();
+/// let body = concat!(
+///     "event: content_block_start\n",
+///     r#"data: {"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1","name":"weather","input":{}}}"#, "\n\n",
+///     "event: content_block_delta\n",
+///     r#"data: {"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"city\": \"Pa"}}"#, "\n\n",
+/// );
+/// assert!(stream.push_sse(body).await.unwrap().is_empty());
+/// assert_eq!(stream.partial("toolu_1"), Some(&json!({ "city": "Pa" })));
+///
+/// let rest = concat!(
+///     "event: content_block_delta\n",
+///     r#"data: {"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"ris\"}"}}"#, "\n\n",
+///     "event: content_block_stop\n",
+///     r#"data: {"type":"content_block_stop","index":0}"#, "\n\n",
+/// );
+/// let done = stream.push_sse(rest).await.unwrap();
+/// assert_eq!(done[0].outcome.output(), Some(&json!({ "city": "Paris", "sky": "clear" })));
+/// # });
+/// ```
+pub struct ProviderStream {
+    runtime: Runtime,
+    provider: Provider,
+    decoder: Box<dyn StreamDecoder + Send>,
+    sse: SseParser,
+    messages: Vec<Value>,
+    open: HashMap<String, InputStream>,
+}
+
+impl std::fmt::Debug for ProviderStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProviderStream")
+            .field("provider", &self.provider)
+            .field("open", &self.open.keys().collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ProviderStream {
+    /// Follows a response of `provider` (its tools exported from `runtime`'s).
+    ///
+    /// `None` for Gemini, which streams whole function calls rather than
+    /// argument fragments: run those with [`Runtime::call`].
+    pub fn new(runtime: &Runtime, provider: Provider) -> Option<Self> {
+        Some(ProviderStream {
+            runtime: runtime.clone(),
+            provider,
+            decoder: provider.decoder()?,
+            sse: SseParser::new(),
+            messages: Vec::new(),
+            open: HashMap::new(),
+        })
+    }
+
+    /// The conversation so far, given to the hooks and the tools.
+    #[must_use]
+    pub fn with_messages(mut self, messages: Vec<Value>) -> Self {
+        self.messages = messages;
+        self
+    }
+
+    /// The best-effort arguments of an open call.
+    pub fn partial(&self, call_id: &str) -> Option<&Value> {
+        self.open.get(call_id).and_then(InputStream::partial)
+    }
+
+    /// Feeds raw `text/event-stream` text (any split); returns the calls that
+    /// finished in it.
+    pub async fn push_sse(&mut self, chunk: &str) -> Result<Vec<StreamedCall>, DecodeError> {
+        let mut finished = Vec::new();
+        for event in self.sse.push(chunk) {
+            let decoded = self.decoder.decode_data(&event.data)?;
+            finished.extend(self.apply(decoded).await);
+        }
+        Ok(finished)
+    }
+
+    /// Feeds one decoded event payload (a JSON `data` object).
+    pub async fn push_event(&mut self, event: &Value) -> Result<Vec<StreamedCall>, DecodeError> {
+        let decoded = self.decoder.decode(event)?;
+        Ok(self.apply(decoded).await)
+    }
+
+    /// The response ended: a last buffered event is decoded, and calls whose
+    /// arguments never completed end as failed (they never ran).
+    pub async fn finish(mut self) -> Result<Vec<StreamedCall>, DecodeError> {
+        let mut decoded = Vec::new();
+        if let Some(event) = self.sse.finish() {
+            decoded = self.decoder.decode_data(&event.data)?;
+        }
+        decoded.extend(self.decoder.finish());
+        Ok(self.apply(decoded).await)
+    }
+
+    async fn apply(&mut self, events: Vec<ToolCallEvent>) -> Vec<StreamedCall> {
+        let mut finished = Vec::new();
+        for event in events {
+            match event {
+                ToolCallEvent::Start { call_id, tool_name } => {
+                    let stream =
+                        self.runtime
+                            .begin(call_id.clone(), tool_name, self.messages.clone());
+                    self.open.insert(call_id, stream);
+                }
+                ToolCallEvent::InputDelta { call_id, delta } => {
+                    if let Some(stream) = self.open.get_mut(&call_id) {
+                        stream.push(&delta);
+                    }
+                }
+                ToolCallEvent::InputEnd { call_id, mut input } => {
+                    let Some(stream) = self.open.remove(&call_id) else {
+                        continue;
+                    };
+                    let tool_id = stream.tool_id().to_owned();
+                    if let Some(export) = self
+                        .runtime
+                        .tool(&tool_id)
+                        .and_then(|tool| tool.export(self.provider).ok())
+                    {
+                        export.restore_value(&mut input);
+                    }
+                    let outcome = stream.finish_with(input).await;
+                    finished.push(StreamedCall {
+                        call_id,
+                        tool_id,
+                        outcome,
+                    });
+                }
+                ToolCallEvent::Incomplete {
+                    call_id,
+                    tool_name,
+                    reason,
+                    ..
+                } => {
+                    self.open.remove(&call_id);
+                    let message = format!(
+                        "Tool call {call_id} to {tool_name} was cut off before its arguments were complete ({reason}); it did not run."
+                    );
+                    finished.push(StreamedCall {
+                        call_id,
+                        tool_id: tool_name,
+                        outcome: Outcome::Failed {
+                            error: ModelError::new(ErrorKind::InvalidJson, message),
+                        },
+                    });
+                }
+            }
+        }
+        finished
+    }
+}
