@@ -18,9 +18,11 @@ use std::path::PathBuf;
 /// }
 /// ```
 pub fn shared_fixture(relative: &str) -> Option<PathBuf> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared/fixtures")
-        .join(relative);
+    // Cargo sets the variable when it runs a test; the compile-time value is
+    // the fallback (and can be stale if the crate was built elsewhere).
+    let package = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from);
+    let path = package.join("../../shared/fixtures").join(relative);
     if path.is_file() {
         return Some(path);
     }
