@@ -105,4 +105,121 @@ pub mod __private {
             Err(_) => true,
         }
     }
+
+    // Helpers whose bounds carry `#[diagnostic::on_unimplemented]` messages,
+    // so a type missing a trait is reported once, on that type, in words
+    // about the tool rather than about serde or schemars internals.
+
+    /// A parameter type of a `#[tool]` function (a field of the generated
+    /// input struct) that can be deserialized.
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot be a tool parameter: it does not implement `serde::Deserialize`",
+        label = "the model's arguments are deserialized into this type",
+        note = "derive it with `#[derive(serde::Deserialize)]`, or use a type that implements it"
+    )]
+    pub trait ParamDeserialize<'de>: serde::Deserialize<'de> {}
+
+    impl<'de, T: serde::Deserialize<'de>> ParamDeserialize<'de> for T {}
+
+    /// `deserialize_with` of the generated input struct's fields.
+    pub fn deserialize_param<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+    where
+        D: serde::Deserializer<'de>,
+        T: ParamDeserialize<'de>,
+    {
+        T::deserialize(deserializer)
+    }
+
+    /// A parameter type of a `#[tool]` function with a JSON Schema.
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot be a tool parameter: it does not implement `schemars::JsonSchema`",
+        label = "the input schema shown to the model is derived from this type",
+        note = "derive it with `#[derive(schemars::JsonSchema)]`, or use a type that implements it"
+    )]
+    pub trait ParamSchema: schemars::JsonSchema {}
+
+    impl<T: schemars::JsonSchema + ?Sized> ParamSchema for T {}
+
+    /// `schema_with` of the generated input struct's fields: the schema the
+    /// field would have had without it.
+    pub fn param_schema<T: ParamSchema>(
+        generator: &mut schemars::SchemaGenerator,
+    ) -> schemars::Schema {
+        generator.subschema_for::<T>()
+    }
+
+    /// A parameter type that `input_examples` can serialize.
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot be a parameter of a tool with `input_examples`: it does not implement `serde::Serialize`",
+        label = "input examples are serialized, so this type must be too",
+        note = "derive it with `#[derive(serde::Serialize)]`, or use a type that implements it"
+    )]
+    pub trait ParamSerialize: serde::Serialize {}
+
+    impl<T: serde::Serialize + ?Sized> ParamSerialize for T {}
+
+    /// `Self` is `T`: lets [`serialize_param`] take its value through a
+    /// type parameter of its own.
+    pub trait Is<T: ?Sized> {
+        /// `self`, as `T`.
+        fn is(&self) -> &T;
+    }
+
+    impl<T: ?Sized> Is<T> for T {
+        fn is(&self) -> &T {
+            self
+        }
+    }
+
+    /// `serialize_with` of the generated input struct's fields, called as
+    /// `serialize_param::<FieldType, _, _>`: `T` is named in the path (on the
+    /// parameter's type) and appears in no argument, so a missing trait is
+    /// reported there rather than at the call inside the derive.
+    pub fn serialize_param<T, V, S>(value: &V, serializer: S) -> Result<S::Ok, S::Error>
+    where
+        T: ParamSerialize + ?Sized,
+        V: Is<T> + ?Sized,
+        S: serde::Serializer,
+    {
+        value.is().serialize(serializer)
+    }
+
+    /// The error type of a `#[tool]` function.
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot be the error type of a tool: it does not convert into `ToolError`",
+        label = "the error type must implement `Into<ToolError>`",
+        note = "implement `std::error::Error` for it (any `Error + Send + Sync + 'static` converts), implement `From<{Self}> for ToolError`, or return `ToolError`"
+    )]
+    pub trait IntoToolError {
+        /// The conversion.
+        fn into_tool_error(self) -> crate::ToolError;
+    }
+
+    impl<E: Into<crate::ToolError>> IntoToolError for E {
+        fn into_tool_error(self) -> crate::ToolError {
+            self.into()
+        }
+    }
+
+    /// Converts the error a `#[tool]` function returned.
+    pub fn into_tool_error<E: IntoToolError>(error: E) -> crate::ToolError {
+        error.into_tool_error()
+    }
+
+    /// The `request_context = Type` of a `#[tool]`.
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot be a tool's request context type: it does not implement `schemars::JsonSchema`",
+        label = "the request context is validated against this type's JSON Schema",
+        note = "derive it with `#[derive(schemars::JsonSchema)]`, or use a type that implements it"
+    )]
+    pub trait RequestContextSchema: schemars::JsonSchema + 'static {}
+
+    impl<T: schemars::JsonSchema + 'static> RequestContextSchema for T {}
+
+    /// Sets the request-context schema from `C`.
+    pub fn request_context_type<C: RequestContextSchema>(
+        builder: crate::ToolBuilder,
+    ) -> crate::ToolBuilder {
+        builder.request_context_type::<C>()
+    }
 }
