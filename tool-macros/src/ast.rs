@@ -36,9 +36,12 @@ pub enum Output {
     /// No return type.
     Unit,
     /// `-> O`.
-    Plain(Type),
+    Plain(Box<Type>),
     /// `-> Result<O, E>` (`err` is `None` for one-argument aliases like `io::Result<O>`).
-    Result { ok: Type, err: Option<Type> },
+    Result {
+        ok: Box<Type>,
+        err: Option<Box<Type>>,
+    },
 }
 
 pub struct ToolFn {
@@ -116,6 +119,42 @@ impl ToolFn {
     }
 }
 
+/// True for `ToolContext` (with any generics), however it is qualified.
+pub fn is_tool_context(ty: &Type) -> bool {
+    context_generics(ty).is_some()
+}
+
+/// The first `impl Trait` inside `ty`, if any.
+pub fn find_impl_trait(ty: &Type) -> Option<&syn::TypeImplTrait> {
+    match ty {
+        Type::ImplTrait(found) => Some(found),
+        Type::Path(path) => path
+            .path
+            .segments
+            .iter()
+            .flat_map(|segment| match &segment.arguments {
+                PathArguments::AngleBracketed(args) => args
+                    .args
+                    .iter()
+                    .filter_map(|arg| match arg {
+                        GenericArgument::Type(ty) => find_impl_trait(ty),
+                        _ => None,
+                    })
+                    .collect::<Vec<_>>(),
+                _ => Vec::new(),
+            })
+            .next(),
+        Type::Reference(inner) => find_impl_trait(&inner.elem),
+        Type::Slice(inner) => find_impl_trait(&inner.elem),
+        Type::Array(inner) => find_impl_trait(&inner.elem),
+        Type::Ptr(inner) => find_impl_trait(&inner.elem),
+        Type::Paren(inner) => find_impl_trait(&inner.elem),
+        Type::Group(inner) => find_impl_trait(&inner.elem),
+        Type::Tuple(tuple) => tuple.elems.iter().find_map(find_impl_trait),
+        _ => None,
+    }
+}
+
 /// `Some((S, R))` when `ty` is `ToolContext`, `ToolContext<S>` or `ToolContext<S, R>`.
 fn context_generics(ty: &Type) -> Option<(Option<Type>, Option<Type>)> {
     let Type::Path(path) = ty else { return None };
@@ -148,8 +187,8 @@ fn output_of(ty: &Type) -> Output {
                 let mut types = generic_types(&last.arguments).into_iter();
                 if let Some(ok) = types.next() {
                     return Output::Result {
-                        ok,
-                        err: types.next(),
+                        ok: Box::new(ok),
+                        err: types.next().map(Box::new),
                     };
                 }
             }
@@ -157,7 +196,7 @@ fn output_of(ty: &Type) -> Output {
     }
     match ty {
         Type::Tuple(tuple) if tuple.elems.is_empty() => Output::Unit,
-        other => Output::Plain(other.clone()),
+        other => Output::Plain(Box::new(other.clone())),
     }
 }
 

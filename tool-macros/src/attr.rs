@@ -1,8 +1,9 @@
 //! Parsing of the attribute's arguments, `#[tool(key = value, ...)]`, into
 //! [`Attrs`]. Unknown, duplicate and malformed keys are recorded and parsing
-//! goes on, so every mistake is reported.
+//! goes on with the next key, so every mistake is reported at once.
 
-use proc_macro2::{Span, TokenStream};
+use heck::ToSnakeCase;
+use proc_macro2::{Span, TokenStream, TokenTree};
 use syn::meta::ParseNestedMeta;
 use syn::parse::{ParseStream, Parser};
 use syn::{Ident, LitBool, LitInt, LitStr, Path, Token, Type};
@@ -79,6 +80,10 @@ pub struct Hooks {
 pub struct Attrs {
     pub id: Option<LitStr>,
     pub description: Option<LitStr>,
+    /// A `description` key was written but rejected (malformed, or
+    /// misspelled): its error already says what to fix, so a missing
+    /// description is not reported on top of it.
+    pub description_attempted: bool,
     pub title: Option<LitStr>,
     pub strict: Option<bool>,
     pub approval: Option<Approval>,
@@ -102,11 +107,21 @@ pub fn parse(cx: &Ctxt, args: TokenStream) -> Attrs {
     let parser = syn::meta::parser(|meta| {
         let key = key_name(&meta);
         if seen.contains(&key) {
-            cx.error_spanned_by(&meta.path, format!("duplicate key `{key}` in #[tool]"));
-            return skip_value(&meta);
+            cx.error_spanned_by(
+                &meta.path,
+                format!("duplicate key `{key}` in #[tool]: each key is given once"),
+            );
+            return skip_entry(&meta);
         }
         seen.push(key.clone());
-        parse_key(cx, &mut attrs, &key, &meta)
+        if let Err(error) = parse_key(cx, &mut attrs, &key, &meta) {
+            if key == "description" {
+                attrs.description_attempted = true;
+            }
+            cx.syn_error(error);
+            return skip_entry(&meta);
+        }
+        end_of_entry(cx, &meta, "#[tool] keys")
     });
     if let Err(error) = parser.parse2(args) {
         cx.syn_error(error);
@@ -116,117 +131,294 @@ pub fn parse(cx: &Ctxt, args: TokenStream) -> Attrs {
 
 fn key_name(meta: &ParseNestedMeta<'_>) -> String {
     let path = &meta.path;
-    path.get_ident()
-        .map_or_else(|| quote::quote!(#path).to_string(), Ident::to_string)
+    path.get_ident().map_or_else(
+        || quote::quote!(#path).to_string().replace(' ', ""),
+        Ident::to_string,
+    )
 }
 
-/// Consumes `= value` or `(...)` after a key that was already rejected.
-fn skip_value(meta: &ParseNestedMeta<'_>) -> syn::Result<()> {
-    if meta.input.peek(Token![=]) {
-        meta.value()?.parse::<syn::Expr>()?;
-    } else if meta.input.peek(syn::token::Paren) {
-        meta.parse_nested_meta(|inner| skip_value(&inner))?;
+/// Consumes what is left of a rejected entry, up to the next `,`, so that
+/// parsing goes on with the next key.
+fn skip_entry(meta: &ParseNestedMeta<'_>) -> syn::Result<()> {
+    while !meta.input.is_empty() && !meta.input.peek(Token![,]) {
+        meta.input.parse::<TokenTree>()?;
     }
     Ok(())
 }
 
-fn parse_key(cx: &Ctxt, attrs: &mut Attrs, key: &str, meta: &ParseNestedMeta<'_>) -> syn::Result<()> {
-    let span = meta.path.get_ident().map_or_else(Span::call_site, Ident::span);
+/// After a well-formed value: anything but `,` or the end is a mistake
+/// (`id = "a" "b"`, `strict(true)`); report it and skip to the next entry.
+fn end_of_entry(cx: &Ctxt, meta: &ParseNestedMeta<'_>, what: &str) -> syn::Result<()> {
+    if meta.input.is_empty() || meta.input.peek(Token![,]) {
+        return Ok(());
+    }
+    let rest = meta.input.parse::<TokenTree>()?;
+    cx.error_spanned_by(
+        &rest,
+        format!("unexpected `{rest}`: {what} are separated by `,`"),
+    );
+    skip_entry(meta)
+}
+
+/// Replaces a parser's generic message ("expected string literal") with
+/// one that names the key and shows its form.
+fn expecting<T>(result: syn::Result<T>, key: &str, form: &str) -> syn::Result<T> {
+    result.map_err(|error| syn::Error::new(error.span(), format!("`{key}` takes {form}")))
+}
+
+fn string_value(meta: &ParseNestedMeta<'_>, key: &str, example: &str) -> syn::Result<LitStr> {
+    expecting(
+        meta.value().and_then(|input| input.parse::<LitStr>()),
+        key,
+        &format!("a string literal: `{key} = \"{example}\"`"),
+    )
+}
+
+fn type_value(meta: &ParseNestedMeta<'_>, key: &str) -> syn::Result<Type> {
+    expecting(
+        meta.value().and_then(|input| input.parse::<Type>()),
+        key,
+        &format!("a type: `{key} = MyType`"),
+    )
+}
+
+fn path_value(meta: &ParseNestedMeta<'_>, key: &str, signature: &str) -> syn::Result<Path> {
+    expecting(
+        meta.value().and_then(|input| input.parse::<Path>()),
+        key,
+        &format!("the path of a function {signature}: `{key} = my_fn`"),
+    )
+}
+
+fn parse_key(
+    cx: &Ctxt,
+    attrs: &mut Attrs,
+    key: &str,
+    meta: &ParseNestedMeta<'_>,
+) -> syn::Result<()> {
+    let span = meta
+        .path
+        .get_ident()
+        .map_or_else(Span::call_site, Ident::span);
     match key {
-        "id" => attrs.id = Some(meta.value()?.parse()?),
-        "description" => attrs.description = Some(meta.value()?.parse()?),
-        "title" => attrs.title = Some(meta.value()?.parse()?),
-        "strict" => attrs.strict = Some(flag(meta)?),
+        "id" => attrs.id = Some(string_value(meta, key, "get-weather")?),
+        "description" => attrs.description = Some(string_value(meta, key, "What the tool does")?),
+        "title" => attrs.title = Some(string_value(meta, key, "Weather Lookup")?),
+        "strict" => attrs.strict = Some(flag(meta, key)?),
         "require_approval" => {
             let value = if meta.input.peek(Token![=]) {
                 let input = meta.value()?;
                 if input.peek(LitBool) {
                     Approval::Always(input.parse::<LitBool>()?.value)
                 } else {
-                    Approval::Policy(input.parse()?)
+                    Approval::Policy(expecting(
+                        input.parse(),
+                        key,
+                        "no value, `true`/`false`, or the path of a `fn(&Input, &RequestContext) -> bool`: `require_approval = needs_approval`",
+                    )?)
                 }
+            } else if meta.input.peek(syn::token::Paren) {
+                return Err(meta.error(
+                    "`require_approval` takes no value, `= true`/`= false`, or `= path::to::policy`",
+                ));
             } else {
                 Approval::Always(true)
             };
             attrs.approval = Some(value);
         }
-        "suspend" => attrs.suspend = Some(meta.value()?.parse()?),
-        "resume" => attrs.resume = Some(meta.value()?.parse()?),
-        "request_context" => attrs.request_context = Some(meta.value()?.parse()?),
-        "to_model_output" => attrs.to_model_output = Some(meta.value()?.parse()?),
-        "transform" => attrs.transform = Some(meta.value()?.parse()?),
-        "provider_options" => attrs.provider_options = Some(meta.value()?.parse()?),
-        "input_examples" => attrs.input_examples = Some(meta.value()?.parse()?),
-        "on_input_start" => attrs.hooks.on_input_start = Some(meta.value()?.parse()?),
-        "on_input_delta" => attrs.hooks.on_input_delta = Some(meta.value()?.parse()?),
-        "on_input_available" => attrs.hooks.on_input_available = Some(meta.value()?.parse()?),
-        "on_output" => attrs.hooks.on_output = Some(meta.value()?.parse()?),
-        "crate" => attrs.krate = Some(meta.value()?.parse()?),
+        "suspend" => attrs.suspend = Some(type_value(meta, key)?),
+        "resume" => attrs.resume = Some(type_value(meta, key)?),
+        "request_context" => attrs.request_context = Some(type_value(meta, key)?),
+        "to_model_output" => {
+            attrs.to_model_output = Some(path_value(meta, key, "`fn(&Output) -> ModelOutput`")?);
+        }
+        "transform" => attrs.transform = Some(path_value(meta, key, "`fn() -> ToolTransform`")?),
+        "provider_options" => {
+            attrs.provider_options = Some(path_value(meta, key, "returning a JSON object")?);
+        }
+        "input_examples" => {
+            attrs.input_examples = Some(path_value(meta, key, "returning a list of inputs")?);
+        }
+        "on_input_start" | "on_input_delta" | "on_input_available" | "on_output" => {
+            let path = path_value(meta, key, "(a lifecycle hook)")?;
+            let slot = match key {
+                "on_input_start" => &mut attrs.hooks.on_input_start,
+                "on_input_delta" => &mut attrs.hooks.on_input_delta,
+                "on_input_available" => &mut attrs.hooks.on_input_available,
+                _ => &mut attrs.hooks.on_output,
+            };
+            *slot = Some(path);
+        }
+        "crate" => {
+            attrs.krate = Some(expecting(
+                meta.value().and_then(|input| input.parse::<Path>()),
+                key,
+                "the path tool-core is reachable at: `crate = ::tool_core`",
+            )?);
+        }
         "output_validation" => {
-            let mode: LitStr = meta.value()?.parse()?;
+            let mode = string_value(meta, key, "warn")?;
             match mode.value().as_str() {
                 "strict" => attrs.warn_on_invalid_output = Some(false),
                 "warn" => attrs.warn_on_invalid_output = Some(true),
                 other => cx.error_spanned_by(
                     &mode,
-                    format!("unknown output_validation {other:?}: expected \"strict\" or \"warn\""),
+                    format!("unknown output_validation {other:?}: expected \"strict\" (invalid output fails the call) or \"warn\" (it is logged and returned)"),
                 ),
             }
         }
         "mcp" => attrs.mcp = Some(parse_mcp(cx, meta)?),
         "background" => attrs.background = Some(parse_background(cx, meta, span)?),
         _ => {
-            cx.error_spanned_by(
-                &meta.path,
-                format!(
-                    "unknown key `{key}` in #[tool]; valid keys are: {}",
-                    KEYS.join(", ")
-                ),
-            );
-            return skip_value(meta);
+            if suggest(key, KEYS) == Some("description") {
+                attrs.description_attempted = true;
+            }
+            cx.error_spanned_by(&meta.path, unknown_key_message(key));
+            return skip_entry(meta);
         }
     }
     Ok(())
 }
 
+/// "unknown key" with the likely intended key, then the valid ones.
+fn unknown_key_message(key: &str) -> String {
+    let hint = if MCP_KEYS.contains(&key) && !KEYS.contains(&key) {
+        format!(": MCP annotations go inside `mcp(...)`: `mcp({key})`")
+    } else if BACKGROUND_KEYS.contains(&key) {
+        format!(": background settings go inside `background(...)`: `background({key} = ...)`")
+    } else if let Some(nested) = suggest(key, MCP_KEYS).filter(|s| !KEYS.contains(s)) {
+        format!(": did you mean `mcp({nested})`?")
+    } else {
+        match key.to_snake_case().as_str() {
+            "input_schema" | "parameters" | "schema" => {
+                ": the input schema is derived from the function's parameters".to_owned()
+            }
+            "output_schema" => ": the output schema is derived from the return type".to_owned(),
+            "name" => ": did you mean `id`? (it defaults to the function name)".to_owned(),
+            _ => suggest(key, KEYS).map_or_else(String::new, |s| format!(": did you mean `{s}`?")),
+        }
+    };
+    format!(
+        "unknown key `{key}` in #[tool]{hint}\nvalid keys are: {}",
+        KEYS.join(", ")
+    )
+}
+
+/// The entry of `valid` closest to `key`: the same in snake case (Mastra's
+/// `requireApproval`), or within a small edit distance.
+fn suggest(key: &str, valid: &[&'static str]) -> Option<&'static str> {
+    let snake = key.to_snake_case();
+    if let Some(exact) = valid.iter().find(|v| **v == snake) {
+        return Some(exact);
+    }
+    if snake.len() >= 4 {
+        if let Some(longer) = valid.iter().find(|v| v.starts_with(snake.as_str())) {
+            return Some(longer);
+        }
+    }
+    let limit = (key.len() / 3).clamp(1, 3);
+    valid
+        .iter()
+        .map(|v| (edit_distance(&snake, v), *v))
+        .filter(|(distance, _)| *distance <= limit)
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, v)| v)
+}
+
+/// Levenshtein distance, counting a swap of neighbours as one edit.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let mut rows = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in rows.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in rows[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut best = (rows[i - 1][j] + 1)
+                .min(rows[i][j - 1] + 1)
+                .min(rows[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                best = best.min(rows[i - 2][j - 2] + 1);
+            }
+            rows[i][j] = best;
+        }
+    }
+    rows[a.len()][b.len()]
+}
+
 /// `key` alone means true; `key = true|false` is explicit.
-fn flag(meta: &ParseNestedMeta<'_>) -> syn::Result<bool> {
+fn flag(meta: &ParseNestedMeta<'_>, key: &str) -> syn::Result<bool> {
     if meta.input.peek(Token![=]) {
-        Ok(meta.value()?.parse::<LitBool>()?.value)
+        expecting(
+            meta.value().and_then(|input| input.parse::<LitBool>()),
+            key,
+            &format!("no value or a boolean: `{key}` or `{key} = false`"),
+        )
+        .map(|lit| lit.value)
+    } else if meta.input.peek(syn::token::Paren) {
+        Err(meta.error(format!(
+            "`{key}` is a flag: write `{key}` or `{key} = false`"
+        )))
     } else {
         Ok(true)
     }
 }
 
 fn parse_mcp(cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> syn::Result<Mcp> {
+    if !meta.input.peek(syn::token::Paren) {
+        return Err(meta.error(
+            "`mcp` takes a list of annotations: `mcp(title = \"...\", read_only, idempotent)`",
+        ));
+    }
     let mut mcp = Mcp::default();
     let mut seen: Vec<String> = Vec::new();
     meta.parse_nested_meta(|inner| {
         let key = key_name(&inner);
         if seen.contains(&key) {
-            cx.error_spanned_by(&inner.path, format!("duplicate key `{key}` in mcp(...)"));
-            return skip_value(&inner);
+            cx.error_spanned_by(
+                &inner.path,
+                format!("duplicate key `{key}` in mcp(...): each annotation is given once"),
+            );
+            return skip_entry(&inner);
         }
         seen.push(key.clone());
-        match key.as_str() {
-            "title" => mcp.title = Some(inner.value()?.parse()?),
-            "read_only" => mcp.read_only = Some(flag(&inner)?),
-            "destructive" => mcp.destructive = Some(flag(&inner)?),
-            "idempotent" => mcp.idempotent = Some(flag(&inner)?),
-            "open_world" => mcp.open_world = Some(flag(&inner)?),
-            "meta" => mcp.meta = Some(inner.value()?.parse()?),
-            _ => {
-                cx.error_spanned_by(
-                    &inner.path,
-                    format!(
-                        "unknown mcp annotation `{key}`; valid entries are: {}",
-                        MCP_KEYS.join(", ")
-                    ),
-                );
-                return skip_value(&inner);
+        let parsed = (|| -> syn::Result<()> {
+            match key.as_str() {
+                "title" => mcp.title = Some(string_value(&inner, "title", "Weather Lookup")?),
+                "read_only" => mcp.read_only = Some(flag(&inner, &key)?),
+                "destructive" => mcp.destructive = Some(flag(&inner, &key)?),
+                "idempotent" => mcp.idempotent = Some(flag(&inner, &key)?),
+                "open_world" => mcp.open_world = Some(flag(&inner, &key)?),
+                "meta" => {
+                    mcp.meta = Some(path_value(&inner, "meta", "returning a JSON object")?);
+                }
+                _ => {
+                    let hint = suggest(&key, MCP_KEYS)
+                        .map_or_else(String::new, |s| format!(": did you mean `{s}`?"));
+                    cx.error_spanned_by(
+                        &inner.path,
+                        format!(
+                            "unknown mcp annotation `{key}`{hint}\nvalid entries are: {}",
+                            MCP_KEYS.join(", ")
+                        ),
+                    );
+                    return skip_entry(&inner);
+                }
+            }
+            Ok(())
+        })();
+        match parsed {
+            Ok(()) => end_of_entry(cx, &inner, "mcp(...) entries"),
+            Err(error) => {
+                cx.syn_error(error);
+                skip_entry(&inner)
             }
         }
-        Ok(())
     })?;
     Ok(mcp)
 }
@@ -239,6 +431,11 @@ fn parse_background(cx: &Ctxt, meta: &ParseNestedMeta<'_>, span: Span) -> syn::R
         timeout_ms: None,
         max_retries: 0,
     };
+    if meta.input.peek(Token![=]) {
+        return Err(meta.error(
+            "`background` takes no value or a list of settings: `background` or `background(timeout_ms = 30_000, max_retries = 2)`",
+        ));
+    }
     if !meta.input.peek(syn::token::Paren) {
         return Ok(background);
     }
@@ -246,45 +443,95 @@ fn parse_background(cx: &Ctxt, meta: &ParseNestedMeta<'_>, span: Span) -> syn::R
     meta.parse_nested_meta(|inner| {
         let key = key_name(&inner);
         if seen.contains(&key) {
-            cx.error_spanned_by(&inner.path, format!("duplicate key `{key}` in background(...)"));
-            return skip_value(&inner);
+            cx.error_spanned_by(
+                &inner.path,
+                format!("duplicate key `{key}` in background(...): each setting is given once"),
+            );
+            return skip_entry(&inner);
         }
         seen.push(key.clone());
-        match key.as_str() {
-            "enabled" => background.enabled = flag(&inner)?,
-            "disposition" => {
-                let lit: LitStr = inner.value()?.parse()?;
-                match lit.value().as_str() {
-                    "deferred" => background.foreground = false,
-                    "foreground" => background.foreground = true,
-                    other => cx.error_spanned_by(
-                        &lit,
-                        format!("unknown disposition {other:?}: expected \"deferred\" or \"foreground\""),
-                    ),
+        let parsed = (|| -> syn::Result<()> {
+            match key.as_str() {
+                "enabled" => background.enabled = flag(&inner, &key)?,
+                "disposition" => {
+                    let lit = string_value(&inner, "disposition", "foreground")?;
+                    match lit.value().as_str() {
+                        "deferred" => background.foreground = false,
+                        "foreground" => background.foreground = true,
+                        other => cx.error_spanned_by(
+                            &lit,
+                            format!("unknown disposition {other:?}: expected \"deferred\" (the call returns a task id at once) or \"foreground\" (the caller waits for the result)"),
+                        ),
+                    }
+                }
+                "timeout_ms" => background.timeout_ms = Some(int(&inner, &key, "30_000")?),
+                "max_retries" => background.max_retries = int(&inner, &key, "2")?,
+                _ => {
+                    let hint = suggest(&key, BACKGROUND_KEYS)
+                        .map_or_else(String::new, |s| format!(": did you mean `{s}`?"));
+                    cx.error_spanned_by(
+                        &inner.path,
+                        format!(
+                            "unknown background setting `{key}`{hint}\nvalid entries are: {}",
+                            BACKGROUND_KEYS.join(", ")
+                        ),
+                    );
+                    return skip_entry(&inner);
                 }
             }
-            "timeout_ms" => background.timeout_ms = Some(int(&inner)?),
-            "max_retries" => background.max_retries = int(&inner)?,
-            _ => {
-                cx.error_spanned_by(
-                    &inner.path,
-                    format!(
-                        "unknown background setting `{key}`; valid entries are: {}",
-                        BACKGROUND_KEYS.join(", ")
-                    ),
-                );
-                return skip_value(&inner);
+            Ok(())
+        })();
+        match parsed {
+            Ok(()) => end_of_entry(cx, &inner, "background(...) settings"),
+            Err(error) => {
+                cx.syn_error(error);
+                skip_entry(&inner)
             }
         }
-        Ok(())
     })?;
     Ok(background)
 }
 
-fn int<N: std::str::FromStr>(meta: &ParseNestedMeta<'_>) -> syn::Result<N>
+fn int<N: std::str::FromStr>(meta: &ParseNestedMeta<'_>, key: &str, example: &str) -> syn::Result<N>
 where
     N::Err: std::fmt::Display,
 {
     let input: ParseStream<'_> = meta.value()?;
-    input.parse::<LitInt>()?.base10_parse()
+    let lit = expecting(
+        input.parse::<LitInt>(),
+        key,
+        &format!("an integer literal: `{key} = {example}`"),
+    )?;
+    lit.base10_parse()
+        .map_err(|error| syn::Error::new(lit.span(), format!("`{key}`: {error}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suggestions() {
+        assert_eq!(suggest("descripton", KEYS), Some("description"));
+        assert_eq!(suggest("requireApproval", KEYS), Some("require_approval"));
+        assert_eq!(suggest("toModelOutput", KEYS), Some("to_model_output"));
+        assert_eq!(suggest("stirct", KEYS), Some("strict"));
+        assert_eq!(suggest("read_olny", MCP_KEYS), Some("read_only"));
+        assert_eq!(suggest("readonly", MCP_KEYS), Some("read_only"));
+        assert_eq!(suggest("readOnly", MCP_KEYS), Some("read_only"));
+        assert_eq!(suggest("timeout", BACKGROUND_KEYS), Some("timeout_ms"));
+        assert_eq!(suggest("banana", KEYS), None);
+        assert_eq!(suggest("x", KEYS), None);
+    }
+
+    #[test]
+    fn unknown_keys_point_inside_nested_lists() {
+        assert!(unknown_key_message("read_only").contains("`mcp(read_only)`"));
+        assert!(unknown_key_message("read_olny").contains("`mcp(read_only)`"));
+        assert!(unknown_key_message("timeout_ms").contains("background(timeout_ms = ...)"));
+        assert!(
+            unknown_key_message("inputSchema").contains("derived from the function's parameters")
+        );
+        assert!(unknown_key_message("descripton").contains("did you mean `description`?"));
+    }
 }

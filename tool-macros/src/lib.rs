@@ -22,11 +22,7 @@ pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
     let item = match syn::parse::<syn::ItemFn>(item.clone()) {
         Ok(item) => item,
         Err(error) => {
-            let error = syn::Error::new(
-                error.span(),
-                format!("#[tool] goes on a function: {error}"),
-            )
-            .into_compile_error();
+            let error = not_a_function(error, item.clone()).into_compile_error();
             let item = proc_macro2::TokenStream::from(item);
             return quote!(#error #item).into();
         }
@@ -43,4 +39,31 @@ pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
             quote!(#error #item).into()
         }
     }
+}
+
+/// The error for an item that is not a function with a body: named after
+/// what it is and spanned on its keyword when it parses as another item.
+fn not_a_function(error: syn::Error, item: TokenStream) -> syn::Error {
+    let (span, what): (proc_macro2::Span, &str) = match syn::parse::<syn::Item>(item) {
+        Ok(syn::Item::Struct(item)) => (item.struct_token.span, "a struct"),
+        Ok(syn::Item::Enum(item)) => (item.enum_token.span, "an enum"),
+        Ok(syn::Item::Union(item)) => (item.union_token.span, "a union"),
+        Ok(syn::Item::Impl(item)) => (
+            item.impl_token.span,
+            "an impl block (put it on a free function)",
+        ),
+        Ok(syn::Item::Trait(item)) => (item.trait_token.span, "a trait"),
+        Ok(syn::Item::Mod(item)) => (item.mod_token.span, "a module"),
+        Ok(syn::Item::Const(item)) => (item.const_token.span, "a const"),
+        Ok(syn::Item::Static(item)) => (item.static_token.span, "a static"),
+        Ok(syn::Item::Type(item)) => (item.type_token.span, "a type alias"),
+        Ok(syn::Item::Use(item)) => (item.use_token.span, "a use declaration"),
+        Ok(_) | Err(_) => {
+            return syn::Error::new(error.span(), format!("#[tool] goes on a function: {error}"));
+        }
+    };
+    syn::Error::new(
+        span,
+        format!("#[tool] goes on an `async fn` or `fn` with a body, not on {what}"),
+    )
 }

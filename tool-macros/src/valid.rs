@@ -1,9 +1,10 @@
 //! Checks of the attribute against the function; every failure is recorded
 //! with the span of the token to fix.
 
+use quote::ToTokens;
 use syn::{Pat, Safety, Type};
 
-use crate::ast::{Input, Output, ToolFn};
+use crate::ast::{Input, Output, ToolFn, find_impl_trait, is_tool_context};
 use crate::attr::Attrs;
 use crate::ctxt::Ctxt;
 
@@ -13,19 +14,14 @@ pub fn check(cx: &Ctxt, attrs: &Attrs, tool: &ToolFn) {
     check_description(cx, attrs, tool);
     check_input(cx, tool);
     check_context(cx, attrs, tool);
-    if let Output::Plain(Type::ImplTrait(ty)) = &tool.output {
-        cx.error_spanned_by(
-            ty,
-            "a tool returns its output type (or Result<Output, Error>) directly, not `impl Trait`: the output schema is derived from the type",
-        );
-    }
+    check_output(cx, tool);
 }
 
 fn check_signature(cx: &Ctxt, attrs: &Attrs, tool: &ToolFn) {
     let sig = &tool.item.sig;
     for receiver in &tool.receivers {
         cx.error_spanned_by(
-            &receiver.self_token,
+            receiver.self_token,
             "#[tool] goes on a free function: `self` parameters are not supported (call a method from inside the function instead)",
         );
     }
@@ -103,7 +99,8 @@ fn check_description(cx: &Ctxt, attrs: &Attrs, tool: &ToolFn) {
             "the description is empty: the model reads it to decide when to call the tool",
         ),
         Some(_) => {}
-        None if tool.docs.is_none() => cx.error_spanned_by(
+        // A misspelled or malformed `description` key has its own error.
+        None if tool.docs.is_none() && !attrs.description_attempted => cx.error_spanned_by(
             tool.name(),
             "missing tool description: add a `///` doc comment to the function or `description = \"...\"` to #[tool]",
         ),
@@ -112,6 +109,14 @@ fn check_description(cx: &Ctxt, attrs: &Attrs, tool: &ToolFn) {
 }
 
 fn check_input(cx: &Ctxt, tool: &ToolFn) {
+    for param in &tool.params {
+        if let Some(found) = find_impl_trait(&param.ty) {
+            cx.error_spanned_by(
+                found,
+                "a tool parameter needs a concrete type, not `impl Trait`: the input schema is derived from it",
+            );
+        }
+    }
     let Input::Params(params) = tool.input() else {
         return;
     };
@@ -124,27 +129,145 @@ fn check_input(cx: &Ctxt, tool: &ToolFn) {
             ),
         }
         if let Type::Reference(reference) = &*param.ty {
-            cx.error_spanned_by(
-                reference,
-                "tool parameters are deserialized from the model's arguments and must be owned types (use `String`, not `&str`)",
-            );
+            if is_tool_context(&reference.elem) {
+                cx.error_spanned_by(
+                    reference,
+                    format!(
+                        "take the context by value: `{}: {}`",
+                        pretty(&param.pat),
+                        pretty(&reference.elem)
+                    ),
+                );
+            } else {
+                cx.error_spanned_by(
+                    reference,
+                    format!(
+                        "tool parameters are deserialized from the model's arguments and must be owned: use `{}` instead of `{}`",
+                        owned_form(&reference.elem),
+                        pretty(reference)
+                    ),
+                );
+            }
         }
     }
 }
 
+/// What to write instead of a borrowed `&elem` parameter.
+fn owned_form(elem: &Type) -> String {
+    match elem {
+        Type::Path(path) if path.path.is_ident("str") => "String".to_owned(),
+        Type::Path(path) if path.path.is_ident("Path") => "PathBuf".to_owned(),
+        Type::Slice(slice) => format!("Vec<{}>", pretty(&slice.elem)),
+        other => pretty(other),
+    }
+}
+
+/// Tokens as a user would write them (`&str`, `Vec<String>`), not as
+/// `TokenStream`'s `Display` spaces them (`& str`, `Vec < String >`).
+pub fn pretty(tokens: impl ToTokens) -> String {
+    let mut text = tokens.to_token_stream().to_string();
+    for (from, to) in [
+        (" :: ", "::"),
+        (":: ", "::"),
+        (" ::", "::"),
+        (" < ", "<"),
+        ("< ", "<"),
+        (" <", "<"),
+        (" >", ">"),
+        (" ,", ","),
+        ("& ", "&"),
+        ("( ", "("),
+        (" )", ")"),
+        ("[ ", "["),
+        (" ]", "]"),
+        (" ;", ";"),
+    ] {
+        text = text.replace(from, to);
+    }
+    text
+}
+
 fn check_context(cx: &Ctxt, attrs: &Attrs, tool: &ToolFn) {
     for extra in tool.contexts.iter().skip(1) {
-        cx.error_spanned_by(
-            &extra.ty,
-            "a tool takes at most one ToolContext parameter",
-        );
+        cx.error_spanned_by(&extra.ty, "a tool takes at most one ToolContext parameter");
     }
-    if tool.contexts.is_empty() {
+    let Some(context) = tool.contexts.first() else {
         for ty in [&attrs.suspend, &attrs.resume].into_iter().flatten() {
             cx.error_spanned_by(
                 ty,
                 "a tool that suspends needs a `ToolContext<Suspend, Resume>` parameter to call `suspend` and read resume data",
             );
         }
+        return;
+    };
+    // The context's generics are the suspend and resume types; the
+    // attribute may repeat them, and must then say the same.
+    let spelled = |ty: &Type| pretty(ty);
+    let wanted = |attr: &Option<Type>, declared: &Option<Type>| {
+        attr.as_ref()
+            .or(declared.as_ref())
+            .map_or_else(|| "()".to_owned(), spelled)
+    };
+    let expected = format!(
+        "ToolContext<{}, {}>",
+        wanted(&attrs.suspend, &context.suspend),
+        wanted(&attrs.resume, &context.resume)
+    );
+    for (key, attr, declared) in [
+        ("suspend", &attrs.suspend, &context.suspend),
+        ("resume", &attrs.resume, &context.resume),
+    ] {
+        match (attr, declared) {
+            (Some(attr), None) => cx.error_spanned_by(
+                &context.ty,
+                format!(
+                    "`{key} = {}` in #[tool] needs this context to carry it: `{expected}`",
+                    spelled(attr)
+                ),
+            ),
+            (Some(attr), Some(declared)) if spelled(attr) != spelled(declared) => cx
+                .error_spanned_by(
+                    declared,
+                    format!(
+                        "the context's {key} type `{}` disagrees with `{key} = {}` in #[tool]; the ToolContext generics are enough, so drop `{key} = ...` or make them the same",
+                        spelled(declared),
+                        spelled(attr)
+                    ),
+                ),
+            _ => {}
+        }
+    }
+}
+
+fn check_output(cx: &Ctxt, tool: &ToolFn) {
+    let types = match &tool.output {
+        Output::Unit => Vec::new(),
+        Output::Plain(ty) => vec![ty],
+        Output::Result { ok, err } => std::iter::once(ok).chain(err).collect(),
+    };
+    if let Some(found) = types.into_iter().find_map(|ty| find_impl_trait(ty)) {
+        cx.error_spanned_by(
+            found,
+            "a tool returns a concrete type (or Result<Output, Error>), not `impl Trait`: the output schema is derived from the type",
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pretty;
+
+    #[test]
+    fn pretty_spells_types_as_written() {
+        let ty: syn::Type =
+            syn::parse_quote!(&'a mut std::collections::HashMap<String, Vec<(u8, i8)>>);
+        assert_eq!(
+            pretty(&ty),
+            "&'a mut std::collections::HashMap<String, Vec<(u8, i8)>>"
+        );
+        let ty: syn::Type = syn::parse_quote!(&[u8; 4]);
+        assert_eq!(pretty(&ty), "&[u8; 4]");
+        let ty: syn::Type = syn::parse_quote!(ToolContext<(), Answer>);
+        assert_eq!(pretty(&ty), "ToolContext<(), Answer>");
     }
 }
