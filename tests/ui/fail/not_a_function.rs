@@ -1,0 +1,10 @@
+// #[tool] on a struct.
+use tool_core::tool;
+
+/// Get the weather
+#[tool]
+pub struct Weather {
+    city: String,
+}
+
+fn main() {}
