@@ -1,0 +1,491 @@
+//! One `tools/call` over MCP: run it through the runtime with the request's
+//! cancellation and progress token wired in, then settle what it ended in.
+//! A call that waits for approval or resume data is asked about through
+//! elicitation (an `elicitation/create` request, or an `input_required`
+//! result on protocol 2026-07-28), or reported as pending.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
+
+use rmcp::ErrorData;
+use rmcp::model::{
+    CallToolResponse, CallToolResult, ElicitRequest, ElicitRequestParams, ElicitResult,
+    InputRequest, InputRequiredResult, InputResponses, MetaObject, ProgressNotificationParam,
+    ProgressToken,
+};
+use rmcp::service::{Peer, RoleServer};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+use tool_core::{ErrorKind, Outcome, Tool};
+
+use super::convert::{self, ServedTool};
+use super::elicit::{self, Answer, Decision, Form};
+use crate::events::EventKind;
+use crate::store::PendingKind;
+use crate::{Runtime, RuntimeError};
+
+/// How many times one request may ask the user before it reports the call
+/// as pending (approval, then suspensions, then corrections).
+const MAX_ROUNDS: usize = 8;
+
+/// The `_meta` key of a result describing a pending call.
+pub(crate) const PENDING_META: &str = "tool-runtime/pending";
+
+/// The `inputRequests` key of an approval question.
+const APPROVAL_KEY: &str = "approval";
+/// The `inputRequests` key of a resume-data question.
+const RESUME_KEY: &str = "resume";
+
+/// How the client of a request can be asked for input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Elicit {
+    /// It cannot: report pending calls.
+    Unsupported,
+    /// Send it an `elicitation/create` request (protocol before 2026-07-28).
+    Request,
+    /// Return an `input_required` result; it retries with the answer.
+    InputRequired,
+}
+
+type OutcomeFuture<'a> = Pin<Box<dyn Future<Output = Outcome> + Send + 'a>>;
+
+/// A suspended call, kept to ask again when its answer was rejected.
+#[derive(Debug, Clone)]
+pub(crate) struct Suspension {
+    payload: Value,
+    resume_schema: Option<Value>,
+}
+
+/// What to do after a pause.
+enum Step<'a> {
+    /// Run this next (approve, decline, resume) and settle its outcome.
+    Next(OutcomeFuture<'a>, Option<Suspension>),
+    /// Answer the request with this.
+    Respond(CallToolResponse),
+}
+
+/// One `tools/call` request.
+pub(crate) struct Call {
+    pub(crate) runtime: Runtime,
+    pub(crate) tool: Tool,
+    pub(crate) served: ServedTool,
+    pub(crate) call_id: String,
+    pub(crate) ct: CancellationToken,
+    pub(crate) peer: Peer<RoleServer>,
+    pub(crate) progress: Option<ProgressToken>,
+    pub(crate) elicit: Elicit,
+}
+
+impl Call {
+    /// Runs `first` (the runtime call) and settles it, forwarding progress.
+    pub(crate) async fn run(
+        &self,
+        first: OutcomeFuture<'_>,
+        suspension: Option<Suspension>,
+    ) -> CallToolResponse {
+        self.forwarding_progress(self.settle(first, suspension))
+            .await
+    }
+
+    /// The retry of an `input_required` result for the pending call
+    /// `self.call_id`: apply the user's answer, then settle as usual.
+    pub(crate) async fn answered(
+        &self,
+        responses: InputResponses,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let pending = self
+            .runtime
+            .pending()
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?
+            .into_iter()
+            .find(|p| p.call_id == self.call_id && p.tool_id == self.tool.id())
+            .ok_or_else(|| {
+                ErrorData::invalid_params(
+                    format!(
+                        "requestState {:?} does not name a pending call of tool {:?}: it was already decided, resumed or never existed",
+                        self.call_id,
+                        self.tool.id()
+                    ),
+                    None,
+                )
+            })?;
+        let answer = |key: &str| {
+            responses
+                .get(key)
+                .and_then(|v| serde_json::from_value::<ElicitResult>(v.clone()).ok())
+        };
+        let step = match pending.kind {
+            PendingKind::Approval => match answer(APPROVAL_KEY) {
+                // Not answered: ask again.
+                None => self.replay(Outcome::ApprovalRequired {
+                    call_id: pending.call_id.clone(),
+                    input: pending.input.clone(),
+                    resume_schema: None,
+                }),
+                Some(result) => self.decide(Form::decision(&result)),
+            },
+            PendingKind::Suspended => {
+                let suspension = Suspension {
+                    payload: pending.payload.clone().unwrap_or(Value::Null),
+                    resume_schema: self.tool.definition().resume_schema.clone(),
+                };
+                let form = elicit::resume_form(
+                    &suspension.payload,
+                    suspension.resume_schema.as_ref(),
+                    None,
+                );
+                match (form, answer(RESUME_KEY)) {
+                    (Some(form), Some(result)) => self.resume_with(&form, &result, suspension),
+                    (_, None) => self.replay(Outcome::Suspended {
+                        call_id: pending.call_id.clone(),
+                        payload: suspension.payload,
+                        resume_schema: suspension.resume_schema,
+                    }),
+                    (None, Some(_)) => Step::Respond(
+                        self.pending_suspended(
+                            &suspension,
+                            "its resume data cannot be asked for in a form",
+                        )
+                        .into(),
+                    ),
+                }
+            }
+        };
+        Ok(match step {
+            Step::Next(next, suspension) => self.run(next, suspension).await,
+            Step::Respond(response) => response,
+        })
+    }
+
+    /// Settles `first` and whatever the pauses it ends in lead to.
+    async fn settle(
+        &self,
+        first: OutcomeFuture<'_>,
+        mut suspension: Option<Suspension>,
+    ) -> CallToolResponse {
+        let mut outcome = self.until_cancelled(first).await;
+        let mut note: Option<String> = None;
+        for _ in 0..MAX_ROUNDS {
+            let step = match outcome {
+                Outcome::Completed {
+                    output,
+                    model_output,
+                } => {
+                    return convert::completed(
+                        &output,
+                        model_output.as_ref(),
+                        self.tool.definition().output_schema.is_some(),
+                        self.served.wrapped_output,
+                    )
+                    .into();
+                }
+                Outcome::Started { task_id } => {
+                    // MCP requests wait for their result: wait for the task
+                    // (cancellation still reaches it by call id).
+                    let runtime = self.runtime.clone();
+                    Step::Next(
+                        Box::pin(async move { or_failed(runtime.wait(&task_id).await) }),
+                        None,
+                    )
+                }
+                Outcome::ApprovalRequired { input, .. } => self.ask_approval(&input).await,
+                Outcome::Suspended {
+                    payload,
+                    resume_schema,
+                    ..
+                } => {
+                    let asked = Suspension {
+                        payload,
+                        resume_schema,
+                    };
+                    self.ask_resume(asked, note.take()).await
+                }
+                Outcome::Failed { error }
+                    if error.kind() == ErrorKind::ResumeValidation && suspension.is_some() =>
+                {
+                    // The answer did not fit the resume schema; the call is
+                    // still suspended: ask again, saying why.
+                    let Some(asked) = suspension.take() else {
+                        return convert::error_result(error.message()).into();
+                    };
+                    note = Some(error.message().to_owned());
+                    self.ask_resume(asked, note.take()).await
+                }
+                other => return convert::not_completed(&other).into(),
+            };
+            match step {
+                Step::Next(next, asked) => {
+                    suspension = asked;
+                    outcome = self.until_cancelled(next).await;
+                }
+                Step::Respond(response) => return response,
+            }
+        }
+        match outcome {
+            Outcome::ApprovalRequired { .. } => {
+                self.pending_approval("it was asked too many times").into()
+            }
+            Outcome::Suspended {
+                payload,
+                resume_schema,
+                ..
+            } => self
+                .pending_suspended(
+                    &Suspension {
+                        payload,
+                        resume_schema,
+                    },
+                    "it was asked too many times",
+                )
+                .into(),
+            other => convert::not_completed(&other).into(),
+        }
+    }
+
+    /// A call waits for approval: ask the user, or report it pending.
+    async fn ask_approval(&self, input: &Value) -> Step<'_> {
+        let title = self
+            .served
+            .declaration
+            .title
+            .as_deref()
+            .unwrap_or(self.tool.id());
+        let form = elicit::approval_form(title, self.tool.id(), input);
+        match self.elicit {
+            Elicit::Unsupported => Step::Respond(
+                self.pending_approval(
+                    "this client cannot ask the user (it does not support form elicitation)",
+                )
+                .into(),
+            ),
+            Elicit::InputRequired => Step::Respond(self.input_required(APPROVAL_KEY, form)),
+            Elicit::Request => match self.elicit_request(form).await {
+                Ok(result) => self.decide(Form::decision(&result)),
+                Err(why) => Step::Respond(self.pending_approval(&why).into()),
+            },
+        }
+    }
+
+    /// Applies an approval decision.
+    fn decide(&self, decision: Decision) -> Step<'_> {
+        let runtime = self.runtime.clone();
+        let call_id = self.call_id.clone();
+        match decision {
+            Decision::Approve => Step::Next(
+                Box::pin(async move { or_failed(runtime.approve(&call_id).await) }),
+                None,
+            ),
+            Decision::Decline(reason) => Step::Next(
+                Box::pin(
+                    async move { or_failed(runtime.decline(&call_id, reason.as_deref()).await) },
+                ),
+                None,
+            ),
+            Decision::Dismissed => Step::Respond(
+                self.pending_approval("the user dismissed the approval request")
+                    .into(),
+            ),
+        }
+    }
+
+    /// A call is suspended: ask the user for its resume data, or report it pending.
+    async fn ask_resume(&self, suspension: Suspension, note: Option<String>) -> Step<'_> {
+        let Some(form) = elicit::resume_form(
+            &suspension.payload,
+            suspension.resume_schema.as_ref(),
+            note.as_deref(),
+        ) else {
+            return Step::Respond(
+                self.pending_suspended(
+                    &suspension,
+                    "its resume data cannot be asked for in a form (only flat objects of strings, numbers, integers, booleans and enums can)",
+                )
+                .into(),
+            );
+        };
+        match self.elicit {
+            Elicit::Unsupported => Step::Respond(
+                self.pending_suspended(
+                    &suspension,
+                    "this client cannot ask the user (it does not support form elicitation)",
+                )
+                .into(),
+            ),
+            Elicit::InputRequired => Step::Respond(self.input_required(RESUME_KEY, form)),
+            Elicit::Request => match self.elicit_request(form.clone()).await {
+                Ok(result) => self.resume_with(&form, &result, suspension),
+                Err(why) => Step::Respond(self.pending_suspended(&suspension, &why).into()),
+            },
+        }
+    }
+
+    /// Applies the answer to a resume form.
+    fn resume_with(&self, form: &Form, result: &ElicitResult, suspension: Suspension) -> Step<'_> {
+        match form.answer(result) {
+            Answer::Data(data) => {
+                let runtime = self.runtime.clone();
+                let call_id = self.call_id.clone();
+                Step::Next(
+                    Box::pin(async move { or_failed(runtime.resume(&call_id, data).await) }),
+                    Some(suspension),
+                )
+            }
+            Answer::Refused(action) => {
+                let why = format!("the user did not provide it ({action:?})").to_lowercase();
+                Step::Respond(self.pending_suspended(&suspension, &why).into())
+            }
+        }
+    }
+
+    /// Settles an outcome read back from the store (a question not yet answered).
+    fn replay(&self, outcome: Outcome) -> Step<'_> {
+        Step::Next(Box::pin(std::future::ready(outcome)), None)
+    }
+
+    /// Sends `form` to the client and waits for the answer (or the
+    /// request's cancellation). `Err` says why there is no answer.
+    async fn elicit_request(&self, form: Form) -> Result<ElicitResult, String> {
+        if self.ct.is_cancelled() {
+            return Err("the request was cancelled".to_owned());
+        }
+        let params = ElicitRequestParams::FormElicitationParams {
+            meta: None,
+            message: form.message,
+            requested_schema: form.schema,
+        };
+        tokio::select! {
+            result = self.peer.create_elicitation(params) => result.map_err(|e| {
+                tracing::warn!(call_id = %self.call_id, error = %e, "elicitation failed; the call stays pending");
+                format!("asking the user failed: {e}")
+            }),
+            () = self.ct.cancelled() => Err("the request was cancelled".to_owned()),
+        }
+    }
+
+    /// An `input_required` result asking `form`; the client retries with
+    /// the answer under `key` and `requestState` = the call id.
+    fn input_required(&self, key: &str, form: Form) -> CallToolResponse {
+        let params = ElicitRequestParams::FormElicitationParams {
+            meta: None,
+            message: form.message,
+            requested_schema: form.schema,
+        };
+        let requests = BTreeMap::from([(
+            key.to_owned(),
+            InputRequest::Elicitation(ElicitRequest::new(params)),
+        )]);
+        InputRequiredResult::new(Some(requests), Some(self.call_id.clone())).into()
+    }
+
+    /// Runs `future`; when the request is cancelled, fires the call's abort
+    /// signal and lets the call wind down (the runtime logs the abort).
+    async fn until_cancelled(&self, mut future: OutcomeFuture<'_>) -> Outcome {
+        tokio::select! {
+            biased;
+            outcome = &mut future => return outcome,
+            () = self.ct.cancelled() => {}
+        }
+        match self.runtime.cancel(&self.call_id) {
+            Ok(()) => {
+                tracing::info!(call_id = %self.call_id, "MCP request cancelled: abort signal fired")
+            }
+            Err(error) => tracing::debug!(call_id = %self.call_id, %error, "MCP request cancelled"),
+        }
+        future.await
+    }
+
+    /// Runs `work` while forwarding the call's progress events as
+    /// `notifications/progress`, when the client sent a progress token.
+    async fn forwarding_progress<F: Future<Output = CallToolResponse>>(
+        &self,
+        work: F,
+    ) -> CallToolResponse {
+        let Some(token) = self.progress.clone() else {
+            return work.await;
+        };
+        let mut events = self.runtime.events();
+        let mut work = std::pin::pin!(work);
+        loop {
+            tokio::select! {
+                biased;
+                response = &mut work => {
+                    // Progress reported just before the end is still sent.
+                    while let Some(event) = events.try_next() {
+                        self.forward(&token, event.call_id, event.kind).await;
+                    }
+                    return response;
+                }
+                event = events.next() => match event {
+                    Some(event) => self.forward(&token, event.call_id, event.kind).await,
+                    None => return work.await,
+                },
+            }
+        }
+    }
+
+    async fn forward(&self, token: &ProgressToken, call_id: String, kind: EventKind) {
+        let EventKind::Progress(progress) = kind else {
+            return;
+        };
+        if call_id != self.call_id {
+            return;
+        }
+        let mut params = ProgressNotificationParam::new(token.clone(), progress.value);
+        params.total = progress.total;
+        params.message = progress.message;
+        if let Err(error) = self.peer.notify_progress(params).await {
+            tracing::debug!(%error, "could not send a progress notification");
+        }
+    }
+
+    fn pending_approval(&self, why: &str) -> CallToolResult {
+        let (id, call_id) = (self.tool.id(), &self.call_id);
+        let text = format!(
+            "Tool \"{id}\" needs human approval before it runs, and {why}. \
+             The call is pending with call id \"{call_id}\": the application approves it with \
+             Runtime::approve(\"{call_id}\") or declines it with Runtime::decline(\"{call_id}\", reason)."
+        );
+        self.pending(text, json!({ "callId": call_id, "kind": "approval" }))
+    }
+
+    fn pending_suspended(&self, suspension: &Suspension, why: &str) -> CallToolResult {
+        let (id, call_id) = (self.tool.id(), &self.call_id);
+        let payload = convert::value_text(&suspension.payload);
+        let schema = suspension.resume_schema.as_ref().map_or_else(
+            || "any JSON value".to_owned(),
+            |s| format!("the schema {s}"),
+        );
+        let text = format!(
+            "Tool \"{id}\" is suspended, waiting for input: {payload}\nIt was not asked for because {why}. \
+             The call is pending with call id \"{call_id}\": the application resumes it with \
+             Runtime::resume(\"{call_id}\", data), data matching {schema}."
+        );
+        self.pending(
+            text,
+            json!({
+                "callId": call_id,
+                "kind": "suspended",
+                "payload": suspension.payload,
+                "resumeSchema": suspension.resume_schema,
+            }),
+        )
+    }
+
+    /// An `isError` result (the tool produced no output) saying what is
+    /// pending, with the details under `_meta`.
+    fn pending(&self, text: String, details: Value) -> CallToolResult {
+        tracing::info!(call_id = %self.call_id, tool_id = self.tool.id(), "tool call left pending");
+        let mut meta = MetaObject::new();
+        meta.insert(PENDING_META.to_owned(), details);
+        convert::error_result(text).with_meta(Some(meta))
+    }
+}
+
+/// The outcome of an approve / decline / resume / wait, or the runtime's
+/// error as a failure the model reads.
+fn or_failed(result: Result<Outcome, RuntimeError>) -> Outcome {
+    result.unwrap_or_else(|error| Outcome::Failed {
+        error: tool_core::ModelError::new(ErrorKind::Execution, error.to_string()),
+    })
+}

@@ -1,0 +1,232 @@
+//! Streamable HTTP: rmcp's `StreamableHttpService` behind a small hyper
+//! accept loop, bound to loopback by default.
+
+use std::convert::Infallible;
+use std::fmt;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt as _, Full};
+use hyper::body::{Bytes, Incoming};
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use rmcp::transport::StreamableHttpServerConfig;
+use rmcp::transport::StreamableHttpService;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::{McpError, McpServer};
+
+type Service = StreamableHttpService<McpServer, LocalSessionManager>;
+
+/// Where and how [`McpServer::serve_http`] listens.
+///
+/// Defaults: `127.0.0.1:8000`, endpoint `/mcp`, and rmcp's
+/// [`StreamableHttpServerConfig`] defaults: sessions for clients of the
+/// handshake protocols (stateless for 2026-07-28), and only loopback `Host`
+/// headers accepted (against DNS rebinding). Binding another interface
+/// takes an explicit address, and serving other host names an explicit
+/// [`allowed_hosts`](Self::allowed_hosts) list.
+///
+/// ```
+/// use tool_runtime::mcp::HttpOptions;
+///
+/// let options = HttpOptions::default();
+/// assert_eq!(options.addr().to_string(), "127.0.0.1:8000");
+/// let options = HttpOptions::new(([0, 0, 0, 0], 9000).into())
+///     .path("/tools/mcp")
+///     .allowed_hosts(["tools.example.com"]);
+/// assert_eq!(options.endpoint(), "/tools/mcp");
+/// ```
+#[must_use]
+#[derive(Clone)]
+pub struct HttpOptions {
+    addr: SocketAddr,
+    path: String,
+    config: StreamableHttpServerConfig,
+}
+
+impl fmt::Debug for HttpOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpOptions")
+            .field("addr", &self.addr)
+            .field("path", &self.path)
+            .field("allowed_hosts", &self.config.allowed_hosts)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        HttpOptions::new(SocketAddr::from((Ipv4Addr::LOCALHOST, 8000)))
+    }
+}
+
+impl HttpOptions {
+    /// Listens on `addr` (port 0: any free port), endpoint `/mcp`.
+    pub fn new(addr: SocketAddr) -> Self {
+        HttpOptions {
+            addr,
+            path: "/mcp".to_owned(),
+            config: StreamableHttpServerConfig::default(),
+        }
+    }
+
+    /// The address to listen on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The endpoint path.
+    pub fn endpoint(&self) -> &str {
+        &self.path
+    }
+
+    /// Serves MCP at `path` (default `/mcp`); other paths answer 404.
+    pub fn path(mut self, path: impl Into<String>) -> Self {
+        self.path = path.into();
+        self
+    }
+
+    /// The `Host` names (or `host:port`) accepted, instead of loopback only.
+    pub fn allowed_hosts<I, S>(mut self, hosts: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.config = self.config.with_allowed_hosts(hosts);
+        self
+    }
+
+    /// rmcp's transport settings (sessions, JSON responses, keep-alive,
+    /// allowed hosts and origins...), replacing the defaults.
+    pub fn config(mut self, config: StreamableHttpServerConfig) -> Self {
+        self.config = config;
+        self
+    }
+}
+
+/// A running streamable HTTP server; see [`McpServer::serve_http`].
+/// Dropping the handle leaves the server running; [`shutdown`](Self::shutdown) stops it.
+#[derive(Debug)]
+pub struct HttpServer {
+    local_addr: SocketAddr,
+    path: String,
+    stop: CancellationToken,
+    task: JoinHandle<()>,
+}
+
+impl HttpServer {
+    /// The address it listens on (with the actual port when bound to port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// The MCP endpoint URL, e.g. `http://127.0.0.1:8000/mcp`.
+    pub fn url(&self) -> String {
+        format!("http://{}{}", self.local_addr, self.path)
+    }
+
+    /// Stops accepting connections and ends the sessions.
+    pub fn shutdown(&self) {
+        self.stop.cancel();
+    }
+
+    /// Waits until the server has stopped (after [`shutdown`](Self::shutdown)).
+    pub async fn wait(self) -> Result<(), McpError> {
+        Ok(self.task.await?)
+    }
+}
+
+impl McpServer {
+    /// Serves over streamable HTTP at `options` (by default
+    /// `http://127.0.0.1:8000/mcp`), in a background task, until
+    /// [`HttpServer::shutdown`].
+    ///
+    /// ```no_run
+    /// use tool_runtime::Runtime;
+    /// use tool_runtime::mcp::{HttpOptions, McpServer};
+    ///
+    /// # async fn run(runtime: Runtime) -> Result<(), tool_runtime::mcp::McpError> {
+    /// let server = McpServer::new(runtime)
+    ///     .serve_http(HttpOptions::new(([127, 0, 0, 1], 0).into()))
+    ///     .await?;
+    /// println!("MCP endpoint: {}", server.url());
+    /// tokio::time::sleep(std::time::Duration::from_secs(3600)).await;
+    /// server.shutdown();
+    /// server.wait().await
+    /// # }
+    /// ```
+    pub async fn serve_http(&self, options: HttpOptions) -> Result<HttpServer, McpError> {
+        let listener = TcpListener::bind(options.addr).await?;
+        let local_addr = listener.local_addr()?;
+        let stop = options.config.cancellation_token.clone();
+        let server = self.clone();
+        let service: Service = StreamableHttpService::new(
+            move || Ok(server.clone()),
+            Arc::new(LocalSessionManager::default()),
+            options.config,
+        );
+        let path: Arc<str> = Arc::from(options.path.as_str());
+        tracing::info!(%local_addr, path = %path, "serving MCP over streamable HTTP");
+        let task = tokio::spawn(accept(listener, service, path, stop.clone()));
+        Ok(HttpServer {
+            local_addr,
+            path: options.path,
+            stop,
+            task,
+        })
+    }
+}
+
+async fn accept(listener: TcpListener, service: Service, path: Arc<str>, stop: CancellationToken) {
+    loop {
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(error) => {
+                    tracing::warn!(%error, "could not accept an HTTP connection");
+                    continue;
+                }
+            },
+            () = stop.cancelled() => break,
+        };
+        let (service, path, stop) = (service.clone(), Arc::clone(&path), stop.clone());
+        tokio::spawn(async move {
+            let handler = hyper::service::service_fn(move |request: Request<Incoming>| {
+                let (service, path) = (service.clone(), Arc::clone(&path));
+                async move { Ok::<_, Infallible>(route(&service, &path, request).await) }
+            });
+            let connection = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), handler);
+            let mut connection = std::pin::pin!(connection);
+            tokio::select! {
+                result = connection.as_mut() => {
+                    if let Err(error) = result {
+                        tracing::debug!(%error, "HTTP connection ended with an error");
+                    }
+                }
+                () = stop.cancelled() => {
+                    connection.as_mut().graceful_shutdown();
+                    let _ = connection.await;
+                }
+            }
+        });
+    }
+}
+
+async fn route(
+    service: &Service,
+    path: &str,
+    request: Request<Incoming>,
+) -> Response<BoxBody<Bytes, Infallible>> {
+    if request.uri().path() != path {
+        let mut response = Response::new(Full::new(Bytes::from_static(b"Not Found")).boxed());
+        *response.status_mut() = StatusCode::NOT_FOUND;
+        return response;
+    }
+    service.handle(request).await
+}

@@ -1,0 +1,89 @@
+//! MCP (Model Context Protocol), with the official [`rmcp`] crate
+//! (feature `mcp`).
+//!
+//! - [`McpServer`] serves a [`Runtime`](crate::Runtime)'s tools over stdio
+//!   ([`McpServer::serve_stdio`]), streamable HTTP
+//!   ([`McpServer::serve_http`], loopback by default) or any rmcp
+//!   transport ([`McpServer::serve`]). Calls go through the runtime's whole
+//!   pipeline; approvals and suspensions are asked about through
+//!   elicitation where the client supports it.
+//! - [`McpClient`] connects to an MCP server (spawned over stdio, or any
+//!   rmcp transport) and turns its tools into dynamic [`Tool`](tool_core::Tool)s,
+//!   so one runtime can mix local and remote tools.
+//!
+//! How tools map to MCP:
+//!
+//! | tool-core | MCP |
+//! |---|---|
+//! | id | `name` |
+//! | `title`, else `mcp(title)` | `title` |
+//! | description | `description` |
+//! | input schema | `inputSchema` |
+//! | output schema with an object root | `outputSchema` |
+//! | any other output schema `S` | `outputSchema` `{"type":"object","properties":{"result":S},"required":["result"]}`, and `structuredContent` `{"result": output}` |
+//! | `mcp(read_only, destructive, idempotent, open_world, title)` | `annotations`, as declared |
+//! | `mcp(meta)` and `strict` | `_meta`: the declared entries plus `"strict": bool` |
+//! | `Completed` | `structuredContent` + text (strings as is, other values as JSON), or the `to_model_output` content |
+//! | `Failed` (invalid arguments, tool error, panic...) | `isError: true`, text = the model-facing message |
+//! | unknown tool | JSON-RPC error `-32602` (invalid params) |
+//! | `Declined`, `Aborted` | `isError: true`, text = what the model reads |
+//! | approval / suspension the client cannot be asked about | `isError: true`, text saying what is pending and how to approve or resume it, `_meta["tool-runtime/pending"]` = `{callId, kind, payload, resumeSchema}` |
+//! | background call | waited for: the request returns the task's final outcome |
+//!
+//! `to_model_output` content: text and JSON are text content; image data
+//! (and `data:` image URLs) image content; other image and file URLs
+//! resource links; audio files audio content; other files embedded blob
+//! resources; provider file ids and custom parts text.
+
+mod call;
+mod client;
+mod convert;
+mod elicit;
+mod http;
+mod server;
+
+pub use client::McpClient;
+pub use convert::{OUTPUT_WRAPPER, STRICT_META};
+pub use http::{HttpOptions, HttpServer};
+/// The rmcp crate this module is built on, for its types (transports,
+/// model types, `ServerHandler`...).
+pub use rmcp;
+pub use server::{McpServer, McpServerBuilder};
+
+/// The `_meta` key of a result that reports a pending call.
+pub const PENDING_META: &str = call::PENDING_META;
+
+/// What can go wrong serving or connecting over MCP (not tool failures:
+/// those are results the model reads).
+///
+/// ```
+/// use tool_runtime::mcp::McpError;
+///
+/// let error = McpError::from(std::io::Error::other("address in use"));
+/// assert_eq!(error.to_string(), "I/O error: address in use");
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum McpError {
+    /// Binding, spawning or another I/O operation failed.
+    #[error("I/O error: {0}")]
+    Io(#[from] std::io::Error),
+    /// The MCP handshake failed (the peer went away, spoke another protocol...).
+    #[error("MCP initialization failed: {0}")]
+    Initialize(String),
+    /// An MCP request failed.
+    #[error("MCP request failed: {0}")]
+    Service(#[from] rmcp::ServiceError),
+    /// The task serving a connection failed.
+    #[error("the MCP service task failed: {0}")]
+    Task(#[from] tokio::task::JoinError),
+    /// A remote tool could not be turned into a local tool (for example
+    /// its input schema does not compile).
+    #[error("remote MCP tool {name:?} cannot be used: {reason}")]
+    RemoteTool {
+        /// The remote tool's name.
+        name: String,
+        /// Why.
+        reason: String,
+    },
+}

@@ -1,0 +1,400 @@
+//! [`McpServer`]: a runtime's tools as an MCP server (an rmcp
+//! [`ServerHandler`]), served over stdio or any rmcp transport.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use rmcp::transport::IntoTransport;
+use rmcp::{ErrorData, ServerHandler, ServiceExt};
+use serde_json::Value;
+
+use super::McpError;
+use super::call::{Call, Elicit};
+use super::convert::{ServedTool, served_tool};
+use crate::{Runtime, ToolCall};
+
+type RequestContextFn =
+    dyn Fn(&RequestContext<RoleServer>) -> tool_core::RequestContext + Send + Sync;
+
+/// Serves a [`Runtime`]'s tools over MCP, with the official `rmcp` crate.
+///
+/// - `tools/list`: every tool of the runtime, named by its id, with its
+///   title, description, input schema, output schema (wrapped as
+///   `{"result": ...}` when its root is not an object, since MCP requires
+///   object roots), annotations as declared in `mcp(...)`, and `_meta`
+///   (the declared entries plus `"strict": bool`).
+/// - `tools/call` runs [`Runtime::call`]: the whole pipeline (validation,
+///   hooks, events, approval, suspend, background, abort). Output comes
+///   back as `structuredContent` plus text (or the `to_model_output`
+///   content); failures (invalid arguments, tool errors, panics) as
+///   `isError: true` results carrying the model-facing message; an unknown
+///   tool as a JSON-RPC "invalid params" error.
+/// - `notifications/cancelled` fires the call's abort signal; progress the
+///   tool reports reaches the client as `notifications/progress` when the
+///   request carries a progress token.
+/// - A call that needs approval, or that suspends, asks the user through
+///   form elicitation when the client supports it (an `elicitation/create`
+///   request, or on protocol 2026-07-28 an `input_required` result);
+///   otherwise the result says what is pending, and the call stays in the
+///   runtime's store for [`Runtime::approve`] / [`Runtime::resume`].
+///
+/// Cheap to clone; clones serve the same runtime.
+///
+/// ```no_run
+/// use tool_core::{tool, ToolError};
+/// use tool_runtime::Runtime;
+/// use tool_runtime::mcp::McpServer;
+///
+/// /// Add two numbers
+/// #[tool]
+/// async fn add(a: f64, b: f64) -> Result<f64, ToolError> {
+///     Ok(a + b)
+/// }
+///
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// let runtime = Runtime::builder().tool(AddTool).build()?;
+/// McpServer::builder(runtime)
+///     .name("calculator", "1.0.0")
+///     .build()
+///     .serve_stdio() // until stdin closes
+///     .await?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct McpServer {
+    pub(crate) inner: Arc<ServerInner>,
+}
+
+pub(crate) struct ServerInner {
+    pub(crate) runtime: Runtime,
+    tools: Vec<ServedTool>,
+    by_name: HashMap<String, usize>,
+    implementation: Implementation,
+    instructions: Option<String>,
+    elicitation: bool,
+    request_context: Option<Arc<RequestContextFn>>,
+}
+
+impl fmt::Debug for McpServer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("McpServer")
+            .field("runtime", &self.inner.runtime)
+            .field("name", &self.inner.implementation.name)
+            .field("elicitation", &self.inner.elicitation)
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpServer {
+    /// A server for `runtime` with the defaults (see [`McpServerBuilder`]).
+    ///
+    /// ```
+    /// use tool_runtime::Runtime;
+    /// use tool_runtime::mcp::McpServer;
+    ///
+    /// let server = McpServer::new(Runtime::builder().build().unwrap());
+    /// assert!(server.tools().is_empty());
+    /// ```
+    pub fn new(runtime: Runtime) -> Self {
+        McpServer::builder(runtime).build()
+    }
+
+    /// Starts configuring a server for `runtime`.
+    pub fn builder(runtime: Runtime) -> McpServerBuilder {
+        McpServerBuilder {
+            runtime,
+            name: "tool-runtime".to_owned(),
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            title: None,
+            instructions: None,
+            elicitation: true,
+            request_context: None,
+        }
+    }
+
+    /// The runtime whose tools are served.
+    pub fn runtime(&self) -> &Runtime {
+        &self.inner.runtime
+    }
+
+    /// The tools as `tools/list` declares them.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_core::{McpOptions, Tool, ToolError};
+    /// use tool_runtime::Runtime;
+    /// use tool_runtime::mcp::McpServer;
+    ///
+    /// let count = Tool::builder("count")
+    ///     .description("Counts the items")
+    ///     .output_schema(json!({ "type": "integer" }))
+    ///     .mcp(McpOptions::default().title("Counter").read_only(true))
+    ///     .execute(|_input, _ctx| async move { Ok::<_, ToolError>(json!(3)) })
+    ///     .build()
+    ///     .unwrap();
+    /// let server = McpServer::new(Runtime::builder().tool(count).build().unwrap());
+    /// let listed = serde_json::to_value(&server.tools()[0]).unwrap();
+    /// assert_eq!(listed["title"], "Counter");
+    /// assert_eq!(listed["annotations"], json!({ "title": "Counter", "readOnlyHint": true }));
+    /// // MCP output schemas have an object root: others are wrapped.
+    /// assert_eq!(listed["outputSchema"]["properties"]["result"], json!({ "type": "integer" }));
+    /// assert_eq!(listed["_meta"], json!({ "strict": false }));
+    /// ```
+    pub fn tools(&self) -> Vec<rmcp::model::Tool> {
+        self.inner
+            .tools
+            .iter()
+            .map(|t| t.declaration.clone())
+            .collect()
+    }
+
+    /// Serves over stdin/stdout until stdin closes (or the client goes
+    /// away). Only JSON-RPC goes to stdout: send logs to stderr.
+    pub async fn serve_stdio(self) -> Result<(), McpError> {
+        self.serve(rmcp::transport::stdio_pipes()).await
+    }
+
+    /// Serves over any rmcp transport (a `(reader, writer)` pair, a duplex
+    /// stream, ...) until it closes.
+    ///
+    /// ```
+    /// use tool_runtime::Runtime;
+    /// use tool_runtime::mcp::McpServer;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let (server_end, client_end) = tokio::io::duplex(64 * 1024);
+    /// let server = McpServer::new(Runtime::builder().build().unwrap());
+    /// let serving = tokio::spawn(server.serve(server_end));
+    /// drop(client_end); // the client went away
+    /// assert!(serving.await.unwrap().is_err()); // it never initialized
+    /// # });
+    /// ```
+    pub async fn serve<T, E, A>(self, transport: T) -> Result<(), McpError>
+    where
+        T: IntoTransport<RoleServer, E, A>,
+        E: std::error::Error + Send + Sync + 'static,
+    {
+        let running = ServiceExt::serve(self, transport)
+            .await
+            .map_err(|e| McpError::Initialize(e.to_string()))?;
+        let reason = running.waiting().await?;
+        tracing::debug!(?reason, "MCP session ended");
+        Ok(())
+    }
+
+    fn served(&self, name: &str) -> Option<&ServedTool> {
+        self.inner.by_name.get(name).map(|&i| &self.inner.tools[i])
+    }
+
+    /// How this request's client can be asked for input.
+    fn elicit_mode(&self, context: &RequestContext<RoleServer>) -> Elicit {
+        if !self.inner.elicitation {
+            return Elicit::Unsupported;
+        }
+        let form = context
+            .client_capabilities()
+            .and_then(|caps| caps.elicitation)
+            // No mode named means form (2025-06-18).
+            .is_some_and(|e| e.form.is_some() || e.url.is_none());
+        if !form {
+            return Elicit::Unsupported;
+        }
+        let modern = context
+            .protocol_version()
+            .is_some_and(|v| v.as_str() >= rmcp::model::ProtocolVersion::V_2026_07_28.as_str());
+        if modern {
+            Elicit::InputRequired
+        } else {
+            Elicit::Request
+        }
+    }
+}
+
+/// Configures an [`McpServer`].
+///
+/// ```
+/// use tool_runtime::Runtime;
+/// use tool_runtime::mcp::McpServer;
+///
+/// let server = McpServer::builder(Runtime::builder().build().unwrap())
+///     .name("weather", "2.1.0")
+///     .title("Weather tools")
+///     .instructions("Call weather-tool with a city name.")
+///     .elicitation(false) // pending calls are always reported, never asked about
+///     .request_context(|request| {
+///         tool_core::RequestContext::new().with("mcpRequestId", request.id.to_string())
+///     })
+///     .build();
+/// # let _ = server;
+/// ```
+#[must_use]
+pub struct McpServerBuilder {
+    runtime: Runtime,
+    name: String,
+    version: String,
+    title: Option<String>,
+    instructions: Option<String>,
+    elicitation: bool,
+    request_context: Option<Arc<RequestContextFn>>,
+}
+
+impl fmt::Debug for McpServerBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("McpServerBuilder")
+            .field("name", &self.name)
+            .field("version", &self.version)
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpServerBuilder {
+    /// The server's name and version in `serverInfo` (default: `tool-runtime`
+    /// and this crate's version).
+    pub fn name(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
+        self.name = name.into();
+        self.version = version.into();
+        self
+    }
+
+    /// A display title in `serverInfo`.
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// Instructions for the client's model, sent at initialization.
+    pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
+        self.instructions = Some(instructions.into());
+        self
+    }
+
+    /// Whether approvals and resume data are asked for through elicitation
+    /// when the client supports it (default: true). When false, or when the
+    /// client cannot elicit, such calls return a result saying what is
+    /// pending and stay in the runtime's store.
+    pub fn elicitation(mut self, enabled: bool) -> Self {
+        self.elicitation = enabled;
+        self
+    }
+
+    /// Builds each call's request context from the MCP request (its `_meta`,
+    /// and over HTTP its extensions, such as the request's headers).
+    /// Default: an empty request context.
+    pub fn request_context(
+        mut self,
+        from_request: impl Fn(&RequestContext<RoleServer>) -> tool_core::RequestContext
+        + Send
+        + Sync
+        + 'static,
+    ) -> Self {
+        self.request_context = Some(Arc::new(from_request));
+        self
+    }
+
+    /// Builds the server; each tool's MCP declaration is computed once, here.
+    pub fn build(self) -> McpServer {
+        let tools: Vec<ServedTool> = self.runtime.tools().iter().map(served_tool).collect();
+        let by_name = tools
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.declaration.name.to_string(), i))
+            .collect();
+        let mut implementation = Implementation::new(self.name, self.version);
+        implementation.title = self.title;
+        McpServer {
+            inner: Arc::new(ServerInner {
+                runtime: self.runtime,
+                tools,
+                by_name,
+                implementation,
+                instructions: self.instructions,
+                elicitation: self.elicitation,
+                request_context: self.request_context,
+            }),
+        }
+    }
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        let mut config = ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(self.inner.implementation.clone());
+        if let Some(instructions) = &self.inner.instructions {
+            config = config.with_instructions(instructions.clone());
+        }
+        config
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.tools()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
+        self.served(name).map(|t| t.declaration.clone())
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let name = request.name.as_ref();
+        let (Some(served), Some(tool)) = (self.served(name), self.inner.runtime.tool(name)) else {
+            let message = self
+                .inner
+                .runtime
+                .tools()
+                .unknown_tool(name)
+                .message()
+                .to_owned();
+            return Err(ErrorData::invalid_params(message, None));
+        };
+        let call = Call {
+            runtime: self.inner.runtime.clone(),
+            tool: tool.clone(),
+            served: served.clone(),
+            call_id: request.request_state.clone().unwrap_or_else(new_call_id),
+            ct: context.ct.clone(),
+            peer: context.peer.clone(),
+            progress: context.meta.get_progress_token(),
+            elicit: self.elicit_mode(&context),
+        };
+        if let Some(state) = &request.request_state {
+            // The retry of an `input_required` result: `requestState` names
+            // the pending call, the responses carry the user's answer.
+            tracing::debug!(call_id = %state, "MCP input responses for a pending call");
+            return call
+                .answered(request.input_responses.unwrap_or_default())
+                .await;
+        }
+        let request_context = self
+            .inner
+            .request_context
+            .as_ref()
+            .map(|from_request| from_request(&context))
+            .unwrap_or_default();
+        let input = request.arguments.map_or(Value::Null, Value::Object);
+        let tool_call =
+            ToolCall::new(call.call_id.clone(), name, input).with_request_context(request_context);
+        let runtime = self.inner.runtime.clone();
+        Ok(call
+            .run(Box::pin(async move { runtime.call(tool_call).await }), None)
+            .await)
+    }
+}
+
+/// A fresh, unguessable call id: it also serves as the `requestState` of
+/// an `input_required` result, which the client echoes back.
+fn new_call_id() -> String {
+    format!("mcp-{}", uuid::Uuid::new_v4().simple())
+}

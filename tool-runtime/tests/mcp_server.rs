@@ -1,0 +1,865 @@
+//! `McpServer` against a real MCP client (rmcp's), in process over a duplex
+//! stream for both protocol eras, and over streamable HTTP with raw requests.
+#![cfg(feature = "mcp")]
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tool_core::{ContentPart, ModelOutput, Tool, ToolContext, ToolError, tool};
+use tool_runtime::mcp::rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig,
+    ClientRequest, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationCapability,
+    FormElicitationCapability, Implementation, ProgressNotificationParam, ProtocolVersion,
+};
+use tool_runtime::mcp::rmcp::service::{
+    NotificationContext, PeerRequestOptions, RequestContext, RoleClient, RunningService,
+};
+use tool_runtime::mcp::rmcp::{
+    ClientHandler, ClientLifecycleMode, ClientServiceExt, ServiceError, ServiceExt,
+};
+use tool_runtime::mcp::{HttpOptions, McpServer, PENDING_META};
+use tool_runtime::{EventKind, Runtime};
+
+// --- tools -------------------------------------------------------------------
+
+/// Where.
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct WeatherInput {
+    /// City name or coordinates
+    location: String,
+}
+
+/// The weather.
+#[derive(Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Weather {
+    location: String,
+    temperature_celsius: f64,
+}
+
+fn weather_meta() -> Value {
+    json!({ "ui/icon": "sun" })
+}
+
+/// Get the current weather for a location
+#[tool(
+    id = "weather-tool",
+    strict,
+    mcp(title = "Weather Lookup", read_only, destructive = false, idempotent, open_world, meta = weather_meta)
+)]
+pub async fn weather(WeatherInput { location }: WeatherInput) -> Result<Weather, ToolError> {
+    if location == "Atlantis" {
+        return Err(ToolError::new("Atlantis has no weather station"));
+    }
+    if location == "Crash" {
+        panic!("the weather station exploded");
+    }
+    Ok(Weather {
+        location,
+        temperature_celsius: 21.0,
+    })
+}
+
+/// Count the letters of a word
+#[tool(title = "Letter Counter")]
+pub async fn letters(word: String) -> usize {
+    word.chars().count()
+}
+
+fn chart(_output: &String) -> ModelOutput {
+    ModelOutput::Content(vec![
+        ContentPart::text("the chart"),
+        ContentPart::ImageData {
+            data: "iVBORw0KGgo=".into(),
+            media_type: "image/png".into(),
+        },
+    ])
+}
+
+/// Draw a chart
+#[tool(to_model_output = chart)]
+pub async fn draw(title: String) -> String {
+    format!("chart of {title}")
+}
+
+/// Count to `steps`, reporting progress
+#[tool]
+pub async fn count(steps: u32, ctx: ToolContext) -> u32 {
+    for step in 1..=steps {
+        tokio::time::sleep(Duration::from_millis(2)).await;
+        ctx.progress(f64::from(step), Some(f64::from(steps)), Some("counting"));
+    }
+    steps
+}
+
+static SLEEPER_ABORTED: AtomicBool = AtomicBool::new(false);
+
+/// Waits until aborted
+#[tool]
+pub async fn sleeper(ctx: ToolContext) -> Result<(), ToolError> {
+    ctx.abort_signal().aborted().await;
+    SLEEPER_ABORTED.store(true, Ordering::SeqCst);
+    Ok(())
+}
+
+/// Delete a file
+#[tool(
+    id = "delete-file",
+    require_approval,
+    mcp(title = "Delete File", destructive)
+)]
+pub async fn delete_file(path: String) -> String {
+    format!("deleted {path}")
+}
+
+/// What the booking tool asks.
+#[derive(Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Quote {
+    question: String,
+    price_eur: u32,
+}
+
+/// The user's answer.
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct Answer {
+    /// Book it?
+    confirmed: bool,
+    /// Number of seats
+    #[schemars(range(min = 1))]
+    seats: u32,
+}
+
+/// Book a flight after the user confirms the price
+#[tool(id = "book-flight")]
+pub async fn book_flight(
+    flight: String,
+    ctx: ToolContext<Quote, Answer>,
+) -> Result<String, ToolError> {
+    match ctx.resume_data() {
+        None => ctx.suspend(Quote {
+            question: format!("Book {flight} for 249 EUR?"),
+            price_eur: 249,
+        }),
+        Some(Answer {
+            confirmed: true,
+            seats,
+        }) => Ok(format!("booked {seats} seat(s) on {flight}")),
+        Some(Answer {
+            confirmed: false, ..
+        }) => Ok("not booked".into()),
+    }
+}
+
+/// A resume schema no form can ask for.
+#[derive(Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Nested {
+    inner: Inner,
+}
+
+/// Its nested part.
+#[derive(Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Inner {
+    value: String,
+}
+
+/// Suspends with a resume schema no form can ask for
+#[tool(id = "deep-ask")]
+pub async fn deep_ask(ctx: ToolContext<String, Nested>) -> Result<String, ToolError> {
+    match ctx.resume_data() {
+        None => ctx.suspend("Which value?".to_owned()),
+        Some(nested) => Ok(nested.inner.value.clone()),
+    }
+}
+
+fn runtime() -> Runtime {
+    Runtime::builder()
+        .tool(WeatherTool)
+        .tool(LettersTool)
+        .tool(DrawTool)
+        .tool(CountTool)
+        .tool(SleeperTool)
+        .tool(DeleteFileTool)
+        .tool(BookFlightTool)
+        .tool(DeepAskTool)
+        .build()
+        .unwrap()
+}
+
+// --- a test client -------------------------------------------------------------
+
+type Answerer = Arc<dyn Fn(&str, &Value) -> ElicitResult + Send + Sync>;
+
+/// An MCP client that records progress and answers elicitations with `answer`
+/// (and declares no elicitation support without one).
+#[derive(Clone, Default)]
+struct TestClient {
+    answer: Option<Answerer>,
+    asked: Arc<Mutex<Vec<(String, Value)>>>,
+    progress: Arc<Mutex<Vec<ProgressNotificationParam>>>,
+}
+
+impl TestClient {
+    fn answering(answer: impl Fn(&str, &Value) -> ElicitResult + Send + Sync + 'static) -> Self {
+        TestClient {
+            answer: Some(Arc::new(answer)),
+            ..TestClient::default()
+        }
+    }
+}
+
+impl ClientHandler for TestClient {
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, tool_runtime::mcp::rmcp::ErrorData> {
+        let ElicitRequestParams::FormElicitationParams {
+            message,
+            requested_schema,
+            ..
+        } = request
+        else {
+            return Ok(ElicitResult::new(ElicitationAction::Decline));
+        };
+        let schema = serde_json::to_value(&requested_schema).unwrap();
+        self.asked
+            .lock()
+            .unwrap()
+            .push((message.clone(), schema.clone()));
+        let answer = self
+            .answer
+            .as_ref()
+            .expect("elicitation without an answerer");
+        Ok(answer(&message, &schema))
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.progress.lock().unwrap().push(params);
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        let mut capabilities = ClientCapabilities::default();
+        if self.answer.is_some() {
+            capabilities.elicitation =
+                Some(ElicitationCapability::new().with_form(FormElicitationCapability::default()));
+        }
+        ClientConfig::new(capabilities, Implementation::new("test-client", "0.1.0"))
+    }
+}
+
+type Client = RunningService<RoleClient, TestClient>;
+
+/// Serves `runtime` and connects `client` with the `initialize` handshake
+/// (protocol 2025-11-25), or with `server/discover` (2026-07-28).
+async fn connect(runtime: Runtime, client: TestClient, modern: bool) -> Client {
+    let (server_end, client_end) = tokio::io::duplex(1 << 20);
+    tokio::spawn(McpServer::new(runtime).serve(server_end));
+    if modern {
+        let lifecycle = ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        };
+        client
+            .serve_with_lifecycle(client_end, lifecycle)
+            .await
+            .unwrap()
+    } else {
+        client.serve(client_end).await.unwrap()
+    }
+}
+
+async fn call(
+    client: &Client,
+    tool: &str,
+    arguments: Value,
+) -> Result<CallToolResult, ServiceError> {
+    let Value::Object(arguments) = arguments else {
+        panic!("arguments must be an object")
+    };
+    client
+        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments))
+        .await
+}
+
+fn text(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn accept(content: Value) -> ElicitResult {
+    ElicitResult::new(ElicitationAction::Accept).with_content(content)
+}
+
+// --- tools/list ------------------------------------------------------------------
+
+#[tokio::test]
+async fn tools_list_carries_declarations() {
+    let client = connect(runtime(), TestClient::default(), false).await;
+    let tools = client.list_all_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(
+        names,
+        [
+            "weather-tool",
+            "letters",
+            "draw",
+            "count",
+            "sleeper",
+            "delete-file",
+            "book-flight",
+            "deep-ask"
+        ]
+    );
+    let weather = serde_json::to_value(&tools[0]).unwrap();
+    assert_eq!(weather["title"], "Weather Lookup");
+    assert_eq!(
+        weather["description"],
+        "Get the current weather for a location"
+    );
+    assert_eq!(
+        weather["annotations"],
+        json!({
+            "title": "Weather Lookup",
+            "readOnlyHint": true,
+            "destructiveHint": false,
+            "idempotentHint": true,
+            "openWorldHint": true
+        })
+    );
+    assert_eq!(
+        weather["_meta"],
+        json!({ "ui/icon": "sun", "strict": true })
+    );
+    assert_eq!(weather["inputSchema"]["required"], json!(["location"]));
+    assert_eq!(weather["outputSchema"]["type"], "object");
+    assert_eq!(
+        weather["outputSchema"]["required"],
+        json!(["location", "temperatureCelsius"])
+    );
+
+    // The tool's own title wins; no annotations declared, none sent.
+    let letters = serde_json::to_value(&tools[1]).unwrap();
+    assert_eq!(letters["title"], "Letter Counter");
+    assert!(letters.get("annotations").is_none());
+    assert_eq!(letters["_meta"], json!({ "strict": false }));
+    // A non-object output schema is wrapped: MCP wants an object root.
+    assert_eq!(letters["outputSchema"]["type"], "object");
+    assert_eq!(letters["outputSchema"]["required"], json!(["result"]));
+    assert_eq!(
+        letters["outputSchema"]["properties"]["result"]["type"],
+        "integer"
+    );
+
+    // No output schema at all for `()` output.
+    let sleeper = serde_json::to_value(&tools[4]).unwrap();
+    assert!(sleeper.get("outputSchema").is_none());
+}
+
+// --- tools/call --------------------------------------------------------------------
+
+#[tokio::test]
+async fn calls_return_structured_content_and_text() {
+    for modern in [false, true] {
+        let client = connect(runtime(), TestClient::default(), modern).await;
+        let result = call(&client, "weather-tool", json!({ "location": "Paris" }))
+            .await
+            .unwrap();
+        assert_eq!(result.is_error, Some(false));
+        let expected = json!({ "location": "Paris", "temperatureCelsius": 21.0 });
+        assert_eq!(result.structured_content, Some(expected.clone()));
+        assert_eq!(
+            serde_json::from_str::<Value>(&text(&result)).unwrap(),
+            expected
+        );
+
+        // Wrapped like its schema; the text is the value itself.
+        let result = call(&client, "letters", json!({ "word": "hello" }))
+            .await
+            .unwrap();
+        assert_eq!(result.structured_content, Some(json!({ "result": 5 })));
+        assert_eq!(text(&result), "5");
+
+        // to_model_output: text and image content; the output stays structured.
+        let result = call(&client, "draw", json!({ "title": "sales" }))
+            .await
+            .unwrap();
+        assert_eq!(
+            result.structured_content,
+            Some(json!({ "result": "chart of sales" }))
+        );
+        assert_eq!(
+            serde_json::to_value(&result.content).unwrap(),
+            json!([
+                { "type": "text", "text": "the chart" },
+                { "type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png" }
+            ])
+        );
+    }
+}
+
+#[tokio::test]
+async fn failures_are_error_results_naming_the_problem() {
+    let client = connect(runtime(), TestClient::default(), false).await;
+
+    let missing = call(&client, "weather-tool", json!({})).await.unwrap();
+    assert_eq!(missing.is_error, Some(true));
+    assert!(missing.structured_content.is_none());
+    let message = text(&missing);
+    assert!(
+        message.starts_with("Tool input validation failed for weather-tool."),
+        "{message}"
+    );
+    assert!(message.contains("- location: Required"), "{message}");
+
+    let wrong = call(&client, "weather-tool", json!({ "location": 42 }))
+        .await
+        .unwrap();
+    assert_eq!(wrong.is_error, Some(true));
+    assert!(text(&wrong).contains("location"), "{}", text(&wrong));
+
+    let failed = call(&client, "weather-tool", json!({ "location": "Atlantis" }))
+        .await
+        .unwrap();
+    assert_eq!(failed.is_error, Some(true));
+    assert_eq!(text(&failed), "Atlantis has no weather station");
+
+    let panicked = call(&client, "weather-tool", json!({ "location": "Crash" }))
+        .await
+        .unwrap();
+    assert_eq!(panicked.is_error, Some(true));
+    assert!(text(&panicked).contains("the weather station exploded"));
+
+    // An unknown tool is a protocol error (invalid params), not a result.
+    let unknown = call(&client, "no-such-tool", json!({})).await.unwrap_err();
+    let ServiceError::McpError(error) = unknown else {
+        panic!("expected a JSON-RPC error, got {unknown:?}")
+    };
+    assert_eq!(error.code.0, -32602);
+    assert!(
+        error
+            .message
+            .starts_with("Tool \"no-such-tool\" not found. Available tools: weather-tool")
+    );
+
+    // The server keeps serving.
+    let ok = call(&client, "weather-tool", json!({ "location": "Oslo" }))
+        .await
+        .unwrap();
+    assert_eq!(ok.is_error, Some(false));
+}
+
+#[tokio::test]
+async fn progress_reaches_the_client() {
+    for modern in [false, true] {
+        let client_handler = TestClient::default();
+        let progress = Arc::clone(&client_handler.progress);
+        let client = connect(runtime(), client_handler, modern).await;
+        let result = call(&client, "count", json!({ "steps": 5 })).await.unwrap();
+        assert_eq!(result.structured_content, Some(json!({ "result": 5 })));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let seen: Vec<(f64, Option<f64>)> = progress
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|p| (p.progress, p.total))
+            .collect();
+        assert_eq!(
+            seen,
+            (1..=5)
+                .map(|i| (f64::from(i), Some(5.0)))
+                .collect::<Vec<_>>(),
+            "modern: {modern}"
+        );
+    }
+}
+
+/// Every log line of this test binary (the runtime logs through `tracing`).
+fn logs() -> Arc<Mutex<Vec<u8>>> {
+    static LOGS: OnceLock<Arc<Mutex<Vec<u8>>>> = OnceLock::new();
+    Arc::clone(LOGS.get_or_init(|| {
+        let logs: Arc<Mutex<Vec<u8>>> = Arc::default();
+        let sink = Arc::clone(&logs);
+        tracing_subscriber::fmt()
+            .with_ansi(false)
+            .with_writer(move || LogWriter(Arc::clone(&sink)))
+            .init();
+        logs
+    }))
+}
+
+struct LogWriter(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for LogWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn cancellation_fires_the_abort_signal_and_the_runtime_logs_it() {
+    let logs = logs();
+    let runtime = runtime();
+    let mut events = runtime.events();
+    let client = connect(runtime, TestClient::default(), false).await;
+    let request =
+        ClientRequest::CallToolRequest(CallToolRequest::new(CallToolRequestParams::new("sleeper")));
+    let handle = client
+        .peer()
+        .send_cancellable_request(request, PeerRequestOptions::no_options())
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    handle
+        .cancel(Some("the user pressed stop".into()))
+        .await
+        .unwrap();
+
+    let aborted = tokio::time::timeout(Duration::from_secs(5), async {
+        while let Some(event) = events.next().await {
+            if event.tool_id == "sleeper" && event.kind == EventKind::Aborted {
+                return event.call_id;
+            }
+        }
+        panic!("the event stream ended")
+    })
+    .await
+    .expect("the call was not aborted");
+    assert!(aborted.starts_with("mcp-"));
+    assert!(
+        SLEEPER_ABORTED.load(Ordering::SeqCst),
+        "the tool saw its abort signal"
+    );
+    let logged = String::from_utf8(logs.lock().unwrap().clone()).unwrap();
+    assert!(
+        logged
+            .lines()
+            .any(|l| l.contains("tool call aborted") && l.contains(&aborted)),
+        "{logged}"
+    );
+    // Still serving.
+    let ok = call(&client, "letters", json!({ "word": "ok" }))
+        .await
+        .unwrap();
+    assert_eq!(ok.structured_content, Some(json!({ "result": 2 })));
+}
+
+// --- approval and suspend over elicitation ---------------------------------------------
+
+#[tokio::test]
+async fn approval_is_asked_through_elicitation() {
+    for modern in [false, true] {
+        let client_handler = TestClient::answering(|message, _schema| {
+            if message.contains("/tmp/keep") {
+                accept(json!({ "approved": false, "reason": "keep that one" }))
+            } else if message.contains("/tmp/other") {
+                ElicitResult::new(ElicitationAction::Decline)
+            } else {
+                accept(json!({ "approved": true }))
+            }
+        });
+        let asked = Arc::clone(&client_handler.asked);
+        let runtime = runtime();
+        let client = connect(runtime.clone(), client_handler, modern).await;
+
+        let approved = call(&client, "delete-file", json!({ "path": "/tmp/x" }))
+            .await
+            .unwrap();
+        assert_eq!(approved.is_error, Some(false), "{}", text(&approved));
+        assert_eq!(text(&approved), "deleted /tmp/x");
+        let (message, schema) = asked.lock().unwrap()[0].clone();
+        assert_eq!(
+            message,
+            "Allow \"Delete File\" (delete-file) to run with these arguments?\n{\"path\":\"/tmp/x\"}"
+        );
+        assert_eq!(schema["properties"]["approved"]["type"], "boolean");
+        assert_eq!(schema["required"], json!(["approved"]));
+
+        // Declined with a reason: the model reads the reason; it never ran.
+        let declined = call(&client, "delete-file", json!({ "path": "/tmp/keep" }))
+            .await
+            .unwrap();
+        assert_eq!(declined.is_error, Some(true));
+        assert_eq!(text(&declined), "keep that one");
+
+        let declined = call(&client, "delete-file", json!({ "path": "/tmp/other" }))
+            .await
+            .unwrap();
+        assert_eq!(text(&declined), "Tool call was not approved by the user");
+        assert!(runtime.pending().unwrap().is_empty(), "modern: {modern}");
+    }
+}
+
+#[tokio::test]
+async fn without_elicitation_a_call_needing_approval_stays_pending() {
+    let runtime = runtime();
+    let client = connect(runtime.clone(), TestClient::default(), false).await;
+    let result = call(&client, "delete-file", json!({ "path": "/tmp/x" }))
+        .await
+        .unwrap();
+    assert_eq!(result.is_error, Some(true));
+    let pending = &result.meta.as_ref().unwrap()[PENDING_META];
+    let call_id = pending["callId"].as_str().unwrap().to_owned();
+    assert_eq!(pending["kind"], "approval");
+    let message = text(&result);
+    assert!(message.contains("needs human approval"), "{message}");
+    assert!(
+        message.contains(&format!("Runtime::approve(\"{call_id}\")")),
+        "{message}"
+    );
+
+    let stored = runtime.pending().unwrap();
+    assert_eq!(stored.len(), 1);
+    assert_eq!(stored[0].call_id, call_id);
+    let outcome = runtime.approve(&call_id).await.unwrap();
+    assert_eq!(outcome.output(), Some(&json!("deleted /tmp/x")));
+}
+
+#[tokio::test]
+async fn a_suspended_call_elicits_its_resume_data() {
+    for modern in [false, true] {
+        // The first answer breaks the resume schema (seats >= 1): asked again.
+        let client_handler = TestClient::answering(|message, _schema| {
+            if message.contains("seats") {
+                accept(json!({ "confirmed": true, "seats": 2 }))
+            } else {
+                accept(json!({ "confirmed": true, "seats": 0 }))
+            }
+        });
+        let asked = Arc::clone(&client_handler.asked);
+        let runtime = runtime();
+        let client = connect(runtime.clone(), client_handler, modern).await;
+        let result = call(&client, "book-flight", json!({ "flight": "AF123" }))
+            .await
+            .unwrap();
+        assert_eq!(result.is_error, Some(false), "{}", text(&result));
+        assert_eq!(text(&result), "booked 2 seat(s) on AF123");
+
+        let asked = asked.lock().unwrap().clone();
+        assert_eq!(asked.len(), 2);
+        let (message, schema) = &asked[0];
+        let payload: Value = serde_json::from_str(message).unwrap();
+        assert_eq!(
+            payload,
+            json!({ "question": "Book AF123 for 249 EUR?", "price_eur": 249 })
+        );
+        assert_eq!(
+            schema["properties"]["confirmed"],
+            json!({ "type": "boolean", "description": "Book it?" })
+        );
+        assert_eq!(schema["properties"]["seats"]["minimum"], 1);
+        assert_eq!(schema["required"], json!(["confirmed", "seats"]));
+        assert!(
+            asked[1].0.starts_with("Tool resume data validation failed"),
+            "{}",
+            asked[1].0
+        );
+        assert!(runtime.pending().unwrap().is_empty());
+    }
+}
+
+#[tokio::test]
+async fn suspensions_that_cannot_be_asked_stay_pending() {
+    let runtime = runtime();
+    let client = connect(
+        runtime.clone(),
+        TestClient::answering(|_, _| accept(json!({}))),
+        false,
+    )
+    .await;
+    let result = call(&client, "deep-ask", json!({})).await.unwrap();
+    assert_eq!(result.is_error, Some(true));
+    let pending = &result.meta.as_ref().unwrap()[PENDING_META];
+    assert_eq!(pending["kind"], "suspended");
+    assert_eq!(pending["payload"], "Which value?");
+    let call_id = pending["callId"].as_str().unwrap();
+    assert!(text(&result).contains(&format!("Runtime::resume(\"{call_id}\", data)")));
+    let outcome = runtime
+        .resume(call_id, json!({ "inner": { "value": "forty-two" } }))
+        .await
+        .unwrap();
+    assert_eq!(outcome.output(), Some(&json!("forty-two")));
+
+    // Declining to answer leaves the call suspended too.
+    let client = connect(
+        runtime.clone(),
+        TestClient::answering(|_, _| ElicitResult::new(ElicitationAction::Decline)),
+        false,
+    )
+    .await;
+    let result = call(&client, "book-flight", json!({ "flight": "AF1" }))
+        .await
+        .unwrap();
+    assert_eq!(result.is_error, Some(true));
+    assert!(
+        text(&result).contains("the user did not provide it (decline)"),
+        "{}",
+        text(&result)
+    );
+    assert_eq!(runtime.pending().unwrap().len(), 1);
+}
+
+// --- streamable HTTP --------------------------------------------------------------------
+
+/// One HTTP/1.0 POST (the body ends when the server closes the
+/// connection), returning the status line, the headers and the JSON-RPC
+/// message with `id` from the JSON or SSE body.
+async fn post(
+    addr: std::net::SocketAddr,
+    host: &str,
+    headers: &[(&str, &str)],
+    body: Value,
+) -> (String, String, Option<Value>) {
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let body = body.to_string();
+    let mut request = format!(
+        "POST /mcp HTTP/1.0\r\nHost: {host}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(&body);
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut response))
+        .await
+        .expect("the response did not end")
+        .unwrap();
+    let response = String::from_utf8(response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+    let status = head.lines().next().unwrap_or_default().to_owned();
+    let message = body
+        .lines()
+        .map(|line| line.strip_prefix("data:").unwrap_or(line).trim())
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .find(|m| m.get("id").is_some());
+    (status, head.to_owned(), message)
+}
+
+fn header<'a>(head: &'a str, name: &str) -> Option<&'a str> {
+    head.lines().find_map(|line| {
+        let (key, value) = line.split_once(':')?;
+        key.eq_ignore_ascii_case(name).then(|| value.trim())
+    })
+}
+
+#[tokio::test]
+async fn streamable_http_on_loopback() {
+    let server = McpServer::new(runtime())
+        .serve_http(HttpOptions::new(([127, 0, 0, 1], 0).into()))
+        .await
+        .unwrap();
+    let addr = server.local_addr();
+    assert_eq!(server.url(), format!("http://{addr}/mcp"));
+    let host = addr.to_string();
+
+    let (status, head, init) = post(
+        addr,
+        &host,
+        &[],
+        json!({
+            "jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": { "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "raw", "version": "0" } }
+        }),
+    )
+    .await;
+    assert!(status.contains("200"), "{status}");
+    let init = init.unwrap();
+    assert_eq!(init["result"]["serverInfo"]["name"], "tool-runtime");
+    assert!(init["result"]["capabilities"]["tools"].is_object());
+    let session = header(&head, "mcp-session-id")
+        .expect("a session id")
+        .to_owned();
+    let session_headers = [
+        ("Mcp-Session-Id", session.as_str()),
+        ("MCP-Protocol-Version", "2025-11-25"),
+    ];
+
+    let (status, _, _) = post(
+        addr,
+        &host,
+        &session_headers,
+        json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }),
+    )
+    .await;
+    assert!(status.contains("202"), "{status}");
+
+    let (_, _, listed) = post(
+        addr,
+        &host,
+        &session_headers,
+        json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list" }),
+    )
+    .await;
+    assert_eq!(
+        listed.unwrap()["result"]["tools"][0]["name"],
+        "weather-tool"
+    );
+
+    let (_, _, called) = post(
+        addr,
+        &host,
+        &session_headers,
+        json!({ "jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": { "name": "weather-tool", "arguments": { "location": "Rome" } } }),
+    )
+    .await;
+    let called = called.unwrap();
+    assert_eq!(called["result"]["structuredContent"]["location"], "Rome");
+    assert_eq!(called["result"]["isError"], false);
+
+    // Only loopback host names are served (DNS rebinding protection).
+    let (status, _, _) = post(
+        addr,
+        "evil.example.com",
+        &[],
+        json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list" }),
+    )
+    .await;
+    assert!(status.contains("403"), "{status}");
+
+    server.shutdown();
+    tokio::time::timeout(Duration::from_secs(5), server.wait())
+        .await
+        .expect("the server did not stop")
+        .unwrap();
+}
+
+#[tokio::test]
+async fn http_other_paths_are_not_found() {
+    let server = McpServer::new(runtime())
+        .serve_http(HttpOptions::new(([127, 0, 0, 1], 0).into()).path("/tools"))
+        .await
+        .unwrap();
+    let (status, _, _) = post(
+        server.local_addr(),
+        "127.0.0.1",
+        &[],
+        json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list" }),
+    )
+    .await;
+    assert!(status.contains("404"), "{status}");
+    server.shutdown();
+}
+
+#[test]
+fn tools_can_be_built_for_the_server_without_serving() {
+    let tool = Tool::from(WeatherTool);
+    let server = McpServer::new(Runtime::builder().tool(tool).build().unwrap());
+    assert_eq!(server.tools()[0].name, "weather-tool");
+}
