@@ -1,0 +1,153 @@
+//! An MCP server: two `#[tool]` functions served over MCP with the
+//! official `rmcp` crate, through the runtime's pipeline (validation,
+//! progress, cancellation).
+//!
+//! - `weather-tool`: the weather tool of the reference docs ("Weather
+//!   Lookup": read-only, not destructive, idempotent, open-world).
+//! - `count-slowly`: counts to `steps`, one step every `delayMs`
+//!   milliseconds, reporting progress at each step; cancelling its call
+//!   aborts it (the runtime logs the abort to stderr).
+//!
+//! Run over stdio (the default; logs go to stderr, stdout carries only JSON-RPC):
+//!     cargo run -q -p examples --example mcp_server
+//! Check it with the official Python client:
+//!     ../shared/mcp-probe/run --mode both -- cargo run -q -p examples --example mcp_server
+//! Or over streamable HTTP, at http://<addr>/mcp:
+//!     cargo run -q -p examples --example mcp_server -- --http 127.0.0.1:8000
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tool_core::{ToolContext, ToolError, tool};
+use tool_runtime::Runtime;
+use tool_runtime::mcp::{HttpOptions, McpServer};
+use tracing_subscriber::EnvFilter;
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct WeatherInput {
+    /// City name or coordinates
+    location: String,
+}
+
+#[derive(Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Weather {
+    location: String,
+    temperature_celsius: f64,
+    conditions: String,
+}
+
+/// Get the current weather for a location
+#[tool(
+    id = "weather-tool",
+    strict,
+    mcp(
+        title = "Weather Lookup",
+        read_only,
+        destructive = false,
+        idempotent,
+        open_world
+    )
+)]
+pub async fn weather(WeatherInput { location }: WeatherInput) -> Result<Weather, ToolError> {
+    if location.trim().is_empty() {
+        return Err(ToolError::new("location must not be empty"));
+    }
+    Ok(Weather {
+        location,
+        temperature_celsius: 21.0,
+        conditions: "sunny".into(),
+    })
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CountInput {
+    /// How many steps to count
+    steps: u32,
+    /// Milliseconds to wait before each step
+    delay_ms: u64,
+}
+
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct Counted {
+    /// How many steps were counted
+    counted: u32,
+}
+
+/// Count to `steps`, one step every `delayMs` milliseconds, reporting progress at each step
+#[tool(
+    id = "count-slowly",
+    mcp(title = "Count Slowly", read_only, idempotent)
+)]
+pub async fn count_slowly(
+    CountInput { steps, delay_ms }: CountInput,
+    ctx: ToolContext,
+) -> Result<Counted, ToolError> {
+    for step in 1..=steps {
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_millis(delay_ms)) => {}
+            () = ctx.abort_signal().aborted() => {
+                ctx.observe().info(&format!("count-slowly stopped at step {step}: abort signal fired"));
+                return Err(ToolError::new("aborted"));
+            }
+        }
+        ctx.progress(
+            f64::from(step),
+            Some(f64::from(steps)),
+            Some(&format!("step {step} of {steps}")),
+        );
+    }
+    Ok(Counted { counted: steps })
+}
+
+fn usage() -> ! {
+    eprintln!("usage: mcp_server [--http <addr>]   (default: stdio)");
+    std::process::exit(2)
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // Logs go to stderr: over stdio, stdout carries only JSON-RPC.
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .with_env_filter(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+        )
+        .init();
+
+    let mut args = std::env::args().skip(1);
+    let http: Option<SocketAddr> = match args.next().as_deref() {
+        None => None,
+        Some("--http") => match args.next().map(|addr| addr.parse()) {
+            Some(Ok(addr)) => Some(addr),
+            _ => usage(),
+        },
+        Some(_) => usage(),
+    };
+
+    let runtime = Runtime::builder()
+        .tool(WeatherTool)
+        .tool(CountSlowlyTool)
+        .build()?;
+    let server = McpServer::builder(runtime)
+        .name("examples-mcp-server", env!("CARGO_PKG_VERSION"))
+        .instructions("weather-tool looks up the weather; count-slowly counts with progress.")
+        .build();
+
+    match http {
+        None => {
+            tracing::info!("serving MCP over stdio");
+            server.serve_stdio().await?;
+            tracing::info!("stdin closed; exiting");
+        }
+        Some(addr) => {
+            let http = server.serve_http(HttpOptions::new(addr)).await?;
+            eprintln!("MCP endpoint: {}", http.url());
+            http.wait().await?;
+        }
+    }
+    Ok(())
+}
