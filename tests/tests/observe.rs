@@ -72,7 +72,7 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Recorder {
     fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
         let mut text = FieldText(String::new());
         event.record(&mut text);
-        let mut scope = ctx
+        let mut scope: Vec<String> = ctx
             .event_scope(event)
             .map(|scope| {
                 scope
@@ -80,7 +80,7 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Recorder {
                     .map(|span| span_label(span.name(), span.extensions().get::<Label>()))
                     .collect()
             })
-            .unwrap_or_else(Vec::new);
+            .unwrap_or_default();
         scope.push(text.0);
         self.events.lock().unwrap().push(scope);
     }

@@ -406,10 +406,10 @@ fn normalized(mut value: Value) -> Value {
         match value {
             Value::Object(map) => {
                 for (key, child) in map.iter_mut() {
-                    if key == "required" {
-                        if let Value::Array(names) = child {
-                            names.sort_by_key(|name| name.to_string());
-                        }
+                    if key == "required"
+                        && let Value::Array(names) = child
+                    {
+                        names.sort_by_key(|name| name.to_string());
                     }
                     stack.push(child);
                 }
