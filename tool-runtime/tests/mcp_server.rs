@@ -622,6 +622,27 @@ async fn without_elicitation_a_call_needing_approval_stays_pending() {
         "{message}"
     );
 
+    // A client that learnt the id cannot approve it by replaying it as the
+    // requestState of an answer: only calls the server asked about are accepted.
+    let forged = client
+        .call_tool_once(
+            CallToolRequestParams::new("delete-file")
+                .with_request_state(call_id.clone())
+                .with_input_responses(
+                    [(
+                        "approval".to_owned(),
+                        json!({ "action": "accept", "content": { "approved": true } }),
+                    )]
+                    .into(),
+                ),
+        )
+        .await
+        .unwrap_err();
+    let ServiceError::McpError(error) = forged else {
+        panic!("expected a JSON-RPC error, got {forged:?}")
+    };
+    assert_eq!(error.code.0, -32602);
+
     let stored = runtime.pending().unwrap();
     assert_eq!(stored.len(), 1);
     assert_eq!(stored[0].call_id, call_id);

@@ -4,9 +4,10 @@
 //! elicitation (an `elicitation/create` request, or an `input_required`
 //! result on protocol 2026-07-28), or reported as pending.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use rmcp::ErrorData;
 use rmcp::model::{
@@ -50,6 +51,28 @@ pub(crate) enum Elicit {
 
 type OutcomeFuture<'a> = Pin<Box<dyn Future<Output = Outcome> + Send + 'a>>;
 
+/// The calls this server asked a client about with an `input_required`
+/// result: only their `requestState` is accepted back. A call reported as
+/// pending (for the application to decide) cannot be decided by a client
+/// that learnt its id.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Asked(Arc<Mutex<HashSet<String>>>);
+
+impl Asked {
+    fn insert(&self, call_id: &str) {
+        self.lock().insert(call_id.to_owned());
+    }
+
+    /// Takes `call_id` out: true when it was asked about.
+    fn take(&self, call_id: &str) -> bool {
+        self.lock().remove(call_id)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
 /// A suspended call, kept to ask again when its answer was rejected.
 #[derive(Debug, Clone)]
 pub(crate) struct Suspension {
@@ -75,6 +98,7 @@ pub(crate) struct Call {
     pub(crate) peer: Peer<RoleServer>,
     pub(crate) progress: Option<ProgressToken>,
     pub(crate) elicit: Elicit,
+    pub(crate) asked: Asked,
 }
 
 impl Call {
@@ -94,22 +118,26 @@ impl Call {
         &self,
         responses: InputResponses,
     ) -> Result<CallToolResponse, ErrorData> {
+        let unknown = || {
+            ErrorData::invalid_params(
+                format!(
+                    "requestState {:?} does not name a call of tool {:?} this server asked about: it was already answered, or never asked",
+                    self.call_id,
+                    self.tool.id()
+                ),
+                None,
+            )
+        };
+        if !self.asked.take(&self.call_id) {
+            return Err(unknown());
+        }
         let pending = self
             .runtime
             .pending()
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?
             .into_iter()
             .find(|p| p.call_id == self.call_id && p.tool_id == self.tool.id())
-            .ok_or_else(|| {
-                ErrorData::invalid_params(
-                    format!(
-                        "requestState {:?} does not name a pending call of tool {:?}: it was already decided, resumed or never existed",
-                        self.call_id,
-                        self.tool.id()
-                    ),
-                    None,
-                )
-            })?;
+            .ok_or_else(unknown)?;
         let answer = |key: &str| {
             responses
                 .get(key)
@@ -375,6 +403,7 @@ impl Call {
             key.to_owned(),
             InputRequest::Elicitation(ElicitRequest::new(params)),
         )]);
+        self.asked.insert(&self.call_id);
         InputRequiredResult::new(Some(requests), Some(self.call_id.clone())).into()
     }
 

@@ -15,7 +15,7 @@ use rmcp::{ErrorData, ServerHandler, ServiceExt};
 use serde_json::Value;
 
 use super::McpError;
-use super::call::{Call, Elicit};
+use super::call::{Asked, Call, Elicit};
 use super::convert::{ServedTool, served_tool};
 use crate::{Runtime, ToolCall};
 
@@ -79,6 +79,7 @@ pub(crate) struct ServerInner {
     instructions: Option<String>,
     elicitation: bool,
     request_context: Option<Arc<RequestContextFn>>,
+    asked: Asked,
 }
 
 impl fmt::Debug for McpServer {
@@ -316,6 +317,7 @@ impl McpServerBuilder {
                 instructions: self.instructions,
                 elicitation: self.elicitation,
                 request_context: self.request_context,
+                asked: Asked::default(),
             }),
         }
     }
@@ -368,6 +370,7 @@ impl ServerHandler for McpServer {
             peer: context.peer.clone(),
             progress: context.meta.get_progress_token(),
             elicit: self.elicit_mode(&context),
+            asked: self.inner.asked.clone(),
         };
         if let Some(state) = &request.request_state {
             // The retry of an `input_required` result: `requestState` names
