@@ -176,6 +176,10 @@ impl McpClient {
     /// let runtime = Runtime::builder().tools(remote.tools().await.unwrap()).build().unwrap();
     /// let outcome = runtime.call(ToolCall::new("c1", "echo", json!({ "hi": 1 }))).await;
     /// assert_eq!(outcome.output(), Some(&json!({ "hi": 1 })));
+    ///
+    /// remote.close().await.unwrap();
+    /// let closed = runtime.call(ToolCall::new("c2", "echo", json!({}))).await;
+    /// assert!(closed.error().is_some());
     /// # });
     /// ```
     pub async fn connect<T, E, A>(transport: T) -> Result<McpClient, McpError>

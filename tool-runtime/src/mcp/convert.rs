@@ -14,9 +14,38 @@ use tool_core::{ContentPart, McpAnnotations, McpOptions, ModelOutput, Outcome, T
 
 /// The property a non-object output is wrapped in, so that the MCP output
 /// schema and `structuredContent` have the object root MCP requires.
+///
+/// ```
+/// use serde_json::json;
+/// use tool_core::{Tool, ToolError};
+/// use tool_runtime::Runtime;
+/// use tool_runtime::mcp::{McpServer, OUTPUT_WRAPPER};
+///
+/// let tags = Tool::builder("tags").description("Lists tags")
+///     .output_schema(json!({ "type": "array", "items": { "type": "string" } }))
+///     .execute(|_input, _ctx| async move { Ok::<_, ToolError>(json!(["a"])) })
+///     .build().unwrap();
+/// let server = McpServer::new(Runtime::builder().tool(tags).build().unwrap());
+/// let schema = server.tools()[0].output_schema.clone().unwrap();
+/// assert_eq!(schema["required"], json!([OUTPUT_WRAPPER]));
+/// ```
 pub const OUTPUT_WRAPPER: &str = "result";
 
-/// The `_meta` key carrying the tool's strict flag.
+/// The `_meta` key carrying the tool's strict flag (written by the server,
+/// read back by the client).
+///
+/// ```
+/// use tool_core::{Tool, ToolError};
+/// use tool_runtime::Runtime;
+/// use tool_runtime::mcp::{McpServer, STRICT_META};
+///
+/// let tool = Tool::builder("echo").description("Echoes").strict(true)
+///     .execute(|input, _ctx| async move { Ok::<_, ToolError>(input) })
+///     .build().unwrap();
+/// let server = McpServer::new(Runtime::builder().tool(tool).build().unwrap());
+/// let meta = server.tools()[0].meta.clone().unwrap();
+/// assert_eq!(meta.get(STRICT_META), Some(&serde_json::json!(true)));
+/// ```
 pub const STRICT_META: &str = "strict";
 
 /// A tool as served: its MCP declaration and whether its output is wrapped.

@@ -111,6 +111,22 @@ impl HttpOptions {
 
 /// A running streamable HTTP server; see [`McpServer::serve_http`].
 /// Dropping the handle leaves the server running; [`shutdown`](Self::shutdown) stops it.
+///
+/// ```
+/// use tool_runtime::Runtime;
+/// use tool_runtime::mcp::{HttpOptions, McpServer};
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let server = McpServer::new(Runtime::builder().build().unwrap())
+///     .serve_http(HttpOptions::new(([127, 0, 0, 1], 0).into()))
+///     .await
+///     .unwrap();
+/// assert!(server.local_addr().ip().is_loopback());
+/// assert_eq!(server.url(), format!("http://{}/mcp", server.local_addr()));
+/// server.shutdown();
+/// server.wait().await.unwrap();
+/// # });
+/// ```
 #[derive(Debug)]
 pub struct HttpServer {
     local_addr: SocketAddr,

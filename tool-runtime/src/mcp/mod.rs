@@ -50,7 +50,35 @@ pub use http::{HttpOptions, HttpServer};
 pub use rmcp;
 pub use server::{McpServer, McpServerBuilder};
 
-/// The `_meta` key of a result that reports a pending call.
+/// The `_meta` key of a result that reports a pending call:
+/// `{"callId", "kind": "approval" | "suspended", "payload", "resumeSchema"}`.
+///
+/// ```
+/// use serde_json::json;
+/// use tool_core::{Tool, ToolError};
+/// use tool_runtime::Runtime;
+/// use tool_runtime::mcp::rmcp::model::CallToolRequestParams;
+/// use tool_runtime::mcp::rmcp::ServiceExt as _;
+/// use tool_runtime::mcp::{McpServer, PENDING_META};
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let delete = Tool::builder("delete").description("Deletes").require_approval(true)
+///     .execute(|_input, _ctx| async move { Ok::<_, ToolError>(json!("deleted")) })
+///     .build().unwrap();
+/// let runtime = Runtime::builder().tool(delete).build().unwrap();
+/// let (server_end, client_end) = tokio::io::duplex(64 * 1024);
+/// tokio::spawn(McpServer::new(runtime.clone()).serve(server_end));
+/// let client = ().serve(client_end).await.unwrap(); // no elicitation support
+///
+/// let result = client.call_tool(CallToolRequestParams::new("delete")).await.unwrap();
+/// assert_eq!(result.is_error, Some(true));
+/// let pending = &result.meta.unwrap()[PENDING_META];
+/// assert_eq!(pending["kind"], "approval");
+/// // The application decides.
+/// let outcome = runtime.approve(pending["callId"].as_str().unwrap()).await.unwrap();
+/// assert_eq!(outcome.output(), Some(&json!("deleted")));
+/// # });
+/// ```
 pub const PENDING_META: &str = call::PENDING_META;
 
 /// What can go wrong serving or connecting over MCP (not tool failures:
