@@ -14,6 +14,11 @@
 //!     ../shared/mcp-probe/run --mode both -- cargo run -q -p examples --example mcp_server
 //! Or over streamable HTTP, at http://<addr>/mcp:
 //!     cargo run -q -p examples --example mcp_server -- --http 127.0.0.1:8000
+//!
+//! `--pending-demo` adds two tools that pause: `delete-file` needs approval,
+//! `book-flight` suspends for a confirmation. A client with form
+//! elicitation is asked; any other client gets a result saying what is
+//! pending (the call stays in the runtime's store).
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -102,8 +107,48 @@ pub async fn count_slowly(
     Ok(Counted { counted: steps })
 }
 
+/// Delete a file (demo: nothing is deleted)
+#[tool(
+    id = "delete-file",
+    require_approval,
+    mcp(title = "Delete File", destructive)
+)]
+pub async fn delete_file(path: String) -> String {
+    format!("deleted {path}")
+}
+
+/// What `book-flight` asks before booking.
+#[derive(Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PriceCheck {
+    question: String,
+    price_eur: u32,
+}
+
+/// The answer `book-flight` resumes with.
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct Confirmation {
+    /// Book at this price?
+    confirmed: bool,
+}
+
+/// Book a flight after the user confirms the price
+#[tool(id = "book-flight")]
+pub async fn book_flight(
+    flight: String,
+    ctx: ToolContext<PriceCheck, Confirmation>,
+) -> Result<String, ToolError> {
+    match ctx.resume_data() {
+        None => ctx.suspend(PriceCheck {
+            question: format!("Book {flight} for 249 EUR?"),
+            price_eur: 249,
+        }),
+        Some(Confirmation { confirmed: true }) => Ok(format!("booked {flight}")),
+        Some(Confirmation { confirmed: false }) => Ok(format!("{flight} not booked")),
+    }
+}
+
 fn usage() -> ! {
-    eprintln!("usage: mcp_server [--http <addr>]   (default: stdio)");
+    eprintln!("usage: mcp_server [--http <addr>] [--pending-demo]   (default: stdio)");
     std::process::exit(2)
 }
 
@@ -119,19 +164,23 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .init();
 
     let mut args = std::env::args().skip(1);
-    let http: Option<SocketAddr> = match args.next().as_deref() {
-        None => None,
-        Some("--http") => match args.next().map(|addr| addr.parse()) {
-            Some(Ok(addr)) => Some(addr),
+    let (mut http, mut pending_demo): (Option<SocketAddr>, bool) = (None, false);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--http" => match args.next().map(|addr| addr.parse()) {
+                Some(Ok(addr)) => http = Some(addr),
+                _ => usage(),
+            },
+            "--pending-demo" => pending_demo = true,
             _ => usage(),
-        },
-        Some(_) => usage(),
-    };
+        }
+    }
 
-    let runtime = Runtime::builder()
-        .tool(WeatherTool)
-        .tool(CountSlowlyTool)
-        .build()?;
+    let mut runtime = Runtime::builder().tool(WeatherTool).tool(CountSlowlyTool);
+    if pending_demo {
+        runtime = runtime.tool(DeleteFileTool).tool(BookFlightTool);
+    }
+    let runtime = runtime.build()?;
     let server = McpServer::builder(runtime)
         .name("examples-mcp-server", env!("CARGO_PKG_VERSION"))
         .instructions("weather-tool looks up the weather; count-slowly counts with progress.")
