@@ -357,7 +357,12 @@ fn check(
     if schema.is_valid(value) {
         return Ok(());
     }
-    Err(failure(subject, tool_id, &schema.issues(value), Some(value)))
+    Err(failure(
+        subject,
+        tool_id,
+        &schema.issues(value),
+        Some(value),
+    ))
 }
 
 /// A started call: the execute future and what concluding it needs.
