@@ -34,18 +34,18 @@
 //! ```
 
 mod context;
+pub mod decode;
 mod definition;
 mod error;
-pub mod decode;
 pub mod hooks;
-pub mod partial_json;
-pub mod provider;
-pub mod strict;
 mod input;
 mod model_output;
 mod outcome;
+pub mod partial_json;
 mod pipeline;
+pub mod provider;
 mod schema;
+pub mod strict;
 mod tool;
 mod toolset;
 pub mod transform;
@@ -83,7 +83,10 @@ pub mod __private {
 
     /// The entries of a JSON object returned by a `provider_options` or
     /// `meta` function; anything else is reported and ignored.
-    pub fn json_object(value: serde_json::Value, what: &str) -> serde_json::Map<String, serde_json::Value> {
+    pub fn json_object(
+        value: serde_json::Value,
+        what: &str,
+    ) -> serde_json::Map<String, serde_json::Value> {
         match value {
             serde_json::Value::Object(map) => map,
             other => {

@@ -219,11 +219,13 @@ fn typed_executor<T: TypedTool>(tool: Arc<T>) -> Arc<ExecFn> {
     Arc::new(move |input: Value, state: Arc<CallState>| {
         let tool = Arc::clone(&tool);
         Box::pin(async move {
-            let input = T::Input::deserialize(input).map_err(|e| ExecFailure::Input(e.to_string()))?;
+            let input =
+                T::Input::deserialize(input).map_err(|e| ExecFailure::Input(e.to_string()))?;
             let ctx = ToolContext::from_state(state).map_err(ExecFailure::Context)?;
             let output = tool.execute(input, ctx).await.map_err(ExecFailure::Tool)?;
             let model_output = T::to_model_output(&output);
-            let output = serde_json::to_value(&output).map_err(|e| ExecFailure::Output(e.to_string()))?;
+            let output =
+                serde_json::to_value(&output).map_err(|e| ExecFailure::Output(e.to_string()))?;
             Ok(Executed {
                 output,
                 model_output,
@@ -444,21 +446,22 @@ impl ToolBuilder {
         Fut: Future<Output = Result<Value, E>> + Send + 'static,
         E: Into<ToolError>,
     {
-        self.executor = Some(Arc::new(move |input: Value, state: Arc<CallState>| {
-            match ToolContext::from_state(state) {
-                Ok(ctx) => {
-                    let running = execute(input, ctx);
-                    Box::pin(async move {
-                        let output = running.await.map_err(|e| ExecFailure::Tool(e.into()))?;
-                        Ok(Executed {
-                            output,
-                            model_output: None,
-                        })
-                    }) as ExecFuture
-                }
-                Err(reason) => Box::pin(async move { Err(ExecFailure::Context(reason)) }),
-            }
-        }));
+        self.executor =
+            Some(Arc::new(
+                move |input: Value, state: Arc<CallState>| match ToolContext::from_state(state) {
+                    Ok(ctx) => {
+                        let running = execute(input, ctx);
+                        Box::pin(async move {
+                            let output = running.await.map_err(|e| ExecFailure::Tool(e.into()))?;
+                            Ok(Executed {
+                                output,
+                                model_output: None,
+                            })
+                        }) as ExecFuture
+                    }
+                    Err(reason) => Box::pin(async move { Err(ExecFailure::Context(reason)) }),
+                },
+            ));
         self
     }
 
@@ -467,7 +470,11 @@ impl ToolBuilder {
         if !is_valid_tool_id(&self.id) {
             return Err(BuildError::InvalidId { id: self.id });
         }
-        if self.description.as_deref().is_none_or(|d| d.trim().is_empty()) {
+        if self
+            .description
+            .as_deref()
+            .is_none_or(|d| d.trim().is_empty())
+        {
             return Err(BuildError::MissingDescription { id: self.id });
         }
         if self.executor.is_none() {
@@ -511,7 +518,9 @@ impl ToolBuilder {
         let executor = self.executor.unwrap_or_else(|| {
             Arc::new(|_, _| {
                 Box::pin(async {
-                    Err(ExecFailure::Tool(ToolError::new("this tool has no execute function")))
+                    Err(ExecFailure::Tool(ToolError::new(
+                        "this tool has no execute function",
+                    )))
                 })
             })
         });

@@ -283,7 +283,9 @@ pub(crate) fn failure(
         ),
         Subject::Output => (
             ErrorKind::OutputValidation,
-            format!("Tool output validation failed for {tool_id}. The tool returned invalid output:"),
+            format!(
+                "Tool output validation failed for {tool_id}. The tool returned invalid output:"
+            ),
             "Returned output",
         ),
     };
