@@ -369,6 +369,79 @@ fn flag(meta: &ParseNestedMeta<'_>, key: &str) -> syn::Result<bool> {
     }
 }
 
+/// How a nested list such as `mcp(...)` names itself in messages.
+struct List {
+    /// `mcp(...)`.
+    name: &'static str,
+    /// `annotation`: what one entry is.
+    entry: &'static str,
+    /// `each annotation is given once`.
+    once: &'static str,
+    /// `mcp(...) entries`, for the separator check.
+    entries: &'static str,
+    keys: &'static [&'static str],
+}
+
+const MCP_LIST: List = List {
+    name: "mcp(...)",
+    entry: "mcp annotation",
+    once: "each annotation is given once",
+    entries: "mcp(...) entries",
+    keys: MCP_KEYS,
+};
+
+const BACKGROUND_LIST: List = List {
+    name: "background(...)",
+    entry: "background setting",
+    once: "each setting is given once",
+    entries: "background(...) settings",
+    keys: BACKGROUND_KEYS,
+};
+
+/// Parses the entries of a nested list with `entry`, which returns false for
+/// a key it does not know. Duplicate and unknown keys are recorded (with a
+/// suggestion), a malformed entry is recorded and skipped, and parsing goes
+/// on, so every mistake in the list is reported.
+fn parse_list(
+    cx: &Ctxt,
+    meta: &ParseNestedMeta<'_>,
+    list: &List,
+    mut entry: impl FnMut(&ParseNestedMeta<'_>, &str) -> syn::Result<bool>,
+) -> syn::Result<()> {
+    let mut seen: Vec<String> = Vec::new();
+    meta.parse_nested_meta(|inner| {
+        let key = key_name(&inner);
+        if seen.contains(&key) {
+            cx.error_spanned_by(
+                &inner.path,
+                format!("duplicate key `{key}` in {}: {}", list.name, list.once),
+            );
+            return skip_entry(&inner);
+        }
+        seen.push(key.clone());
+        match entry(&inner, &key) {
+            Ok(true) => end_of_entry(cx, &inner, list.entries),
+            Ok(false) => {
+                let hint = suggest(&key, list.keys)
+                    .map_or_else(String::new, |s| format!(": did you mean `{s}`?"));
+                cx.error_spanned_by(
+                    &inner.path,
+                    format!(
+                        "unknown {} `{key}`{hint}\nvalid entries are: {}",
+                        list.entry,
+                        list.keys.join(", ")
+                    ),
+                );
+                skip_entry(&inner)
+            }
+            Err(error) => {
+                cx.syn_error(error);
+                skip_entry(&inner)
+            }
+        }
+    })
+}
+
 fn parse_mcp(cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> syn::Result<Mcp> {
     if !meta.input.peek(syn::token::Paren) {
         return Err(meta.error(
@@ -376,49 +449,17 @@ fn parse_mcp(cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> syn::Result<Mcp> {
         ));
     }
     let mut mcp = Mcp::default();
-    let mut seen: Vec<String> = Vec::new();
-    meta.parse_nested_meta(|inner| {
-        let key = key_name(&inner);
-        if seen.contains(&key) {
-            cx.error_spanned_by(
-                &inner.path,
-                format!("duplicate key `{key}` in mcp(...): each annotation is given once"),
-            );
-            return skip_entry(&inner);
+    parse_list(cx, meta, &MCP_LIST, |inner, key| {
+        match key {
+            "title" => mcp.title = Some(string_value(inner, "title", "Weather Lookup")?),
+            "read_only" => mcp.read_only = Some(flag(inner, key)?),
+            "destructive" => mcp.destructive = Some(flag(inner, key)?),
+            "idempotent" => mcp.idempotent = Some(flag(inner, key)?),
+            "open_world" => mcp.open_world = Some(flag(inner, key)?),
+            "meta" => mcp.meta = Some(path_value(inner, "meta", "returning a JSON object")?),
+            _ => return Ok(false),
         }
-        seen.push(key.clone());
-        let parsed = (|| -> syn::Result<()> {
-            match key.as_str() {
-                "title" => mcp.title = Some(string_value(&inner, "title", "Weather Lookup")?),
-                "read_only" => mcp.read_only = Some(flag(&inner, &key)?),
-                "destructive" => mcp.destructive = Some(flag(&inner, &key)?),
-                "idempotent" => mcp.idempotent = Some(flag(&inner, &key)?),
-                "open_world" => mcp.open_world = Some(flag(&inner, &key)?),
-                "meta" => {
-                    mcp.meta = Some(path_value(&inner, "meta", "returning a JSON object")?);
-                }
-                _ => {
-                    let hint = suggest(&key, MCP_KEYS)
-                        .map_or_else(String::new, |s| format!(": did you mean `{s}`?"));
-                    cx.error_spanned_by(
-                        &inner.path,
-                        format!(
-                            "unknown mcp annotation `{key}`{hint}\nvalid entries are: {}",
-                            MCP_KEYS.join(", ")
-                        ),
-                    );
-                    return skip_entry(&inner);
-                }
-            }
-            Ok(())
-        })();
-        match parsed {
-            Ok(()) => end_of_entry(cx, &inner, "mcp(...) entries"),
-            Err(error) => {
-                cx.syn_error(error);
-                skip_entry(&inner)
-            }
-        }
+        Ok(true)
     })?;
     Ok(mcp)
 }
@@ -439,55 +480,25 @@ fn parse_background(cx: &Ctxt, meta: &ParseNestedMeta<'_>, span: Span) -> syn::R
     if !meta.input.peek(syn::token::Paren) {
         return Ok(background);
     }
-    let mut seen: Vec<String> = Vec::new();
-    meta.parse_nested_meta(|inner| {
-        let key = key_name(&inner);
-        if seen.contains(&key) {
-            cx.error_spanned_by(
-                &inner.path,
-                format!("duplicate key `{key}` in background(...): each setting is given once"),
-            );
-            return skip_entry(&inner);
-        }
-        seen.push(key.clone());
-        let parsed = (|| -> syn::Result<()> {
-            match key.as_str() {
-                "enabled" => background.enabled = flag(&inner, &key)?,
-                "disposition" => {
-                    let lit = string_value(&inner, "disposition", "foreground")?;
-                    match lit.value().as_str() {
-                        "deferred" => background.foreground = false,
-                        "foreground" => background.foreground = true,
-                        other => cx.error_spanned_by(
-                            &lit,
-                            format!("unknown disposition {other:?}: expected \"deferred\" (the call returns a task id at once) or \"foreground\" (the caller waits for the result)"),
-                        ),
-                    }
-                }
-                "timeout_ms" => background.timeout_ms = Some(int(&inner, &key, "30_000")?),
-                "max_retries" => background.max_retries = int(&inner, &key, "2")?,
-                _ => {
-                    let hint = suggest(&key, BACKGROUND_KEYS)
-                        .map_or_else(String::new, |s| format!(": did you mean `{s}`?"));
-                    cx.error_spanned_by(
-                        &inner.path,
-                        format!(
-                            "unknown background setting `{key}`{hint}\nvalid entries are: {}",
-                            BACKGROUND_KEYS.join(", ")
-                        ),
-                    );
-                    return skip_entry(&inner);
+    parse_list(cx, meta, &BACKGROUND_LIST, |inner, key| {
+        match key {
+            "enabled" => background.enabled = flag(inner, key)?,
+            "disposition" => {
+                let lit = string_value(inner, "disposition", "foreground")?;
+                match lit.value().as_str() {
+                    "deferred" => background.foreground = false,
+                    "foreground" => background.foreground = true,
+                    other => cx.error_spanned_by(
+                        &lit,
+                        format!("unknown disposition {other:?}: expected \"deferred\" (the call returns a task id at once) or \"foreground\" (the caller waits for the result)"),
+                    ),
                 }
             }
-            Ok(())
-        })();
-        match parsed {
-            Ok(()) => end_of_entry(cx, &inner, "background(...) settings"),
-            Err(error) => {
-                cx.syn_error(error);
-                skip_entry(&inner)
-            }
+            "timeout_ms" => background.timeout_ms = Some(int(inner, key, "30_000")?),
+            "max_retries" => background.max_retries = int(inner, key, "2")?,
+            _ => return Ok(false),
         }
+        Ok(true)
     })?;
     Ok(background)
 }
