@@ -232,3 +232,11 @@ fn unit_output_has_no_output_schema() {
     let outcome = block_on(tool.execute(json!({ "message": "m" }), CallContext::new("c")));
     assert_eq!(outcome.output(), Some(&Value::Null));
 }
+
+#[test]
+fn clones_share_the_derived_schemas_and_compiled_validators() {
+    let tool = Tool::from(AddTool);
+    let clone = tool.clone();
+    // One derivation: clones point at the very same definition.
+    assert!(std::ptr::eq(tool.definition(), clone.definition()));
+}
