@@ -517,3 +517,27 @@ fn input_the_schema_allows_but_the_type_rejects_is_still_an_input_error() {
         "{message}"
     );
 }
+
+#[test]
+fn a_child_signal_fires_with_its_parent_and_not_the_other_way() {
+    let parent = AbortSignal::new();
+    let child = parent.child();
+    let sibling = parent.child();
+    child.abort();
+    assert!(child.is_aborted() && !parent.is_aborted() && !sibling.is_aborted());
+    let grandchild = sibling.child();
+    block_on(async {
+        let waiting = tokio::spawn({
+            let grandchild = grandchild.clone();
+            async move { grandchild.aborted().await }
+        });
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        parent.abort();
+        tokio::time::timeout(Duration::from_secs(5), waiting)
+            .await
+            .expect("the grandchild wakes when the parent fires")
+            .expect("the waiting task ends");
+    });
+    assert!(sibling.is_aborted() && grandchild.is_aborted());
+    assert!(!AbortSignal::never().is_aborted());
+}

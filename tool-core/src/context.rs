@@ -3,12 +3,13 @@
 
 use std::fmt;
 use std::marker::PhantomData;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, LazyLock, Mutex};
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
-use tokio_util::sync::CancellationToken;
+use tokio::sync::Notify;
 
 use crate::error::ToolError;
 
@@ -30,8 +31,14 @@ use crate::error::ToolError;
 /// ```
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RequestContext {
-    values: Map<String, Value>,
+    // Shared: a call's context is handed to the tool, kept for a pending
+    // call and copied into events without copying the values; `None` while
+    // empty, so calls without one allocate nothing.
+    values: Option<Arc<Map<String, Value>>>,
 }
+
+/// What an empty request context reads as.
+static NO_VALUES: LazyLock<Map<String, Value>> = LazyLock::new(Map::new);
 
 impl RequestContext {
     /// An empty request context.
@@ -48,25 +55,23 @@ impl RequestContext {
 
     /// Sets a value; a value that cannot be serialized is stored as `null`.
     pub fn insert(&mut self, key: impl Into<String>, value: impl Serialize) {
-        self.values.insert(
-            key.into(),
-            serde_json::to_value(value).unwrap_or(Value::Null),
-        );
+        let value = serde_json::to_value(value).unwrap_or(Value::Null);
+        Arc::make_mut(self.values.get_or_insert_with(Arc::default)).insert(key.into(), value);
     }
 
     /// The JSON value of `key`.
     pub fn get(&self, key: &str) -> Option<&Value> {
-        self.values.get(key)
+        self.values().get(key)
     }
 
     /// The value of `key` as `T`, when present and of that type.
     pub fn get_as<T: DeserializeOwned>(&self, key: &str) -> Option<T> {
-        self.values.get(key).and_then(|v| T::deserialize(v).ok())
+        self.get(key).and_then(|v| T::deserialize(v).ok())
     }
 
     /// All values as one typed struct (the tool's `request_context` type).
     pub fn parse<T: DeserializeOwned>(&self) -> Result<T, ToolError> {
-        T::deserialize(&Value::Object(self.values.clone())).map_err(|e| {
+        T::deserialize(&self.to_value()).map_err(|e| {
             ToolError::new(format!(
                 "request context does not have the expected shape: {e}"
             ))
@@ -75,26 +80,32 @@ impl RequestContext {
 
     /// All values as JSON.
     pub fn values(&self) -> &Map<String, Value> {
-        &self.values
+        self.values.as_deref().unwrap_or(&NO_VALUES)
+    }
+
+    /// True when there are no values.
+    pub fn is_empty(&self) -> bool {
+        self.values().is_empty()
     }
 
     /// All values as a JSON object.
     pub fn to_value(&self) -> Value {
-        Value::Object(self.values.clone())
+        Value::Object(self.values().clone())
     }
 }
 
 impl From<Map<String, Value>> for RequestContext {
     fn from(values: Map<String, Value>) -> Self {
-        RequestContext { values }
+        RequestContext {
+            values: (!values.is_empty()).then(|| Arc::new(values)),
+        }
     }
 }
 
 impl<K: Into<String>> FromIterator<(K, Value)> for RequestContext {
     fn from_iter<I: IntoIterator<Item = (K, Value)>>(iter: I) -> Self {
-        RequestContext {
-            values: iter.into_iter().map(|(k, v)| (k.into(), v)).collect(),
-        }
+        let values: Map<String, Value> = iter.into_iter().map(|(k, v)| (k.into(), v)).collect();
+        RequestContext::from(values)
     }
 }
 
@@ -113,7 +124,16 @@ impl<K: Into<String>> FromIterator<(K, Value)> for RequestContext {
 #[derive(Debug, Clone)]
 pub struct AbortSignal {
     /// `None` for a call nobody can abort: it costs nothing to create.
-    token: Option<CancellationToken>,
+    inner: Option<Arc<AbortInner>>,
+}
+
+/// One signal: fired once, waking every waiter; a child also fires with its
+/// parent.
+#[derive(Debug, Default)]
+struct AbortInner {
+    fired: AtomicBool,
+    waiters: Notify,
+    parent: Option<AbortSignal>,
 }
 
 impl Default for AbortSignal {
@@ -126,45 +146,81 @@ impl AbortSignal {
     /// A signal that has not fired.
     pub fn new() -> Self {
         AbortSignal {
-            token: Some(CancellationToken::new()),
+            inner: Some(Arc::default()),
         }
     }
 
     /// A signal that never fires (a call whose caller kept no way to abort it).
     pub fn never() -> Self {
-        AbortSignal { token: None }
+        AbortSignal { inner: None }
     }
 
     /// Fires the signal for every clone and child.
     pub fn abort(&self) {
-        if let Some(token) = &self.token {
-            token.cancel();
+        if let Some(inner) = &self.inner {
+            inner.fired.store(true, Ordering::Release);
+            inner.waiters.notify_waiters();
         }
     }
 
-    /// True once the signal fired.
+    /// True once the signal (or its parent) fired.
     pub fn is_aborted(&self) -> bool {
-        self.token
-            .as_ref()
-            .is_some_and(CancellationToken::is_cancelled)
+        self.inner.as_ref().is_some_and(|inner| {
+            inner.fired.load(Ordering::Acquire)
+                || inner.parent.as_ref().is_some_and(AbortSignal::is_aborted)
+        })
     }
 
-    /// Completes when the signal fires (never, for [`AbortSignal::never`]).
+    /// Completes when the signal (or its parent) fires (never, for
+    /// [`AbortSignal::never`]).
     pub async fn aborted(&self) {
-        match &self.token {
-            Some(token) => token.cancelled().await,
-            None => std::future::pending().await,
+        let Some(own) = self.inner.as_deref() else {
+            return std::future::pending().await;
+        };
+        let mut chain = vec![own];
+        while let Some(parent) = chain
+            .last()
+            .and_then(|inner| inner.parent.as_ref())
+            .and_then(|parent| parent.inner.as_deref())
+        {
+            chain.push(parent);
+        }
+        loop {
+            let mut waits: Vec<_> = chain
+                .iter()
+                .map(|inner| Box::pin(inner.waiters.notified()))
+                .collect();
+            // Registered before the check, so a firing in between is seen.
+            for wait in &mut waits {
+                wait.as_mut().enable();
+            }
+            if chain
+                .iter()
+                .any(|inner| inner.fired.load(Ordering::Acquire))
+            {
+                return;
+            }
+            std::future::poll_fn(|cx| {
+                if waits
+                    .iter_mut()
+                    .any(|wait| wait.as_mut().poll(cx).is_ready())
+                {
+                    std::task::Poll::Ready(())
+                } else {
+                    std::task::Poll::Pending
+                }
+            })
+            .await;
         }
     }
 
     /// A signal that fires when this one does, and can also fire on its own.
     pub fn child(&self) -> AbortSignal {
         AbortSignal {
-            token: Some(
-                self.token
-                    .as_ref()
-                    .map_or_else(CancellationToken::new, CancellationToken::child_token),
-            ),
+            inner: Some(Arc::new(AbortInner {
+                parent: self.inner.is_some().then(|| self.clone()),
+                ..AbortInner::default()
+            })),
         }
     }
 }
@@ -205,9 +261,11 @@ pub struct CallContext {
     /// `None` until set: most calls carry no conversation and pay nothing for it.
     pub(crate) messages: Option<Arc<[Value]>>,
     pub(crate) abort: AbortSignal,
-    pub(crate) resume: Option<Resume>,
+    // Boxed, like the span below: rare, and a small context is cheap to
+    // move through the builder methods and into the call.
+    pub(crate) resume: Option<Box<Resume>>,
     pub(crate) progress: Option<ProgressSink>,
-    pub(crate) parent_span: Option<tracing::Span>,
+    pub(crate) parent_span: Option<Box<tracing::Span>>,
 }
 
 /// What a resumed call continues from.
@@ -287,10 +345,10 @@ impl CallContext {
     /// `suspend_payload` what the call suspended with.
     #[must_use]
     pub fn resuming(mut self, data: Value, suspend_payload: Option<Value>) -> Self {
-        self.resume = Some(Resume {
+        self.resume = Some(Box::new(Resume {
             data,
             suspend_payload,
-        });
+        }));
         self
     }
 
@@ -304,7 +362,7 @@ impl CallContext {
     /// Runs the call's span as a child of `span` (the runtime's call span).
     #[must_use]
     pub fn with_parent_span(mut self, span: tracing::Span) -> Self {
-        self.parent_span = Some(span);
+        self.parent_span = Some(Box::new(span));
         self
     }
 }

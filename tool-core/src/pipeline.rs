@@ -194,7 +194,7 @@ impl Tool {
         let inner = &self.inner;
         let span = match &ctx.parent_span {
             Some(parent) => {
-                tracing::info_span!(parent: parent, "tool.execute", tool_id = %inner.id, call_id = %ctx.call_id)
+                tracing::info_span!(parent: &**parent, "tool.execute", tool_id = %inner.id, call_id = %ctx.call_id)
             }
             None => {
                 tracing::info_span!("tool.execute", tool_id = %inner.id, call_id = %ctx.call_id)
