@@ -162,15 +162,7 @@ impl Runtime {
             tracing::warn!(
                 "no tokio runtime to run a background task on; running it in the foreground"
             );
-            let (outcome, timed_out) = self
-                .run_once(
-                    &run,
-                    run.input.clone(),
-                    run.request_context.clone(),
-                    &run.abort,
-                    run.timeout,
-                )
-                .await;
+            let (outcome, timed_out) = self.run_as_given(&run).await;
             return self.settle(&run, outcome, timed_out);
         };
         let tasks = &self.inner.tasks;

@@ -185,13 +185,18 @@ impl Runtime {
             // Boxed: keeps the background machinery out of every call's future.
             return Box::pin(self.run_background(run, config)).await;
         }
-        // The originals stay in `run` in case the tool suspends and the call is stored.
-        let (input, request_context) = (run.input.clone(), run.request_context.clone());
-        let (outcome, timed_out) = self
-            .run_once(&run, input, request_context, &run.abort, run.timeout)
-            .await;
+        let (outcome, timed_out) = self.run_as_given(&run).await;
         run.guard = None;
         self.settle(&run, outcome, timed_out)
+    }
+
+    /// One execution with the call's own input, request context, abort
+    /// signal and time limit. The originals stay in `run` in case the tool
+    /// suspends and the call is stored.
+    pub(crate) async fn run_as_given(&self, run: &Run) -> (Outcome, bool) {
+        let (input, request_context) = (run.input.clone(), run.request_context.clone());
+        self.run_once(run, input, request_context, &run.abort, run.timeout)
+            .await
     }
 
     /// One execution of the tool under a time limit; true when the limit

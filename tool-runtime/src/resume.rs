@@ -72,15 +72,7 @@ impl Runtime {
                 resume: Some(Box::new((data, pending.payload.clone()))),
                 guard: None,
             };
-            let (outcome, timed_out) = self
-                .run_once(
-                    &run,
-                    run.input.clone(),
-                    run.request_context.clone(),
-                    &run.abort,
-                    run.timeout,
-                )
-                .await;
+            let (outcome, timed_out) = self.run_as_given(&run).await;
             if outcome
                 .error()
                 .is_some_and(|e| e.kind() == ErrorKind::ResumeValidation)
