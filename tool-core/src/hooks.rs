@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::context::AbortSignal;
+use crate::abort::AbortSignal;
 
 /// Arguments of `on_input_start`: the model began streaming a call's arguments.
 #[derive(Debug, Clone, Copy)]

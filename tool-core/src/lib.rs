@@ -33,6 +33,7 @@
 //! # });
 //! ```
 
+mod abort;
 mod context;
 pub mod decode;
 mod definition;
@@ -44,6 +45,7 @@ mod outcome;
 pub mod partial_json;
 mod pipeline;
 pub mod provider;
+mod request_context;
 mod schema;
 pub mod strict;
 mod tool;
@@ -51,7 +53,8 @@ mod toolset;
 pub mod transform;
 mod validate;
 
-pub use context::{AbortSignal, CallContext, Observer, Progress, RequestContext, ToolContext};
+pub use abort::AbortSignal;
+pub use context::{CallContext, Observer, Progress, ToolContext};
 pub use definition::{
     BackgroundConfig, Disposition, McpAnnotations, McpOptions, OutputValidation, ToolDefinition,
 };
@@ -60,6 +63,7 @@ pub use hooks::Hooks;
 pub use input::RawInput;
 pub use model_output::{ContentPart, ModelOutput};
 pub use outcome::Outcome;
+pub use request_context::RequestContext;
 pub use schema::schema_for;
 pub use tool::{Tool, ToolBuilder, TypedTool};
 pub use toolset::ToolSet;

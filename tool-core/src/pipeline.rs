@@ -12,12 +12,13 @@ use std::task::Poll;
 
 use serde_json::Value;
 
-use crate::context::AbortSignal;
-use crate::context::{CallContext, CallState, RequestContext};
+use crate::abort::AbortSignal;
+use crate::context::{CallContext, CallState};
 use crate::definition::OutputValidation;
 use crate::error::{ErrorKind, ModelError};
 use crate::input::{RawInput, coerce_stringified, normalize_top, parse_text, strip_failing_nulls};
 use crate::outcome::Outcome;
+use crate::request_context::RequestContext;
 use crate::tool::{ExecFailure, ExecFuture, Executed, Tool};
 use crate::validate::{CompiledSchema, Issue, Subject, failure};
 

@@ -12,11 +12,12 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize as _, Serialize};
 use serde_json::{Map, Value};
 
-use crate::context::{CallState, RequestContext, ToolContext};
+use crate::context::{CallState, ToolContext};
 use crate::definition::{BackgroundConfig, McpOptions, OutputValidation, ToolDefinition};
 use crate::error::{BuildError, ToolError, is_valid_tool_id};
 use crate::hooks::Hooks;
 use crate::model_output::ModelOutput;
+use crate::request_context::RequestContext;
 use crate::schema::schema_for;
 use crate::transform::ToolTransform;
 use crate::validate::CompiledSchema;
