@@ -541,3 +541,61 @@ fn a_child_signal_fires_with_its_parent_and_not_the_other_way() {
     assert!(sibling.is_aborted() && grandchild.is_aborted());
     assert!(!AbortSignal::never().is_aborted());
 }
+
+// --- asking the user while running (MCP elicitation) -------------------------
+
+struct Answers(Value);
+
+impl tool_core::Elicitor for Answers {
+    fn elicit(&self, message: String, schema: Value) -> tool_core::ElicitFuture<'_> {
+        let answer = self.0.clone();
+        Box::pin(async move {
+            assert_eq!(message, "How many?");
+            assert_eq!(schema["properties"]["count"]["type"], "integer");
+            Ok(tool_core::Elicitation::Accepted(answer))
+        })
+    }
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+struct HowMany {
+    count: u32,
+}
+
+/// Asks how many, when someone can answer
+#[tool]
+async fn ask_count(ctx: ToolContext) -> Result<String, ToolError> {
+    match ctx.mcp() {
+        None => Ok("nobody to ask".into()),
+        Some(mcp) => Ok(match mcp.elicit_as::<HowMany>("How many?").await? {
+            Some(HowMany { count }) => format!("count {count}"),
+            None => "no answer".into(),
+        }),
+    }
+}
+
+#[test]
+fn a_tool_asks_the_user_through_the_mcp_context_when_there_is_one() {
+    let tool = Tool::from(AskCountTool);
+    assert_eq!(
+        run(&tool, json!({})).output(),
+        Some(&json!("nobody to ask"))
+    );
+    let ctx =
+        CallContext::new("c1").with_mcp(tool_core::McpContext::new(Answers(json!({ "count": 3 }))));
+    assert_eq!(
+        block_on(tool.execute(json!({}), ctx)).output(),
+        Some(&json!("count 3"))
+    );
+    // An answer of the wrong shape is an error the model reads.
+    let ctx = CallContext::new("c2")
+        .with_mcp(tool_core::McpContext::new(Answers(json!({ "count": "x" }))));
+    let outcome = block_on(tool.execute(json!({}), ctx));
+    assert!(
+        outcome
+            .error()
+            .unwrap()
+            .message()
+            .starts_with("the user's answer does not have the expected shape")
+    );
+}

@@ -10,6 +10,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::abort::AbortSignal;
+use crate::elicit::McpContext;
 use crate::error::ToolError;
 use crate::request_context::RequestContext;
 
@@ -54,6 +55,7 @@ pub struct CallContext {
     pub(crate) resume: Option<Box<Resume>>,
     pub(crate) progress: Option<ProgressSink>,
     pub(crate) parent_span: Option<Box<tracing::Span>>,
+    pub(crate) mcp: Option<McpContext>,
 }
 
 /// What a resumed call continues from.
@@ -86,6 +88,7 @@ impl CallContext {
             resume: None,
             progress: None,
             parent_span: None,
+            mcp: None,
         }
     }
 
@@ -144,6 +147,14 @@ impl CallContext {
     #[must_use]
     pub fn on_progress(mut self, sink: impl Fn(Progress) + Send + Sync + 'static) -> Self {
         self.progress = Some(Arc::new(sink));
+        self
+    }
+
+    /// The call came over MCP: the tool can ask the client's user through
+    /// [`ToolContext::mcp`].
+    #[must_use]
+    pub fn with_mcp(mut self, mcp: McpContext) -> Self {
+        self.mcp = Some(mcp);
         self
     }
 
@@ -340,6 +351,12 @@ impl<S, R> ToolContext<S, R> {
     /// On resume, what the call suspended with.
     pub fn suspend_payload(&self) -> Option<&S> {
         self.suspend_payload.as_ref()
+    }
+
+    /// The MCP client that called the tool, when it can be asked for input
+    /// (elicitation); `None` otherwise: have a fallback, or suspend instead.
+    pub fn mcp(&self) -> Option<&McpContext> {
+        self.state.ctx.mcp.as_ref()
     }
 
     /// Structured logs and child spans of this call.

@@ -37,6 +37,7 @@ mod abort;
 mod context;
 pub mod decode;
 mod definition;
+mod elicit;
 mod error;
 pub mod hooks;
 mod input;
@@ -58,6 +59,7 @@ pub use context::{CallContext, Observer, Progress, ToolContext};
 pub use definition::{
     BackgroundConfig, Disposition, McpAnnotations, McpOptions, OutputValidation, ToolDefinition,
 };
+pub use elicit::{ElicitFuture, Elicitation, Elicitor, McpContext};
 pub use error::{BuildError, ErrorKind, ModelError, ToolError, ValidationErrors, is_valid_tool_id};
 pub use hooks::Hooks;
 pub use input::RawInput;

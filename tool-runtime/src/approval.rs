@@ -197,6 +197,7 @@ impl Runtime {
                 messages: (!messages.is_empty()).then(|| messages.into()),
                 abort: AbortSignal::new(),
                 timeout,
+                mcp: None,
                 resume: None,
                 guard: None,
             };

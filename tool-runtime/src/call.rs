@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use serde_json::Value;
-use tool_core::{RawInput, RequestContext};
+use tool_core::{McpContext, RawInput, RequestContext};
 
 /// One tool call from a model: its id, the tool's id, the arguments, and
 /// the request's context.
@@ -34,6 +34,8 @@ pub struct ToolCall {
     pub messages: Vec<Value>,
     /// Time limit of this call; overrides the tool's and the runtime's.
     pub timeout: Option<Duration>,
+    /// The MCP client that made the call, when the tool may ask it for input.
+    pub mcp: Option<McpContext>,
 }
 
 impl ToolCall {
@@ -50,6 +52,7 @@ impl ToolCall {
             request_context: RequestContext::default(),
             messages: Vec::new(),
             timeout: None,
+            mcp: None,
         }
     }
 
@@ -64,6 +67,14 @@ impl ToolCall {
     #[must_use]
     pub fn with_messages(mut self, messages: Vec<Value>) -> Self {
         self.messages = messages;
+        self
+    }
+
+    /// Lets the tool ask the MCP client's user for input
+    /// (`ToolContext::mcp`); the MCP server sets it for clients that can.
+    #[must_use]
+    pub fn with_mcp(mut self, mcp: McpContext) -> Self {
+        self.mcp = Some(mcp);
         self
     }
 

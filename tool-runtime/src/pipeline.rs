@@ -16,7 +16,9 @@ use std::time::Duration;
 use serde_json::Value;
 use tool_core::hooks::{InputAvailable, OutputAvailable};
 use tool_core::transform::Phase;
-use tool_core::{AbortSignal, CallContext, ErrorKind, ModelError, Outcome, RequestContext, Tool};
+use tool_core::{
+    AbortSignal, CallContext, ErrorKind, McpContext, ModelError, Outcome, RequestContext, Tool,
+};
 use tracing::Instrument as _;
 
 use crate::abort::{RunningGuard, tracked, with_limit};
@@ -35,6 +37,8 @@ pub(crate) struct Run {
     pub(crate) messages: Option<Arc<[Value]>>,
     pub(crate) abort: AbortSignal,
     pub(crate) timeout: Option<Duration>,
+    /// The MCP client of the call, when the tool may ask it for input.
+    pub(crate) mcp: Option<McpContext>,
     /// On resume: the resume data and the payload the call suspended with.
     pub(crate) resume: Option<Box<(Value, Option<Value>)>>,
     /// Set when the abort signal is already registered for `cancel`
@@ -118,6 +122,7 @@ impl Runtime {
             request_context,
             messages,
             timeout,
+            mcp,
         } = call;
         let Some(tool) = self.inner.tools.get(&tool_id) else {
             let error = self.inner.tools.unknown_tool(&tool_id);
@@ -154,6 +159,7 @@ impl Runtime {
             messages: (!messages.is_empty()).then(|| Arc::from(messages)),
             abort,
             timeout: timeout.or_else(|| self.timeout_of(tool)),
+            mcp,
             resume: None,
             guard,
         })
@@ -228,6 +234,9 @@ impl Runtime {
         let span = tracing::Span::current();
         if !span.is_disabled() {
             ctx = ctx.with_parent_span(span);
+        }
+        if let Some(mcp) = &run.mcp {
+            ctx = ctx.with_mcp(mcp.clone());
         }
         if let Some(resume) = &run.resume {
             let (data, payload) = &**resume;

@@ -69,6 +69,7 @@ impl Runtime {
                 messages: (!messages.is_empty()).then(|| messages.into()),
                 abort: AbortSignal::new(),
                 timeout: self.timeout_of(&tool),
+                mcp: None,
                 resume: Some(Box::new((data, pending.payload.clone()))),
                 guard: None,
             };

@@ -209,6 +209,7 @@ impl InputStream {
             request_context,
             messages,
             timeout,
+            mcp: None,
         };
         let admitted = {
             let _entered = span.enter();

@@ -175,6 +175,37 @@ pub async fn deep_ask(ctx: ToolContext<String, Nested>) -> Result<String, ToolEr
     }
 }
 
+/// A seat.
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct SeatChoice {
+    /// Seat, e.g. 12A
+    seat: String,
+    /// A window seat?
+    window: bool,
+}
+
+/// Asks the user for a seat while it runs
+#[tool(id = "pick-seat")]
+pub async fn pick_seat(flight: String, ctx: ToolContext) -> Result<String, ToolError> {
+    let Some(mcp) = ctx.mcp() else {
+        return Ok(format!("{flight}: nobody to ask, seat unassigned"));
+    };
+    Ok(
+        match mcp
+            .elicit_as::<SeatChoice>(format!("Which seat on {flight}?"))
+            .await?
+        {
+            Some(SeatChoice { seat, window }) => {
+                format!(
+                    "{flight}: seat {seat} ({})",
+                    if window { "window" } else { "aisle" }
+                )
+            }
+            None => format!("{flight}: the user did not pick a seat"),
+        },
+    )
+}
+
 fn runtime() -> Runtime {
     Runtime::builder()
         .tool(WeatherTool)
@@ -185,6 +216,7 @@ fn runtime() -> Runtime {
         .tool(DeleteFileTool)
         .tool(BookFlightTool)
         .tool(DeepAskTool)
+        .tool(PickSeatTool)
         .build()
         .unwrap()
 }
@@ -318,7 +350,8 @@ async fn tools_list_carries_declarations() {
             "sleeper",
             "delete-file",
             "book-flight",
-            "deep-ask"
+            "deep-ask",
+            "pick-seat"
         ]
     );
     let weather = serde_json::to_value(&tools[0]).unwrap();
@@ -690,6 +723,49 @@ async fn a_suspended_call_elicits_its_resume_data() {
             asked[1].0
         );
         assert!(runtime.pending().unwrap().is_empty());
+    }
+}
+
+#[tokio::test]
+async fn a_running_tool_asks_the_user_through_its_context() {
+    let client_handler = TestClient::answering(|message, _schema| {
+        if message.contains("AF123") {
+            accept(json!({ "seat": "12A", "window": true }))
+        } else {
+            ElicitResult::new(ElicitationAction::Decline)
+        }
+    });
+    let asked = Arc::clone(&client_handler.asked);
+    let client = connect(runtime(), client_handler, false).await;
+    let picked = call(&client, "pick-seat", json!({ "flight": "AF123" }))
+        .await
+        .unwrap();
+    assert_eq!(text(&picked), "AF123: seat 12A (window)");
+    let (message, schema) = asked.lock().unwrap()[0].clone();
+    assert_eq!(message, "Which seat on AF123?");
+    assert_eq!(schema["properties"]["seat"]["type"], "string");
+    assert_eq!(schema["properties"]["window"]["type"], "boolean");
+    assert_eq!(schema["required"], json!(["seat", "window"]));
+    let declined = call(&client, "pick-seat", json!({ "flight": "LH456" }))
+        .await
+        .unwrap();
+    assert_eq!(text(&declined), "LH456: the user did not pick a seat");
+
+    // A client that cannot show forms (and the stateless protocol, which has
+    // no server-to-client requests): the tool gets no MCP context.
+    for (client_handler, modern) in [
+        (TestClient::default(), false),
+        (TestClient::default(), true),
+    ] {
+        let client = connect(runtime(), client_handler, modern).await;
+        let result = call(&client, "pick-seat", json!({ "flight": "AF123" }))
+            .await
+            .unwrap();
+        assert_eq!(
+            text(&result),
+            "AF123: nobody to ask, seat unassigned",
+            "modern: {modern}"
+        );
     }
 }
 

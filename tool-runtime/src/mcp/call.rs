@@ -12,13 +12,13 @@ use std::sync::{Arc, Mutex, PoisonError};
 use rmcp::ErrorData;
 use rmcp::model::{
     CallToolResponse, CallToolResult, ElicitRequest, ElicitRequestParams, ElicitResult,
-    InputRequest, InputRequiredResult, InputResponses, MetaObject, ProgressNotificationParam,
-    ProgressToken,
+    ElicitationAction, InputRequest, InputRequiredResult, InputResponses, MetaObject,
+    ProgressNotificationParam, ProgressToken,
 };
 use rmcp::service::{Peer, RoleServer};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
-use tool_core::{ErrorKind, Outcome, Tool};
+use tool_core::{ElicitFuture, Elicitation, Elicitor, ErrorKind, Outcome, Tool};
 
 use super::convert::{self, ServedTool};
 use super::elicit::{self, Answer, Decision, Form};
@@ -374,21 +374,7 @@ impl Call {
     /// Sends `form` to the client and waits for the answer (or the
     /// request's cancellation). `Err` says why there is no answer.
     async fn elicit_request(&self, form: Form) -> Result<ElicitResult, String> {
-        if self.ct.is_cancelled() {
-            return Err("the request was cancelled".to_owned());
-        }
-        let params = ElicitRequestParams::FormElicitationParams {
-            meta: None,
-            message: form.message,
-            requested_schema: form.schema,
-        };
-        tokio::select! {
-            result = self.peer.create_elicitation(params) => result.map_err(|e| {
-                tracing::warn!(call_id = %self.call_id, error = %e, "elicitation failed; the call stays pending");
-                format!("asking the user failed: {e}")
-            }),
-            () = self.ct.cancelled() => Err("the request was cancelled".to_owned()),
-        }
+        ask(&self.peer, &self.ct, &self.call_id, form).await
     }
 
     /// An `input_required` result asking `form`; the client retries with
@@ -517,4 +503,63 @@ fn or_failed(result: Result<Outcome, RuntimeError>) -> Outcome {
     result.unwrap_or_else(|error| Outcome::Failed {
         error: tool_core::ModelError::new(ErrorKind::Execution, error.to_string()),
     })
+}
+
+/// Sends `form` to the client of a request and waits for the answer (or the
+/// request's cancellation). `Err` says why there is no answer.
+async fn ask(
+    peer: &Peer<RoleServer>,
+    ct: &CancellationToken,
+    call_id: &str,
+    form: Form,
+) -> Result<ElicitResult, String> {
+    if ct.is_cancelled() {
+        return Err("the request was cancelled".to_owned());
+    }
+    let params = ElicitRequestParams::FormElicitationParams {
+        meta: None,
+        message: form.message,
+        requested_schema: form.schema,
+    };
+    tokio::select! {
+        result = peer.create_elicitation(params) => result.map_err(|e| {
+            tracing::warn!(%call_id, error = %e, "elicitation failed");
+            format!("asking the user failed: {e}")
+        }),
+        () = ct.cancelled() => Err("the request was cancelled".to_owned()),
+    }
+}
+
+/// What a running tool asks its MCP client (`ToolContext::mcp`): forms sent
+/// as `elicitation/create` requests on the call's connection.
+pub(crate) struct PeerElicitor {
+    peer: Peer<RoleServer>,
+    ct: CancellationToken,
+    call_id: String,
+}
+
+impl PeerElicitor {
+    pub(crate) fn new(call: &Call) -> Self {
+        PeerElicitor {
+            peer: call.peer.clone(),
+            ct: call.ct.clone(),
+            call_id: call.call_id.clone(),
+        }
+    }
+}
+
+impl Elicitor for PeerElicitor {
+    fn elicit(&self, message: String, schema: Value) -> ElicitFuture<'_> {
+        Box::pin(async move {
+            let form = elicit::tool_form(message, &schema).ok_or_else(|| {
+                "MCP elicitation asks for flat forms: an object of string, number, integer, boolean or string-enum properties".to_owned()
+            })?;
+            let result = ask(&self.peer, &self.ct, &self.call_id, form.clone()).await?;
+            Ok(match form.answer(&result) {
+                Answer::Data(content) => Elicitation::Accepted(content),
+                Answer::Refused(ElicitationAction::Decline) => Elicitation::Declined,
+                Answer::Refused(_) => Elicitation::Cancelled,
+            })
+        })
+    }
 }

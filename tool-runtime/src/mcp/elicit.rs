@@ -7,7 +7,8 @@
 //! that shape is asked for as is; a primitive resume schema is asked for as
 //! the single property `value` and unwrapped from the answer; anything else
 //! (nested objects, arrays, unions, no resume schema) cannot be elicited,
-//! and the call stays pending instead.
+//! and the call stays pending instead. A tool's own questions
+//! (`ToolContext::mcp`) follow the same rules.
 
 use rmcp::model::{ElicitResult, ElicitationAction, ElicitationSchema};
 use serde_json::{Map, Value, json};
@@ -100,6 +101,17 @@ pub(crate) fn resume_form(
     Some(Form {
         message,
         schema,
+        wrapped,
+    })
+}
+
+/// The form a tool asks for itself (`ToolContext::mcp().elicit(..)`): its
+/// schema made flat as resume schemas are. `None` when it cannot be.
+pub(crate) fn tool_form(message: String, schema: &Value) -> Option<Form> {
+    let (schema, wrapped) = flat_schema(schema)?;
+    Some(Form {
+        message,
+        schema: elicitation_schema(schema)?,
         wrapped,
     })
 }

@@ -13,9 +13,10 @@ use rmcp::service::{RequestContext, RoleServer};
 use rmcp::transport::IntoTransport;
 use rmcp::{ErrorData, ServerHandler, ServiceExt};
 use serde_json::Value;
+use tool_core::McpContext;
 
 use super::McpError;
-use super::call::{Asked, Call, Elicit};
+use super::call::{Asked, Call, Elicit, PeerElicitor};
 use super::convert::{ServedTool, served_tool};
 use crate::{Runtime, ToolCall};
 
@@ -387,8 +388,12 @@ impl ServerHandler for McpServer {
             .map(|from_request| from_request(&context))
             .unwrap_or_default();
         let input = request.arguments.map_or(Value::Null, Value::Object);
-        let tool_call =
+        let mut tool_call =
             ToolCall::new(call.call_id.clone(), name, input).with_request_context(request_context);
+        if call.elicit == Elicit::Request {
+            // The tool itself may ask this client's user (`ToolContext::mcp`).
+            tool_call = tool_call.with_mcp(McpContext::new(PeerElicitor::new(&call)));
+        }
         let runtime = self.inner.runtime.clone();
         Ok(call
             .run(Box::pin(async move { runtime.call(tool_call).await }), None)

@@ -1,0 +1,111 @@
+//! Asking the user something while a tool runs: MCP elicitation, reached
+//! through [`ToolContext::mcp`](crate::ToolContext::mcp) when the tool was
+//! called over MCP by a client that can show forms.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::error::ToolError;
+use crate::schema::schema_for;
+
+/// What the user did with a form.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Elicitation {
+    /// The user submitted the form with this content.
+    Accepted(Value),
+    /// The user said no.
+    Declined,
+    /// The user dismissed the form without answering.
+    Cancelled,
+}
+
+/// The future an [`Elicitor`] returns: the answer, or why there is none.
+pub type ElicitFuture<'a> = Pin<Box<dyn Future<Output = Result<Elicitation, String>> + Send + 'a>>;
+
+/// Shows a form to the user: implemented by the MCP server for clients that
+/// support elicitation (and by tests).
+pub trait Elicitor: Send + Sync + 'static {
+    /// Asks `message` with a form following `schema` (a flat object of
+    /// primitive properties, as MCP form elicitation allows).
+    fn elicit(&self, message: String, schema: Value) -> ElicitFuture<'_>;
+}
+
+/// The MCP side of a call: what a tool can ask the client that called it.
+///
+/// ```
+/// use serde_json::{json, Value};
+/// use tool_core::{ElicitFuture, Elicitation, Elicitor, McpContext};
+///
+/// /// Always picks the window seat.
+/// struct Scripted;
+/// impl Elicitor for Scripted {
+///     fn elicit(&self, _message: String, _schema: Value) -> ElicitFuture<'_> {
+///         Box::pin(async { Ok(Elicitation::Accepted(json!({ "seat": "12A" }))) })
+///     }
+/// }
+///
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct Seat { seat: String }
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let mcp = McpContext::new(Scripted);
+/// let seat: Option<Seat> = mcp.elicit_as("Which seat?").await.unwrap();
+/// assert_eq!(seat.unwrap().seat, "12A");
+/// # });
+/// ```
+#[derive(Clone)]
+pub struct McpContext {
+    elicitor: Arc<dyn Elicitor>,
+}
+
+impl fmt::Debug for McpContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("McpContext").finish_non_exhaustive()
+    }
+}
+
+impl McpContext {
+    /// An MCP context that asks through `elicitor`.
+    pub fn new(elicitor: impl Elicitor) -> Self {
+        McpContext {
+            elicitor: Arc::new(elicitor),
+        }
+    }
+
+    /// Asks the user `message` with a form following `schema`.
+    pub async fn elicit(
+        &self,
+        message: impl Into<String>,
+        schema: Value,
+    ) -> Result<Elicitation, ToolError> {
+        self.elicitor
+            .elicit(message.into(), schema)
+            .await
+            .map_err(|reason| ToolError::new(format!("could not ask the user: {reason}")))
+    }
+
+    /// Asks the user for a `T`, the form derived from its schema: `Some`
+    /// when they answered, `None` when they declined or dismissed the form.
+    pub async fn elicit_as<T: DeserializeOwned + JsonSchema + 'static>(
+        &self,
+        message: impl Into<String>,
+    ) -> Result<Option<T>, ToolError> {
+        let schema = schema_for::<T>()
+            .ok_or_else(|| ToolError::new("cannot ask the user for `()`: it has no fields"))?;
+        match self.elicit(message, schema).await? {
+            Elicitation::Accepted(content) => T::deserialize(&content).map(Some).map_err(|e| {
+                ToolError::new(format!(
+                    "the user's answer does not have the expected shape: {e}"
+                ))
+            }),
+            Elicitation::Declined | Elicitation::Cancelled => Ok(None),
+        }
+    }
+}
