@@ -507,14 +507,41 @@ fn the_context_exposes_ids_and_messages() {
     );
 }
 
+/// Offsets a counter
+#[tool]
+async fn offset(by: i32) -> i32 {
+    by
+}
+
+#[test]
+fn integral_floats_are_integers() {
+    // JSON Schema counts 7.0 as an integer, serde's u32 does not: repaired.
+    assert_eq!(
+        run(&Tool::from(ScoreTool), json!({ "points": 7.0 })).output(),
+        Some(&json!({ "value": 7 }))
+    );
+    assert_eq!(
+        run(&Tool::from(OffsetTool), json!({ "by": -2.0 })).output(),
+        Some(&json!(-2))
+    );
+    // A float field still reads integers and floats alike.
+    assert_eq!(
+        run(&Tool::from(DivideTool), json!({ "a": 3, "b": 2.0 })).output(),
+        Some(&json!(1.5))
+    );
+}
+
 #[test]
 fn input_the_schema_allows_but_the_type_rejects_is_still_an_input_error() {
-    // JSON Schema counts 7.0 as an integer; serde's u32 does not.
-    let (kind, message) = failure(&run(&Tool::from(ScoreTool), json!({ "points": 7.0 })));
+    // schemars' `format: int32` is an annotation to JSON Schema; i32 rejects it.
+    let (kind, message) = failure(&run(
+        &Tool::from(OffsetTool),
+        json!({ "by": 3_000_000_000_u64 }),
+    ));
     assert_eq!(kind, ErrorKind::InputValidation);
-    assert!(
-        message.starts_with("Tool input validation failed for score. Please fix the following errors and try again:\n- root: invalid type: floating point `7.0`, expected u32"),
-        "{message}"
+    assert_eq!(
+        message,
+        "Tool input validation failed for offset. Please fix the following errors and try again:\n- root: invalid value: integer `3000000000`, expected i32\n\nProvided arguments: {\n  \"by\": 3000000000\n}"
     );
 }
 

@@ -174,3 +174,40 @@ pub(crate) fn strip_failing_nulls(value: &Value, issues: &[Issue]) -> Option<Val
     }
     changed.then_some(copy)
 }
+
+/// Rewrites every float with no fractional part that fits an integer as
+/// that integer (`3.0` → `3`); true when something changed. Harmless for
+/// float fields: serde reads integers into `f64` too.
+pub(crate) fn integral_floats_to_integers(value: &mut Value) -> bool {
+    match value {
+        Value::Number(number) if number.is_f64() => {
+            let Some(float) = number.as_f64() else {
+                return false;
+            };
+            // The range checks keep the casts exact.
+            let integer = if float.fract() != 0.0 {
+                None
+            } else if (0.0..1.8e19).contains(&float) {
+                Some(serde_json::Number::from(float as u64))
+            } else if (-9.2e18..0.0).contains(&float) {
+                Some(serde_json::Number::from(float as i64))
+            } else {
+                None
+            };
+            match integer {
+                Some(integer) => {
+                    *number = integer;
+                    true
+                }
+                None => false,
+            }
+        }
+        Value::Array(items) => items.iter_mut().fold(false, |changed, item| {
+            integral_floats_to_integers(item) | changed
+        }),
+        Value::Object(map) => map.values_mut().fold(false, |changed, item| {
+            integral_floats_to_integers(item) | changed
+        }),
+        _ => false,
+    }
+}

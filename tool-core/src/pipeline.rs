@@ -240,14 +240,13 @@ impl Tool {
                 error: ModelError::new(ErrorKind::Execution, error.message())
                     .with_data(error.data().cloned()),
             },
-            Run::Done(Err(ExecFailure::Input(reason))) => {
+            Run::Done(Err(ExecFailure::Input { reason, input })) => {
                 let issue = Issue {
                     path: Vec::new(),
                     message: reason,
                 };
                 Outcome::Failed {
-                    // The validated input was consumed by the failed conversion.
-                    error: failure(Subject::Input, &inner.id, &[issue], None),
+                    error: failure(Subject::Input, &inner.id, &[issue], Some(&input)),
                 }
             }
             Run::Done(Err(ExecFailure::Output(reason))) => Outcome::Failed {

@@ -8,14 +8,15 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use schemars::JsonSchema;
+use serde::Serialize;
 use serde::de::DeserializeOwned;
-use serde::{Deserialize as _, Serialize};
 use serde_json::{Map, Value};
 
 use crate::context::{CallState, ToolContext};
 use crate::definition::{BackgroundConfig, McpOptions, OutputValidation, ToolDefinition};
 use crate::error::{BuildError, ToolError, is_valid_tool_id};
 use crate::hooks::Hooks;
+use crate::input::integral_floats_to_integers;
 use crate::model_output::ModelOutput;
 use crate::request_context::RequestContext;
 use crate::schema::schema_for;
@@ -33,7 +34,12 @@ pub(crate) enum ExecFailure {
     /// The function returned an error.
     Tool(ToolError),
     /// The validated input did not deserialize into the function's type.
-    Input(String),
+    Input {
+        /// What serde reported.
+        reason: String,
+        /// The arguments, quoted in the error.
+        input: Value,
+    },
     /// The output could not be serialized.
     Output(String),
     /// Stored resume data or suspend payload no longer fit the tool's types.
@@ -220,8 +226,7 @@ fn typed_executor<T: TypedTool>(tool: Arc<T>) -> Arc<ExecFn> {
     Arc::new(move |input: Value, state: Arc<CallState>| {
         let tool = Arc::clone(&tool);
         Box::pin(async move {
-            let input =
-                T::Input::deserialize(input).map_err(|e| ExecFailure::Input(e.to_string()))?;
+            let input = deserialize_input::<T::Input>(input)?;
             let ctx = ToolContext::from_state(state).map_err(ExecFailure::Context)?;
             let output = tool.execute(input, ctx).await.map_err(ExecFailure::Tool)?;
             let model_output = T::to_model_output(&output);
@@ -232,6 +237,28 @@ fn typed_executor<T: TypedTool>(tool: Arc<T>) -> Arc<ExecFn> {
                 model_output,
             })
         })
+    })
+}
+
+/// Converts validated arguments to the tool's input type. JSON Schema counts
+/// `3.0` as an integer, serde's integer types do not, and models (Gemini
+/// notably) send integral floats: a failed conversion is retried with them
+/// made integers. A conversion that still fails keeps the arguments, so the
+/// error can quote them.
+fn deserialize_input<I: DeserializeOwned>(input: Value) -> Result<I, ExecFailure> {
+    let error = match I::deserialize(&input) {
+        Ok(converted) => return Ok(converted),
+        Err(error) => error,
+    };
+    let mut integral = input.clone();
+    if integral_floats_to_integers(&mut integral) {
+        if let Ok(converted) = I::deserialize(&integral) {
+            return Ok(converted);
+        }
+    }
+    Err(ExecFailure::Input {
+        reason: error.to_string(),
+        input,
     })
 }
 
