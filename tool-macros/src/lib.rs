@@ -1,10 +1,10 @@
 //! The `#[tool]` attribute of `tool-core`. Use it through `tool_core::tool`;
 //! see that crate for documentation.
 //!
-//! The expansion runs in stages, one module each: [`attr`] parses the
-//! attribute, [`ast`] models the function, [`valid`] checks both, and
-//! [`expand`] generates code. Errors from every stage are collected in a
-//! [`ctxt::Ctxt`] and reported together; on error the function is still
+//! The expansion runs in stages, one module each: `attr` parses the
+//! attribute, `ast` models the function, `valid` checks both, and
+//! `expand` generates code. Errors from every stage are collected in a
+//! `ctxt::Ctxt` and reported together; on error the function is still
 //! emitted unchanged so the rest of the crate keeps compiling.
 
 mod ast;
