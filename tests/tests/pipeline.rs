@@ -305,6 +305,7 @@ fn suspend_returns_the_validated_payload_and_resume_schema() {
     let outcome = run(&tool, json!({ "path": "/tmp/a" }));
     let Outcome::Suspended {
         call_id,
+        input,
         payload,
         resume_schema,
     } = outcome
@@ -312,6 +313,11 @@ fn suspend_returns_the_validated_payload_and_resume_schema() {
         panic!("expected a suspension, got {outcome:?}");
     };
     assert_eq!(call_id, "call-1");
+    assert_eq!(
+        input,
+        json!({ "path": "/tmp/a" }),
+        "the arguments it ran on, for storing"
+    );
     assert_eq!(payload, json!({ "question": "Delete /tmp/a?" }));
     assert_eq!(
         resume_schema.unwrap()["properties"]["approved"]["type"],

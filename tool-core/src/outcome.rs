@@ -45,6 +45,9 @@ pub enum Outcome {
     Suspended {
         /// The suspended call.
         call_id: String,
+        /// The validated arguments it ran on: store them with the call, and
+        /// resume with them.
+        input: Value,
         /// What the tool suspended with, validated against its suspend schema.
         payload: Value,
         /// Schema of the resume data.

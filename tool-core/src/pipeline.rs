@@ -19,7 +19,7 @@ use crate::error::{ErrorKind, ModelError};
 use crate::input::{RawInput, coerce_stringified, normalize_top, parse_text, strip_failing_nulls};
 use crate::outcome::Outcome;
 use crate::request_context::RequestContext;
-use crate::tool::{ExecFailure, ExecFuture, Executed, Tool};
+use crate::tool::{Exec, ExecFailure, ExecFuture, Executed, Tool};
 use crate::validate::{CompiledSchema, Issue, Subject, failure};
 
 /// One safe repair: the repaired value, or `None` when it changes nothing.
@@ -27,7 +27,7 @@ type Repair<'a> = &'a dyn Fn(&Value, &[Issue]) -> Option<Value>;
 
 /// How the execute step ended.
 enum Run {
-    Done(Result<Executed, ExecFailure>),
+    Done(Exec),
     Panicked(String),
     Aborted,
 }
@@ -231,16 +231,32 @@ impl Tool {
     fn conclude(&self, state: &CallState, run: Run) -> Outcome {
         let inner = &self.inner;
         let _entered = state.span.enter();
+        let Exec { result, input } = match run {
+            Run::Done(exec) => exec,
+            Run::Panicked(message) => {
+                tracing::error!(panic = %message, "tool panicked; the call failed");
+                return Outcome::Failed {
+                    error: ModelError::new(
+                        ErrorKind::Panic,
+                        format!("Tool {} failed unexpectedly: {message}", inner.id),
+                    ),
+                };
+            }
+            Run::Aborted => {
+                tracing::warn!("tool call aborted");
+                return Outcome::Aborted;
+            }
+        };
         if let Some(suspension) = state.take_suspension() {
-            return self.suspended(state.ctx.call_id.clone(), suspension);
+            return self.suspended(state.ctx.call_id.clone(), input, suspension);
         }
-        match run {
-            Run::Done(Ok(executed)) => self.completed(executed),
-            Run::Done(Err(ExecFailure::Tool(error))) => Outcome::Failed {
+        match result {
+            Ok(executed) => self.completed(executed),
+            Err(ExecFailure::Tool(error)) => Outcome::Failed {
                 error: ModelError::new(ErrorKind::Execution, error.message())
                     .with_data(error.data().cloned()),
             },
-            Run::Done(Err(ExecFailure::Input { reason, input })) => {
+            Err(ExecFailure::Input(reason)) => {
                 let issue = Issue {
                     path: Vec::new(),
                     message: reason,
@@ -249,7 +265,7 @@ impl Tool {
                     error: failure(Subject::Input, &inner.id, &[issue], Some(&input)),
                 }
             }
-            Run::Done(Err(ExecFailure::Output(reason))) => Outcome::Failed {
+            Err(ExecFailure::Output(reason)) => Outcome::Failed {
                 error: ModelError::new(
                     ErrorKind::OutputValidation,
                     format!(
@@ -258,29 +274,21 @@ impl Tool {
                     ),
                 ),
             },
-            Run::Done(Err(ExecFailure::Context(reason))) => Outcome::Failed {
+            Err(ExecFailure::Context(reason)) => Outcome::Failed {
                 error: ModelError::new(
                     ErrorKind::ResumeValidation,
                     format!("Tool {} could not resume: stored {reason}", inner.id),
                 ),
             },
-            Run::Panicked(message) => {
-                tracing::error!(panic = %message, "tool panicked; the call failed");
-                Outcome::Failed {
-                    error: ModelError::new(
-                        ErrorKind::Panic,
-                        format!("Tool {} failed unexpectedly: {message}", inner.id),
-                    ),
-                }
-            }
-            Run::Aborted => {
-                tracing::warn!("tool call aborted");
-                Outcome::Aborted
-            }
         }
     }
 
-    fn suspended(&self, call_id: String, suspension: Result<Value, String>) -> Outcome {
+    fn suspended(
+        &self,
+        call_id: String,
+        input: Value,
+        suspension: Result<Value, String>,
+    ) -> Outcome {
         let id = &self.inner.id;
         let payload = match suspension {
             Ok(payload) => payload,
@@ -302,6 +310,7 @@ impl Tool {
         }
         Outcome::Suspended {
             call_id,
+            input,
             payload,
             resume_schema: self.inner.definition.resume_schema.clone(),
         }

@@ -34,19 +34,21 @@ pub(crate) enum ExecFailure {
     /// The function returned an error.
     Tool(ToolError),
     /// The validated input did not deserialize into the function's type.
-    Input {
-        /// What serde reported.
-        reason: String,
-        /// The arguments, quoted in the error.
-        input: Value,
-    },
+    Input(String),
     /// The output could not be serialized.
     Output(String),
     /// Stored resume data or suspend payload no longer fit the tool's types.
     Context(String),
 }
 
-pub(crate) type ExecFuture = Pin<Box<dyn Future<Output = Result<Executed, ExecFailure>> + Send>>;
+/// How an execute function ended, with the arguments it ran on: kept so a
+/// suspended call can be stored with them (and errors can quote them).
+pub(crate) struct Exec {
+    pub(crate) result: Result<Executed, ExecFailure>,
+    pub(crate) input: Value,
+}
+
+pub(crate) type ExecFuture = Pin<Box<dyn Future<Output = Exec> + Send>>;
 pub(crate) type ExecFn = dyn Fn(Value, Arc<CallState>) -> ExecFuture + Send + Sync;
 type ModelOutputFn = dyn Fn(&Value) -> ModelOutput + Send + Sync;
 type ApprovalPolicy = dyn Fn(&Value, &RequestContext) -> bool + Send + Sync;
@@ -226,27 +228,34 @@ fn typed_executor<T: TypedTool>(tool: Arc<T>) -> Arc<ExecFn> {
     Arc::new(move |input: Value, state: Arc<CallState>| {
         let tool = Arc::clone(&tool);
         Box::pin(async move {
-            let input = deserialize_input::<T::Input>(input)?;
-            let ctx = ToolContext::from_state(state).map_err(ExecFailure::Context)?;
-            let output = tool.execute(input, ctx).await.map_err(ExecFailure::Tool)?;
-            let model_output = T::to_model_output(&output);
-            let output =
-                serde_json::to_value(&output).map_err(|e| ExecFailure::Output(e.to_string()))?;
-            Ok(Executed {
-                output,
-                model_output,
-            })
+            let result = run_typed(&*tool, &input, state).await;
+            Exec { result, input }
         })
     })
 }
 
-/// Converts validated arguments to the tool's input type. JSON Schema counts
-/// `3.0` as an integer, serde's integer types do not, and models (Gemini
-/// notably) send integral floats: a failed conversion is retried with them
-/// made integers. A conversion that still fails keeps the arguments, so the
-/// error can quote them.
-fn deserialize_input<I: DeserializeOwned>(input: Value) -> Result<I, ExecFailure> {
-    let error = match I::deserialize(&input) {
+async fn run_typed<T: TypedTool>(
+    tool: &T,
+    input: &Value,
+    state: Arc<CallState>,
+) -> Result<Executed, ExecFailure> {
+    let input = deserialize_input::<T::Input>(input)?;
+    let ctx = ToolContext::from_state(state).map_err(ExecFailure::Context)?;
+    let output = tool.execute(input, ctx).await.map_err(ExecFailure::Tool)?;
+    let model_output = T::to_model_output(&output);
+    let output = serde_json::to_value(&output).map_err(|e| ExecFailure::Output(e.to_string()))?;
+    Ok(Executed {
+        output,
+        model_output,
+    })
+}
+
+/// Converts validated arguments to the tool's input type (by reference: the
+/// arguments are kept for a suspension). JSON Schema counts `3.0` as an
+/// integer, serde's integer types do not, and models (Gemini notably) send
+/// integral floats: a failed conversion is retried with them made integers.
+fn deserialize_input<I: DeserializeOwned>(input: &Value) -> Result<I, ExecFailure> {
+    let error = match I::deserialize(input) {
         Ok(converted) => return Ok(converted),
         Err(error) => error,
     };
@@ -256,10 +265,7 @@ fn deserialize_input<I: DeserializeOwned>(input: Value) -> Result<I, ExecFailure
             return Ok(converted);
         }
     }
-    Err(ExecFailure::Input {
-        reason: error.to_string(),
-        input,
-    })
+    Err(ExecFailure::Input(error.to_string()))
 }
 
 /// Builds a [`Tool`]: the direct analogue of createTool. The `#[tool]`
@@ -478,16 +484,26 @@ impl ToolBuilder {
             Some(Arc::new(
                 move |input: Value, state: Arc<CallState>| match ToolContext::from_state(state) {
                     Ok(ctx) => {
-                        let running = execute(input, ctx);
+                        // The function takes the arguments; a copy is kept
+                        // in case the call suspends.
+                        let running = execute(input.clone(), ctx);
                         Box::pin(async move {
-                            let output = running.await.map_err(|e| ExecFailure::Tool(e.into()))?;
-                            Ok(Executed {
-                                output,
-                                model_output: None,
-                            })
+                            let result = running
+                                .await
+                                .map(|output| Executed {
+                                    output,
+                                    model_output: None,
+                                })
+                                .map_err(|e| ExecFailure::Tool(e.into()));
+                            Exec { result, input }
                         }) as ExecFuture
                     }
-                    Err(reason) => Box::pin(async move { Err(ExecFailure::Context(reason)) }),
+                    Err(reason) => Box::pin(async move {
+                        Exec {
+                            result: Err(ExecFailure::Context(reason)),
+                            input,
+                        }
+                    }),
                 },
             ));
         self
@@ -544,11 +560,14 @@ impl ToolBuilder {
         let resume = compile("resume", self.resume_schema.clone());
         let request_context = compile("request context", self.request_context_schema.clone());
         let executor = self.executor.unwrap_or_else(|| {
-            Arc::new(|_, _| {
+            Arc::new(|input, _| {
                 Box::pin(async {
-                    Err(ExecFailure::Tool(ToolError::new(
-                        "this tool has no execute function",
-                    )))
+                    Exec {
+                        result: Err(ExecFailure::Tool(ToolError::new(
+                            "this tool has no execute function",
+                        ))),
+                        input,
+                    }
                 })
             })
         });

@@ -162,7 +162,7 @@ impl Runtime {
             tracing::warn!(
                 "no tokio runtime to run a background task on; running it in the foreground"
             );
-            let (outcome, timed_out) = self.run_as_given(&run).await;
+            let (outcome, timed_out) = self.run_as_given(&mut run).await;
             return self.settle(&run, outcome, timed_out);
         };
         let tasks = &self.inner.tasks;

@@ -191,16 +191,17 @@ impl Runtime {
             // Boxed: keeps the background machinery out of every call's future.
             return Box::pin(self.run_background(run, config)).await;
         }
-        let (outcome, timed_out) = self.run_as_given(&run).await;
+        let (outcome, timed_out) = self.run_as_given(&mut run).await;
         run.guard = None;
         self.settle(&run, outcome, timed_out)
     }
 
     /// One execution with the call's own input, request context, abort
-    /// signal and time limit. The originals stay in `run` in case the tool
-    /// suspends and the call is stored.
-    pub(crate) async fn run_as_given(&self, run: &Run) -> (Outcome, bool) {
-        let (input, request_context) = (run.input.clone(), run.request_context.clone());
+    /// signal and time limit. The input moves into the tool: a suspended
+    /// outcome hands it back for storing.
+    pub(crate) async fn run_as_given(&self, run: &mut Run) -> (Outcome, bool) {
+        let input = std::mem::take(&mut run.input);
+        let request_context = run.request_context.clone();
         self.run_once(run, input, request_context, &run.abort, run.timeout)
             .await
     }
@@ -291,12 +292,13 @@ impl Runtime {
                 });
             }
             Outcome::Suspended {
+                input,
                 payload: suspended,
                 resume_schema,
                 ..
             } => {
                 let mut pending =
-                    PendingCall::new(call_id, tool_id, PendingKind::Suspended, run.input.clone());
+                    PendingCall::new(call_id, tool_id, PendingKind::Suspended, input.clone());
                 pending.request_context = run.request_context.values().clone();
                 pending.messages = run
                     .messages

@@ -61,7 +61,7 @@ impl Runtime {
                     payload: payload(Some(&tool), call_id, tool_id, Phase::Resume, &data),
                 });
             let messages = pending.messages.clone();
-            let run = Run {
+            let mut run = Run {
                 tool: tool.clone(),
                 call_id: pending.call_id.clone(),
                 input: pending.input.clone(),
@@ -73,7 +73,7 @@ impl Runtime {
                 resume: Some(Box::new((data, pending.payload.clone()))),
                 guard: None,
             };
-            let (outcome, timed_out) = self.run_as_given(&run).await;
+            let (outcome, timed_out) = self.run_as_given(&mut run).await;
             if outcome
                 .error()
                 .is_some_and(|e| e.kind() == ErrorKind::ResumeValidation)

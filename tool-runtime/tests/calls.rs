@@ -425,6 +425,7 @@ async fn suspend_stores_the_call_and_resume_reruns_with_data_and_payload() {
     let outcome = runtime.call(call).await;
     let Outcome::Suspended {
         call_id,
+        input,
         payload,
         resume_schema,
     } = &outcome
@@ -432,6 +433,7 @@ async fn suspend_stores_the_call_and_resume_reruns_with_data_and_payload() {
         panic!("{outcome:?}")
     };
     assert_eq!(call_id, "c1");
+    assert_eq!(input, &json!({ "q": "color?" }));
     assert_eq!(payload, &json!({ "asked": { "q": "color?" } }));
     assert!(resume_schema.is_some());
 
@@ -529,6 +531,7 @@ async fn parallel_suspends_never_cross_wire() {
             outcome,
             Outcome::Suspended {
                 call_id: format!("c{i}"),
+                input: json!({ "n": i }),
                 payload: json!({ "asked": { "n": i } }),
                 resume_schema: Some(json!({ "type": ["boolean", "number", "string", "object"] })),
             }

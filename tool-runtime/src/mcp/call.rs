@@ -167,6 +167,7 @@ impl Call {
                     (Some(form), Some(result)) => self.resume_with(&form, &result, suspension),
                     (_, None) => self.replay(Outcome::Suspended {
                         call_id: pending.call_id.clone(),
+                        input: pending.input.clone(),
                         payload: suspension.payload,
                         resume_schema: suspension.resume_schema,
                     }),
