@@ -547,7 +547,7 @@ fn input_the_schema_allows_but_the_type_rejects_is_still_an_input_error() {
     assert_eq!(kind, ErrorKind::InputValidation);
     assert_eq!(
         message,
-        "Tool input validation failed for offset. Please fix the following errors and try again:\n- root: invalid value: integer `3000000000`, expected i32\n\nProvided arguments: {\n  \"by\": 3000000000\n}"
+        "Tool input validation failed for offset. Please fix the following errors and try again:\n- root: invalid value: integer `3000000000`, expected i32"
     );
 }
 
@@ -630,5 +630,21 @@ fn a_tool_asks_the_user_through_the_mcp_context_when_there_is_one() {
             .unwrap()
             .message()
             .starts_with("the user's answer does not have the expected shape")
+    );
+}
+
+/// Suspends without declaring what it suspends with
+#[tool]
+async fn undeclared_suspend(ctx: ToolContext) -> Result<(), ToolError> {
+    ctx.suspend(())
+}
+
+#[test]
+fn suspending_without_suspend_types_is_a_clear_error() {
+    let (kind, message) = failure(&run(&Tool::from(UndeclaredSuspendTool), json!({})));
+    assert_eq!(kind, ErrorKind::SuspendValidation);
+    assert!(
+        message.contains("declares no suspend payload or resume data type"),
+        "{message}"
     );
 }

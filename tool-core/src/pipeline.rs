@@ -248,6 +248,17 @@ impl Tool {
             }
         };
         if let Some(suspension) = state.take_suspension() {
+            let Some(input) = input else {
+                return Outcome::Failed {
+                    error: ModelError::new(
+                        ErrorKind::SuspendValidation,
+                        format!(
+                            "Tool {} suspended, but it declares no suspend payload or resume data type to resume with: take its context as ToolContext<Suspend, Resume>",
+                            inner.id
+                        ),
+                    ),
+                };
+            };
             return self.suspended(state.ctx.call_id.clone(), input, suspension);
         }
         match result {
@@ -262,7 +273,7 @@ impl Tool {
                     message: reason,
                 };
                 Outcome::Failed {
-                    error: failure(Subject::Input, &inner.id, &[issue], Some(&input)),
+                    error: failure(Subject::Input, &inner.id, &[issue], input.as_ref()),
                 }
             }
             Err(ExecFailure::Output(reason)) => Outcome::Failed {

@@ -1,6 +1,7 @@
 //! The erased [`Tool`], its [`ToolBuilder`] (the analogue of `createTool`),
 //! and the [`TypedTool`] trait the `#[tool]` attribute implements.
 
+use std::any::TypeId;
 use std::fmt;
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -8,8 +9,8 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use schemars::JsonSchema;
-use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde::{Deserialize as _, Serialize};
 use serde_json::{Map, Value};
 
 use crate::context::{CallState, ToolContext};
@@ -41,11 +42,13 @@ pub(crate) enum ExecFailure {
     Context(String),
 }
 
-/// How an execute function ended, with the arguments it ran on: kept so a
-/// suspended call can be stored with them (and errors can quote them).
+/// How an execute function ended, with the arguments it ran on when they
+/// were kept: a suspended call is stored with them, errors quote them.
 pub(crate) struct Exec {
     pub(crate) result: Result<Executed, ExecFailure>,
-    pub(crate) input: Value,
+    /// `None` for a typed tool that cannot suspend: its arguments moved into
+    /// the function, which is cheaper than keeping them.
+    pub(crate) input: Option<Value>,
 }
 
 pub(crate) type ExecFuture = Pin<Box<dyn Future<Output = Exec> + Send>>;
@@ -225,21 +228,39 @@ impl<T: TypedTool> From<T> for Tool {
 }
 
 fn typed_executor<T: TypedTool>(tool: Arc<T>) -> Arc<ExecFn> {
-    Arc::new(move |input: Value, state: Arc<CallState>| {
+    let can_suspend = TypeId::of::<T::Suspend>() != TypeId::of::<()>()
+        || TypeId::of::<T::Resume>() != TypeId::of::<()>();
+    Arc::new(move |mut input: Value, state: Arc<CallState>| {
         let tool = Arc::clone(&tool);
         Box::pin(async move {
-            let result = run_typed(&*tool, &input, state).await;
-            Exec { result, input }
+            if can_suspend {
+                let result = match deserialize_input::<T::Input>(&input) {
+                    Ok(typed) => run_typed(&*tool, typed, state).await,
+                    Err(failure) => Err(failure),
+                };
+                return Exec {
+                    result,
+                    input: Some(input),
+                };
+            }
+            integral_floats_to_integers(&mut input);
+            let result = match T::Input::deserialize(input) {
+                Ok(typed) => run_typed(&*tool, typed, state).await,
+                Err(error) => Err(ExecFailure::Input(error.to_string())),
+            };
+            Exec {
+                result,
+                input: None,
+            }
         })
     })
 }
 
 async fn run_typed<T: TypedTool>(
     tool: &T,
-    input: &Value,
+    input: T::Input,
     state: Arc<CallState>,
 ) -> Result<Executed, ExecFailure> {
-    let input = deserialize_input::<T::Input>(input)?;
     let ctx = ToolContext::from_state(state).map_err(ExecFailure::Context)?;
     let output = tool.execute(input, ctx).await.map_err(ExecFailure::Tool)?;
     let model_output = T::to_model_output(&output);
@@ -250,10 +271,10 @@ async fn run_typed<T: TypedTool>(
     })
 }
 
-/// Converts validated arguments to the tool's input type (by reference: the
-/// arguments are kept for a suspension). JSON Schema counts `3.0` as an
-/// integer, serde's integer types do not, and models (Gemini notably) send
-/// integral floats: a failed conversion is retried with them made integers.
+/// Converts validated arguments to the tool's input type, by reference (the
+/// arguments are kept). JSON Schema counts `3.0` as an integer, serde's
+/// integer types do not, and models (Gemini notably) send integral floats: a
+/// failed conversion is retried with them made integers.
 fn deserialize_input<I: DeserializeOwned>(input: &Value) -> Result<I, ExecFailure> {
     let error = match I::deserialize(input) {
         Ok(converted) => return Ok(converted),
@@ -495,13 +516,16 @@ impl ToolBuilder {
                                     model_output: None,
                                 })
                                 .map_err(|e| ExecFailure::Tool(e.into()));
-                            Exec { result, input }
+                            Exec {
+                                result,
+                                input: Some(input),
+                            }
                         }) as ExecFuture
                     }
                     Err(reason) => Box::pin(async move {
                         Exec {
                             result: Err(ExecFailure::Context(reason)),
-                            input,
+                            input: Some(input),
                         }
                     }),
                 },
@@ -566,7 +590,7 @@ impl ToolBuilder {
                         result: Err(ExecFailure::Tool(ToolError::new(
                             "this tool has no execute function",
                         ))),
-                        input,
+                        input: Some(input),
                     }
                 })
             })
