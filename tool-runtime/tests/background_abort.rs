@@ -59,7 +59,7 @@ fn with_callbacks(
 
 #[tokio::test]
 async fn a_deferred_call_returns_started_and_wait_gives_the_final_outcome() {
-    let (tool, attempts) = flaky("report", BackgroundConfig::new(), 0, 300);
+    let (tool, attempts) = flaky("report", BackgroundConfig::new(), 0, 800);
     let results = Results::default();
     let runtime = with_callbacks(Runtime::builder().tool(tool), &results)
         .build()
@@ -71,8 +71,8 @@ async fn a_deferred_call_returns_started_and_wait_gives_the_final_outcome() {
         .call(ToolCall::new("c1", "report", json!({ "q": 1 })))
         .await;
     assert!(
-        begun.elapsed() < Duration::from_millis(150),
-        "deferred: returns before the 300 ms tool ends"
+        begun.elapsed() < Duration::from_millis(400),
+        "deferred: returns well before the 800 ms tool ends"
     );
     let Outcome::Started { task_id } = &started else {
         panic!("{started:?}")
