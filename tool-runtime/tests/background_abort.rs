@@ -57,6 +57,14 @@ fn with_callbacks(
         .on_background_failed(move |r| failed.lock().unwrap().push(("failed".into(), r.clone())))
 }
 
+/// Calls the background tool `tool_id` (call `c1`) and returns its task id.
+async fn start(runtime: &Runtime, tool_id: &str) -> String {
+    match runtime.call(ToolCall::new("c1", tool_id, json!({}))).await {
+        Outcome::Started { task_id } => task_id,
+        other => panic!("expected a started background task, got {other:?}"),
+    }
+}
+
 #[tokio::test]
 async fn a_deferred_call_returns_started_and_wait_gives_the_final_outcome() {
     let (tool, attempts) = flaky("report", BackgroundConfig::new(), 0, 800);
@@ -138,10 +146,7 @@ async fn background_retries_until_an_attempt_succeeds() {
     let runtime = with_callbacks(Runtime::builder().tool(tool), &results)
         .build()
         .unwrap();
-    let Outcome::Started { task_id } = runtime.call(ToolCall::new("c1", "report", json!({}))).await
-    else {
-        panic!()
-    };
+    let task_id = start(&runtime, "report").await;
     let done = runtime.wait(&task_id).await.unwrap();
     assert_eq!(done.output().unwrap()["attempt"], 3);
     assert_eq!(attempts.load(Ordering::SeqCst), 3);
@@ -156,10 +161,7 @@ async fn background_failure_after_retries_calls_on_failed() {
     let runtime = with_callbacks(Runtime::builder().tool(tool), &results)
         .build()
         .unwrap();
-    let Outcome::Started { task_id } = runtime.call(ToolCall::new("c1", "report", json!({}))).await
-    else {
-        panic!()
-    };
+    let task_id = start(&runtime, "report").await;
     let done = runtime.wait(&task_id).await.unwrap();
     assert_eq!(done.error().unwrap().message(), "attempt 3 failed");
     assert_eq!(attempts.load(Ordering::SeqCst), 3, "1 attempt + 2 retries");
@@ -183,10 +185,7 @@ async fn background_timeout_fires_the_abort_signal_then_retries_then_fails() {
         .build()
         .unwrap();
     let begun = std::time::Instant::now();
-    let Outcome::Started { task_id } = runtime.call(ToolCall::new("c1", "slow", json!({}))).await
-    else {
-        panic!()
-    };
+    let task_id = start(&runtime, "slow").await;
     let done = runtime.wait(&task_id).await.unwrap();
     assert!(
         begun.elapsed() < Duration::from_secs(2),
@@ -207,10 +206,7 @@ async fn background_timeout_fires_the_abort_signal_then_retries_then_fails() {
 async fn cancelling_a_background_task_stops_it_without_retries() {
     let (tool, attempts) = flaky("slow", BackgroundConfig::new().max_retries(5), 0, 5_000);
     let runtime = Runtime::builder().tool(tool).build().unwrap();
-    let Outcome::Started { task_id } = runtime.call(ToolCall::new("c1", "slow", json!({}))).await
-    else {
-        panic!()
-    };
+    let task_id = start(&runtime, "slow").await;
     tokio::time::sleep(Duration::from_millis(10)).await;
     runtime.cancel("c1").unwrap();
     assert_eq!(runtime.wait(&task_id).await.unwrap(), Outcome::Aborted);

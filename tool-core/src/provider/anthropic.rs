@@ -57,20 +57,12 @@ const DESCRIBED: &[&str] = &[
     "propertyNames",
 ];
 
-/// Keywords that would change the accepted values too much to drop.
-const REJECTED: &[&str] = &[
-    "not",
-    "if",
-    "then",
-    "else",
-    "dependentRequired",
-    "dependentSchemas",
-    "dependencies",
-    "prefixItems",
-    "additionalItems",
-    "$dynamicRef",
-    "$recursiveRef",
-];
+/// Keywords that would change the accepted values too much to drop: the
+/// ones OpenAI's strict mode refuses, and dynamic references.
+fn rejected(keyword: &str) -> bool {
+    crate::strict::convert::REJECTED.contains(&keyword)
+        || matches!(keyword, "$dynamicRef" | "$recursiveRef")
+}
 
 /// Kept as they are.
 const KEPT: &[&str] = &["description", "title", "default", "pattern", "required"];
@@ -286,7 +278,7 @@ fn convert_plain(
                 _ => dropped.push((key.clone(), value.clone())),
             },
             k if DESCRIBED.contains(&k) => dropped.push((key.clone(), value.clone())),
-            k if REJECTED.contains(&k) => {
+            k if rejected(k) => {
                 return Err(walk.error_at(k, SchemaRule::UnsupportedKeyword(k.to_owned())));
             }
             k if KEPT.contains(&k) => {

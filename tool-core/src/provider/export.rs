@@ -6,7 +6,7 @@ use serde_json::{Map, Value, json};
 use super::error::ExportError;
 use super::{Provider, anthropic, gemini, openai};
 use crate::definition::ToolDefinition;
-use crate::input::RawInput;
+use crate::input::{RawInput, parse_text};
 use crate::strict::{NullMap, StrictOptions};
 
 /// A tool exported for one provider: the definition to send, and how to turn
@@ -263,7 +263,8 @@ impl Export {
                 self.restore_value(&mut value);
                 RawInput::Json(value)
             }
-            RawInput::Text(text) => match parse_arguments(&text) {
+            // Every exported schema is an object schema: empty text is `{}`.
+            RawInput::Text(text) => match parse_text(&text, true) {
                 Some(mut value) => {
                     self.restore_value(&mut value);
                     RawInput::Json(value)
@@ -272,24 +273,6 @@ impl Export {
             },
         }
     }
-}
-
-/// Parses argument text the way the tool pipeline does (every exported
-/// schema is an object schema): empty text is `{}`, a Markdown code fence
-/// around the JSON is removed.
-fn parse_arguments(text: &str) -> Option<Value> {
-    let trimmed = text.trim();
-    if trimmed.is_empty() {
-        return Some(Value::Object(Map::new()));
-    }
-    if let Ok(value) = serde_json::from_str(trimmed) {
-        return Some(value);
-    }
-    let fenced = trimmed
-        .strip_prefix("```json")
-        .or_else(|| trimmed.strip_prefix("```"))
-        .and_then(|rest| rest.strip_suffix("```"))?;
-    serde_json::from_str(fenced.trim()).ok()
 }
 
 /// The options of one provider, split into what the exporter reads and what

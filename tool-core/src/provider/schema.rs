@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 
 use super::error::{SchemaError, SchemaRule};
 use crate::strict::merge::merge;
-use crate::strict::pointer::{escape_token, parse_ref};
+use crate::strict::pointer::{escape_token, parse_ref, step};
 
 /// JSON nesting (and `$ref` expansion) the converters process.
 pub(crate) const MAX_DEPTH: usize = 128;
@@ -264,12 +264,8 @@ impl<'a> Expander<'a> {
         let tokens = parse_ref(reference).map_err(invalid)?;
         let mut current = self.root;
         for token in &tokens {
-            let next = match current {
-                Value::Object(map) => map.get(token),
-                Value::Array(items) => token.parse::<usize>().ok().and_then(|i| items.get(i)),
-                _ => None,
-            };
-            current = next.ok_or_else(|| invalid("does not resolve in this schema".into()))?;
+            current = step(current, token)
+                .ok_or_else(|| invalid("does not resolve in this schema".into()))?;
         }
         match current {
             Value::Object(map) => Ok(map.clone()),

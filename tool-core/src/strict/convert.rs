@@ -24,8 +24,8 @@ pub(crate) const SUPPORTED_FORMATS: &[&str] = &[
 ];
 
 /// Constraints OpenAI rejects and that cannot be dropped without accepting very
-/// different values.
-const REJECTED: &[&str] = &[
+/// different values (Anthropic's strict mode refuses them too).
+pub(crate) const REJECTED: &[&str] = &[
     "not",
     "if",
     "then",

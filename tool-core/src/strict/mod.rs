@@ -98,7 +98,7 @@
 //! }));
 //! ```
 
-mod convert;
+pub(crate) mod convert;
 mod error;
 mod limits;
 pub(crate) mod merge;

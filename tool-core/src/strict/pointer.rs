@@ -89,17 +89,22 @@ pub(crate) fn resolve<'a>(
     let tokens = parse_ref(reference).map_err(invalid)?;
     let mut current = root;
     for token in &tokens {
-        let next = match current {
-            Value::Object(map) => map.get(token),
-            Value::Array(items) => token.parse::<usize>().ok().and_then(|i| items.get(i)),
-            _ => None,
-        };
-        current = next.ok_or_else(|| invalid("does not resolve in this schema".into()))?;
+        current = step(current, token)
+            .ok_or_else(|| invalid("does not resolve in this schema".into()))?;
         if current.get("$id").is_some_and(Value::is_string) {
             return Err(StrictError::new(path, StrictRule::NestedIdRef));
         }
     }
     Ok((tokens, current))
+}
+
+/// One JSON Pointer step: an object member, or an array element by index.
+pub(crate) fn step<'a>(value: &'a Value, token: &str) -> Option<&'a Value> {
+    match value {
+        Value::Object(map) => map.get(token),
+        Value::Array(items) => token.parse::<usize>().ok().and_then(|i| items.get(i)),
+        _ => None,
+    }
 }
 
 /// Whether a reference points at a definition we keep as a `$ref` target:
