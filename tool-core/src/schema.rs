@@ -94,3 +94,20 @@ fn admits_within(root: &Value, schema: &Value, json_type: &str, depth: usize) ->
             })
     })
 }
+
+/// True when any part of the schema admits integers (`"type": "integer"`,
+/// alone or in a type array).
+pub(crate) fn mentions_integers(schema: &Value) -> bool {
+    match schema {
+        Value::Object(map) => {
+            let typed = match map.get("type") {
+                Some(Value::String(t)) => t == "integer",
+                Some(Value::Array(types)) => types.iter().any(|t| t == "integer"),
+                _ => false,
+            };
+            typed || map.values().any(mentions_integers)
+        }
+        Value::Array(items) => items.iter().any(mentions_integers),
+        _ => false,
+    }
+}

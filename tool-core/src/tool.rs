@@ -20,7 +20,7 @@ use crate::hooks::Hooks;
 use crate::input::integral_floats_to_integers;
 use crate::model_output::ModelOutput;
 use crate::request_context::RequestContext;
-use crate::schema::schema_for;
+use crate::schema::{mentions_integers, schema_for};
 use crate::transform::ToolTransform;
 use crate::validate::CompiledSchema;
 
@@ -222,12 +222,15 @@ impl<T: TypedTool> From<T> for Tool {
         builder.output_schema = schema_for::<T::Output>();
         builder.suspend_schema = schema_for::<T::Suspend>();
         builder.resume_schema = schema_for::<T::Resume>();
-        builder.executor = Some(typed_executor(Arc::new(tool)));
+        let has_integers = builder.input_schema.as_ref().is_some_and(mentions_integers);
+        builder.executor = Some(typed_executor(Arc::new(tool), has_integers));
         T::configure(builder).finish()
     }
 }
 
-fn typed_executor<T: TypedTool>(tool: Arc<T>) -> Arc<ExecFn> {
+/// `has_integers`: the input schema has integer properties, so integral
+/// floats may need reading as integers (decided once, not per call).
+fn typed_executor<T: TypedTool>(tool: Arc<T>, has_integers: bool) -> Arc<ExecFn> {
     let can_suspend = TypeId::of::<T::Suspend>() != TypeId::of::<()>()
         || TypeId::of::<T::Resume>() != TypeId::of::<()>();
     Arc::new(move |mut input: Value, state: Arc<CallState>| {
@@ -243,7 +246,9 @@ fn typed_executor<T: TypedTool>(tool: Arc<T>) -> Arc<ExecFn> {
                     input: Some(input),
                 };
             }
-            integral_floats_to_integers(&mut input);
+            if has_integers {
+                integral_floats_to_integers(&mut input);
+            }
             let result = match T::Input::deserialize(input) {
                 Ok(typed) => run_typed(&*tool, typed, state).await,
                 Err(error) => Err(ExecFailure::Input(error.to_string())),
