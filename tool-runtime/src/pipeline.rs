@@ -48,7 +48,6 @@ pub(crate) struct Run {
 
 /// Whether a call goes on to execute, or stopped before (failed
 /// validation, waits for approval).
-#[allow(clippy::large_enum_variant)] // boxing `Run` would add an allocation to every call
 pub(crate) enum Admitted {
     /// Execute it.
     Run(Run),
