@@ -37,8 +37,8 @@ mod abort;
 mod context;
 pub mod decode;
 mod definition;
-mod elicit;
 mod error;
+mod extensions;
 pub mod hooks;
 mod input;
 mod model_output;
@@ -49,6 +49,7 @@ pub mod provider;
 mod request_context;
 mod schema;
 pub mod strict;
+mod suspend;
 mod tool;
 mod toolset;
 pub mod transform;
@@ -59,14 +60,16 @@ pub use context::{CallContext, Observer, Progress, ToolContext};
 pub use definition::{
     BackgroundConfig, Disposition, McpAnnotations, McpOptions, OutputValidation, ToolDefinition,
 };
-pub use elicit::{ElicitFuture, Elicitation, Elicitor, McpContext};
 pub use error::{BuildError, ErrorKind, ModelError, ToolError, ValidationErrors, is_valid_tool_id};
+pub use extensions::Extensions;
 pub use hooks::Hooks;
 pub use input::RawInput;
 pub use model_output::{ContentPart, ModelOutput};
-pub use outcome::Outcome;
+pub use outcome::{ModelFacing, Outcome};
+pub use pipeline::Admitted;
 pub use request_context::RequestContext;
 pub use schema::schema_for;
+pub use suspend::{NoSuspend, SuspendPayload};
 pub use tool::{Tool, ToolBuilder, TypedTool};
 pub use toolset::ToolSet;
 pub use transform::ToolTransform;
@@ -214,6 +217,20 @@ pub mod __private {
     pub fn into_tool_error<E: IntoToolError>(error: E) -> crate::ToolError {
         error.into_tool_error()
     }
+
+    /// The suspend payload type of a `#[tool]` (from `suspend = Type` or the
+    /// `ToolContext<Payload, Resume>` generics).
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot be a tool's suspend payload type: it does not implement `serde::Serialize`",
+        label = "the payload is serialized when the tool suspends, and stored",
+        note = "derive it with `#[derive(serde::Serialize)]`, or use a type that implements it"
+    )]
+    pub trait SuspendSerialize: serde::Serialize {}
+
+    impl<T: serde::Serialize + ?Sized> SuspendSerialize for T {}
+
+    /// Checks, at compile time, that a declared suspend payload type is `Serialize`.
+    pub const fn suspend_payload<T: SuspendSerialize + ?Sized>() {}
 
     /// The `request_context = Type` of a `#[tool]`.
     #[diagnostic::on_unimplemented(

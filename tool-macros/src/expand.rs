@@ -36,16 +36,21 @@ pub fn expand(attrs: &Attrs, tool: &ToolFn) -> TokenStream {
     let (input_ty, input_def, call_args) = input_parts(&krate, attrs, tool, &tool_ident);
     let output_ty = output_type(&tool.output);
     let context = tool.contexts.first();
-    let suspend_ty = attrs
+    let declared_suspend = attrs
         .suspend
         .clone()
-        .or_else(|| context.and_then(|c| c.suspend.clone()))
-        .unwrap_or_else(|| syn::parse_quote!(()));
+        .or_else(|| context.and_then(|c| c.suspend.clone()));
+    // A declared payload type must serialize: checked on the type itself.
+    let suspend_check = declared_suspend.as_ref().map(|ty| {
+        let check = respan(quote!(#krate::__private::suspend_payload::<#ty>), ty.span());
+        quote!(const _: () = #check();)
+    });
+    let suspend_ty = declared_suspend.unwrap_or_else(|| syn::parse_quote!(#krate::NoSuspend));
     let resume_ty = attrs
         .resume
         .clone()
         .or_else(|| context.and_then(|c| c.resume.clone()))
-        .unwrap_or_else(|| syn::parse_quote!(()));
+        .unwrap_or_else(|| syn::parse_quote!(#krate::NoSuspend));
     let await_call = tool.item.sig.asyncness.map(|_| quote!(.await));
     let call = quote!(#fn_name(#(#call_args),*) #await_call);
     let body = match &tool.output {
@@ -109,6 +114,8 @@ pub fn expand(attrs: &Attrs, tool: &ToolFn) -> TokenStream {
             /// The tool's id.
             pub const ID: &'static str = #id;
         }
+
+        #suspend_check
 
         impl #krate::TypedTool for #tool_ident {
             type Input = #input_ty;

@@ -2,11 +2,9 @@
 //! time limits that fire them.
 
 use std::collections::HashMap;
-use std::future::{Future, poll_fn};
-use std::pin::Pin;
+use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::task::Poll;
 use std::time::Duration;
 
 use tool_core::AbortSignal;
@@ -67,14 +65,15 @@ impl Drop for RunningGuard {
     }
 }
 
-/// Runs the pinned call `fut`; if `limit` passes first, fires `abort` and
-/// lets the call wind down (the tool-core pipeline turns the fired signal
-/// into `Aborted`). Returns the output and whether the limit fired.
+/// Runs `fut`; if `limit` passes first, fires `abort` and lets the call wind
+/// down (the tool-core pipeline turns the fired signal into `Aborted`).
+/// Returns the output and whether the limit fired.
 pub(crate) async fn with_limit<F: Future>(
-    mut fut: Pin<&mut F>,
+    fut: F,
     limit: Duration,
     abort: &AbortSignal,
 ) -> (F::Output, bool) {
+    let mut fut = std::pin::pin!(fut);
     tokio::select! {
         biased;
         out = fut.as_mut() => (out, false),
@@ -83,28 +82,4 @@ pub(crate) async fn with_limit<F: Future>(
             (fut.await, true)
         }
     }
-}
-
-/// Runs the pinned call `fut`, registering `abort` for `cancel` (unless
-/// `registered` already) only once the call waits (its first `Pending`): a
-/// call that completes within its first poll could not have been cancelled
-/// by anyone, and pays nothing for the registry.
-pub(crate) async fn tracked<F: Future>(
-    mut fut: Pin<&mut F>,
-    running: &Arc<Running>,
-    call_id: &str,
-    abort: &AbortSignal,
-    registered: bool,
-) -> F::Output {
-    let mut guard = None;
-    poll_fn(|cx| match fut.as_mut().poll(cx) {
-        Poll::Ready(output) => Poll::Ready(output),
-        Poll::Pending => {
-            if guard.is_none() && !registered {
-                guard = Some(running.register(call_id, abort.clone()));
-            }
-            Poll::Pending
-        }
-    })
-    .await
 }

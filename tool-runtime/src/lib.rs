@@ -2,15 +2,15 @@
 //! `createTool` and more, around [`tool_core::Tool::execute`].
 //!
 //! - [`Runtime::call`] runs a [`ToolCall`]: validation, hooks, approval
-//!   gate, execute, output; a failure is an [`Outcome::Failed`] the model reads.
+//!   gate, execute, output; a failure is a [`CallOutcome::Failed`] the model reads.
 //! - Streaming input: [`Runtime::begin`] → [`InputStream::push`] /
 //!   [`InputStream::partial`] → [`InputStream::finish`], with the
 //!   `on_input_start` / `on_input_delta` / `on_input_available` / `on_output` hooks.
 //! - Human approval: [`Runtime::approve`] / [`Runtime::decline`];
 //!   suspend/resume: [`Runtime::resume`]. Pending calls live in a
 //!   [`PendingStore`] ([`MemoryStore`], or the durable [`SqliteStore`]).
-//! - Background tasks ([`Outcome::Started`], [`Runtime::wait`]),
-//!   cancellation and time limits ([`Runtime::cancel`], [`Outcome::Aborted`]).
+//! - Background tasks ([`CallOutcome::BackgroundStarted`], [`Runtime::wait`]),
+//!   cancellation and time limits ([`Runtime::cancel`], [`CallOutcome::Aborted`]).
 //! - [`Runtime::events`] streams a [`ToolEvent`] for every phase, with display
 //!   and transcript payloads.
 //! - Feature `mcp`: `mcp::McpServer` serves a runtime's tools over MCP
@@ -22,8 +22,8 @@
 //!
 //! ```
 //! use serde_json::json;
-//! use tool_core::{Outcome, Tool, ToolError};
-//! use tool_runtime::{Runtime, ToolCall};
+//! use tool_core::{Tool, ToolError};
+//! use tool_runtime::{CallOutcome, Runtime, ToolCall};
 //!
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 //! let transfer = Tool::builder("transfer")
@@ -35,7 +35,7 @@
 //! let runtime = Runtime::builder().tool(transfer).build().unwrap();
 //!
 //! let outcome = runtime.call(ToolCall::new("call-1", "transfer", json!({ "amount": 10 }))).await;
-//! assert!(matches!(outcome, Outcome::ApprovalRequired { .. }));
+//! assert!(matches!(outcome, CallOutcome::ApprovalRequired { .. }));
 //! let outcome = runtime.approve("call-1").await.unwrap();
 //! assert_eq!(outcome.output(), Some(&json!({ "sent": 10 })));
 //! # });
@@ -49,6 +49,7 @@ mod error;
 mod events;
 #[cfg(feature = "mcp")]
 pub mod mcp;
+mod outcome;
 mod pipeline;
 mod provider_stream;
 mod resume;
@@ -61,8 +62,8 @@ pub use background::BackgroundResult;
 pub use call::ToolCall;
 pub use error::RuntimeError;
 pub use events::{EventKind, Events, Payload, ToolEvent, TranscriptEntry};
+pub use outcome::CallOutcome;
 pub use provider_stream::{ProviderStream, StreamedCall};
 pub use runtime::{Runtime, RuntimeBuilder};
 pub use store::{MemoryStore, PendingCall, PendingKind, PendingStore, SqliteStore, StoreError};
 pub use stream::InputStream;
-pub use tool_core::Outcome;

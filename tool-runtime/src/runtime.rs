@@ -27,8 +27,8 @@ const TASK_RETENTION: usize = 10_000;
 ///
 /// ```
 /// use serde_json::json;
-/// use tool_core::{Outcome, Tool, ToolError};
-/// use tool_runtime::{Runtime, ToolCall};
+/// use tool_core::{Tool, ToolError};
+/// use tool_runtime::{CallOutcome, Runtime, ToolCall};
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 /// let add = Tool::builder("add")
@@ -107,13 +107,13 @@ impl Runtime {
 
     /// Fires the abort signal of a running call (or of a call whose input is
     /// still streaming, or of a background task by its call id). The call
-    /// ends as `Outcome::Aborted`.
+    /// ends as `CallOutcome::Aborted`.
     ///
     /// ```
     /// use std::time::Duration;
     /// use serde_json::json;
-    /// use tool_core::{Outcome, Tool, ToolError};
-    /// use tool_runtime::{Runtime, ToolCall};
+    /// use tool_core::{Tool, ToolError};
+    /// use tool_runtime::{CallOutcome, Runtime, ToolCall};
     ///
     /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
     /// let slow = Tool::builder("slow").description("Waits until aborted")
@@ -123,13 +123,10 @@ impl Runtime {
     ///     })
     ///     .build().unwrap();
     /// let runtime = Runtime::builder().tool(slow).build().unwrap();
-    /// let running = tokio::spawn({
-    ///     let runtime = runtime.clone();
-    ///     async move { runtime.call(ToolCall::new("c1", "slow", "{}")).await }
-    /// });
+    /// let running = tokio::spawn(runtime.call(ToolCall::new("c1", "slow", "{}")));
     /// tokio::time::sleep(Duration::from_millis(10)).await;
     /// runtime.cancel("c1").unwrap();
-    /// assert_eq!(running.await.unwrap(), Outcome::Aborted);
+    /// assert_eq!(running.await.unwrap(), CallOutcome::Aborted);
     /// assert!(runtime.cancel("c1").is_err()); // no longer running
     /// # });
     /// ```
@@ -159,7 +156,7 @@ impl Runtime {
 ///     .build().unwrap();
 /// let runtime = Runtime::builder()
 ///     .tool(echo.clone())
-///     .hooks(Hooks::new().on_output(|out: &tool_core::hooks::OutputAvailable<'_>| println!("{} -> {}", out.tool_name, out.output)))
+///     .hooks(Hooks::new().on_output(|out: &tool_core::hooks::OutputAvailable<'_>| println!("{} -> {}", out.tool_id, out.output)))
 ///     .approval_policy(|check| check.tool.id() == "delete")
 ///     .timeout(Duration::from_secs(60))
 ///     .build()
