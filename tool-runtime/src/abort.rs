@@ -1,5 +1,5 @@
-//! Running calls by id, so `cancel` can reach their abort signals, and the
-//! time limits that fire them.
+//! The cancel registry (running calls by id, so `cancel` can reach their
+//! abort signals) and the time limits that fire them.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use tool_core::AbortSignal;
 
-/// The abort signals of running calls (and streams being received).
+/// The abort signals of running calls (and of streams being received).
 #[derive(Debug, Default)]
-pub(crate) struct Running {
+pub(crate) struct CancelRegistry {
     next: AtomicU64,
     calls: Mutex<HashMap<String, (u64, AbortSignal)>>,
 }
@@ -19,19 +19,19 @@ pub(crate) struct Running {
 /// Unregisters a running call when dropped.
 #[derive(Debug)]
 pub(crate) struct RunningGuard {
-    running: Arc<Running>,
+    registry: Arc<CancelRegistry>,
     call_id: String,
     seq: u64,
 }
 
-impl Running {
+impl CancelRegistry {
     /// Registers `abort` under `call_id` until the guard is dropped. A
     /// second call with the same id replaces the first for `cancel`.
     pub(crate) fn register(self: &Arc<Self>, call_id: &str, abort: AbortSignal) -> RunningGuard {
         let seq = self.next.fetch_add(1, Ordering::Relaxed);
         self.lock().insert(call_id.to_owned(), (seq, abort));
         RunningGuard {
-            running: Arc::clone(self),
+            registry: Arc::clone(self),
             call_id: call_id.to_owned(),
             seq,
         }
@@ -55,7 +55,7 @@ impl Running {
 
 impl Drop for RunningGuard {
     fn drop(&mut self) {
-        let mut calls = self.running.lock();
+        let mut calls = self.registry.lock();
         if calls
             .get(&self.call_id)
             .is_some_and(|(seq, _)| *seq == self.seq)
@@ -81,5 +81,51 @@ pub(crate) async fn with_limit<F: Future>(
             abort.abort();
             (fut.await, true)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cancel_reaches_a_registered_call_until_its_guard_drops() {
+        let registry = Arc::new(CancelRegistry::default());
+        let abort = AbortSignal::new();
+        let guard = registry.register("c1", abort.clone());
+        assert!(!registry.cancel("c2"));
+        assert!(registry.cancel("c1"));
+        assert!(abort.is_aborted());
+        drop(guard);
+        assert!(!registry.cancel("c1"));
+    }
+
+    #[test]
+    fn a_later_call_with_the_same_id_replaces_the_earlier_and_outlives_its_guard() {
+        let registry = Arc::new(CancelRegistry::default());
+        let (first, second) = (AbortSignal::new(), AbortSignal::new());
+        let first_guard = registry.register("c1", first.clone());
+        let _second_guard = registry.register("c1", second.clone());
+        drop(first_guard);
+        assert!(registry.cancel("c1"));
+        assert!(second.is_aborted() && !first.is_aborted());
+    }
+
+    #[tokio::test]
+    async fn a_time_limit_fires_the_signal_and_lets_the_call_wind_down() {
+        let abort = AbortSignal::new();
+        let signal = abort.clone();
+        let (out, timed_out) = with_limit(
+            async move {
+                signal.aborted().await;
+                "wound down"
+            },
+            Duration::from_millis(1),
+            &abort,
+        )
+        .await;
+        assert_eq!((out, timed_out), ("wound down", true));
+        let (out, timed_out) = with_limit(async { 1 }, Duration::from_secs(60), &abort).await;
+        assert_eq!((out, timed_out), (1, false));
     }
 }

@@ -63,6 +63,34 @@ impl fmt::Debug for ApprovalPolicy {
     }
 }
 
+impl ApprovalPolicy {
+    /// Whether a call needs approval: the tool's policy function when it has
+    /// one (authoritative); otherwise its flag OR this policy. A policy that
+    /// panics means yes.
+    pub(crate) fn requires(&self, check: &ApprovalCheck<'_>) -> bool {
+        let tool = check.tool;
+        if tool.has_approval_policy() {
+            return tool.requires_approval(check.input, check.request_context);
+        }
+        if tool.definition().require_approval {
+            return true;
+        }
+        match self {
+            ApprovalPolicy::Never => false,
+            ApprovalPolicy::Always => true,
+            ApprovalPolicy::Custom(policy) => catch_unwind(AssertUnwindSafe(|| policy(check)))
+                .unwrap_or_else(|_| {
+                    tracing::error!(
+                        tool_id = tool.id(),
+                        call_id = check.call_id,
+                        "approval policy panicked; approval is required"
+                    );
+                    true
+                }),
+        }
+    }
+}
+
 /// The schema of an approval decision, sent with approval requests.
 pub(crate) fn decision_schema() -> Value {
     json!({
@@ -75,40 +103,14 @@ pub(crate) fn decision_schema() -> Value {
 }
 
 impl Runtime {
-    /// Whether a call needs approval: the tool's policy function when it has
-    /// one; otherwise its flag OR the runtime policy. A panic means yes.
+    /// Whether a call needs approval (see [`ApprovalPolicy::requires`]).
     pub(crate) fn needs_approval(&self, record: &CallRecord, input: &Value) -> bool {
-        let (tool, call_id, rc) = (
-            &record.tool,
-            record.call_id.as_str(),
-            &record.request_context,
-        );
-        if tool.has_approval_policy() {
-            return tool.requires_approval(input, rc);
-        }
-        if tool.definition().require_approval {
-            return true;
-        }
-        match &self.inner.approval {
-            ApprovalPolicy::Never => false,
-            ApprovalPolicy::Always => true,
-            ApprovalPolicy::Custom(policy) => {
-                let check = ApprovalCheck {
-                    tool,
-                    call_id,
-                    input,
-                    request_context: rc,
-                };
-                catch_unwind(AssertUnwindSafe(|| policy(&check))).unwrap_or_else(|_| {
-                    tracing::error!(
-                        tool_id = tool.id(),
-                        call_id,
-                        "approval policy panicked; approval is required"
-                    );
-                    true
-                })
-            }
-        }
+        self.inner.approval.requires(&ApprovalCheck {
+            tool: &record.tool,
+            call_id: &record.call_id,
+            input,
+            request_context: &record.request_context,
+        })
     }
 
     /// Stores the call and asks for a decision.
@@ -294,4 +296,53 @@ pub(crate) fn stored_call(pending: PendingCall) -> ToolCall {
     ToolCall::new(pending.call_id, pending.tool_id, pending.input)
         .with_request_context(RequestContext::from(pending.request_context))
         .with_messages(pending.messages)
+}
+
+#[cfg(test)]
+mod tests {
+    use tool_core::ToolError;
+
+    use super::*;
+
+    fn tool(configure: impl FnOnce(tool_core::ToolBuilder) -> tool_core::ToolBuilder) -> Tool {
+        let builder = Tool::builder("t")
+            .description("A tool")
+            .execute(|input, _ctx| async move { Ok::<_, ToolError>(input) });
+        configure(builder).build().unwrap()
+    }
+
+    fn requires(policy: &ApprovalPolicy, tool: &Tool, input: Value) -> bool {
+        policy.requires(&ApprovalCheck {
+            tool,
+            call_id: "c1",
+            input: &input,
+            request_context: &RequestContext::default(),
+        })
+    }
+
+    #[test]
+    fn the_tool_flag_or_the_runtime_policy_decides() {
+        let plain = tool(|b| b);
+        let flagged = tool(|b| b.require_approval(true));
+        assert!(!requires(&ApprovalPolicy::Never, &plain, json!({})));
+        assert!(requires(&ApprovalPolicy::Never, &flagged, json!({})));
+        assert!(requires(&ApprovalPolicy::Always, &plain, json!({})));
+        let big = ApprovalPolicy::Custom(Arc::new(|check: &ApprovalCheck<'_>| {
+            check.input["amount"].as_u64() > Some(100)
+        }));
+        assert!(requires(&big, &plain, json!({ "amount": 500 })));
+        assert!(!requires(&big, &plain, json!({ "amount": 5 })));
+        assert!(
+            requires(&big, &flagged, json!({ "amount": 5 })),
+            "flag OR policy"
+        );
+    }
+
+    #[test]
+    fn a_tool_policy_is_authoritative_and_a_panicking_policy_means_approval() {
+        let never = tool(|b| b.approval_policy(|_, _| false));
+        assert!(!requires(&ApprovalPolicy::Always, &never, json!({})));
+        let panicking = ApprovalPolicy::Custom(Arc::new(|_: &ApprovalCheck<'_>| panic!("boom")));
+        assert!(requires(&panicking, &tool(|b| b), json!({})));
+    }
 }

@@ -301,3 +301,50 @@ struct Attempts {
     /// How many ran (1 + retries used).
     count: u32,
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
+
+    use super::*;
+
+    fn result(task_id: &str, outcome: CallOutcome) -> BackgroundResult {
+        BackgroundResult {
+            task_id: task_id.into(),
+            call_id: "c".into(),
+            tool_id: "t".into(),
+            outcome,
+            attempts: 1,
+        }
+    }
+
+    #[test]
+    fn finished_tasks_beyond_the_retention_are_forgotten_oldest_first() {
+        let tasks = Tasks::new(2, None, None);
+        for id in ["task-1", "task-2", "task-3"] {
+            let (_tx, slot) = watch::channel(None);
+            tasks.start(id.into(), slot);
+            tasks.finished(id.into());
+        }
+        assert!(tasks.slot("task-1").is_none());
+        assert!(tasks.slot("task-2").is_some() && tasks.slot("task-3").is_some());
+    }
+
+    #[test]
+    fn callbacks_fire_by_outcome_and_a_panicking_one_is_contained() {
+        let completed = Arc::new(AtomicUsize::new(0));
+        let seen = Arc::clone(&completed);
+        let on_complete: BackgroundCallback = Arc::new(move |_: &BackgroundResult| {
+            seen.fetch_add(1, Ordering::SeqCst);
+        });
+        let on_failed: BackgroundCallback = Arc::new(|_: &BackgroundResult| panic!("boom"));
+        let tasks = Tasks::new(10, Some(on_complete), Some(on_failed));
+        let done = CallOutcome::Completed {
+            output: serde_json::json!(1),
+            model_output: None,
+        };
+        tasks.callback(&result("task-1", done));
+        tasks.callback(&result("task-2", CallOutcome::Aborted));
+        assert_eq!(completed.load(Ordering::SeqCst), 1);
+    }
+}

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use tool_core::{Hooks, Tool, ToolSet};
 
-use crate::abort::Running;
+use crate::abort::CancelRegistry;
 use crate::approval::{ApprovalCheck, ApprovalPolicy};
 use crate::background::{BackgroundCallback, BackgroundResult, Tasks};
 use crate::error::RuntimeError;
@@ -58,7 +58,7 @@ pub(crate) struct Inner {
     pub(crate) approval: ApprovalPolicy,
     pub(crate) store: Arc<dyn PendingStore>,
     pub(crate) events: EventBus,
-    pub(crate) running: Arc<Running>,
+    pub(crate) running: Arc<CancelRegistry>,
     pub(crate) tasks: Tasks,
     pub(crate) timeout: Option<Duration>,
     pub(crate) tool_timeouts: HashMap<String, Duration>,
