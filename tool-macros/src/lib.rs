@@ -27,7 +27,7 @@ pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
             return quote!(#error #item).into();
         }
     };
-    let cx = ctxt::Ctxt::default();
+    let cx = ctxt::Ctxt::new();
     let attrs = attr::parse(&cx, args.into());
     let tool = ast::ToolFn::from_item(item);
     valid::check(&cx, &attrs, &tool);
