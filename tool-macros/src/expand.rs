@@ -102,7 +102,7 @@ pub fn expand(attrs: &Attrs, tool: &ToolFn) -> TokenStream {
         #input_def
 
         #[doc = #tool_doc]
-        #[derive(Debug, Clone, Copy, Default)]
+        #[derive(::core::fmt::Debug, ::core::clone::Clone, ::core::marker::Copy, ::core::default::Default)]
         #vis struct #tool_ident;
 
         impl #tool_ident {

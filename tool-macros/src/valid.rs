@@ -62,6 +62,8 @@ fn check_signature(cx: &Ctxt, attrs: &Attrs, tool: &ToolFn) {
 }
 
 fn check_id(cx: &Ctxt, attrs: &Attrs, tool: &ToolFn) {
+    // Keep in sync with `tool_core::is_valid_tool_id` (tool-core/src/error.rs):
+    // a proc-macro crate cannot call into the crate that re-exports it.
     let valid = |id: &str| {
         (1..=64).contains(&id.len())
             && id
