@@ -1,6 +1,7 @@
 //! The annotated function as a typed model: its parameters sorted into the
 //! context and the input, and its return type into output and error.
 
+use crate::attr::InputShape;
 use syn::{
     Attribute, Expr, FnArg, GenericArgument, Ident, ItemFn, Lit, Meta, Pat, PathArguments,
     ReturnType, Type,
@@ -108,13 +109,20 @@ impl ToolFn {
         &self.item.sig.ident
     }
 
-    /// The input shape. A single parameter of a type that cannot be a JSON
-    /// object on its own (strings, numbers, collections, options) is a
-    /// property, so it goes through the generated struct like several would.
-    pub fn input(&self) -> Input<'_> {
-        match self.params.as_slice() {
-            [single] if is_struct_like(&single.ty) => Input::Struct(single),
-            params => Input::Params(params),
+    /// The input shape: as `input = whole | params` says, or else decided
+    /// from the parameter's type as written. A single parameter of a type
+    /// that cannot be a JSON object on its own (strings, numbers,
+    /// collections, options) is a property, so it goes through the
+    /// generated struct like several would. The decision reads type names:
+    /// an alias of such a type is taken as the whole input, which a probe
+    /// in the expansion then reports (suggesting `input = params`).
+    /// `input = whole` with other than one parameter is reported by `valid`;
+    /// the parameters are then taken as plain.
+    pub fn input(&self, shape: Option<InputShape>) -> Input<'_> {
+        match (shape, self.params.as_slice()) {
+            (Some(InputShape::Whole), [single]) => Input::Struct(single),
+            (None, [single]) if is_struct_like(&single.ty) => Input::Struct(single),
+            (_, params) => Input::Params(params),
         }
     }
 }

@@ -30,6 +30,7 @@ pub const KEYS: &[&str] = &[
     "on_input_available",
     "on_output",
     "output_validation",
+    "input",
     "crate",
 ];
 
@@ -75,6 +76,17 @@ pub struct Hooks {
     pub on_output: Option<Path>,
 }
 
+/// `input = whole | params`: how the parameters make the input, overriding
+/// the default decided from the parameter's type name (see
+/// `ast::ToolFn::input`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum InputShape {
+    /// The one parameter's type is the whole input.
+    Whole,
+    /// The input struct is generated from the parameters, even from one.
+    Params,
+}
+
 /// Everything the attribute says.
 #[derive(Default)]
 pub struct Attrs {
@@ -98,7 +110,15 @@ pub struct Attrs {
     pub background: Option<Background>,
     pub hooks: Hooks,
     pub warn_on_invalid_output: Option<bool>,
+    /// `input = ...`, with the value as written (for spans).
+    pub input: Option<(InputShape, Ident)>,
     pub krate: Option<Path>,
+}
+
+impl Attrs {
+    pub fn input_shape(&self) -> Option<InputShape> {
+        self.input.as_ref().map(|(shape, _)| *shape)
+    }
 }
 
 pub fn parse(cx: &Ctxt, args: TokenStream) -> Attrs {
@@ -266,6 +286,25 @@ fn parse_key(
                     format!("unknown output_validation {other:?}: expected \"strict\" (invalid output fails the call) or \"warn\" (it is logged and returned)"),
                 ),
             }
+        }
+        "input" => {
+            let value = expecting(
+                meta.value().and_then(|input| input.parse::<Ident>()),
+                key,
+                "`whole` or `params`: `input = params`",
+            )?;
+            let shape = match value.to_string().as_str() {
+                "whole" => InputShape::Whole,
+                "params" => InputShape::Params,
+                other => {
+                    cx.error_spanned_by(
+                        &value,
+                        format!("unknown input shape `{other}`: expected `whole` (the one parameter's type is the whole input) or `params` (the input struct is generated from the parameters, even from one)"),
+                    );
+                    return Ok(());
+                }
+            };
+            attrs.input = Some((shape, value));
         }
         "mcp" => attrs.mcp = Some(parse_mcp(cx, meta)?),
         "background" => attrs.background = Some(parse_background(cx, meta, span)?),

@@ -33,6 +33,7 @@ pub fn expand(attrs: &Attrs, tool: &ToolFn) -> TokenStream {
         .unwrap_or_default();
 
     let (input_ty, input_def, call_args) = input_parts(&krate, attrs, tool, &tool_ident);
+    let probes = probes(&private, attrs, tool);
     let output_ty = output_type(&tool.output);
     let context = tool.contexts.first();
     let suspend_ty = attrs
@@ -97,6 +98,8 @@ pub fn expand(attrs: &Attrs, tool: &ToolFn) -> TokenStream {
 
     quote! {
         #item
+
+        #probes
 
         #input_def
 
@@ -200,6 +203,44 @@ fn private_path(krate: &Path) -> TokenStream {
     quote!(#krate::#module)
 }
 
+/// Compile-time probes of the parameters' types, for what `ast` decides
+/// from their names and so cannot see through an alias: a whole input whose
+/// JSON Schema is not an object, and a `ToolContext` taken as input. Each
+/// failure is reported on the parameter's type.
+fn probes(private: &TokenStream, attrs: &Attrs, tool: &ToolFn) -> TokenStream {
+    let whole = match tool.input(attrs.input_shape()) {
+        Input::Struct(param) => Some(param),
+        Input::Params(_) => None,
+    };
+    let checks = tool.params.iter().map(|param| {
+        let context = probe(private, &param.ty, "input_param", "context_kind");
+        let object = whole
+            .filter(|whole| whole.position == param.position)
+            .map(|_| probe(private, &param.ty, "whole_input", "object_kind"));
+        quote!(#context #object)
+    });
+    quote! {
+        const _: () = {
+            #[allow(dead_code)]
+            fn probe_parameter_types() {
+                use #private::{ContextKind as _, MaybeObjectKind as _, NotContextKind as _, NotObjectKind as _};
+                #(#checks)*
+            }
+        };
+    }
+}
+
+/// `check::<ty, _>(Probe::<ty>::OF.kind());`, spanned on `ty` (on its
+/// first token: a proc macro cannot join spans on stable).
+fn probe(private: &TokenStream, ty: &Type, check: &str, kind: &str) -> TokenStream {
+    let check = Ident::new(check, Span::call_site());
+    let kind = Ident::new(kind, Span::call_site());
+    respan(
+        quote!(#private::#check::<#ty, _>(#private::Probe::<#ty>::OF.#kind());),
+        ty.span(),
+    )
+}
+
 /// The input type, its generated definition (plain parameters) and the
 /// argument list of the call to the user's function.
 fn input_parts(
@@ -214,7 +255,7 @@ fn input_parts(
         .map(|c| (c.position, quote!(ctx)))
         .into_iter()
         .collect();
-    let (input_ty, input_def) = match tool.input() {
+    let (input_ty, input_def) = match tool.input(attrs.input_shape()) {
         // Its traits are checked by `TypedTool::Input`'s bounds, reported
         // once on the parameter's type.
         Input::Struct(param) => {
