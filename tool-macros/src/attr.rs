@@ -6,7 +6,7 @@ use heck::ToSnakeCase;
 use proc_macro2::{Span, TokenStream, TokenTree};
 use syn::meta::ParseNestedMeta;
 use syn::parse::{ParseStream, Parser};
-use syn::{Ident, LitBool, LitInt, LitStr, Path, Token, Type};
+use syn::{Expr, ExprLit, Ident, Lit, LitBool, LitInt, LitStr, Path, Token, Type};
 
 use crate::ctxt::Ctxt;
 
@@ -42,6 +42,8 @@ const MCP_KEYS: &[&str] = &[
     "open_world",
     "meta",
 ];
+
+const DESCRIPTION_FORM: &str = "a string literal, or a macro producing one: `description = \"What the tool does\"`, `description = include_str!(\"weather.md\")`";
 
 const BACKGROUND_KEYS: &[&str] = &["enabled", "disposition", "timeout_ms", "max_retries"];
 
@@ -87,11 +89,18 @@ pub enum InputShape {
     Params,
 }
 
+/// `description = ...`: a string literal, or a macro producing one
+/// (`concat!`, `include_str!`), which the compiler evaluates.
+pub enum Description {
+    Literal(LitStr),
+    Macro(syn::ExprMacro),
+}
+
 /// Everything the attribute says.
 #[derive(Default)]
 pub struct Attrs {
     pub id: Option<LitStr>,
-    pub description: Option<LitStr>,
+    pub description: Option<Description>,
     /// A `description` key was written but rejected (malformed, or
     /// misspelled): its error already says what to fix, so a missing
     /// description is not reported on top of it.
@@ -222,7 +231,26 @@ fn parse_key(
         .map_or_else(Span::call_site, Ident::span);
     match key {
         "id" => attrs.id = Some(string_value(meta, key, "get-weather")?),
-        "description" => attrs.description = Some(string_value(meta, key, "What the tool does")?),
+        "description" => {
+            attrs.description = Some(
+                match expecting(
+                    meta.value().and_then(|input| input.parse::<Expr>()),
+                    key,
+                    DESCRIPTION_FORM,
+                )? {
+                    Expr::Lit(ExprLit {
+                        lit: Lit::Str(lit), ..
+                    }) => Description::Literal(lit),
+                    Expr::Macro(mac) => Description::Macro(mac),
+                    other => {
+                        return Err(syn::Error::new_spanned(
+                            other,
+                            format!("`description` takes {DESCRIPTION_FORM}"),
+                        ));
+                    }
+                },
+            );
+        }
         "title" => attrs.title = Some(string_value(meta, key, "Weather Lookup")?),
         "strict" => attrs.strict = Some(flag(meta, key)?),
         "require_approval" => {

@@ -5,7 +5,7 @@ use quote::ToTokens;
 use syn::{Pat, Safety, Type};
 
 use crate::ast::{Input, Output, ToolFn, find_impl_trait, is_tool_context};
-use crate::attr::{Attrs, InputShape};
+use crate::attr::{Attrs, Description, InputShape};
 use crate::ctxt::Ctxt;
 
 pub fn check(cx: &Ctxt, attrs: &Attrs, tool: &ToolFn) {
@@ -96,7 +96,7 @@ fn check_id(cx: &Ctxt, attrs: &Attrs, tool: &ToolFn) {
 
 fn check_description(cx: &Ctxt, attrs: &Attrs, tool: &ToolFn) {
     match &attrs.description {
-        Some(description) if description.value().trim().is_empty() => cx.error_spanned_by(
+        Some(Description::Literal(description)) if description.value().trim().is_empty() => cx.error_spanned_by(
             description,
             "the description is empty: the model reads it to decide when to call the tool",
         ),
