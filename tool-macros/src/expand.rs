@@ -72,7 +72,11 @@ pub fn expand(attrs: &Attrs, tool: &ToolFn) -> TokenStream {
         Output::Plain(_) | Output::Unit => quote!(::core::result::Result::Ok(#call)),
     };
     // Spanned on the function's name: a future that is not `Send` (a
-    // non-`Send` value held across an `.await`) is reported there.
+    // non-`Send` value held across an `.await`) is reported there, by
+    // rustc's own diagnostic, which names the value and the `.await`. It
+    // cannot carry advice of ours: rustc reports a coroutine that is not
+    // `Send` in its own words even through a bound with
+    // `#[diagnostic::on_unimplemented]`.
     let future = quote_spanned!(fn_name.span()=> async move { #body });
     let future_ty = respan(
         quote! {
