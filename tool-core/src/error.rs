@@ -12,8 +12,14 @@ use serde_json::Value;
 /// The error a tool's execute function returns.
 ///
 /// Any `std::error::Error + Send + Sync + 'static` converts into it, so `?`
-/// works inside a tool on I/O, parse and HTTP errors alike. The message is
-/// what the model reads; attach structured details with [`ToolError::with_data`].
+/// works inside a tool on I/O, parse and HTTP errors alike: its message
+/// becomes what the model reads, and the error itself is kept as the
+/// [`source`](ToolError::source), for logs (the pipeline logs it when the
+/// call fails). Attach structured details with [`ToolError::with_data`].
+///
+/// (`ToolError` does not implement `std::error::Error` itself: that would
+/// make the blanket conversion overlap with `From<T> for T`, the same
+/// trade-off `anyhow::Error` makes.)
 ///
 /// ```
 /// use tool_core::ToolError;
@@ -26,11 +32,14 @@ use serde_json::Value;
 ///     Ok(port)
 /// }
 /// assert_eq!(parse_port("0").unwrap_err().message(), "port 0 is reserved");
-/// assert!(parse_port("x").is_err());
+/// let error = parse_port("x").unwrap_err();
+/// assert_eq!(error.message(), "invalid digit found in string");
+/// assert!(error.source().unwrap().is::<std::num::ParseIntError>());
 /// ```
 pub struct ToolError {
     message: String,
     data: Option<Value>,
+    source: Option<Box<dyn std::error::Error + Send + Sync>>,
 }
 
 impl ToolError {
@@ -39,7 +48,24 @@ impl ToolError {
         ToolError {
             message: message.into(),
             data: None,
+            source: None,
         }
+    }
+
+    /// Keeps `source` as the underlying error (for logs; the model reads
+    /// the message only).
+    #[must_use]
+    pub fn with_source(
+        mut self,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Self {
+        self.source = Some(source.into());
+        self
+    }
+
+    /// The underlying error, when the error came from one.
+    pub fn source(&self) -> Option<&(dyn std::error::Error + Send + Sync + 'static)> {
+        self.source.as_deref()
     }
 
     /// Attaches structured data, sent to the model beside the message.
@@ -67,7 +93,7 @@ impl ToolError {
 
 impl<E: std::error::Error + Send + Sync + 'static> From<E> for ToolError {
     fn from(error: E) -> Self {
-        ToolError::new(error.to_string())
+        ToolError::new(error.to_string()).with_source(error)
     }
 }
 
@@ -76,6 +102,7 @@ impl fmt::Debug for ToolError {
         f.debug_struct("ToolError")
             .field("message", &self.message)
             .field("data", &self.data)
+            .field("source", &self.source)
             .finish()
     }
 }

@@ -355,10 +355,15 @@ impl Tool {
         }
         match result {
             Ok(executed) => self.completed(executed),
-            Err(ExecFailure::Tool(error)) => Outcome::Failed {
-                error: ModelError::new(ErrorKind::Execution, error.message())
-                    .with_data(error.data().cloned()),
-            },
+            Err(ExecFailure::Tool(error)) => {
+                if let Some(source) = error.source() {
+                    tracing::info!(error = source, "tool returned an error");
+                }
+                Outcome::Failed {
+                    error: ModelError::new(ErrorKind::Execution, error.message())
+                        .with_data(error.data().cloned()),
+                }
+            }
             Err(ExecFailure::Input(reason)) => {
                 let issue = Issue {
                     path: Vec::new(),

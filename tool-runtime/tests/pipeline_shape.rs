@@ -289,3 +289,29 @@ async fn the_request_context_is_validated_by_the_one_admission_stage() {
     assert_eq!(errors, 1);
     assert!(runs.lock().unwrap().is_empty());
 }
+
+#[tokio::test]
+async fn a_tool_error_from_another_error_keeps_it_as_its_source_for_the_logs() {
+    let capture = common::Capture::default();
+    let _guard = capture.install();
+    let tool = Tool::builder("save")
+        .description("Saves")
+        .execute(
+            |_input: Value, _ctx: ToolContext<Value, Value>| async move {
+                let disk: Result<Value, std::io::Error> = Err(std::io::Error::other("disk full"));
+                Ok::<_, ToolError>(disk?)
+            },
+        )
+        .build()
+        .unwrap();
+    let runtime = Runtime::builder().tool(tool).build().unwrap();
+    let outcome = runtime.call(ToolCall::new("c1", "save", json!({}))).await;
+    // The model reads the message; the logs get the error itself.
+    assert_eq!(outcome.error().unwrap().message(), "disk full");
+    let logs = capture.logs();
+    assert!(
+        logs.iter()
+            .any(|line| line.contains("tool returned an error") && line.contains("disk full")),
+        "{logs:#?}"
+    );
+}

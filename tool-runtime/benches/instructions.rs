@@ -1,0 +1,108 @@
+//! Per-call cost in instructions, for `valgrind --tool=callgrind` (which
+//! counts instructions, repeatably, whatever else the machine does): the
+//! weather tool called `CALLS` times (default 10,000) along one path,
+//! `CALL_PATH` = `bare` (`serde_json::from_value` → fn → `to_value`),
+//! `execute` (`Tool::execute`) or `runtime` (`Runtime::call`). The cost of
+//! one call is (count at N calls − count at 0 calls) / N; see BENCHMARKS.md.
+//!
+//! Run: `cargo bench -p tool-runtime --bench instructions --no-run`, then the
+//! binary under callgrind with `CALL_PATH` and `CALLS` set.
+
+use std::future::Future;
+use std::hint::black_box;
+use std::pin::pin;
+use std::task::{Context, Poll, Waker};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tool_core::{CallContext, Tool, ToolError, tool};
+use tool_runtime::{Runtime, ToolCall};
+
+#[derive(Deserialize, schemars::JsonSchema)]
+struct WeatherInput {
+    /// City name or coordinates
+    location: String,
+}
+
+#[derive(Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct Weather {
+    location: String,
+    temperature_celsius: f64,
+    conditions: String,
+}
+
+/// Get the current weather for a location
+#[tool(
+    id = "weather-tool",
+    strict,
+    mcp(title = "Weather Lookup", read_only, idempotent)
+)]
+async fn weather(WeatherInput { location }: WeatherInput) -> Result<Weather, ToolError> {
+    Ok(Weather {
+        location,
+        temperature_celsius: 21.0,
+        conditions: "sunny".into(),
+    })
+}
+
+/// Every path finishes on its first poll: no executor in the count.
+fn ready<F: Future>(future: F) -> F::Output {
+    let mut future = pin!(future);
+    match future
+        .as_mut()
+        .poll(&mut Context::from_waker(Waker::noop()))
+    {
+        Poll::Ready(output) => output,
+        Poll::Pending => unreachable!("the weather tool never waits"),
+    }
+}
+
+fn bare(input: Value) -> Value {
+    let input: WeatherInput = serde_json::from_value(input).expect("valid input");
+    let output = ready(weather(input)).expect("weather never fails");
+    serde_json::to_value(output).expect("serializable output")
+}
+
+fn main() {
+    let path = std::env::var("CALL_PATH").unwrap_or_else(|_| "bare".to_owned());
+    let calls: usize = std::env::var("CALLS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(10_000);
+    let tool = Tool::from(WeatherTool);
+    let runtime = Runtime::builder()
+        .tool(tool.clone())
+        .build()
+        .expect("runtime");
+    let input = json!({ "location": "Paris" });
+    // Everything is built and checked once, so the N = 0 run pays for it too.
+    let expected = bare(input.clone());
+    assert_eq!(
+        ready(tool.execute(input.clone(), CallContext::new("c"))).output(),
+        Some(&expected)
+    );
+    assert_eq!(
+        ready(runtime.call(ToolCall::new("c", "weather-tool", input.clone()))).output(),
+        Some(&expected)
+    );
+    for _ in 0..calls {
+        let input = black_box(input.clone());
+        match path.as_str() {
+            "bare" => {
+                black_box(bare(input));
+            }
+            "execute" => {
+                black_box(ready(tool.execute(input, CallContext::new("c"))));
+            }
+            "runtime" => {
+                black_box(ready(runtime.call(ToolCall::new(
+                    "c",
+                    "weather-tool",
+                    input,
+                ))));
+            }
+            other => panic!("CALL_PATH must be bare, execute or runtime, not {other}"),
+        }
+    }
+}
