@@ -37,6 +37,7 @@ mod abort;
 mod context;
 pub mod decode;
 mod definition;
+mod derived;
 mod elicit;
 mod error;
 pub mod hooks;

@@ -150,8 +150,8 @@ pub(crate) struct ToolInner {
     pub(crate) approval_policy: Option<Arc<ApprovalPolicy>>,
     pub(crate) transform: ToolTransform,
     pub(crate) hooks: Hooks,
-    /// Provider exports, converted on first use ([`Tool::export`]).
-    pub(crate) exports: crate::provider::ExportCache,
+    /// Values add-ons derive from the tool once ([`Tool::derived`]).
+    pub(crate) derived: crate::derived::Derived,
 }
 
 impl fmt::Debug for Tool {
@@ -632,7 +632,7 @@ impl ToolBuilder {
                 approval_policy: self.approval_policy,
                 transform: self.transform,
                 hooks: self.hooks,
-                exports: crate::provider::ExportCache::default(),
+                derived: crate::derived::Derived::default(),
             }),
         }
     }
