@@ -272,6 +272,7 @@ impl Tool {
     /// // Cached: the same export, not a new conversion.
     /// assert!(std::ptr::eq(gemini, tool.clone().export(Provider::Gemini).unwrap()));
     /// ```
+    #[cfg_attr(docsrs, doc(cfg(feature = "provider")))]
     pub fn export(&self, provider: Provider) -> Result<&Export, ExportError> {
         self.derived(Exports::default)
             .slot(provider)
