@@ -1,11 +1,13 @@
 //! Where calls that wait for a human decision or for resume data are kept:
-//! the [`PendingStore`] trait, an in-memory store and a durable SQLite store.
+//! the [`PendingStore`] trait, an in-memory store and a durable SQLite store
+//! (feature `sqlite`).
 //!
 //! Removal is take-once: [`PendingStore::take`] removes and returns an entry
 //! in one atomic step, so an approval or a resume runs a call at most once,
 //! even when two runtimes share one store.
 
 mod memory;
+#[cfg(feature = "sqlite")]
 mod sqlite;
 
 use std::path::PathBuf;
@@ -14,6 +16,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 pub use memory::MemoryStore;
+#[cfg(feature = "sqlite")]
+#[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
 pub use sqlite::SqliteStore;
 
 /// Why a call is pending.
