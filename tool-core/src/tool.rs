@@ -569,12 +569,13 @@ impl ToolBuilder {
             let schema = schema?;
             match CompiledSchema::compile(schema.clone()) {
                 Ok(compiled) => Some(compiled),
-                Err(reason) => {
+                Err(error) => {
                     // Every call reports this instead of running.
                     config_error.get_or_insert(BuildError::InvalidSchema {
                         id: id.clone(),
                         which,
-                        reason,
+                        reason: error.to_string(),
+                        source: Arc::new(error),
                     });
                     None
                 }
