@@ -6,8 +6,8 @@
 //! Run: `cargo run -p examples --example approval`
 
 use serde::{Deserialize, Serialize};
-use tool_core::{Outcome, RequestContext, ToolError, tool};
-use tool_runtime::{Runtime, ToolCall};
+use tool_core::{RequestContext, ToolError, tool};
+use tool_runtime::{CallOutcome, Runtime, ToolCall};
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct TransferInput {
@@ -52,7 +52,7 @@ pub async fn check_limit(input: LookupInput) -> bool {
     input.amount <= 1000.0
 }
 
-fn show(title: &str, outcome: &Outcome) {
+fn show(title: &str, outcome: &CallOutcome) {
     println!("--- {title}");
     println!("    outcome: {outcome:?}");
     println!("    model sees: {}", outcome.to_model_value());

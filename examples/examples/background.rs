@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use serde_json::json;
-use tool_core::{Outcome, ToolContext, ToolError, tool};
-use tool_runtime::{EventKind, Runtime, ToolCall};
+use tool_core::{ToolContext, ToolError, tool};
+use tool_runtime::{CallOutcome, EventKind, Runtime, ToolCall};
 
 /// Build a quarterly report (slow)
 #[tool(id = "build-report", background(timeout_ms = 5_000))]
@@ -100,7 +100,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     ] {
         let started = runtime.call(ToolCall::new(call_id, tool_id, input)).await;
         println!("--- {call_id}: the model sees {}", started.to_model_value());
-        if let Outcome::Started { task_id } = started {
+        if let CallOutcome::BackgroundStarted { task_id } = started {
             tasks.push(task_id);
         }
     }

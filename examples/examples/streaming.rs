@@ -32,7 +32,7 @@ fn on_available(args: &InputAvailable<'_>) {
 fn on_output(args: &OutputAvailable<'_>) {
     println!(
         "  [tool hook] on_output          {} -> {}",
-        args.tool_name, args.output
+        args.tool_id, args.output
     );
 }
 
@@ -69,7 +69,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             println!("  [runtime]   on_input_available {}", a.input)
         })
         .on_output(|a: &OutputAvailable<'_>| {
-            println!("  [runtime]   on_output          {}", a.tool_name)
+            println!("  [runtime]   on_output          {}", a.tool_id)
         });
     let runtime = Runtime::builder()
         .tool(SearchDocsTool)

@@ -11,8 +11,8 @@ use std::process::Command;
 
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use tool_core::{Outcome, ToolContext, ToolError, tool};
-use tool_runtime::{Runtime, ToolCall};
+use tool_core::{ToolContext, ToolError, tool};
+use tool_runtime::{CallOutcome, Runtime, ToolCall};
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct BookingInput {
@@ -70,7 +70,7 @@ async fn suspend(store: &Path) -> Result<(), Box<dyn std::error::Error>> {
             r#"{"flight": "AF123", "seat": "12A"}"#,
         ))
         .await;
-    let Outcome::Suspended {
+    let CallOutcome::Suspended {
         payload,
         resume_schema,
         ..

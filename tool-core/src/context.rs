@@ -10,9 +10,10 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::abort::AbortSignal;
-use crate::elicit::McpContext;
 use crate::error::ToolError;
+use crate::extensions::Extensions;
 use crate::request_context::RequestContext;
+use crate::suspend::{NoSuspend, SuspendPayload};
 
 /// Progress reported by a running tool.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -30,7 +31,8 @@ pub struct Progress {
 type ProgressSink = Arc<dyn Fn(Progress) + Send + Sync>;
 
 /// What the caller gives one call: its id, request context, conversation,
-/// abort signal, progress sink, and on resume the resume data.
+/// abort signal, progress sink, extensions (what a transport offers the
+/// tool), and on resume the resume data.
 ///
 /// ```
 /// use tool_core::{AbortSignal, CallContext, RequestContext};
@@ -55,7 +57,7 @@ pub struct CallContext {
     pub(crate) resume: Option<Box<Resume>>,
     pub(crate) progress: Option<ProgressSink>,
     pub(crate) parent_span: Option<Box<tracing::Span>>,
-    pub(crate) mcp: Option<McpContext>,
+    pub(crate) extensions: Extensions,
 }
 
 /// What a resumed call continues from.
@@ -88,7 +90,7 @@ impl CallContext {
             resume: None,
             progress: None,
             parent_span: None,
-            mcp: None,
+            extensions: Extensions::new(),
         }
     }
 
@@ -100,6 +102,21 @@ impl CallContext {
     /// The conversation so far (empty when not set).
     pub fn messages(&self) -> &[Value] {
         self.messages.as_deref().unwrap_or_default()
+    }
+
+    /// The conversation so far, shared (`None` when not set).
+    pub fn shared_messages(&self) -> Option<&Arc<[Value]>> {
+        self.messages.as_ref()
+    }
+
+    /// The request context.
+    pub fn request_context(&self) -> &RequestContext {
+        &self.request_context
+    }
+
+    /// The abort signal the tool observes.
+    pub fn abort_signal(&self) -> &AbortSignal {
+        &self.abort
     }
 
     /// Sets the request context.
@@ -150,12 +167,24 @@ impl CallContext {
         self
     }
 
-    /// The call came over MCP: the tool can ask the client's user through
-    /// [`ToolContext::mcp`].
+    /// Attaches a typed value for the tool ([`ToolContext::extension`]),
+    /// replacing one of the same type.
     #[must_use]
-    pub fn with_mcp(mut self, mcp: McpContext) -> Self {
-        self.mcp = Some(mcp);
+    pub fn with_extension<T: Send + Sync + 'static>(mut self, value: T) -> Self {
+        self.extensions.insert(value);
         self
+    }
+
+    /// Attaches every value of `extensions`.
+    #[must_use]
+    pub fn with_extensions(mut self, extensions: Extensions) -> Self {
+        self.extensions.extend(extensions);
+        self
+    }
+
+    /// The typed values attached to the call.
+    pub fn extensions(&self) -> &Extensions {
+        &self.extensions
     }
 
     /// Runs the call's span as a child of `span` (the runtime's call span).
@@ -245,7 +274,8 @@ macro_rules! observe_event {
 use observe_event;
 
 /// What a tool function sees of its call. `S` is the suspend payload type,
-/// `R` the resume data type (`()` when the tool does not suspend).
+/// `R` the resume data type ([`NoSuspend`], the default, when the tool does
+/// not suspend: then `suspend` cannot be called).
 ///
 /// ```
 /// use tool_core::{tool, ToolContext, ToolError};
@@ -265,7 +295,7 @@ use observe_event;
 ///     }
 /// }
 /// ```
-pub struct ToolContext<S = (), R = ()> {
+pub struct ToolContext<S = NoSuspend, R = NoSuspend> {
     state: Arc<CallState>,
     resume_data: Option<R>,
     suspend_payload: Option<S>,
@@ -353,10 +383,33 @@ impl<S, R> ToolContext<S, R> {
         self.suspend_payload.as_ref()
     }
 
-    /// The MCP client that called the tool, when it can be asked for input
-    /// (elicitation); `None` otherwise: have a fallback, or suspend instead.
-    pub fn mcp(&self) -> Option<&McpContext> {
-        self.state.ctx.mcp.as_ref()
+    /// The value of type `T` that the caller attached to the call (see
+    /// [`Extensions`]); add-on crates wrap this in methods of their own, such
+    /// as tool-runtime's `ctx.mcp()`.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_core::{CallContext, Tool, ToolError};
+    ///
+    /// struct Tenant(&'static str);
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let whoami = Tool::builder("whoami").description("Names the tenant")
+    ///     .execute(|_input, ctx| async move {
+    ///         Ok::<_, ToolError>(json!(ctx.extension::<Tenant>().map_or("none", |t| t.0)))
+    ///     })
+    ///     .build().unwrap();
+    /// let outcome = whoami.execute("{}", CallContext::new("c1").with_extension(Tenant("acme"))).await;
+    /// assert_eq!(outcome.output(), Some(&json!("acme")));
+    /// # });
+    /// ```
+    pub fn extension<T: Send + Sync + 'static>(&self) -> Option<&T> {
+        self.state.ctx.extensions.get()
+    }
+
+    /// Every value attached to the call.
+    pub fn extensions(&self) -> &Extensions {
+        &self.state.ctx.extensions
     }
 
     /// Structured logs and child spans of this call.
@@ -382,7 +435,7 @@ impl<S, R> ToolContext<S, R> {
     /// suspended; the payload is validated against the suspend schema.
     pub fn suspend<T, E: From<ToolError>>(&self, payload: S) -> Result<T, E>
     where
-        S: Serialize,
+        S: SuspendPayload,
     {
         let serialized = serde_json::to_value(&payload).map_err(|e| e.to_string());
         *self

@@ -61,7 +61,7 @@ pub struct OutputAvailable<'a> {
     /// The call's id.
     pub call_id: &'a str,
     /// The tool's id.
-    pub tool_name: &'a str,
+    pub tool_id: &'a str,
     /// The call's abort signal.
     pub abort_signal: &'a AbortSignal,
 }
@@ -116,13 +116,13 @@ impl<'a> OutputAvailable<'a> {
     pub fn new(
         output: &'a Value,
         call_id: &'a str,
-        tool_name: &'a str,
+        tool_id: &'a str,
         abort_signal: &'a AbortSignal,
     ) -> Self {
         OutputAvailable {
             output,
             call_id,
-            tool_name,
+            tool_id,
             abort_signal,
         }
     }
@@ -254,14 +254,24 @@ impl Hooks {
         self
     }
 
-    /// Which hooks are set, in the order they fire.
-    pub fn declared(&self) -> [bool; 4] {
-        [
-            self.input_start.is_some(),
-            self.input_delta.is_some(),
-            self.input_available.is_some(),
-            self.output.is_some(),
-        ]
+    /// Whether `on_input_start` is set.
+    pub fn has_on_input_start(&self) -> bool {
+        self.input_start.is_some()
+    }
+
+    /// Whether `on_input_delta` is set.
+    pub fn has_on_input_delta(&self) -> bool {
+        self.input_delta.is_some()
+    }
+
+    /// Whether `on_input_available` is set.
+    pub fn has_on_input_available(&self) -> bool {
+        self.input_available.is_some()
+    }
+
+    /// Whether `on_output` is set.
+    pub fn has_on_output(&self) -> bool {
+        self.output.is_some()
     }
 
     /// Fires `on_input_start`.

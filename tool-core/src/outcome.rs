@@ -1,24 +1,25 @@
-//! How a call ends.
+//! How a call of one tool ends, and what the model is told about it.
 
 use serde_json::{Value, json};
 
 use crate::error::ModelError;
 use crate::model_output::ModelOutput;
 
-/// The end of a call (or of one step of it: approval and suspension pause it).
+/// How a call of a tool ends: everything a tool call alone can produce.
 ///
-/// [`Tool::execute`](crate::Tool::execute) ends in `Completed`, `Failed`,
-/// `Suspended` or `Aborted`; a runtime adds the approval, decline and
-/// background states.
+/// The four states are the whole set, so a `match` needs no catch-all arm.
+/// A runtime adds its own states (waiting for approval, declined, running
+/// in the background) in a type of its own that converts from this one.
 ///
 /// ```
-/// use tool_core::Outcome;
+/// use serde_json::json;
+/// use tool_core::{ModelFacing, Outcome};
 ///
-/// let outcome = Outcome::Declined { reason: None };
-/// assert_eq!(outcome.to_model_value(), "Tool call was not approved by the user");
+/// let outcome = Outcome::Completed { output: json!({ "celsius": 21 }), model_output: None };
+/// assert_eq!(outcome.output(), Some(&json!({ "celsius": 21 })));
+/// assert_eq!(Outcome::Aborted.to_model_value(), "Tool call was aborted.");
 /// ```
 #[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
 pub enum Outcome {
     /// The tool returned output.
     Completed {
@@ -32,15 +33,6 @@ pub enum Outcome {
         /// The model-facing error.
         error: ModelError,
     },
-    /// The call waits for a human decision (`approve` / `decline`).
-    ApprovalRequired {
-        /// The call to approve or decline.
-        call_id: String,
-        /// The validated arguments awaiting approval.
-        input: Value,
-        /// Schema of the data a resume may carry, when the tool has one.
-        resume_schema: Option<Value>,
-    },
     /// The tool suspended itself; resume it with data matching `resume_schema`.
     Suspended {
         /// The suspended call.
@@ -53,44 +45,14 @@ pub enum Outcome {
         /// Schema of the resume data.
         resume_schema: Option<Value>,
     },
-    /// A human declined the call; it never ran.
-    Declined {
-        /// Why, when given.
-        reason: Option<String>,
-    },
-    /// The call runs in the background.
-    Started {
-        /// The background task to wait for.
-        task_id: String,
-    },
     /// The call was cancelled through its abort signal.
     Aborted,
 }
 
 impl Outcome {
-    /// What the model is told about this outcome.
+    /// What the model is told (see [`ModelFacing::to_model_value`]).
     pub fn to_model_value(&self) -> Value {
-        match self {
-            Outcome::Completed {
-                model_output: Some(model_output),
-                ..
-            } => serde_json::to_value(model_output).unwrap_or(Value::Null),
-            Outcome::Completed { output, .. } => output.clone(),
-            Outcome::Failed { error } => error.to_json(),
-            Outcome::ApprovalRequired { .. } => {
-                Value::String("Tool call is waiting for human approval.".to_owned())
-            }
-            Outcome::Suspended { payload, .. } => json!({ "suspended": true, "payload": payload }),
-            Outcome::Declined { reason } => Value::String(
-                reason
-                    .clone()
-                    .unwrap_or_else(|| "Tool call was not approved by the user".to_owned()),
-            ),
-            Outcome::Started { task_id } => Value::String(format!(
-                "Background task started. Task ID: {task_id}. The result will be available when the task completes."
-            )),
-            Outcome::Aborted => Value::String("Tool call was aborted.".to_owned()),
-        }
+        ModelFacing::to_model_value(self)
     }
 
     /// The output, when the call completed.
@@ -106,6 +68,66 @@ impl Outcome {
         match self {
             Outcome::Failed { error } => Some(error),
             _ => None,
+        }
+    }
+}
+
+/// What a model is told about how a call ended. Implemented by
+/// [`Outcome`] and by a runtime's richer outcome, so that encoders (provider
+/// tool results, MCP results) take whichever they are given.
+///
+/// ```
+/// use serde_json::json;
+/// use tool_core::{ModelFacing, ModelOutput, Outcome};
+///
+/// fn as_text(outcome: &impl ModelFacing) -> String {
+///     match outcome.completed() {
+///         Some((_, Some(ModelOutput::Text(text)))) => text.clone(),
+///         Some((output, _)) => output.to_string(),
+///         None => outcome.to_model_value().to_string(),
+///     }
+/// }
+/// let done = Outcome::Completed { output: json!(1), model_output: Some(ModelOutput::Text("one".into())) };
+/// assert_eq!(as_text(&done), "one");
+/// assert_eq!(as_text(&Outcome::Aborted), "\"Tool call was aborted.\"");
+/// ```
+pub trait ModelFacing {
+    /// The output and its model-facing form, when the call completed.
+    fn completed(&self) -> Option<(&Value, Option<&ModelOutput>)>;
+
+    /// The model-facing error, when the call failed.
+    fn failure(&self) -> Option<&ModelError>;
+
+    /// What the model is told: the model output or output of a completed
+    /// call, the error object of a failed one, a sentence otherwise.
+    fn to_model_value(&self) -> Value;
+}
+
+impl ModelFacing for Outcome {
+    fn completed(&self) -> Option<(&Value, Option<&ModelOutput>)> {
+        match self {
+            Outcome::Completed {
+                output,
+                model_output,
+            } => Some((output, model_output.as_ref())),
+            _ => None,
+        }
+    }
+
+    fn failure(&self) -> Option<&ModelError> {
+        self.error()
+    }
+
+    fn to_model_value(&self) -> Value {
+        match self {
+            Outcome::Completed {
+                model_output: Some(model_output),
+                ..
+            } => serde_json::to_value(model_output).unwrap_or(Value::Null),
+            Outcome::Completed { output, .. } => output.clone(),
+            Outcome::Failed { error } => error.to_json(),
+            Outcome::Suspended { payload, .. } => json!({ "suspended": true, "payload": payload }),
+            Outcome::Aborted => Value::String("Tool call was aborted.".to_owned()),
         }
     }
 }

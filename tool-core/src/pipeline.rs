@@ -1,9 +1,17 @@
-//! The call pipeline of one tool: parse and repair the arguments, validate
-//! input and request context (resume data on resume), execute with panics
-//! and aborts contained, then validate the suspend payload or the output and
-//! map the output for the model.
+//! The call pipeline of one tool, in two typed stages.
+//!
+//! 1. [`Tool::admit`]: parse and repair the arguments, validate them against
+//!    the input schema, validate the request context (and, on resume, the
+//!    resume data). Only this produces an [`Admitted`] call.
+//! 2. [`Admitted::run`]: execute with panics and aborts contained, then
+//!    validate the suspend payload or the output and map the output for the
+//!    model.
+//!
+//! A runtime puts its own stages (hooks, the approval gate, storing a
+//! suspension) between and after these two; it cannot skip them.
 
 use std::any::Any;
+use std::fmt;
 use std::future::{Future, poll_fn};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::pin;
@@ -12,14 +20,15 @@ use std::task::Poll;
 
 use serde_json::Value;
 
-use crate::abort::AbortSignal;
 use crate::context::{CallContext, CallState};
 use crate::definition::OutputValidation;
 use crate::error::{ErrorKind, ModelError};
-use crate::input::{RawInput, coerce_stringified, normalize_top, parse_text, strip_failing_nulls};
+use crate::input::{
+    RawInput, coerce_stringified, integral_floats_to_integers, normalize_top, parse_text,
+    strip_failing_nulls,
+};
 use crate::outcome::Outcome;
-use crate::request_context::RequestContext;
-use crate::tool::{Exec, ExecFailure, ExecFuture, Executed, Tool};
+use crate::tool::{Exec, ExecFailure, Executed, Tool};
 use crate::validate::{CompiledSchema, Issue, Subject, failure};
 
 /// One safe repair: the repaired value, or `None` when it changes nothing.
@@ -32,12 +41,96 @@ enum Run {
     Aborted,
 }
 
+/// A call that passed validation and may run: its arguments fit the input
+/// schema, its request context the request-context schema, and on resume its
+/// resume data the resume schema. Only [`Tool::admit`] makes one, so no
+/// execute function ever sees arguments that skipped validation.
+///
+/// Between admitting and running, a caller reads the validated arguments
+/// (hooks, approval policies, a store) and decides whether to run.
+///
+/// ```
+/// use serde_json::json;
+/// use tool_core::{CallContext, Tool, ToolError};
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let tool = Tool::builder("count").description("Count items")
+///     .input_schema(json!({ "type": "object", "properties": { "items": { "type": "array" } }, "required": ["items"] }))
+///     .execute(|input, _ctx| async move { Ok::<_, ToolError>(json!(input["items"].as_array().map_or(0, Vec::len))) })
+///     .build().unwrap();
+/// // A model sent the array as a string: repaired, then validated.
+/// let admitted = tool.admit(r#"{"items": "[1, 2]"}"#, CallContext::new("c1")).unwrap();
+/// assert_eq!(admitted.input(), &json!({ "items": [1, 2] }));
+/// assert_eq!(admitted.run().await.output(), Some(&json!(2)));
+///
+/// let refused = tool.admit("{}", CallContext::new("c2")).unwrap_err();
+/// assert!(refused.message().contains("- items: Required"));
+/// # });
+/// ```
+#[must_use = "an admitted call does nothing until it is run"]
+#[derive(Clone)]
+pub struct Admitted {
+    tool: Tool,
+    input: Value,
+    ctx: CallContext,
+}
+
+impl fmt::Debug for Admitted {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Admitted")
+            .field("tool_id", &self.tool.id())
+            .field("call_id", &self.ctx.call_id)
+            .field("input", &self.input)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Admitted {
+    /// The tool to run.
+    pub fn tool(&self) -> &Tool {
+        &self.tool
+    }
+
+    /// The validated (and repaired) arguments.
+    pub fn input(&self) -> &Value {
+        &self.input
+    }
+
+    /// The call's context.
+    pub fn call_context(&self) -> &CallContext {
+        &self.ctx
+    }
+
+    /// Runs the call under `abort` instead of the abort signal it was
+    /// admitted with (a runtime gives each attempt of a retried call its own).
+    pub fn with_abort_signal(mut self, abort: crate::AbortSignal) -> Self {
+        self.ctx.abort = abort;
+        self
+    }
+
+    /// Gives up the call, keeping its validated arguments (to store it until
+    /// a human approves it, say; it is admitted again when it runs).
+    pub fn into_input(self) -> Value {
+        self.input
+    }
+
+    /// Runs the call: execute with panics and aborts contained, then the
+    /// suspend payload or the output validated and the output mapped for the
+    /// model. The tool starts when the future is first polled.
+    pub fn run(self) -> impl Future<Output = Outcome> + Send + 'static {
+        let Admitted { tool, input, ctx } = self;
+        async move { tool.run_admitted(input, ctx).await }
+    }
+}
+
 impl Tool {
-    /// Runs one call through the whole pipeline and returns its outcome.
+    /// Runs one call through the whole pipeline ([`admit`](Self::admit),
+    /// then [`Admitted::run`]) and returns its outcome.
     ///
     /// `input` is the model's argument text or a JSON value. On a resume
-    /// (`CallContext::resuming`) the input is the one stored at suspension:
-    /// it is not validated again; the resume data is, instead.
+    /// (`CallContext::resuming`) it is the input the call suspended with.
+    /// Nothing happens until the returned future is first polled; it owns
+    /// what it needs, so it can be spawned.
     ///
     /// Never panics: bad arguments, failing or panicking tools and invalid
     /// output all end as [`Outcome::Failed`] with a model-facing error.
@@ -63,25 +156,46 @@ impl Tool {
         &self,
         input: impl Into<RawInput>,
         ctx: CallContext,
-    ) -> impl Future<Output = Outcome> + Send + '_ {
-        // Everything up to execute is synchronous and happens here, so the
-        // returned future holds only what the await needs.
-        let input = if ctx.resume.is_some() {
-            match input.into() {
-                RawInput::Json(value) => Ok(value),
-                RawInput::Text(text) => serde_json::from_str(&text)
-                    .map_err(|_| ModelError::invalid_json(&self.inner.id)),
-            }
-        } else {
-            self.validate_input(input)
-        };
-        let started = input.and_then(|value| self.start(value, ctx));
+    ) -> impl Future<Output = Outcome> + Send + 'static {
+        let tool = self.clone();
+        let input = input.into();
         async move {
-            match started {
-                Ok(running) => running.finish().await,
+            match tool.admit(input, ctx) {
+                Ok(admitted) => admitted.run().await,
                 Err(error) => Outcome::Failed { error },
             }
         }
+    }
+
+    /// The first stage of a call: parses and repairs the arguments,
+    /// validates them, the request context and, on resume, the resume data.
+    ///
+    /// Integral floats (`3.0`) are read as integers in tools whose input
+    /// schema has integers: JSON Schema counts them as integers, and Rust's
+    /// integer types (and many JSON consumers) do not.
+    ///
+    /// # Errors
+    ///
+    /// The model-facing error of the first stage that failed.
+    pub fn admit(
+        &self,
+        input: impl Into<RawInput>,
+        ctx: CallContext,
+    ) -> Result<Admitted, ModelError> {
+        if self.inner.config_error.is_some() {
+            return Err(self.configuration_error());
+        }
+        let mut input = self.validate_input(input)?;
+        self.validate_request_context(&ctx)?;
+        self.validate_resume_data(&ctx)?;
+        if self.inner.has_integers {
+            integral_floats_to_integers(&mut input);
+        }
+        Ok(Admitted {
+            tool: self.clone(),
+            input,
+            ctx,
+        })
     }
 
     /// Parses, repairs and validates arguments against the input schema.
@@ -137,32 +251,22 @@ impl Tool {
         Err(failure(Subject::Input, id, &issues, Some(&provided)))
     }
 
-    /// Validates a request context against the tool's request-context schema.
-    pub fn validate_request_context(
-        &self,
-        request_context: &RequestContext,
-    ) -> Result<(), ModelError> {
+    fn validate_request_context(&self, ctx: &CallContext) -> Result<(), ModelError> {
         let Some(schema) = &self.inner.request_context else {
             return Ok(());
         };
-        let values = request_context.to_value();
+        let values = ctx.request_context.to_value();
         check(schema, Subject::RequestContext, &self.inner.id, &values)
     }
 
-    /// Runs a call whose input is already validated (after approval, on
-    /// resume): request context and resume data are still validated.
-    pub fn execute_validated(
-        &self,
-        input: Value,
-        ctx: CallContext,
-    ) -> impl Future<Output = Outcome> + Send + '_ {
-        let started = self.start(input, ctx);
-        async move {
-            match started {
-                Ok(running) => running.finish().await,
-                Err(error) => Outcome::Failed { error },
+    fn validate_resume_data(&self, ctx: &CallContext) -> Result<(), ModelError> {
+        if let (Some(resume), Some(schema)) = (&ctx.resume, &self.inner.resume) {
+            // Nullish, not truthy: false, 0 and "" are resume data too.
+            if !resume.data.is_null() {
+                check(schema, Subject::Resume, &self.inner.id, &resume.data)?;
             }
         }
+        Ok(())
     }
 
     fn configuration_error(&self) -> ModelError {
@@ -173,25 +277,10 @@ impl Tool {
         ModelError::new(ErrorKind::Configuration, reason)
     }
 
-    /// Checks before execute: configuration, request context, resume data.
-    fn prepare(&self, ctx: &CallContext) -> Result<(), ModelError> {
-        if self.inner.config_error.is_some() {
-            return Err(self.configuration_error());
-        }
-        self.validate_request_context(&ctx.request_context)?;
-        if let (Some(resume), Some(schema)) = (&ctx.resume, &self.inner.resume) {
-            // Nullish, not truthy: false, 0 and "" are resume data too.
-            if !resume.data.is_null() {
-                check(schema, Subject::Resume, &self.inner.id, &resume.data)?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Checks the context and starts the execute function (it runs when
-    /// the returned call is awaited).
-    fn start(&self, input: Value, ctx: CallContext) -> Result<Running<'_>, ModelError> {
-        self.prepare(&ctx)?;
+    /// The second stage: starts the execute function and drives it to its
+    /// end, turning a panic into [`Run::Panicked`] and a fired abort signal
+    /// into [`Run::Aborted`], then concludes.
+    async fn run_admitted(&self, input: Value, ctx: CallContext) -> Outcome {
         let inner = &self.inner;
         let span = match &ctx.parent_span {
             Some(parent) => {
@@ -208,23 +297,37 @@ impl Tool {
             span,
             suspended: Mutex::new(None),
         });
-        let future = if abort.is_aborted() {
-            None
-        } else {
+        if abort.is_aborted() {
+            return self.conclude(&state, Run::Aborted);
+        }
+        let started = {
             let _entered = state.span.enter();
-            Some(
-                catch_unwind(AssertUnwindSafe(|| {
-                    (inner.executor)(input, Arc::clone(&state))
-                }))
-                .map_err(|panic| panic_message(&*panic)),
-            )
+            catch_unwind(AssertUnwindSafe(|| {
+                (inner.executor)(input, Arc::clone(&state))
+            }))
         };
-        Ok(Running {
-            tool: self,
-            state,
-            abort,
-            future,
-        })
+        let run = match started {
+            Err(panic) => Run::Panicked(panic_message(&*panic)),
+            Ok(mut running) => {
+                let mut aborted = pin!(abort.aborted());
+                poll_fn(|cx| {
+                    let _entered = state.span.enter();
+                    // The tool first: a tool that finishes at once never
+                    // registers with the abort signal.
+                    match catch_unwind(AssertUnwindSafe(|| running.as_mut().poll(cx))) {
+                        Ok(Poll::Ready(result)) => return Poll::Ready(Run::Done(result)),
+                        Ok(Poll::Pending) => {}
+                        Err(panic) => return Poll::Ready(Run::Panicked(panic_message(&*panic))),
+                    }
+                    match aborted.as_mut().poll(cx) {
+                        Poll::Ready(()) => Poll::Ready(Run::Aborted),
+                        Poll::Pending => Poll::Pending,
+                    }
+                })
+                .await
+            }
+        };
+        self.conclude(&state, run)
     }
 
     /// Maps how the execute step ended to the call's outcome.
@@ -248,17 +351,6 @@ impl Tool {
             }
         };
         if let Some(suspension) = state.take_suspension() {
-            let Some(input) = input else {
-                return Outcome::Failed {
-                    error: ModelError::new(
-                        ErrorKind::SuspendValidation,
-                        format!(
-                            "Tool {} suspended, but it declares no suspend payload or resume data type to resume with: take its context as ToolContext<Suspend, Resume>",
-                            inner.id
-                        ),
-                    ),
-                };
-            };
             return self.suspended(state.ctx.call_id.clone(), input, suspension);
         }
         match result {
@@ -273,7 +365,7 @@ impl Tool {
                     message: reason,
                 };
                 Outcome::Failed {
-                    error: failure(Subject::Input, &inner.id, &[issue], input.as_ref()),
+                    error: failure(Subject::Input, &inner.id, &[issue], Some(&input)),
                 }
             }
             Err(ExecFailure::Output(reason)) => Outcome::Failed {
@@ -383,52 +475,6 @@ fn check(
         &schema.issues(value),
         Some(value),
     ))
-}
-
-/// A started call: the execute future and what concluding it needs.
-struct Running<'a> {
-    tool: &'a Tool,
-    state: Arc<CallState>,
-    abort: AbortSignal,
-    /// `None` when the call was aborted before it started; `Err` when
-    /// starting the execute function panicked.
-    future: Option<Result<ExecFuture, String>>,
-}
-
-impl Running<'_> {
-    /// Drives the execute future to its end, turning a panic into
-    /// [`Run::Panicked`] and a fired abort signal into [`Run::Aborted`].
-    async fn finish(self) -> Outcome {
-        let Running {
-            tool,
-            state,
-            abort,
-            future,
-        } = self;
-        let run = match future {
-            None => Run::Aborted,
-            Some(Err(message)) => Run::Panicked(message),
-            Some(Ok(mut running)) => {
-                let mut aborted = pin!(abort.aborted());
-                poll_fn(|cx| {
-                    let _entered = state.span.enter();
-                    // The tool first: a tool that finishes at once never pays
-                    // for registering with the abort signal.
-                    match catch_unwind(AssertUnwindSafe(|| running.as_mut().poll(cx))) {
-                        Ok(Poll::Ready(result)) => return Poll::Ready(Run::Done(result)),
-                        Ok(Poll::Pending) => {}
-                        Err(panic) => return Poll::Ready(Run::Panicked(panic_message(&*panic))),
-                    }
-                    match aborted.as_mut().poll(cx) {
-                        Poll::Ready(()) => Poll::Ready(Run::Aborted),
-                        Poll::Pending => Poll::Pending,
-                    }
-                })
-                .await
-            }
-        };
-        tool.conclude(&state, run)
-    }
 }
 
 fn panic_message(panic: &(dyn Any + Send)) -> String {

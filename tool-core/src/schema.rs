@@ -7,8 +7,9 @@ use serde_json::Value;
 
 /// The JSON Schema (draft 2020-12) of `T`, as the model is shown it.
 ///
-/// Returns `None` for `()`: a tool with unit output has no output schema, and
-/// `()` as suspend or resume type means the tool does not suspend.
+/// Returns `None` for `()` (a tool with unit output has no output schema)
+/// and for [`NoSuspend`](crate::NoSuspend) (a tool that does not suspend has
+/// no suspend or resume schema).
 ///
 /// ```
 /// #[derive(schemars::JsonSchema)]
@@ -21,9 +22,11 @@ use serde_json::Value;
 /// assert_eq!(schema["properties"]["location"]["description"], "City name");
 /// assert_eq!(schema["required"][0], "location");
 /// assert!(tool_core::schema_for::<()>().is_none());
+/// assert!(tool_core::schema_for::<tool_core::NoSuspend>().is_none());
 /// ```
 pub fn schema_for<T: JsonSchema + ?Sized + 'static>() -> Option<Value> {
-    if TypeId::of::<T>() == TypeId::of::<()>() {
+    let id = TypeId::of::<T>();
+    if id == TypeId::of::<()>() || id == TypeId::of::<crate::NoSuspend>() {
         return None;
     }
     let mut schema = schemars::SchemaGenerator::default()

@@ -1,7 +1,6 @@
 //! The erased [`Tool`], its [`ToolBuilder`] (the analogue of `createTool`),
 //! and the [`TypedTool`] trait the `#[tool]` attribute implements.
 
-use std::any::TypeId;
 use std::fmt;
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -17,7 +16,6 @@ use crate::context::{CallState, ToolContext};
 use crate::definition::{BackgroundConfig, McpOptions, OutputValidation, ToolDefinition};
 use crate::error::{BuildError, ToolError, is_valid_tool_id};
 use crate::hooks::Hooks;
-use crate::input::integral_floats_to_integers;
 use crate::model_output::ModelOutput;
 use crate::request_context::RequestContext;
 use crate::schema::{mentions_integers, schema_for};
@@ -42,13 +40,11 @@ pub(crate) enum ExecFailure {
     Context(String),
 }
 
-/// How an execute function ended, with the arguments it ran on when they
-/// were kept: a suspended call is stored with them, errors quote them.
+/// How an execute function ended, with the arguments it ran on: a
+/// suspended call is stored with them, type-level input errors quote them.
 pub(crate) struct Exec {
     pub(crate) result: Result<Executed, ExecFailure>,
-    /// `None` for a typed tool that cannot suspend: its arguments moved into
-    /// the function, which is cheaper than keeping them.
-    pub(crate) input: Option<Value>,
+    pub(crate) input: Value,
 }
 
 pub(crate) type ExecFuture = Pin<Box<dyn Future<Output = Exec> + Send>>;
@@ -60,11 +56,12 @@ type ApprovalPolicy = dyn Fn(&Value, &RequestContext) -> bool + Send + Sync;
 /// annotated function, and what a hand-written tool can implement.
 ///
 /// `Tool::from(t)` erases it; the schemas are derived from the associated
-/// types. `()` as `Output` means no output schema; `()` as `Suspend` and
-/// `Resume` means the tool does not suspend.
+/// types. `()` as `Output` means no output schema; [`NoSuspend`] as
+/// `Suspend` and `Resume` means the tool does not suspend (its context
+/// has no `suspend` method then).
 ///
 /// ```
-/// use tool_core::{CallContext, Outcome, Tool, ToolContext, ToolError, TypedTool};
+/// use tool_core::{CallContext, NoSuspend, Tool, ToolContext, ToolError, TypedTool};
 ///
 /// #[derive(serde::Deserialize, schemars::JsonSchema)]
 /// struct AddInput { a: i64, b: i64 }
@@ -74,8 +71,8 @@ type ApprovalPolicy = dyn Fn(&Value, &RequestContext) -> bool + Send + Sync;
 /// impl TypedTool for AddTool {
 ///     type Input = AddInput;
 ///     type Output = i64;
-///     type Suspend = ();
-///     type Resume = ();
+///     type Suspend = NoSuspend;
+///     type Resume = NoSuspend;
 ///     const ID: &'static str = "add";
 ///     const DESCRIPTION: &'static str = "Add two integers";
 ///
@@ -95,9 +92,9 @@ pub trait TypedTool: Send + Sync + Sized + 'static {
     type Input: DeserializeOwned + JsonSchema + Send + 'static;
     /// The output.
     type Output: Serialize + JsonSchema + Send + 'static;
-    /// The suspend payload (`()`: the tool does not suspend).
-    type Suspend: Serialize + DeserializeOwned + JsonSchema + Send + Sync + 'static;
-    /// The resume data (`()`: the tool does not suspend).
+    /// The suspend payload ([`NoSuspend`]: the tool does not suspend).
+    type Suspend: DeserializeOwned + JsonSchema + Send + Sync + 'static;
+    /// The resume data ([`NoSuspend`]: the tool does not suspend).
     type Resume: DeserializeOwned + JsonSchema + Send + Sync + 'static;
     /// The tool's id.
     const ID: &'static str;
@@ -143,6 +140,8 @@ pub(crate) struct ToolInner {
     pub(crate) suspend: Option<CompiledSchema>,
     pub(crate) resume: Option<CompiledSchema>,
     pub(crate) request_context: Option<CompiledSchema>,
+    /// The input schema has integers: integral floats are read as integers.
+    pub(crate) has_integers: bool,
     /// Why the tool cannot run (a schema that does not compile); calls fail with it.
     pub(crate) config_error: Option<BuildError>,
     pub(crate) executor: Arc<ExecFn>,
@@ -222,41 +221,23 @@ impl<T: TypedTool> From<T> for Tool {
         builder.output_schema = schema_for::<T::Output>();
         builder.suspend_schema = schema_for::<T::Suspend>();
         builder.resume_schema = schema_for::<T::Resume>();
-        let has_integers = builder.input_schema.as_ref().is_some_and(mentions_integers);
-        builder.executor = Some(typed_executor(Arc::new(tool), has_integers));
+        builder.executor = Some(typed_executor(Arc::new(tool)));
         T::configure(builder).finish()
     }
 }
 
-/// `has_integers`: the input schema has integer properties, so integral
-/// floats may need reading as integers (decided once, not per call).
-fn typed_executor<T: TypedTool>(tool: Arc<T>, has_integers: bool) -> Arc<ExecFn> {
-    let can_suspend = TypeId::of::<T::Suspend>() != TypeId::of::<()>()
-        || TypeId::of::<T::Resume>() != TypeId::of::<()>();
-    Arc::new(move |mut input: Value, state: Arc<CallState>| {
+/// The execute function of a typed tool. The arguments are deserialized by
+/// reference, the one deserialization path of every typed input: they stay
+/// available to store with a suspension and to quote in a type-level error.
+fn typed_executor<T: TypedTool>(tool: Arc<T>) -> Arc<ExecFn> {
+    Arc::new(move |input: Value, state: Arc<CallState>| {
         let tool = Arc::clone(&tool);
         Box::pin(async move {
-            if can_suspend {
-                let result = match deserialize_input::<T::Input>(&input) {
-                    Ok(typed) => run_typed(&*tool, typed, state).await,
-                    Err(failure) => Err(failure),
-                };
-                return Exec {
-                    result,
-                    input: Some(input),
-                };
-            }
-            if has_integers {
-                integral_floats_to_integers(&mut input);
-            }
-            let result = match T::Input::deserialize(input) {
+            let result = match T::Input::deserialize(&input) {
                 Ok(typed) => run_typed(&*tool, typed, state).await,
                 Err(error) => Err(ExecFailure::Input(error.to_string())),
             };
-            Exec {
-                result,
-                input: None,
-            }
+            Exec { result, input }
         })
     })
 }
@@ -274,24 +255,6 @@ async fn run_typed<T: TypedTool>(
         output,
         model_output,
     })
-}
-
-/// Converts validated arguments to the tool's input type, by reference (the
-/// arguments are kept). JSON Schema counts `3.0` as an integer, serde's
-/// integer types do not, and models (Gemini notably) send integral floats: a
-/// failed conversion is retried with them made integers.
-fn deserialize_input<I: DeserializeOwned>(input: &Value) -> Result<I, ExecFailure> {
-    let error = match I::deserialize(input) {
-        Ok(converted) => return Ok(converted),
-        Err(error) => error,
-    };
-    let mut integral = input.clone();
-    if integral_floats_to_integers(&mut integral) {
-        if let Ok(converted) = I::deserialize(&integral) {
-            return Ok(converted);
-        }
-    }
-    Err(ExecFailure::Input(error.to_string()))
 }
 
 /// Builds a [`Tool`]: the direct analogue of createTool. The `#[tool]`
@@ -511,7 +474,8 @@ impl ToolBuilder {
                 move |input: Value, state: Arc<CallState>| match ToolContext::from_state(state) {
                     Ok(ctx) => {
                         // The function takes the arguments; a copy is kept
-                        // in case the call suspends.
+                        // in case the call suspends (as a typed tool keeps
+                        // the arguments it deserialized from).
                         let running = execute(input.clone(), ctx);
                         Box::pin(async move {
                             let result = running
@@ -521,16 +485,13 @@ impl ToolBuilder {
                                     model_output: None,
                                 })
                                 .map_err(|e| ExecFailure::Tool(e.into()));
-                            Exec {
-                                result,
-                                input: Some(input),
-                            }
+                            Exec { result, input }
                         }) as ExecFuture
                     }
                     Err(reason) => Box::pin(async move {
                         Exec {
                             result: Err(ExecFailure::Context(reason)),
-                            input: Some(input),
+                            input,
                         }
                     }),
                 },
@@ -585,6 +546,7 @@ impl ToolBuilder {
             .input_schema
             .unwrap_or_else(|| serde_json::json!({ "type": "object" }));
         let input = compile("input", Some(input_schema.clone()));
+        let has_integers = mentions_integers(&input_schema);
         let output = compile("output", self.output_schema.clone());
         let suspend = compile("suspend", self.suspend_schema.clone());
         let resume = compile("resume", self.resume_schema.clone());
@@ -596,7 +558,7 @@ impl ToolBuilder {
                         result: Err(ExecFailure::Tool(ToolError::new(
                             "this tool has no execute function",
                         ))),
-                        input: Some(input),
+                        input,
                     }
                 })
             })
@@ -627,6 +589,7 @@ impl ToolBuilder {
                 suspend,
                 resume,
                 request_context,
+                has_integers,
                 config_error,
                 executor,
                 to_model_output: self.to_model_output,

@@ -1,6 +1,7 @@
 //! A set of tools with unique ids, looked up by the name the model calls.
 
 use std::collections::HashMap;
+use std::future::Future;
 
 use crate::context::CallContext;
 use crate::error::{BuildError, ModelError};
@@ -83,18 +84,24 @@ impl ToolSet {
         ModelError::unknown_tool(id, self.tools.iter().map(Tool::id))
     }
 
-    /// Runs the tool named `tool_id`, or fails with the unknown-tool error.
-    pub async fn execute(
+    /// Runs the tool named `tool_id` ([`Tool::execute`]), or fails with the
+    /// unknown-tool error. The future owns what it needs.
+    pub fn execute(
         &self,
         tool_id: &str,
         input: impl Into<RawInput>,
         ctx: CallContext,
-    ) -> Outcome {
-        match self.get(tool_id) {
-            Some(tool) => tool.execute(input, ctx).await,
-            None => Outcome::Failed {
-                error: self.unknown_tool(tool_id),
-            },
+    ) -> impl Future<Output = Outcome> + Send + 'static {
+        let found = self
+            .get(tool_id)
+            .cloned()
+            .ok_or_else(|| self.unknown_tool(tool_id));
+        let input = input.into();
+        async move {
+            match found {
+                Ok(tool) => tool.execute(input, ctx).await,
+                Err(error) => Outcome::Failed { error },
+            }
         }
     }
 }

@@ -1,6 +1,11 @@
 //! The annotated function as a typed model: its parameters sorted into the
 //! context and the input, and its return type into output and error.
 
+use proc_macro2::{Span, TokenStream};
+use quote::quote;
+use syn::spanned::Spanned;
+
+use crate::attr::InputShape;
 use syn::{
     Attribute, Expr, FnArg, GenericArgument, Ident, ItemFn, Lit, Meta, Pat, PathArguments,
     ReturnType, Type,
@@ -52,7 +57,7 @@ pub struct ToolFn {
     pub contexts: Vec<ContextParam>,
     pub receivers: Vec<syn::Receiver>,
     pub output: Output,
-    pub docs: Option<String>,
+    pub docs: Option<Docs>,
 }
 
 impl ToolFn {
@@ -108,13 +113,20 @@ impl ToolFn {
         &self.item.sig.ident
     }
 
-    /// The input shape. A single parameter of a type that cannot be a JSON
-    /// object on its own (strings, numbers, collections, options) is a
-    /// property, so it goes through the generated struct like several would.
-    pub fn input(&self) -> Input<'_> {
-        match self.params.as_slice() {
-            [single] if is_struct_like(&single.ty) => Input::Struct(single),
-            params => Input::Params(params),
+    /// The input shape: as `input = whole | params` says, or else decided
+    /// from the parameter's type as written. A single parameter of a type
+    /// that cannot be a JSON object on its own (strings, numbers,
+    /// collections, options) is a property, so it goes through the
+    /// generated struct like several would. The decision reads type names:
+    /// an alias of such a type is taken as the whole input, which a probe
+    /// in the expansion then reports (suggesting `input = params`).
+    /// `input = whole` with other than one parameter is reported by `valid`;
+    /// the parameters are then taken as plain.
+    pub fn input(&self, shape: Option<InputShape>) -> Input<'_> {
+        match (shape, self.params.as_slice()) {
+            (Some(InputShape::Whole), [single]) => Input::Struct(single),
+            (None, [single]) if is_struct_like(&single.ty) => Input::Struct(single),
+            (_, params) => Input::Params(params),
         }
     }
 }
@@ -220,26 +232,75 @@ fn is_struct_like(ty: &Type) -> bool {
     }
 }
 
-/// The text of `///` comments, lines joined, common indentation trimmed.
-pub fn doc_text(attrs: &[Attribute]) -> Option<String> {
-    let lines: Vec<String> = attrs
+/// A description, as the function's doc attributes give it.
+#[derive(Clone)]
+pub enum Docs {
+    /// Only literal lines (`///` comments): their text, joined.
+    Text(String),
+    /// Some lines are macros (`#[doc = include_str!("...")]`): a `concat!`
+    /// of every line, evaluated by the compiler; `span` is the first
+    /// macro's, for errors about the result.
+    Concat { expr: TokenStream, span: Span },
+}
+
+/// The function's doc attributes: the text of `///` comments, lines joined
+/// with their leading space and trailing whitespace trimmed, or, when some
+/// line is a macro, the `concat!` of the lines. `None` when there is none,
+/// or only blank lines.
+pub fn doc_text(attrs: &[Attribute]) -> Option<Docs> {
+    enum Line<'a> {
+        Text(String),
+        Macro(&'a syn::ExprMacro),
+    }
+    let lines: Vec<Line<'_>> = attrs
         .iter()
         .filter_map(|attr| match &attr.meta {
             Meta::NameValue(nv) if nv.path.is_ident("doc") => match &nv.value {
                 Expr::Lit(lit) => match &lit.lit {
-                    Lit::Str(s) => Some(s.value()),
+                    Lit::Str(s) => {
+                        let line = s.value();
+                        let line = line.strip_prefix(' ').unwrap_or(&line).trim_end();
+                        Some(Line::Text(line.to_owned()))
+                    }
                     _ => None,
                 },
+                Expr::Macro(mac) => Some(Line::Macro(mac)),
                 _ => None,
             },
             _ => None,
         })
         .collect();
+    if lines.iter().any(|line| matches!(line, Line::Macro(_))) {
+        let mut parts = Vec::new();
+        for (index, line) in lines.iter().enumerate() {
+            if index > 0 {
+                parts.push(quote!("\n"));
+            }
+            parts.push(match line {
+                Line::Text(text) => quote!(#text),
+                Line::Macro(mac) => quote!(#mac),
+            });
+        }
+        let span = lines
+            .iter()
+            .find_map(|line| match line {
+                Line::Macro(mac) => Some(mac.mac.path.span()),
+                Line::Text(_) => None,
+            })
+            .unwrap_or_else(Span::call_site);
+        return Some(Docs::Concat {
+            expr: quote!(::core::concat!(#(#parts),*)),
+            span,
+        });
+    }
     let text = lines
         .iter()
-        .map(|line| line.strip_prefix(' ').unwrap_or(line).trim_end())
+        .filter_map(|line| match line {
+            Line::Text(text) => Some(text.as_str()),
+            Line::Macro(_) => None,
+        })
         .collect::<Vec<_>>()
         .join("\n");
     let text = text.trim();
-    (!text.is_empty()).then(|| text.to_owned())
+    (!text.is_empty()).then(|| Docs::Text(text.to_owned()))
 }

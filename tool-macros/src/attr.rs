@@ -6,7 +6,7 @@ use heck::ToSnakeCase;
 use proc_macro2::{Span, TokenStream, TokenTree};
 use syn::meta::ParseNestedMeta;
 use syn::parse::{ParseStream, Parser};
-use syn::{Ident, LitBool, LitInt, LitStr, Path, Token, Type};
+use syn::{Expr, ExprLit, Ident, Lit, LitBool, LitInt, LitStr, Path, Token, Type};
 
 use crate::ctxt::Ctxt;
 
@@ -30,6 +30,7 @@ pub const KEYS: &[&str] = &[
     "on_input_available",
     "on_output",
     "output_validation",
+    "input",
     "crate",
 ];
 
@@ -41,6 +42,8 @@ const MCP_KEYS: &[&str] = &[
     "open_world",
     "meta",
 ];
+
+const DESCRIPTION_FORM: &str = "a string literal, or a macro producing one: `description = \"What the tool does\"`, `description = include_str!(\"weather.md\")`";
 
 const BACKGROUND_KEYS: &[&str] = &["enabled", "disposition", "timeout_ms", "max_retries"];
 
@@ -75,11 +78,29 @@ pub struct Hooks {
     pub on_output: Option<Path>,
 }
 
+/// `input = whole | params`: how the parameters make the input, overriding
+/// the default decided from the parameter's type name (see
+/// `ast::ToolFn::input`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum InputShape {
+    /// The one parameter's type is the whole input.
+    Whole,
+    /// The input struct is generated from the parameters, even from one.
+    Params,
+}
+
+/// `description = ...`: a string literal, or a macro producing one
+/// (`concat!`, `include_str!`), which the compiler evaluates.
+pub enum Description {
+    Literal(LitStr),
+    Macro(syn::ExprMacro),
+}
+
 /// Everything the attribute says.
 #[derive(Default)]
 pub struct Attrs {
     pub id: Option<LitStr>,
-    pub description: Option<LitStr>,
+    pub description: Option<Description>,
     /// A `description` key was written but rejected (malformed, or
     /// misspelled): its error already says what to fix, so a missing
     /// description is not reported on top of it.
@@ -98,7 +119,15 @@ pub struct Attrs {
     pub background: Option<Background>,
     pub hooks: Hooks,
     pub warn_on_invalid_output: Option<bool>,
+    /// `input = ...`, with the value as written (for spans).
+    pub input: Option<(InputShape, Ident)>,
     pub krate: Option<Path>,
+}
+
+impl Attrs {
+    pub fn input_shape(&self) -> Option<InputShape> {
+        self.input.as_ref().map(|(shape, _)| *shape)
+    }
 }
 
 pub fn parse(cx: &Ctxt, args: TokenStream) -> Attrs {
@@ -202,7 +231,26 @@ fn parse_key(
         .map_or_else(Span::call_site, Ident::span);
     match key {
         "id" => attrs.id = Some(string_value(meta, key, "get-weather")?),
-        "description" => attrs.description = Some(string_value(meta, key, "What the tool does")?),
+        "description" => {
+            attrs.description = Some(
+                match expecting(
+                    meta.value().and_then(|input| input.parse::<Expr>()),
+                    key,
+                    DESCRIPTION_FORM,
+                )? {
+                    Expr::Lit(ExprLit {
+                        lit: Lit::Str(lit), ..
+                    }) => Description::Literal(lit),
+                    Expr::Macro(mac) => Description::Macro(mac),
+                    other => {
+                        return Err(syn::Error::new_spanned(
+                            other,
+                            format!("`description` takes {DESCRIPTION_FORM}"),
+                        ));
+                    }
+                },
+            );
+        }
         "title" => attrs.title = Some(string_value(meta, key, "Weather Lookup")?),
         "strict" => attrs.strict = Some(flag(meta, key)?),
         "require_approval" => {
@@ -266,6 +314,25 @@ fn parse_key(
                     format!("unknown output_validation {other:?}: expected \"strict\" (invalid output fails the call) or \"warn\" (it is logged and returned)"),
                 ),
             }
+        }
+        "input" => {
+            let value = expecting(
+                meta.value().and_then(|input| input.parse::<Ident>()),
+                key,
+                "`whole` or `params`: `input = params`",
+            )?;
+            let shape = match value.to_string().as_str() {
+                "whole" => InputShape::Whole,
+                "params" => InputShape::Params,
+                other => {
+                    cx.error_spanned_by(
+                        &value,
+                        format!("unknown input shape `{other}`: expected `whole` (the one parameter's type is the whole input) or `params` (the input struct is generated from the parameters, even from one)"),
+                    );
+                    return Ok(());
+                }
+            };
+            attrs.input = Some((shape, value));
         }
         "mcp" => attrs.mcp = Some(parse_mcp(cx, meta)?),
         "background" => attrs.background = Some(parse_background(cx, meta, span)?),

@@ -5,7 +5,8 @@
 //! attribute, `ast` models the function, `valid` checks both, and
 //! `expand` generates code. Errors from every stage are collected in a
 //! `ctxt::Ctxt` and reported together; on error the function is still
-//! emitted unchanged so the rest of the crate keeps compiling.
+//! emitted unchanged, with a stand-in for the tool type
+//! (`expand::fallback`), so the rest of the crate keeps compiling.
 
 mod ast;
 mod attr;
@@ -27,7 +28,7 @@ pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
             return quote!(#error #item).into();
         }
     };
-    let cx = ctxt::Ctxt::default();
+    let cx = ctxt::Ctxt::new();
     let attrs = attr::parse(&cx, args.into());
     let tool = ast::ToolFn::from_item(item);
     valid::check(&cx, &attrs, &tool);
@@ -35,8 +36,8 @@ pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
         Ok(()) => expand::expand(&attrs, &tool).into(),
         Err(error) => {
             let error = error.into_compile_error();
-            let item = &tool.item;
-            quote!(#error #item).into()
+            let fallback = expand::fallback(&attrs, &tool);
+            quote!(#error #fallback).into()
         }
     }
 }

@@ -5,14 +5,14 @@ use quote::ToTokens;
 use syn::{Pat, Safety, Type};
 
 use crate::ast::{Input, Output, ToolFn, find_impl_trait, is_tool_context};
-use crate::attr::Attrs;
+use crate::attr::{Attrs, Description, InputShape};
 use crate::ctxt::Ctxt;
 
 pub fn check(cx: &Ctxt, attrs: &Attrs, tool: &ToolFn) {
     check_signature(cx, attrs, tool);
     check_id(cx, attrs, tool);
     check_description(cx, attrs, tool);
-    check_input(cx, tool);
+    check_input(cx, attrs, tool);
     check_context(cx, attrs, tool);
     check_output(cx, tool);
 }
@@ -62,6 +62,8 @@ fn check_signature(cx: &Ctxt, attrs: &Attrs, tool: &ToolFn) {
 }
 
 fn check_id(cx: &Ctxt, attrs: &Attrs, tool: &ToolFn) {
+    // Keep in sync with `tool_core::is_valid_tool_id` (tool-core/src/error.rs):
+    // a proc-macro crate cannot call into the crate that re-exports it.
     let valid = |id: &str| {
         (1..=64).contains(&id.len())
             && id
@@ -94,7 +96,7 @@ fn check_id(cx: &Ctxt, attrs: &Attrs, tool: &ToolFn) {
 
 fn check_description(cx: &Ctxt, attrs: &Attrs, tool: &ToolFn) {
     match &attrs.description {
-        Some(description) if description.value().trim().is_empty() => cx.error_spanned_by(
+        Some(Description::Literal(description)) if description.value().trim().is_empty() => cx.error_spanned_by(
             description,
             "the description is empty: the model reads it to decide when to call the tool",
         ),
@@ -108,7 +110,7 @@ fn check_description(cx: &Ctxt, attrs: &Attrs, tool: &ToolFn) {
     }
 }
 
-fn check_input(cx: &Ctxt, tool: &ToolFn) {
+fn check_input(cx: &Ctxt, attrs: &Attrs, tool: &ToolFn) {
     for param in &tool.params {
         if let Some(found) = find_impl_trait(&param.ty) {
             cx.error_spanned_by(
@@ -117,17 +119,32 @@ fn check_input(cx: &Ctxt, tool: &ToolFn) {
             );
         }
     }
-    let Input::Params(params) = tool.input() else {
-        return;
-    };
-    for param in params {
-        match &*param.pat {
-            Pat::Ident(ident) if ident.by_ref.is_none() && ident.subpat.is_none() => {}
-            pat => cx.error_spanned_by(
-                pat,
-                "tool parameters become input properties and need plain names; to destructure, take one struct as the whole input",
-            ),
+    if let Some((InputShape::Whole, value)) = &attrs.input {
+        if tool.params.len() != 1 {
+            cx.error_spanned_by(
+                value,
+                format!(
+                    "`input = whole` takes the function's one parameter (besides the context) as the whole input, but it has {}",
+                    match tool.params.len() {
+                        0 => "none".to_owned(),
+                        n => n.to_string(),
+                    }
+                ),
+            );
         }
+    }
+    if let Input::Params(params) = tool.input(attrs.input_shape()) {
+        for param in params {
+            match &*param.pat {
+                Pat::Ident(ident) if ident.by_ref.is_none() && ident.subpat.is_none() => {}
+                pat => cx.error_spanned_by(
+                    pat,
+                    "tool parameters become input properties and need plain names; to destructure, take one struct as the whole input",
+                ),
+            }
+        }
+    }
+    for param in &tool.params {
         if let Type::Reference(reference) = &*param.ty {
             if is_tool_context(&reference.elem) {
                 cx.error_spanned_by(

@@ -1,19 +1,17 @@
-//! Running calls by id, so `cancel` can reach their abort signals, and the
-//! time limits that fire them.
+//! The cancel registry (running calls by id, so `cancel` can reach their
+//! abort signals) and the time limits that fire them.
 
 use std::collections::HashMap;
-use std::future::{Future, poll_fn};
-use std::pin::Pin;
+use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::task::Poll;
 use std::time::Duration;
 
 use tool_core::AbortSignal;
 
-/// The abort signals of running calls (and streams being received).
+/// The abort signals of running calls (and of streams being received).
 #[derive(Debug, Default)]
-pub(crate) struct Running {
+pub(crate) struct CancelRegistry {
     next: AtomicU64,
     calls: Mutex<HashMap<String, (u64, AbortSignal)>>,
 }
@@ -21,19 +19,19 @@ pub(crate) struct Running {
 /// Unregisters a running call when dropped.
 #[derive(Debug)]
 pub(crate) struct RunningGuard {
-    running: Arc<Running>,
+    registry: Arc<CancelRegistry>,
     call_id: String,
     seq: u64,
 }
 
-impl Running {
+impl CancelRegistry {
     /// Registers `abort` under `call_id` until the guard is dropped. A
     /// second call with the same id replaces the first for `cancel`.
     pub(crate) fn register(self: &Arc<Self>, call_id: &str, abort: AbortSignal) -> RunningGuard {
         let seq = self.next.fetch_add(1, Ordering::Relaxed);
         self.lock().insert(call_id.to_owned(), (seq, abort));
         RunningGuard {
-            running: Arc::clone(self),
+            registry: Arc::clone(self),
             call_id: call_id.to_owned(),
             seq,
         }
@@ -57,7 +55,7 @@ impl Running {
 
 impl Drop for RunningGuard {
     fn drop(&mut self) {
-        let mut calls = self.running.lock();
+        let mut calls = self.registry.lock();
         if calls
             .get(&self.call_id)
             .is_some_and(|(seq, _)| *seq == self.seq)
@@ -67,14 +65,15 @@ impl Drop for RunningGuard {
     }
 }
 
-/// Runs the pinned call `fut`; if `limit` passes first, fires `abort` and
-/// lets the call wind down (the tool-core pipeline turns the fired signal
-/// into `Aborted`). Returns the output and whether the limit fired.
+/// Runs `fut`; if `limit` passes first, fires `abort` and lets the call wind
+/// down (the tool-core pipeline turns the fired signal into `Aborted`).
+/// Returns the output and whether the limit fired.
 pub(crate) async fn with_limit<F: Future>(
-    mut fut: Pin<&mut F>,
+    fut: F,
     limit: Duration,
     abort: &AbortSignal,
 ) -> (F::Output, bool) {
+    let mut fut = std::pin::pin!(fut);
     tokio::select! {
         biased;
         out = fut.as_mut() => (out, false),
@@ -85,26 +84,48 @@ pub(crate) async fn with_limit<F: Future>(
     }
 }
 
-/// Runs the pinned call `fut`, registering `abort` for `cancel` (unless
-/// `registered` already) only once the call waits (its first `Pending`): a
-/// call that completes within its first poll could not have been cancelled
-/// by anyone, and pays nothing for the registry.
-pub(crate) async fn tracked<F: Future>(
-    mut fut: Pin<&mut F>,
-    running: &Arc<Running>,
-    call_id: &str,
-    abort: &AbortSignal,
-    registered: bool,
-) -> F::Output {
-    let mut guard = None;
-    poll_fn(|cx| match fut.as_mut().poll(cx) {
-        Poll::Ready(output) => Poll::Ready(output),
-        Poll::Pending => {
-            if guard.is_none() && !registered {
-                guard = Some(running.register(call_id, abort.clone()));
-            }
-            Poll::Pending
-        }
-    })
-    .await
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cancel_reaches_a_registered_call_until_its_guard_drops() {
+        let registry = Arc::new(CancelRegistry::default());
+        let abort = AbortSignal::new();
+        let guard = registry.register("c1", abort.clone());
+        assert!(!registry.cancel("c2"));
+        assert!(registry.cancel("c1"));
+        assert!(abort.is_aborted());
+        drop(guard);
+        assert!(!registry.cancel("c1"));
+    }
+
+    #[test]
+    fn a_later_call_with_the_same_id_replaces_the_earlier_and_outlives_its_guard() {
+        let registry = Arc::new(CancelRegistry::default());
+        let (first, second) = (AbortSignal::new(), AbortSignal::new());
+        let first_guard = registry.register("c1", first.clone());
+        let _second_guard = registry.register("c1", second.clone());
+        drop(first_guard);
+        assert!(registry.cancel("c1"));
+        assert!(second.is_aborted() && !first.is_aborted());
+    }
+
+    #[tokio::test]
+    async fn a_time_limit_fires_the_signal_and_lets_the_call_wind_down() {
+        let abort = AbortSignal::new();
+        let signal = abort.clone();
+        let (out, timed_out) = with_limit(
+            async move {
+                signal.aborted().await;
+                "wound down"
+            },
+            Duration::from_millis(1),
+            &abort,
+        )
+        .await;
+        assert_eq!((out, timed_out), ("wound down", true));
+        let (out, timed_out) = with_limit(async { 1 }, Duration::from_secs(60), &abort).await;
+        assert_eq!((out, timed_out), (1, false));
+    }
 }

@@ -4,6 +4,10 @@
 //! Decisions come only from [`Runtime::approve`] and [`Runtime::decline`],
 //! never from the model's arguments; each pending call is taken from the
 //! store once, so it runs at most once.
+//!
+//! Deciding checks first (is the call pending for approval, does this
+//! runtime have its tool), then takes the call: a call is never taken out
+//! of the store and put back.
 
 use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -11,13 +15,13 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use tool_core::transform::Phase;
-use tool_core::{AbortSignal, ErrorKind, ModelError, Outcome, RequestContext, Tool};
+use tool_core::{ErrorKind, ModelError, RequestContext, Tool};
 
-use tracing::Instrument as _;
-
+use crate::call::ToolCall;
 use crate::error::RuntimeError;
 use crate::events::{EventKind, payload};
-use crate::pipeline::{Run, call_span};
+use crate::outcome::CallOutcome;
+use crate::pipeline::{CallRecord, Entry, call_span};
 use crate::runtime::Runtime;
 use crate::store::{PendingCall, PendingKind};
 
@@ -59,6 +63,34 @@ impl fmt::Debug for ApprovalPolicy {
     }
 }
 
+impl ApprovalPolicy {
+    /// Whether a call needs approval: the tool's policy function when it has
+    /// one (authoritative); otherwise its flag OR this policy. A policy that
+    /// panics means yes.
+    pub(crate) fn requires(&self, check: &ApprovalCheck<'_>) -> bool {
+        let tool = check.tool;
+        if tool.has_approval_policy() {
+            return tool.requires_approval(check.input, check.request_context);
+        }
+        if tool.definition().require_approval {
+            return true;
+        }
+        match self {
+            ApprovalPolicy::Never => false,
+            ApprovalPolicy::Always => true,
+            ApprovalPolicy::Custom(policy) => catch_unwind(AssertUnwindSafe(|| policy(check)))
+                .unwrap_or_else(|_| {
+                    tracing::error!(
+                        tool_id = tool.id(),
+                        call_id = check.call_id,
+                        "approval policy panicked; approval is required"
+                    );
+                    true
+                }),
+        }
+    }
+}
+
 /// The schema of an approval decision, sent with approval requests.
 pub(crate) fn decision_schema() -> Value {
     json!({
@@ -71,89 +103,56 @@ pub(crate) fn decision_schema() -> Value {
 }
 
 impl Runtime {
-    /// Whether a call needs approval: the tool's policy function when it has
-    /// one; otherwise its flag OR the runtime policy. A panic means yes.
-    pub(crate) fn needs_approval(
-        &self,
-        tool: &Tool,
-        call_id: &str,
-        input: &Value,
-        rc: &RequestContext,
-    ) -> bool {
-        if tool.has_approval_policy() {
-            return tool.requires_approval(input, rc);
-        }
-        if tool.definition().require_approval {
-            return true;
-        }
-        match &self.inner.approval {
-            ApprovalPolicy::Never => false,
-            ApprovalPolicy::Always => true,
-            ApprovalPolicy::Custom(policy) => {
-                let check = ApprovalCheck {
-                    tool,
-                    call_id,
-                    input,
-                    request_context: rc,
-                };
-                catch_unwind(AssertUnwindSafe(|| policy(&check))).unwrap_or_else(|_| {
-                    tracing::error!(
-                        tool_id = tool.id(),
-                        call_id,
-                        "approval policy panicked; approval is required"
-                    );
-                    true
-                })
-            }
-        }
+    /// Whether a call needs approval (see [`ApprovalPolicy::requires`]).
+    pub(crate) fn needs_approval(&self, record: &CallRecord, input: &Value) -> bool {
+        self.inner.approval.requires(&ApprovalCheck {
+            tool: &record.tool,
+            call_id: &record.call_id,
+            input,
+            request_context: &record.request_context,
+        })
     }
 
     /// Stores the call and asks for a decision.
-    pub(crate) fn request_approval(
-        &self,
-        tool: &Tool,
-        call_id: String,
-        input: Value,
-        rc: &RequestContext,
-        messages: &[Value],
-    ) -> Outcome {
+    pub(crate) fn request_approval(&self, record: &CallRecord, input: Value) -> CallOutcome {
+        let (tool, call_id) = (&record.tool, record.call_id.as_str());
         let tool_id = tool.id();
-        let mut pending = PendingCall::new(call_id.as_str(), tool_id, PendingKind::Approval, input);
-        pending.request_context = rc.values().clone();
-        pending.messages = messages.to_vec();
+        let pending = self.pending_call(record, PendingKind::Approval, input, None);
         if let Err(error) = self.inner.store.insert(&pending) {
             tracing::error!(%error, "could not store the call awaiting approval");
             let error = ModelError::new(
                 ErrorKind::Execution,
                 format!("Tool {tool_id} needs approval, but the call could not be stored: {error}"),
             );
-            return self.failed(Some(tool), &call_id, tool_id, error);
+            return self.failed(Some(tool), call_id, tool_id, error);
         }
         tracing::info!("tool call waits for approval");
         let input = pending.input;
         self.inner
             .events
-            .emit(&call_id, tool_id, || EventKind::ApprovalRequested {
-                payload: payload(Some(tool), &call_id, tool_id, Phase::Approval, &input),
+            .emit(call_id, tool_id, || EventKind::ApprovalRequired {
+                payload: payload(Some(tool), call_id, tool_id, Phase::Approval, &input),
                 resume_schema: decision_schema(),
             });
-        Outcome::ApprovalRequired {
-            call_id,
+        CallOutcome::ApprovalRequired {
+            call_id: record.call_id.clone(),
             input,
             resume_schema: Some(decision_schema()),
         }
     }
 
     /// Approves a call that waits for approval and runs it (once): its
-    /// outcome is what the call would have returned without the gate.
+    /// outcome is what the call would have returned without the gate. The
+    /// stored arguments are admitted again (validated) before they run.
     ///
     /// Errors: no such pending call (never pending, or already decided),
-    /// the call is suspended rather than awaiting approval, the store failed.
+    /// the call is suspended rather than awaiting approval, this runtime
+    /// lacks its tool (it stays pending), the store failed.
     ///
     /// ```
     /// use serde_json::json;
-    /// use tool_core::{Outcome, Tool, ToolError};
-    /// use tool_runtime::{Runtime, RuntimeError, ToolCall};
+    /// use tool_core::{Tool, ToolError};
+    /// use tool_runtime::{CallOutcome, Runtime, RuntimeError, ToolCall};
     ///
     /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
     /// let delete = Tool::builder("delete-file").description("Delete a file")
@@ -163,47 +162,41 @@ impl Runtime {
     /// let runtime = Runtime::builder().tool(delete).build().unwrap();
     ///
     /// let outcome = runtime.call(ToolCall::new("c1", "delete-file", json!({ "path": "/tmp/x" }))).await;
-    /// assert!(matches!(outcome, Outcome::ApprovalRequired { .. }));
-    /// let outcome = runtime.approve("c1").await.unwrap();
+    /// assert!(matches!(outcome, CallOutcome::ApprovalRequired { .. }));
+    /// let outcome = tokio::spawn(runtime.approve("c1")).await.unwrap().unwrap();
     /// assert_eq!(outcome.output(), Some(&json!({ "deleted": "/tmp/x" })));
     /// assert!(matches!(runtime.approve("c1").await, Err(RuntimeError::UnknownCall { .. })));
     /// # });
     /// ```
-    pub async fn approve(&self, call_id: &str) -> Result<Outcome, RuntimeError> {
-        let pending = self.take(call_id, PendingKind::Approval)?;
-        let span = call_span("approve", &pending.tool_id, call_id);
-        let approved = async move {
-            let tool = self.tool_of(&pending)?;
-            tracing::info!("tool call approved");
-            let (call_id, tool_id) = (pending.call_id.as_str(), tool.id());
-            self.inner
-                .events
-                .emit(call_id, tool_id, || EventKind::Resumed {
-                    payload: payload(
-                        Some(&tool),
-                        call_id,
-                        tool_id,
-                        Phase::Resume,
-                        &json!({ "approved": true }),
-                    ),
-                });
-            let timeout = self.timeout_of(&tool);
-            let messages = pending.messages;
-            let run = Run {
-                tool,
-                call_id: pending.call_id,
-                input: pending.input,
-                request_context: RequestContext::from(pending.request_context),
-                messages: (!messages.is_empty()).then(|| messages.into()),
-                abort: AbortSignal::new(),
-                timeout,
-                mcp: None,
-                resume: None,
-                guard: None,
-            };
-            Ok(self.execute(run).await)
-        };
-        approved.instrument(span).await
+    pub fn approve(
+        &self,
+        call_id: &str,
+    ) -> impl Future<Output = Result<CallOutcome, RuntimeError>> + Send + 'static {
+        let (runtime, call_id) = (self.clone(), call_id.to_owned());
+        async move {
+            let (pending, tool) = runtime.decidable(&call_id, PendingKind::Approval)?;
+            let pending = runtime.take(pending, PendingKind::Approval)?;
+            let span = call_span("approve", tool.id(), &call_id);
+            {
+                let _entered = span.enter();
+                tracing::info!("tool call approved");
+                runtime
+                    .inner
+                    .events
+                    .emit(&call_id, tool.id(), || EventKind::Resumed {
+                        payload: payload(
+                            Some(&tool),
+                            &call_id,
+                            tool.id(),
+                            Phase::Resume,
+                            &json!({ "approved": true }),
+                        ),
+                    });
+            }
+            Ok(runtime
+                .run_call(stored_call(pending), Entry::Approved, None)
+                .await)
+        }
     }
 
     /// Declines a call that waits for approval: it never runs, and the model
@@ -211,7 +204,7 @@ impl Runtime {
     ///
     /// ```
     /// use serde_json::json;
-    /// use tool_core::{Outcome, Tool, ToolError};
+    /// use tool_core::{ModelFacing, Tool, ToolError};
     /// use tool_runtime::{Runtime, ToolCall};
     ///
     /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
@@ -225,53 +218,131 @@ impl Runtime {
     /// assert_eq!(outcome.to_model_value(), "Tool call was not approved by the user");
     /// # });
     /// ```
-    pub async fn decline(
+    pub fn decline(
         &self,
         call_id: &str,
         reason: Option<&str>,
-    ) -> Result<Outcome, RuntimeError> {
-        let pending = self.take(call_id, PendingKind::Approval)?;
-        let span = call_span("decline", &pending.tool_id, call_id);
-        let _entered = span.enter();
-        tracing::info!(reason, "tool call declined");
+    ) -> impl Future<Output = Result<CallOutcome, RuntimeError>> + Send + 'static {
+        let (runtime, call_id) = (self.clone(), call_id.to_owned());
         let reason = reason.map(str::to_owned);
-        self.inner
-            .events
-            .emit(call_id, &pending.tool_id, || EventKind::OutputDenied {
-                reason: reason.clone(),
-            });
-        Ok(Outcome::Declined { reason })
+        async move {
+            let pending = runtime.pending_of(&call_id, PendingKind::Approval)?;
+            let pending = runtime.take(pending, PendingKind::Approval)?;
+            let span = call_span("decline", &pending.tool_id, &call_id);
+            let _entered = span.enter();
+            tracing::info!(reason, "tool call declined");
+            runtime
+                .inner
+                .events
+                .emit(&call_id, &pending.tool_id, || EventKind::Declined {
+                    reason: reason.clone(),
+                });
+            Ok(CallOutcome::Declined { reason })
+        }
     }
 
-    /// Takes a pending call of `kind` from the store, or says why not.
-    pub(crate) fn take(
+    /// The stored call `call_id`, if it is pending for `kind`; or why not.
+    pub(crate) fn pending_of(
         &self,
         call_id: &str,
         kind: PendingKind,
     ) -> Result<PendingCall, RuntimeError> {
-        if let Some(pending) = self.inner.store.take(call_id, kind)? {
-            return Ok(pending);
-        }
         let call_id = call_id.to_owned();
-        Err(match self.inner.store.get(&call_id)?.map(|p| p.kind) {
-            Some(PendingKind::Suspended) => RuntimeError::NotAwaitingApproval { call_id },
-            Some(PendingKind::Approval) => RuntimeError::NotSuspended { call_id },
-            None => RuntimeError::UnknownCall { call_id },
+        match self.inner.store.get(&call_id)? {
+            Some(pending) if pending.kind == kind => Ok(pending),
+            Some(pending) => Err(match pending.kind {
+                PendingKind::Suspended => RuntimeError::NotAwaitingApproval { call_id },
+                PendingKind::Approval => RuntimeError::NotSuspended { call_id },
+            }),
+            None => Err(RuntimeError::UnknownCall { call_id }),
+        }
+    }
+
+    /// A stored call pending for `kind` whose tool this runtime has; it
+    /// stays stored whatever the answer.
+    pub(crate) fn decidable(
+        &self,
+        call_id: &str,
+        kind: PendingKind,
+    ) -> Result<(PendingCall, Tool), RuntimeError> {
+        let pending = self.pending_of(call_id, kind)?;
+        match self.inner.tools.get(&pending.tool_id) {
+            Some(tool) => Ok((pending, tool.clone())),
+            None => Err(RuntimeError::MissingTool {
+                call_id: pending.call_id,
+                tool_id: pending.tool_id,
+            }),
+        }
+    }
+
+    /// Takes a call that was pending for `kind` a moment ago; when another
+    /// decision took it first, says so.
+    pub(crate) fn take(
+        &self,
+        pending: PendingCall,
+        kind: PendingKind,
+    ) -> Result<PendingCall, RuntimeError> {
+        match self.inner.store.take(&pending.call_id, kind)? {
+            Some(taken) => Ok(taken),
+            None => Err(RuntimeError::UnknownCall {
+                call_id: pending.call_id,
+            }),
+        }
+    }
+}
+
+/// The call a stored call was, to run it again.
+pub(crate) fn stored_call(pending: PendingCall) -> ToolCall {
+    ToolCall::new(pending.call_id, pending.tool_id, pending.input)
+        .with_request_context(RequestContext::from(pending.request_context))
+        .with_messages(pending.messages)
+}
+
+#[cfg(test)]
+mod tests {
+    use tool_core::ToolError;
+
+    use super::*;
+
+    fn tool(configure: impl FnOnce(tool_core::ToolBuilder) -> tool_core::ToolBuilder) -> Tool {
+        let builder = Tool::builder("t")
+            .description("A tool")
+            .execute(|input, _ctx| async move { Ok::<_, ToolError>(input) });
+        configure(builder).build().unwrap()
+    }
+
+    fn requires(policy: &ApprovalPolicy, tool: &Tool, input: Value) -> bool {
+        policy.requires(&ApprovalCheck {
+            tool,
+            call_id: "c1",
+            input: &input,
+            request_context: &RequestContext::default(),
         })
     }
 
-    /// The tool of a taken call; when this runtime lacks it, the call is put
-    /// back and the error names the tool.
-    pub(crate) fn tool_of(&self, pending: &PendingCall) -> Result<Tool, RuntimeError> {
-        match self.inner.tools.get(&pending.tool_id) {
-            Some(tool) => Ok(tool.clone()),
-            None => {
-                self.inner.store.insert(pending)?;
-                Err(RuntimeError::MissingTool {
-                    call_id: pending.call_id.clone(),
-                    tool_id: pending.tool_id.clone(),
-                })
-            }
-        }
+    #[test]
+    fn the_tool_flag_or_the_runtime_policy_decides() {
+        let plain = tool(|b| b);
+        let flagged = tool(|b| b.require_approval(true));
+        assert!(!requires(&ApprovalPolicy::Never, &plain, json!({})));
+        assert!(requires(&ApprovalPolicy::Never, &flagged, json!({})));
+        assert!(requires(&ApprovalPolicy::Always, &plain, json!({})));
+        let big = ApprovalPolicy::Custom(Arc::new(|check: &ApprovalCheck<'_>| {
+            check.input["amount"].as_u64() > Some(100)
+        }));
+        assert!(requires(&big, &plain, json!({ "amount": 500 })));
+        assert!(!requires(&big, &plain, json!({ "amount": 5 })));
+        assert!(
+            requires(&big, &flagged, json!({ "amount": 5 })),
+            "flag OR policy"
+        );
+    }
+
+    #[test]
+    fn a_tool_policy_is_authoritative_and_a_panicking_policy_means_approval() {
+        let never = tool(|b| b.approval_policy(|_, _| false));
+        assert!(!requires(&ApprovalPolicy::Always, &never, json!({})));
+        let panicking = ApprovalPolicy::Custom(Arc::new(|_: &ApprovalCheck<'_>| panic!("boom")));
+        assert!(requires(&panicking, &tool(|b| b), json!({})));
     }
 }

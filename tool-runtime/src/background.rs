@@ -1,6 +1,6 @@
 //! Background tasks: calls of tools with `background(enabled)` run as tokio
 //! tasks with a per-attempt time limit and retries. A deferred call returns
-//! `Outcome::Started { task_id }` at once; [`Runtime::wait`] gives the final
+//! `CallOutcome::BackgroundStarted { task_id }` at once; [`Runtime::wait`] gives the final
 //! outcome; callbacks and events report the end.
 
 use std::collections::{HashMap, VecDeque};
@@ -11,12 +11,14 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use tokio::sync::watch;
-use tool_core::{BackgroundConfig, Disposition, ErrorKind, ModelError, Outcome};
+use tool_core::{Admitted, BackgroundConfig, Disposition, ErrorKind, ModelError, Outcome};
 use tracing::Instrument as _;
 
+use crate::abort::RunningGuard;
 use crate::error::RuntimeError;
 use crate::events::EventKind;
-use crate::pipeline::Run;
+use crate::outcome::CallOutcome;
+use crate::pipeline::{CallRecord, Ran};
 use crate::runtime::Runtime;
 
 /// How a background task ended, given to the runtime's callbacks.
@@ -30,14 +32,14 @@ pub struct BackgroundResult {
     /// The tool.
     pub tool_id: String,
     /// The final outcome.
-    pub outcome: Outcome,
+    pub outcome: CallOutcome,
     /// How many attempts ran (1 + retries used).
     pub attempts: u32,
 }
 
 pub(crate) type BackgroundCallback = Arc<dyn Fn(&BackgroundResult) + Send + Sync>;
 
-type Slot = watch::Receiver<Option<Outcome>>;
+type Slot = watch::Receiver<Option<CallOutcome>>;
 
 /// The runtime's background tasks.
 pub(crate) struct Tasks {
@@ -73,6 +75,14 @@ impl Tasks {
         }
     }
 
+    /// Remembers a started task's slot, where its outcome will be.
+    fn start(&self, task_id: String, slot: Slot) {
+        self.slots
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(task_id, slot);
+    }
+
     fn slot(&self, task_id: &str) -> Option<Slot> {
         self.slots
             .lock()
@@ -97,8 +107,8 @@ impl Tasks {
 
     fn callback(&self, result: &BackgroundResult) {
         let callback = match result.outcome {
-            Outcome::Completed { .. } => &self.on_complete,
-            Outcome::Failed { .. } | Outcome::Aborted => &self.on_failed,
+            CallOutcome::Completed { .. } => &self.on_complete,
+            CallOutcome::Failed { .. } | CallOutcome::Aborted => &self.on_failed,
             _ => &None,
         };
         if let Some(callback) = callback
@@ -115,8 +125,8 @@ impl Runtime {
     ///
     /// ```
     /// use serde_json::json;
-    /// use tool_core::{BackgroundConfig, Outcome, Tool, ToolError};
-    /// use tool_runtime::{Runtime, ToolCall};
+    /// use tool_core::{BackgroundConfig, ModelFacing, Tool, ToolError};
+    /// use tool_runtime::{CallOutcome, Runtime, ToolCall};
     ///
     /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
     /// let report = Tool::builder("report").description("Builds a long report")
@@ -126,55 +136,58 @@ impl Runtime {
     /// let runtime = Runtime::builder().tool(report).build().unwrap();
     ///
     /// let started = runtime.call(ToolCall::new("c1", "report", json!({}))).await;
-    /// let Outcome::Started { task_id } = &started else { panic!("{started:?}") };
+    /// let CallOutcome::BackgroundStarted { task_id } = &started else { panic!("{started:?}") };
     /// assert!(started.to_model_value().as_str().unwrap().starts_with("Background task started. Task ID: "));
     /// let done = runtime.wait(task_id).await.unwrap();
     /// assert_eq!(done.output(), Some(&json!("report ready")));
     /// # });
     /// ```
-    pub async fn wait(&self, task_id: &str) -> Result<Outcome, RuntimeError> {
-        let mut slot = self
-            .inner
-            .tasks
-            .slot(task_id)
-            .ok_or_else(|| RuntimeError::UnknownTask {
-                task_id: task_id.to_owned(),
+    pub fn wait(
+        &self,
+        task_id: &str,
+    ) -> impl Future<Output = Result<CallOutcome, RuntimeError>> + Send + 'static {
+        let slot = self.inner.tasks.slot(task_id);
+        let task_id = task_id.to_owned();
+        async move {
+            let mut slot = slot.ok_or_else(|| RuntimeError::UnknownTask {
+                task_id: task_id.clone(),
             })?;
-        let outcome = match slot.wait_for(Option::is_some).await {
-            Ok(done) => done.clone(),
-            Err(_) => None,
-        };
-        Ok(outcome.unwrap_or_else(|| Outcome::Failed {
-            error: ModelError::new(
-                ErrorKind::Execution,
-                format!("Background task {task_id} ended without a result"),
-            ),
-        }))
+            let outcome = match slot.wait_for(Option::is_some).await {
+                Ok(done) => done.clone(),
+                Err(_) => None,
+            };
+            Ok(outcome.unwrap_or_else(|| {
+                CallOutcome::failed(ModelError::new(
+                    ErrorKind::Execution,
+                    format!("Background task {task_id} ended without a result"),
+                ))
+            }))
+        }
     }
 
-    /// Starts `run` as a background task.
-    pub(crate) async fn run_background(&self, mut run: Run, config: BackgroundConfig) -> Outcome {
-        if run.guard.is_none() {
-            // Registered for the whole task, across attempts.
-            run.guard = Some(self.inner.running.register(&run.call_id, run.abort.clone()));
-        }
+    /// Runs an admitted call as a background task (registered for `cancel`
+    /// by `guard` until it ends).
+    pub(crate) async fn run_background(
+        &self,
+        record: CallRecord,
+        admitted: Admitted,
+        config: BackgroundConfig,
+        guard: RunningGuard,
+    ) -> CallOutcome {
         let Ok(handle) = tokio::runtime::Handle::try_current() else {
             tracing::warn!(
                 "no tokio runtime to run a background task on; running it in the foreground"
             );
-            let (outcome, timed_out) = self.run_as_given(&mut run).await;
-            return self.settle(&run, outcome, timed_out);
+            let ran = self.run_once(admitted, &record.abort, record.timeout).await;
+            drop(guard);
+            return self.settle(&record, ran);
         };
         let tasks = &self.inner.tasks;
         let task_id = format!("task-{}", tasks.next.fetch_add(1, Ordering::Relaxed));
         let (tx, slot) = watch::channel(None);
-        tasks
-            .slots
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(task_id.clone(), slot.clone());
+        tasks.start(task_id.clone(), slot);
         tracing::info!(task_id, "tool call started as a background task");
-        let (call_id, tool_id) = (run.call_id.clone(), run.tool.id().to_owned());
+        let (call_id, tool_id) = (record.call_id.clone(), record.tool.id().to_owned());
         self.inner
             .events
             .emit(&call_id, &tool_id, || EventKind::BackgroundStarted {
@@ -185,19 +198,18 @@ impl Runtime {
         let task = {
             let task_id = task_id.clone();
             async move {
-                let mut run = run;
-                let (outcome, attempts, timed_out) = runtime.attempts(&run, &config).await;
-                run.guard = None;
-                let outcome = runtime.settle(&run, outcome, timed_out);
+                let attempts = runtime.attempts(&record, admitted, &config).await;
+                drop(guard);
+                let outcome = runtime.settle(&record, attempts.last);
                 let _ = tx.send(Some(outcome.clone()));
                 let result = BackgroundResult {
                     task_id,
                     call_id,
                     tool_id,
                     outcome,
-                    attempts,
+                    attempts: attempts.count,
                 };
-                tracing::info!(task_id = %result.task_id, attempts, "background task finished");
+                tracing::info!(task_id = %result.task_id, attempts = result.attempts, "background task finished");
                 runtime.inner.tasks.callback(&result);
                 runtime.inner.tasks.finished(result.task_id.clone());
                 runtime
@@ -213,62 +225,126 @@ impl Runtime {
         };
         handle.spawn(task.instrument(tracing::Span::current()));
         match disposition {
-            Disposition::Deferred => Outcome::Started { task_id },
+            Disposition::Deferred => CallOutcome::BackgroundStarted { task_id },
             Disposition::Foreground => match self.wait(&task_id).await {
                 Ok(outcome) => outcome,
-                Err(error) => Outcome::Failed {
-                    error: ModelError::new(ErrorKind::Execution, error.to_string()),
-                },
+                Err(error) => {
+                    CallOutcome::failed(ModelError::new(ErrorKind::Execution, error.to_string()))
+                }
             },
         }
     }
 
-    /// Runs the attempts of a background call: each under the time limit,
-    /// retried after a failure or a timeout (not after a cancel).
-    /// Returns the last outcome, the number of attempts and whether the last timed out.
-    async fn attempts(&self, run: &Run, config: &BackgroundConfig) -> (Outcome, u32, bool) {
-        let limit = config.timeout_ms.map(Duration::from_millis).or(run.timeout);
-        let mut attempts = 0;
+    /// Runs the attempts of a background call: each under the time limit
+    /// with an abort signal of its own, retried after a failure or a timeout
+    /// (not after a cancel).
+    async fn attempts(
+        &self,
+        record: &CallRecord,
+        admitted: Admitted,
+        config: &BackgroundConfig,
+    ) -> Attempts {
+        let limit = config
+            .timeout_ms
+            .map(Duration::from_millis)
+            .or(record.timeout);
+        let mut count = 0;
         loop {
-            attempts += 1;
+            count += 1;
             // Cancel fires the call's signal, and so this child; a timeout fires only the child.
-            let abort = run.abort.child();
-            let (outcome, timed_out) = self
-                .run_once(
-                    run,
-                    run.input.clone(),
-                    run.request_context.clone(),
-                    &abort,
-                    limit,
-                )
-                .await;
-            let timed_out = timed_out && !run.abort.is_aborted() && outcome == Outcome::Aborted;
+            let abort = record.abort.child();
+            let attempt = admitted.clone().with_abort_signal(abort.clone());
+            let ran = self.run_once(attempt, &abort, limit).await;
+            let timed_out =
+                ran.timed_out && !record.abort.is_aborted() && ran.outcome == Outcome::Aborted;
             let retryable = timed_out
-                || outcome
+                || ran
+                    .outcome
                     .error()
                     .is_some_and(|e| matches!(e.kind(), ErrorKind::Execution | ErrorKind::Panic));
-            if retryable && attempts <= config.max_retries {
+            if retryable && count <= config.max_retries {
                 tracing::warn!(
-                    attempt = attempts,
+                    attempt = count,
                     timed_out,
                     "background attempt failed; retrying"
                 );
                 continue;
             }
-            if timed_out {
+            let last = if timed_out {
                 let ms = limit.map_or(0, |l| l.as_millis());
                 let error = ModelError::new(
                     ErrorKind::Execution,
                     format!(
-                        "Tool {} timed out after {ms} ms ({attempts} attempt{})",
-                        run.tool.id(),
-                        if attempts == 1 { "" } else { "s" }
+                        "Tool {} timed out after {ms} ms ({count} attempt{})",
+                        record.tool.id(),
+                        if count == 1 { "" } else { "s" }
                     ),
                 );
-                tracing::warn!(call_id = %run.call_id, "background tool call aborted: timed out");
-                return (Outcome::Failed { error }, attempts, false);
-            }
-            return (outcome, attempts, false);
+                tracing::warn!(call_id = %record.call_id, "background tool call aborted: timed out");
+                // Reported as the failure it is, not as an abort.
+                Ran {
+                    outcome: Outcome::Failed { error },
+                    timed_out: false,
+                }
+            } else {
+                ran
+            };
+            return Attempts { last, count };
         }
+    }
+}
+
+/// The attempts of a background call.
+struct Attempts {
+    /// How the last attempt ended.
+    last: Ran,
+    /// How many ran (1 + retries used).
+    count: u32,
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
+
+    use super::*;
+
+    fn result(task_id: &str, outcome: CallOutcome) -> BackgroundResult {
+        BackgroundResult {
+            task_id: task_id.into(),
+            call_id: "c".into(),
+            tool_id: "t".into(),
+            outcome,
+            attempts: 1,
+        }
+    }
+
+    #[test]
+    fn finished_tasks_beyond_the_retention_are_forgotten_oldest_first() {
+        let tasks = Tasks::new(2, None, None);
+        for id in ["task-1", "task-2", "task-3"] {
+            let (_tx, slot) = watch::channel(None);
+            tasks.start(id.into(), slot);
+            tasks.finished(id.into());
+        }
+        assert!(tasks.slot("task-1").is_none());
+        assert!(tasks.slot("task-2").is_some() && tasks.slot("task-3").is_some());
+    }
+
+    #[test]
+    fn callbacks_fire_by_outcome_and_a_panicking_one_is_contained() {
+        let completed = Arc::new(AtomicUsize::new(0));
+        let seen = Arc::clone(&completed);
+        let on_complete: BackgroundCallback = Arc::new(move |_: &BackgroundResult| {
+            seen.fetch_add(1, Ordering::SeqCst);
+        });
+        let on_failed: BackgroundCallback = Arc::new(|_: &BackgroundResult| panic!("boom"));
+        let tasks = Tasks::new(10, Some(on_complete), Some(on_failed));
+        let done = CallOutcome::Completed {
+            output: serde_json::json!(1),
+            model_output: None,
+        };
+        tasks.callback(&result("task-1", done));
+        tasks.callback(&result("task-2", CallOutcome::Aborted));
+        assert_eq!(completed.load(Ordering::SeqCst), 1);
     }
 }

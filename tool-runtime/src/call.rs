@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use serde_json::Value;
-use tool_core::{McpContext, RawInput, RequestContext};
+use tool_core::{Extensions, RawInput, RequestContext};
 
 /// One tool call from a model: its id, the tool's id, the arguments, and
 /// the request's context.
@@ -34,8 +34,9 @@ pub struct ToolCall {
     pub messages: Vec<Value>,
     /// Time limit of this call; overrides the tool's and the runtime's.
     pub timeout: Option<Duration>,
-    /// The MCP client that made the call, when the tool may ask it for input.
-    pub mcp: Option<McpContext>,
+    /// Typed values for the tool (what the transport offers it: MCP
+    /// elicitation, say), read with `ToolContext::extension`.
+    pub extensions: Extensions,
 }
 
 impl ToolCall {
@@ -52,7 +53,7 @@ impl ToolCall {
             request_context: RequestContext::default(),
             messages: Vec::new(),
             timeout: None,
-            mcp: None,
+            extensions: Extensions::new(),
         }
     }
 
@@ -70,11 +71,12 @@ impl ToolCall {
         self
     }
 
-    /// Lets the tool ask the MCP client's user for input
-    /// (`ToolContext::mcp`); the MCP server sets it for clients that can.
+    /// Attaches a typed value for the tool (`ToolContext::extension`),
+    /// replacing one of the same type. The MCP server attaches its
+    /// `McpContext` this way for clients that can be asked for input.
     #[must_use]
-    pub fn with_mcp(mut self, mcp: McpContext) -> Self {
-        self.mcp = Some(mcp);
+    pub fn with_extension<T: Send + Sync + 'static>(mut self, value: T) -> Self {
+        self.extensions.insert(value);
         self
     }
 

@@ -1,6 +1,6 @@
 //! What can go wrong when using a runtime: misuse (an unknown call id, a
 //! second approval) and store failures. Tool failures are not errors here:
-//! they are [`Outcome::Failed`](tool_core::Outcome::Failed) results the model reads.
+//! they are [`CallOutcome::Failed`](crate::CallOutcome::Failed) results the model reads.
 
 use tool_core::BuildError;
 

@@ -10,7 +10,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use serde_json::Value;
 use tokio::sync::broadcast;
 use tool_core::transform::{Phase, Target, TransformContext};
-use tool_core::{Outcome, Progress, Tool};
+use tool_core::{Progress, Tool};
+
+use crate::outcome::CallOutcome;
 
 /// One thing that happened to one call.
 ///
@@ -63,7 +65,7 @@ pub enum EventKind {
         payload: Payload,
     },
     /// The call waits for `approve` or `decline`.
-    ApprovalRequested {
+    ApprovalRequired {
         /// The input awaiting approval.
         payload: Payload,
         /// What a decision looks like: `{"approved": boolean}`.
@@ -87,7 +89,7 @@ pub enum EventKind {
         payload: Payload,
     },
     /// The call was declined; it never ran.
-    OutputDenied {
+    Declined {
         /// The reason given, if any.
         reason: Option<String>,
     },
@@ -110,7 +112,7 @@ pub enum EventKind {
         /// The task.
         task_id: String,
         /// How it ended.
-        outcome: Outcome,
+        outcome: CallOutcome,
     },
 }
 
@@ -144,7 +146,7 @@ impl ToolEvent {
     pub fn transcript(&self) -> Option<TranscriptEntry> {
         let (phase, payload) = match &self.kind {
             EventKind::InputAvailable { payload } => (Phase::Input, payload),
-            EventKind::ApprovalRequested { payload, .. } => (Phase::Approval, payload),
+            EventKind::ApprovalRequired { payload, .. } => (Phase::Approval, payload),
             EventKind::Suspended { payload, .. } => (Phase::Suspend, payload),
             EventKind::Resumed { payload } => (Phase::Resume, payload),
             EventKind::Output { payload } => (Phase::Output, payload),

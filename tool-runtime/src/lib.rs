@@ -2,7 +2,7 @@
 //! `createTool` and more, around [`tool_core::Tool::execute`].
 //!
 //! - [`Runtime::call`] runs a [`ToolCall`]: validation, hooks, approval
-//!   gate, execute, output; a failure is an [`Outcome::Failed`] the model reads.
+//!   gate, execute, output; a failure is a [`CallOutcome::Failed`] the model reads.
 //! - Streaming input: [`Runtime::begin`] → [`InputStream::push`] /
 //!   [`InputStream::partial`] → [`InputStream::finish`], with the
 //!   `on_input_start` / `on_input_delta` / `on_input_available` / `on_output` hooks.
@@ -10,8 +10,8 @@
 //!   suspend/resume: [`Runtime::resume`]. Pending calls live in a
 //!   [`PendingStore`] ([`MemoryStore`], or the durable [`SqliteStore`] of
 //!   feature `sqlite`).
-//! - Background tasks ([`Outcome::Started`], [`Runtime::wait`]),
-//!   cancellation and time limits ([`Runtime::cancel`], [`Outcome::Aborted`]).
+//! - Background tasks ([`CallOutcome::BackgroundStarted`], [`Runtime::wait`]),
+//!   cancellation and time limits ([`Runtime::cancel`], [`CallOutcome::Aborted`]).
 //! - [`Runtime::events`] streams a [`ToolEvent`] for every phase, with display
 //!   and transcript payloads.
 //! - Feature `provider`: [`ProviderStream`] drives streaming input from a
@@ -25,8 +25,8 @@
 //!
 //! ```
 //! use serde_json::json;
-//! use tool_core::{Outcome, Tool, ToolError};
-//! use tool_runtime::{Runtime, ToolCall};
+//! use tool_core::{Tool, ToolError};
+//! use tool_runtime::{CallOutcome, Runtime, ToolCall};
 //!
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 //! let transfer = Tool::builder("transfer")
@@ -38,7 +38,7 @@
 //! let runtime = Runtime::builder().tool(transfer).build().unwrap();
 //!
 //! let outcome = runtime.call(ToolCall::new("call-1", "transfer", json!({ "amount": 10 }))).await;
-//! assert!(matches!(outcome, Outcome::ApprovalRequired { .. }));
+//! assert!(matches!(outcome, CallOutcome::ApprovalRequired { .. }));
 //! let outcome = runtime.approve("call-1").await.unwrap();
 //! assert_eq!(outcome.output(), Some(&json!({ "sent": 10 })));
 //! # });
@@ -54,6 +54,7 @@ mod error;
 mod events;
 #[cfg(feature = "mcp")]
 pub mod mcp;
+mod outcome;
 mod pipeline;
 #[cfg(feature = "provider")]
 mod provider_stream;
@@ -67,6 +68,7 @@ pub use background::BackgroundResult;
 pub use call::ToolCall;
 pub use error::RuntimeError;
 pub use events::{EventKind, Events, Payload, ToolEvent, TranscriptEntry};
+pub use outcome::CallOutcome;
 #[cfg(feature = "provider")]
 #[cfg_attr(docsrs, doc(cfg(feature = "provider")))]
 pub use provider_stream::{ProviderStream, StreamedCall};
@@ -75,4 +77,3 @@ pub use runtime::{Runtime, RuntimeBuilder};
 pub use store::SqliteStore;
 pub use store::{MemoryStore, PendingCall, PendingKind, PendingStore, StoreError};
 pub use stream::InputStream;
-pub use tool_core::Outcome;

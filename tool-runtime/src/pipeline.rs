@@ -1,15 +1,21 @@
-//! The call path shared by `call`, streamed input, `approve` and `resume`:
-//! look up the tool, validate, fire hooks, gate on approval, execute (in the
-//! foreground or as a background task) with a time limit and the abort
-//! signal, then settle: store a suspension, fire `on_output`, emit events.
+//! The runtime's call path, written once. Every entry point goes through
+//! [`Runtime::run_call`]: `call`, streamed input's `finish`, `approve`,
+//! `resume` (and so the MCP server and `ProviderStream`, which use them).
 //!
-//! Everything before execute is synchronous and happens when `call` is
-//! called; the returned future holds only what the execution needs, and a
-//! call with no hooks, no subscriber and no time limit allocates little
-//! beyond what `Tool::execute` does.
+//! 1. Look up the tool.
+//! 2. Admit ([`tool_core::Tool::admit`]): parse and repair the input,
+//!    validate it, the request context and, on resume, the resume data.
+//! 3. New calls only: `on_input_available` (the tool's, then the
+//!    runtime's) and its event.
+//! 4. New calls only: the approval gate; a call that needs approval is
+//!    stored and ends here as `ApprovalRequired`.
+//! 5. Execute ([`tool_core::Admitted::run`]): in the background for
+//!    background tools (not on resume), under the call's time limit,
+//!    reachable by `cancel`.
+//! 6. Settle: store a suspension, fire `on_output`, emit the event.
+//!
+//! Nothing runs before the returned future is first polled.
 
-use std::future::Future;
-use std::pin::pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,42 +23,54 @@ use serde_json::Value;
 use tool_core::hooks::{InputAvailable, OutputAvailable};
 use tool_core::transform::Phase;
 use tool_core::{
-    AbortSignal, CallContext, ErrorKind, McpContext, ModelError, Outcome, RequestContext, Tool,
+    AbortSignal, Admitted, CallContext, ErrorKind, ModelError, Outcome, RequestContext, Tool,
 };
 use tracing::Instrument as _;
 
-use crate::abort::{RunningGuard, tracked, with_limit};
+use crate::abort::{RunningGuard, with_limit};
 use crate::call::ToolCall;
 use crate::events::{EventKind, payload};
+use crate::outcome::CallOutcome;
 use crate::runtime::Runtime;
 use crate::store::{PendingCall, PendingKind};
 
-/// A call ready to execute: validated, past the approval gate.
-pub(crate) struct Run {
+/// How a call reaches the pipeline, which decides the stages it goes through.
+pub(crate) enum Entry {
+    /// A new call: hooks and the approval gate apply.
+    New,
+    /// A stored call a human approved: it runs.
+    Approved,
+    /// A suspended call resumed with data.
+    Resumed {
+        /// The resume data.
+        data: Value,
+        /// What the call suspended with.
+        payload: Option<Value>,
+    },
+}
+
+/// A call whose input streamed in: its abort signal (registered for
+/// `cancel` since `begin`) and the span its hooks fired in.
+pub(crate) struct Streamed {
+    pub(crate) abort: AbortSignal,
+    pub(crate) guard: RunningGuard,
+    pub(crate) span: tracing::Span,
+}
+
+/// What the stages after execute need to know of a call.
+pub(crate) struct CallRecord {
     pub(crate) tool: Tool,
     pub(crate) call_id: String,
-    /// The validated input.
-    pub(crate) input: Value,
     pub(crate) request_context: RequestContext,
     pub(crate) messages: Option<Arc<[Value]>>,
     pub(crate) abort: AbortSignal,
     pub(crate) timeout: Option<Duration>,
-    /// The MCP client of the call, when the tool may ask it for input.
-    pub(crate) mcp: Option<McpContext>,
-    /// On resume: the resume data and the payload the call suspended with.
-    pub(crate) resume: Option<Box<(Value, Option<Value>)>>,
-    /// Set when the abort signal is already registered for `cancel`
-    /// (streamed input, background tasks).
-    pub(crate) guard: Option<RunningGuard>,
 }
 
-/// Whether a call goes on to execute, or stopped before (failed
-/// validation, waits for approval).
-pub(crate) enum Admitted {
-    /// Execute it.
-    Run(Run),
-    /// It ended here.
-    Done(Outcome),
+/// One execution of a call: its outcome, and whether its time limit fired.
+pub(crate) struct Ran {
+    pub(crate) outcome: Outcome,
+    pub(crate) timed_out: bool,
 }
 
 /// The span every step of a call runs in.
@@ -68,10 +86,10 @@ impl Runtime {
     /// gate → execute (in the background for background tools) → validate
     /// the suspend payload or the output → `to_model_output` → `on_output`.
     /// Never panics and never returns an error: a failure is
-    /// [`Outcome::Failed`] with the error object the model reads.
+    /// [`CallOutcome::Failed`] with the error object the model reads.
     ///
-    /// The steps up to execute run when `call` is called; the returned
-    /// future runs the tool.
+    /// Nothing happens until the returned future is first polled, and it
+    /// owns what it needs: it can be spawned.
     ///
     /// ```
     /// use serde_json::json;
@@ -85,148 +103,98 @@ impl Runtime {
     ///     .build().unwrap();
     /// let runtime = Runtime::builder().tool(weather).build().unwrap();
     ///
-    /// let ok = runtime.call(ToolCall::new("c1", "weather-tool", r#"{"location": "Paris"}"#)).await;
-    /// assert_eq!(ok.output().unwrap()["celsius"], 21);
+    /// let ok = tokio::spawn(runtime.call(ToolCall::new("c1", "weather-tool", r#"{"location": "Paris"}"#)));
+    /// assert_eq!(ok.await.unwrap().output().unwrap()["celsius"], 21);
     ///
     /// let bad = runtime.call(ToolCall::new("c2", "weather-tool", "{}")).await;
     /// assert_eq!(bad.error().unwrap().kind(), ErrorKind::InputValidation);
     /// # });
     /// ```
-    pub fn call(&self, call: ToolCall) -> impl Future<Output = Outcome> + Send + '_ {
-        let span = call_span("call", &call.tool_id, &call.call_id);
-        let admitted = {
-            let _entered = span.enter();
-            self.admit(call, None)
-        };
-        async move {
-            match admitted {
-                Admitted::Run(run) => self.execute(run).instrument(span).await,
-                Admitted::Done(outcome) => outcome,
-            }
-        }
+    pub fn call(&self, call: ToolCall) -> impl Future<Output = CallOutcome> + Send + 'static {
+        let runtime = self.clone();
+        async move { runtime.run_call(call, Entry::New, None).await }
     }
 
-    /// The synchronous part of a call: look up, validate, `on_input_available`,
-    /// approval gate.
-    /// `streamed` is the abort signal (already registered) of streamed input.
-    pub(crate) fn admit(
+    /// The pipeline (see the module docs).
+    pub(crate) async fn run_call(
         &self,
         call: ToolCall,
-        streamed: Option<(AbortSignal, RunningGuard)>,
-    ) -> Admitted {
-        let ToolCall {
-            call_id,
-            tool_id,
-            input,
-            request_context,
-            messages,
-            timeout,
-            mcp,
-        } = call;
-        let Some(tool) = self.inner.tools.get(&tool_id) else {
-            let error = self.inner.tools.unknown_tool(&tool_id);
-            return Admitted::Done(self.failed(None, &call_id, &tool_id, error));
+        entry: Entry,
+        streamed: Option<Streamed>,
+    ) -> CallOutcome {
+        let (span, streamed) = match streamed {
+            Some(Streamed { abort, guard, span }) => (span, Some((abort, guard))),
+            None => (call_span(entry.step(), &call.tool_id, &call.call_id), None),
         };
-        let input = match tool.validate_input(input) {
-            Ok(input) => input,
-            Err(error) => {
-                return Admitted::Done(self.failed(Some(tool), &call_id, &tool_id, error));
-            }
-        };
-        if let Err(error) = tool.validate_request_context(&request_context) {
-            return Admitted::Done(self.failed(Some(tool), &call_id, &tool_id, error));
-        }
-        let (abort, guard) = match streamed {
-            Some((abort, guard)) => (abort, Some(guard)),
-            None => (AbortSignal::new(), None),
-        };
-        self.input_available(tool, &call_id, &input, &messages, &abort);
-        if self.needs_approval(tool, &call_id, &input, &request_context) {
-            return Admitted::Done(self.request_approval(
-                tool,
+        let running = async move {
+            let Some(tool) = self.inner.tools.get(&call.tool_id).cloned() else {
+                let error = self.inner.tools.unknown_tool(&call.tool_id);
+                return self.failed(None, &call.call_id, &call.tool_id, error);
+            };
+            let (abort, guard) = match streamed {
+                Some((abort, guard)) => (abort, Some(guard)),
+                None => (AbortSignal::new(), None),
+            };
+            let ToolCall {
                 call_id,
                 input,
-                &request_context,
-                &messages,
-            ));
-        }
-        Admitted::Run(Run {
-            tool: tool.clone(),
-            call_id,
-            input,
-            request_context,
-            messages: (!messages.is_empty()).then(|| Arc::from(messages)),
-            abort,
-            timeout: timeout.or_else(|| self.timeout_of(tool)),
-            mcp,
-            resume: None,
-            guard,
-        })
+                request_context,
+                messages,
+                timeout,
+                extensions,
+                ..
+            } = call;
+            let record = CallRecord {
+                timeout: timeout.or_else(|| self.timeout_of(&tool)),
+                tool,
+                call_id,
+                request_context,
+                messages: (!messages.is_empty()).then(|| Arc::from(messages)),
+                abort,
+            };
+            let mut ctx = self.call_context(&record).with_extensions(extensions);
+            let is_new = matches!(entry, Entry::New);
+            // A resumed call finishes in the foreground: its caller waits for it.
+            let may_background = !matches!(entry, Entry::Resumed { .. });
+            if let Entry::Resumed { data, payload } = entry {
+                ctx = ctx.resuming(data, payload);
+            }
+            let admitted = match record.tool.admit(input, ctx) {
+                Ok(admitted) => admitted,
+                Err(error) => {
+                    return self.failed(
+                        Some(&record.tool),
+                        &record.call_id,
+                        record.tool.id(),
+                        error,
+                    );
+                }
+            };
+            if is_new {
+                self.input_available(&record, admitted.input());
+                if self.needs_approval(&record, admitted.input()) {
+                    return self.request_approval(&record, admitted.into_input());
+                }
+            }
+            self.execute(record, admitted, guard, may_background).await
+        };
+        running.instrument(span).await
     }
 
-    /// The time limit of a tool's calls: its own, else the runtime's.
-    pub(crate) fn timeout_of(&self, tool: &Tool) -> Option<Duration> {
-        if self.inner.tool_timeouts.is_empty() {
-            return self.inner.timeout;
-        }
-        self.inner
-            .tool_timeouts
-            .get(tool.id())
-            .copied()
-            .or(self.inner.timeout)
-    }
-
-    /// Executes a call that passed the gate, in the background when the tool
-    /// says so, and settles it.
-    pub(crate) async fn execute(&self, mut run: Run) -> Outcome {
-        if let Some(config) = run
-            .tool
-            .definition()
-            .background
-            .as_ref()
-            .filter(|b| b.enabled)
-        {
-            let config = config.clone();
-            // Boxed: keeps the background machinery out of every call's future.
-            return Box::pin(self.run_background(run, config)).await;
-        }
-        let (outcome, timed_out) = self.run_as_given(&mut run).await;
-        run.guard = None;
-        self.settle(&run, outcome, timed_out)
-    }
-
-    /// One execution with the call's own input, request context, abort
-    /// signal and time limit. The input moves into the tool: a suspended
-    /// outcome hands it back for storing.
-    pub(crate) async fn run_as_given(&self, run: &mut Run) -> (Outcome, bool) {
-        let input = std::mem::take(&mut run.input);
-        let request_context = run.request_context.clone();
-        self.run_once(run, input, request_context, &run.abort, run.timeout)
-            .await
-    }
-
-    /// One execution of the tool under a time limit; true when the limit
-    /// fired. A call whose abort signal fired ends as `Aborted`, whatever the
-    /// tool returned after it.
-    pub(crate) async fn run_once(
-        &self,
-        run: &Run,
-        input: Value,
-        request_context: RequestContext,
-        abort: &AbortSignal,
-        limit: Option<Duration>,
-    ) -> (Outcome, bool) {
-        let mut ctx = CallContext::new(run.call_id.as_str())
-            .with_request_context(request_context)
-            .with_abort_signal(abort.clone());
-        if let Some(messages) = &run.messages {
+    /// The context a call's tool runs with: request context, messages,
+    /// abort signal, progress to events, the call span as parent.
+    fn call_context(&self, record: &CallRecord) -> CallContext {
+        let mut ctx = CallContext::new(record.call_id.as_str())
+            .with_request_context(record.request_context.clone())
+            .with_abort_signal(record.abort.clone());
+        if let Some(messages) = &record.messages {
             ctx = ctx.with_shared_messages(Arc::clone(messages));
         }
         let events = &self.inner.events;
         if events.active() {
             // Progress reaches the subscribers present when the call started.
             let events = events.clone();
-            let (call_id, tool_id) = (run.call_id.clone(), run.tool.id().to_owned());
+            let (call_id, tool_id) = (record.call_id.clone(), record.tool.id().to_owned());
             ctx = ctx.on_progress(move |progress| {
                 events.emit(&call_id, &tool_id, || EventKind::Progress(progress));
             });
@@ -235,57 +203,84 @@ impl Runtime {
         if !span.is_disabled() {
             ctx = ctx.with_parent_span(span);
         }
-        if let Some(mcp) = &run.mcp {
-            ctx = ctx.with_mcp(mcp.clone());
+        ctx
+    }
+
+    /// The time limit of a tool's calls: its own, else the runtime's.
+    pub(crate) fn timeout_of(&self, tool: &Tool) -> Option<Duration> {
+        self.inner
+            .tool_timeouts
+            .get(tool.id())
+            .copied()
+            .or(self.inner.timeout)
+    }
+
+    /// Executes an admitted call, in the background when the tool says so
+    /// (and `may_background`), and settles it.
+    async fn execute(
+        &self,
+        record: CallRecord,
+        admitted: Admitted,
+        guard: Option<RunningGuard>,
+        may_background: bool,
+    ) -> CallOutcome {
+        // Registered for `cancel` until the call ends (across the attempts of
+        // a background task).
+        let guard = guard.unwrap_or_else(|| {
+            self.inner
+                .running
+                .register(&record.call_id, record.abort.clone())
+        });
+        if let Some(config) = record
+            .tool
+            .definition()
+            .background
+            .as_ref()
+            .filter(|b| b.enabled && may_background)
+        {
+            let config = config.clone();
+            return self.run_background(record, admitted, config, guard).await;
         }
-        if let Some(resume) = &run.resume {
-            let (data, payload) = &**resume;
-            ctx = ctx.resuming(data.clone(), payload.clone());
-        }
-        let mut running = pin!(run.tool.execute_validated(input, ctx));
-        let registered = run.guard.is_some();
+        let ran = self.run_once(admitted, &record.abort, record.timeout).await;
+        drop(guard);
+        self.settle(&record, ran)
+    }
+
+    /// One execution of an admitted call under a time limit. A call whose
+    /// abort signal fired ends as `Aborted`, whatever the tool returned after it.
+    pub(crate) async fn run_once(
+        &self,
+        admitted: Admitted,
+        abort: &AbortSignal,
+        limit: Option<Duration>,
+    ) -> Ran {
+        let running = admitted.run();
         let (outcome, timed_out) = match limit {
-            None => (
-                tracked(
-                    running.as_mut(),
-                    &self.inner.running,
-                    &run.call_id,
-                    abort,
-                    registered,
-                )
-                .await,
-                false,
-            ),
-            Some(limit) => {
-                let _guard =
-                    (!registered).then(|| self.inner.running.register(&run.call_id, abort.clone()));
-                // Boxed: keeps the timer out of every call's future.
-                Box::pin(with_limit(running.as_mut(), limit, abort)).await
-            }
+            None => (running.await, false),
+            Some(limit) => with_limit(running, limit, abort).await,
         };
         if abort.is_aborted() && outcome != Outcome::Aborted {
             // The tool wound down on its own after the signal fired (returned
             // early, or an error): the call was still aborted.
-            return (Outcome::Aborted, timed_out);
+            return Ran {
+                outcome: Outcome::Aborted,
+                timed_out,
+            };
         }
-        (outcome, timed_out)
+        Ran { outcome, timed_out }
     }
 
     /// Side effects of how a call ended: store a suspension, fire
     /// `on_output`, log an abort, emit the event.
-    pub(crate) fn settle(&self, run: &Run, outcome: Outcome, timed_out: bool) -> Outcome {
-        let tool = &run.tool;
-        let (call_id, tool_id) = (run.call_id.as_str(), tool.id());
+    pub(crate) fn settle(&self, record: &CallRecord, ran: Ran) -> CallOutcome {
+        let tool = &record.tool;
+        let (call_id, tool_id) = (record.call_id.as_str(), tool.id());
         let events = &self.inner.events;
-        match &outcome {
+        match &ran.outcome {
             Outcome::Completed { output, .. } => {
-                let (tool_hook, runtime_hook) =
-                    (tool.hooks().declared()[3], self.inner.hooks.declared()[3]);
-                if tool_hook || runtime_hook {
-                    let args = OutputAvailable::new(output, call_id, tool_id, &run.abort);
-                    tool.hooks().output(&args);
-                    self.inner.hooks.output(&args);
-                }
+                let args = OutputAvailable::new(output, call_id, tool_id, &record.abort);
+                tool.hooks().output(&args);
+                self.inner.hooks.output(&args);
                 events.emit(call_id, tool_id, || EventKind::Output {
                     payload: payload(Some(tool), call_id, tool_id, Phase::Output, output),
                 });
@@ -296,15 +291,12 @@ impl Runtime {
                 resume_schema,
                 ..
             } => {
-                let mut pending =
-                    PendingCall::new(call_id, tool_id, PendingKind::Suspended, input.clone());
-                pending.request_context = run.request_context.values().clone();
-                pending.messages = run
-                    .messages
-                    .as_deref()
-                    .map(<[Value]>::to_vec)
-                    .unwrap_or_default();
-                pending.payload = Some(suspended.clone());
+                let pending = self.pending_call(
+                    record,
+                    PendingKind::Suspended,
+                    input.clone(),
+                    Some(suspended.clone()),
+                );
                 if let Err(error) = self.inner.store.insert(&pending) {
                     tracing::error!(%error, "could not store the suspended call");
                     let error = ModelError::new(
@@ -327,13 +319,35 @@ impl Runtime {
                 });
             }
             Outcome::Aborted => {
-                let reason = if timed_out { "timed out" } else { "cancelled" };
+                let reason = if ran.timed_out {
+                    "timed out"
+                } else {
+                    "cancelled"
+                };
                 tracing::warn!(call_id, tool_id, reason, "tool call aborted");
                 events.emit(call_id, tool_id, || EventKind::Aborted);
             }
-            _ => {}
         }
-        outcome
+        ran.outcome.into()
+    }
+
+    /// The stored form of a call.
+    pub(crate) fn pending_call(
+        &self,
+        record: &CallRecord,
+        kind: PendingKind,
+        input: Value,
+        payload: Option<Value>,
+    ) -> PendingCall {
+        let mut pending = PendingCall::new(record.call_id.as_str(), record.tool.id(), kind, input);
+        pending.request_context = record.request_context.values().clone();
+        pending.messages = record
+            .messages
+            .as_deref()
+            .map(<[Value]>::to_vec)
+            .unwrap_or_default();
+        pending.payload = payload;
+        pending
     }
 
     /// A failure before execution: emit the error event, return the outcome.
@@ -343,35 +357,37 @@ impl Runtime {
         call_id: &str,
         tool_id: &str,
         error: ModelError,
-    ) -> Outcome {
+    ) -> CallOutcome {
         self.inner
             .events
             .emit(call_id, tool_id, || EventKind::Error {
                 payload: payload(tool, call_id, tool_id, Phase::Error, &error.to_json()),
             });
-        Outcome::Failed { error }
+        CallOutcome::failed(error)
     }
 
     /// `on_input_available` (the tool's, then the runtime's) and its event.
-    fn input_available(
-        &self,
-        tool: &Tool,
-        call_id: &str,
-        input: &Value,
-        messages: &[Value],
-        abort: &AbortSignal,
-    ) {
-        let (tool_hook, runtime_hook) =
-            (tool.hooks().declared()[2], self.inner.hooks.declared()[2]);
-        if tool_hook || runtime_hook {
-            let args = InputAvailable::new(input, call_id, messages, abort);
-            tool.hooks().input_available(&args);
-            self.inner.hooks.input_available(&args);
-        }
+    fn input_available(&self, record: &CallRecord, input: &Value) {
+        let (tool, call_id) = (&record.tool, record.call_id.as_str());
+        let messages = record.messages.as_deref().unwrap_or_default();
+        let args = InputAvailable::new(input, call_id, messages, &record.abort);
+        tool.hooks().input_available(&args);
+        self.inner.hooks.input_available(&args);
         self.inner
             .events
             .emit(call_id, tool.id(), || EventKind::InputAvailable {
                 payload: payload(Some(tool), call_id, tool.id(), Phase::Input, input),
             });
+    }
+}
+
+impl Entry {
+    /// The `step` field of the call's span.
+    fn step(&self) -> &'static str {
+        match self {
+            Entry::New => "call",
+            Entry::Approved => "approve",
+            Entry::Resumed { .. } => "resume",
+        }
     }
 }

@@ -8,7 +8,9 @@ use std::collections::HashMap;
 use serde_json::Value;
 use tool_core::decode::{DecodeError, SseParser, StreamDecoder, ToolCallEvent};
 use tool_core::provider::Provider;
-use tool_core::{ErrorKind, ModelError, Outcome};
+use tool_core::{ErrorKind, ModelError};
+
+use crate::outcome::CallOutcome;
 
 use crate::runtime::Runtime;
 use crate::stream::InputStream;
@@ -21,7 +23,7 @@ pub struct StreamedCall {
     /// The tool the model called.
     pub tool_id: String,
     /// How the call ended; a call cut off mid-arguments is `Failed` and never ran.
-    pub outcome: Outcome,
+    pub outcome: CallOutcome,
 }
 
 /// Feeds a provider's streamed response into a [`Runtime`]: each tool call
@@ -186,7 +188,7 @@ impl ProviderStream {
                     finished.push(StreamedCall {
                         call_id,
                         tool_id: tool_name,
-                        outcome: Outcome::Failed {
+                        outcome: CallOutcome::Failed {
                             error: ModelError::new(ErrorKind::InvalidJson, message),
                         },
                     });

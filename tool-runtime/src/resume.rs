@@ -4,13 +4,13 @@
 
 use serde_json::Value;
 use tool_core::transform::Phase;
-use tool_core::{AbortSignal, ErrorKind, Outcome, RequestContext};
+use tool_core::{CallContext, RequestContext};
 
-use tracing::Instrument as _;
-
+use crate::approval::stored_call;
 use crate::error::RuntimeError;
 use crate::events::{EventKind, payload};
-use crate::pipeline::{Run, call_span};
+use crate::outcome::CallOutcome;
+use crate::pipeline::{Entry, call_span};
 use crate::runtime::Runtime;
 use crate::store::PendingKind;
 
@@ -20,14 +20,15 @@ impl Runtime {
     /// data; only `null` means none), then execute runs again with the resume
     /// data and the payload the call suspended with, in the foreground.
     ///
-    /// The entry is taken from the store once, so a second resume is an
-    /// error, never a second run. Data that fails validation returns the
-    /// model-facing error and leaves the call suspended, to be resumed again.
+    /// The data is validated before the call is taken from the store: data
+    /// that fails returns the model-facing error and leaves the call
+    /// suspended, to be resumed again. The entry is then taken once, so a
+    /// second resume is an error, never a second run.
     ///
     /// ```
     /// use serde_json::json;
-    /// use tool_core::{Outcome, Tool, ToolError};
-    /// use tool_runtime::{Runtime, RuntimeError, ToolCall};
+    /// use tool_core::{Tool, ToolError};
+    /// use tool_runtime::{CallOutcome, Runtime, RuntimeError, ToolCall};
     ///
     /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
     /// let confirm = Tool::builder("confirm").description("Asks before acting")
@@ -42,47 +43,47 @@ impl Runtime {
     /// let runtime = Runtime::builder().tool(confirm).build().unwrap();
     ///
     /// let outcome = runtime.call(ToolCall::new("c1", "confirm", json!({}))).await;
-    /// assert!(matches!(outcome, Outcome::Suspended { .. }));
-    /// let outcome = runtime.resume("c1", json!(false)).await.unwrap();
+    /// assert!(matches!(outcome, CallOutcome::Suspended { .. }));
+    /// let invalid = runtime.resume("c1", json!("yes")).await.unwrap();
+    /// assert!(invalid.error().is_some()); // still suspended
+    /// let outcome = tokio::spawn(runtime.resume("c1", json!(false))).await.unwrap().unwrap();
     /// assert_eq!(outcome.output(), Some(&json!({ "proceeded": false })));
     /// assert!(matches!(runtime.resume("c1", json!(true)).await, Err(RuntimeError::UnknownCall { .. })));
     /// # });
     /// ```
-    pub async fn resume(&self, call_id: &str, data: Value) -> Result<Outcome, RuntimeError> {
-        let pending = self.take(call_id, PendingKind::Suspended)?;
-        let span = call_span("resume", &pending.tool_id, call_id);
-        let resumed = async move {
-            let tool = self.tool_of(&pending)?;
-            tracing::info!("tool call resumed");
-            let (call_id, tool_id) = (pending.call_id.as_str(), tool.id());
-            self.inner
-                .events
-                .emit(call_id, tool_id, || EventKind::Resumed {
-                    payload: payload(Some(&tool), call_id, tool_id, Phase::Resume, &data),
-                });
-            let messages = pending.messages.clone();
-            let mut run = Run {
-                tool: tool.clone(),
-                call_id: pending.call_id.clone(),
-                input: pending.input.clone(),
-                request_context: RequestContext::from(pending.request_context.clone()),
-                messages: (!messages.is_empty()).then(|| messages.into()),
-                abort: AbortSignal::new(),
-                timeout: self.timeout_of(&tool),
-                mcp: None,
-                resume: Some(Box::new((data, pending.payload.clone()))),
-                guard: None,
-            };
-            let (outcome, timed_out) = self.run_as_given(&mut run).await;
-            if outcome
-                .error()
-                .is_some_and(|e| e.kind() == ErrorKind::ResumeValidation)
-            {
-                // The tool did not run: keep the call suspended for a corrected resume.
-                self.inner.store.insert(&pending)?;
+    pub fn resume(
+        &self,
+        call_id: &str,
+        data: Value,
+    ) -> impl Future<Output = Result<CallOutcome, RuntimeError>> + Send + 'static {
+        let (runtime, call_id) = (self.clone(), call_id.to_owned());
+        async move {
+            let (pending, tool) = runtime.decidable(&call_id, PendingKind::Suspended)?;
+            let span = call_span("resume", tool.id(), &call_id);
+            // Checked before anything changes: invalid data leaves the call suspended.
+            let check = CallContext::new(call_id.as_str())
+                .with_request_context(RequestContext::from(pending.request_context.clone()))
+                .resuming(data.clone(), pending.payload.clone());
+            if let Err(error) = tool.admit(pending.input.clone(), check) {
+                let _entered = span.enter();
+                tracing::info!(%error, "resume data rejected; the call stays suspended");
+                return Ok(runtime.failed(Some(&tool), &call_id, tool.id(), error));
             }
-            Ok(self.settle(&run, outcome, timed_out))
-        };
-        resumed.instrument(span).await
+            let pending = runtime.take(pending, PendingKind::Suspended)?;
+            {
+                let _entered = span.enter();
+                tracing::info!("tool call resumed");
+                runtime
+                    .inner
+                    .events
+                    .emit(&call_id, tool.id(), || EventKind::Resumed {
+                        payload: payload(Some(&tool), &call_id, tool.id(), Phase::Resume, &data),
+                    });
+            }
+            let payload = pending.payload.clone();
+            Ok(runtime
+                .run_call(stored_call(pending), Entry::Resumed { data, payload }, None)
+                .await)
+        }
     }
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use tool_core::{Hooks, Tool, ToolSet};
 
-use crate::abort::Running;
+use crate::abort::CancelRegistry;
 use crate::approval::{ApprovalCheck, ApprovalPolicy};
 use crate::background::{BackgroundCallback, BackgroundResult, Tasks};
 use crate::error::RuntimeError;
@@ -30,8 +30,8 @@ const TASK_RETENTION: usize = 10_000;
 ///
 /// ```
 /// use serde_json::json;
-/// use tool_core::{Outcome, Tool, ToolError};
-/// use tool_runtime::{Runtime, ToolCall};
+/// use tool_core::{Tool, ToolError};
+/// use tool_runtime::{CallOutcome, Runtime, ToolCall};
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 /// let add = Tool::builder("add")
@@ -61,7 +61,7 @@ pub(crate) struct Inner {
     pub(crate) approval: ApprovalPolicy,
     pub(crate) store: Arc<dyn PendingStore>,
     pub(crate) events: EventBus,
-    pub(crate) running: Arc<Running>,
+    pub(crate) running: Arc<CancelRegistry>,
     pub(crate) tasks: Tasks,
     pub(crate) timeout: Option<Duration>,
     pub(crate) tool_timeouts: HashMap<String, Duration>,
@@ -110,13 +110,13 @@ impl Runtime {
 
     /// Fires the abort signal of a running call (or of a call whose input is
     /// still streaming, or of a background task by its call id). The call
-    /// ends as `Outcome::Aborted`.
+    /// ends as `CallOutcome::Aborted`.
     ///
     /// ```
     /// use std::time::Duration;
     /// use serde_json::json;
-    /// use tool_core::{Outcome, Tool, ToolError};
-    /// use tool_runtime::{Runtime, ToolCall};
+    /// use tool_core::{Tool, ToolError};
+    /// use tool_runtime::{CallOutcome, Runtime, ToolCall};
     ///
     /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
     /// let slow = Tool::builder("slow").description("Waits until aborted")
@@ -126,13 +126,10 @@ impl Runtime {
     ///     })
     ///     .build().unwrap();
     /// let runtime = Runtime::builder().tool(slow).build().unwrap();
-    /// let running = tokio::spawn({
-    ///     let runtime = runtime.clone();
-    ///     async move { runtime.call(ToolCall::new("c1", "slow", "{}")).await }
-    /// });
+    /// let running = tokio::spawn(runtime.call(ToolCall::new("c1", "slow", "{}")));
     /// tokio::time::sleep(Duration::from_millis(10)).await;
     /// runtime.cancel("c1").unwrap();
-    /// assert_eq!(running.await.unwrap(), Outcome::Aborted);
+    /// assert_eq!(running.await.unwrap(), CallOutcome::Aborted);
     /// assert!(runtime.cancel("c1").is_err()); // no longer running
     /// # });
     /// ```
@@ -162,7 +159,7 @@ impl Runtime {
 ///     .build().unwrap();
 /// let runtime = Runtime::builder()
 ///     .tool(echo.clone())
-///     .hooks(Hooks::new().on_output(|out: &tool_core::hooks::OutputAvailable<'_>| println!("{} -> {}", out.tool_name, out.output)))
+///     .hooks(Hooks::new().on_output(|out: &tool_core::hooks::OutputAvailable<'_>| println!("{} -> {}", out.tool_id, out.output)))
 ///     .approval_policy(|check| check.tool.id() == "delete")
 ///     .timeout(Duration::from_secs(60))
 ///     .build()

@@ -8,14 +8,13 @@ use std::time::Duration;
 use serde_json::Value;
 use tool_core::hooks::{InputDelta, InputStart};
 use tool_core::partial_json::PartialJson;
-use tool_core::{AbortSignal, Outcome, RawInput, RequestContext, Tool};
-
-use tracing::Instrument as _;
+use tool_core::{AbortSignal, Extensions, RawInput, RequestContext, Tool};
 
 use crate::abort::RunningGuard;
 use crate::call::ToolCall;
 use crate::events::{EventKind, delta_display};
-use crate::pipeline::{Admitted, call_span};
+use crate::outcome::CallOutcome;
+use crate::pipeline::{Entry, Streamed, call_span};
 use crate::runtime::Runtime;
 
 /// A call whose arguments are still streaming, from [`Runtime::begin`].
@@ -118,14 +117,13 @@ impl InputStream {
         self.parser.push(delta);
         let runtime = &self.runtime.inner;
         let tool_hooks = self.tool.as_ref().map(Tool::hooks);
-        let runtime_hooks = &runtime.hooks;
-        if tool_hooks.is_some_and(|h| h.declared()[1]) || runtime_hooks.declared()[1] {
+        {
             let _entered = self.span.enter();
             let args = InputDelta::new(delta, &self.call_id, &self.messages, &self.abort);
             if let Some(hooks) = tool_hooks {
                 hooks.input_delta(&args);
             }
-            runtime_hooks.input_delta(&args);
+            runtime.hooks.input_delta(&args);
         }
         if runtime.events.active()
             && let Some(display) =
@@ -168,16 +166,22 @@ impl InputStream {
 
     /// The arguments are complete: runs the call through the pipeline
     /// (`on_input_available` fires once they are validated) and returns its outcome.
-    pub async fn finish(self) -> Outcome {
+    pub fn finish(self) -> impl Future<Output = CallOutcome> + Send + 'static {
         let text = RawInput::Text(self.parser.text().to_owned());
-        self.finish_with(text).await
+        self.finish_raw(text)
     }
 
     /// Like [`finish`](Self::finish), with the final arguments given instead
     /// of the text pushed so far: for arguments mapped back from a provider's
     /// rewritten schema (see `tool_core::provider::Export::restore_value`).
-    pub async fn finish_with(self, input: impl Into<RawInput>) -> Outcome {
-        let input = input.into();
+    pub fn finish_with(
+        self,
+        input: impl Into<RawInput>,
+    ) -> impl Future<Output = CallOutcome> + Send + 'static {
+        self.finish_raw(input.into())
+    }
+
+    async fn finish_raw(self, input: RawInput) -> CallOutcome {
         let InputStream {
             runtime,
             call_id,
@@ -200,7 +204,7 @@ impl InputStream {
                 .inner
                 .events
                 .emit(&call_id, &tool_id, || EventKind::Aborted);
-            return Outcome::Aborted;
+            return CallOutcome::Aborted;
         }
         let call = ToolCall {
             call_id,
@@ -209,15 +213,9 @@ impl InputStream {
             request_context,
             messages,
             timeout,
-            mcp: None,
+            extensions: Extensions::new(),
         };
-        let admitted = {
-            let _entered = span.enter();
-            runtime.admit(call, Some((abort, guard)))
-        };
-        match admitted {
-            Admitted::Run(run) => runtime.execute(run).instrument(span).await,
-            Admitted::Done(outcome) => outcome,
-        }
+        let streamed = Streamed { abort, guard, span };
+        runtime.run_call(call, Entry::New, Some(streamed)).await
     }
 }

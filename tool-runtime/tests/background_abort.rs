@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use common::Capture;
 use serde_json::{Value, json};
-use tool_core::{BackgroundConfig, Disposition, ErrorKind, Outcome, Tool, ToolContext, ToolError};
-use tool_runtime::{BackgroundResult, EventKind, Runtime, RuntimeError, ToolCall};
+use tool_core::{BackgroundConfig, Disposition, ErrorKind, Tool, ToolContext, ToolError};
+use tool_runtime::{BackgroundResult, CallOutcome, EventKind, Runtime, RuntimeError, ToolCall};
 
 /// A tool whose attempts fail `fail_first` times, then succeed; `sleep_ms`
 /// makes every attempt take that long (until aborted).
@@ -60,7 +60,7 @@ fn with_callbacks(
 /// Calls the background tool `tool_id` (call `c1`) and returns its task id.
 async fn start(runtime: &Runtime, tool_id: &str) -> String {
     match runtime.call(ToolCall::new("c1", tool_id, json!({}))).await {
-        Outcome::Started { task_id } => task_id,
+        CallOutcome::BackgroundStarted { task_id } => task_id,
         other => panic!("expected a started background task, got {other:?}"),
     }
 }
@@ -82,7 +82,7 @@ async fn a_deferred_call_returns_started_and_wait_gives_the_final_outcome() {
         begun.elapsed() < Duration::from_millis(400),
         "deferred: returns well before the 800 ms tool ends"
     );
-    let Outcome::Started { task_id } = &started else {
+    let CallOutcome::BackgroundStarted { task_id } = &started else {
         panic!("{started:?}")
     };
     assert_eq!(
@@ -209,7 +209,7 @@ async fn cancelling_a_background_task_stops_it_without_retries() {
     let task_id = start(&runtime, "slow").await;
     tokio::time::sleep(Duration::from_millis(10)).await;
     runtime.cancel("c1").unwrap();
-    assert_eq!(runtime.wait(&task_id).await.unwrap(), Outcome::Aborted);
+    assert_eq!(runtime.wait(&task_id).await.unwrap(), CallOutcome::Aborted);
     assert_eq!(attempts.load(Ordering::SeqCst), 1);
 }
 
@@ -237,9 +237,9 @@ async fn approving_a_background_tool_starts_the_task() {
         runtime
             .call(ToolCall::new("c1", "guarded", json!({})))
             .await,
-        Outcome::ApprovalRequired { .. }
+        CallOutcome::ApprovalRequired { .. }
     ));
-    let Outcome::Started { task_id } = runtime.approve("c1").await.unwrap() else {
+    let CallOutcome::BackgroundStarted { task_id } = runtime.approve("c1").await.unwrap() else {
         panic!()
     };
     assert_eq!(
@@ -283,7 +283,11 @@ async fn cancel_fires_the_abort_signal_and_the_call_ends_aborted_and_logged() {
         runtime.cancel("c1").unwrap();
     };
     let (outcome, ()) = tokio::join!(call, cancel);
-    assert_eq!(outcome, Outcome::Aborted, "aborted, not an error result");
+    assert_eq!(
+        outcome,
+        CallOutcome::Aborted,
+        "aborted, not an error result"
+    );
     assert!(
         saw.load(Ordering::SeqCst),
         "the tool saw its abort signal fire"
@@ -319,11 +323,11 @@ async fn per_call_per_tool_and_runtime_timeouts_abort_the_call() {
         .build()
         .unwrap();
     let call = ToolCall::new("c1", "a", json!({})).with_timeout(Duration::from_millis(20));
-    assert_eq!(runtime.call(call).await, Outcome::Aborted);
+    assert_eq!(runtime.call(call).await, CallOutcome::Aborted);
     assert!(saw.swap(false, Ordering::SeqCst));
     assert_eq!(
         runtime.call(ToolCall::new("c2", "b", json!({}))).await,
-        Outcome::Aborted
+        CallOutcome::Aborted
     );
     assert!(saw.swap(false, Ordering::SeqCst));
     assert!(
@@ -340,7 +344,7 @@ async fn per_call_per_tool_and_runtime_timeouts_abort_the_call() {
         .unwrap();
     assert_eq!(
         with_default.call(ToolCall::new("c3", "a", json!({}))).await,
-        Outcome::Aborted
+        CallOutcome::Aborted
     );
 }
 

@@ -7,10 +7,8 @@ use std::sync::{Arc, Mutex};
 
 use common::{asking_tool, echo_tool};
 use serde_json::{Value, json};
-use tool_core::{
-    ErrorKind, ModelOutput, Outcome, RequestContext, Tool, ToolContext, ToolError, tool,
-};
-use tool_runtime::{PendingKind, Runtime, RuntimeError, ToolCall};
+use tool_core::{ErrorKind, ModelOutput, RequestContext, Tool, ToolContext, ToolError, tool};
+use tool_runtime::{CallOutcome, PendingKind, Runtime, RuntimeError, ToolCall};
 
 /// Where to look.
 #[derive(serde::Deserialize, schemars::JsonSchema)]
@@ -127,7 +125,7 @@ async fn request_context_is_validated_before_the_gate_and_execute() {
         .with_request_context(RequestContext::new().with("userId", "u-1"));
     assert!(matches!(
         runtime.call(call).await,
-        Outcome::ApprovalRequired { .. }
+        CallOutcome::ApprovalRequired { .. }
     ));
     let stored = runtime.pending().unwrap();
     assert_eq!(stored[0].request_context["userId"], "u-1");
@@ -144,7 +142,7 @@ async fn to_model_output_is_attached_to_completed() {
     let outcome = runtime
         .call(ToolCall::new("c1", "echo", json!({ "q": 7 })))
         .await;
-    let Outcome::Completed {
+    let CallOutcome::Completed {
         output,
         model_output,
     } = &outcome
@@ -165,7 +163,7 @@ async fn decline_never_executes_and_the_model_gets_the_reason() {
     let outcome = runtime
         .call(ToolCall::new("c1", "delete", json!({ "path": "/" })))
         .await;
-    let Outcome::ApprovalRequired {
+    let CallOutcome::ApprovalRequired {
         call_id,
         input,
         resume_schema,
@@ -185,7 +183,7 @@ async fn decline_never_executes_and_the_model_gets_the_reason() {
     );
 
     let declined = runtime.decline("c1", None).await.unwrap();
-    assert_eq!(declined, Outcome::Declined { reason: None });
+    assert_eq!(declined, CallOutcome::Declined { reason: None });
     assert_eq!(
         declined.to_model_value(),
         "Tool call was not approved by the user"
@@ -295,7 +293,7 @@ async fn arguments_written_by_the_model_cannot_approve() {
     ] {
         let outcome = runtime.call(ToolCall::new(id, "pay", args)).await;
         assert!(
-            matches!(outcome, Outcome::ApprovalRequired { .. }),
+            matches!(outcome, CallOutcome::ApprovalRequired { .. }),
             "{outcome:?}"
         );
     }
@@ -303,7 +301,7 @@ async fn arguments_written_by_the_model_cannot_approve() {
     let outcome = runtime
         .call(ToolCall::new("c3", "pay", r#"{"approved": true}"#).with_request_context(rc))
         .await;
-    assert!(matches!(outcome, Outcome::ApprovalRequired { .. }));
+    assert!(matches!(outcome, CallOutcome::ApprovalRequired { .. }));
     assert!(runs.lock().unwrap().is_empty());
     assert_eq!(runtime.pending().unwrap().len(), 3);
 }
@@ -325,7 +323,7 @@ async fn parallel_pending_approvals_of_one_tool_stay_apart() {
     for handle in handles {
         assert!(matches!(
             handle.await.unwrap(),
-            Outcome::ApprovalRequired { .. }
+            CallOutcome::ApprovalRequired { .. }
         ));
     }
     for i in (0..10).rev() {
@@ -369,7 +367,7 @@ async fn approval_rules_flag_or_policy_tool_policy_authoritative_panic_means_req
         let outcome = runtime
             .call(ToolCall::new(format!("{tool}-{input}"), tool, input))
             .await;
-        matches!(outcome, Outcome::ApprovalRequired { .. })
+        matches!(outcome, CallOutcome::ApprovalRequired { .. })
     };
 
     let none = Runtime::builder().tools(tools.clone()).build().unwrap();
@@ -423,7 +421,7 @@ async fn suspend_stores_the_call_and_resume_reruns_with_data_and_payload() {
     let call = ToolCall::new("c1", "ask", json!({ "q": "color?" }))
         .with_request_context(RequestContext::new().with("userId", "u-9"));
     let outcome = runtime.call(call).await;
-    let Outcome::Suspended {
+    let CallOutcome::Suspended {
         call_id,
         input,
         payload,
@@ -529,7 +527,7 @@ async fn parallel_suspends_never_cross_wire() {
         let outcome = handle.await.unwrap();
         assert_eq!(
             outcome,
-            Outcome::Suspended {
+            CallOutcome::Suspended {
                 call_id: format!("c{i}"),
                 input: json!({ "n": i }),
                 payload: json!({ "asked": { "n": i } }),
@@ -583,10 +581,10 @@ async fn approve_then_suspend_then_resume() {
     let outcome = runtime
         .call(ToolCall::new("c1", "guarded-ask", json!({ "x": 1 })))
         .await;
-    assert!(matches!(outcome, Outcome::ApprovalRequired { .. }));
+    assert!(matches!(outcome, CallOutcome::ApprovalRequired { .. }));
     let outcome = runtime.approve("c1").await.unwrap();
     assert!(
-        matches!(outcome, Outcome::Suspended { ref payload, .. } if payload == &json!({ "confirm": { "x": 1 } }))
+        matches!(outcome, CallOutcome::Suspended { ref payload, .. } if payload == &json!({ "confirm": { "x": 1 } }))
     );
     let outcome = runtime.resume("c1", json!("yes")).await.unwrap();
     assert_eq!(outcome.output(), Some(&json!({ "done": "yes" })));

@@ -8,9 +8,9 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tool_core::{ErrorKind, Outcome, Tool, ToolError};
+use tool_core::{ErrorKind, Tool, ToolError};
 use tool_runtime::mcp::McpClient;
-use tool_runtime::{EventKind, Runtime, ToolCall};
+use tool_runtime::{CallOutcome, EventKind, Runtime, ToolCall};
 
 /// The example server's executable, built with the cargo running this test
 /// (`cargo build -p examples --example mcp_server`; a no-op when up to
@@ -207,7 +207,7 @@ async fn aborting_a_remote_call_cancels_it() {
         .await
         .expect("the aborted call did not end")
         .unwrap();
-    assert_eq!(outcome, Outcome::Aborted);
+    assert_eq!(outcome, CallOutcome::Aborted);
 
     // The server stopped that call and keeps serving.
     let next = runtime

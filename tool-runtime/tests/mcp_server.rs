@@ -18,8 +18,11 @@ use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt, ServiceError, S
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-use tool_core::{ContentPart, ModelOutput, Tool, ToolContext, ToolError, tool};
-use tool_runtime::mcp::{HttpOptions, McpServer, PENDING_META};
+use tool_core::{CallContext, ContentPart, ModelOutput, Tool, ToolContext, ToolError, tool};
+use tool_runtime::mcp::{
+    ElicitFuture, Elicitation, Elicitor, HttpOptions, McpContext, McpServer, McpToolContext as _,
+    PENDING_META,
+};
 use tool_runtime::{EventKind, Runtime};
 
 // --- tools -------------------------------------------------------------------
@@ -957,6 +960,66 @@ fn tools_can_be_built_for_the_server_without_serving() {
     let tool = Tool::from(WeatherTool);
     let server = McpServer::new(Runtime::builder().tool(tool).build().unwrap());
     assert_eq!(server.tools()[0].name, "weather-tool");
+}
+
+// --- asking the user while running (MCP elicitation) -------------------------
+
+struct Answers(Value);
+
+impl Elicitor for Answers {
+    fn elicit(&self, message: String, schema: Value) -> ElicitFuture<'_> {
+        let answer = self.0.clone();
+        Box::pin(async move {
+            assert_eq!(message, "How many?");
+            assert_eq!(schema["properties"]["count"]["type"], "integer");
+            Ok(Elicitation::Accepted(answer))
+        })
+    }
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+struct HowMany {
+    count: u32,
+}
+
+/// Asks how many, when someone can answer
+#[tool]
+async fn ask_count(ctx: ToolContext) -> Result<String, ToolError> {
+    match ctx.mcp() {
+        None => Ok("nobody to ask".into()),
+        Some(mcp) => Ok(match mcp.elicit_as::<HowMany>("How many?").await? {
+            Some(HowMany { count }) => format!("count {count}"),
+            None => "no answer".into(),
+        }),
+    }
+}
+
+#[tokio::test]
+async fn a_tool_asks_the_user_through_the_mcp_context_extension_when_there_is_one() {
+    let tool = Tool::from(AskCountTool);
+    assert_eq!(
+        tool.execute(json!({}), CallContext::new("c0"))
+            .await
+            .output(),
+        Some(&json!("nobody to ask"))
+    );
+    let ctx =
+        CallContext::new("c1").with_extension(McpContext::new(Answers(json!({ "count": 3 }))));
+    assert_eq!(
+        tool.execute(json!({}), ctx).await.output(),
+        Some(&json!("count 3"))
+    );
+    // An answer of the wrong shape is an error the model reads.
+    let ctx =
+        CallContext::new("c2").with_extension(McpContext::new(Answers(json!({ "count": "x" }))));
+    let outcome = tool.execute(json!({}), ctx).await;
+    assert!(
+        outcome
+            .error()
+            .unwrap()
+            .message()
+            .starts_with("the user's answer does not have the expected shape")
+    );
 }
 
 // --- errors ------------------------------------------------------------------

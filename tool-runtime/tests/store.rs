@@ -11,10 +11,10 @@ use std::sync::Arc;
 
 use common::echo_tool;
 use serde_json::{Value, json};
-use tool_core::{Outcome, Tool, ToolContext, ToolError};
+use tool_core::{Tool, ToolContext, ToolError};
 use tool_runtime::{
-    MemoryStore, PendingCall, PendingKind, PendingStore, Runtime, RuntimeError, SqliteStore,
-    StoreError, ToolCall,
+    CallOutcome, MemoryStore, PendingCall, PendingKind, PendingStore, Runtime, RuntimeError,
+    SqliteStore, StoreError, ToolCall,
 };
 
 fn temp_dir(name: &str) -> PathBuf {
@@ -111,7 +111,7 @@ async fn two_runtimes_on_one_file_run_each_approved_call_once() {
         let outcome = first
             .call(ToolCall::new(format!("c{i}"), "pay", json!({ "n": i })))
             .await;
-        assert!(matches!(outcome, Outcome::ApprovalRequired { .. }));
+        assert!(matches!(outcome, CallOutcome::ApprovalRequired { .. }));
     }
     assert_eq!(
         second.pending().unwrap().len(),
@@ -335,11 +335,11 @@ fn child_process() {
                         json!({ "amount": 10 }),
                     ))
                     .await;
-                assert!(matches!(a, Outcome::ApprovalRequired { .. }), "{a:?}");
+                assert!(matches!(a, CallOutcome::ApprovalRequired { .. }), "{a:?}");
                 let b = runtime
                     .call(ToolCall::new("c-confirm", "confirm", json!({})))
                     .await;
-                assert!(matches!(b, Outcome::Suspended { .. }), "{b:?}");
+                assert!(matches!(b, CallOutcome::Suspended { .. }), "{b:?}");
                 println!("READY");
                 std::io::stdout().flush().unwrap();
                 std::thread::sleep(std::time::Duration::from_secs(60));

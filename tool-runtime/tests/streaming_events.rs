@@ -9,8 +9,8 @@ use common::{Capture, asking_tool, echo_tool};
 use serde_json::{Value, json};
 use tool_core::hooks::{InputAvailable, InputDelta, InputStart, OutputAvailable};
 use tool_core::transform::{Phase, ToolTransform};
-use tool_core::{Hooks, Outcome, Tool, ToolContext, ToolError};
-use tool_runtime::{EventKind, Events, Runtime, ToolCall, ToolEvent};
+use tool_core::{Hooks, Tool, ToolContext, ToolError};
+use tool_runtime::{CallOutcome, EventKind, Events, Runtime, ToolCall, ToolEvent};
 
 type Log = Arc<Mutex<Vec<String>>>;
 
@@ -35,10 +35,9 @@ fn hooks(prefix: &'static str, log: &Log) -> Hooks {
                 .push(format!("{prefix}:available:{}", args.input));
         })
         .on_output(move |args: &OutputAvailable<'_>| {
-            d.lock().unwrap().push(format!(
-                "{prefix}:output:{}:{}",
-                args.tool_name, args.output
-            ));
+            d.lock()
+                .unwrap()
+                .push(format!("{prefix}:output:{}:{}", args.tool_id, args.output));
         })
 }
 
@@ -169,7 +168,7 @@ async fn a_streamed_call_cancelled_before_finish_ends_aborted() {
     stream.push(r#"{"city": "Rome"}"#);
     runtime.cancel("c1").unwrap();
     assert!(stream.abort_signal().is_aborted());
-    assert_eq!(stream.finish().await, Outcome::Aborted);
+    assert_eq!(stream.finish().await, CallOutcome::Aborted);
     assert!(!log.lock().unwrap().contains(&"execute".to_owned()));
 }
 
@@ -284,12 +283,12 @@ async fn events_cover_every_phase_with_call_and_tool_ids() {
     runtime.decline("p1", Some("no")).await.unwrap();
     let got = drain(&mut events);
     assert!(
-        matches!(&got[1].kind, EventKind::ApprovalRequested { payload, resume_schema }
+        matches!(&got[1].kind, EventKind::ApprovalRequired { payload, resume_schema }
         if payload.display == json!({ "amount": 1 }) && resume_schema["properties"]["approved"]["type"] == "boolean")
     );
     assert_eq!(
         got[2].kind,
-        EventKind::OutputDenied {
+        EventKind::Declined {
             reason: Some("no".into())
         }
     );

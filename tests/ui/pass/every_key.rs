@@ -133,7 +133,9 @@ fn main() {
     assert_eq!(mcp.annotations.idempotent_hint, Some(true));
     assert_eq!(mcp.annotations.open_world_hint, Some(false));
     assert_eq!(mcp.meta.as_ref().unwrap()["owner"], "ops");
-    assert_eq!(tool.hooks().declared(), [true; 4]);
+    let hooks = tool.hooks();
+    assert!(hooks.has_on_input_start() && hooks.has_on_input_delta());
+    assert!(hooks.has_on_input_available() && hooks.has_on_output());
     assert!(tool.transform().is_configured(tool_core::transform::Target::Display));
 
     let tool = Tool::from(KeepRowsTool);

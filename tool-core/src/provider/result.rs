@@ -14,17 +14,18 @@
 //!   keys Gemini's docs name); inline images and files go to `parts`
 //!   (multimodal function responses), URLs and file ids become text.
 //!
-//! What is sent is [`Outcome::Completed`]'s model output when the tool maps
-//! its output (`to_model_output`), else the output itself (a string as is,
-//! anything else as JSON); a failed call sends the model-facing error object
-//! ([`Outcome::to_model_value`]); other outcomes (declined, suspended,
-//! started, aborted) send their model text.
+//! What is sent is a completed call's model output when the tool maps its
+//! output (`to_model_output`), else the output itself (a string as is,
+//! anything else as JSON); a failed call sends the model-facing error object;
+//! other outcomes (suspended, aborted, and a runtime's declined or started)
+//! send their model text ([`ModelFacing::to_model_value`]). Any
+//! [`ModelFacing`] outcome can be encoded: tool-core's and a runtime's.
 
 use serde_json::{Map, Value, json};
 
 use super::Provider;
 use crate::model_output::{ContentPart, ModelOutput};
-use crate::outcome::Outcome;
+use crate::outcome::ModelFacing;
 
 impl Provider {
     /// The message (or content block, or part) that carries `outcome` back
@@ -62,7 +63,7 @@ impl Provider {
     ///     json!({ "type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo=", "detail": "auto" })
     /// );
     /// ```
-    pub fn tool_result(&self, call_id: &str, tool_name: &str, outcome: &Outcome) -> Value {
+    pub fn tool_result(&self, call_id: &str, tool_name: &str, outcome: &dyn ModelFacing) -> Value {
         match self {
             Provider::OpenAiChat => json!({
                 "role": "tool",
@@ -86,22 +87,14 @@ enum Body<'a> {
     Parts(&'a [ContentPart]),
 }
 
-fn body(outcome: &Outcome) -> Body<'_> {
-    match outcome {
-        Outcome::Completed {
-            model_output: Some(ModelOutput::Content(parts)),
-            ..
-        } => Body::Parts(parts),
-        Outcome::Completed {
-            model_output: Some(ModelOutput::Text(text)),
-            ..
-        } => Body::Text(text.clone()),
-        Outcome::Completed {
-            model_output: Some(ModelOutput::Json(value)),
-            ..
-        } => Body::Text(value_text(value)),
-        Outcome::Completed { output, .. } => Body::Text(value_text(output)),
-        other => Body::Text(value_text(&other.to_model_value())),
+fn body(outcome: &dyn ModelFacing) -> Body<'_> {
+    match outcome.completed() {
+        Some((_, Some(ModelOutput::Content(parts)))) => Body::Parts(parts),
+        Some((_, Some(ModelOutput::Text(text)))) => Body::Text(text.clone()),
+        Some((_, Some(ModelOutput::Json(value)))) | Some((value, None)) => {
+            Body::Text(value_text(value))
+        }
+        None => Body::Text(value_text(&outcome.to_model_value())),
     }
 }
 
@@ -144,7 +137,7 @@ fn data_url(media_type: &str, data: &str) -> String {
     format!("data:{media_type};base64,{data}")
 }
 
-fn chat_content(outcome: &Outcome) -> Value {
+fn chat_content(outcome: &dyn ModelFacing) -> Value {
     match body(outcome) {
         Body::Text(text) => Value::String(text),
         Body::Parts(parts) => Value::Array(
@@ -156,7 +149,7 @@ fn chat_content(outcome: &Outcome) -> Value {
     }
 }
 
-fn responses_output(outcome: &Outcome) -> Value {
+fn responses_output(outcome: &dyn ModelFacing) -> Value {
     match body(outcome) {
         Body::Text(text) => Value::String(text),
         Body::Parts(parts) => Value::Array(parts.iter().map(responses_part).collect()),
@@ -190,13 +183,13 @@ fn responses_part(part: &ContentPart) -> Value {
     }
 }
 
-fn anthropic_result(call_id: &str, outcome: &Outcome) -> Value {
+fn anthropic_result(call_id: &str, outcome: &dyn ModelFacing) -> Value {
     let content = match body(outcome) {
         Body::Text(text) => Value::String(text),
         Body::Parts(parts) => Value::Array(parts.iter().map(anthropic_block).collect()),
     };
     let mut result = json!({ "type": "tool_result", "tool_use_id": call_id, "content": content });
-    if matches!(outcome, Outcome::Failed { .. }) {
+    if outcome.failure().is_some() {
         result["is_error"] = Value::Bool(true);
     }
     result
@@ -239,14 +232,11 @@ fn anthropic_block(part: &ContentPart) -> Value {
     }
 }
 
-fn gemini_result(call_id: &str, tool_name: &str, outcome: &Outcome) -> Value {
+fn gemini_result(call_id: &str, tool_name: &str, outcome: &dyn ModelFacing) -> Value {
     let mut parts = Vec::new();
-    let response = match outcome {
-        Outcome::Failed { error } => json!({ "error": error.to_json() }),
-        Outcome::Completed {
-            model_output: Some(ModelOutput::Content(content)),
-            ..
-        } => {
+    let response = match (outcome.failure(), outcome.completed()) {
+        (Some(error), _) => json!({ "error": error.to_json() }),
+        (None, Some((_, Some(ModelOutput::Content(content))))) => {
             let mut texts = Vec::new();
             for part in content {
                 match part {
@@ -264,16 +254,11 @@ fn gemini_result(call_id: &str, tool_name: &str, outcome: &Outcome) -> Value {
             }
             json!({ "output": texts.join("\n") })
         }
-        Outcome::Completed {
-            model_output: Some(ModelOutput::Text(text)),
-            ..
-        } => json!({ "output": text }),
-        Outcome::Completed {
-            model_output: Some(ModelOutput::Json(value)),
-            ..
+        (None, Some((_, Some(ModelOutput::Text(text))))) => json!({ "output": text }),
+        (None, Some((_, Some(ModelOutput::Json(value))) | (value, None))) => {
+            json!({ "output": value })
         }
-        | Outcome::Completed { output: value, .. } => json!({ "output": value }),
-        other => json!({ "output": other.to_model_value() }),
+        (None, None) => json!({ "output": outcome.to_model_value() }),
     };
     let mut function_response = Map::new();
     if !call_id.is_empty() {
@@ -291,6 +276,7 @@ fn gemini_result(call_id: &str, tool_name: &str, outcome: &Outcome) -> Value {
 mod tests {
     use super::*;
     use crate::error::{ErrorKind, ModelError};
+    use crate::outcome::Outcome;
 
     fn completed(output: Value) -> Outcome {
         Outcome::Completed {
@@ -391,14 +377,15 @@ mod tests {
 
     #[test]
     fn other_outcomes_send_their_model_text() {
-        let declined = Outcome::Declined { reason: None };
+        // A runtime's declined call is encoded the same way (tool-runtime's tests).
+        let aborted = Outcome::Aborted;
         assert_eq!(
-            Provider::Anthropic.tool_result("t1", "w", &declined),
-            json!({ "type": "tool_result", "tool_use_id": "t1", "content": "Tool call was not approved by the user" })
+            Provider::Anthropic.tool_result("t1", "w", &aborted),
+            json!({ "type": "tool_result", "tool_use_id": "t1", "content": "Tool call was aborted." })
         );
         assert_eq!(
-            Provider::Gemini.tool_result("", "w", &declined)["functionResponse"]["response"],
-            json!({ "output": "Tool call was not approved by the user" })
+            Provider::Gemini.tool_result("", "w", &aborted)["functionResponse"]["response"],
+            json!({ "output": "Tool call was aborted." })
         );
     }
 }

@@ -2,6 +2,7 @@
 //! definitions to their results.
 
 use std::collections::HashMap;
+use std::future::Future;
 
 use serde_json::{Value, json};
 
@@ -12,7 +13,7 @@ use super::export::Export;
 use crate::context::CallContext;
 use crate::decode::ToolCallEvent;
 use crate::input::RawInput;
-use crate::outcome::Outcome;
+use crate::outcome::{ModelFacing, Outcome};
 use crate::tool::Tool;
 use crate::toolset::ToolSet;
 
@@ -207,23 +208,35 @@ impl ProviderTools {
 
     /// Runs the call the model made: finds the tool (or fails with the
     /// unknown-tool error listing the available ones), restores the
-    /// arguments, and runs the tool's pipeline.
-    pub async fn execute(
+    /// arguments, and runs the tool's pipeline ([`Tool::execute`]). The
+    /// future owns what it needs.
+    pub fn execute(
         &self,
         name: &str,
         input: impl Into<RawInput>,
         ctx: CallContext,
-    ) -> Outcome {
-        match self.get(name) {
-            Some(tool) => tool.execute(self.restore_input(name, input), ctx).await,
-            None => Outcome::Failed {
-                error: self.tools.unknown_tool(name),
-            },
+    ) -> impl Future<Output = Outcome> + Send + 'static {
+        let found = self
+            .get(name)
+            .cloned()
+            .ok_or_else(|| self.tools.unknown_tool(name));
+        let (provider, input) = (self.provider, input.into());
+        async move {
+            match found {
+                Ok(tool) => {
+                    let input = match tool.export(provider) {
+                        Ok(export) => export.restore_input(input),
+                        Err(_) => input,
+                    };
+                    tool.execute(input, ctx).await
+                }
+                Err(error) => Outcome::Failed { error },
+            }
         }
     }
 
     /// The tool-result message for this provider (see [`Provider::tool_result`]).
-    pub fn tool_result(&self, call_id: &str, name: &str, outcome: &Outcome) -> Value {
+    pub fn tool_result(&self, call_id: &str, name: &str, outcome: &dyn ModelFacing) -> Value {
         self.provider.tool_result(call_id, name, outcome)
     }
 

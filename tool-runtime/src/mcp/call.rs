@@ -18,7 +18,10 @@ use rmcp::model::{
 use rmcp::service::{Peer, RoleServer};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
-use tool_core::{ElicitFuture, Elicitation, Elicitor, ErrorKind, Outcome, Tool};
+use tool_core::{ErrorKind, Tool};
+
+use super::context::{ElicitFuture, Elicitation, Elicitor};
+use crate::CallOutcome;
 
 use super::convert::{self, ServedTool};
 use super::elicit::{self, Answer, Decision, Form};
@@ -49,7 +52,7 @@ pub(crate) enum Elicit {
     InputRequired,
 }
 
-type OutcomeFuture<'a> = Pin<Box<dyn Future<Output = Outcome> + Send + 'a>>;
+type OutcomeFuture<'a> = Pin<Box<dyn Future<Output = CallOutcome> + Send + 'a>>;
 
 /// The calls this server asked a client about with an `input_required`
 /// result: only their `requestState` is accepted back. A call reported as
@@ -146,7 +149,7 @@ impl Call {
         let step = match pending.kind {
             PendingKind::Approval => match answer(APPROVAL_KEY) {
                 // Not answered: ask again.
-                None => self.replay(Outcome::ApprovalRequired {
+                None => self.replay(CallOutcome::ApprovalRequired {
                     call_id: pending.call_id.clone(),
                     input: pending.input.clone(),
                     resume_schema: None,
@@ -165,7 +168,7 @@ impl Call {
                 );
                 match (form, answer(RESUME_KEY)) {
                     (Some(form), Some(result)) => self.resume_with(&form, &result, suspension),
-                    (_, None) => self.replay(Outcome::Suspended {
+                    (_, None) => self.replay(CallOutcome::Suspended {
                         call_id: pending.call_id.clone(),
                         input: pending.input.clone(),
                         payload: suspension.payload,
@@ -197,7 +200,7 @@ impl Call {
         let mut note: Option<String> = None;
         for _ in 0..MAX_ROUNDS {
             let step = match outcome {
-                Outcome::Completed {
+                CallOutcome::Completed {
                     output,
                     model_output,
                 } => {
@@ -209,7 +212,7 @@ impl Call {
                     )
                     .into();
                 }
-                Outcome::Started { task_id } => {
+                CallOutcome::BackgroundStarted { task_id } => {
                     // MCP requests wait for their result: wait for the task
                     // (cancellation still reaches it by call id).
                     let runtime = self.runtime.clone();
@@ -218,8 +221,8 @@ impl Call {
                         None,
                     )
                 }
-                Outcome::ApprovalRequired { input, .. } => self.ask_approval(&input).await,
-                Outcome::Suspended {
+                CallOutcome::ApprovalRequired { input, .. } => self.ask_approval(&input).await,
+                CallOutcome::Suspended {
                     payload,
                     resume_schema,
                     ..
@@ -230,7 +233,7 @@ impl Call {
                     };
                     self.ask_resume(asked, note.take()).await
                 }
-                Outcome::Failed { error }
+                CallOutcome::Failed { error }
                     if error.kind() == ErrorKind::ResumeValidation && suspension.is_some() =>
                 {
                     // The answer did not fit the resume schema; the call is
@@ -252,10 +255,10 @@ impl Call {
             }
         }
         match outcome {
-            Outcome::ApprovalRequired { .. } => {
+            CallOutcome::ApprovalRequired { .. } => {
                 self.pending_approval("it was asked too many times").into()
             }
-            Outcome::Suspended {
+            CallOutcome::Suspended {
                 payload,
                 resume_schema,
                 ..
@@ -368,7 +371,7 @@ impl Call {
     }
 
     /// Settles an outcome read back from the store (a question not yet answered).
-    fn replay(&self, outcome: Outcome) -> Step<'_> {
+    fn replay(&self, outcome: CallOutcome) -> Step<'_> {
         Step::Next(Box::pin(std::future::ready(outcome)), None)
     }
 
@@ -396,7 +399,7 @@ impl Call {
 
     /// Runs `future`; when the request is cancelled, fires the call's abort
     /// signal and lets the call wind down (the runtime logs the abort).
-    async fn until_cancelled(&self, mut future: OutcomeFuture<'_>) -> Outcome {
+    async fn until_cancelled(&self, mut future: OutcomeFuture<'_>) -> CallOutcome {
         tokio::select! {
             biased;
             outcome = &mut future => return outcome,
@@ -500,8 +503,8 @@ impl Call {
 
 /// The outcome of an approve / decline / resume / wait, or the runtime's
 /// error as a failure the model reads.
-fn or_failed(result: Result<Outcome, RuntimeError>) -> Outcome {
-    result.unwrap_or_else(|error| Outcome::Failed {
+fn or_failed(result: Result<CallOutcome, RuntimeError>) -> CallOutcome {
+    result.unwrap_or_else(|error| CallOutcome::Failed {
         error: tool_core::ModelError::new(ErrorKind::Execution, error.to_string()),
     })
 }

@@ -10,7 +10,9 @@ use rmcp::model::{
     ToolAnnotations,
 };
 use serde_json::{Map, Value, json};
-use tool_core::{ContentPart, McpAnnotations, McpOptions, ModelOutput, Outcome, Tool, ToolError};
+use tool_core::{ContentPart, McpAnnotations, McpOptions, ModelOutput, Tool, ToolError};
+
+use crate::CallOutcome;
 
 /// The property a non-object output is wrapped in, so that the MCP output
 /// schema and `structuredContent` have the object root MCP requires.
@@ -181,9 +183,9 @@ pub(crate) fn error_result(text: impl Into<String>) -> CallToolResult {
 
 /// The model-facing text of an outcome that is not `Completed`, as an
 /// `isError` result (nothing the output schema describes was produced).
-pub(crate) fn not_completed(outcome: &Outcome) -> CallToolResult {
+pub(crate) fn not_completed(outcome: &CallOutcome) -> CallToolResult {
     match outcome {
-        Outcome::Failed { error } => error_result(error.message()),
+        CallOutcome::Failed { error } => error_result(error.message()),
         other => error_result(value_text(&other.to_model_value())),
     }
 }

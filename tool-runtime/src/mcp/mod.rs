@@ -37,12 +37,14 @@
 
 mod call;
 mod client;
+mod context;
 mod convert;
 mod elicit;
 mod http;
 mod server;
 
 pub use client::McpClient;
+pub use context::{ElicitFuture, Elicitation, Elicitor, McpContext, McpToolContext};
 pub use convert::{OUTPUT_WRAPPER, STRICT_META};
 pub use http::{HttpOptions, HttpServer};
 pub use server::{McpServer, McpServerBuilder};

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
+use super::context::McpContext;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
     PaginatedRequestParams, ServerCapabilities, ServerConfig,
@@ -13,7 +14,6 @@ use rmcp::service::{RequestContext, RoleServer};
 use rmcp::transport::IntoTransport;
 use rmcp::{ErrorData, ServerHandler, ServiceExt};
 use serde_json::Value;
-use tool_core::McpContext;
 
 use super::McpError;
 use super::call::{Asked, Call, Elicit, PeerElicitor};
@@ -392,7 +392,7 @@ impl ServerHandler for McpServer {
             ToolCall::new(call.call_id.clone(), name, input).with_request_context(request_context);
         if call.elicit == Elicit::Request {
             // The tool itself may ask this client's user (`ToolContext::mcp`).
-            tool_call = tool_call.with_mcp(McpContext::new(PeerElicitor::new(&call)));
+            tool_call = tool_call.with_extension(McpContext::new(PeerElicitor::new(&call)));
         }
         let runtime = self.inner.runtime.clone();
         Ok(call

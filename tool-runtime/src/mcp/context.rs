@@ -1,6 +1,8 @@
 //! Asking the user something while a tool runs: MCP elicitation, reached
-//! through [`ToolContext::mcp`](crate::ToolContext::mcp) when the tool was
-//! called over MCP by a client that can show forms.
+//! through [`McpToolContext::mcp`] (`ctx.mcp()`) when the tool was called
+//! over MCP by a client that can show forms. The [`McpContext`] travels to
+//! the tool as an extension of its call (`tool_core::Extensions`), so
+//! tool-core knows nothing of MCP.
 
 use std::fmt;
 use std::future::Future;
@@ -11,8 +13,7 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::error::ToolError;
-use crate::schema::schema_for;
+use tool_core::{ToolContext, ToolError, schema_for};
 
 /// What the user did with a form.
 #[derive(Debug, Clone, PartialEq)]
@@ -41,7 +42,7 @@ pub trait Elicitor: Send + Sync + 'static {
 ///
 /// ```
 /// use serde_json::{json, Value};
-/// use tool_core::{ElicitFuture, Elicitation, Elicitor, McpContext};
+/// use tool_runtime::mcp::{ElicitFuture, Elicitation, Elicitor, McpContext};
 ///
 /// /// Always picks the window seat.
 /// struct Scripted;
@@ -107,5 +108,37 @@ impl McpContext {
             }),
             Elicitation::Declined | Elicitation::Cancelled => Ok(None),
         }
+    }
+}
+
+/// `ctx.mcp()` on a tool's context: the MCP client that called the tool,
+/// when it can be asked for input (elicitation); `None` otherwise (another
+/// transport, or a client without forms): have a fallback, or suspend.
+///
+/// ```
+/// use tool_core::{tool, ToolContext, ToolError};
+/// use tool_runtime::mcp::McpToolContext as _;
+///
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct Seat { seat: String }
+///
+/// /// Books a seat, asking the user which one when it can.
+/// #[tool]
+/// async fn book_seat(flight: String, ctx: ToolContext) -> Result<String, ToolError> {
+///     let seat = match ctx.mcp() {
+///         Some(mcp) => mcp.elicit_as::<Seat>("Which seat?").await?.map(|s| s.seat),
+///         None => None,
+///     };
+///     Ok(format!("{flight}: {}", seat.as_deref().unwrap_or("any seat")))
+/// }
+/// ```
+pub trait McpToolContext {
+    /// The MCP side of the call, when there is one that can be asked.
+    fn mcp(&self) -> Option<&McpContext>;
+}
+
+impl<S, R> McpToolContext for ToolContext<S, R> {
+    fn mcp(&self) -> Option<&McpContext> {
+        self.extension::<McpContext>()
     }
 }

@@ -1,0 +1,234 @@
+//! How a call through the runtime ends: a tool's own outcome, or one of the
+//! states only the runtime produces (approval, decline, background).
+
+use serde_json::Value;
+use tool_core::{ModelError, ModelFacing, ModelOutput, Outcome};
+
+/// The end of a call through the [`Runtime`](crate::Runtime), or of one step
+/// of it (approval and suspension pause it).
+///
+/// The first four variants are what the tool itself produced
+/// ([`tool_core::Outcome`], which converts into this type); the runtime
+/// adds the approval gate's states and background tasks.
+///
+/// ```
+/// use tool_core::ModelFacing;
+/// use tool_runtime::CallOutcome;
+///
+/// let outcome = CallOutcome::Declined { reason: None };
+/// assert_eq!(outcome.to_model_value(), "Tool call was not approved by the user");
+/// assert_eq!(CallOutcome::from(tool_core::Outcome::Aborted), CallOutcome::Aborted);
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum CallOutcome {
+    /// The tool returned output.
+    Completed {
+        /// The raw output, validated against the output schema.
+        output: Value,
+        /// The model-facing form, when the tool defines `to_model_output`.
+        model_output: Option<ModelOutput>,
+    },
+    /// The call failed; the model receives the error object.
+    Failed {
+        /// The model-facing error.
+        error: ModelError,
+    },
+    /// The tool suspended itself and the call is stored; resume it with
+    /// [`Runtime::resume`](crate::Runtime::resume) and data matching `resume_schema`.
+    Suspended {
+        /// The suspended call.
+        call_id: String,
+        /// The validated arguments it ran on.
+        input: Value,
+        /// What the tool suspended with, validated against its suspend schema.
+        payload: Value,
+        /// Schema of the resume data.
+        resume_schema: Option<Value>,
+    },
+    /// The call was cancelled through its abort signal (or timed out).
+    Aborted,
+    /// The call is stored and waits for a human decision
+    /// ([`Runtime::approve`](crate::Runtime::approve) /
+    /// [`Runtime::decline`](crate::Runtime::decline)).
+    ApprovalRequired {
+        /// The call to approve or decline.
+        call_id: String,
+        /// The validated arguments awaiting approval.
+        input: Value,
+        /// Schema of the decision.
+        resume_schema: Option<Value>,
+    },
+    /// A human declined the call; it never ran.
+    Declined {
+        /// Why, when given.
+        reason: Option<String>,
+    },
+    /// The call runs as a background task; [`Runtime::wait`](crate::Runtime::wait)
+    /// gives its final outcome.
+    BackgroundStarted {
+        /// The background task to wait for.
+        task_id: String,
+    },
+}
+
+impl From<Outcome> for CallOutcome {
+    fn from(outcome: Outcome) -> Self {
+        match outcome {
+            Outcome::Completed {
+                output,
+                model_output,
+            } => CallOutcome::Completed {
+                output,
+                model_output,
+            },
+            Outcome::Failed { error } => CallOutcome::Failed { error },
+            Outcome::Suspended {
+                call_id,
+                input,
+                payload,
+                resume_schema,
+            } => CallOutcome::Suspended {
+                call_id,
+                input,
+                payload,
+                resume_schema,
+            },
+            Outcome::Aborted => CallOutcome::Aborted,
+        }
+    }
+}
+
+impl CallOutcome {
+    /// What the model is told (see [`ModelFacing::to_model_value`]).
+    pub fn to_model_value(&self) -> Value {
+        ModelFacing::to_model_value(self)
+    }
+
+    /// The output, when the call completed.
+    pub fn output(&self) -> Option<&Value> {
+        match self {
+            CallOutcome::Completed { output, .. } => Some(output),
+            _ => None,
+        }
+    }
+
+    /// The error, when the call failed.
+    pub fn error(&self) -> Option<&ModelError> {
+        match self {
+            CallOutcome::Failed { error } => Some(error),
+            _ => None,
+        }
+    }
+
+    /// A failure with `error`.
+    pub(crate) fn failed(error: ModelError) -> Self {
+        CallOutcome::Failed { error }
+    }
+}
+
+impl ModelFacing for CallOutcome {
+    fn completed(&self) -> Option<(&Value, Option<&ModelOutput>)> {
+        match self {
+            CallOutcome::Completed {
+                output,
+                model_output,
+            } => Some((output, model_output.as_ref())),
+            _ => None,
+        }
+    }
+
+    fn failure(&self) -> Option<&ModelError> {
+        self.error()
+    }
+
+    fn to_model_value(&self) -> Value {
+        let text = match self {
+            CallOutcome::Completed {
+                model_output: Some(model_output),
+                ..
+            } => return serde_json::to_value(model_output).unwrap_or(Value::Null),
+            CallOutcome::Completed { output, .. } => return output.clone(),
+            CallOutcome::Failed { error } => return error.to_json(),
+            CallOutcome::Suspended { payload, .. } => {
+                return serde_json::json!({ "suspended": true, "payload": payload });
+            }
+            CallOutcome::Aborted => "Tool call was aborted.".to_owned(),
+            CallOutcome::ApprovalRequired { .. } => {
+                "Tool call is waiting for human approval.".to_owned()
+            }
+            CallOutcome::Declined { reason } => reason
+                .clone()
+                .unwrap_or_else(|| "Tool call was not approved by the user".to_owned()),
+            CallOutcome::BackgroundStarted { task_id } => format!(
+                "Background task started. Task ID: {task_id}. The result will be available when the task completes."
+            ),
+        };
+        Value::String(text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+    use tool_core::provider::Provider;
+
+    use super::*;
+
+    #[test]
+    fn the_tool_states_read_as_tool_core_reads_them() {
+        let outcomes = [
+            Outcome::Completed {
+                output: json!({ "t": 1 }),
+                model_output: None,
+            },
+            Outcome::Completed {
+                output: json!(1),
+                model_output: Some(ModelOutput::Text("one".into())),
+            },
+            Outcome::Failed {
+                error: ModelError::new(tool_core::ErrorKind::Execution, "boom"),
+            },
+            Outcome::Suspended {
+                call_id: "c".into(),
+                input: json!({}),
+                payload: json!({ "q": 1 }),
+                resume_schema: None,
+            },
+            Outcome::Aborted,
+        ];
+        for outcome in outcomes {
+            let call = CallOutcome::from(outcome.clone());
+            assert_eq!(call.to_model_value(), outcome.to_model_value());
+            for provider in Provider::ALL {
+                assert_eq!(
+                    provider.tool_result("c1", "t", &call),
+                    provider.tool_result("c1", "t", &outcome)
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn runtime_states_send_their_model_text() {
+        let declined = CallOutcome::Declined { reason: None };
+        assert_eq!(
+            Provider::Anthropic.tool_result("t1", "w", &declined),
+            json!({ "type": "tool_result", "tool_use_id": "t1", "content": "Tool call was not approved by the user" })
+        );
+        assert_eq!(
+            Provider::Gemini.tool_result("", "w", &declined)["functionResponse"]["response"],
+            json!({ "output": "Tool call was not approved by the user" })
+        );
+        let started = CallOutcome::BackgroundStarted {
+            task_id: "task-1".into(),
+        };
+        assert!(
+            started
+                .to_model_value()
+                .as_str()
+                .unwrap()
+                .starts_with("Background task started. Task ID: task-1.")
+        );
+    }
+}

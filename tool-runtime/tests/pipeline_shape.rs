@@ -1,0 +1,291 @@
+//! The shape of the call path: spawnable futures that do nothing until
+//! polled, one pipeline for every entry point, macro and builder tools alike.
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+use tool_core::hooks::InputAvailable;
+use tool_core::{CallContext, ErrorKind, Hooks, Tool, ToolContext, ToolError, tool};
+use tool_runtime::{CallOutcome, EventKind, PendingKind, Runtime, RuntimeError, ToolCall};
+
+use common::{asking_tool, echo_tool};
+
+#[tokio::test]
+async fn every_awaited_call_is_a_spawnable_future() {
+    let (echo, _) = echo_tool("echo", |b| b);
+    let (gated, _) = echo_tool("gated", |b| b.require_approval(true));
+    let (asking, _) = asking_tool("ask");
+    let runtime = Runtime::builder()
+        .tools([echo.clone(), gated, asking])
+        .build()
+        .unwrap();
+
+    let done = tokio::spawn(echo.execute(json!({ "a": 1 }), CallContext::new("e1")));
+    assert_eq!(
+        done.await.unwrap().output(),
+        Some(&json!({ "echo": { "a": 1 } }))
+    );
+    let done = tokio::spawn(runtime.call(ToolCall::new("c1", "echo", json!({}))));
+    assert_eq!(done.await.unwrap().output(), Some(&json!({ "echo": {} })));
+
+    for id in ["g1", "g2"] {
+        let waiting = tokio::spawn(runtime.call(ToolCall::new(id, "gated", json!({}))));
+        assert!(matches!(
+            waiting.await.unwrap(),
+            CallOutcome::ApprovalRequired { .. }
+        ));
+    }
+    let approved = tokio::spawn(runtime.approve("g1")).await.unwrap().unwrap();
+    assert_eq!(approved.output(), Some(&json!({ "echo": {} })));
+    let declined = tokio::spawn(runtime.decline("g2", Some("no")))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        declined,
+        CallOutcome::Declined {
+            reason: Some("no".into())
+        }
+    );
+
+    tokio::spawn(runtime.call(ToolCall::new("s1", "ask", json!({}))))
+        .await
+        .unwrap();
+    let resumed = tokio::spawn(runtime.resume("s1", json!(true)))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(resumed.output().unwrap()["data"], true);
+}
+
+#[tokio::test]
+async fn nothing_happens_before_a_call_future_is_first_polled() {
+    let hook_fired = Arc::new(AtomicUsize::new(0));
+    let fired = Arc::clone(&hook_fired);
+    let (gated, runs) = echo_tool("gated", |b| {
+        b.require_approval(true)
+            .hooks(
+                Hooks::new().on_input_available(move |_: &InputAvailable<'_>| {
+                    fired.fetch_add(1, Ordering::SeqCst);
+                }),
+            )
+    });
+    let (asking, asked) = asking_tool("ask");
+    let runtime = Runtime::builder().tools([gated, asking]).build().unwrap();
+    let mut events = runtime.events();
+
+    // Built and dropped without a poll: no hook, no event, nothing stored, no run.
+    drop(runtime.call(ToolCall::new("c1", "gated", json!({}))));
+    drop(runtime.call(ToolCall::new("c2", "ask", json!({}))));
+    drop(Tool::clone(runtime.tool("ask").unwrap()).execute(json!({}), CallContext::new("c3")));
+    assert_eq!(hook_fired.load(Ordering::SeqCst), 0);
+    assert!(events.try_next().is_none());
+    assert!(runtime.pending().unwrap().is_empty());
+    assert!(runs.lock().unwrap().is_empty() && asked.lock().unwrap().is_empty());
+
+    // Polled: it all happens.
+    let outcome = runtime.call(ToolCall::new("c1", "gated", json!({}))).await;
+    assert!(matches!(outcome, CallOutcome::ApprovalRequired { .. }));
+    assert_eq!(hook_fired.load(Ordering::SeqCst), 1);
+    assert_eq!(runtime.pending().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn invalid_resume_data_is_refused_before_the_call_leaves_the_store() {
+    let (asking, runs) = asking_tool("ask");
+    let runtime = Runtime::builder().tool(asking).build().unwrap();
+    runtime
+        .call(ToolCall::new("c1", "ask", json!({ "q": 1 })))
+        .await;
+    let before = runtime.pending().unwrap();
+
+    // `null` is "no data"; an array matches none of the resume schema's types.
+    let refused = runtime.resume("c1", json!([1, 2])).await.unwrap();
+    assert_eq!(refused.error().unwrap().kind(), ErrorKind::ResumeValidation);
+    assert_eq!(runtime.pending().unwrap(), before, "the call is untouched");
+    assert_eq!(runs.lock().unwrap().len(), 1, "the tool did not run again");
+
+    // Many concurrent resumes, valid and not: exactly one runs the call.
+    let attempts: Vec<_> = (0..16)
+        .map(|i| {
+            let data = if i % 2 == 0 { json!(i) } else { json!([i]) };
+            tokio::spawn(runtime.resume("c1", data))
+        })
+        .collect();
+    let mut completed = 0;
+    for attempt in attempts {
+        match attempt.await.unwrap() {
+            Ok(CallOutcome::Completed { .. }) => completed += 1,
+            Ok(CallOutcome::Failed { error }) => {
+                assert_eq!(error.kind(), ErrorKind::ResumeValidation);
+            }
+            Err(RuntimeError::UnknownCall { .. }) => {}
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!(completed, 1);
+    assert_eq!(runs.lock().unwrap().len(), 2);
+    assert!(runtime.pending().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_decision_for_a_tool_this_runtime_lacks_leaves_the_call_stored() {
+    let store = tool_runtime::MemoryStore::new();
+    let mut call = tool_runtime::PendingCall::new("c1", "gone", PendingKind::Approval, json!({}));
+    call.messages = vec![json!({ "role": "user", "content": "hi" })];
+    tool_runtime::PendingStore::insert(&store, &call).unwrap();
+    let runtime = Runtime::builder().store(store).build().unwrap();
+    assert!(matches!(
+        runtime.approve("c1").await,
+        Err(RuntimeError::MissingTool { .. })
+    ));
+    assert_eq!(runtime.pending().unwrap(), vec![call]);
+}
+
+#[tokio::test]
+async fn an_approved_call_is_admitted_again_from_what_was_stored() {
+    // A stored call that no longer fits the schema (edited, or the tool
+    // changed between deploys) fails validation instead of running.
+    let store = tool_runtime::MemoryStore::new();
+    let stored = tool_runtime::PendingCall::new(
+        "c1",
+        "typed",
+        PendingKind::Approval,
+        json!({ "n": "not a number" }),
+    );
+    tool_runtime::PendingStore::insert(&store, &stored).unwrap();
+    let runs = Arc::new(Mutex::new(0));
+    let seen = Arc::clone(&runs);
+    let typed = Tool::builder("typed")
+        .description("Takes a number")
+        .require_approval(true)
+        .input_schema(json!({ "type": "object", "properties": { "n": { "type": "number" } }, "required": ["n"] }))
+        .execute(move |input: Value, _ctx: ToolContext<Value, Value>| {
+            *seen.lock().unwrap() += 1;
+            async move { Ok::<_, ToolError>(input) }
+        })
+        .build()
+        .unwrap();
+    let runtime = Runtime::builder().tool(typed).store(store).build().unwrap();
+    let outcome = runtime.approve("c1").await.unwrap();
+    assert_eq!(outcome.error().unwrap().kind(), ErrorKind::InputValidation);
+    assert_eq!(*runs.lock().unwrap(), 0);
+}
+
+// --- macro tools and builder tools behave alike ------------------------------
+
+#[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
+struct Question {
+    text: String,
+}
+
+/// Counts, asking first
+#[tool(id = "count-macro")]
+async fn count_macro(n: u32, ctx: ToolContext<Question, bool>) -> Result<u32, ToolError> {
+    match ctx.resume_data() {
+        None => ctx.suspend(Question {
+            text: format!("count to {n}?"),
+        }),
+        Some(_) => Ok(n),
+    }
+}
+
+fn count_builder() -> Tool {
+    Tool::builder("count-builder")
+        .description("Counts, asking first")
+        .input_schema(json!({ "type": "object", "properties": { "n": { "type": "integer", "minimum": 0 } }, "required": ["n"] }))
+        .suspend_schema(json!({ "type": "object", "properties": { "text": { "type": "string" } }, "required": ["text"] }))
+        .resume_schema(json!({ "type": "boolean" }))
+        .execute(|input: Value, ctx: ToolContext<Value, Value>| async move {
+            match ctx.resume_data() {
+                None => ctx.suspend(json!({ "text": format!("count to {}?", input["n"]) })),
+                // Integral floats arrive as integers, as a typed tool reads them.
+                Some(_) => Ok::<_, ToolError>(json!(input["n"].as_u64().expect("an integer"))),
+            }
+        })
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn macro_and_builder_tools_keep_their_arguments_and_repair_integral_floats_alike() {
+    let runtime = Runtime::builder()
+        .tools([Tool::from(CountMacroTool), count_builder()])
+        .build()
+        .unwrap();
+    for id in ["count-macro", "count-builder"] {
+        let call_id = format!("{id}-1");
+        let outcome = runtime
+            .call(ToolCall::new(call_id.as_str(), id, r#"{"n": 3.0}"#))
+            .await;
+        // Both keep the arguments they ran on (stored with the suspension),
+        // with the integral float read as the integer it is.
+        let CallOutcome::Suspended { input, payload, .. } = &outcome else {
+            panic!("{id}: {outcome:?}")
+        };
+        assert_eq!(input, &json!({ "n": 3 }), "{id}");
+        assert_eq!(payload, &json!({ "text": "count to 3?" }), "{id}");
+        let stored = runtime.pending().unwrap();
+        let stored = stored.iter().find(|p| p.call_id == call_id).unwrap();
+        assert_eq!(stored.input, json!({ "n": 3 }), "{id}");
+
+        let done = runtime.resume(&call_id, json!(true)).await.unwrap();
+        assert_eq!(done.output(), Some(&json!(3)), "{id}");
+    }
+}
+
+/// Offsets by an i32
+#[tool]
+async fn offset(by: i32) -> i32 {
+    by
+}
+
+#[tokio::test]
+async fn a_type_level_input_error_quotes_the_arguments_like_a_schema_error() {
+    let runtime = Runtime::builder().tool(OffsetTool).build().unwrap();
+    let typed = runtime
+        .call(ToolCall::new(
+            "c1",
+            "offset",
+            json!({ "by": 3_000_000_000_u64 }),
+        ))
+        .await;
+    let schema = runtime
+        .call(ToolCall::new("c2", "offset", json!({ "by": "x" })))
+        .await;
+    for outcome in [typed, schema] {
+        let error = outcome.error().unwrap();
+        assert_eq!(error.kind(), ErrorKind::InputValidation);
+        assert!(
+            error
+                .message()
+                .contains("\n\nProvided arguments: {\n  \"by\": "),
+            "{}",
+            error.message()
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_request_context_is_validated_by_the_one_admission_stage() {
+    let (tool, runs) = echo_tool("scoped", |b| {
+        b.request_context_schema(json!({ "type": "object", "properties": { "userId": { "type": "string" } }, "required": ["userId"] }))
+    });
+    let runtime = Runtime::builder().tool(tool).build().unwrap();
+    let mut events = runtime.events();
+    let outcome = runtime.call(ToolCall::new("c1", "scoped", json!({}))).await;
+    assert_eq!(
+        outcome.error().unwrap().kind(),
+        ErrorKind::RequestContextValidation
+    );
+    // One failure, reported once; the tool never ran.
+    let mut errors = 0;
+    while let Some(event) = events.try_next() {
+        errors += usize::from(matches!(event.kind, EventKind::Error { .. }));
+    }
+    assert_eq!(errors, 1);
+    assert!(runs.lock().unwrap().is_empty());
+}
