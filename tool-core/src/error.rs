@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
@@ -302,7 +303,10 @@ impl Serialize for ModelError {
 }
 
 /// Why a tool could not be built.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+///
+/// Two errors are equal when they say the same: an invalid schema's
+/// `source` is not compared (its message is the `reason`).
+#[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum BuildError {
     /// The id does not match `^[a-zA-Z0-9_-]{1,64}$`.
@@ -334,6 +338,11 @@ pub enum BuildError {
         which: &'static str,
         /// What the schema compiler reported.
         reason: String,
+        /// The schema compiler's error, shared so that the error stays
+        /// `Clone`, and type-erased so that the compiler's types are not
+        /// part of this API.
+        #[source]
+        source: Arc<dyn std::error::Error + Send + Sync>,
     },
     /// Two tools in one collection share an id.
     #[error("duplicate tool id {id:?}: every tool in a set needs its own id")]
@@ -342,6 +351,35 @@ pub enum BuildError {
         id: String,
     },
 }
+
+impl PartialEq for BuildError {
+    fn eq(&self, other: &Self) -> bool {
+        use BuildError::*;
+        match (self, other) {
+            (InvalidId { id: a }, InvalidId { id: b })
+            | (MissingDescription { id: a }, MissingDescription { id: b })
+            | (MissingExecute { id: a }, MissingExecute { id: b })
+            | (DuplicateId { id: a }, DuplicateId { id: b }) => a == b,
+            (
+                InvalidSchema {
+                    id: a,
+                    which: which_a,
+                    reason: reason_a,
+                    source: _,
+                },
+                InvalidSchema {
+                    id: b,
+                    which: which_b,
+                    reason: reason_b,
+                    source: _,
+                },
+            ) => a == b && which_a == which_b && reason_a == reason_b,
+            _ => false,
+        }
+    }
+}
+
+impl Eq for BuildError {}
 
 /// True when `id` is a valid tool id: `^[a-zA-Z0-9_-]{1,64}$`, the pattern
 /// every provider accepts.
@@ -355,4 +393,40 @@ pub fn is_valid_tool_id(id: &str) -> bool {
         && id
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+
+    use serde_json::json;
+
+    use super::{BuildError, ToolError};
+    use crate::Tool;
+
+    #[test]
+    fn an_invalid_schema_keeps_the_compilers_error_as_its_source() {
+        let build = || {
+            Tool::builder("broken")
+                .description("A tool with a schema that does not compile")
+                .input_schema(json!({ "type": "object", "properties": { "n": { "type": 5 } } }))
+                .execute(|input, _ctx| async move { Ok::<_, ToolError>(input) })
+                .build()
+                .unwrap_err()
+        };
+        let error = build();
+        let BuildError::InvalidSchema { reason, .. } = &error else {
+            panic!("{error:?}");
+        };
+        let source = error.source().expect("the schema compiler's error");
+        assert_eq!(&source.to_string(), reason);
+        // Equal when they say the same, though each has its own source.
+        assert_eq!(error, build());
+        assert_eq!(error.clone(), error);
+        assert!(
+            BuildError::DuplicateId { id: "a".into() }
+                .source()
+                .is_none()
+        );
+    }
 }

@@ -149,8 +149,8 @@ pub(crate) struct ToolInner {
     pub(crate) approval_policy: Option<Arc<ApprovalPolicy>>,
     pub(crate) transform: ToolTransform,
     pub(crate) hooks: Hooks,
-    /// Provider exports, converted on first use ([`Tool::export`]).
-    pub(crate) exports: crate::provider::ExportCache,
+    /// Values add-ons derive from the tool once ([`Tool::derived`]).
+    pub(crate) derived: crate::derived::Derived,
 }
 
 impl fmt::Debug for Tool {
@@ -530,12 +530,13 @@ impl ToolBuilder {
             let schema = schema?;
             match CompiledSchema::compile(schema.clone()) {
                 Ok(compiled) => Some(compiled),
-                Err(reason) => {
+                Err(error) => {
                     // Every call reports this instead of running.
                     config_error.get_or_insert(BuildError::InvalidSchema {
                         id: id.clone(),
                         which,
-                        reason,
+                        reason: error.to_string(),
+                        source: Arc::new(error),
                     });
                     None
                 }
@@ -595,7 +596,7 @@ impl ToolBuilder {
                 approval_policy: self.approval_policy,
                 transform: self.transform,
                 hooks: self.hooks,
-                exports: crate::provider::ExportCache::default(),
+                derived: crate::derived::Derived::default(),
             }),
         }
     }

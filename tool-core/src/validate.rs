@@ -59,11 +59,10 @@ impl std::fmt::Debug for CompiledSchema {
 }
 
 impl CompiledSchema {
-    pub(crate) fn compile(schema: Value) -> Result<Self, String> {
+    pub(crate) fn compile(schema: Value) -> Result<Self, jsonschema::ValidationError<'static>> {
         let validator = jsonschema::options()
             .should_validate_formats(false)
-            .build(&schema)
-            .map_err(|e| e.to_string())?;
+            .build(&schema)?;
         let expects_object = crate::schema::expects_object(&schema);
         Ok(CompiledSchema {
             schema,

@@ -8,11 +8,14 @@
 //!   `on_input_start` / `on_input_delta` / `on_input_available` / `on_output` hooks.
 //! - Human approval: [`Runtime::approve`] / [`Runtime::decline`];
 //!   suspend/resume: [`Runtime::resume`]. Pending calls live in a
-//!   [`PendingStore`] ([`MemoryStore`], or the durable [`SqliteStore`]).
+//!   [`PendingStore`] ([`MemoryStore`], or the durable [`SqliteStore`] of
+//!   feature `sqlite`).
 //! - Background tasks ([`CallOutcome::BackgroundStarted`], [`Runtime::wait`]),
 //!   cancellation and time limits ([`Runtime::cancel`], [`CallOutcome::Aborted`]).
 //! - [`Runtime::events`] streams a [`ToolEvent`] for every phase, with display
 //!   and transcript payloads.
+//! - Feature `provider`: [`ProviderStream`] drives streaming input from a
+//!   provider's streamed response (the decoders of `tool_core::provider`).
 //! - Feature `mcp`: `mcp::McpServer` serves a runtime's tools over MCP
 //!   (stdio, streamable HTTP) and `mcp::McpClient` turns a remote MCP
 //!   server's tools into dynamic tools, with the official `rmcp` crate.
@@ -41,6 +44,8 @@
 //! # });
 //! ```
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 mod abort;
 mod approval;
 mod background;
@@ -51,6 +56,7 @@ mod events;
 pub mod mcp;
 mod outcome;
 mod pipeline;
+#[cfg(feature = "provider")]
 mod provider_stream;
 mod resume;
 mod runtime;
@@ -63,7 +69,11 @@ pub use call::ToolCall;
 pub use error::RuntimeError;
 pub use events::{EventKind, Events, Payload, ToolEvent, TranscriptEntry};
 pub use outcome::CallOutcome;
+#[cfg(feature = "provider")]
+#[cfg_attr(docsrs, doc(cfg(feature = "provider")))]
 pub use provider_stream::{ProviderStream, StreamedCall};
 pub use runtime::{Runtime, RuntimeBuilder};
-pub use store::{MemoryStore, PendingCall, PendingKind, PendingStore, SqliteStore, StoreError};
+#[cfg(feature = "sqlite")]
+pub use store::SqliteStore;
+pub use store::{MemoryStore, PendingCall, PendingKind, PendingStore, StoreError};
 pub use stream::InputStream;

@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
+#[cfg(feature = "sqlite")]
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,7 +14,9 @@ use crate::approval::{ApprovalCheck, ApprovalPolicy};
 use crate::background::{BackgroundCallback, BackgroundResult, Tasks};
 use crate::error::RuntimeError;
 use crate::events::{EventBus, Events};
-use crate::store::{MemoryStore, PendingCall, PendingStore, SqliteStore};
+#[cfg(feature = "sqlite")]
+use crate::store::SqliteStore;
+use crate::store::{MemoryStore, PendingCall, PendingStore};
 
 /// Default capacity of the event channel, per subscriber.
 const EVENT_CAPACITY: usize = 1024;
@@ -173,14 +176,21 @@ pub struct RuntimeBuilder {
     tools: Vec<Tool>,
     hooks: Hooks,
     approval: ApprovalPolicy,
-    store: Option<Arc<dyn PendingStore>>,
-    sqlite_path: Option<PathBuf>,
+    store: Option<StoreChoice>,
     event_capacity: Option<usize>,
     timeout: Option<Duration>,
     tool_timeouts: HashMap<String, Duration>,
     on_complete: Option<BackgroundCallback>,
     on_failed: Option<BackgroundCallback>,
     task_retention: Option<usize>,
+}
+
+/// The pending store a [`RuntimeBuilder`] was given: the last call wins.
+enum StoreChoice {
+    Given(Arc<dyn PendingStore>),
+    /// Opened by `build`.
+    #[cfg(feature = "sqlite")]
+    Sqlite(PathBuf),
 }
 
 impl fmt::Debug for RuntimeBuilder {
@@ -239,18 +249,20 @@ impl RuntimeBuilder {
         self
     }
 
-    /// Where pending calls are kept (default: in memory).
+    /// Where pending calls are kept (default: in memory). Replaces an
+    /// earlier `store` or `sqlite_store`.
     pub fn store(mut self, store: impl PendingStore) -> Self {
-        self.store = Some(Arc::new(store));
-        self.sqlite_path = None;
+        self.store = Some(StoreChoice::Given(Arc::new(store)));
         self
     }
 
     /// Keeps pending calls in the SQLite file at `path`, opened by
     /// [`build`](Self::build) (which fails if the file is corrupt or unreadable).
+    /// Replaces an earlier `store` or `sqlite_store`.
+    #[cfg(feature = "sqlite")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
     pub fn sqlite_store(mut self, path: impl Into<PathBuf>) -> Self {
-        self.sqlite_path = Some(path.into());
-        self.store = None;
+        self.store = Some(StoreChoice::Sqlite(path.into()));
         self
     }
 
@@ -302,10 +314,11 @@ impl RuntimeBuilder {
     /// file that cannot be opened or is corrupt.
     pub fn build(self) -> Result<Runtime, RuntimeError> {
         let tools = ToolSet::new(self.tools)?;
-        let store: Arc<dyn PendingStore> = match (self.store, self.sqlite_path) {
-            (Some(store), _) => store,
-            (None, Some(path)) => Arc::new(SqliteStore::open(path)?),
-            (None, None) => Arc::new(MemoryStore::new()),
+        let store: Arc<dyn PendingStore> = match self.store {
+            Some(StoreChoice::Given(store)) => store,
+            #[cfg(feature = "sqlite")]
+            Some(StoreChoice::Sqlite(path)) => Arc::new(SqliteStore::open(path)?),
+            None => Arc::new(MemoryStore::new()),
         };
         Ok(Runtime {
             inner: Arc::new(Inner {

@@ -6,21 +6,19 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-use tool_core::{CallContext, ContentPart, ModelOutput, Tool, ToolContext, ToolError, tool};
-use tool_runtime::mcp::rmcp::model::{
+use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig,
     ClientRequest, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationCapability,
     FormElicitationCapability, Implementation, ProgressNotificationParam, ProtocolVersion,
 };
-use tool_runtime::mcp::rmcp::service::{
+use rmcp::service::{
     NotificationContext, PeerRequestOptions, RequestContext, RoleClient, RunningService,
 };
-use tool_runtime::mcp::rmcp::{
-    ClientHandler, ClientLifecycleMode, ClientServiceExt, ServiceError, ServiceExt,
-};
+use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt, ServiceError, ServiceExt};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tool_core::{CallContext, ContentPart, ModelOutput, Tool, ToolContext, ToolError, tool};
 use tool_runtime::mcp::{
     ElicitFuture, Elicitation, Elicitor, HttpOptions, McpContext, McpServer, McpToolContext as _,
     PENDING_META,
@@ -251,7 +249,7 @@ impl ClientHandler for TestClient {
         &self,
         request: ElicitRequestParams,
         _context: RequestContext<RoleClient>,
-    ) -> Result<ElicitResult, tool_runtime::mcp::rmcp::ErrorData> {
+    ) -> Result<ElicitResult, rmcp::ErrorData> {
         let ElicitRequestParams::FormElicitationParams {
             message,
             requested_schema,
@@ -1022,4 +1020,34 @@ async fn a_tool_asks_the_user_through_the_mcp_context_extension_when_there_is_on
             .message()
             .starts_with("the user's answer does not have the expected shape")
     );
+}
+
+// --- errors ------------------------------------------------------------------
+
+#[tokio::test]
+async fn mcp_errors_keep_the_sdks_error_as_their_source() {
+    use std::error::Error as _;
+    use tool_runtime::mcp::{McpClient, McpError};
+
+    // A peer that hangs up before the handshake.
+    let (server_end, client_end) = tokio::io::duplex(1 << 16);
+    drop(client_end);
+    let runtime = Runtime::builder().build().unwrap();
+    let error = McpServer::new(runtime.clone())
+        .serve(server_end)
+        .await
+        .unwrap_err();
+    assert!(matches!(error, McpError::Initialize(_)), "{error:?}");
+    let source = error.source().expect("the SDK's error is the source");
+    assert!(error.to_string().contains(&source.to_string()), "{error}");
+
+    // A server that goes away after the handshake: the next request fails.
+    let (server_end, client_end) = tokio::io::duplex(1 << 16);
+    let server = tokio::spawn(McpServer::new(runtime).serve(server_end));
+    let client = McpClient::connect(client_end).await.unwrap();
+    server.abort();
+    let _ = server.await;
+    let error = client.tools().await.unwrap_err();
+    assert!(matches!(error, McpError::Service(_)), "{error:?}");
+    assert!(error.source().is_some(), "{error:?}");
 }

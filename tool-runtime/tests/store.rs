@@ -210,6 +210,54 @@ fn a_corrupt_or_unreadable_store_file_is_an_error_naming_the_file() {
     );
 }
 
+#[test]
+fn store_errors_keep_the_underlying_error_as_their_source() {
+    use std::error::Error as _;
+
+    let dir = temp_dir("sources");
+    let garbage = dir.join("garbage.sqlite");
+    std::fs::write(&garbage, b"not a database at all. ".repeat(200)).unwrap();
+    let error = SqliteStore::open(&garbage).unwrap_err();
+    assert!(matches!(error, StoreError::Corrupt { .. }), "{error:?}");
+    let source = error.source().expect("SQLite's error is the source");
+    assert!(error.to_string().contains(&source.to_string()), "{error}");
+    // Through the runtime: RuntimeError -> StoreError -> SQLite's error.
+    let error = Runtime::builder()
+        .sqlite_store(&garbage)
+        .build()
+        .unwrap_err();
+    let store_error = error.source().expect("the store error");
+    assert!(store_error.source().is_some(), "{error:?}");
+
+    let bad_record = dir.join("bad-record.sqlite");
+    SqliteStore::open(&bad_record)
+        .unwrap()
+        .insert(&PendingCall::new(
+            "c-bad",
+            "t",
+            PendingKind::Approval,
+            json!({}),
+        ))
+        .unwrap();
+    rusqlite::Connection::open(&bad_record)
+        .unwrap()
+        .execute(
+            "UPDATE pending SET record = '{not json' WHERE call_id = 'c-bad'",
+            [],
+        )
+        .unwrap();
+    let error = SqliteStore::open(&bad_record).unwrap_err();
+    assert!(
+        error.source().is_some_and(|e| e.is::<serde_json::Error>()),
+        "the parse error is the source: {error:?}"
+    );
+
+    // A directory is refused before SQLite sees it: nothing underneath.
+    let error = SqliteStore::open(&dir).unwrap_err();
+    assert!(matches!(error, StoreError::Open { .. }), "{error:?}");
+    assert!(error.source().is_none(), "{error:?}");
+}
+
 // ---- kill -9 in a real child process --------------------------------------
 
 const ROLE: &str = "TOOL_RUNTIME_TEST_CHILD_ROLE";

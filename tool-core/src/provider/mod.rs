@@ -192,15 +192,6 @@ impl Provider {
             Provider::Gemini => None,
         }
     }
-
-    fn index(self) -> usize {
-        match self {
-            Provider::OpenAiChat => 0,
-            Provider::OpenAiResponses => 1,
-            Provider::Anthropic => 2,
-            Provider::Gemini => 3,
-        }
-    }
 }
 
 impl fmt::Display for Provider {
@@ -230,10 +221,25 @@ impl<D: StreamDecoder + ?Sized> StreamDecoder for Box<D> {
     }
 }
 
-/// Each provider's export of one tool, converted on first use.
+/// Each provider's export of one tool, converted on first use; kept in the
+/// tool with [`Tool::derived`].
 #[derive(Default)]
-pub(crate) struct ExportCache {
-    slots: [OnceLock<Result<Export, ExportError>>; 4],
+struct Exports {
+    openai_chat: OnceLock<Result<Export, ExportError>>,
+    openai_responses: OnceLock<Result<Export, ExportError>>,
+    anthropic: OnceLock<Result<Export, ExportError>>,
+    gemini: OnceLock<Result<Export, ExportError>>,
+}
+
+impl Exports {
+    fn slot(&self, provider: Provider) -> &OnceLock<Result<Export, ExportError>> {
+        match provider {
+            Provider::OpenAiChat => &self.openai_chat,
+            Provider::OpenAiResponses => &self.openai_responses,
+            Provider::Anthropic => &self.anthropic,
+            Provider::Gemini => &self.gemini,
+        }
+    }
 }
 
 impl Tool {
@@ -266,8 +272,10 @@ impl Tool {
     /// // Cached: the same export, not a new conversion.
     /// assert!(std::ptr::eq(gemini, tool.clone().export(Provider::Gemini).unwrap()));
     /// ```
+    #[cfg_attr(docsrs, doc(cfg(feature = "provider")))]
     pub fn export(&self, provider: Provider) -> Result<&Export, ExportError> {
-        self.inner.exports.slots[provider.index()]
+        self.derived(Exports::default)
+            .slot(provider)
             .get_or_init(|| Export::from_definition(&self.inner.definition, provider))
             .as_ref()
             .map_err(Clone::clone)

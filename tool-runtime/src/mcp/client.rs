@@ -194,7 +194,7 @@ impl McpClient {
         let service = handler
             .serve(transport)
             .await
-            .map_err(|e| McpError::Initialize(e.to_string()))?;
+            .map_err(|e| McpError::Initialize(Box::new(e)))?;
         Ok(McpClient {
             inner: Arc::new(ClientInner {
                 peer: service.peer().clone(),
@@ -218,7 +218,12 @@ impl McpClient {
     /// The remote tools as dynamic tools, with ids `prefix` + their MCP
     /// names (so that they cannot clash with local tools).
     pub async fn tools_with_prefix(&self, prefix: &str) -> Result<Vec<Tool>, McpError> {
-        let remote = self.inner.peer.list_all_tools().await?;
+        let remote = self
+            .inner
+            .peer
+            .list_all_tools()
+            .await
+            .map_err(|e| McpError::Service(Box::new(e)))?;
         remote
             .iter()
             .map(|tool| self.tool(tool, local_id(prefix, &tool.name)))

@@ -47,9 +47,6 @@ pub use client::McpClient;
 pub use context::{ElicitFuture, Elicitation, Elicitor, McpContext, McpToolContext};
 pub use convert::{OUTPUT_WRAPPER, STRICT_META};
 pub use http::{HttpOptions, HttpServer};
-/// The rmcp crate this module is built on, for its types (transports,
-/// model types, `ServerHandler`...).
-pub use rmcp;
 pub use server::{McpServer, McpServerBuilder};
 
 /// The `_meta` key of a result that reports a pending call:
@@ -59,8 +56,8 @@ pub use server::{McpServer, McpServerBuilder};
 /// use serde_json::json;
 /// use tool_core::{Tool, ToolError};
 /// use tool_runtime::Runtime;
-/// use tool_runtime::mcp::rmcp::model::CallToolRequestParams;
-/// use tool_runtime::mcp::rmcp::ServiceExt as _;
+/// use rmcp::model::CallToolRequestParams;
+/// use rmcp::ServiceExt as _;
 /// use tool_runtime::mcp::{McpServer, PENDING_META};
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
@@ -98,12 +95,14 @@ pub enum McpError {
     /// Binding, spawning or another I/O operation failed.
     #[error("I/O error: {0}")]
     Io(#[from] std::io::Error),
-    /// The MCP handshake failed (the peer went away, spoke another protocol...).
+    /// The MCP handshake failed (the peer went away, spoke another
+    /// protocol...); the source is the MCP SDK's error, boxed so that its
+    /// type is not part of this API.
     #[error("MCP initialization failed: {0}")]
-    Initialize(String),
-    /// An MCP request failed.
+    Initialize(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// An MCP request failed; the source is the MCP SDK's error, boxed.
     #[error("MCP request failed: {0}")]
-    Service(#[from] rmcp::ServiceError),
+    Service(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// The task serving a connection failed.
     #[error("the MCP service task failed: {0}")]
     Task(#[from] tokio::task::JoinError),

@@ -184,7 +184,7 @@ impl McpServer {
     {
         let running = ServiceExt::serve(self, transport)
             .await
-            .map_err(|e| McpError::Initialize(e.to_string()))?;
+            .map_err(|e| McpError::Initialize(Box::new(e)))?;
         let reason = running.waiting().await?;
         tracing::debug!(?reason, "MCP session ended");
         Ok(())

@@ -1,11 +1,13 @@
 //! Where calls that wait for a human decision or for resume data are kept:
-//! the [`PendingStore`] trait, an in-memory store and a durable SQLite store.
+//! the [`PendingStore`] trait, an in-memory store and a durable SQLite store
+//! (feature `sqlite`).
 //!
 //! Removal is take-once: [`PendingStore::take`] removes and returns an entry
 //! in one atomic step, so an approval or a resume runs a call at most once,
 //! even when two runtimes share one store.
 
 mod memory;
+#[cfg(feature = "sqlite")]
 mod sqlite;
 
 use std::path::PathBuf;
@@ -14,6 +16,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 pub use memory::MemoryStore;
+#[cfg(feature = "sqlite")]
+#[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
 pub use sqlite::SqliteStore;
 
 /// Why a call is pending.
@@ -90,6 +94,11 @@ impl PendingCall {
 
 /// Why the pending store failed. Every variant names what it is about (the
 /// file, the call id), so the message alone tells what to fix.
+///
+/// Where an underlying error caused it (SQLite's, the file system's, a record
+/// that does not parse), it is the [`source`](std::error::Error::source),
+/// boxed so that no storage crate's types are part of this API; its message
+/// is also in `reason`.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum StoreError {
@@ -100,6 +109,9 @@ pub enum StoreError {
         path: PathBuf,
         /// What SQLite or the OS reported.
         reason: String,
+        /// The error SQLite or the OS reported, if any.
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
     },
     /// The file exists but is not a readable pending store (corrupt, or
     /// another program's database). It is left untouched.
@@ -109,6 +121,9 @@ pub enum StoreError {
         path: PathBuf,
         /// What is wrong.
         reason: String,
+        /// The error that showed it (SQLite's, or a record's parse error), if any.
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
     },
     /// A pending call with this id is already stored.
     #[error("a pending call with id {call_id:?} is already stored")]
@@ -123,6 +138,9 @@ pub enum StoreError {
         location: String,
         /// What failed.
         reason: String,
+        /// The underlying error, if any.
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
     },
 }
 

@@ -49,20 +49,23 @@ impl SqliteStore {
     /// Opens the store at `path`, creating the file if it does not exist.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
         let path = path.as_ref().to_path_buf();
-        let open_error = |reason: String| StoreError::Open {
+        let open_error = |error: rusqlite::Error| StoreError::Open {
             path: path.clone(),
-            reason,
+            reason: error.to_string(),
+            source: Some(Box::new(error)),
         };
         if path.is_dir() {
-            return Err(open_error("it is a directory".to_owned()));
+            return Err(StoreError::Open {
+                path,
+                reason: "it is a directory".to_owned(),
+                source: None,
+            });
         }
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
             | OpenFlags::SQLITE_OPEN_CREATE
             | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let mut conn =
-            Connection::open_with_flags(&path, flags).map_err(|e| open_error(e.to_string()))?;
-        conn.busy_timeout(BUSY_TIMEOUT)
-            .map_err(|e| open_error(e.to_string()))?;
+        let mut conn = Connection::open_with_flags(&path, flags).map_err(open_error)?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(open_error)?;
         let store_error = |e: rusqlite::Error| classify(&path, e);
         // The first read of the file: a non-SQLite file fails here.
         let _mode: String = conn
@@ -77,6 +80,7 @@ impl SqliteStore {
             return Err(StoreError::Corrupt {
                 path,
                 reason: format!("integrity check failed: {check}"),
+                source: None,
             });
         }
         init_layout(&mut conn, &path)?;
@@ -106,6 +110,7 @@ impl SqliteStore {
         serde_json::from_str(record).map_err(|e| StoreError::Corrupt {
             path: self.path.clone(),
             reason: format!("the record of call {call_id:?} is unreadable: {e}"),
+            source: Some(Box::new(e)),
         })
     }
 }
@@ -144,6 +149,7 @@ fn init_layout(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
             reason: format!(
                 "it is a SQLite database of another program (application_id {app_id:#x})"
             ),
+            source: None,
         });
     } else if version != LAYOUT_VERSION {
         return Err(StoreError::Corrupt {
@@ -151,6 +157,7 @@ fn init_layout(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
             reason: format!(
                 "unsupported layout version {version} (this build reads {LAYOUT_VERSION})"
             ),
+            source: None,
         });
     }
     tx.commit().map_err(err)
@@ -163,10 +170,12 @@ fn classify(path: &Path, error: rusqlite::Error) -> StoreError {
         Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt) => StoreError::Corrupt {
             path: path.to_path_buf(),
             reason: error.to_string(),
+            source: Some(Box::new(error)),
         },
         _ => StoreError::Io {
             location: path.display().to_string(),
             reason: error.to_string(),
+            source: Some(Box::new(error)),
         },
     }
 }
@@ -176,6 +185,7 @@ impl PendingStore for SqliteStore {
         let record = serde_json::to_string(call).map_err(|e| StoreError::Io {
             location: self.path.display().to_string(),
             reason: format!("cannot encode call {:?}: {e}", call.call_id),
+            source: Some(Box::new(e)),
         })?;
         let conn = self.conn();
         match conn.execute(
