@@ -48,6 +48,7 @@ mod pipeline;
 pub mod provider;
 mod request_context;
 mod schema;
+mod schema_rewrite;
 pub mod strict;
 mod suspend;
 mod tool;

@@ -4,6 +4,7 @@
 
 use std::fmt;
 
+use crate::schema_rewrite::{EngineRule, RewriteError, display_path};
 use crate::strict::StrictError;
 
 use super::Provider;
@@ -294,20 +295,9 @@ impl ExportError {
 }
 
 /// A schema error before the provider and tool are known.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct SchemaError {
-    pub(crate) path: String,
-    pub(crate) rule: SchemaRule,
-}
+pub(crate) type SchemaError = RewriteError<SchemaRule>;
 
 impl SchemaError {
-    pub(crate) fn new(path: impl Into<String>, rule: SchemaRule) -> Self {
-        SchemaError {
-            path: path.into(),
-            rule,
-        }
-    }
-
     pub(crate) fn for_tool(self, provider: Provider, tool: &str) -> ExportError {
         ExportError::Schema {
             provider,
@@ -318,8 +308,31 @@ impl SchemaError {
     }
 }
 
-fn display_path(path: &str) -> &str {
-    if path.is_empty() { "(root)" } else { path }
+impl EngineRule for SchemaRule {
+    fn not_a_schema() -> Self {
+        SchemaRule::NotASchema
+    }
+    fn no_value() -> Self {
+        SchemaRule::NoValue
+    }
+    fn invalid_keyword(keyword: &str) -> Self {
+        SchemaRule::InvalidKeyword(keyword.to_owned())
+    }
+    fn unsupported_keyword(keyword: &str) -> Self {
+        SchemaRule::UnsupportedKeyword(keyword.to_owned())
+    }
+    fn invalid_ref(reference: &str, reason: String) -> Self {
+        SchemaRule::InvalidRef {
+            reference: reference.to_owned(),
+            reason,
+        }
+    }
+    fn too_deep(limit: usize) -> Self {
+        SchemaRule::TooDeep(limit)
+    }
+    fn too_many_nodes(limit: usize) -> Self {
+        SchemaRule::TooManyNodes(limit)
+    }
 }
 
 fn join(violations: &[LimitViolation]) -> String {
