@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use crate::schema_rewrite::{EngineRule, RewriteError, display_path};
+use crate::schema_rewrite::{RewriteError, display_path, engine_rule};
 use crate::strict::StrictError;
 
 use super::Provider;
@@ -308,32 +308,7 @@ impl SchemaError {
     }
 }
 
-impl EngineRule for SchemaRule {
-    fn not_a_schema() -> Self {
-        SchemaRule::NotASchema
-    }
-    fn no_value() -> Self {
-        SchemaRule::NoValue
-    }
-    fn invalid_keyword(keyword: &str) -> Self {
-        SchemaRule::InvalidKeyword(keyword.to_owned())
-    }
-    fn unsupported_keyword(keyword: &str) -> Self {
-        SchemaRule::UnsupportedKeyword(keyword.to_owned())
-    }
-    fn invalid_ref(reference: &str, reason: String) -> Self {
-        SchemaRule::InvalidRef {
-            reference: reference.to_owned(),
-            reason,
-        }
-    }
-    fn too_deep(limit: usize) -> Self {
-        SchemaRule::TooDeep(limit)
-    }
-    fn too_many_nodes(limit: usize) -> Self {
-        SchemaRule::TooManyNodes(limit)
-    }
-}
+engine_rule!(SchemaRule);
 
 fn join(violations: &[LimitViolation]) -> String {
     violations

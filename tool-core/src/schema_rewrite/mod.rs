@@ -85,6 +85,41 @@ pub(crate) trait EngineRule {
     fn too_many_nodes(limit: usize) -> Self;
 }
 
+/// Implements [`EngineRule`] for a rule enum that names the engine's errors
+/// as both dialect enums do (`NotASchema`, `NoValue`, `InvalidKeyword`,
+/// `UnsupportedKeyword`, `InvalidRef`, `TooDeep`, `TooManyNodes`).
+macro_rules! engine_rule {
+    ($rule:ident) => {
+        impl $crate::schema_rewrite::EngineRule for $rule {
+            fn not_a_schema() -> Self {
+                $rule::NotASchema
+            }
+            fn no_value() -> Self {
+                $rule::NoValue
+            }
+            fn invalid_keyword(keyword: &str) -> Self {
+                $rule::InvalidKeyword(keyword.to_owned())
+            }
+            fn unsupported_keyword(keyword: &str) -> Self {
+                $rule::UnsupportedKeyword(keyword.to_owned())
+            }
+            fn invalid_ref(reference: &str, reason: String) -> Self {
+                $rule::InvalidRef {
+                    reference: reference.to_owned(),
+                    reason,
+                }
+            }
+            fn too_deep(limit: usize) -> Self {
+                $rule::TooDeep(limit)
+            }
+            fn too_many_nodes(limit: usize) -> Self {
+                $rule::TooManyNodes(limit)
+            }
+        }
+    };
+}
+pub(crate) use engine_rule;
+
 /// Rejects JSON nesting beyond `limit` without recursing, so the recursive
 /// rewrites that follow cannot overflow the stack.
 pub(crate) fn check_depth<R: EngineRule>(

@@ -1,6 +1,6 @@
 //! The error returned when a schema cannot be made strict.
 
-use crate::schema_rewrite::{EngineRule, RewriteError, display_path};
+use crate::schema_rewrite::{RewriteError, display_path, engine_rule};
 
 /// Why a schema could not be converted; carried by [`StrictError`].
 ///
@@ -163,29 +163,4 @@ impl From<RewriteError<StrictRule>> for StrictError {
     }
 }
 
-impl EngineRule for StrictRule {
-    fn not_a_schema() -> Self {
-        StrictRule::NotASchema
-    }
-    fn no_value() -> Self {
-        StrictRule::NoValue
-    }
-    fn invalid_keyword(keyword: &str) -> Self {
-        StrictRule::InvalidKeyword(keyword.to_owned())
-    }
-    fn unsupported_keyword(keyword: &str) -> Self {
-        StrictRule::UnsupportedKeyword(keyword.to_owned())
-    }
-    fn invalid_ref(reference: &str, reason: String) -> Self {
-        StrictRule::InvalidRef {
-            reference: reference.to_owned(),
-            reason,
-        }
-    }
-    fn too_deep(limit: usize) -> Self {
-        StrictRule::TooDeep(limit)
-    }
-    fn too_many_nodes(limit: usize) -> Self {
-        StrictRule::TooManyNodes(limit)
-    }
-}
+engine_rule!(StrictRule);
