@@ -72,6 +72,9 @@ mod pipeline;
 pub mod provider;
 mod request_context;
 mod schema;
+// The engine of `strict` and `provider` (which turns `strict` on).
+#[cfg(feature = "strict")]
+mod schema_rewrite;
 #[cfg(feature = "strict")]
 #[cfg_attr(docsrs, doc(cfg(feature = "strict")))]
 pub mod strict;

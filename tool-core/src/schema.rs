@@ -49,24 +49,137 @@ pub(crate) fn expects_object(schema: &Value) -> bool {
     }
 }
 
-/// Follows a local `$ref` (`#/$defs/X`, `#/definitions/X`) to its target.
+/// Follows local `$ref`s (`#/$defs/X`, `#/definitions/X`, any JSON Pointer)
+/// to the schema they end at; a `$ref` that does not resolve, or a chain that
+/// comes back to a `$ref` already followed, stops where it is.
 pub(crate) fn resolve<'a>(root: &'a Value, schema: &'a Value) -> &'a Value {
     let mut current = schema;
-    // Bounded so a ref cycle cannot loop forever.
-    for _ in 0..32 {
-        let Some(pointer) = current
-            .get("$ref")
-            .and_then(Value::as_str)
-            .and_then(|r| r.strip_prefix('#'))
-        else {
+    let mut followed: Vec<&str> = Vec::new();
+    while let Some(reference) = current.get("$ref").and_then(Value::as_str) {
+        if followed.contains(&reference) {
             return current;
-        };
-        match root.pointer(pointer) {
-            Some(target) => current = target,
-            None => return current,
         }
+        match resolve_ref(root, reference, false) {
+            Ok(target) => current = target.value,
+            Err(_) => return current,
+        }
+        followed.push(reference);
     }
     current
+}
+
+/// Where a local `$ref` leads.
+pub(crate) struct RefTarget<'a> {
+    /// The decoded JSON Pointer tokens (empty: the root).
+    pub(crate) tokens: Vec<String>,
+    /// The value they point at.
+    pub(crate) value: &'a Value,
+    /// Whether the pointer passed through (or landed on) a non-root schema
+    /// with a string `$id`, where the walk stopped (with `stop_at_id`).
+    pub(crate) crosses_id: bool,
+}
+
+/// The one `$ref` resolver: a local reference (`#` or `#/json/pointer`)
+/// against the document root. The error says why it does not resolve.
+///
+/// A non-root schema with a string `$id` starts a resource whose references
+/// resolve against another base, so a root-relative pointer into it would mean
+/// something else: with `stop_at_id` the walk stops there and says so in
+/// [`RefTarget::crosses_id`], for callers that refuse such references.
+pub(crate) fn resolve_ref<'a>(
+    root: &'a Value,
+    reference: &str,
+    stop_at_id: bool,
+) -> Result<RefTarget<'a>, String> {
+    let tokens = parse_ref(reference)?;
+    let mut value = root;
+    for token in &tokens {
+        value = step(value, token).ok_or("does not resolve in this schema")?;
+        if stop_at_id && value.get("$id").is_some_and(Value::is_string) {
+            return Ok(RefTarget {
+                tokens,
+                value,
+                crosses_id: true,
+            });
+        }
+    }
+    Ok(RefTarget {
+        tokens,
+        value,
+        crosses_id: false,
+    })
+}
+
+/// Escapes one JSON Pointer token (RFC 6901).
+pub(crate) fn escape_token(token: &str) -> String {
+    token.replace('~', "~0").replace('/', "~1")
+}
+
+/// Splits a `$ref` into decoded pointer tokens; `#` is the root (no tokens).
+///
+/// The fragment is percent-decoded first (it is a URI fragment), then each token
+/// is unescaped with a left-to-right scan so `~01` means `~1`, not `/`.
+pub(crate) fn parse_ref(reference: &str) -> Result<Vec<String>, String> {
+    let Some(fragment) = reference.strip_prefix('#') else {
+        return Err("only local references starting with `#` are supported".into());
+    };
+    let fragment = percent_decode(fragment)?;
+    if fragment.is_empty() {
+        return Ok(Vec::new());
+    }
+    let Some(pointer) = fragment.strip_prefix('/') else {
+        return Err("plain-name fragments (`$anchor`) are not supported; use `#/...`".into());
+    };
+    pointer.split('/').map(unescape_token).collect()
+}
+
+fn unescape_token(raw: &str) -> Result<String, String> {
+    let mut out = String::with_capacity(raw.len());
+    let mut chars = raw.chars();
+    while let Some(c) = chars.next() {
+        if c != '~' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('0') => out.push('~'),
+            Some('1') => out.push('/'),
+            _ => return Err(format!("invalid escape in pointer token `{raw}`")),
+        }
+    }
+    Ok(out)
+}
+
+fn percent_decode(s: &str) -> Result<String, String> {
+    if !s.contains('%') {
+        return Ok(s.to_owned());
+    }
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = s
+                .get(i + 1..i + 3)
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+                .ok_or_else(|| format!("invalid percent-encoding in `{s}`"))?;
+            out.push(hex);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).map_err(|_| format!("percent-encoding in `{s}` is not UTF-8"))
+}
+
+/// One JSON Pointer step: an object member, or an array element by index.
+fn step<'a>(value: &'a Value, token: &str) -> Option<&'a Value> {
+    match value {
+        Value::Object(map) => map.get(token),
+        Value::Array(items) => token.parse::<usize>().ok().and_then(|i| items.get(i)),
+        _ => None,
+    }
 }
 
 /// True when a value of `json_type` may match `schema`, looking through

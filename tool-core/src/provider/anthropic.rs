@@ -17,10 +17,9 @@
 use serde_json::{Map, Value, json};
 
 use super::error::{AnthropicLimit, LimitViolation, SchemaError, SchemaRule};
-use super::schema::{
-    Expander, Flat, MAX_DEPTH, NUMERIC_FORMATS, check_depth, declared_types, describe_dropped,
-    is_object_schema,
-};
+use super::schema::{Expander, Inlining, NUMERIC_FORMATS, Recursive, convert, start};
+use crate::schema_rewrite::keywords::{Action, Dialect, Out, Table, Unlisted, rewrite};
+use crate::schema_rewrite::{declared_types, is_object_schema};
 
 /// String formats Anthropic strict mode accepts.
 const SUPPORTED_FORMATS: &[&str] = &[
@@ -36,36 +35,38 @@ const SUPPORTED_FORMATS: &[&str] = &[
     "uuid",
 ];
 
-/// Constraints Anthropic strict mode rejects; removing them only widens what
-/// the model may send, and validation against the original schema still
-/// enforces them. They are noted in the description.
-const DESCRIBED: &[&str] = &[
-    "minimum",
-    "maximum",
-    "exclusiveMinimum",
-    "exclusiveMaximum",
-    "multipleOf",
-    "minLength",
-    "maxLength",
-    "maxItems",
-    "uniqueItems",
-    "contains",
-    "minContains",
-    "maxContains",
-    "minProperties",
-    "maxProperties",
-    "propertyNames",
-];
-
-/// Keywords that would change the accepted values too much to drop: the
-/// ones OpenAI's strict mode refuses, and dynamic references.
-fn rejected(keyword: &str) -> bool {
-    crate::strict::convert::REJECTED.contains(&keyword)
-        || matches!(keyword, "$dynamicRef" | "$recursiveRef")
-}
-
-/// Kept as they are.
-const KEPT: &[&str] = &["description", "title", "default", "pattern", "required"];
+/// Anthropic strict mode's keyword rules; the value-dependent ones are in
+/// [`Anthropic::action`].
+const TABLE: Table = Table {
+    keep: &["description", "title", "default", "pattern", "required"],
+    // `$defs` are inlined; `$schema`, `$id`, `$comment`, `examples` and other
+    // annotations or extensions are not part of the subset (unlisted).
+    drop: &[],
+    // Constraints strict mode rejects; removing them only widens what the
+    // model may send, and validation against the original schema still
+    // enforces them.
+    note: &[
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "multipleOf",
+        "minLength",
+        "maxLength",
+        "maxItems",
+        "uniqueItems",
+        "contains",
+        "minContains",
+        "maxContains",
+        "minProperties",
+        "maxProperties",
+        "propertyNames",
+    ],
+    // Keywords that would change the accepted values too much to drop: the
+    // ones OpenAI's strict mode refuses (and dynamic references, in `action`).
+    reject: crate::strict::convert::REJECTED,
+    unlisted: Unlisted::Drop,
+};
 
 /// Request-wide strict-mode limits (Anthropic's structured outputs guide,
 /// "Explicit limits"); `Default` gives Anthropic's values.
@@ -121,12 +122,11 @@ impl AnthropicLimits {
 /// properties stay optional (Anthropic allows them), so values need no
 /// restoring. Unsupported constraints move to the description.
 pub(crate) fn strict_schema(schema: &Value) -> Result<Value, SchemaError> {
-    check_depth(schema, MAX_DEPTH)?;
+    let mut walk = start(schema)?;
     if schema.as_object().is_some_and(Map::is_empty) {
         return Ok(json!({"type": "object", "properties": {}, "additionalProperties": false}));
     }
-    let mut walk = Expander::new(schema);
-    let out = convert(&mut walk, schema, true, 0)?;
+    let out = convert(&mut walk, &mut Anthropic, schema, true, 0)?;
     let is_object = out.as_object().is_some_and(is_object_schema);
     let nullable = out
         .as_object()
@@ -138,163 +138,167 @@ pub(crate) fn strict_schema(schema: &Value) -> Result<Value, SchemaError> {
     Ok(out)
 }
 
-fn convert(
-    walk: &mut Expander<'_>,
-    schema: &Value,
-    at_root: bool,
+/// The Anthropic strict-mode dialect.
+struct Anthropic;
+
+/// One schema object being converted.
+struct Node {
     depth: usize,
-) -> Result<Value, SchemaError> {
-    if depth > MAX_DEPTH {
-        return Err(walk.error(SchemaRule::TooDeep(MAX_DEPTH)));
-    }
-    let object = match schema {
-        Value::Object(object) => object,
-        Value::Bool(true) => return Err(walk.error(SchemaRule::AnyValue)),
-        Value::Bool(false) => return Err(walk.error(SchemaRule::NoValue)),
-        _ => return Err(walk.error(SchemaRule::NotASchema)),
-    };
-    let (flat, pushed) = walk.flatten(object, at_root, depth)?;
-    let result = match flat {
-        Flat::Plain(object) => convert_plain(walk, &object, depth),
-        Flat::Recursive { reference, .. } => {
-            Err(walk.error_at("$ref", SchemaRule::RecursiveSchema(reference)))
-        }
-    };
-    walk.pop(pushed);
-    result
+    is_string: bool,
+    is_object: bool,
 }
 
-fn convert_plain(
-    walk: &mut Expander<'_>,
-    object: &Map<String, Value>,
-    depth: usize,
-) -> Result<Value, SchemaError> {
-    walk.spend()?;
-    let types = match object.get("type") {
-        None => None,
-        Some(Value::String(_)) => declared_types(object),
-        Some(Value::Array(ts)) if ts.iter().all(Value::is_string) => declared_types(object),
-        Some(_) => return Err(walk.error_at("type", SchemaRule::InvalidKeyword("type".into()))),
-    };
-    let is_object = is_object_schema(object);
-    let has_union = object.contains_key("anyOf") || object.contains_key("oneOf");
-    if types.is_none()
-        && !is_object
-        && !has_union
-        && !object.contains_key("enum")
-        && !object.contains_key("const")
-    {
-        return Err(walk.error(SchemaRule::AnyValue));
+impl Inlining for Anthropic {
+    fn any_value(&self, walk: &Expander<'_>) -> Result<Value, SchemaError> {
+        Err(walk.error(SchemaRule::AnyValue))
     }
-    if object.contains_key("anyOf") && object.contains_key("oneOf") {
-        return Err(walk.error_at(
-            "oneOf",
-            SchemaRule::UnsupportedKeyword("oneOf next to anyOf".into()),
-        ));
+
+    fn recursion(&self, walk: &Expander<'_>, recursive: Recursive) -> Result<Value, SchemaError> {
+        Err(walk.error_at("$ref", SchemaRule::RecursiveSchema(recursive.reference)))
     }
-    let types = types.unwrap_or_default();
-    let mut out = Map::new();
-    let mut dropped = Vec::new();
-    if is_object && !object.contains_key("type") {
-        out.insert("type".into(), json!("object"));
-    }
-    for (key, value) in object {
-        match key.as_str() {
-            "type" => {
-                out.insert(key.clone(), value.clone());
+
+    fn plain(
+        &mut self,
+        walk: &mut Expander<'_>,
+        object: &Map<String, Value>,
+        depth: usize,
+    ) -> Result<Value, SchemaError> {
+        walk.spend()?;
+        let types = match object.get("type") {
+            None => None,
+            Some(Value::String(_)) => declared_types(object),
+            Some(Value::Array(ts)) if ts.iter().all(Value::is_string) => declared_types(object),
+            Some(_) => {
+                return Err(walk.error_at("type", SchemaRule::InvalidKeyword("type".into())));
             }
-            "properties" => {
-                let Some(properties) = value.as_object() else {
-                    return Err(walk.error_at(key, SchemaRule::InvalidKeyword(key.clone())));
-                };
-                let mut converted = Map::new();
-                for (name, child) in properties {
-                    let child = walk.nested(&["properties", name], |w| {
-                        convert(w, child, false, depth + 1)
-                    })?;
-                    converted.insert(name.clone(), child);
-                }
-                out.insert(key.clone(), Value::Object(converted));
-            }
-            "additionalProperties" | "unevaluatedProperties" if value != &Value::Bool(false) => {
-                return Err(walk.error_at(key, SchemaRule::OpenMap(key.clone())));
-            }
-            "patternProperties" if value.as_object().is_none_or(|m| !m.is_empty()) => {
-                return Err(walk.error_at(key, SchemaRule::OpenMap(key.clone())));
-            }
-            "items" => {
-                if !value.is_object() && !value.is_boolean() {
-                    return Err(
-                        walk.error_at(key, SchemaRule::UnsupportedKeyword("items (tuple)".into()))
-                    );
-                }
-                let items = walk.nested(&["items"], |w| convert(w, value, false, depth + 1))?;
-                out.insert(key.clone(), items);
-            }
-            "unevaluatedItems" if value != &Value::Bool(false) => {
-                return Err(walk.error_at(key, SchemaRule::UnsupportedKeyword(key.clone())));
-            }
-            "anyOf" | "oneOf" => {
-                let Some(branches) = value.as_array() else {
-                    return Err(walk.error_at(key, SchemaRule::InvalidKeyword(key.clone())));
-                };
-                let mut converted = Vec::with_capacity(branches.len());
-                for (i, branch) in branches.iter().enumerate() {
-                    let index = i.to_string();
-                    converted.push(
-                        walk.nested(&[key, &index], |w| convert(w, branch, false, depth + 1))?,
-                    );
-                }
-                out.insert("anyOf".into(), Value::Array(converted));
-            }
-            "enum" => {
-                let Some(values) = value.as_array() else {
-                    return Err(walk.error_at(key, SchemaRule::InvalidKeyword(key.clone())));
-                };
-                if values.iter().any(|v| v.is_object() || v.is_array()) {
-                    return Err(walk.error_at(key, SchemaRule::ComplexEnum));
-                }
-                out.insert(key.clone(), value.clone());
-            }
-            "const" => {
-                if value.is_object() || value.is_array() {
-                    return Err(walk.error_at(key, SchemaRule::ComplexEnum));
-                }
-                out.insert(key.clone(), value.clone());
-            }
-            "format" => match value.as_str() {
-                Some(format)
-                    if types.contains(&"string") && SUPPORTED_FORMATS.contains(&format) =>
-                {
-                    out.insert(key.clone(), value.clone());
-                }
-                Some(format) if NUMERIC_FORMATS.contains(&format) => {}
-                _ => dropped.push((key.clone(), value.clone())),
-            },
-            "minItems" => match value.as_u64() {
-                Some(0 | 1) => {
-                    out.insert(key.clone(), value.clone());
-                }
-                _ => dropped.push((key.clone(), value.clone())),
-            },
-            k if DESCRIBED.contains(&k) => dropped.push((key.clone(), value.clone())),
-            k if rejected(k) => {
-                return Err(walk.error_at(k, SchemaRule::UnsupportedKeyword(k.to_owned())));
-            }
-            k if KEPT.contains(&k) => {
-                out.insert(key.clone(), value.clone());
-            }
-            // `$defs` are inlined; `$schema`, `$id`, `$comment`, `examples` and
-            // other annotations or extensions are not part of the subset.
-            _ => {}
+        };
+        let is_object = is_object_schema(object);
+        let has_union = object.contains_key("anyOf") || object.contains_key("oneOf");
+        if types.is_none()
+            && !is_object
+            && !has_union
+            && !object.contains_key("enum")
+            && !object.contains_key("const")
+        {
+            return Err(walk.error(SchemaRule::AnyValue));
         }
+        if object.contains_key("anyOf") && object.contains_key("oneOf") {
+            return Err(walk.error_at(
+                "oneOf",
+                SchemaRule::UnsupportedKeyword("oneOf next to anyOf".into()),
+            ));
+        }
+        let mut out = Out::default();
+        if is_object && !object.contains_key("type") {
+            out.schema.insert("type".into(), json!("object"));
+        }
+        let node = Node {
+            depth,
+            is_string: types.is_some_and(|types| types.contains(&"string")),
+            is_object,
+        };
+        rewrite(walk, self, object, node, out).map(|(out, ())| Value::Object(out))
     }
-    if is_object {
-        out.entry("properties").or_insert_with(|| json!({}));
-        out.insert("additionalProperties".into(), Value::Bool(false));
+}
+
+impl Dialect for Anthropic {
+    type Rule = SchemaRule;
+    type Node = Node;
+    type Built = ();
+    const TABLE: Table = TABLE;
+
+    fn action(&self, node: &Node, keyword: &str, value: &Value) -> Option<Action<SchemaRule>> {
+        let complex = |v: &Value| v.is_object() || v.is_array();
+        let open_map = || Action::Reject(SchemaRule::OpenMap(keyword.to_owned()));
+        Some(match keyword {
+            "type" => Action::Keep,
+            "properties" => Action::Schemas,
+            "additionalProperties" | "unevaluatedProperties" if value != &Value::Bool(false) => {
+                open_map()
+            }
+            "patternProperties" if value.as_object().is_none_or(|m| !m.is_empty()) => open_map(),
+            "items" if !value.is_object() && !value.is_boolean() => {
+                Action::Reject(SchemaRule::UnsupportedKeyword("items (tuple)".into()))
+            }
+            "items" => Action::Schema,
+            "unevaluatedItems" if value != &Value::Bool(false) => {
+                Action::Reject(SchemaRule::UnsupportedKeyword(keyword.to_owned()))
+            }
+            "$dynamicRef" | "$recursiveRef" => {
+                Action::Reject(SchemaRule::UnsupportedKeyword(keyword.to_owned()))
+            }
+            "anyOf" | "oneOf" => Action::Rewrite,
+            "enum" => match value.as_array() {
+                None => Action::Invalid,
+                Some(values) if values.iter().any(complex) => {
+                    Action::Reject(SchemaRule::ComplexEnum)
+                }
+                Some(_) => Action::Keep,
+            },
+            "const" if complex(value) => Action::Reject(SchemaRule::ComplexEnum),
+            "const" => Action::Keep,
+            "format" => match value.as_str() {
+                Some(format) if node.is_string && SUPPORTED_FORMATS.contains(&format) => {
+                    Action::Keep
+                }
+                Some(format) if NUMERIC_FORMATS.contains(&format) => Action::Drop,
+                _ => Action::Note,
+            },
+            "minItems" if matches!(value.as_u64(), Some(0 | 1)) => Action::Keep,
+            "minItems" => Action::Note,
+            _ => return None,
+        })
     }
-    describe_dropped(&mut out, &dropped);
-    Ok(Value::Object(out))
+
+    fn subschema(
+        &mut self,
+        walk: &mut Expander<'_>,
+        node: &mut Node,
+        _keyword: &str,
+        schema: &Value,
+    ) -> Result<Value, SchemaError> {
+        convert(walk, self, schema, false, node.depth + 1)
+    }
+
+    /// `anyOf`, or `oneOf` as `anyOf` (never both: refused before).
+    fn rewrite(
+        &mut self,
+        walk: &mut Expander<'_>,
+        node: &mut Node,
+        _object: &Map<String, Value>,
+        keyword: &str,
+        value: &Value,
+        out: &mut Out,
+    ) -> Result<(), SchemaError> {
+        let Some(branches) = value.as_array() else {
+            return Err(walk.error_at(keyword, SchemaRule::InvalidKeyword(keyword.to_owned())));
+        };
+        let mut converted = Vec::with_capacity(branches.len());
+        for (i, branch) in branches.iter().enumerate() {
+            let index = i.to_string();
+            converted.push(walk.nested(&[keyword, &index], |w| {
+                convert(w, self, branch, false, node.depth + 1)
+            })?);
+        }
+        out.schema.insert("anyOf".into(), Value::Array(converted));
+        Ok(())
+    }
+
+    /// Every object is closed, with `properties` even when empty.
+    fn finish(
+        &mut self,
+        _walk: &mut Expander<'_>,
+        node: Node,
+        _object: &Map<String, Value>,
+        out: &mut Out,
+    ) -> Result<(), SchemaError> {
+        if node.is_object {
+            out.schema.entry("properties").or_insert_with(|| json!({}));
+            out.schema
+                .insert("additionalProperties".into(), Value::Bool(false));
+        }
+        Ok(())
+    }
 }
 
 /// What one converted strict schema counts towards Anthropic's limits:
@@ -536,5 +540,21 @@ mod tests {
             "parameters with union types across strict schemas: 2, Anthropic allows 1 (from one (1), two (1))"
         );
         assert!(check_limits(&tools, &AnthropicLimits::default()).is_empty());
+    }
+
+    #[test]
+    fn the_keyword_table_is_consistent() {
+        assert!(TABLE.overlaps().is_empty());
+    }
+
+    #[test]
+    fn deep_input_is_refused_with_its_path_without_recursion() {
+        let schema = crate::schema_rewrite::test_support::DeepSchema::new(3000);
+        let err = strict_schema(&schema.0).unwrap_err();
+        assert_eq!(
+            err.rule,
+            SchemaRule::TooDeep(crate::schema_rewrite::MAX_DEPTH)
+        );
+        assert!(err.path.starts_with("/properties/a/properties/a"));
     }
 }

@@ -4,6 +4,7 @@
 
 use std::fmt;
 
+use crate::schema_rewrite::{RewriteError, display_path, engine_rule};
 use crate::strict::StrictError;
 
 use super::Provider;
@@ -294,20 +295,9 @@ impl ExportError {
 }
 
 /// A schema error before the provider and tool are known.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct SchemaError {
-    pub(crate) path: String,
-    pub(crate) rule: SchemaRule,
-}
+pub(crate) type SchemaError = RewriteError<SchemaRule>;
 
 impl SchemaError {
-    pub(crate) fn new(path: impl Into<String>, rule: SchemaRule) -> Self {
-        SchemaError {
-            path: path.into(),
-            rule,
-        }
-    }
-
     pub(crate) fn for_tool(self, provider: Provider, tool: &str) -> ExportError {
         ExportError::Schema {
             provider,
@@ -318,9 +308,7 @@ impl SchemaError {
     }
 }
 
-fn display_path(path: &str) -> &str {
-    if path.is_empty() { "(root)" } else { path }
-}
+engine_rule!(SchemaRule);
 
 fn join(violations: &[LimitViolation]) -> String {
     violations

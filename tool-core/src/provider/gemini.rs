@@ -16,42 +16,52 @@
 use serde_json::{Map, Value, json};
 
 use super::error::{SchemaError, SchemaRule};
-use super::schema::{
-    Expander, Flat, MAX_DEPTH, append_description, check_depth, declared_types, describe_dropped,
-    is_object_schema,
+use super::schema::{Expander, Inlining, Recursive, convert, start};
+use crate::schema_rewrite::keywords::{
+    Action, Dialect, Out, Table, Unlisted, append_description, rewrite,
 };
+use crate::schema_rewrite::{declared_types, is_object_schema};
 
-/// Keywords of Gemini's `Schema` kept as they are.
-const KEPT: &[&str] = &[
-    "title",
-    "description",
-    "default",
-    "example",
-    "pattern",
-    "minimum",
-    "maximum",
-    "minLength",
-    "maxLength",
-    "minItems",
-    "maxItems",
-    "minProperties",
-    "maxProperties",
-];
-
-/// Constraints Gemini does not have; dropped and noted in the description.
-const DESCRIBED: &[&str] = &[
-    "exclusiveMinimum",
-    "exclusiveMaximum",
-    "multipleOf",
-    "uniqueItems",
-];
+/// Gemini's keyword rules; the value-dependent ones are in [`Gemini::action`].
+const TABLE: Table = Table {
+    // Keywords of Gemini's `Schema` kept as they are.
+    keep: &[
+        "title",
+        "description",
+        "default",
+        "example",
+        "pattern",
+        "minimum",
+        "maximum",
+        "minLength",
+        "maxLength",
+        "minItems",
+        "maxItems",
+        "minProperties",
+        "maxProperties",
+    ],
+    // Written before (`type`) and after (`required`) the other keywords.
+    drop: &["type", "required"],
+    // Constraints Gemini does not have.
+    note: &[
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "multipleOf",
+        "uniqueItems",
+    ],
+    reject: &[],
+    // `$ref`/`$defs`/`allOf` are expanded; `additionalProperties`,
+    // `patternProperties`, `not`, `if`/`then`/`else`, tuple `items`,
+    // `$schema`, `examples` and other keywords are not in the subset.
+    unlisted: Unlisted::Drop,
+};
 
 /// Formats Gemini documents per type; others are dropped (string formats
 /// are noted in the description).
-fn keeps_format(types: &[&str], format: &str) -> bool {
-    (types.contains(&"string") && matches!(format, "date-time" | "enum"))
-        || (types.contains(&"integer") && matches!(format, "int32" | "int64"))
-        || (types.contains(&"number") && matches!(format, "float" | "double"))
+fn keeps_format(has: impl Fn(&str) -> bool, format: &str) -> bool {
+    (has("string") && matches!(format, "date-time" | "enum"))
+        || (has("integer") && matches!(format, "int32" | "int64"))
+        || (has("number") && matches!(format, "float" | "double"))
 }
 
 /// Checks a function name against Gemini's rule.
@@ -76,12 +86,11 @@ pub(crate) fn check_name(name: &str) -> Result<(), String> {
 /// parameters" (an object schema without properties), which Gemini wants
 /// left out rather than sent as an empty object.
 pub(crate) fn parameters(schema: &Value) -> Result<Option<Value>, SchemaError> {
-    check_depth(schema, MAX_DEPTH)?;
+    let mut walk = start(schema)?;
     if schema.as_object().is_some_and(Map::is_empty) {
         return Ok(None);
     }
-    let mut walk = Expander::new(schema);
-    let out = convert(&mut walk, schema, true, 0)?;
+    let out = convert(&mut walk, &mut Gemini, schema, true, 0)?;
     let Value::Object(mut out) = out else {
         return Err(SchemaError::new("", SchemaRule::NonObjectRoot));
     };
@@ -95,59 +104,18 @@ pub(crate) fn parameters(schema: &Value) -> Result<Option<Value>, SchemaError> {
     Ok(Some(Value::Object(out)))
 }
 
-fn convert(
-    walk: &mut Expander<'_>,
-    schema: &Value,
-    at_root: bool,
-    depth: usize,
-) -> Result<Value, SchemaError> {
-    if depth > MAX_DEPTH {
-        return Err(walk.error(SchemaRule::TooDeep(MAX_DEPTH)));
-    }
-    let object = match schema {
-        Value::Object(object) => object,
-        // "Any value": Gemini's `type` is optional, so an untyped schema says it.
-        Value::Bool(true) => return Ok(json!({})),
-        Value::Bool(false) => return Err(walk.error(SchemaRule::NoValue)),
-        _ => return Err(walk.error(SchemaRule::NotASchema)),
-    };
-    let (flat, pushed) = walk.flatten(object, at_root, depth)?;
-    let result = match flat {
-        Flat::Plain(object) => convert_plain(walk, &object, depth),
-        Flat::Recursive {
-            siblings,
-            target_type,
-            ..
-        } => Ok(cut_recursion(&siblings, target_type.as_ref())),
-    };
-    walk.pop(pushed);
-    result
-}
+/// The Gemini dialect.
+struct Gemini;
 
-/// Where a schema refers back to itself: a plain schema of the target's type
-/// (an object, for the usual recursive struct) whose contents are not spelled
-/// out again.
-fn cut_recursion(siblings: &Map<String, Value>, target_type: Option<&Value>) -> Value {
-    let kind = match target_type {
-        Some(Value::String(t)) if t != "null" => t.clone(),
-        Some(Value::Array(ts)) => ts
-            .iter()
-            .filter_map(Value::as_str)
-            .find(|t| *t != "null")
-            .unwrap_or("object")
-            .to_owned(),
-        _ => "object".to_owned(),
-    };
-    let mut out = Map::new();
-    out.insert("type".into(), Value::String(kind));
-    if let Some(description) = siblings.get("description").filter(|d| d.is_string()) {
-        out.insert("description".into(), description.clone());
-    }
-    append_description(
-        &mut out,
-        "(Recursive: same structure as its enclosing value.)",
-    );
-    Value::Object(out)
+/// One schema object being converted.
+struct Node {
+    depth: usize,
+    /// Its types other than `null` (Gemini spells `null` as `nullable`).
+    types: Vec<String>,
+    nullable: bool,
+    /// Union branches: from `anyOf`/`oneOf`, or from a type array (Gemini's
+    /// `type` is one type).
+    branches: Vec<Value>,
 }
 
 /// A union branch that only admits `null`.
@@ -165,156 +133,219 @@ fn is_null_schema(schema: &Value) -> bool {
     }
 }
 
-fn convert_plain(
-    walk: &mut Expander<'_>,
-    object: &Map<String, Value>,
-    depth: usize,
-) -> Result<Value, SchemaError> {
-    walk.spend()?;
-    let mut out = Map::new();
-    let mut dropped: Vec<(String, Value)> = Vec::new();
-    let mut nullable = false;
-    let declared: Vec<&str> = declared_types(object).unwrap_or_default();
-    if object
-        .get("type")
-        .is_some_and(|t| !t.is_string() && !t.is_array())
-    {
-        return Err(walk.error_at("type", SchemaRule::InvalidKeyword("type".into())));
+impl Inlining for Gemini {
+    /// "Any value": Gemini's `type` is optional, so an untyped schema says it.
+    fn any_value(&self, _walk: &Expander<'_>) -> Result<Value, SchemaError> {
+        Ok(json!({}))
     }
-    let mut types: Vec<&str> = declared.iter().copied().filter(|t| *t != "null").collect();
-    if declared.contains(&"null") {
-        nullable = true;
-    }
-    if types.is_empty() && is_object_schema(object) {
-        types.push("object");
-    }
-    let mut branches: Vec<Value> = Vec::new();
-    match types.as_slice() {
-        [] => {}
-        [single] => {
-            out.insert("type".into(), json!(single));
+
+    /// Where a schema refers back to itself: a plain schema of the target's
+    /// type (an object, for the usual recursive struct) whose contents are not
+    /// spelled out again.
+    fn recursion(&self, _walk: &Expander<'_>, recursive: Recursive) -> Result<Value, SchemaError> {
+        let kind = match recursive.target_type {
+            Some(Value::String(t)) if t != "null" => t,
+            Some(Value::Array(ts)) => ts
+                .iter()
+                .filter_map(Value::as_str)
+                .find(|t| *t != "null")
+                .unwrap_or("object")
+                .to_owned(),
+            _ => "object".to_owned(),
+        };
+        let mut out = Map::new();
+        out.insert("type".into(), Value::String(kind));
+        if let Some(description) = recursive
+            .siblings
+            .get("description")
+            .filter(|d| d.is_string())
+        {
+            out.insert("description".into(), description.clone());
         }
-        several => {
-            // Gemini's `type` is one type: a type array becomes a union.
-            branches.extend(several.iter().map(|t| json!({ "type": t })));
-        }
+        append_description(
+            &mut out,
+            "(Recursive: same structure as its enclosing value.)",
+        );
+        Ok(Value::Object(out))
     }
-    for (key, value) in object {
-        match key.as_str() {
-            "type" => {}
-            "properties" => {
-                let Some(properties) = value.as_object() else {
-                    return Err(walk.error_at(key, SchemaRule::InvalidKeyword(key.clone())));
-                };
-                let mut converted = Map::new();
-                for (name, child) in properties {
-                    let child = walk.nested(&["properties", name], |w| {
-                        convert(w, child, false, depth + 1)
-                    })?;
-                    converted.insert(name.clone(), child);
-                }
-                if !converted.is_empty() {
-                    out.insert(key.clone(), Value::Object(converted));
-                }
+
+    fn plain(
+        &mut self,
+        walk: &mut Expander<'_>,
+        object: &Map<String, Value>,
+        depth: usize,
+    ) -> Result<Value, SchemaError> {
+        walk.spend()?;
+        if object
+            .get("type")
+            .is_some_and(|t| !t.is_string() && !t.is_array())
+        {
+            return Err(walk.error_at("type", SchemaRule::InvalidKeyword("type".into())));
+        }
+        let declared: Vec<&str> = declared_types(object).unwrap_or_default();
+        let mut types: Vec<String> = declared
+            .iter()
+            .filter(|t| **t != "null")
+            .map(|t| (*t).to_owned())
+            .collect();
+        if types.is_empty() && is_object_schema(object) {
+            types.push("object".into());
+        }
+        let mut out = Out::default();
+        let mut branches = Vec::new();
+        match types.as_slice() {
+            [] => {}
+            [single] => {
+                out.schema.insert("type".into(), json!(single));
             }
-            "items" if value.is_object() || value.is_boolean() => {
-                let items = walk.nested(&["items"], |w| convert(w, value, false, depth + 1))?;
-                out.insert(key.clone(), items);
-            }
-            "anyOf" | "oneOf" => {
-                let Some(list) = value.as_array() else {
-                    return Err(walk.error_at(key, SchemaRule::InvalidKeyword(key.clone())));
-                };
-                for (i, branch) in list.iter().enumerate() {
-                    if is_null_schema(branch) {
-                        nullable = true;
-                        continue;
-                    }
-                    let index = i.to_string();
-                    branches.push(
-                        walk.nested(&[key, &index], |w| convert(w, branch, false, depth + 1))?,
-                    );
+            several => branches.extend(several.iter().map(|t| json!({ "type": t }))),
+        }
+        let node = Node {
+            depth,
+            types,
+            nullable: declared.contains(&"null"),
+            branches,
+        };
+        rewrite(walk, self, object, node, out).map(|(out, ())| Value::Object(out))
+    }
+}
+
+impl Dialect for Gemini {
+    type Rule = SchemaRule;
+    type Node = Node;
+    type Built = ();
+    const TABLE: Table = TABLE;
+    const OMIT_EMPTY_PROPERTIES: bool = true;
+
+    fn action(&self, node: &Node, keyword: &str, value: &Value) -> Option<Action<SchemaRule>> {
+        let has = |t: &str| node.types.iter().any(|own| own == t);
+        Some(match keyword {
+            "properties" => Action::Schemas,
+            "items" if value.is_object() || value.is_boolean() => Action::Schema,
+            "anyOf" | "oneOf" | "enum" | "const" => Action::Rewrite,
+            "format" => match value.as_str() {
+                Some(format) if keeps_format(has, format) => Action::Keep,
+                Some(_) if has("string") => Action::Note,
+                _ => Action::Drop,
+            },
+            _ => return None,
+        })
+    }
+
+    fn subschema(
+        &mut self,
+        walk: &mut Expander<'_>,
+        node: &mut Node,
+        _keyword: &str,
+        schema: &Value,
+    ) -> Result<Value, SchemaError> {
+        convert(walk, self, schema, false, node.depth + 1)
+    }
+
+    /// Unions become branches (a `null` one makes the schema nullable);
+    /// `enum` keeps its strings and `const` becomes a one-value `enum`.
+    fn rewrite(
+        &mut self,
+        walk: &mut Expander<'_>,
+        node: &mut Node,
+        _object: &Map<String, Value>,
+        keyword: &str,
+        value: &Value,
+        out: &mut Out,
+    ) -> Result<(), SchemaError> {
+        let invalid = |walk: &Expander<'_>| {
+            walk.error_at(keyword, SchemaRule::InvalidKeyword(keyword.to_owned()))
+        };
+        match keyword {
+            "const" => match value {
+                Value::String(_) => {
+                    out.schema.insert("enum".into(), json!([value]));
                 }
-            }
+                Value::Null => node.nullable = true,
+                other => out.note("const", other),
+            },
             "enum" => {
                 let Some(values) = value.as_array() else {
-                    return Err(walk.error_at(key, SchemaRule::InvalidKeyword(key.clone())));
+                    return Err(invalid(walk));
                 };
-                nullable |= values.contains(&Value::Null);
+                node.nullable |= values.contains(&Value::Null);
                 let rest: Vec<&Value> = values.iter().filter(|v| !v.is_null()).collect();
                 if rest.iter().all(|v| v.is_string()) {
-                    out.insert(
-                        key.clone(),
+                    out.schema.insert(
+                        keyword.into(),
                         Value::Array(rest.into_iter().cloned().collect()),
                     );
                 } else {
-                    dropped.push((key.clone(), value.clone()));
+                    out.note(keyword, value);
                 }
             }
-            "const" => match value {
-                Value::String(_) => {
-                    out.insert("enum".into(), json!([value]));
-                }
-                Value::Null => nullable = true,
-                other => dropped.push(("const".into(), other.clone())),
-            },
-            "format" => {
-                if let Some(format) = value.as_str() {
-                    if keeps_format(&types, format) {
-                        out.insert(key.clone(), value.clone());
-                    } else if types.contains(&"string") {
-                        dropped.push((key.clone(), value.clone()));
-                    }
-                }
-            }
-            "required" => {}
-            k if KEPT.contains(&k) => {
-                out.insert(key.clone(), value.clone());
-            }
-            k if DESCRIBED.contains(&k) => dropped.push((key.clone(), value.clone())),
-            // `$ref`/`$defs`/`allOf` are expanded; `additionalProperties`,
-            // `patternProperties`, `not`, `if`/`then`/`else`, tuple `items`,
-            // `$schema`, `examples` and other keywords are not in the subset.
-            _ => {}
-        }
-    }
-    if let (Some(Value::Array(required)), Some(Value::Object(properties))) =
-        (object.get("required"), out.get("properties"))
-    {
-        let present: Vec<Value> = required
-            .iter()
-            .filter(|name| name.as_str().is_some_and(|n| properties.contains_key(n)))
-            .cloned()
-            .collect();
-        if !present.is_empty() {
-            out.insert("required".into(), Value::Array(present));
-        }
-    }
-    if out.contains_key("enum") && !out.contains_key("type") {
-        out.insert("type".into(), json!("string"));
-    }
-    match branches.len() {
-        0 => {}
-        1 => {
-            // A union of one (e.g. `Option<T>` as `anyOf: [T, null]`) is T.
-            if let Some(Value::Object(branch)) = branches.pop() {
-                for (key, value) in branch {
-                    if key == "description" && out.contains_key("description") {
+            _ => {
+                let Some(list) = value.as_array() else {
+                    return Err(invalid(walk));
+                };
+                for (i, branch) in list.iter().enumerate() {
+                    if is_null_schema(branch) {
+                        node.nullable = true;
                         continue;
                     }
-                    out.insert(key, value);
+                    let index = i.to_string();
+                    let branch = walk.nested(&[keyword, &index], |w| {
+                        convert(w, self, branch, false, node.depth + 1)
+                    })?;
+                    node.branches.push(branch);
                 }
             }
         }
-        _ => {
-            out.insert("anyOf".into(), Value::Array(branches));
+        Ok(())
+    }
+
+    /// `required` lists only the properties kept; an `enum` is of strings; a
+    /// union of one is its branch.
+    fn finish(
+        &mut self,
+        _walk: &mut Expander<'_>,
+        mut node: Node,
+        object: &Map<String, Value>,
+        out: &mut Out,
+    ) -> Result<(), SchemaError> {
+        let out = &mut out.schema;
+        if let (Some(Value::Array(required)), Some(Value::Object(properties))) =
+            (object.get("required"), out.get("properties"))
+        {
+            let present: Vec<Value> = required
+                .iter()
+                .filter(|name| name.as_str().is_some_and(|n| properties.contains_key(n)))
+                .cloned()
+                .collect();
+            if !present.is_empty() {
+                out.insert("required".into(), Value::Array(present));
+            }
         }
+        if out.contains_key("enum") && !out.contains_key("type") {
+            out.insert("type".into(), json!("string"));
+        }
+        match node.branches.len() {
+            0 => {}
+            1 => {
+                // A union of one (e.g. `Option<T>` as `anyOf: [T, null]`) is T.
+                if let Some(Value::Object(branch)) = node.branches.pop() {
+                    for (key, value) in branch {
+                        if key == "description" && out.contains_key("description") {
+                            continue;
+                        }
+                        out.insert(key, value);
+                    }
+                }
+            }
+            _ => {
+                out.insert("anyOf".into(), Value::Array(node.branches));
+            }
+        }
+        if node.nullable {
+            out.insert("nullable".into(), Value::Bool(true));
+        }
+        Ok(())
     }
-    if nullable {
-        out.insert("nullable".into(), Value::Bool(true));
-    }
-    describe_dropped(&mut out, &dropped);
-    Ok(Value::Object(out))
 }
 
 #[cfg(test)]
@@ -433,5 +464,21 @@ mod tests {
         assert!(check_name("1st").is_err());
         assert!(check_name("-dash").is_err());
         assert!(check_name(&"a".repeat(65)).is_err());
+    }
+
+    #[test]
+    fn the_keyword_table_is_consistent() {
+        assert!(TABLE.overlaps().is_empty());
+    }
+
+    #[test]
+    fn deep_input_is_refused_with_its_path_without_recursion() {
+        let schema = crate::schema_rewrite::test_support::DeepSchema::new(3000);
+        let err = parameters(&schema.0).unwrap_err();
+        assert_eq!(
+            err.rule,
+            SchemaRule::TooDeep(crate::schema_rewrite::MAX_DEPTH)
+        );
+        assert!(err.path.starts_with("/properties/a/properties/a"));
     }
 }

@@ -23,7 +23,8 @@
 use serde_json::{Map, Value, json};
 
 use super::error::{SchemaError, SchemaRule};
-use super::schema::{MAX_DEPTH, NUMERIC_FORMATS, check_depth, declared_types};
+use super::schema::NUMERIC_FORMATS;
+use crate::schema_rewrite::{MAX_DEPTH, check_depth, declared_types};
 
 /// Keywords holding one subschema.
 const SINGLE: &[&str] = &[
@@ -62,7 +63,7 @@ pub(crate) fn check_name(name: &str) -> Result<(), String> {
 
 /// The input schema for a tool without strict mode (see the module docs).
 pub(crate) fn loose_schema(schema: &Value) -> Result<Value, SchemaError> {
-    check_depth(schema, MAX_DEPTH)?;
+    check_depth::<SchemaRule>(schema, MAX_DEPTH)?;
     let Value::Object(root) = schema else {
         return Err(SchemaError::new("", SchemaRule::NonObjectRoot));
     };
@@ -182,5 +183,16 @@ mod tests {
         assert!(check_name("weather-tool").is_ok());
         assert!(check_name("has space").is_err());
         assert!(check_name("").is_err());
+    }
+
+    #[test]
+    fn deep_input_is_refused_with_its_path_without_recursion() {
+        let schema = crate::schema_rewrite::test_support::DeepSchema::new(3000);
+        let err = loose_schema(&schema.0).unwrap_err();
+        assert_eq!(
+            err.rule,
+            SchemaRule::TooDeep(crate::schema_rewrite::MAX_DEPTH)
+        );
+        assert!(err.path.starts_with("/properties/a/properties/a"));
     }
 }

@@ -1,14 +1,17 @@
-//! The schema walk: closes objects, requires every property, rewrites unions,
-//! merges `allOf`, expands `$ref`s that cannot stay, and filters keywords.
+//! OpenAI strict mode as a dialect of the [schema-rewriting
+//! engine](crate::schema_rewrite): closes objects, requires every property,
+//! rewrites unions, merges `allOf`, expands `$ref`s that cannot stay, and
+//! filters keywords by [`TABLE`].
 
 use serde_json::{Map, Value, json};
 
 use super::error::{StrictError, StrictRule};
-use super::merge::{is_annotation, merge};
 use super::null_map::{ANY, Kinds, Node, NullMap, Prop, kind_of, kind_of_type_name};
 use super::nullable::{allows_null, make_nullable};
-use super::pointer::{escape_token, is_kept_target, parse_ref, resolve};
 use super::{StrictOptions, StrictSchema};
+use crate::schema::{escape_token, parse_ref};
+use crate::schema_rewrite::keywords::{Action, Dialect, Out, Table, Unlisted, rewrite};
+use crate::schema_rewrite::{Limits, RewriteError, Walker, is_annotation, merge};
 
 /// String formats OpenAI accepts; any other `format` is dropped.
 pub(crate) const SUPPORTED_FORMATS: &[&str] = &[
@@ -37,19 +40,31 @@ pub(crate) const REJECTED: &[&str] = &[
     "additionalItems",
 ];
 
-/// Keywords dropped: `default` is dead weight once every property is required (and
-/// rejected by some deployments); the others OpenAI rejects but only narrow what the
-/// original schema accepts, so validating against the original still enforces them.
-const STRIPPED: &[&str] = &[
-    "default",
-    "uniqueItems",
-    "propertyNames",
-    "minProperties",
-    "maxProperties",
-    "contains",
-    "minContains",
-    "maxContains",
-];
+/// OpenAI strict mode's keyword rules; the value-dependent ones are in
+/// [`OpenAiStrict::action`]. Other keywords pass through unchanged.
+const TABLE: Table = Table {
+    keep: &[],
+    // `default` is dead weight once every property is required (and rejected
+    // by some deployments); the others OpenAI rejects but only narrow what the
+    // original schema accepts, so validating against the original still
+    // enforces them.
+    drop: &[
+        "default",
+        "uniqueItems",
+        "propertyNames",
+        "minProperties",
+        "maxProperties",
+        "contains",
+        "minContains",
+        "maxContains",
+    ],
+    note: &[],
+    reject: REJECTED,
+    unlisted: Unlisted::Keep,
+};
+
+type Walk<'a> = Walker<'a, StrictRule>;
+type Error = RewriteError<StrictRule>;
 
 #[derive(Clone, Copy)]
 struct Frame {
@@ -58,22 +73,34 @@ struct Frame {
     in_nested_resource: bool,
 }
 
-struct Converter<'a> {
-    root: &'a Value,
-    options: &'a StrictOptions,
-    spent: usize,
-    /// `$ref`s being inlined right now, to detect recursion through them.
-    expanding: Vec<String>,
+/// The OpenAI strict dialect: the options, the [`NullMap`] being built, and
+/// the JSON Pointer into the output (where relaxed properties are recorded).
+struct OpenAiStrict<'o> {
+    options: &'o StrictOptions,
     map: NullMap,
-    in_path: String,
     out_path: String,
+}
+
+/// One schema object being converted.
+struct Plain {
+    /// The frame of its subschemas.
+    child: Frame,
+    at_root: bool,
+    is_object: bool,
+    is_string: bool,
+    unions_done: bool,
+    node: Node,
 }
 
 pub(crate) fn convert_root(
     schema: &Value,
     options: &StrictOptions,
 ) -> Result<StrictSchema, StrictError> {
-    check_json_depth(schema, options.max_json_depth)?;
+    let limits = Limits {
+        depth: options.max_json_depth,
+        nodes: options.max_schema_nodes,
+    };
+    let mut walk = Walker::start(schema, limits)?;
     let Value::Object(object) = schema else {
         return Err(StrictError::new("", StrictRule::NotASchema));
     };
@@ -91,13 +118,9 @@ pub(crate) fn convert_root(
             relaxed: map,
         });
     }
-    let mut converter = Converter {
-        root: schema,
+    let mut dialect = OpenAiStrict {
         options,
-        spent: 0,
-        expanding: Vec::new(),
         map: NullMap::default(),
-        in_path: String::new(),
         out_path: String::new(),
     };
     let frame = Frame {
@@ -105,14 +128,14 @@ pub(crate) fn convert_root(
         at_root: true,
         in_nested_resource: false,
     };
-    let (mut out, root_id) = converter.convert(schema, frame)?;
+    let (mut out, root_id) = dialect.convert(&mut walk, schema, frame)?;
     check_root(&mut out)?;
     check_ref_cycles(&out)?;
     super::limits::check(&out, options)?;
-    converter.map.root = Some(root_id);
+    dialect.map.root = Some(root_id);
     Ok(StrictSchema {
         schema: out,
-        relaxed: converter.map,
+        relaxed: dialect.map,
     })
 }
 
@@ -171,90 +194,37 @@ fn check_ref_cycles(out: &Value) -> Result<(), StrictError> {
     Ok(())
 }
 
+/// Where decoded pointer tokens lead in the converted schema (the kept
+/// `$ref`s point into it, not into the input).
 fn tokens_target<'v>(root: &'v Value, tokens: &[String]) -> Option<&'v Value> {
     tokens
         .iter()
         .try_fold(root, |value, token| value.get(token.as_str()))
 }
 
-/// Rejects JSON nesting beyond `limit` without recursing, so a hostile schema
-/// cannot overflow the stack in this check or in the conversion after it.
-fn check_json_depth(schema: &Value, limit: usize) -> Result<(), StrictError> {
-    // Each visited container is remembered as (parent, token) to rebuild its path.
-    let mut trail: Vec<(Option<usize>, String)> = Vec::new();
-    let mut stack: Vec<(&Value, usize, Option<usize>)> = vec![(schema, 1, None)];
-    while let Some((value, depth, me)) = stack.pop() {
-        if depth > limit {
-            let mut tokens = Vec::new();
-            let mut at = me;
-            while let Some(i) = at {
-                tokens.push(format!("/{}", escape_token(&trail[i].1)));
-                at = trail[i].0;
-            }
-            tokens.reverse();
-            return Err(StrictError::new(
-                tokens.concat(),
-                StrictRule::TooDeep(limit),
-            ));
-        }
-        let mut visit = |token: String, child: &Value| {
-            matches!(child, Value::Object(_) | Value::Array(_)).then(|| {
-                trail.push((me, token));
-                trail.len() - 1
-            })
-        };
-        match value {
-            Value::Object(map) => {
-                for (k, v) in map {
-                    if let Some(i) = visit(k.clone(), v) {
-                        stack.push((v, depth + 1, Some(i)));
-                    }
-                }
-            }
-            Value::Array(items) => {
-                for (n, v) in items.iter().enumerate() {
-                    if let Some(i) = visit(n.to_string(), v) {
-                        stack.push((v, depth + 1, Some(i)));
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-    Ok(())
+/// Whether a reference points at a definition kept as a `$ref` target: the
+/// root itself or a root-level `$defs`/`definitions` entry.
+fn is_kept_target(tokens: &[String]) -> bool {
+    tokens.is_empty() || (tokens.len() == 2 && (tokens[0] == "$defs" || tokens[0] == "definitions"))
 }
 
-impl Converter<'_> {
-    fn error(&self, rule: StrictRule) -> StrictError {
-        StrictError::new(self.in_path.clone(), rule)
-    }
-
-    fn error_at(&self, keyword: &str, rule: StrictRule) -> StrictError {
-        StrictError::new(format!("{}/{}", self.in_path, escape_token(keyword)), rule)
-    }
-
-    fn spend(&mut self) -> Result<(), StrictError> {
-        self.spent += 1;
-        if self.spent > self.options.max_schema_nodes {
-            return Err(self.error(StrictRule::TooManyNodes(self.options.max_schema_nodes)));
-        }
-        Ok(())
-    }
-
-    /// Runs `f` with both paths extended by one token each.
-    fn nested<T>(&mut self, input: &[&str], output: &[&str], f: impl FnOnce(&mut Self) -> T) -> T {
-        let (in_len, out_len) = (self.in_path.len(), self.out_path.len());
-        for token in input {
-            self.in_path.push('/');
-            self.in_path.push_str(&escape_token(token));
-        }
+impl OpenAiStrict<'_> {
+    /// Runs `f` with the input path extended by `input` and the output path
+    /// by `output`.
+    fn nested<T>(
+        &mut self,
+        walk: &mut Walk<'_>,
+        input: &[&str],
+        output: &[&str],
+        f: impl FnOnce(&mut Self, &mut Walk<'_>) -> T,
+    ) -> T {
+        let len = self.out_path.len();
         for token in output {
             self.out_path.push('/');
             self.out_path.push_str(&escape_token(token));
         }
-        let result = f(self);
-        self.in_path.truncate(in_len);
-        self.out_path.truncate(out_len);
+        let result = walk.nested(input, |w| f(self, w));
+        self.out_path.truncate(len);
         result
     }
 
@@ -263,108 +233,126 @@ impl Converter<'_> {
         self.map.nodes.len() - 1
     }
 
-    fn convert(&mut self, schema: &Value, frame: Frame) -> Result<(Value, usize), StrictError> {
-        if frame.depth > self.options.max_json_depth {
-            return Err(self.error(StrictRule::TooDeep(self.options.max_json_depth)));
-        }
+    fn kept_ref(&mut self, reference: &str, tokens: Vec<String>) -> (Value, usize) {
+        let id = self.push_node(Node {
+            reference: Some(tokens),
+            ..Node::default()
+        });
+        (json!({"$ref": reference}), id)
+    }
+
+    fn convert(
+        &mut self,
+        walk: &mut Walk<'_>,
+        schema: &Value,
+        frame: Frame,
+    ) -> Result<(Value, usize), Error> {
+        walk.enter(frame.depth)?;
         let object = match schema {
             Value::Object(object) => object,
-            Value::Bool(true) => return Err(self.error(StrictRule::AnyValue)),
-            Value::Bool(false) => return Err(self.error(StrictRule::NoValue)),
-            _ => return Err(self.error(StrictRule::NotASchema)),
+            Value::Bool(true) => return Err(walk.error(StrictRule::AnyValue)),
+            Value::Bool(false) => return Err(walk.error(StrictRule::NoValue)),
+            _ => return Err(walk.error(StrictRule::NotASchema)),
         };
-        self.spend()?;
+        walk.spend()?;
         let frame = Frame {
             in_nested_resource: frame.in_nested_resource
                 || (!frame.at_root && object.get("$id").is_some_and(Value::is_string)),
             ..frame
         };
         if object.contains_key("$ref") {
-            return self.convert_ref(object, frame);
+            return self.convert_ref(walk, object, frame);
         }
         if object.contains_key("allOf") {
-            return self.convert_all_of(object, frame);
+            return self.convert_all_of(walk, object, frame);
         }
-        self.convert_plain(object, frame)
+        self.convert_plain(walk, object, frame)
+    }
+
+    /// Resolves a `$ref` that must not reach into a nested `$id` resource.
+    fn resolve<'a>(walk: &Walk<'a>, reference: &str) -> Result<(Vec<String>, &'a Value), Error> {
+        let target = walk.resolve(reference, true)?;
+        if target.crosses_id {
+            return Err(walk.error_at("$ref", StrictRule::NestedIdRef));
+        }
+        Ok((target.tokens, target.value))
+    }
+
+    /// A `$ref` target as a schema object (errors at the `$ref`).
+    fn target_object(walk: &Walk<'_>, target: &Value) -> Result<Map<String, Value>, Error> {
+        match target {
+            Value::Object(target) => Ok(target.clone()),
+            Value::Bool(true) => Ok(Map::new()),
+            Value::Bool(false) => Err(walk.error_at("$ref", StrictRule::NoValue)),
+            _ => Err(walk.error_at("$ref", StrictRule::NotASchema)),
+        }
     }
 
     fn convert_ref(
         &mut self,
+        walk: &mut Walk<'_>,
         object: &Map<String, Value>,
         frame: Frame,
-    ) -> Result<(Value, usize), StrictError> {
+    ) -> Result<(Value, usize), Error> {
         if frame.in_nested_resource {
-            return Err(self.error_at("$ref", StrictRule::NestedIdRef));
+            return Err(walk.error_at("$ref", StrictRule::NestedIdRef));
         }
         let Some(reference) = object["$ref"].as_str() else {
-            return Err(self.error_at("$ref", StrictRule::InvalidKeyword("$ref".into())));
+            return Err(walk.error_at("$ref", StrictRule::InvalidKeyword("$ref".into())));
         };
-        let ref_path = format!("{}/$ref", self.in_path);
-        let (tokens, target) = resolve(self.root, reference, &ref_path)?;
+        let (tokens, target) = Self::resolve(walk, reference)?;
         let mut siblings = object.clone();
         siblings.remove("$ref");
         let kept = is_kept_target(&tokens);
         if kept && siblings.is_empty() {
-            let id = self.push_node(Node {
-                reference: Some(tokens),
-                ..Node::default()
-            });
-            return Ok((json!({"$ref": reference}), id));
+            return Ok(self.kept_ref(reference, tokens));
         }
-        if self.expanding.iter().any(|r| r == reference) {
+        if walk.is_expanding(reference) {
             // Recursion through a reference we are inlining: the definition itself
             // is converted in place, so a plain `$ref` is valid; only annotations
             // (which OpenAI does not allow next to `$ref`) are lost.
             if kept && siblings.keys().all(|k| is_annotation(k, frame.at_root)) {
-                let id = self.push_node(Node {
-                    reference: Some(tokens),
-                    ..Node::default()
-                });
-                return Ok((json!({"$ref": reference}), id));
+                return Ok(self.kept_ref(reference, tokens));
             }
-            return Err(self.error_at("$ref", StrictRule::RefCycle(reference.to_owned())));
+            return Err(walk.error_at("$ref", StrictRule::RefCycle(reference.to_owned())));
         }
-        let target = match target {
-            Value::Object(target) => target.clone(),
-            Value::Bool(true) => Map::new(),
-            Value::Bool(false) => return Err(self.error_at("$ref", StrictRule::NoValue)),
-            _ => return Err(self.error_at("$ref", StrictRule::NotASchema)),
-        };
+        let target = Self::target_object(walk, target)?;
         let merged = merge(&siblings, &target, frame.at_root)
-            .map_err(|keys| self.error(StrictRule::RefSiblingConflict(keys)))?;
-        self.expanding.push(reference.to_owned());
+            .map_err(|keys| walk.error(StrictRule::RefSiblingConflict(keys)))?;
+        walk.expand(reference.to_owned());
         let result = self.convert(
+            walk,
             &Value::Object(merged),
             Frame {
                 depth: frame.depth + 1,
                 ..frame
             },
         );
-        self.expanding.pop();
+        walk.unexpand(1);
         result
     }
 
     fn convert_all_of(
         &mut self,
+        walk: &mut Walk<'_>,
         object: &Map<String, Value>,
         frame: Frame,
-    ) -> Result<(Value, usize), StrictError> {
+    ) -> Result<(Value, usize), Error> {
         let Some(entries) = object["allOf"].as_array() else {
-            return Err(self.error_at("allOf", StrictRule::InvalidKeyword("allOf".into())));
+            return Err(walk.error_at("allOf", StrictRule::InvalidKeyword("allOf".into())));
         };
         let mut merged = object.clone();
         merged.remove("allOf");
         for (i, entry) in entries.iter().enumerate() {
             let index = i.to_string();
-            let entry = self.nested(&["allOf", &index], &[], |c| c.resolve_entry(entry, frame))?;
-            merged = merge(&merged, &entry, frame.at_root).map_err(|keys| {
-                StrictError::new(
-                    format!("{}/allOf/{i}", self.in_path),
-                    StrictRule::AllOfConflict(keys),
-                )
+            merged = walk.nested(&["allOf", &index], |w| {
+                let entry = Self::resolve_entry(w, entry, frame)?;
+                merge(&merged, &entry, frame.at_root)
+                    .map_err(|keys| w.error(StrictRule::AllOfConflict(keys)))
             })?;
         }
         self.convert(
+            walk,
             &Value::Object(merged),
             Frame {
                 depth: frame.depth + 1,
@@ -376,24 +364,19 @@ impl Converter<'_> {
     /// An `allOf` entry as a plain schema object: a `$ref` whose siblings are only
     /// annotations is followed (through chains) so its target can be merged.
     fn resolve_entry(
-        &mut self,
+        walk: &mut Walk<'_>,
         entry: &Value,
         frame: Frame,
-    ) -> Result<Map<String, Value>, StrictError> {
-        let mut current = match entry {
-            Value::Object(object) => object.clone(),
-            Value::Bool(true) => return Ok(Map::new()),
-            Value::Bool(false) => return Err(self.error(StrictRule::NoValue)),
-            _ => return Err(self.error(StrictRule::NotASchema)),
-        };
+    ) -> Result<Map<String, Value>, Error> {
+        let mut current = walk.schema_object(entry)?;
         if current.get("$id").is_some_and(Value::is_string) && current.contains_key("$ref") {
-            return Err(self.error_at("$ref", StrictRule::NestedIdRef));
+            return Err(walk.error_at("$ref", StrictRule::NestedIdRef));
         }
         let mut seen: Vec<String> = Vec::new();
         let mut carried = Map::new();
         while let Some(reference) = current.get("$ref") {
             if frame.in_nested_resource {
-                return Err(self.error_at("$ref", StrictRule::NestedIdRef));
+                return Err(walk.error_at("$ref", StrictRule::NestedIdRef));
             }
             if current
                 .keys()
@@ -402,24 +385,18 @@ impl Converter<'_> {
                 break; // constraining siblings: left for `convert_ref` to merge
             }
             let Some(reference) = reference.as_str().map(str::to_owned) else {
-                return Err(self.error_at("$ref", StrictRule::InvalidKeyword("$ref".into())));
+                return Err(walk.error_at("$ref", StrictRule::InvalidKeyword("$ref".into())));
             };
             if seen.contains(&reference) {
-                return Err(self.error_at("$ref", StrictRule::RefCycle(reference)));
+                return Err(walk.error_at("$ref", StrictRule::RefCycle(reference)));
             }
-            self.spend()?;
-            let ref_path = format!("{}/$ref", self.in_path);
-            let (_, target) = resolve(self.root, &reference, &ref_path)?;
+            walk.spend()?;
+            let (_, target) = Self::resolve(walk, &reference)?;
             // Outer annotations win over the ones met further down the chain.
             for (k, v) in current.iter().filter(|(k, _)| *k != "$ref") {
                 carried.entry(k.clone()).or_insert_with(|| v.clone());
             }
-            current = match target {
-                Value::Object(target) => target.clone(),
-                Value::Bool(true) => Map::new(),
-                Value::Bool(false) => return Err(self.error_at("$ref", StrictRule::NoValue)),
-                _ => return Err(self.error_at("$ref", StrictRule::NotASchema)),
-            };
+            current = Self::target_object(walk, target)?;
             seen.push(reference);
         }
         current.extend(carried);
@@ -428,14 +405,10 @@ impl Converter<'_> {
 
     fn convert_plain(
         &mut self,
+        walk: &mut Walk<'_>,
         object: &Map<String, Value>,
         frame: Frame,
-    ) -> Result<(Value, usize), StrictError> {
-        let child = Frame {
-            depth: frame.depth + 1,
-            at_root: false,
-            ..frame
-        };
+    ) -> Result<(Value, usize), Error> {
         let has_properties = object.get("properties").is_some_and(Value::is_object);
         let declared_type = object.get("type");
         let types: Vec<&str> = match declared_type {
@@ -444,7 +417,7 @@ impl Converter<'_> {
             Some(Value::Array(ts)) if ts.iter().all(Value::is_string) => {
                 ts.iter().filter_map(Value::as_str).collect()
             }
-            Some(_) => return Err(self.error_at("type", StrictRule::InvalidKeyword("type".into()))),
+            Some(_) => return Err(walk.error_at("type", StrictRule::InvalidKeyword("type".into()))),
         };
         let is_object = types.contains(&"object") || (declared_type.is_none() && has_properties);
         if declared_type.is_none()
@@ -453,7 +426,7 @@ impl Converter<'_> {
                 .get("additionalProperties")
                 .is_some_and(|v| v != &Value::Bool(false))
         {
-            return Err(self.error_at("additionalProperties", StrictRule::OpenMap));
+            return Err(walk.error_at("additionalProperties", StrictRule::OpenMap));
         }
         if declared_type.is_none()
             && !has_properties
@@ -461,96 +434,48 @@ impl Converter<'_> {
                 .iter()
                 .any(|k| object.contains_key(*k))
         {
-            return Err(self.error(StrictRule::AnyValue));
+            return Err(walk.error(StrictRule::AnyValue));
         }
-
-        let mut out = Map::new();
-        let mut node = Node {
-            kinds: kinds_of(object, &types),
-            ..Node::default()
-        };
+        let mut out = Out::default();
         if declared_type.is_none() && has_properties {
-            out.insert("type".into(), json!("object"));
+            out.schema.insert("type".into(), json!("object"));
         }
-        let mut unions_done = false;
-        for (key, value) in object {
-            match key.as_str() {
-                "$defs" | "definitions" => {
-                    let converted = self.convert_defs(key, value, child, frame.at_root)?;
-                    out.insert(key.clone(), converted);
-                }
-                "properties" | "required" | "additionalProperties" if is_object => {}
-                "patternProperties" => {
-                    if value.as_object().is_some_and(|m| !m.is_empty()) {
-                        return Err(self.error_at(key, StrictRule::PatternProperties));
-                    }
-                }
-                "unevaluatedProperties" => match value {
-                    // Redundant once the object is closed.
-                    Value::Bool(false) => {}
-                    _ => return Err(self.error_at(key, StrictRule::OpenMap)),
-                },
-                "unevaluatedItems" => {
-                    if value != &Value::Bool(false) {
-                        return Err(self.error_at(key, StrictRule::UnsupportedKeyword(key.clone())));
-                    }
-                }
-                "items" => {
-                    if value.is_array() {
-                        return Err(self.error_at(key, StrictRule::UnsupportedKeyword(key.clone())));
-                    }
-                    let (converted, id) =
-                        self.nested(&["items"], &["items"], |c| c.convert(value, child))?;
-                    node.items = Some(id);
-                    out.insert(key.clone(), converted);
-                }
-                "anyOf" | "oneOf" if !unions_done => {
-                    unions_done = true;
-                    let branches = self.convert_unions(object, child, &mut node)?;
-                    out.insert("anyOf".into(), Value::Array(branches));
-                }
-                "anyOf" | "oneOf" => {}
-                "format" => {
-                    let keep = types.contains(&"string")
-                        && value
-                            .as_str()
-                            .is_some_and(|f| SUPPORTED_FORMATS.contains(&f));
-                    if keep {
-                        out.insert(key.clone(), value.clone());
-                    }
-                }
-                k if STRIPPED.contains(&k) => {}
-                k if REJECTED.contains(&k) => {
-                    return Err(self.error_at(k, StrictRule::UnsupportedKeyword(k.to_owned())));
-                }
-                _ => {
-                    out.insert(key.clone(), value.clone());
-                }
-            }
-        }
-        if is_object {
-            self.close_object(object, &mut out, &mut node, child)?;
-        }
-        let id = self.push_node(node);
+        let plain = Plain {
+            child: Frame {
+                depth: frame.depth + 1,
+                at_root: false,
+                ..frame
+            },
+            at_root: frame.at_root,
+            is_object,
+            is_string: types.contains(&"string"),
+            unions_done: false,
+            node: Node {
+                kinds: kinds_of(object, &types),
+                ..Node::default()
+            },
+        };
+        let (out, id) = rewrite(walk, self, object, plain, out)?;
         Ok((Value::Object(out), id))
     }
 
     fn convert_defs(
         &mut self,
+        walk: &mut Walk<'_>,
         keyword: &str,
         value: &Value,
-        child: Frame,
-        at_root: bool,
-    ) -> Result<Value, StrictError> {
+        plain: &Plain,
+    ) -> Result<Value, Error> {
         let Some(defs) = value.as_object() else {
-            return Err(self.error_at(keyword, StrictRule::InvalidKeyword(keyword.into())));
+            return Err(walk.error_at(keyword, StrictRule::InvalidKeyword(keyword.into())));
         };
         let mut out = Map::new();
         for (name, schema) in defs {
-            let (converted, id) = self.nested(&[keyword, name], &[keyword, name], |c| {
-                c.convert(schema, child)
-            })?;
-            if at_root {
+            let (converted, id) =
+                self.nested(walk, &[keyword, name], &[keyword, name], |c, w| {
+                    c.convert(w, schema, plain.child)
+                })?;
+            if plain.at_root {
                 self.map
                     .defs
                     .insert(vec![keyword.to_owned(), name.clone()], id);
@@ -564,25 +489,27 @@ impl Converter<'_> {
     /// branches of the unions schemars emits are disjoint, so `anyOf` accepts the same.
     fn convert_unions(
         &mut self,
+        walk: &mut Walk<'_>,
         object: &Map<String, Value>,
-        child: Frame,
-        node: &mut Node,
-    ) -> Result<Vec<Value>, StrictError> {
+        plain: &mut Plain,
+    ) -> Result<Vec<Value>, Error> {
         let mut branches = Vec::new();
         for keyword in ["anyOf", "oneOf"] {
             let Some(value) = object.get(keyword) else {
                 continue;
             };
             let Some(list) = value.as_array() else {
-                return Err(self.error_at(keyword, StrictRule::InvalidKeyword(keyword.into())));
+                return Err(walk.error_at(keyword, StrictRule::InvalidKeyword(keyword.into())));
             };
             for (i, branch) in list.iter().enumerate() {
                 let (in_index, out_index) = (i.to_string(), branches.len().to_string());
-                let (converted, id) =
-                    self.nested(&[keyword, &in_index], &["anyOf", &out_index], |c| {
-                        c.convert(branch, child)
-                    })?;
-                node.any_of.push(id);
+                let (converted, id) = self.nested(
+                    walk,
+                    &[keyword, &in_index],
+                    &["anyOf", &out_index],
+                    |c, w| c.convert(w, branch, plain.child),
+                )?;
+                plain.node.any_of.push(id);
                 branches.push(converted);
             }
         }
@@ -593,22 +520,22 @@ impl Converter<'_> {
     /// properties become nullable (recorded in the [`NullMap`]).
     fn close_object(
         &mut self,
+        walk: &mut Walk<'_>,
         object: &Map<String, Value>,
         out: &mut Map<String, Value>,
-        node: &mut Node,
-        child: Frame,
-    ) -> Result<(), StrictError> {
+        plain: &mut Plain,
+    ) -> Result<(), Error> {
         let explicit_closed = match object.get("additionalProperties") {
             None => false,
             Some(Value::Bool(false)) => true,
-            Some(_) => return Err(self.error_at("additionalProperties", StrictRule::OpenMap)),
+            Some(_) => return Err(walk.error_at("additionalProperties", StrictRule::OpenMap)),
         };
         let required: Vec<&str> = match object.get("required") {
             None => Vec::new(),
             Some(Value::Array(names)) => names.iter().filter_map(Value::as_str).collect(),
             Some(_) => {
                 return Err(
-                    self.error_at("required", StrictRule::InvalidKeyword("required".into()))
+                    walk.error_at("required", StrictRule::InvalidKeyword("required".into()))
                 );
             }
         };
@@ -616,7 +543,7 @@ impl Converter<'_> {
             None => None,
             Some(Value::Object(p)) => Some(p),
             Some(_) => {
-                return Err(self.error_at(
+                return Err(walk.error_at(
                     "properties",
                     StrictRule::InvalidKeyword("properties".into()),
                 ));
@@ -624,16 +551,18 @@ impl Converter<'_> {
         };
         let declares_none = properties.is_none_or(Map::is_empty);
         if self.options.reject_open_objects && declares_none && !explicit_closed {
-            return Err(self.error(StrictRule::OpenObject));
+            return Err(walk.error(StrictRule::OpenObject));
         }
         if let Some(properties) = properties {
             let mut converted = Map::new();
             let mut props = Vec::new();
             for (name, schema) in properties {
-                let (mut value, id) =
-                    self.nested(&["properties", name], &["properties", name], |c| {
-                        c.convert(schema, child)
-                    })?;
+                let (mut value, id) = self.nested(
+                    walk,
+                    &["properties", name],
+                    &["properties", name],
+                    |c, w| c.convert(w, schema, plain.child),
+                )?;
                 let tag = value
                     .get("const")
                     .cloned()
@@ -642,7 +571,7 @@ impl Converter<'_> {
                         _ => None,
                     });
                 let relaxed =
-                    !required.contains(&name.as_str()) && !allows_null(&value, self.root, 0);
+                    !required.contains(&name.as_str()) && !allows_null(&value, walk.root(), 0);
                 if relaxed {
                     make_nullable(&mut value);
                     self.map.relaxed_paths.push(format!(
@@ -664,10 +593,104 @@ impl Converter<'_> {
             let names = converted.keys().cloned().map(Value::String).collect();
             out.insert("properties".into(), Value::Object(converted));
             out.insert("required".into(), Value::Array(names));
-            node.props = Some(props);
+            plain.node.props = Some(props);
         }
         out.insert("additionalProperties".into(), Value::Bool(false));
         Ok(())
+    }
+}
+
+impl Dialect for OpenAiStrict<'_> {
+    type Rule = StrictRule;
+    type Node = Plain;
+    /// The [`NullMap`] node of the converted schema.
+    type Built = usize;
+    const TABLE: Table = TABLE;
+
+    fn action(&self, plain: &Plain, keyword: &str, value: &Value) -> Option<Action<StrictRule>> {
+        Some(match keyword {
+            "$defs" | "definitions" => Action::Rewrite,
+            // Rewritten when the object is closed.
+            "properties" | "required" | "additionalProperties" if plain.is_object => Action::Drop,
+            "patternProperties" if value.as_object().is_some_and(|m| !m.is_empty()) => {
+                Action::Reject(StrictRule::PatternProperties)
+            }
+            "patternProperties" => Action::Drop,
+            // Redundant once the object is closed.
+            "unevaluatedProperties" if value == &Value::Bool(false) => Action::Drop,
+            "unevaluatedProperties" => Action::Reject(StrictRule::OpenMap),
+            "unevaluatedItems" if value == &Value::Bool(false) => Action::Drop,
+            "unevaluatedItems" => Action::Reject(StrictRule::UnsupportedKeyword(keyword.into())),
+            // Tuples.
+            "items" if value.is_array() => {
+                Action::Reject(StrictRule::UnsupportedKeyword(keyword.into()))
+            }
+            "items" => Action::Schema,
+            "anyOf" | "oneOf" if !plain.unions_done => Action::Rewrite,
+            "anyOf" | "oneOf" => Action::Drop,
+            "format"
+                if plain.is_string
+                    && value
+                        .as_str()
+                        .is_some_and(|f| SUPPORTED_FORMATS.contains(&f)) =>
+            {
+                Action::Keep
+            }
+            "format" => Action::Drop,
+            _ => return None,
+        })
+    }
+
+    /// `items`, the one subschema keyword the table hands over.
+    fn subschema(
+        &mut self,
+        walk: &mut Walk<'_>,
+        plain: &mut Plain,
+        keyword: &str,
+        schema: &Value,
+    ) -> Result<Value, Error> {
+        let len = self.out_path.len();
+        self.out_path.push('/');
+        self.out_path.push_str(&escape_token(keyword));
+        let converted = self.convert(walk, schema, plain.child);
+        self.out_path.truncate(len);
+        let (converted, id) = converted?;
+        plain.node.items = Some(id);
+        Ok(converted)
+    }
+
+    /// Definitions are converted in place; `anyOf` and `oneOf` become one `anyOf`.
+    fn rewrite(
+        &mut self,
+        walk: &mut Walk<'_>,
+        plain: &mut Plain,
+        object: &Map<String, Value>,
+        keyword: &str,
+        value: &Value,
+        out: &mut Out,
+    ) -> Result<(), Error> {
+        if keyword == "anyOf" || keyword == "oneOf" {
+            plain.unions_done = true;
+            let branches = self.convert_unions(walk, object, plain)?;
+            out.schema.insert("anyOf".into(), Value::Array(branches));
+        } else {
+            let converted = self.convert_defs(walk, keyword, value, plain)?;
+            out.schema.insert(keyword.to_owned(), converted);
+        }
+        Ok(())
+    }
+
+    fn finish(
+        &mut self,
+        walk: &mut Walk<'_>,
+        mut plain: Plain,
+        object: &Map<String, Value>,
+        out: &mut Out,
+    ) -> Result<usize, Error> {
+        if plain.is_object {
+            self.close_object(walk, object, &mut out.schema, &mut plain)?;
+        }
+        Ok(self.push_node(plain.node))
     }
 }
 
@@ -685,4 +708,14 @@ fn kinds_of(object: &Map<String, Value>, types: &[&str]) -> Kinds {
         return kind_of(&Value::Object(Map::new()));
     }
     ANY
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_keyword_table_is_consistent() {
+        assert!(TABLE.overlaps().is_empty());
+    }
 }

@@ -1,5 +1,7 @@
 //! The error returned when a schema cannot be made strict.
 
+use crate::schema_rewrite::{RewriteError, display_path, engine_rule};
+
 /// Why a schema could not be converted; carried by [`StrictError`].
 ///
 /// Each variant names one rule of OpenAI's strict subset (or one safety limit of
@@ -123,18 +125,12 @@ pub enum StrictRule {
 /// );
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("cannot make schema strict at {}: {rule}", display_path(.path))]
-pub struct StrictError {
-    path: String,
-    rule: StrictRule,
-}
+#[error("cannot make schema strict at {}: {}", display_path(&.0.path), .0.rule)]
+pub struct StrictError(RewriteError<StrictRule>);
 
 impl StrictError {
     pub(crate) fn new(path: impl Into<String>, rule: StrictRule) -> Self {
-        Self {
-            path: path.into(),
-            rule,
-        }
+        StrictError(RewriteError::new(path, rule))
     }
 
     /// JSON Pointer (RFC 6901) into the input schema; `""` is the root.
@@ -145,7 +141,7 @@ impl StrictError {
     /// assert_eq!(err.path(), "");
     /// ```
     pub fn path(&self) -> &str {
-        &self.path
+        &self.0.path
     }
 
     /// The rule that was broken.
@@ -156,11 +152,15 @@ impl StrictError {
     /// assert_eq!(err.rule(), &StrictRule::RootUnion);
     /// ```
     pub fn rule(&self) -> &StrictRule {
-        &self.rule
+        &self.0.rule
     }
 }
 
-/// The root pointer is empty, which reads badly in a sentence.
-fn display_path(path: &str) -> &str {
-    if path.is_empty() { "(root)" } else { path }
+/// The engine's error, in OpenAI strict mode's terms.
+impl From<RewriteError<StrictRule>> for StrictError {
+    fn from(error: RewriteError<StrictRule>) -> Self {
+        StrictError(error)
+    }
 }
+
+engine_rule!(StrictRule);

@@ -4,7 +4,7 @@ use serde_json::Value;
 
 use super::StrictOptions;
 use super::error::{StrictError, StrictRule};
-use super::pointer::escape_token;
+use crate::schema::escape_token;
 
 #[derive(Default)]
 struct Totals {

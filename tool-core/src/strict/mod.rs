@@ -101,10 +101,8 @@
 pub(crate) mod convert;
 mod error;
 mod limits;
-pub(crate) mod merge;
 mod null_map;
 mod nullable;
-pub(crate) mod pointer;
 #[cfg(test)]
 mod tests;
 
@@ -164,9 +162,11 @@ pub struct StrictOptions {
     pub large_enum_threshold: usize,
     /// Characters in one large string enum (OpenAI: 15,000).
     pub max_large_enum_length: usize,
-    /// JSON nesting the converter processes (safety: 100).
+    /// JSON nesting the converter processes (safety: 100, the limit every
+    /// provider's conversion uses).
     pub max_json_depth: usize,
-    /// Schema nodes visited, counting `$ref` expansion (safety: 100,000).
+    /// Schema nodes visited, counting `$ref` expansion (safety: 100,000, as
+    /// for every provider).
     pub max_schema_nodes: usize,
     /// Refuse objects that declare no properties instead of closing them (default: false).
     pub reject_open_objects: bool,
@@ -181,8 +181,8 @@ impl Default for StrictOptions {
             max_string_length: 120_000,
             large_enum_threshold: 250,
             max_large_enum_length: 15_000,
-            max_json_depth: 100,
-            max_schema_nodes: 100_000,
+            max_json_depth: crate::schema_rewrite::MAX_DEPTH,
+            max_schema_nodes: crate::schema_rewrite::MAX_NODES,
             reject_open_objects: false,
         }
     }

@@ -2,7 +2,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::pointer::resolve;
+use crate::schema::resolve_ref;
 
 /// Whether a (converted) schema already admits `null`. References are followed
 /// in the input document, a few levels at most.
@@ -14,8 +14,8 @@ pub(crate) fn allows_null(schema: &Value, root: &Value, depth: usize) -> bool {
         return schema == &Value::Bool(true);
     };
     if let Some(reference) = object.get("$ref").and_then(Value::as_str) {
-        if let Ok((_, target)) = resolve(root, reference, "") {
-            if allows_null(target, root, depth + 1) {
+        if let Ok(target) = resolve_ref(root, reference, true) {
+            if !target.crosses_id && allows_null(target.value, root, depth + 1) {
                 return true;
             }
         }

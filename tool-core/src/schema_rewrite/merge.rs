@@ -40,6 +40,7 @@ const INTERACTING: &[&[&str]] = &[
     &["if", "then", "else"],
 ];
 
+/// Whether `keyword` only annotates (`$id` does at the root).
 pub(crate) fn is_annotation(keyword: &str, at_root: bool) -> bool {
     ANNOTATIONS.contains(&keyword) || (at_root && keyword == "$id")
 }
@@ -112,7 +113,7 @@ pub(crate) fn merge(
 }
 
 /// JSON equality with numbers compared by value (`1` equals `1.0`).
-pub(crate) fn json_equal(a: &Value, b: &Value) -> bool {
+fn json_equal(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Number(x), Value::Number(y)) => match (x.as_i64(), y.as_i64()) {
             (Some(x), Some(y)) => x == y,
