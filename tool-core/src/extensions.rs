@@ -8,8 +8,8 @@ use std::fmt;
 use std::sync::Arc;
 
 /// A map from type to one value of that type, cheap to clone (values are
-/// shared). A host puts values in with [`CallContext::with_extension`]
-/// (`crate::CallContext::with_extension`); the tool reads them with
+/// shared). A host puts values in with
+/// [`CallContext::with_extension`](crate::CallContext::with_extension); the tool reads them with
 /// [`ToolContext::extension`](crate::ToolContext::extension). An add-on
 /// crate usually wraps the lookup in an extension trait (`ctx.mcp()`).
 ///

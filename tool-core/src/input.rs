@@ -105,12 +105,12 @@ fn coerce_in(value: &mut Value, schema: &Value, root: &Value, depth: usize) -> b
                 let Some(field_schema) = properties.get(key) else {
                     continue;
                 };
-                if let Value::String(text) = field {
-                    if let Some(parsed) = parse_stringified(text, field_schema, root) {
-                        *field = parsed;
-                        changed = true;
-                        continue;
-                    }
+                if let Value::String(text) = field
+                    && let Some(parsed) = parse_stringified(text, field_schema, root)
+                {
+                    *field = parsed;
+                    changed = true;
+                    continue;
                 }
                 changed |= coerce_in(field, field_schema, root, depth + 1);
             }

@@ -411,10 +411,10 @@ impl Tool {
                 };
             }
         };
-        if let Some(schema) = &self.inner.suspend {
-            if let Err(error) = check(schema, Subject::Suspend, id, &payload) {
-                return Outcome::Failed { error };
-            }
+        if let Some(schema) = &self.inner.suspend
+            && let Err(error) = check(schema, Subject::Suspend, id, &payload)
+        {
+            return Outcome::Failed { error };
         }
         Outcome::Suspended {
             call_id,
@@ -429,13 +429,13 @@ impl Tool {
             output,
             model_output,
         } = executed;
-        if let Some(schema) = &self.inner.output {
-            if let Err(error) = check(schema, Subject::Output, &self.inner.id, &output) {
-                match self.inner.definition.output_validation {
-                    OutputValidation::Strict => return Outcome::Failed { error },
-                    OutputValidation::Warn => {
-                        tracing::warn!(error = %error, "tool output does not match its schema");
-                    }
+        if let Some(schema) = &self.inner.output
+            && let Err(error) = check(schema, Subject::Output, &self.inner.id, &output)
+        {
+            match self.inner.definition.output_validation {
+                OutputValidation::Strict => return Outcome::Failed { error },
+                OutputValidation::Warn => {
+                    tracing::warn!(error = %error, "tool output does not match its schema");
                 }
             }
         }

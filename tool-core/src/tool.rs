@@ -56,7 +56,7 @@ type ApprovalPolicy = dyn Fn(&Value, &RequestContext) -> bool + Send + Sync;
 /// annotated function, and what a hand-written tool can implement.
 ///
 /// `Tool::from(t)` erases it; the schemas are derived from the associated
-/// types. `()` as `Output` means no output schema; [`NoSuspend`] as
+/// types. `()` as `Output` means no output schema; [`NoSuspend`](crate::NoSuspend) as
 /// `Suspend` and `Resume` means the tool does not suspend (its context
 /// has no `suspend` method then).
 ///
@@ -92,9 +92,9 @@ pub trait TypedTool: Send + Sync + Sized + 'static {
     type Input: DeserializeOwned + JsonSchema + Send + 'static;
     /// The output.
     type Output: Serialize + JsonSchema + Send + 'static;
-    /// The suspend payload ([`NoSuspend`]: the tool does not suspend).
+    /// The suspend payload ([`NoSuspend`](crate::NoSuspend): the tool does not suspend).
     type Suspend: DeserializeOwned + JsonSchema + Send + Sync + 'static;
-    /// The resume data ([`NoSuspend`]: the tool does not suspend).
+    /// The resume data ([`NoSuspend`](crate::NoSuspend): the tool does not suspend).
     type Resume: DeserializeOwned + JsonSchema + Send + Sync + 'static;
     /// The tool's id.
     const ID: &'static str;

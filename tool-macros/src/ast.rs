@@ -193,17 +193,16 @@ fn generic_types(arguments: &PathArguments) -> Vec<Type> {
 }
 
 fn output_of(ty: &Type) -> Output {
-    if let Type::Path(path) = ty {
-        if let Some(last) = path.path.segments.last() {
-            if last.ident == "Result" {
-                let mut types = generic_types(&last.arguments).into_iter();
-                if let Some(ok) = types.next() {
-                    return Output::Result {
-                        ok: Box::new(ok),
-                        err: types.next().map(Box::new),
-                    };
-                }
-            }
+    if let Type::Path(path) = ty
+        && let Some(last) = path.path.segments.last()
+        && last.ident == "Result"
+    {
+        let mut types = generic_types(&last.arguments).into_iter();
+        if let Some(ok) = types.next() {
+            return Output::Result {
+                ok: Box::new(ok),
+                err: types.next().map(Box::new),
+            };
         }
     }
     match ty {

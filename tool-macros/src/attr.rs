@@ -378,10 +378,10 @@ fn suggest(key: &str, valid: &[&'static str]) -> Option<&'static str> {
     if let Some(exact) = valid.iter().find(|v| **v == snake) {
         return Some(exact);
     }
-    if snake.len() >= 4 {
-        if let Some(longer) = valid.iter().find(|v| v.starts_with(snake.as_str())) {
-            return Some(longer);
-        }
+    if snake.len() >= 4
+        && let Some(longer) = valid.iter().find(|v| v.starts_with(snake.as_str()))
+    {
+        return Some(longer);
     }
     let limit = (key.len() / 3).clamp(1, 3);
     valid

@@ -46,18 +46,18 @@ fn check_signature(cx: &Ctxt, attrs: &Attrs, tool: &ToolFn) {
     if let Some(variadic) = &sig.variadic {
         cx.error_spanned_by(variadic, "a tool function cannot be variadic");
     }
-    if let Some(background) = &attrs.background {
-        if sig.asyncness.is_none() {
-            cx.syn_error(syn::Error::new(
+    if let Some(background) = &attrs.background
+        && sig.asyncness.is_none()
+    {
+        cx.syn_error(syn::Error::new(
                 sig.fn_token.span,
                 "a background tool must be `async fn`: a blocking function cannot be timed out or aborted",
             ));
-            // Point at the key too, so both ends of the conflict are visible.
-            cx.syn_error(syn::Error::new(
-                background.span,
-                "`background` declared here requires an `async fn`",
-            ));
-        }
+        // Point at the key too, so both ends of the conflict are visible.
+        cx.syn_error(syn::Error::new(
+            background.span,
+            "`background` declared here requires an `async fn`",
+        ));
     }
 }
 
@@ -119,9 +119,10 @@ fn check_input(cx: &Ctxt, attrs: &Attrs, tool: &ToolFn) {
             );
         }
     }
-    if let Some((InputShape::Whole, value)) = &attrs.input {
-        if tool.params.len() != 1 {
-            cx.error_spanned_by(
+    if let Some((InputShape::Whole, value)) = &attrs.input
+        && tool.params.len() != 1
+    {
+        cx.error_spanned_by(
                 value,
                 format!(
                     "`input = whole` takes the function's one parameter (besides the context) as the whole input, but it has {}",
@@ -131,7 +132,6 @@ fn check_input(cx: &Ctxt, attrs: &Attrs, tool: &ToolFn) {
                     }
                 ),
             );
-        }
     }
     if let Input::Params(params) = tool.input(attrs.input_shape()) {
         for param in params {

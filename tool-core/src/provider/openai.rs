@@ -112,10 +112,10 @@ fn clean_object(map: &mut Map<String, Value>) {
             if let Value::Array(items) = value {
                 items.iter_mut().for_each(clean);
             }
-        } else if MAPS.contains(&key) {
-            if let Value::Object(children) = value {
-                children.values_mut().for_each(clean);
-            }
+        } else if MAPS.contains(&key)
+            && let Value::Object(children) = value
+        {
+            children.values_mut().for_each(clean);
         }
     }
 }

@@ -13,12 +13,12 @@ pub(crate) fn allows_null(schema: &Value, root: &Value, depth: usize) -> bool {
     let Value::Object(object) = schema else {
         return schema == &Value::Bool(true);
     };
-    if let Some(reference) = object.get("$ref").and_then(Value::as_str) {
-        if let Ok(target) = resolve_ref(root, reference, true) {
-            if !target.crosses_id && allows_null(target.value, root, depth + 1) {
-                return true;
-            }
-        }
+    if let Some(reference) = object.get("$ref").and_then(Value::as_str)
+        && let Ok(target) = resolve_ref(root, reference, true)
+        && !target.crosses_id
+        && allows_null(target.value, root, depth + 1)
+    {
+        return true;
     }
     let type_ok = match object.get("type") {
         Some(Value::String(t)) => t == "null",
@@ -74,11 +74,12 @@ pub(crate) fn make_nullable(schema: &mut Value) {
             return;
         }
     }
-    if !object.contains_key("$ref") && !object.contains_key("type") {
-        if let Some(Value::Array(branches)) = object.get_mut("anyOf") {
-            branches.push(json!({"type": "null"}));
-            return;
-        }
+    if !object.contains_key("$ref")
+        && !object.contains_key("type")
+        && let Some(Value::Array(branches)) = object.get_mut("anyOf")
+    {
+        branches.push(json!({"type": "null"}));
+        return;
     }
     let mut wrapper = Map::new();
     for keyword in ["title", "description"] {
