@@ -77,3 +77,8 @@ pub use runtime::{Runtime, RuntimeBuilder};
 pub use store::SqliteStore;
 pub use store::{MemoryStore, PendingCall, PendingKind, PendingStore, StoreError};
 pub use stream::InputStream;
+
+/// The README's Rust blocks, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;
