@@ -79,6 +79,10 @@ pub use store::{MemoryStore, PendingCall, PendingKind, PendingStore, StoreError}
 pub use stream::InputStream;
 
 /// The README's Rust blocks, compiled and run as doctests.
-#[cfg(doctest)]
+///
+/// They use every feature (MCP, the SQLite store, provider streams), so they
+/// run with `--all-features` (as `cargo test --workspace --all-features`
+/// does); `cargo test -p tool-runtime` with fewer features skips them.
+#[cfg(all(doctest, feature = "mcp", feature = "sqlite", feature = "provider"))]
 #[doc = include_str!("../../README.md")]
 pub struct ReadmeDoctests;
