@@ -46,6 +46,7 @@ pub struct InputStream {
     tool_id: String,
     messages: Vec<Value>,
     request_context: RequestContext,
+    extensions: Extensions,
     timeout: Option<Duration>,
     parser: PartialJson,
     abort: AbortSignal,
@@ -86,6 +87,7 @@ impl Runtime {
             tool_id,
             messages,
             request_context: RequestContext::default(),
+            extensions: Extensions::new(),
             timeout: None,
             parser: PartialJson::new(),
             abort,
@@ -100,6 +102,14 @@ impl InputStream {
     #[must_use]
     pub fn with_request_context(mut self, request_context: RequestContext) -> Self {
         self.request_context = request_context;
+        self
+    }
+
+    /// Attaches a typed value for the tool (`ToolContext::extension`), as
+    /// [`ToolCall::with_extension`] does.
+    #[must_use]
+    pub fn with_extension<T: Send + Sync + 'static>(mut self, value: T) -> Self {
+        self.extensions.insert(value);
         self
     }
 
@@ -188,6 +198,7 @@ impl InputStream {
             tool_id,
             messages,
             request_context,
+            extensions,
             timeout,
             abort,
             guard,
@@ -213,7 +224,7 @@ impl InputStream {
             request_context,
             messages,
             timeout,
-            extensions: Extensions::new(),
+            extensions,
         };
         let streamed = Streamed { abort, guard, span };
         runtime.run_call(call, Entry::New, Some(streamed)).await

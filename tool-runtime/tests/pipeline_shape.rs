@@ -315,3 +315,27 @@ async fn a_tool_error_from_another_error_keeps_it_as_its_source_for_the_logs() {
         "{logs:#?}"
     );
 }
+
+#[tokio::test]
+async fn extensions_reach_the_tool_from_a_call_and_from_streamed_input() {
+    struct Tenant(&'static str);
+    let whoami = Tool::builder("whoami")
+        .description("Names the tenant")
+        .execute(|_input: Value, ctx: ToolContext<Value, Value>| async move {
+            Ok::<_, ToolError>(json!(ctx.extension::<Tenant>().map_or("none", |t| t.0)))
+        })
+        .build()
+        .unwrap();
+    let runtime = Runtime::builder().tool(whoami).build().unwrap();
+    let called = runtime
+        .call(ToolCall::new("c1", "whoami", "{}").with_extension(Tenant("acme")))
+        .await;
+    assert_eq!(called.output(), Some(&json!("acme")));
+    let mut stream = runtime
+        .begin("c2", "whoami", Vec::new())
+        .with_extension(Tenant("globex"));
+    stream.push("{}");
+    assert_eq!(stream.finish().await.output(), Some(&json!("globex")));
+    let plain = runtime.call(ToolCall::new("c3", "whoami", "{}")).await;
+    assert_eq!(plain.output(), Some(&json!("none")));
+}
