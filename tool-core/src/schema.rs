@@ -25,18 +25,22 @@ use serde_json::Value;
 /// assert!(tool_core::schema_for::<tool_core::NoSuspend>().is_none());
 /// ```
 pub fn schema_for<T: JsonSchema + ?Sized + 'static>() -> Option<Value> {
-    let id = TypeId::of::<T>();
-    if id == TypeId::of::<()>() || id == TypeId::of::<crate::NoSuspend>() {
-        return None;
-    }
-    let mut schema = schemars::SchemaGenerator::default()
-        .into_root_schema_for::<T>()
-        .to_value();
+    // Generic only where it must be: this runs once per type of every tool.
+    has_schema(TypeId::of::<T>())
+        .then(|| root_schema(schemars::SchemaGenerator::default().into_root_schema_for::<T>()))
+}
+
+fn has_schema(id: TypeId) -> bool {
+    id != TypeId::of::<()>() && id != TypeId::of::<crate::NoSuspend>()
+}
+
+fn root_schema(schema: schemars::Schema) -> Value {
+    let mut schema = schema.to_value();
     // The dialect marker is noise for models and rejected by some providers.
     if let Some(map) = schema.as_object_mut() {
         map.remove("$schema");
     }
-    Some(schema)
+    schema
 }
 
 /// True when the schema describes objects (the reference turns a `null`

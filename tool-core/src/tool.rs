@@ -216,41 +216,72 @@ impl Tool {
 
 impl<T: TypedTool> From<T> for Tool {
     fn from(tool: T) -> Self {
-        let mut builder = ToolBuilder::new(T::ID.to_owned()).description(T::DESCRIPTION);
-        builder.input_schema = schema_for::<T::Input>();
-        builder.output_schema = schema_for::<T::Output>();
-        builder.suspend_schema = schema_for::<T::Suspend>();
-        builder.resume_schema = schema_for::<T::Resume>();
-        builder.executor = Some(typed_executor(Arc::new(tool)));
-        T::configure(builder).finish()
+        // Only what needs `T` is generic; the builder work is shared by every
+        // tool (one copy in the binary, not one per tool).
+        typed_tool(TypedParts {
+            id: T::ID,
+            description: T::DESCRIPTION,
+            input_schema: schema_for::<T::Input>(),
+            output_schema: schema_for::<T::Output>(),
+            suspend_schema: schema_for::<T::Suspend>(),
+            resume_schema: schema_for::<T::Resume>(),
+            executor: typed_executor(Arc::new(tool)),
+            configure: T::configure,
+        })
     }
 }
 
-/// The execute function of a typed tool. The arguments are deserialized by
-/// reference, the one deserialization path of every typed input: they stay
-/// available to store with a suspension and to quote in a type-level error.
+/// What a typed tool contributes, gathered by the generic `From` impl.
+struct TypedParts {
+    id: &'static str,
+    description: &'static str,
+    input_schema: Option<Value>,
+    output_schema: Option<Value>,
+    suspend_schema: Option<Value>,
+    resume_schema: Option<Value>,
+    executor: Arc<ExecFn>,
+    configure: fn(ToolBuilder) -> ToolBuilder,
+}
+
+fn typed_tool(parts: TypedParts) -> Tool {
+    let mut builder = ToolBuilder::new(parts.id.to_owned()).description(parts.description);
+    builder.input_schema = parts.input_schema;
+    builder.output_schema = parts.output_schema;
+    builder.suspend_schema = parts.suspend_schema;
+    builder.resume_schema = parts.resume_schema;
+    builder.executor = Some(parts.executor);
+    (parts.configure)(builder).finish()
+}
+
+/// The execute function of a typed tool.
 fn typed_executor<T: TypedTool>(tool: Arc<T>) -> Arc<ExecFn> {
-    Arc::new(move |input: Value, state: Arc<CallState>| {
-        let tool = Arc::clone(&tool);
-        Box::pin(async move {
-            let result = match T::Input::deserialize(&input) {
-                Ok(typed) => run_typed(&*tool, typed, state).await,
-                Err(error) => Err(ExecFailure::Input(error.to_string())),
-            };
-            Exec { result, input }
-        })
+    Arc::new(move |input: Value, state: Arc<CallState>| -> ExecFuture {
+        Box::pin(execute_typed(Arc::clone(&tool), input, state))
     })
 }
 
-async fn run_typed<T: TypedTool>(
-    tool: &T,
-    input: T::Input,
-    state: Arc<CallState>,
-) -> Result<Executed, ExecFailure> {
-    let ctx = ToolContext::from_state(state).map_err(ExecFailure::Context)?;
-    let output = tool.execute(input, ctx).await.map_err(ExecFailure::Tool)?;
-    let model_output = T::to_model_output(&output);
-    let output = serde_json::to_value(&output).map_err(|e| ExecFailure::Output(e.to_string()))?;
+/// One call of a typed tool, in one state machine. The arguments are
+/// deserialized by reference, the one deserialization path of every typed
+/// input: they stay available to store with a suspension and to quote in a
+/// type-level error.
+async fn execute_typed<T: TypedTool>(tool: Arc<T>, input: Value, state: Arc<CallState>) -> Exec {
+    let result = match T::Input::deserialize(&input) {
+        Err(error) => Err(ExecFailure::Input(error.to_string())),
+        Ok(typed) => match ToolContext::from_state(state) {
+            Err(reason) => Err(ExecFailure::Context(reason)),
+            Ok(ctx) => match tool.execute(typed, ctx).await {
+                Err(error) => Err(ExecFailure::Tool(error)),
+                Ok(output) => executed::<T>(&output),
+            },
+        },
+    };
+    Exec { result, input }
+}
+
+/// A typed tool's output, serialized, with its model-facing form.
+fn executed<T: TypedTool>(output: &T::Output) -> Result<Executed, ExecFailure> {
+    let model_output = T::to_model_output(output);
+    let output = serde_json::to_value(output).map_err(|e| ExecFailure::Output(e.to_string()))?;
     Ok(Executed {
         output,
         model_output,
