@@ -8,61 +8,16 @@
 //! Run: `cargo bench -p tool-runtime --bench instructions --no-run`, then the
 //! binary under callgrind with `CALL_PATH` and `CALLS` set.
 
-use std::future::Future;
-use std::hint::black_box;
-use std::pin::pin;
-use std::task::{Context, Poll, Waker};
+#[path = "../../tool-core/benches/weather/mod.rs"]
+mod weather;
 
-use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
-use tool_core::{CallContext, Tool, ToolError, tool};
+use std::hint::black_box;
+
+use serde_json::json;
+use tool_core::{CallContext, Tool};
 use tool_runtime::{Runtime, ToolCall};
 
-#[derive(Deserialize, schemars::JsonSchema)]
-struct WeatherInput {
-    /// City name or coordinates
-    location: String,
-}
-
-#[derive(Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-struct Weather {
-    location: String,
-    temperature_celsius: f64,
-    conditions: String,
-}
-
-/// Get the current weather for a location
-#[tool(
-    id = "weather-tool",
-    strict,
-    mcp(title = "Weather Lookup", read_only, idempotent)
-)]
-async fn weather(WeatherInput { location }: WeatherInput) -> Result<Weather, ToolError> {
-    Ok(Weather {
-        location,
-        temperature_celsius: 21.0,
-        conditions: "sunny".into(),
-    })
-}
-
-/// Every path finishes on its first poll: no executor in the count.
-fn ready<F: Future>(future: F) -> F::Output {
-    let mut future = pin!(future);
-    match future
-        .as_mut()
-        .poll(&mut Context::from_waker(Waker::noop()))
-    {
-        Poll::Ready(output) => output,
-        Poll::Pending => unreachable!("the weather tool never waits"),
-    }
-}
-
-fn bare(input: Value) -> Value {
-    let input: WeatherInput = serde_json::from_value(input).expect("valid input");
-    let output = ready(weather(input)).expect("weather never fails");
-    serde_json::to_value(output).expect("serializable output")
-}
+use weather::{WeatherTool, bare, ready};
 
 fn main() {
     let path = std::env::var("CALL_PATH").unwrap_or_else(|_| "bare".to_owned());

@@ -10,15 +10,17 @@
 //!
 //! Run: `cargo bench -p tool-runtime --bench runtime`
 
-use std::future::Future;
+#[path = "../../tool-core/benches/weather/mod.rs"]
+mod weather;
+
 use std::hint::black_box;
-use std::pin::pin;
-use std::task::{Context, Poll, Waker};
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::{Value, json};
 use tool_core::{CallContext, Tool, tool};
 use tool_runtime::{Runtime, ToolCall};
+
+use weather::ready;
 
 /// Add two integers
 #[tool(id = "add")]
@@ -29,17 +31,6 @@ pub async fn add(
     b: i64,
 ) -> i64 {
     a + b
-}
-
-fn ready<F: Future>(future: F) -> F::Output {
-    let mut future = pin!(future);
-    match future
-        .as_mut()
-        .poll(&mut Context::from_waker(Waker::noop()))
-    {
-        Poll::Ready(output) => output,
-        Poll::Pending => unreachable!("the add tool never waits"),
-    }
 }
 
 fn call_overhead(c: &mut Criterion) {
