@@ -72,14 +72,17 @@ pub(crate) fn resolve<'a>(root: &'a Value, schema: &'a Value) -> &'a Value {
     current
 }
 
-/// Where a local `$ref` leads.
+/// Where a local `$ref` leads. Input repair reads only `value`; strict
+/// conversion (feature `strict`) reads the rest.
 pub(crate) struct RefTarget<'a> {
     /// The decoded JSON Pointer tokens (empty: the root).
+    #[cfg_attr(not(feature = "strict"), allow(dead_code))]
     pub(crate) tokens: Vec<String>,
     /// The value they point at.
     pub(crate) value: &'a Value,
     /// Whether the pointer passed through (or landed on) a non-root schema
     /// with a string `$id`, where the walk stopped (with `stop_at_id`).
+    #[cfg_attr(not(feature = "strict"), allow(dead_code))]
     pub(crate) crosses_id: bool,
 }
 
@@ -115,6 +118,7 @@ pub(crate) fn resolve_ref<'a>(
 }
 
 /// Escapes one JSON Pointer token (RFC 6901).
+#[cfg(feature = "strict")]
 pub(crate) fn escape_token(token: &str) -> String {
     token.replace('~', "~0").replace('/', "~1")
 }

@@ -7,6 +7,8 @@ use serde_json::{Map, Value};
 use super::{EngineRule, RewriteError, Walker};
 
 /// What a dialect does with one keyword of a schema object.
+// Some actions serve only the provider dialects (feature `provider`).
+#[cfg_attr(not(feature = "provider"), allow(dead_code))]
 pub(crate) enum Action<R> {
     /// Copied unchanged.
     Keep,
@@ -30,6 +32,7 @@ pub(crate) enum Action<R> {
 }
 
 /// What happens to a keyword no list of a [`Table`] names.
+#[cfg_attr(not(feature = "provider"), allow(dead_code))]
 pub(crate) enum Unlisted {
     /// Passed through (OpenAI strict mode takes most of JSON Schema).
     Keep,

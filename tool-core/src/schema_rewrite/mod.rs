@@ -301,6 +301,7 @@ impl<'a, R: EngineRule> Walker<'a, R> {
 }
 
 /// The JSON types a schema declares (`type` as a string or array).
+#[cfg(feature = "provider")]
 pub(crate) fn declared_types(object: &Map<String, Value>) -> Option<Vec<&str>> {
     match object.get("type")? {
         Value::String(t) => Some(vec![t.as_str()]),
@@ -310,6 +311,7 @@ pub(crate) fn declared_types(object: &Map<String, Value>) -> Option<Vec<&str>> {
 }
 
 /// Whether an object schema: typed `object`, or untyped with `properties`.
+#[cfg(feature = "provider")]
 pub(crate) fn is_object_schema(object: &Map<String, Value>) -> bool {
     match declared_types(object) {
         Some(types) => types.contains(&"object"),
