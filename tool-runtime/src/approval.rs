@@ -118,7 +118,7 @@ impl Runtime {
         let (tool, call_id) = (&record.tool, record.call_id.as_str());
         let tool_id = tool.id();
         let pending = self.pending_call(record, PendingKind::Approval, input, None);
-        if let Err(error) = self.inner.store.insert(&pending) {
+        if let Err(error) = self.inner.pending.insert(&pending) {
             tracing::error!(%error, "could not store the call awaiting approval");
             let error = ModelError::new(
                 ErrorKind::Execution,
@@ -175,7 +175,7 @@ impl Runtime {
         let (runtime, call_id) = (self.clone(), call_id.to_owned());
         async move {
             let (pending, tool) = runtime.decidable(&call_id, PendingKind::Approval)?;
-            let pending = runtime.take(pending, PendingKind::Approval)?;
+            let pending = runtime.inner.pending.take(pending, PendingKind::Approval)?;
             let span = call_span("approve", tool.id(), &call_id);
             {
                 let _entered = span.enter();
@@ -226,8 +226,11 @@ impl Runtime {
         let (runtime, call_id) = (self.clone(), call_id.to_owned());
         let reason = reason.map(str::to_owned);
         async move {
-            let pending = runtime.pending_of(&call_id, PendingKind::Approval)?;
-            let pending = runtime.take(pending, PendingKind::Approval)?;
+            let pending = runtime
+                .inner
+                .pending
+                .pending_for(&call_id, PendingKind::Approval)?;
+            let pending = runtime.inner.pending.take(pending, PendingKind::Approval)?;
             let span = call_span("decline", &pending.tool_id, &call_id);
             let _entered = span.enter();
             tracing::info!(reason, "tool call declined");
@@ -241,23 +244,6 @@ impl Runtime {
         }
     }
 
-    /// The stored call `call_id`, if it is pending for `kind`; or why not.
-    pub(crate) fn pending_of(
-        &self,
-        call_id: &str,
-        kind: PendingKind,
-    ) -> Result<PendingCall, RuntimeError> {
-        let call_id = call_id.to_owned();
-        match self.inner.store.get(&call_id)? {
-            Some(pending) if pending.kind == kind => Ok(pending),
-            Some(pending) => Err(match pending.kind {
-                PendingKind::Suspended => RuntimeError::NotAwaitingApproval { call_id },
-                PendingKind::Approval => RuntimeError::NotSuspended { call_id },
-            }),
-            None => Err(RuntimeError::UnknownCall { call_id }),
-        }
-    }
-
     /// A stored call pending for `kind` whose tool this runtime has; it
     /// stays stored whatever the answer.
     pub(crate) fn decidable(
@@ -265,27 +251,12 @@ impl Runtime {
         call_id: &str,
         kind: PendingKind,
     ) -> Result<(PendingCall, Tool), RuntimeError> {
-        let pending = self.pending_of(call_id, kind)?;
+        let pending = self.inner.pending.pending_for(call_id, kind)?;
         match self.inner.tools.get(&pending.tool_id) {
             Some(tool) => Ok((pending, tool.clone())),
             None => Err(RuntimeError::MissingTool {
                 call_id: pending.call_id,
                 tool_id: pending.tool_id,
-            }),
-        }
-    }
-
-    /// Takes a call that was pending for `kind` a moment ago; when another
-    /// decision took it first, says so.
-    pub(crate) fn take(
-        &self,
-        pending: PendingCall,
-        kind: PendingKind,
-    ) -> Result<PendingCall, RuntimeError> {
-        match self.inner.store.take(&pending.call_id, kind)? {
-            Some(taken) => Ok(taken),
-            None => Err(RuntimeError::UnknownCall {
-                call_id: pending.call_id,
             }),
         }
     }

@@ -297,7 +297,7 @@ impl Runtime {
                     input.clone(),
                     Some(suspended.clone()),
                 );
-                if let Err(error) = self.inner.store.insert(&pending) {
+                if let Err(error) = self.inner.pending.insert(&pending) {
                     tracing::error!(%error, "could not store the suspended call");
                     let error = ModelError::new(
                         ErrorKind::Execution,

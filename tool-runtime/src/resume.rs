@@ -69,7 +69,10 @@ impl Runtime {
                 tracing::info!(%error, "resume data rejected; the call stays suspended");
                 return Ok(runtime.failed(Some(&tool), &call_id, tool.id(), error));
             }
-            let pending = runtime.take(pending, PendingKind::Suspended)?;
+            let pending = runtime
+                .inner
+                .pending
+                .take(pending, PendingKind::Suspended)?;
             {
                 let _entered = span.enter();
                 tracing::info!("tool call resumed");

@@ -16,7 +16,7 @@ use crate::error::RuntimeError;
 use crate::events::{EventBus, Events};
 #[cfg(feature = "sqlite")]
 use crate::store::SqliteStore;
-use crate::store::{MemoryStore, PendingCall, PendingStore};
+use crate::store::{MemoryStore, PendingCall, PendingCalls, PendingStore};
 
 /// Default capacity of the event channel, per subscriber.
 const EVENT_CAPACITY: usize = 1024;
@@ -59,7 +59,7 @@ pub(crate) struct Inner {
     pub(crate) tools: ToolSet,
     pub(crate) hooks: Hooks,
     pub(crate) approval: ApprovalPolicy,
-    pub(crate) store: Arc<dyn PendingStore>,
+    pub(crate) pending: PendingCalls,
     pub(crate) events: EventBus,
     pub(crate) running: Arc<CancelRegistry>,
     pub(crate) tasks: Tasks,
@@ -105,7 +105,7 @@ impl Runtime {
 
     /// Every call waiting for approval or resume data, from the store.
     pub fn pending(&self) -> Result<Vec<PendingCall>, RuntimeError> {
-        Ok(self.inner.store.list()?)
+        Ok(self.inner.pending.list()?)
     }
 
     /// Fires the abort signal of a running call (or of a call whose input is
@@ -325,7 +325,7 @@ impl RuntimeBuilder {
                 tools,
                 hooks: self.hooks,
                 approval: self.approval,
-                store,
+                pending: PendingCalls::new(store),
                 events: EventBus::new(self.event_capacity.unwrap_or(EVENT_CAPACITY)),
                 running: Arc::default(),
                 tasks: Tasks::new(

@@ -7,6 +7,7 @@
 //! even when two runtimes share one store.
 
 mod memory;
+mod pending;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 
@@ -16,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 pub use memory::MemoryStore;
+pub(crate) use pending::PendingCalls;
 #[cfg(feature = "sqlite")]
 #[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
 pub use sqlite::SqliteStore;
