@@ -90,7 +90,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!(
         "--- pending calls: {:?}",
         runtime
-            .pending()?
+            .pending()
+            .await?
             .iter()
             .map(|p| &p.call_id)
             .collect::<Vec<_>>()

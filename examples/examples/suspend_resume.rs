@@ -97,7 +97,7 @@ async fn suspend(store: &Path) -> Result<(), Box<dyn std::error::Error>> {
 
 async fn resume(store: &Path) -> Result<(), Box<dyn std::error::Error>> {
     let runtime = runtime(store)?;
-    for pending in runtime.pending()? {
+    for pending in runtime.pending().await? {
         println!(
             "[process {}] found pending {} ({:?}) for {} with payload {}",
             std::process::id(),

@@ -114,11 +114,11 @@ impl Runtime {
     }
 
     /// Stores the call and asks for a decision.
-    pub(crate) fn request_approval(&self, record: &CallRecord, input: Value) -> CallOutcome {
+    pub(crate) async fn request_approval(&self, record: &CallRecord, input: Value) -> CallOutcome {
         let (tool, call_id) = (&record.tool, record.call_id.as_str());
         let tool_id = tool.id();
-        let pending = self.pending_call(record, PendingKind::Approval, input, None);
-        if let Err(error) = self.inner.pending.insert(&pending) {
+        let pending = self.pending_call(record, PendingKind::Approval, input.clone(), None);
+        if let Err(error) = self.inner.pending.insert(pending).await {
             tracing::error!(%error, "could not store the call awaiting approval");
             let error = ModelError::new(
                 ErrorKind::Execution,
@@ -127,7 +127,6 @@ impl Runtime {
             return self.failed(Some(tool), call_id, tool_id, error);
         }
         tracing::info!("tool call waits for approval");
-        let input = pending.input;
         self.inner
             .events
             .emit(call_id, tool_id, || EventKind::ApprovalRequired {
@@ -174,8 +173,12 @@ impl Runtime {
     ) -> impl Future<Output = Result<CallOutcome, RuntimeError>> + Send + 'static {
         let (runtime, call_id) = (self.clone(), call_id.to_owned());
         async move {
-            let (pending, tool) = runtime.decidable(&call_id, PendingKind::Approval)?;
-            let pending = runtime.inner.pending.take(pending, PendingKind::Approval)?;
+            let (pending, tool) = runtime.decidable(&call_id, PendingKind::Approval).await?;
+            let pending = runtime
+                .inner
+                .pending
+                .take(pending, PendingKind::Approval)
+                .await?;
             let span = call_span("approve", tool.id(), &call_id);
             {
                 let _entered = span.enter();
@@ -229,8 +232,13 @@ impl Runtime {
             let pending = runtime
                 .inner
                 .pending
-                .pending_for(&call_id, PendingKind::Approval)?;
-            let pending = runtime.inner.pending.take(pending, PendingKind::Approval)?;
+                .pending_for(&call_id, PendingKind::Approval)
+                .await?;
+            let pending = runtime
+                .inner
+                .pending
+                .take(pending, PendingKind::Approval)
+                .await?;
             let span = call_span("decline", &pending.tool_id, &call_id);
             let _entered = span.enter();
             tracing::info!(reason, "tool call declined");
@@ -246,12 +254,12 @@ impl Runtime {
 
     /// A stored call pending for `kind` whose tool this runtime has; it
     /// stays stored whatever the answer.
-    pub(crate) fn decidable(
+    pub(crate) async fn decidable(
         &self,
         call_id: &str,
         kind: PendingKind,
     ) -> Result<(PendingCall, Tool), RuntimeError> {
-        let pending = self.inner.pending.pending_for(call_id, kind)?;
+        let pending = self.inner.pending.pending_for(call_id, kind).await?;
         match self.inner.tools.get(&pending.tool_id) {
             Some(tool) => Ok((pending, tool.clone())),
             None => Err(RuntimeError::MissingTool {

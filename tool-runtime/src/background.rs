@@ -180,7 +180,7 @@ impl Runtime {
             );
             let ran = self.run_once(admitted, &record.abort, record.timeout).await;
             drop(guard);
-            return self.settle(&record, ran);
+            return self.settle(&record, ran).await;
         };
         let tasks = &self.inner.tasks;
         let task_id = format!("task-{}", tasks.next.fetch_add(1, Ordering::Relaxed));
@@ -200,7 +200,7 @@ impl Runtime {
             async move {
                 let attempts = runtime.attempts(&record, admitted, &config).await;
                 drop(guard);
-                let outcome = runtime.settle(&record, attempts.last);
+                let outcome = runtime.settle(&record, attempts.last).await;
                 let _ = tx.send(Some(outcome.clone()));
                 let result = BackgroundResult {
                     task_id,

@@ -173,7 +173,7 @@ impl Runtime {
             if is_new {
                 self.input_available(&record, admitted.input());
                 if self.needs_approval(&record, admitted.input()) {
-                    return self.request_approval(&record, admitted.into_input());
+                    return self.request_approval(&record, admitted.into_input()).await;
                 }
             }
             self.execute(record, admitted, guard, may_background).await
@@ -243,7 +243,7 @@ impl Runtime {
         }
         let ran = self.run_once(admitted, &record.abort, record.timeout).await;
         drop(guard);
-        self.settle(&record, ran)
+        self.settle(&record, ran).await
     }
 
     /// One execution of an admitted call under a time limit. A call whose
@@ -272,7 +272,7 @@ impl Runtime {
 
     /// Side effects of how a call ended: store a suspension, fire
     /// `on_output`, log an abort, emit the event.
-    pub(crate) fn settle(&self, record: &CallRecord, ran: Ran) -> CallOutcome {
+    pub(crate) async fn settle(&self, record: &CallRecord, ran: Ran) -> CallOutcome {
         let tool = &record.tool;
         let (call_id, tool_id) = (record.call_id.as_str(), tool.id());
         let events = &self.inner.events;
@@ -297,7 +297,7 @@ impl Runtime {
                     input.clone(),
                     Some(suspended.clone()),
                 );
-                if let Err(error) = self.inner.pending.insert(&pending) {
+                if let Err(error) = self.inner.pending.insert(pending).await {
                     tracing::error!(%error, "could not store the suspended call");
                     let error = ModelError::new(
                         ErrorKind::Execution,

@@ -58,7 +58,7 @@ impl Runtime {
     ) -> impl Future<Output = Result<CallOutcome, RuntimeError>> + Send + 'static {
         let (runtime, call_id) = (self.clone(), call_id.to_owned());
         async move {
-            let (pending, tool) = runtime.decidable(&call_id, PendingKind::Suspended)?;
+            let (pending, tool) = runtime.decidable(&call_id, PendingKind::Suspended).await?;
             let span = call_span("resume", tool.id(), &call_id);
             // Checked before anything changes: invalid data leaves the call suspended.
             let check = CallContext::new(call_id.as_str())
@@ -72,7 +72,8 @@ impl Runtime {
             let pending = runtime
                 .inner
                 .pending
-                .take(pending, PendingKind::Suspended)?;
+                .take(pending, PendingKind::Suspended)
+                .await?;
             {
                 let _entered = span.enter();
                 tracing::info!("tool call resumed");

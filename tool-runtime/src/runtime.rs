@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::future::Future;
 #[cfg(feature = "sqlite")]
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -16,7 +17,7 @@ use crate::error::RuntimeError;
 use crate::events::{EventBus, Events};
 #[cfg(feature = "sqlite")]
 use crate::store::SqliteStore;
-use crate::store::{MemoryStore, PendingCall, PendingCalls, PendingStore};
+use crate::store::{DynPendingStore, MemoryStore, PendingCall, PendingCalls, PendingStore};
 
 /// Default capacity of the event channel, per subscriber.
 const EVENT_CAPACITY: usize = 1024;
@@ -104,8 +105,11 @@ impl Runtime {
     }
 
     /// Every call waiting for approval or resume data, from the store.
-    pub fn pending(&self) -> Result<Vec<PendingCall>, RuntimeError> {
-        Ok(self.inner.pending.list()?)
+    pub fn pending(
+        &self,
+    ) -> impl Future<Output = Result<Vec<PendingCall>, RuntimeError>> + Send + 'static {
+        let runtime = self.clone();
+        async move { Ok(runtime.inner.pending.list().await?) }
     }
 
     /// Fires the abort signal of a running call (or of a call whose input is
@@ -187,7 +191,7 @@ pub struct RuntimeBuilder {
 
 /// The pending store a [`RuntimeBuilder`] was given: the last call wins.
 enum StoreChoice {
-    Given(Arc<dyn PendingStore>),
+    Given(Arc<dyn DynPendingStore>),
     /// Opened by `build`.
     #[cfg(feature = "sqlite")]
     Sqlite(PathBuf),
@@ -314,7 +318,7 @@ impl RuntimeBuilder {
     /// file that cannot be opened or is corrupt.
     pub fn build(self) -> Result<Runtime, RuntimeError> {
         let tools = ToolSet::new(self.tools)?;
-        let store: Arc<dyn PendingStore> = match self.store {
+        let store: Arc<dyn DynPendingStore> = match self.store {
             Some(StoreChoice::Given(store)) => store,
             #[cfg(feature = "sqlite")]
             Some(StoreChoice::Sqlite(path)) => Arc::new(SqliteStore::open(path)?),

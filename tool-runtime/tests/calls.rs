@@ -36,7 +36,7 @@ fn runtime_is_clone_send_sync_and_clones_share_state() {
         .unwrap()
         .block_on(async {
             runtime.call(ToolCall::new("c1", "echo", json!({}))).await;
-            assert_eq!(clone.pending().unwrap().len(), 1);
+            assert_eq!(clone.pending().await.unwrap().len(), 1);
             assert!(clone.approve("c1").await.unwrap().output().is_some());
         });
 }
@@ -117,7 +117,7 @@ async fn request_context_is_validated_before_the_gate_and_execute() {
         ErrorKind::RequestContextValidation
     );
     assert!(
-        runtime.pending().unwrap().is_empty(),
+        runtime.pending().await.unwrap().is_empty(),
         "an invalid call is never stored"
     );
 
@@ -127,7 +127,7 @@ async fn request_context_is_validated_before_the_gate_and_execute() {
         runtime.call(call).await,
         CallOutcome::ApprovalRequired { .. }
     ));
-    let stored = runtime.pending().unwrap();
+    let stored = runtime.pending().await.unwrap();
     assert_eq!(stored[0].request_context["userId"], "u-1");
     runtime.approve("c2").await.unwrap();
     assert_eq!(runs.lock().unwrap().len(), 1);
@@ -267,6 +267,7 @@ async fn approving_an_unknown_or_other_call_id_is_an_error() {
     // Both are still pending, untouched by the wrong calls.
     let kinds: Vec<_> = runtime
         .pending()
+        .await
         .unwrap()
         .into_iter()
         .map(|p| (p.call_id, p.kind))
@@ -303,7 +304,7 @@ async fn arguments_written_by_the_model_cannot_approve() {
         .await;
     assert!(matches!(outcome, CallOutcome::ApprovalRequired { .. }));
     assert!(runs.lock().unwrap().is_empty());
-    assert_eq!(runtime.pending().unwrap().len(), 3);
+    assert_eq!(runtime.pending().await.unwrap().len(), 3);
 }
 
 #[tokio::test]
@@ -435,7 +436,7 @@ async fn suspend_stores_the_call_and_resume_reruns_with_data_and_payload() {
     assert_eq!(payload, &json!({ "asked": { "q": "color?" } }));
     assert!(resume_schema.is_some());
 
-    let stored = runtime.pending().unwrap();
+    let stored = runtime.pending().await.unwrap();
     assert_eq!(stored.len(), 1);
     assert_eq!(stored[0].tool_id, "ask");
     assert_eq!(stored[0].kind, PendingKind::Suspended);
@@ -454,7 +455,7 @@ async fn suspend_stores_the_call_and_resume_reruns_with_data_and_payload() {
         )
     );
     assert_eq!(runs.lock().unwrap().len(), 2);
-    assert!(runtime.pending().unwrap().is_empty());
+    assert!(runtime.pending().await.unwrap().is_empty());
 }
 
 #[tokio::test]

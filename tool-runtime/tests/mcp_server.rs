@@ -634,7 +634,10 @@ async fn approval_is_asked_through_elicitation() {
             .await
             .unwrap();
         assert_eq!(text(&declined), "Tool call was not approved by the user");
-        assert!(runtime.pending().unwrap().is_empty(), "modern: {modern}");
+        assert!(
+            runtime.pending().await.unwrap().is_empty(),
+            "modern: {modern}"
+        );
     }
 }
 
@@ -677,7 +680,7 @@ async fn without_elicitation_a_call_needing_approval_stays_pending() {
     };
     assert_eq!(error.code.0, -32602);
 
-    let stored = runtime.pending().unwrap();
+    let stored = runtime.pending().await.unwrap();
     assert_eq!(stored.len(), 1);
     assert_eq!(stored[0].call_id, call_id);
     let outcome = runtime.approve(&call_id).await.unwrap();
@@ -723,7 +726,7 @@ async fn a_suspended_call_elicits_its_resume_data() {
             "{}",
             asked[1].0
         );
-        assert!(runtime.pending().unwrap().is_empty());
+        assert!(runtime.pending().await.unwrap().is_empty());
     }
 }
 
@@ -808,7 +811,7 @@ async fn suspensions_that_cannot_be_asked_stay_pending() {
         "{}",
         text(&result)
     );
-    assert_eq!(runtime.pending().unwrap().len(), 1);
+    assert_eq!(runtime.pending().await.unwrap().len(), 1);
 }
 
 // --- streamable HTTP --------------------------------------------------------------------

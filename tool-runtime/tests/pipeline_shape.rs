@@ -83,14 +83,14 @@ async fn nothing_happens_before_a_call_future_is_first_polled() {
     drop(Tool::clone(runtime.tool("ask").unwrap()).execute(json!({}), CallContext::new("c3")));
     assert_eq!(hook_fired.load(Ordering::SeqCst), 0);
     assert!(events.try_next().is_none());
-    assert!(runtime.pending().unwrap().is_empty());
+    assert!(runtime.pending().await.unwrap().is_empty());
     assert!(runs.lock().unwrap().is_empty() && asked.lock().unwrap().is_empty());
 
     // Polled: it all happens.
     let outcome = runtime.call(ToolCall::new("c1", "gated", json!({}))).await;
     assert!(matches!(outcome, CallOutcome::ApprovalRequired { .. }));
     assert_eq!(hook_fired.load(Ordering::SeqCst), 1);
-    assert_eq!(runtime.pending().unwrap().len(), 1);
+    assert_eq!(runtime.pending().await.unwrap().len(), 1);
 }
 
 #[tokio::test]
@@ -100,12 +100,16 @@ async fn invalid_resume_data_is_refused_before_the_call_leaves_the_store() {
     runtime
         .call(ToolCall::new("c1", "ask", json!({ "q": 1 })))
         .await;
-    let before = runtime.pending().unwrap();
+    let before = runtime.pending().await.unwrap();
 
     // `null` is "no data"; an array matches none of the resume schema's types.
     let refused = runtime.resume("c1", json!([1, 2])).await.unwrap();
     assert_eq!(refused.error().unwrap().kind(), ErrorKind::ResumeValidation);
-    assert_eq!(runtime.pending().unwrap(), before, "the call is untouched");
+    assert_eq!(
+        runtime.pending().await.unwrap(),
+        before,
+        "the call is untouched"
+    );
     assert_eq!(runs.lock().unwrap().len(), 1, "the tool did not run again");
 
     // Many concurrent resumes, valid and not: exactly one runs the call.
@@ -128,7 +132,7 @@ async fn invalid_resume_data_is_refused_before_the_call_leaves_the_store() {
     }
     assert_eq!(completed, 1);
     assert_eq!(runs.lock().unwrap().len(), 2);
-    assert!(runtime.pending().unwrap().is_empty());
+    assert!(runtime.pending().await.unwrap().is_empty());
 }
 
 #[tokio::test]
@@ -136,13 +140,15 @@ async fn a_decision_for_a_tool_this_runtime_lacks_leaves_the_call_stored() {
     let store = tool_runtime::MemoryStore::new();
     let mut call = tool_runtime::PendingCall::new("c1", "gone", PendingKind::Approval, json!({}));
     call.messages = vec![json!({ "role": "user", "content": "hi" })];
-    tool_runtime::PendingStore::insert(&store, &call).unwrap();
+    tool_runtime::PendingStore::insert(&store, call.clone())
+        .await
+        .unwrap();
     let runtime = Runtime::builder().store(store).build().unwrap();
     assert!(matches!(
         runtime.approve("c1").await,
         Err(RuntimeError::MissingTool { .. })
     ));
-    assert_eq!(runtime.pending().unwrap(), vec![call]);
+    assert_eq!(runtime.pending().await.unwrap(), vec![call]);
 }
 
 #[tokio::test]
@@ -156,7 +162,9 @@ async fn an_approved_call_is_admitted_again_from_what_was_stored() {
         PendingKind::Approval,
         json!({ "n": "not a number" }),
     );
-    tool_runtime::PendingStore::insert(&store, &stored).unwrap();
+    tool_runtime::PendingStore::insert(&store, stored)
+        .await
+        .unwrap();
     let runs = Arc::new(Mutex::new(0));
     let seen = Arc::clone(&runs);
     let typed = Tool::builder("typed")
@@ -228,7 +236,7 @@ async fn macro_and_builder_tools_keep_their_arguments_and_repair_integral_floats
         };
         assert_eq!(input, &json!({ "n": 3 }), "{id}");
         assert_eq!(payload, &json!({ "text": "count to 3?" }), "{id}");
-        let stored = runtime.pending().unwrap();
+        let stored = runtime.pending().await.unwrap();
         let stored = stored.iter().find(|p| p.call_id == call_id).unwrap();
         assert_eq!(stored.input, json!({ "n": 3 }), "{id}");
 

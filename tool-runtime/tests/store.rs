@@ -7,7 +7,6 @@ use std::io::{BufRead as _, BufReader, Write as _};
 use std::os::unix::process::ExitStatusExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::Arc;
 
 use common::echo_tool;
 use serde_json::{Value, json};
@@ -24,72 +23,89 @@ fn temp_dir(name: &str) -> PathBuf {
     dir
 }
 
-fn check_take_once(store: &dyn PendingStore) {
+/// Runs a store future from a test that has no tokio runtime of its own.
+fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap()
+        .block_on(future)
+}
+
+async fn check_take_once(store: &impl PendingStore) {
     let mut call = PendingCall::new("c1", "tool", PendingKind::Suspended, json!({ "a": 1 }));
     call.payload = Some(json!({ "p": false }));
     call.request_context.insert("userId".into(), json!("u"));
     call.messages.push(json!({ "role": "user" }));
-    store.insert(&call).unwrap();
+    store.insert(call.clone()).await.unwrap();
     assert!(matches!(
-        store.insert(&call),
+        store.insert(call.clone()).await,
         Err(StoreError::Duplicate { .. })
     ));
-    assert_eq!(store.get("c1").unwrap().as_ref(), Some(&call));
-    assert_eq!(store.list().unwrap(), [call.clone()]);
+    assert_eq!(store.get("c1").await.unwrap().as_ref(), Some(&call));
+    assert_eq!(store.list().await.unwrap(), [call.clone()]);
     assert_eq!(
-        store.take("c1", PendingKind::Approval).unwrap(),
+        store.take("c1", PendingKind::Approval).await.unwrap(),
         None,
         "wrong kind stays"
     );
     assert_eq!(
-        store.take("c1", PendingKind::Suspended).unwrap(),
+        store.take("c1", PendingKind::Suspended).await.unwrap(),
         Some(call)
     );
-    assert_eq!(store.take("c1", PendingKind::Suspended).unwrap(), None);
-    assert!(store.list().unwrap().is_empty());
+    assert_eq!(
+        store.take("c1", PendingKind::Suspended).await.unwrap(),
+        None
+    );
+    assert!(store.list().await.unwrap().is_empty());
 }
 
-#[test]
-fn memory_and_sqlite_stores_take_each_entry_once() {
-    check_take_once(&MemoryStore::new());
+#[tokio::test]
+async fn memory_and_sqlite_stores_take_each_entry_once() {
+    check_take_once(&MemoryStore::new()).await;
     let dir = temp_dir("take-once");
-    check_take_once(&SqliteStore::open(dir.join("pending.sqlite")).unwrap());
+    check_take_once(&SqliteStore::open(dir.join("pending.sqlite")).unwrap()).await;
 }
 
-#[test]
-fn concurrent_takes_from_two_connections_to_one_file_return_an_entry_once() {
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_takes_from_two_connections_to_one_file_return_an_entry_once() {
     let dir = temp_dir("concurrent-takes");
     let path = dir.join("pending.sqlite");
-    let a = Arc::new(SqliteStore::open(&path).unwrap());
-    let b = Arc::new(SqliteStore::open(&path).unwrap());
+    let a = SqliteStore::open(&path).unwrap();
+    let b = SqliteStore::open(&path).unwrap();
     for i in 0..100 {
-        a.insert(&PendingCall::new(
+        a.insert(PendingCall::new(
             format!("c{i}"),
             "t",
             PendingKind::Approval,
             json!(i),
         ))
+        .await
         .unwrap();
     }
-    let taker = |store: Arc<SqliteStore>| {
-        std::thread::spawn(move || {
-            (0..100)
-                .filter(|i| {
-                    store
-                        .take(&format!("c{i}"), PendingKind::Approval)
-                        .unwrap()
-                        .is_some()
-                })
-                .count()
+    let taker = |store: SqliteStore| {
+        tokio::spawn(async move {
+            let mut taken = 0;
+            for i in 0..100 {
+                let call_id = format!("c{i}");
+                if store
+                    .take(&call_id, PendingKind::Approval)
+                    .await
+                    .unwrap()
+                    .is_some()
+                {
+                    taken += 1;
+                }
+            }
+            taken
         })
     };
     let (ta, tb) = (taker(a.clone()), taker(b));
     assert_eq!(
-        ta.join().unwrap() + tb.join().unwrap(),
+        ta.await.unwrap() + tb.await.unwrap(),
         100,
         "every entry taken exactly once"
     );
-    assert!(a.list().unwrap().is_empty());
+    assert!(a.list().await.unwrap().is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -114,7 +130,7 @@ async fn two_runtimes_on_one_file_run_each_approved_call_once() {
         assert!(matches!(outcome, CallOutcome::ApprovalRequired { .. }));
     }
     assert_eq!(
-        second.pending().unwrap().len(),
+        second.pending().await.unwrap().len(),
         20,
         "the second runtime sees the first's calls"
     );
@@ -186,15 +202,17 @@ fn a_corrupt_or_unreadable_store_file_is_an_error_naming_the_file() {
     assert!(error.to_string().contains("another program"), "{error}");
 
     let bad_record = dir.join("bad-record.sqlite");
-    SqliteStore::open(&bad_record)
-        .unwrap()
-        .insert(&PendingCall::new(
-            "c-bad",
-            "t",
-            PendingKind::Approval,
-            json!({}),
-        ))
-        .unwrap();
+    block_on(
+        SqliteStore::open(&bad_record)
+            .unwrap()
+            .insert(PendingCall::new(
+                "c-bad",
+                "t",
+                PendingKind::Approval,
+                json!({}),
+            )),
+    )
+    .unwrap();
     rusqlite::Connection::open(&bad_record)
         .unwrap()
         .execute(
@@ -230,15 +248,17 @@ fn store_errors_keep_the_underlying_error_as_their_source() {
     assert!(store_error.source().is_some(), "{error:?}");
 
     let bad_record = dir.join("bad-record.sqlite");
-    SqliteStore::open(&bad_record)
-        .unwrap()
-        .insert(&PendingCall::new(
-            "c-bad",
-            "t",
-            PendingKind::Approval,
-            json!({}),
-        ))
-        .unwrap();
+    block_on(
+        SqliteStore::open(&bad_record)
+            .unwrap()
+            .insert(PendingCall::new(
+                "c-bad",
+                "t",
+                PendingKind::Approval,
+                json!({}),
+            )),
+    )
+    .unwrap();
     rusqlite::Connection::open(&bad_record)
         .unwrap()
         .execute(
@@ -420,10 +440,12 @@ fn pending_calls_survive_sigkill_of_a_child_process() {
         "each call completed exactly once"
     );
     assert!(
-        SqliteStore::open(dir.join("pending.sqlite"))
-            .unwrap()
-            .list()
-            .unwrap()
-            .is_empty()
+        block_on(
+            SqliteStore::open(dir.join("pending.sqlite"))
+                .unwrap()
+                .list()
+        )
+        .unwrap()
+        .is_empty()
     );
 }

@@ -137,6 +137,7 @@ impl Call {
         let pending = self
             .runtime
             .pending()
+            .await
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?
             .into_iter()
             .find(|p| p.call_id == self.call_id && p.tool_id == self.tool.id())

@@ -10,8 +10,10 @@ use super::{PendingCall, PendingKind, PendingStore, StoreError};
 /// ```
 /// use tool_runtime::{MemoryStore, Runtime};
 ///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// let runtime = Runtime::builder().store(MemoryStore::new()).build().unwrap();
-/// assert!(runtime.pending().unwrap().is_empty());
+/// assert!(runtime.pending().await.unwrap().is_empty());
+/// # });
 /// ```
 #[derive(Debug, Default)]
 pub struct MemoryStore {
@@ -30,18 +32,22 @@ impl MemoryStore {
 }
 
 impl PendingStore for MemoryStore {
-    fn insert(&self, call: &PendingCall) -> Result<(), StoreError> {
+    async fn insert(&self, call: PendingCall) -> Result<(), StoreError> {
         let mut calls = self.calls();
         if calls.contains_key(&call.call_id) {
             return Err(StoreError::Duplicate {
-                call_id: call.call_id.clone(),
+                call_id: call.call_id,
             });
         }
-        calls.insert(call.call_id.clone(), call.clone());
+        calls.insert(call.call_id.clone(), call);
         Ok(())
     }
 
-    fn take(&self, call_id: &str, kind: PendingKind) -> Result<Option<PendingCall>, StoreError> {
+    async fn take(
+        &self,
+        call_id: &str,
+        kind: PendingKind,
+    ) -> Result<Option<PendingCall>, StoreError> {
         let mut calls = self.calls();
         match calls.get(call_id) {
             Some(call) if call.kind == kind => Ok(calls.remove(call_id)),
@@ -49,11 +55,11 @@ impl PendingStore for MemoryStore {
         }
     }
 
-    fn get(&self, call_id: &str) -> Result<Option<PendingCall>, StoreError> {
+    async fn get(&self, call_id: &str) -> Result<Option<PendingCall>, StoreError> {
         Ok(self.calls().get(call_id).cloned())
     }
 
-    fn list(&self) -> Result<Vec<PendingCall>, StoreError> {
+    async fn list(&self) -> Result<Vec<PendingCall>, StoreError> {
         Ok(self.calls().values().cloned().collect())
     }
 }

@@ -11,7 +11,9 @@ mod pending;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 
+use std::future::Future;
 use std::path::PathBuf;
+use std::pin::Pin;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -146,34 +148,84 @@ pub enum StoreError {
     },
 }
 
-/// Storage of pending calls, keyed by call id.
+/// Storage of pending calls, keyed by call id. Every method is async: a
+/// store may do I/O (a file, a database server), and the runtime awaits it
+/// inside the call's future, never on the thread that built the future.
 ///
 /// Implementations must make [`take`](Self::take) atomic: of any number of
 /// concurrent takes of one id (from any number of runtimes sharing the
-/// store) at most one returns the entry. Calls are short; a networked
-/// store may block the calling thread (use `tokio::task::block_in_place`).
+/// store) at most one returns the entry. A store whose I/O blocks runs it
+/// off the async worker threads (as [`SqliteStore`] does, on tokio's
+/// blocking pool).
 ///
 /// ```
 /// use serde_json::json;
 /// use tool_runtime::{MemoryStore, PendingCall, PendingKind, PendingStore};
 ///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// let store = MemoryStore::new();
-/// store.insert(&PendingCall::new("c1", "t", PendingKind::Suspended, json!({}))).unwrap();
-/// assert!(store.take("c1", PendingKind::Approval).unwrap().is_none()); // wrong kind: stays
-/// assert!(store.take("c1", PendingKind::Suspended).unwrap().is_some());
-/// assert!(store.take("c1", PendingKind::Suspended).unwrap().is_none()); // taken once
+/// store.insert(PendingCall::new("c1", "t", PendingKind::Suspended, json!({}))).await.unwrap();
+/// assert!(store.take("c1", PendingKind::Approval).await.unwrap().is_none()); // wrong kind: stays
+/// assert!(store.take("c1", PendingKind::Suspended).await.unwrap().is_some());
+/// assert!(store.take("c1", PendingKind::Suspended).await.unwrap().is_none()); // taken once
+/// # });
 /// ```
 pub trait PendingStore: Send + Sync + 'static {
     /// Stores a call; fails with [`StoreError::Duplicate`] if its id is taken.
-    fn insert(&self, call: &PendingCall) -> Result<(), StoreError>;
+    fn insert(&self, call: PendingCall) -> impl Future<Output = Result<(), StoreError>> + Send;
 
     /// Removes and returns the call `call_id` if it is pending for `kind`;
     /// an entry of the other kind stays stored.
-    fn take(&self, call_id: &str, kind: PendingKind) -> Result<Option<PendingCall>, StoreError>;
+    fn take(
+        &self,
+        call_id: &str,
+        kind: PendingKind,
+    ) -> impl Future<Output = Result<Option<PendingCall>, StoreError>> + Send;
 
     /// The call `call_id`, left in place.
-    fn get(&self, call_id: &str) -> Result<Option<PendingCall>, StoreError>;
+    fn get(
+        &self,
+        call_id: &str,
+    ) -> impl Future<Output = Result<Option<PendingCall>, StoreError>> + Send;
 
     /// Every pending call, ordered by call id.
-    fn list(&self) -> Result<Vec<PendingCall>, StoreError>;
+    fn list(&self) -> impl Future<Output = Result<Vec<PendingCall>, StoreError>> + Send;
+}
+
+/// A boxed store future, for the object-safe form of [`PendingStore`].
+type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
+
+/// [`PendingStore`] in a form that can be a trait object (`Arc<dyn ..>`):
+/// what the runtime keeps, for any store it is given.
+pub(crate) trait DynPendingStore: Send + Sync + 'static {
+    fn insert(&self, call: PendingCall) -> StoreFuture<'_, ()>;
+    fn take<'a>(
+        &'a self,
+        call_id: &'a str,
+        kind: PendingKind,
+    ) -> StoreFuture<'a, Option<PendingCall>>;
+    fn get<'a>(&'a self, call_id: &'a str) -> StoreFuture<'a, Option<PendingCall>>;
+    fn list(&self) -> StoreFuture<'_, Vec<PendingCall>>;
+}
+
+impl<S: PendingStore> DynPendingStore for S {
+    fn insert(&self, call: PendingCall) -> StoreFuture<'_, ()> {
+        Box::pin(PendingStore::insert(self, call))
+    }
+
+    fn take<'a>(
+        &'a self,
+        call_id: &'a str,
+        kind: PendingKind,
+    ) -> StoreFuture<'a, Option<PendingCall>> {
+        Box::pin(PendingStore::take(self, call_id, kind))
+    }
+
+    fn get<'a>(&'a self, call_id: &'a str) -> StoreFuture<'a, Option<PendingCall>> {
+        Box::pin(PendingStore::get(self, call_id))
+    }
+
+    fn list(&self) -> StoreFuture<'_, Vec<PendingCall>> {
+        Box::pin(PendingStore::list(self))
+    }
 }

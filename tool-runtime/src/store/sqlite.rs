@@ -1,7 +1,8 @@
 //! Pending calls in a SQLite file: they survive a restart or a `kill -9`.
 
+use std::future::Future;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior, params};
@@ -16,7 +17,7 @@ const LAYOUT_VERSION: i32 = 1;
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A durable [`PendingStore`] in one SQLite file (WAL mode, synchronous
-/// commits): pending approvals and suspensions survive a crash of the
+/// commits; the I/O runs on tokio's blocking pool, off the async workers): pending approvals and suspensions survive a crash of the
 /// process, and several runtimes (in one or several processes) can share
 /// the file. Taking an entry is one `DELETE ... RETURNING` inside an
 /// immediate transaction, so it happens at most once.
@@ -32,23 +33,98 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 /// std::fs::create_dir_all(&dir).unwrap();
 /// let path = dir.join("pending.sqlite");
 /// let runtime = Runtime::builder().store(SqliteStore::open(&path).unwrap()).build().unwrap();
-/// assert!(runtime.pending().unwrap().is_empty());
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// assert!(runtime.pending().await.unwrap().is_empty());
+/// # });
 ///
 /// std::fs::write(dir.join("garbage.sqlite"), b"this is not a database, not even close; it is plain text.").unwrap();
 /// let error = SqliteStore::open(dir.join("garbage.sqlite")).unwrap_err();
 /// assert!(error.to_string().contains("garbage.sqlite"));
 /// # std::fs::remove_dir_all(&dir).ok();
 /// ```
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct SqliteStore {
+    // Shared with the blocking-pool jobs that do the I/O.
+    file: Arc<SqliteFile>,
+}
+
+/// The open file: one connection, used by one job at a time.
+#[derive(Debug)]
+struct SqliteFile {
     path: PathBuf,
     conn: Mutex<Connection>,
 }
 
 impl SqliteStore {
     /// Opens the store at `path`, creating the file if it does not exist.
+    /// This is blocking I/O (open, integrity check, reading every record):
+    /// call it before serving, as `RuntimeBuilder::build` does.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
-        let path = path.as_ref().to_path_buf();
+        SqliteFile::open(path.as_ref()).map(|file| SqliteStore {
+            file: Arc::new(file),
+        })
+    }
+
+    /// The store file.
+    pub fn path(&self) -> &Path {
+        &self.file.path
+    }
+
+    /// Runs `job` on tokio's blocking pool (SQLite's I/O, an fsync per
+    /// commit and a busy wait, never runs on an async worker thread), or in
+    /// place when there is no tokio runtime.
+    async fn blocking<T: Send + 'static>(
+        &self,
+        job: impl FnOnce(&SqliteFile) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let file = Arc::clone(&self.file);
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            return job(&file);
+        };
+        let location = file.path.display().to_string();
+        handle
+            .spawn_blocking(move || job(&file))
+            .await
+            .unwrap_or_else(|error| {
+                Err(StoreError::Io {
+                    location,
+                    reason: format!("the store's blocking job failed: {error}"),
+                    source: Some(Box::new(error)),
+                })
+            })
+    }
+}
+
+impl PendingStore for SqliteStore {
+    fn insert(&self, call: PendingCall) -> impl Future<Output = Result<(), StoreError>> + Send {
+        self.blocking(move |file| file.insert(&call))
+    }
+
+    fn take(
+        &self,
+        call_id: &str,
+        kind: PendingKind,
+    ) -> impl Future<Output = Result<Option<PendingCall>, StoreError>> + Send {
+        let call_id = call_id.to_owned();
+        self.blocking(move |file| file.take(&call_id, kind))
+    }
+
+    fn get(
+        &self,
+        call_id: &str,
+    ) -> impl Future<Output = Result<Option<PendingCall>, StoreError>> + Send {
+        let call_id = call_id.to_owned();
+        self.blocking(move |file| file.get(&call_id))
+    }
+
+    fn list(&self) -> impl Future<Output = Result<Vec<PendingCall>, StoreError>> + Send {
+        self.blocking(SqliteFile::list)
+    }
+}
+
+impl SqliteFile {
+    fn open(path: &Path) -> Result<Self, StoreError> {
+        let path = path.to_path_buf();
         let open_error = |error: rusqlite::Error| StoreError::Open {
             path: path.clone(),
             reason: error.to_string(),
@@ -84,18 +160,13 @@ impl SqliteStore {
             });
         }
         init_layout(&mut conn, &path)?;
-        let store = SqliteStore {
+        let file = SqliteFile {
             path,
             conn: Mutex::new(conn),
         };
         // Every record must be readable now, not when someone approves it.
-        store.list()?;
-        Ok(store)
-    }
-
-    /// The store file.
-    pub fn path(&self) -> &Path {
-        &self.path
+        file.list()?;
+        Ok(file)
     }
 
     fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
@@ -180,7 +251,7 @@ fn classify(path: &Path, error: rusqlite::Error) -> StoreError {
     }
 }
 
-impl PendingStore for SqliteStore {
+impl SqliteFile {
     fn insert(&self, call: &PendingCall) -> Result<(), StoreError> {
         let record = serde_json::to_string(call).map_err(|e| StoreError::Io {
             location: self.path.display().to_string(),
