@@ -449,3 +449,68 @@ fn pending_calls_survive_sigkill_of_a_child_process() {
         .is_empty()
     );
 }
+
+#[tokio::test]
+async fn arguments_as_deep_as_a_json_parser_reads_are_stored_readably_and_deeper_ones_are_refused()
+{
+    let dir = temp_dir("deep-arguments");
+    let path = dir.join("pending.sqlite");
+    let (tool, runs) = echo_tool("deep", |b| b.require_approval(true));
+    let runtime = Runtime::builder()
+        .tool(tool.clone())
+        .sqlite_store(&path)
+        .build()
+        .unwrap();
+    // An object holding 126 nested arrays: 127 levels, the most serde_json parses.
+    let text = format!("{{\"v\":{}1{}}}", "[".repeat(126), "]".repeat(126));
+    let waiting = runtime
+        .call(ToolCall::new("c1", "deep", text.as_str()))
+        .await;
+    assert!(
+        matches!(waiting, CallOutcome::ApprovalRequired { .. }),
+        "{waiting:?}"
+    );
+    // A new runtime opens the file (reading every record) and runs the call.
+    let reopened = Runtime::builder()
+        .tool(tool)
+        .sqlite_store(&path)
+        .build()
+        .unwrap();
+    let done = reopened.approve("c1").await.unwrap();
+    assert!(done.output().is_some(), "{done:?}");
+    assert_eq!(runs.lock().unwrap().len(), 1);
+
+    // Deeper arguments, built in code: refused when stored, never written
+    // as a record nobody can read back.
+    let mut deep = json!(1);
+    for _ in 0..200 {
+        deep = json!([deep]);
+    }
+    let refused = reopened
+        .call(ToolCall::new("c2", "deep", json!({ "v": deep })))
+        .await;
+    let message = refused.error().expect("refused").message().to_owned();
+    assert!(
+        message.contains("could not be stored") && message.contains("127 levels"),
+        "{message}"
+    );
+    assert!(reopened.pending().await.unwrap().is_empty());
+    assert!(SqliteStore::open(&path).is_ok(), "the file stays readable");
+}
+
+#[test]
+fn records_written_before_values_were_kept_as_text_still_read() {
+    let dir = temp_dir("legacy-record");
+    let path = dir.join("pending.sqlite");
+    drop(SqliteStore::open(&path).unwrap());
+    let legacy = PendingCall::new("c-old", "t", PendingKind::Suspended, json!({ "a": [1] }));
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute(
+            "INSERT INTO pending (call_id, kind, tool_id, record) VALUES ('c-old', 'suspended', 't', ?1)",
+            [serde_json::to_string(&legacy).unwrap()],
+        )
+        .unwrap();
+    let store = SqliteStore::open(&path).unwrap();
+    assert_eq!(block_on(store.list()).unwrap(), [legacy]);
+}

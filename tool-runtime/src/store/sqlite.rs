@@ -178,10 +178,95 @@ impl SqliteFile {
     }
 
     fn decode(&self, call_id: &str, record: &str) -> Result<PendingCall, StoreError> {
-        serde_json::from_str(record).map_err(|e| StoreError::Corrupt {
+        let corrupt = |e: serde_json::Error| StoreError::Corrupt {
             path: self.path.clone(),
             reason: format!("the record of call {call_id:?} is unreadable: {e}"),
             source: Some(Box::new(e)),
+        };
+        match serde_json::from_str::<Record>(record) {
+            Ok(record) => record.decode().map_err(corrupt),
+            // Written before records kept their values as text.
+            Err(_) => serde_json::from_str(record).map_err(corrupt),
+        }
+    }
+
+    /// The record of `call`: its values as JSON text each, checked to read back.
+    fn encode(&self, call: &PendingCall) -> Result<String, StoreError> {
+        let io = |reason: String, source: serde_json::Error| StoreError::Io {
+            location: self.path.display().to_string(),
+            reason,
+            source: Some(Box::new(source)),
+        };
+        let record = Record::encode(call).map_err(|(what, e)| {
+            io(
+                format!(
+                    "cannot store call {:?}: its {what} cannot be read back ({e}); JSON deeper than {} levels is refused",
+                    call.call_id,
+                    MAX_JSON_DEPTH
+                ),
+                e,
+            )
+        })?;
+        serde_json::to_string(&record)
+            .map_err(|e| io(format!("cannot encode call {:?}: {e}", call.call_id), e))
+    }
+}
+
+/// The nesting serde_json reads (and so the deepest value a record holds).
+const MAX_JSON_DEPTH: usize = 127;
+
+/// A stored call, its values (arguments, payload, context, messages) as JSON
+/// text: each is read on its own, with the parser's whole depth budget, so a
+/// value as deep as a parser reads is never made unreadable by the record
+/// around it. Writing checks that each value reads back.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Record {
+    /// Layout of the record: 2.
+    v: u8,
+    call_id: String,
+    tool_id: String,
+    kind: PendingKind,
+    input: String,
+    request_context: String,
+    messages: String,
+    payload: Option<String>,
+}
+
+impl Record {
+    fn encode(call: &PendingCall) -> Result<Self, (&'static str, serde_json::Error)> {
+        fn text(
+            what: &'static str,
+            value: &impl serde::Serialize,
+        ) -> Result<String, (&'static str, serde_json::Error)> {
+            let text = serde_json::to_string(value).map_err(|e| (what, e))?;
+            serde_json::from_str::<serde_json::Value>(&text).map_err(|e| (what, e))?;
+            Ok(text)
+        }
+        Ok(Record {
+            v: 2,
+            call_id: call.call_id.clone(),
+            tool_id: call.tool_id.clone(),
+            kind: call.kind,
+            input: text("arguments", &call.input)?,
+            request_context: text("request context", &call.request_context)?,
+            messages: text("messages", &call.messages)?,
+            payload: call
+                .payload
+                .as_ref()
+                .map(|payload| text("payload", payload))
+                .transpose()?,
+        })
+    }
+
+    fn decode(self) -> Result<PendingCall, serde_json::Error> {
+        Ok(PendingCall {
+            call_id: self.call_id,
+            tool_id: self.tool_id,
+            kind: self.kind,
+            input: serde_json::from_str(&self.input)?,
+            request_context: serde_json::from_str(&self.request_context)?,
+            messages: serde_json::from_str(&self.messages)?,
+            payload: self.payload.map(|p| serde_json::from_str(&p)).transpose()?,
         })
     }
 }
@@ -253,11 +338,7 @@ fn classify(path: &Path, error: rusqlite::Error) -> StoreError {
 
 impl SqliteFile {
     fn insert(&self, call: &PendingCall) -> Result<(), StoreError> {
-        let record = serde_json::to_string(call).map_err(|e| StoreError::Io {
-            location: self.path.display().to_string(),
-            reason: format!("cannot encode call {:?}: {e}", call.call_id),
-            source: Some(Box::new(e)),
-        })?;
+        let record = self.encode(call)?;
         let conn = self.conn();
         match conn.execute(
             "INSERT INTO pending (call_id, kind, tool_id, record) VALUES (?1, ?2, ?3, ?4)",
