@@ -211,3 +211,52 @@ pub(crate) fn integral_floats_to_integers(value: &mut Value) -> bool {
         _ => false,
     }
 }
+
+/// How deeply a call's arguments and request-context values may nest: at
+/// most this many levels of objects and arrays inside each other, counting
+/// the arguments object itself. Deeper input is refused at
+/// admission with a model-readable error: no tool needs more, and a bound
+/// well inside what JSON parsers read back (serde_json: 127) keeps every
+/// stored call readable.
+///
+/// ```
+/// use serde_json::json;
+/// use tool_core::{ErrorKind, MAX_NESTING, Tool, ToolError};
+///
+/// let echo = Tool::builder("echo").description("Echo")
+///     .execute(|input, _ctx| async move { Ok::<_, ToolError>(input) })
+///     .build().unwrap();
+/// // `levels` levels in all: the arguments object and `levels - 1` arrays.
+/// let nested = |levels: usize| json!({ "v": (1..levels).fold(json!(1), |inner, _| json!([inner])) });
+/// assert!(echo.validate_input(nested(MAX_NESTING)).is_ok());
+/// let error = echo.validate_input(nested(MAX_NESTING + 1)).unwrap_err();
+/// assert_eq!(error.kind(), ErrorKind::InputValidation);
+/// assert!(error.message().contains("Nested deeper than 64 levels"));
+/// ```
+pub const MAX_NESTING: usize = 64;
+
+/// The path to the first place where `value` nests deeper than `limit`
+/// (found without recursion), or `None`.
+pub(crate) fn too_deep(value: &Value, limit: usize) -> Option<Vec<String>> {
+    let mut stack: Vec<(&Value, usize, Vec<String>)> = vec![(value, 0, Vec::new())];
+    while let Some((value, depth, path)) = stack.pop() {
+        let children: Box<dyn Iterator<Item = (String, &Value)>> = match value {
+            Value::Object(map) => Box::new(map.iter().map(|(k, v)| (k.clone(), v))),
+            Value::Array(items) => {
+                Box::new(items.iter().enumerate().map(|(i, v)| (i.to_string(), v)))
+            }
+            _ => continue,
+        };
+        if depth + 1 > limit {
+            return Some(path);
+        }
+        for (key, child) in children {
+            if child.is_object() || child.is_array() {
+                let mut child_path = path.clone();
+                child_path.push(key);
+                stack.push((child, depth + 1, child_path));
+            }
+        }
+    }
+    None
+}

@@ -24,8 +24,8 @@ use crate::context::{CallContext, CallState};
 use crate::definition::OutputValidation;
 use crate::error::{ErrorKind, ModelError};
 use crate::input::{
-    RawInput, coerce_stringified, integral_floats_to_integers, normalize_top, parse_text,
-    strip_failing_nulls,
+    MAX_NESTING, RawInput, coerce_stringified, integral_floats_to_integers, normalize_top,
+    parse_text, strip_failing_nulls, too_deep,
 };
 use crate::outcome::Outcome;
 use crate::tool::{Exec, ExecFailure, Executed, Tool};
@@ -228,6 +228,9 @@ impl Tool {
             RawInput::Text(text) => parse_text(&text, schema.expects_object())
                 .ok_or_else(|| ModelError::invalid_json(id))?,
         };
+        if let Some(path) = too_deep(&provided, MAX_NESTING) {
+            return Err(nesting_failure(Subject::Input, id, path, &provided));
+        }
         let (first, repaired_from) = normalize_top(provided, schema.expects_object());
         if schema.is_valid(&first) {
             return Ok(first);
@@ -252,6 +255,17 @@ impl Tool {
     }
 
     fn validate_request_context(&self, ctx: &CallContext) -> Result<(), ModelError> {
+        if !ctx.request_context.is_empty() {
+            let values = ctx.request_context.to_value();
+            if let Some(path) = too_deep(&values, MAX_NESTING) {
+                return Err(nesting_failure(
+                    Subject::RequestContext,
+                    &self.inner.id,
+                    path,
+                    &values,
+                ));
+            }
+        }
         let Some(schema) = &self.inner.request_context else {
             return Ok(());
         };
@@ -463,6 +477,20 @@ impl Tool {
             model_output,
         }
     }
+}
+
+/// The model-facing error for a value that nests beyond [`MAX_NESTING`].
+fn nesting_failure(
+    subject: Subject,
+    tool_id: &str,
+    path: Vec<String>,
+    value: &Value,
+) -> ModelError {
+    let issue = Issue {
+        path,
+        message: format!("Nested deeper than {MAX_NESTING} levels; flatten the value"),
+    };
+    failure(subject, tool_id, &[issue], Some(value))
 }
 
 fn check(

@@ -347,3 +347,18 @@ async fn extensions_reach_the_tool_from_a_call_and_from_streamed_input() {
     let plain = runtime.call(ToolCall::new("c3", "whoami", "{}")).await;
     assert_eq!(plain.output(), Some(&json!("none")));
 }
+
+#[tokio::test]
+async fn request_context_values_nesting_beyond_the_bound_are_refused_at_admission() {
+    let (tool, runs) = echo_tool("echo", |b| b);
+    let runtime = Runtime::builder().tool(tool).build().unwrap();
+    // The request context object, then 64 arrays: 65 levels.
+    let deep = (0..tool_core::MAX_NESTING).fold(json!(1), |inner, _| json!([inner]));
+    let call = ToolCall::new("c1", "echo", "{}")
+        .with_request_context(tool_core::RequestContext::new().with("filters", deep));
+    let outcome = runtime.call(call).await;
+    let error = outcome.error().expect("refused");
+    assert_eq!(error.kind(), ErrorKind::RequestContextValidation);
+    assert!(error.message().contains("- filters"), "{}", error.message());
+    assert!(runs.lock().unwrap().is_empty());
+}

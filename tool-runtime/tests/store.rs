@@ -450,9 +450,13 @@ fn pending_calls_survive_sigkill_of_a_child_process() {
     );
 }
 
+/// `levels` levels of objects and arrays: an object holding nested arrays.
+fn nested(levels: usize) -> Value {
+    json!({ "v": (1..levels).fold(json!(1), |inner, _| json!([inner])) })
+}
+
 #[tokio::test]
-async fn arguments_as_deep_as_a_json_parser_reads_are_stored_readably_and_deeper_ones_are_refused()
-{
+async fn a_model_cannot_poison_the_store_with_deep_arguments() {
     let dir = temp_dir("deep-arguments");
     let path = dir.join("pending.sqlite");
     let (tool, runs) = echo_tool("deep", |b| b.require_approval(true));
@@ -461,16 +465,23 @@ async fn arguments_as_deep_as_a_json_parser_reads_are_stored_readably_and_deeper
         .sqlite_store(&path)
         .build()
         .unwrap();
-    // An object holding 126 nested arrays: 127 levels, the most serde_json parses.
-    let text = format!("{{\"v\":{}1{}}}", "[".repeat(126), "]".repeat(126));
-    let waiting = runtime
-        .call(ToolCall::new("c1", "deep", text.as_str()))
-        .await;
+    // Deeper than admission allows: a model-readable error, nothing stored.
+    let too_deep = nested(tool_core::MAX_NESTING + 1).to_string();
+    let refused = runtime.call(ToolCall::new("c0", "deep", too_deep)).await;
+    let error = refused.error().expect("refused at admission");
+    assert_eq!(error.kind(), tool_core::ErrorKind::InputValidation);
+    assert!(
+        error.message().contains("Nested deeper than 64 levels"),
+        "{}",
+        error.message()
+    );
+    // As deep as admission allows: stored, read back by a new runtime, run.
+    let deepest = nested(tool_core::MAX_NESTING).to_string();
+    let waiting = runtime.call(ToolCall::new("c1", "deep", deepest)).await;
     assert!(
         matches!(waiting, CallOutcome::ApprovalRequired { .. }),
         "{waiting:?}"
     );
-    // A new runtime opens the file (reading every record) and runs the call.
     let reopened = Runtime::builder()
         .tool(tool)
         .sqlite_store(&path)
@@ -479,22 +490,31 @@ async fn arguments_as_deep_as_a_json_parser_reads_are_stored_readably_and_deeper
     let done = reopened.approve("c1").await.unwrap();
     assert!(done.output().is_some(), "{done:?}");
     assert_eq!(runs.lock().unwrap().len(), 1);
+}
 
-    // Deeper arguments, built in code: refused when stored, never written
-    // as a record nobody can read back.
-    let mut deep = json!(1);
-    for _ in 0..200 {
-        deep = json!([deep]);
-    }
-    let refused = reopened
-        .call(ToolCall::new("c2", "deep", json!({ "v": deep })))
-        .await;
-    let message = refused.error().expect("refused").message().to_owned();
+#[tokio::test]
+async fn values_as_deep_as_a_json_parser_reads_are_stored_readably_and_deeper_ones_are_refused() {
+    let dir = temp_dir("deep-values");
+    let path = dir.join("pending.sqlite");
+    let store = SqliteStore::open(&path).unwrap();
+    // 127 levels, the most serde_json parses: inside a record that wrapped
+    // it, it would be 128 and unreadable.
+    let mut call = PendingCall::new("c1", "t", PendingKind::Suspended, nested(127));
+    call.payload = Some(nested(127));
+    call.messages = vec![nested(126)];
+    store.insert(call.clone()).await.unwrap();
+    let reopened = SqliteStore::open(&path).expect("every record reads back");
+    assert_eq!(reopened.list().await.unwrap(), [call]);
+
+    let deeper = PendingCall::new("c2", "t", PendingKind::Suspended, nested(200));
+    let error = reopened.insert(deeper).await.unwrap_err();
+    let message = error.to_string();
     assert!(
-        message.contains("could not be stored") && message.contains("127 levels"),
+        message.contains("\"c2\"")
+            && message.contains("arguments")
+            && message.contains("127 levels"),
         "{message}"
     );
-    assert!(reopened.pending().await.unwrap().is_empty());
     assert!(SqliteStore::open(&path).is_ok(), "the file stays readable");
 }
 
