@@ -158,7 +158,7 @@ async fn two_runtimes_on_one_file_run_each_approved_call_once() {
 }
 
 #[test]
-fn a_corrupt_or_unreadable_store_file_is_an_error_naming_the_file() {
+fn a_corrupt_store_file_is_an_error_naming_it_and_one_unreadable_record_does_not_stop_the_store() {
     let dir = temp_dir("corrupt");
     for (name, bytes) in [
         ("short.sqlite", b"garbage!".to_vec()),
@@ -220,11 +220,40 @@ fn a_corrupt_or_unreadable_store_file_is_an_error_naming_the_file() {
             [],
         )
         .unwrap();
-    let error = SqliteStore::open(&bad_record).unwrap_err();
+    // One unreadable record does not stop the store (the durable-calls
+    // issue: it used to make every pending call unreachable): it opens and
+    // serves the others, and the bad call is an error naming it.
+    let store = SqliteStore::open(&bad_record).expect("opens despite one bad record");
+    block_on(store.insert(PendingCall::new(
+        "c-good",
+        "t",
+        PendingKind::Approval,
+        json!({}),
+    )))
+    .unwrap();
+    let listed = block_on(store.list()).unwrap();
+    assert_eq!(
+        listed
+            .iter()
+            .map(|c| c.call_id.as_str())
+            .collect::<Vec<_>>(),
+        ["c-good"]
+    );
+    let error = block_on(store.get("c-bad")).unwrap_err();
     let message = error.to_string();
     assert!(
         message.contains("bad-record.sqlite") && message.contains("c-bad"),
         "{message}"
+    );
+    assert!(block_on(store.take("c-bad", PendingKind::Approval)).is_err());
+    assert!(
+        block_on(store.get("c-bad")).is_err(),
+        "left in place for the operator"
+    );
+    assert!(
+        block_on(store.take("c-good", PendingKind::Approval))
+            .unwrap()
+            .is_some()
     );
 }
 
@@ -266,7 +295,8 @@ fn store_errors_keep_the_underlying_error_as_their_source() {
             [],
         )
         .unwrap();
-    let error = SqliteStore::open(&bad_record).unwrap_err();
+    let store = SqliteStore::open(&bad_record).unwrap();
+    let error = block_on(store.get("c-bad")).unwrap_err();
     assert!(
         error.source().is_some_and(|e| e.is::<serde_json::Error>()),
         "the parse error is the source: {error:?}"

@@ -23,8 +23,11 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 /// immediate transaction, so it happens at most once.
 ///
 /// Opening checks the file: a file that is not SQLite, fails SQLite's
-/// integrity check, belongs to another program or holds an unreadable record
-/// is an error naming the file, and is left untouched.
+/// integrity check or belongs to another program is an error naming the
+/// file, and is left untouched. One unreadable record does not stop the
+/// store: it is logged with its call id when the store opens and lists,
+/// left in place for the operator, and `get` or `take` of that call is an
+/// error naming it; every other call is served.
 ///
 /// ```
 /// use tool_runtime::{Runtime, SqliteStore};
@@ -164,7 +167,8 @@ impl SqliteFile {
             path,
             conn: Mutex::new(conn),
         };
-        // Every record must be readable now, not when someone approves it.
+        // Reads every record once: an unreadable one is reported now, with
+        // its call id, rather than when someone approves it.
         file.list()?;
         Ok(file)
     }
@@ -403,7 +407,14 @@ impl SqliteFile {
         let mut calls = Vec::new();
         for row in rows {
             let (call_id, record) = row.map_err(|e| self.io(e))?;
-            calls.push(self.decode(&call_id, &record)?);
+            match self.decode(&call_id, &record) {
+                Ok(call) => calls.push(call),
+                // One bad record must not hide every other call: it is
+                // reported, left for the operator, and named by get and take.
+                Err(error) => {
+                    tracing::error!(call_id, %error, "unreadable pending call left in the store");
+                }
+            }
         }
         Ok(calls)
     }
