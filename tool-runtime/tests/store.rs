@@ -564,3 +564,34 @@ fn records_written_before_values_were_kept_as_text_still_read() {
     let store = SqliteStore::open(&path).unwrap();
     assert_eq!(block_on(store.list()).unwrap(), [legacy]);
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn sqlite_io_waits_off_the_async_executor() {
+    let dir = temp_dir("off-executor");
+    let path = dir.join("pending.sqlite");
+    let store = SqliteStore::open(&path).unwrap();
+    // Another connection holds the write lock: the store's insert waits for
+    // it (SQLite's busy wait), which must not be on the executor's one thread.
+    let blocker = rusqlite::Connection::open(&path).unwrap();
+    blocker.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    let insert = tokio::spawn({
+        let store = store.clone();
+        async move {
+            store
+                .insert(PendingCall::new(
+                    "c1",
+                    "t",
+                    PendingKind::Approval,
+                    json!({}),
+                ))
+                .await
+        }
+    });
+    // Were the insert blocking this thread, the sleep would end only after
+    // the insert gave up or got the lock.
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    assert!(!insert.is_finished(), "the insert still waits for the lock");
+    blocker.execute_batch("COMMIT").unwrap();
+    insert.await.unwrap().unwrap();
+    assert_eq!(store.list().await.unwrap().len(), 1);
+}
