@@ -574,3 +574,29 @@ fn a_child_signal_fires_with_its_parent_and_not_the_other_way() {
     assert!(sibling.is_aborted() && grandchild.is_aborted());
     assert!(!AbortSignal::never().is_aborted());
 }
+
+/// Sums numbers
+#[tool]
+async fn sum(n: i64, v: Vec<i64>) -> i64 {
+    n + v.iter().sum::<i64>()
+}
+
+#[test]
+fn a_value_wrong_everywhere_gets_a_bounded_error_listing_the_first_problems() {
+    // 100,000 wrong items: every one used to be listed (a 4.5 MB message
+    // here; 45 MB for a million).
+    let input = json!({ "n": 1, "v": vec!["x"; 100_000] });
+    let (kind, message) = failure(&run(&Tool::from(SumTool), input));
+    assert_eq!(kind, ErrorKind::InputValidation);
+    assert!(message.len() < 4_000, "{} bytes", message.len());
+    assert_eq!(message.matches("\n- v.").count(), 20, "{message}");
+    assert!(
+        message.contains("- v.0: Expected integer, received string"),
+        "{message}"
+    );
+    assert!(
+        message.contains("more errors of the same kind are not listed"),
+        "{message}"
+    );
+    assert!(message.ends_with("... (truncated)"), "{message}");
+}

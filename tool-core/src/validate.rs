@@ -13,6 +13,11 @@ use crate::error::{ErrorKind, ModelError, ValidationErrors};
 /// Longest dump of a value quoted in an error message, in characters.
 const DUMP_LIMIT: usize = 200;
 
+/// How many problems a validation error lists: a model acts on the first
+/// ones, and a message must stay small however broken the value is (a
+/// million wrong array items once made a 45 MB message).
+pub(crate) const MAX_LISTED_ISSUES: usize = 20;
+
 /// Request-context keys whose values never appear in error messages.
 const SENSITIVE_KEYS: [&str; 7] = [
     "password",
@@ -83,13 +88,16 @@ impl CompiledSchema {
         self.validator.is_valid(instance)
     }
 
-    /// Every problem in `instance`; empty when it is valid.
+    /// The problems in `instance`, at most [`MAX_LISTED_ISSUES`] + 1 (one
+    /// more than a message lists, so it can say there are more); empty when
+    /// it is valid.
     pub(crate) fn issues(&self, instance: &Value) -> Vec<Issue> {
         if self.validator.is_valid(instance) {
             return Vec::new();
         }
         self.validator
             .iter_errors(instance)
+            .take(MAX_LISTED_ISSUES + 1)
             .map(|error| issue_of(&error))
             .collect()
     }
@@ -289,8 +297,15 @@ pub(crate) fn failure(
         ),
     };
     let mut message = headline;
-    for issue in issues {
+    let listed = &issues[..issues.len().min(MAX_LISTED_ISSUES)];
+    for issue in listed {
         let _ = write!(message, "\n- {}: {}", issue.dotted_path(), issue.message);
+    }
+    if issues.len() > listed.len() {
+        let _ = write!(
+            message,
+            "\n- ...: more errors of the same kind are not listed; fix these first"
+        );
     }
     if let Some(value) = value {
         let shown = if subject == Subject::RequestContext {
@@ -301,7 +316,7 @@ pub(crate) fn failure(
         let _ = write!(message, "\n\n{quoted_as}: {shown}");
     }
     let mut grouped = ValidationErrors::default();
-    for issue in issues {
+    for issue in listed {
         grouped.add(&issue.path, issue.message.clone());
     }
     ModelError::new(kind, message).with_validation_errors(grouped)
