@@ -5,7 +5,6 @@
 //! panics is logged with `tracing::error!` and the call goes on.
 
 use std::fmt;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -187,7 +186,7 @@ impl fmt::Debug for Hooks {
 
 /// Runs a hook, turning its error or panic into a log line.
 fn run_hook(name: &str, call_id: &str, hook: impl FnOnce() -> Option<String>) {
-    match catch_unwind(AssertUnwindSafe(hook)) {
+    match crate::panic::catch_panic(hook) {
         Ok(None) => {}
         Ok(Some(error)) => {
             tracing::error!(hook = name, call_id, %error, "tool hook failed; the call goes on");

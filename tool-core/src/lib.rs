@@ -63,6 +63,7 @@ pub mod hooks;
 mod input;
 mod model_output;
 mod outcome;
+mod panic;
 #[cfg(feature = "partial-json")]
 #[cfg_attr(docsrs, doc(cfg(feature = "partial-json")))]
 pub mod partial_json;
@@ -95,6 +96,7 @@ pub use hooks::Hooks;
 pub use input::{MAX_NESTING, RawInput};
 pub use model_output::{ContentPart, ModelOutput};
 pub use outcome::{ModelFacing, Outcome};
+pub use panic::catch_panic;
 pub use pipeline::Admitted;
 pub use request_context::RequestContext;
 pub use schema::schema_for;

@@ -10,10 +10,8 @@
 //! A runtime puts its own stages (hooks, the approval gate, storing a
 //! suspension) between and after these two; it cannot skip them.
 
-use std::any::Any;
 use std::fmt;
 use std::future::{Future, poll_fn};
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::pin;
 use std::sync::{Arc, Mutex};
 use std::task::Poll;
@@ -28,6 +26,7 @@ use crate::input::{
     parse_text, strip_failing_nulls, too_deep,
 };
 use crate::outcome::Outcome;
+use crate::panic::catch_panic;
 use crate::tool::{Exec, ExecFailure, Executed, Tool};
 use crate::validate::{CompiledSchema, Issue, Subject, failure};
 
@@ -316,22 +315,20 @@ impl Tool {
         }
         let started = {
             let _entered = state.span.enter();
-            catch_unwind(AssertUnwindSafe(|| {
-                (inner.executor)(input, Arc::clone(&state))
-            }))
+            catch_panic(|| (inner.executor)(input, Arc::clone(&state)))
         };
         let run = match started {
-            Err(panic) => Run::Panicked(panic_message(&*panic)),
+            Err(message) => Run::Panicked(message),
             Ok(mut running) => {
                 let mut aborted = pin!(abort.aborted());
                 poll_fn(|cx| {
                     let _entered = state.span.enter();
                     // The tool first: a tool that finishes at once never
                     // registers with the abort signal.
-                    match catch_unwind(AssertUnwindSafe(|| running.as_mut().poll(cx))) {
+                    match catch_panic(|| running.as_mut().poll(cx)) {
                         Ok(Poll::Ready(result)) => return Poll::Ready(Run::Done(result)),
                         Ok(Poll::Pending) => {}
-                        Err(panic) => return Poll::Ready(Run::Panicked(panic_message(&*panic))),
+                        Err(message) => return Poll::Ready(Run::Panicked(message)),
                     }
                     match aborted.as_mut().poll(cx) {
                         Poll::Ready(()) => Poll::Ready(Run::Aborted),
@@ -455,10 +452,9 @@ impl Tool {
         }
         let model_output = match (model_output, &self.inner.to_model_output) {
             (Some(mapped), _) => Some(mapped),
-            (None, Some(map)) => match catch_unwind(AssertUnwindSafe(|| map(&output))) {
+            (None, Some(map)) => match catch_panic(|| map(&output)) {
                 Ok(mapped) => Some(mapped),
-                Err(panic) => {
-                    let message = panic_message(&*panic);
+                Err(message) => {
                     return Outcome::Failed {
                         error: ModelError::new(
                             ErrorKind::Panic,
@@ -508,14 +504,4 @@ fn check(
         &schema.issues(value),
         Some(value),
     ))
-}
-
-fn panic_message(panic: &(dyn Any + Send)) -> String {
-    if let Some(text) = panic.downcast_ref::<&str>() {
-        (*text).to_owned()
-    } else if let Some(text) = panic.downcast_ref::<String>() {
-        text.clone()
-    } else {
-        "the tool panicked".to_owned()
-    }
 }

@@ -3,7 +3,6 @@
 
 use std::fmt;
 use std::future::Future;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
 use std::sync::Arc;
 
@@ -204,7 +203,7 @@ impl Tool {
     /// otherwise its `require_approval` flag.
     pub fn requires_approval(&self, input: &Value, request_context: &RequestContext) -> bool {
         match &self.inner.approval_policy {
-            Some(policy) => catch_unwind(AssertUnwindSafe(|| policy(input, request_context)))
+            Some(policy) => crate::panic::catch_panic(|| policy(input, request_context))
                 .unwrap_or_else(|_| {
                     tracing::error!(tool_id = %self.inner.id, "approval policy panicked; approval is required");
                     true

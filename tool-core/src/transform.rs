@@ -3,7 +3,6 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
 use serde_json::{Value, json};
@@ -175,7 +174,7 @@ impl ToolTransform {
         let Some(transformer) = self.transformers.get(&(ctx.target, ctx.phase)) else {
             return unavailable();
         };
-        match catch_unwind(AssertUnwindSafe(|| transformer(ctx))) {
+        match crate::panic::catch_panic(|| transformer(ctx)) {
             Ok(Some(value)) => Projection::Projected(value),
             Ok(None) => unavailable(),
             Err(_) => {

@@ -10,7 +10,6 @@
 //! of the store and put back.
 
 use std::fmt;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
 use serde_json::{Value, json};
@@ -78,7 +77,7 @@ impl ApprovalPolicy {
         match self {
             ApprovalPolicy::Never => false,
             ApprovalPolicy::Always => true,
-            ApprovalPolicy::Custom(policy) => catch_unwind(AssertUnwindSafe(|| policy(check)))
+            ApprovalPolicy::Custom(policy) => tool_core::catch_panic(|| policy(check))
                 .unwrap_or_else(|_| {
                     tracing::error!(
                         tool_id = tool.id(),

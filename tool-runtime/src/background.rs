@@ -5,7 +5,6 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -112,7 +111,7 @@ impl Tasks {
             _ => &None,
         };
         if let Some(callback) = callback
-            && catch_unwind(AssertUnwindSafe(|| callback(result))).is_err()
+            && tool_core::catch_panic(|| callback(result)).is_err()
         {
             tracing::error!(task_id = %result.task_id, "background callback panicked");
         }

@@ -362,3 +362,37 @@ async fn request_context_values_nesting_beyond_the_bound_are_refused_at_admissio
     assert!(error.message().contains("- filters"), "{}", error.message());
     assert!(runs.lock().unwrap().is_empty());
 }
+
+/// A panic payload whose own `Drop` panics.
+struct Bomb;
+
+impl Drop for Bomb {
+    fn drop(&mut self) {
+        panic!("the payload's drop panics too");
+    }
+}
+
+#[tokio::test]
+async fn a_panic_whose_payload_panics_when_dropped_stays_inside_the_call() {
+    let tool = Tool::builder("bomb")
+        .description("Panics with a payload that panics when dropped")
+        .execute(
+            |_input: Value, _ctx: ToolContext<Value, Value>| async move {
+                if true {
+                    std::panic::panic_any(Bomb);
+                }
+                Ok::<_, ToolError>(json!(null))
+            },
+        )
+        .build()
+        .unwrap();
+    let runtime = Runtime::builder().tool(tool).build().unwrap();
+    let outcome = runtime.call(ToolCall::new("c1", "bomb", "{}")).await;
+    let error = outcome
+        .error()
+        .expect("the call failed, the caller did not panic");
+    assert_eq!(error.kind(), ErrorKind::Panic);
+    // The runtime keeps serving.
+    let again = runtime.call(ToolCall::new("c2", "bomb", "{}")).await;
+    assert_eq!(again.error().map(|e| e.kind()), Some(ErrorKind::Panic));
+}
