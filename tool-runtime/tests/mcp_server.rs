@@ -934,11 +934,67 @@ async fn streamable_http_on_loopback() {
     .await;
     assert!(status.contains("403"), "{status}");
 
+    // Only loopback origins (the hardening issue: a page of any origin was
+    // served); a request without an Origin (not from a browser) passes.
+    let list = json!({ "jsonrpc": "2.0", "id": 4, "method": "tools/list" });
+    let session_and = |origin: &'static str| {
+        let mut headers = session_headers.to_vec();
+        headers.push(("Origin", origin));
+        headers
+    };
+    let (status, _, _) = post(
+        addr,
+        &host,
+        &session_and("http://evil.example.com"),
+        list.clone(),
+    )
+    .await;
+    assert!(status.contains("403"), "{status}");
+    let (status, _, listed) = post(
+        addr,
+        &host,
+        &session_and("http://localhost:5173"),
+        list.clone(),
+    )
+    .await;
+    assert!(status.contains("200") && listed.is_some(), "{status}");
+
     server.shutdown();
     tokio::time::timeout(Duration::from_secs(5), server.wait())
         .await
         .expect("the server did not stop")
         .unwrap();
+}
+
+#[tokio::test]
+async fn http_serves_the_origins_it_is_told_to() {
+    let server = McpServer::new(runtime())
+        .serve_http(
+            HttpOptions::new(([127, 0, 0, 1], 0).into())
+                .allowed_origins(["https://app.example.com:443"]),
+        )
+        .await
+        .unwrap();
+    let addr = server.local_addr();
+    let init = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": { "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "raw", "version": "0" } }
+    });
+    let host = addr.to_string();
+    let (status, _, _) = post(
+        addr,
+        &host,
+        &[("Origin", "https://app.example.com")],
+        init.clone(),
+    )
+    .await;
+    assert!(status.contains("200"), "{status}");
+    let (status, _, _) = post(addr, &host, &[("Origin", "http://localhost:3000")], init).await;
+    assert!(
+        status.contains("403"),
+        "the list replaces the loopback default: {status}"
+    );
+    server.shutdown();
 }
 
 #[tokio::test]

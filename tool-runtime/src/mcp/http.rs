@@ -22,14 +22,29 @@ use super::{McpError, McpServer};
 
 type Service = StreamableHttpService<McpServer, LocalSessionManager>;
 
+/// The `Origin`s served by default: pages on this machine.
+const LOOPBACK_ORIGINS: [&str; 6] = [
+    "http://localhost:*",
+    "https://localhost:*",
+    "http://127.0.0.1:*",
+    "https://127.0.0.1:*",
+    "http://[::1]:*",
+    "https://[::1]:*",
+];
+
 /// Where and how [`McpServer::serve_http`] listens.
 ///
 /// Defaults: `127.0.0.1:8000`, endpoint `/mcp`, and rmcp's
 /// [`StreamableHttpServerConfig`] defaults: sessions for clients of the
-/// handshake protocols (stateless for 2026-07-28), and only loopback `Host`
-/// headers accepted (against DNS rebinding). Binding another interface
-/// takes an explicit address, and serving other host names an explicit
-/// [`allowed_hosts`](Self::allowed_hosts) list.
+/// handshake protocols (stateless for 2026-07-28), only loopback `Host`
+/// headers accepted (against DNS rebinding), and only loopback `Origin`s
+/// (`http://localhost`, `127.0.0.1`, `[::1]`, any port, http or https): a
+/// request with another `Origin` is refused with 403, as the MCP
+/// specification requires of servers; requests without one (not from a
+/// browser) pass. Binding another interface takes an explicit address,
+/// serving other host names an explicit [`allowed_hosts`](Self::allowed_hosts)
+/// list, and pages of other origins an explicit
+/// [`allowed_origins`](Self::allowed_origins) list.
 ///
 /// ```
 /// use tool_runtime::mcp::HttpOptions;
@@ -38,7 +53,8 @@ type Service = StreamableHttpService<McpServer, LocalSessionManager>;
 /// assert_eq!(options.addr().to_string(), "127.0.0.1:8000");
 /// let options = HttpOptions::new(([0, 0, 0, 0], 9000).into())
 ///     .path("/tools/mcp")
-///     .allowed_hosts(["tools.example.com"]);
+///     .allowed_hosts(["tools.example.com"])
+///     .allowed_origins(["https://app.example.com:443"]);
 /// assert_eq!(options.endpoint(), "/tools/mcp");
 /// ```
 #[must_use]
@@ -55,6 +71,7 @@ impl fmt::Debug for HttpOptions {
             .field("addr", &self.addr)
             .field("path", &self.path)
             .field("allowed_hosts", &self.config.allowed_hosts)
+            .field("allowed_origins", &self.config.allowed_origins)
             .finish_non_exhaustive()
     }
 }
@@ -71,7 +88,7 @@ impl HttpOptions {
         HttpOptions {
             addr,
             path: "/mcp".to_owned(),
-            config: StreamableHttpServerConfig::default(),
+            config: StreamableHttpServerConfig::default().with_allowed_origins(LOOPBACK_ORIGINS),
         }
     }
 
@@ -98,6 +115,17 @@ impl HttpOptions {
         S: Into<String>,
     {
         self.config = self.config.with_allowed_hosts(hosts);
+        self
+    }
+
+    /// The `Origin`s accepted (`scheme://host:port`, `:*` for any port,
+    /// `"null"` for a browser's opaque origin), instead of loopback only.
+    pub fn allowed_origins<I, S>(mut self, origins: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.config = self.config.with_allowed_origins(origins);
         self
     }
 
