@@ -254,22 +254,24 @@ impl Tool {
     }
 
     fn validate_request_context(&self, ctx: &CallContext) -> Result<(), ModelError> {
-        if !ctx.request_context.is_empty() {
-            let values = ctx.request_context.to_value();
-            if let Some(path) = too_deep(&values, MAX_NESTING) {
-                return Err(nesting_failure(
-                    Subject::RequestContext,
-                    &self.inner.id,
-                    path,
-                    &values,
-                ));
-            }
-        }
-        let Some(schema) = &self.inner.request_context else {
+        let schema = self.inner.request_context.as_ref();
+        if ctx.request_context.is_empty() && schema.is_none() {
             return Ok(());
-        };
+        }
+        // Built once, for both checks.
         let values = ctx.request_context.to_value();
-        check(schema, Subject::RequestContext, &self.inner.id, &values)
+        if let Some(path) = too_deep(&values, MAX_NESTING) {
+            return Err(nesting_failure(
+                Subject::RequestContext,
+                &self.inner.id,
+                path,
+                &values,
+            ));
+        }
+        match schema {
+            Some(schema) => check(schema, Subject::RequestContext, &self.inner.id, &values),
+            None => Ok(()),
+        }
     }
 
     fn validate_resume_data(&self, ctx: &CallContext) -> Result<(), ModelError> {

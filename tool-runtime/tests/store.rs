@@ -23,6 +23,21 @@ fn temp_dir(name: &str) -> PathBuf {
     dir
 }
 
+/// A store file in `dir` holding one call, `c-bad`, whose record is not JSON.
+fn store_with_unreadable_record(dir: &Path) -> PathBuf {
+    let path = dir.join("bad-record.sqlite");
+    let call = PendingCall::new("c-bad", "t", PendingKind::Approval, json!({}));
+    block_on(SqliteStore::open(&path).unwrap().insert(call)).unwrap();
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute(
+            "UPDATE pending SET record = '{not json' WHERE call_id = 'c-bad'",
+            [],
+        )
+        .unwrap();
+    path
+}
+
 /// Runs a store future from a test that has no tokio runtime of its own.
 fn block_on<F: std::future::Future>(future: F) -> F::Output {
     tokio::runtime::Builder::new_current_thread()
@@ -201,25 +216,7 @@ fn a_corrupt_store_file_is_an_error_naming_it_and_one_unreadable_record_does_not
     let error = SqliteStore::open(&other).unwrap_err();
     assert!(error.to_string().contains("another program"), "{error}");
 
-    let bad_record = dir.join("bad-record.sqlite");
-    block_on(
-        SqliteStore::open(&bad_record)
-            .unwrap()
-            .insert(PendingCall::new(
-                "c-bad",
-                "t",
-                PendingKind::Approval,
-                json!({}),
-            )),
-    )
-    .unwrap();
-    rusqlite::Connection::open(&bad_record)
-        .unwrap()
-        .execute(
-            "UPDATE pending SET record = '{not json' WHERE call_id = 'c-bad'",
-            [],
-        )
-        .unwrap();
+    let bad_record = store_with_unreadable_record(&dir);
     // One unreadable record does not stop the store (the durable-calls
     // issue: it used to make every pending call unreachable): it opens and
     // serves the others, and the bad call is an error naming it.
@@ -276,25 +273,7 @@ fn store_errors_keep_the_underlying_error_as_their_source() {
     let store_error = error.source().expect("the store error");
     assert!(store_error.source().is_some(), "{error:?}");
 
-    let bad_record = dir.join("bad-record.sqlite");
-    block_on(
-        SqliteStore::open(&bad_record)
-            .unwrap()
-            .insert(PendingCall::new(
-                "c-bad",
-                "t",
-                PendingKind::Approval,
-                json!({}),
-            )),
-    )
-    .unwrap();
-    rusqlite::Connection::open(&bad_record)
-        .unwrap()
-        .execute(
-            "UPDATE pending SET record = '{not json' WHERE call_id = 'c-bad'",
-            [],
-        )
-        .unwrap();
+    let bad_record = store_with_unreadable_record(&dir);
     let store = SqliteStore::open(&bad_record).unwrap();
     let error = block_on(store.get("c-bad")).unwrap_err();
     assert!(
