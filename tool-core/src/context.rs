@@ -58,6 +58,9 @@ pub struct CallContext {
     pub(crate) progress: Option<ProgressSink>,
     pub(crate) parent_span: Option<Box<tracing::Span>>,
     pub(crate) extensions: Extensions,
+    /// Which run of the call this is: 1, or more for a retry-safe stored
+    /// call run again after a crash.
+    pub(crate) attempt: u32,
 }
 
 /// What a resumed call continues from.
@@ -91,6 +94,7 @@ impl CallContext {
             progress: None,
             parent_span: None,
             extensions: Extensions::new(),
+            attempt: 1,
         }
     }
 
@@ -117,6 +121,26 @@ impl CallContext {
     /// The abort signal the tool observes.
     pub fn abort_signal(&self) -> &AbortSignal {
         &self.abort
+    }
+
+    /// Which run of the call this is (see [`with_attempt`](Self::with_attempt)).
+    pub fn attempt(&self) -> u32 {
+        self.attempt
+    }
+
+    /// Marks this as run number `attempt` of one call (1 for the first): a
+    /// stored call recovered after a crash runs again as attempt 2.
+    ///
+    /// ```
+    /// use tool_core::CallContext;
+    ///
+    /// assert_eq!(CallContext::new("c1").attempt(), 1);
+    /// assert_eq!(CallContext::new("c1").with_attempt(2).attempt(), 2);
+    /// ```
+    #[must_use]
+    pub fn with_attempt(mut self, attempt: u32) -> Self {
+        self.attempt = attempt;
+        self
     }
 
     /// Sets the request context.
@@ -366,6 +390,12 @@ impl<S, R> ToolContext<S, R> {
     /// The abort signal of this call.
     pub fn abort_signal(&self) -> &AbortSignal {
         &self.state.ctx.abort
+    }
+
+    /// Which run of this call this is: 1, or more when a tool declared
+    /// `retry_safe` runs again after the process that ran it died.
+    pub fn attempt(&self) -> u32 {
+        self.state.ctx.attempt
     }
 
     /// The conversation so far, when the caller supplied it.

@@ -53,6 +53,11 @@ pub struct ToolDefinition {
     pub strict: bool,
     /// Whether calls always need human approval (a policy function may also decide).
     pub require_approval: bool,
+    /// Whether a stored call (approved or resumed) whose run was interrupted
+    /// by a crash may run again when it is recovered. `false`: it is settled
+    /// as failed with an "interrupted" error instead. A tool that sets this
+    /// should make its side effects idempotent, keyed by the call id.
+    pub retry_safe: bool,
     /// MCP annotations and `_meta`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mcp: Option<McpOptions>,

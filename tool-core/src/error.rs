@@ -7,7 +7,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use serde::ser::SerializeMap;
-use serde::{Serialize, Serializer};
+use serde::{Deserialize as _, Serialize, Serializer};
 use serde_json::Value;
 
 /// The error a tool's execute function returns.
@@ -114,8 +114,10 @@ impl fmt::Display for ToolError {
     }
 }
 
-/// Which stage of the call produced a [`ModelError`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// Which stage of the call produced a [`ModelError`]. Serializes as its
+/// snake_case name (`"input_validation"`), as stores record it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum ErrorKind {
     /// The arguments were not JSON, even after safe repairs.
@@ -151,7 +153,8 @@ pub enum ErrorKind {
 /// let json = serde_json::to_value(&errors).unwrap();
 /// assert_eq!(json["fields"]["items"]["fields"]["0"]["fields"]["tags"]["errors"][0], "Expected array, received string");
 /// ```
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct ValidationErrors {
     /// Messages about the value at this level.
     pub errors: Vec<String>,
@@ -274,6 +277,30 @@ impl ModelError {
     /// The JSON object sent to the model.
     pub fn to_json(&self) -> Value {
         serde_json::to_value(self).unwrap_or_else(|_| Value::String(self.message.clone()))
+    }
+
+    /// The error whose [`to_json`](Self::to_json) is `json`, of `kind` (which
+    /// the model-facing object does not carry): how a recorded error is read
+    /// back. `None` when `json` has no string `message`.
+    ///
+    /// ```
+    /// use tool_core::{ErrorKind, ModelError};
+    ///
+    /// let error = ModelError::invalid_json("weather");
+    /// let back = ModelError::from_json(error.kind(), &error.to_json()).unwrap();
+    /// assert_eq!(back, error);
+    /// assert!(ModelError::from_json(ErrorKind::Execution, &serde_json::json!(1)).is_none());
+    /// ```
+    pub fn from_json(kind: ErrorKind, json: &Value) -> Option<Self> {
+        let message = json.get("message")?.as_str()?;
+        let validation_errors = json
+            .get("validationErrors")
+            .and_then(|errors| ValidationErrors::deserialize(errors).ok());
+        let mut error = ModelError::new(kind, message).with_data(json.get("data").cloned());
+        if let Some(errors) = validation_errors {
+            error = error.with_validation_errors(errors);
+        }
+        Some(error)
     }
 }
 

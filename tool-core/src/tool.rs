@@ -325,6 +325,7 @@ pub struct ToolBuilder {
     request_context_schema: Option<Value>,
     strict: bool,
     require_approval: bool,
+    retry_safe: bool,
     approval_policy: Option<Arc<ApprovalPolicy>>,
     mcp: Option<McpOptions>,
     provider_options: Map<String, Value>,
@@ -358,6 +359,7 @@ impl ToolBuilder {
             request_context_schema: None,
             strict: false,
             require_approval: false,
+            retry_safe: false,
             approval_policy: None,
             mcp: None,
             provider_options: Map::new(),
@@ -428,6 +430,27 @@ impl ToolBuilder {
     /// Every call needs human approval.
     pub fn require_approval(mut self, required: bool) -> Self {
         self.require_approval = required;
+        self
+    }
+
+    /// Declares that an approved or resumed call may run again when the
+    /// process running it died before it settled (default `false`: such a
+    /// call is settled as failed, "interrupted", and never re-run). The call
+    /// id is the same on every run: use it as the idempotency key of the
+    /// tool's side effects. `ToolContext::attempt` tells which run it is.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_core::{Tool, ToolError};
+    ///
+    /// let charge = Tool::builder("charge").description("Charge a card")
+    ///     .retry_safe(true)
+    ///     .execute(|_input, ctx| async move { Ok::<_, ToolError>(json!({ "idempotency_key": ctx.call_id() })) })
+    ///     .build().unwrap();
+    /// assert!(charge.definition().retry_safe);
+    /// ```
+    pub fn retry_safe(mut self, retry_safe: bool) -> Self {
+        self.retry_safe = retry_safe;
         self
     }
 
@@ -604,6 +627,7 @@ impl ToolBuilder {
             request_context_schema: self.request_context_schema,
             strict: self.strict,
             require_approval: self.require_approval,
+            retry_safe: self.retry_safe,
             mcp: self.mcp,
             provider_options: self.provider_options,
             input_examples: self.input_examples,

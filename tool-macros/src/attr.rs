@@ -16,6 +16,7 @@ pub const KEYS: &[&str] = &[
     "title",
     "strict",
     "require_approval",
+    "retry_safe",
     "suspend",
     "resume",
     "request_context",
@@ -107,6 +108,7 @@ pub struct Attrs {
     pub description_attempted: bool,
     pub title: Option<LitStr>,
     pub strict: Option<bool>,
+    pub retry_safe: Option<bool>,
     pub approval: Option<Approval>,
     pub suspend: Option<Type>,
     pub resume: Option<Type>,
@@ -253,6 +255,7 @@ fn parse_key(
         }
         "title" => attrs.title = Some(string_value(meta, key, "Weather Lookup")?),
         "strict" => attrs.strict = Some(flag(meta, key)?),
+        "retry_safe" => attrs.retry_safe = Some(flag(meta, key)?),
         "require_approval" => {
             let value = if meta.input.peek(Token![=]) {
                 let input = meta.value()?;

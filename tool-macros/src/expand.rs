@@ -447,6 +447,9 @@ fn configure(krate: &Path, attrs: &Attrs, input_ty: &Type) -> TokenStream {
     if let Some(strict) = attrs.strict {
         steps.push(quote!(.strict(#strict)));
     }
+    if let Some(retry_safe) = attrs.retry_safe {
+        steps.push(quote!(.retry_safe(#retry_safe)));
+    }
     match &attrs.approval {
         Some(Approval::Always(required)) => steps.push(quote!(.require_approval(#required))),
         // The coercion to the expected fn pointer, spanned on the path, is

@@ -2,12 +2,8 @@
 //! function authoritative), the stored pending call, `approve` and `decline`.
 //!
 //! Decisions come only from [`Runtime::approve`] and [`Runtime::decline`],
-//! never from the model's arguments; each pending call is taken from the
-//! store once, so it runs at most once.
-//!
-//! Deciding checks first (is the call pending for approval, does this
-//! runtime have its tool), then takes the call: a call is never taken out
-//! of the store and put back.
+//! never from the model's arguments; how a decision claims the stored call
+//! (once, atomically) is in `decide.rs`.
 
 use std::fmt;
 use std::sync::Arc;
@@ -16,13 +12,13 @@ use serde_json::{Value, json};
 use tool_core::transform::Phase;
 use tool_core::{ErrorKind, ModelError, RequestContext, Tool};
 
-use crate::call::ToolCall;
+use crate::decide::Decision;
 use crate::error::RuntimeError;
 use crate::events::{EventKind, payload};
 use crate::outcome::CallOutcome;
-use crate::pipeline::{CallRecord, Entry, call_span};
+use crate::pipeline::CallRecord;
 use crate::runtime::Runtime;
-use crate::store::{PendingCall, PendingKind};
+use crate::store::PendingKind;
 
 /// What a runtime-wide approval policy decides on.
 #[derive(Debug, Clone, Copy)]
@@ -117,7 +113,7 @@ impl Runtime {
         let (tool, call_id) = (&record.tool, record.call_id.as_str());
         let tool_id = tool.id();
         let pending = self.pending_call(record, PendingKind::Approval, input.clone(), None);
-        if let Err(error) = self.inner.pending.insert(pending).await {
+        if let Err(error) = self.inner.calls.insert(pending).await {
             tracing::error!(%error, "could not store the call awaiting approval");
             let error = ModelError::new(
                 ErrorKind::Execution,
@@ -143,9 +139,16 @@ impl Runtime {
     /// outcome is what the call would have returned without the gate. The
     /// stored arguments are admitted again (validated) before they run.
     ///
-    /// Errors: no such pending call (never pending, or already decided),
-    /// the call is suspended rather than awaiting approval, this runtime
-    /// lacks its tool (it stays pending), the store failed.
+    /// The approval is one atomic transition of the store (pending →
+    /// running, claimed by this instance), and the call then runs as a task
+    /// of its own: dropping this future does not stop it, and its outcome is
+    /// recorded. Asked again once the call settled (from any instance
+    /// sharing the store), approve returns the recorded outcome; while the
+    /// call runs, [`RuntimeError::Running`].
+    ///
+    /// Errors: no such stored call, the call is suspended rather than
+    /// awaiting approval, it is running, this runtime lacks its tool (it
+    /// stays pending), the store failed.
     ///
     /// ```
     /// use serde_json::json;
@@ -163,46 +166,22 @@ impl Runtime {
     /// assert!(matches!(outcome, CallOutcome::ApprovalRequired { .. }));
     /// let outcome = tokio::spawn(runtime.approve("c1")).await.unwrap().unwrap();
     /// assert_eq!(outcome.output(), Some(&json!({ "deleted": "/tmp/x" })));
-    /// assert!(matches!(runtime.approve("c1").await, Err(RuntimeError::UnknownCall { .. })));
+    /// // Asked again (a client that lost the answer): the recorded outcome, not a second run.
+    /// assert_eq!(runtime.approve("c1").await.unwrap(), outcome);
+    /// assert!(matches!(runtime.approve("c2").await, Err(RuntimeError::UnknownCall { .. })));
     /// # });
     /// ```
     pub fn approve(
         &self,
         call_id: &str,
     ) -> impl Future<Output = Result<CallOutcome, RuntimeError>> + Send + 'static {
-        let (runtime, call_id) = (self.clone(), call_id.to_owned());
-        async move {
-            let (pending, tool) = runtime.decidable(&call_id, PendingKind::Approval).await?;
-            let pending = runtime
-                .inner
-                .pending
-                .take(pending, PendingKind::Approval)
-                .await?;
-            let span = call_span("approve", tool.id(), &call_id);
-            {
-                let _entered = span.enter();
-                tracing::info!("tool call approved");
-                runtime
-                    .inner
-                    .events
-                    .emit(&call_id, tool.id(), || EventKind::Resumed {
-                        payload: payload(
-                            Some(&tool),
-                            &call_id,
-                            tool.id(),
-                            Phase::Resume,
-                            &json!({ "approved": true }),
-                        ),
-                    });
-            }
-            Ok(runtime
-                .run_call(stored_call(pending), Entry::Approved, None)
-                .await)
-        }
+        self.decision(call_id, Decision::Approve)
     }
 
     /// Declines a call that waits for approval: it never runs, and the model
-    /// receives `reason` or `Tool call was not approved by the user`.
+    /// receives `reason` or `Tool call was not approved by the user`. The
+    /// decline is recorded in one atomic transition (pending → settled), so
+    /// an approval that races it, or comes later, gets the decline.
     ///
     /// ```
     /// use serde_json::json;
@@ -218,6 +197,8 @@ impl Runtime {
     /// runtime.call(ToolCall::new("c1", "delete-file", json!({}))).await;
     /// let outcome = runtime.decline("c1", None).await.unwrap();
     /// assert_eq!(outcome.to_model_value(), "Tool call was not approved by the user");
+    /// // An approval that comes too late gets the decline: the call never runs.
+    /// assert_eq!(runtime.approve("c1").await.unwrap(), outcome);
     /// # });
     /// ```
     pub fn decline(
@@ -225,55 +206,8 @@ impl Runtime {
         call_id: &str,
         reason: Option<&str>,
     ) -> impl Future<Output = Result<CallOutcome, RuntimeError>> + Send + 'static {
-        let (runtime, call_id) = (self.clone(), call_id.to_owned());
-        let reason = reason.map(str::to_owned);
-        async move {
-            let pending = runtime
-                .inner
-                .pending
-                .pending_for(&call_id, PendingKind::Approval)
-                .await?;
-            let pending = runtime
-                .inner
-                .pending
-                .take(pending, PendingKind::Approval)
-                .await?;
-            let span = call_span("decline", &pending.tool_id, &call_id);
-            let _entered = span.enter();
-            tracing::info!(reason, "tool call declined");
-            runtime
-                .inner
-                .events
-                .emit(&call_id, &pending.tool_id, || EventKind::Declined {
-                    reason: reason.clone(),
-                });
-            Ok(CallOutcome::Declined { reason })
-        }
+        self.decision(call_id, Decision::Decline(reason.map(str::to_owned)))
     }
-
-    /// A stored call pending for `kind` whose tool this runtime has; it
-    /// stays stored whatever the answer.
-    pub(crate) async fn decidable(
-        &self,
-        call_id: &str,
-        kind: PendingKind,
-    ) -> Result<(PendingCall, Tool), RuntimeError> {
-        let pending = self.inner.pending.pending_for(call_id, kind).await?;
-        match self.inner.tools.get(&pending.tool_id) {
-            Some(tool) => Ok((pending, tool.clone())),
-            None => Err(RuntimeError::MissingTool {
-                call_id: pending.call_id,
-                tool_id: pending.tool_id,
-            }),
-        }
-    }
-}
-
-/// The call a stored call was, to run it again.
-pub(crate) fn stored_call(pending: PendingCall) -> ToolCall {
-    ToolCall::new(pending.call_id, pending.tool_id, pending.input)
-        .with_request_context(RequestContext::from(pending.request_context))
-        .with_messages(pending.messages)
 }
 
 #[cfg(test)]

@@ -177,7 +177,14 @@ impl Runtime {
             tracing::warn!(
                 "no tokio runtime to run a background task on; running it in the foreground"
             );
-            let ran = self.run_once(admitted, &record.abort, record.timeout).await;
+            let ran = self
+                .run_once(
+                    admitted,
+                    &record.abort,
+                    record.timeout,
+                    record.lease.as_ref(),
+                )
+                .await;
             drop(guard);
             return self.settle(&record, ran).await;
         };
@@ -253,7 +260,9 @@ impl Runtime {
             // Cancel fires the call's signal, and so this child; a timeout fires only the child.
             let abort = record.abort.child();
             let attempt = admitted.clone().with_abort_signal(abort.clone());
-            let ran = self.run_once(attempt, &abort, limit).await;
+            let ran = self
+                .run_once(attempt, &abort, limit, record.lease.as_ref())
+                .await;
             let timed_out =
                 ran.timed_out && !record.abort.is_aborted() && ran.outcome == Outcome::Aborted;
             let retryable = timed_out

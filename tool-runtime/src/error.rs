@@ -24,12 +24,21 @@ pub enum RuntimeError {
     /// A tool could not be added (for example two tools share one id).
     #[error("cannot build the runtime: {0}")]
     Build(#[from] BuildError),
-    /// No pending call has this id: it never paused, or it was already
-    /// approved, declined or resumed.
+    /// No stored call has this id: it never paused (or it settled longer
+    /// ago than the runtime's retention).
     #[error(
-        "no pending call with id {call_id:?}: it never waited for approval or resume data, or it was already decided or resumed"
+        "no stored call with id {call_id:?}: it never waited for approval or resume data, or it settled longer ago than the retention"
     )]
     UnknownCall {
+        /// The id asked for.
+        call_id: String,
+    },
+    /// The call was decided and is running now (on this or another runtime
+    /// instance); ask again once it settles to get its outcome.
+    #[error(
+        "call {call_id:?} was already decided and is running; ask again once it settles to get its outcome"
+    )]
+    Running {
         /// The id asked for.
         call_id: String,
     },

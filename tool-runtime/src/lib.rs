@@ -7,9 +7,11 @@
 //!   [`InputStream::partial`] → [`InputStream::finish`], with the
 //!   `on_input_start` / `on_input_delta` / `on_input_available` / `on_output` hooks.
 //! - Human approval: [`Runtime::approve`] / [`Runtime::decline`];
-//!   suspend/resume: [`Runtime::resume`]. Pending calls live in a
+//!   suspend/resume: [`Runtime::resume`]. Stored calls live in a
 //!   [`PendingStore`] ([`MemoryStore`], or the durable [`SqliteStore`] of
-//!   feature `sqlite`).
+//!   feature `sqlite`) through their lifecycle, pending → running (claimed
+//!   under a lease) → settled ([`CallState`]); [`Runtime::recover`] takes
+//!   over the calls of a runtime that died.
 //! - Background tasks ([`CallOutcome::BackgroundStarted`], [`Runtime::wait`]),
 //!   cancellation and time limits ([`Runtime::cancel`], [`CallOutcome::Aborted`]).
 //! - [`Runtime::events`] streams a [`ToolEvent`] for every phase, with display
@@ -50,6 +52,7 @@ mod abort;
 mod approval;
 mod background;
 mod call;
+mod decide;
 mod error;
 mod events;
 #[cfg(feature = "mcp")]
@@ -66,6 +69,7 @@ mod stream;
 pub use approval::ApprovalCheck;
 pub use background::BackgroundResult;
 pub use call::ToolCall;
+pub use decide::Recovered;
 pub use error::RuntimeError;
 pub use events::{EventKind, Events, Payload, ToolEvent, TranscriptEntry};
 pub use outcome::CallOutcome;
@@ -75,7 +79,10 @@ pub use provider_stream::{ProviderStream, StreamedCall};
 pub use runtime::{Runtime, RuntimeBuilder};
 #[cfg(feature = "sqlite")]
 pub use store::SqliteStore;
-pub use store::{MemoryStore, PendingCall, PendingKind, PendingStore, StoreError};
+pub use store::{
+    CallState, Decided, MemoryStore, PendingCall, PendingKind, PendingStore, RecordedOutcome,
+    Settlement, StoreError, StoredCall, Transition,
+};
 pub use stream::InputStream;
 
 /// The README's Rust blocks, compiled and run as doctests.

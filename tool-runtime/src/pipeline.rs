@@ -12,7 +12,11 @@
 //! 5. Execute ([`tool_core::Admitted::run`]): in the background for
 //!    background tools (not on resume), under the call's time limit,
 //!    reachable by `cancel`.
-//! 6. Settle: store a suspension, fire `on_output`, emit the event.
+//! 6. Settle: store a suspension, record the outcome of a stored call, fire
+//!    `on_output`, emit the event.
+//!
+//! A stored call (approved, resumed or recovered) arrives claimed, under a
+//! [`Lease`] that is renewed while it executes and released when it settles.
 //!
 //! Nothing runs before the returned future is first polled.
 
@@ -32,20 +36,22 @@ use crate::call::ToolCall;
 use crate::events::{EventKind, payload};
 use crate::outcome::CallOutcome;
 use crate::runtime::Runtime;
-use crate::store::{PendingCall, PendingKind};
+use crate::store::{Lease, PendingCall, PendingKind, RecordedOutcome, Settlement};
 
 /// How a call reaches the pipeline, which decides the stages it goes through.
 pub(crate) enum Entry {
     /// A new call: hooks and the approval gate apply.
     New,
-    /// A stored call a human approved: it runs.
-    Approved,
-    /// A suspended call resumed with data.
+    /// A stored call a human approved, claimed to run.
+    Approved(Lease),
+    /// A suspended call resumed with data, claimed to run.
     Resumed {
         /// The resume data.
         data: Value,
         /// What the call suspended with.
         payload: Option<Value>,
+        /// The claim on it.
+        lease: Lease,
     },
 }
 
@@ -65,6 +71,8 @@ pub(crate) struct CallRecord {
     pub(crate) messages: Option<Arc<[Value]>>,
     pub(crate) abort: AbortSignal,
     pub(crate) timeout: Option<Duration>,
+    /// For a stored call, the claim it runs under.
+    pub(crate) lease: Option<Lease>,
 }
 
 /// One execution of a call: its outcome, and whether its time limit fired.
@@ -144,6 +152,18 @@ impl Runtime {
                 extensions,
                 ..
             } = call;
+            let is_new = matches!(entry, Entry::New);
+            // A resumed call finishes in the foreground: its caller waits for it.
+            let may_background = !matches!(entry, Entry::Resumed { .. });
+            let (lease, resume) = match entry {
+                Entry::New => (None, None),
+                Entry::Approved(lease) => (Some(lease), None),
+                Entry::Resumed {
+                    data,
+                    payload,
+                    lease,
+                } => (Some(lease), Some((data, payload))),
+            };
             let record = CallRecord {
                 timeout: timeout.or_else(|| self.timeout_of(&tool)),
                 tool,
@@ -151,23 +171,18 @@ impl Runtime {
                 request_context,
                 messages: (!messages.is_empty()).then(|| Arc::from(messages)),
                 abort,
+                lease,
             };
             let mut ctx = self.call_context(&record).with_extensions(extensions);
-            let is_new = matches!(entry, Entry::New);
-            // A resumed call finishes in the foreground: its caller waits for it.
-            let may_background = !matches!(entry, Entry::Resumed { .. });
-            if let Entry::Resumed { data, payload } = entry {
+            if let Some((data, payload)) = resume {
                 ctx = ctx.resuming(data, payload);
             }
             let admitted = match record.tool.admit(input, ctx) {
                 Ok(admitted) => admitted,
                 Err(error) => {
-                    return self.failed(
-                        Some(&record.tool),
-                        &record.call_id,
-                        record.tool.id(),
-                        error,
-                    );
+                    let outcome =
+                        self.failed(Some(&record.tool), &record.call_id, record.tool.id(), error);
+                    return self.record(&record, outcome).await;
                 }
             };
             if is_new {
@@ -186,7 +201,8 @@ impl Runtime {
     fn call_context(&self, record: &CallRecord) -> CallContext {
         let mut ctx = CallContext::new(record.call_id.as_str())
             .with_request_context(record.request_context.clone())
-            .with_abort_signal(record.abort.clone());
+            .with_abort_signal(record.abort.clone())
+            .with_attempt(record.lease.as_ref().map_or(1, Lease::attempt));
         if let Some(messages) = &record.messages {
             ctx = ctx.with_shared_messages(Arc::clone(messages));
         }
@@ -241,23 +257,37 @@ impl Runtime {
             let config = config.clone();
             return self.run_background(record, admitted, config, guard).await;
         }
-        let ran = self.run_once(admitted, &record.abort, record.timeout).await;
+        let ran = self
+            .run_once(
+                admitted,
+                &record.abort,
+                record.timeout,
+                record.lease.as_ref(),
+            )
+            .await;
         drop(guard);
         self.settle(&record, ran).await
     }
 
-    /// One execution of an admitted call under a time limit. A call whose
-    /// abort signal fired ends as `Aborted`, whatever the tool returned after it.
+    /// One execution of an admitted call under a time limit (and, for a
+    /// stored call, holding its lease). A call whose abort signal fired ends
+    /// as `Aborted`, whatever the tool returned after it.
     pub(crate) async fn run_once(
         &self,
         admitted: Admitted,
         abort: &AbortSignal,
         limit: Option<Duration>,
+        lease: Option<&Lease>,
     ) -> Ran {
-        let running = admitted.run();
-        let (outcome, timed_out) = match limit {
-            None => (running.await, false),
-            Some(limit) => with_limit(running, limit, abort).await,
+        let running = async {
+            match limit {
+                None => (admitted.run().await, false),
+                Some(limit) => with_limit(admitted.run(), limit, abort).await,
+            }
+        };
+        let (outcome, timed_out) = match lease {
+            None => running.await,
+            Some(lease) => lease.hold(running, abort).await,
         };
         if abort.is_aborted() && outcome != Outcome::Aborted {
             // The tool wound down on its own after the signal fired (returned
@@ -291,13 +321,7 @@ impl Runtime {
                 resume_schema,
                 ..
             } => {
-                let pending = self.pending_call(
-                    record,
-                    PendingKind::Suspended,
-                    input.clone(),
-                    Some(suspended.clone()),
-                );
-                if let Err(error) = self.inner.pending.insert(pending).await {
+                if let Err(error) = self.store_suspension(record, input, suspended).await {
                     tracing::error!(%error, "could not store the suspended call");
                     let error = ModelError::new(
                         ErrorKind::Execution,
@@ -305,7 +329,8 @@ impl Runtime {
                             "Tool {tool_id} suspended, but the suspension could not be stored: {error}"
                         ),
                     );
-                    return self.failed(Some(tool), call_id, tool_id, error);
+                    let failed = self.failed(Some(tool), call_id, tool_id, error);
+                    return self.record(record, failed).await;
                 }
                 tracing::info!("tool call suspended");
                 events.emit(call_id, tool_id, || EventKind::Suspended {
@@ -328,7 +353,57 @@ impl Runtime {
                 events.emit(call_id, tool_id, || EventKind::Aborted);
             }
         }
-        ran.outcome.into()
+        self.record(record, ran.outcome.into()).await
+    }
+
+    /// Stores a suspended call: a new pending call, or, for a stored call,
+    /// the transition of its claim back to pending.
+    async fn store_suspension(
+        &self,
+        record: &CallRecord,
+        input: &Value,
+        payload: &Value,
+    ) -> Result<(), String> {
+        let Some(lease) = &record.lease else {
+            let pending = self.pending_call(
+                record,
+                PendingKind::Suspended,
+                input.clone(),
+                Some(payload.clone()),
+            );
+            return self
+                .inner
+                .calls
+                .insert(pending)
+                .await
+                .map_err(|e| e.to_string());
+        };
+        let settlement = Settlement::Suspended {
+            payload: payload.clone(),
+        };
+        match lease.finish(settlement).await {
+            Ok(true) => Ok(()),
+            Ok(false) => Err("its claim was taken over by another instance".to_owned()),
+            Err(error) => Err(error.to_string()),
+        }
+    }
+
+    /// Records the final outcome of a stored call, so that a decision asked
+    /// again (from any instance) returns it. A new call has nothing to record.
+    pub(crate) async fn record(&self, record: &CallRecord, outcome: CallOutcome) -> CallOutcome {
+        let (Some(lease), Some(recorded)) =
+            (&record.lease, RecordedOutcome::from_outcome(&outcome))
+        else {
+            return outcome;
+        };
+        match lease.finish(Settlement::Settled(recorded)).await {
+            Ok(true) => {}
+            Ok(false) => tracing::error!(
+                "the call's claim was taken over by another instance; its outcome here is not recorded"
+            ),
+            Err(error) => tracing::error!(%error, "could not record the outcome of a stored call"),
+        }
+        outcome
     }
 
     /// The stored form of a call.
@@ -386,7 +461,7 @@ impl Entry {
     fn step(&self) -> &'static str {
         match self {
             Entry::New => "call",
-            Entry::Approved => "approve",
+            Entry::Approved(_) => "approve",
             Entry::Resumed { .. } => "resume",
         }
     }

@@ -17,10 +17,17 @@ use crate::error::RuntimeError;
 use crate::events::{EventBus, Events};
 #[cfg(feature = "sqlite")]
 use crate::store::SqliteStore;
-use crate::store::{DynPendingStore, MemoryStore, PendingCall, PendingCalls, PendingStore};
+use crate::store::{
+    DynPendingStore, MemoryStore, PendingCall, PendingStore, StoredCall, StoredCalls,
+};
 
 /// Default capacity of the event channel, per subscriber.
 const EVENT_CAPACITY: usize = 1024;
+/// Default lease of a running stored call: how long after its instance dies
+/// another one may recover it.
+const LEASE: Duration = Duration::from_secs(30);
+/// Default time a settled call's outcome stays in the store.
+const SETTLED_RETENTION: Duration = Duration::from_secs(24 * 60 * 60);
 /// Default number of finished background tasks whose outcome `wait` can still return.
 const TASK_RETENTION: usize = 10_000;
 
@@ -60,7 +67,7 @@ pub(crate) struct Inner {
     pub(crate) tools: ToolSet,
     pub(crate) hooks: Hooks,
     pub(crate) approval: ApprovalPolicy,
-    pub(crate) pending: PendingCalls,
+    pub(crate) calls: StoredCalls,
     pub(crate) events: EventBus,
     pub(crate) running: Arc<CancelRegistry>,
     pub(crate) tasks: Tasks,
@@ -109,7 +116,42 @@ impl Runtime {
         &self,
     ) -> impl Future<Output = Result<Vec<PendingCall>, RuntimeError>> + Send + 'static {
         let runtime = self.clone();
-        async move { Ok(runtime.inner.pending.list().await?) }
+        async move { Ok(runtime.inner.calls.list().await?) }
+    }
+
+    /// The stored call `call_id` in whatever state it is (pending, running,
+    /// settled with its outcome), or `None`: how a client that lost a
+    /// response finds out what became of a call.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_core::{Tool, ToolError};
+    /// use tool_runtime::{CallState, Runtime, ToolCall};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let delete = Tool::builder("delete-file").description("Delete a file")
+    ///     .require_approval(true)
+    ///     .execute(|_input, _ctx| async move { Ok::<_, ToolError>(json!("deleted")) })
+    ///     .build().unwrap();
+    /// let runtime = Runtime::builder().tool(delete).build().unwrap();
+    /// runtime.call(ToolCall::new("c1", "delete-file", json!({}))).await;
+    /// assert_eq!(runtime.stored("c1").await.unwrap().unwrap().state, CallState::Pending);
+    /// runtime.approve("c1").await.unwrap();
+    /// let settled = runtime.stored("c1").await.unwrap().unwrap();
+    /// assert!(matches!(settled.state, CallState::Settled { .. }));
+    /// # });
+    /// ```
+    pub fn stored(
+        &self,
+        call_id: &str,
+    ) -> impl Future<Output = Result<Option<StoredCall>, RuntimeError>> + Send + 'static {
+        let (runtime, call_id) = (self.clone(), call_id.to_owned());
+        async move { Ok(runtime.inner.calls.get(&call_id).await?) }
+    }
+
+    /// This runtime instance's id, the owner of the stored calls it runs.
+    pub fn instance_id(&self) -> &str {
+        self.inner.calls.owner()
     }
 
     /// Fires the abort signal of a running call (or of a call whose input is
@@ -187,6 +229,9 @@ pub struct RuntimeBuilder {
     on_complete: Option<BackgroundCallback>,
     on_failed: Option<BackgroundCallback>,
     task_retention: Option<usize>,
+    instance_id: Option<String>,
+    lease: Option<Duration>,
+    settled_retention: Option<Duration>,
 }
 
 /// The pending store a [`RuntimeBuilder`] was given: the last call wins.
@@ -314,6 +359,30 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Names this runtime instance, the owner of the stored calls it runs
+    /// (default: unique per process and runtime). Give each instance sharing
+    /// a store its own id.
+    pub fn instance_id(mut self, id: impl Into<String>) -> Self {
+        self.instance_id = Some(id.into());
+        self
+    }
+
+    /// How long a claim on a running stored call lasts unless renewed
+    /// (default 30 s; renewed every third of it while the call runs). When
+    /// the instance running it dies, another may recover the call this long
+    /// after the last renewal ([`Runtime::recover`]).
+    pub fn lease(mut self, lease: Duration) -> Self {
+        self.lease = Some(lease);
+        self
+    }
+
+    /// How long a settled call's outcome stays in the store, for decisions
+    /// asked again and [`Runtime::stored`] (default 24 hours).
+    pub fn settled_retention(mut self, retention: Duration) -> Self {
+        self.settled_retention = Some(retention);
+        self
+    }
+
     /// Builds the runtime: fails on two tools with one id, and on a store
     /// file that cannot be opened or is corrupt.
     pub fn build(self) -> Result<Runtime, RuntimeError> {
@@ -329,7 +398,12 @@ impl RuntimeBuilder {
                 tools,
                 hooks: self.hooks,
                 approval: self.approval,
-                pending: PendingCalls::new(store),
+                calls: StoredCalls::new(
+                    store,
+                    self.instance_id.unwrap_or_else(unique_instance_id),
+                    self.lease.unwrap_or(LEASE),
+                    self.settled_retention.unwrap_or(SETTLED_RETENTION),
+                ),
                 events: EventBus::new(self.event_capacity.unwrap_or(EVENT_CAPACITY)),
                 running: Arc::default(),
                 tasks: Tasks::new(
@@ -342,4 +416,12 @@ impl RuntimeBuilder {
             }),
         })
     }
+}
+
+/// An instance id no other runtime has: the process id and a random number
+/// (std's per-hasher random keys; no global state of ours).
+fn unique_instance_id() -> String {
+    use std::hash::{BuildHasher, RandomState};
+    let random = RandomState::new().hash_one(std::time::SystemTime::now());
+    format!("runtime-{}-{random:016x}", std::process::id())
 }

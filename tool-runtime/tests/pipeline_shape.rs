@@ -112,25 +112,31 @@ async fn invalid_resume_data_is_refused_before_the_call_leaves_the_store() {
     );
     assert_eq!(runs.lock().unwrap().len(), 1, "the tool did not run again");
 
-    // Many concurrent resumes, valid and not: exactly one runs the call.
+    // Many concurrent resumes, valid and not: exactly one runs the call;
+    // the others are told it runs, or get its recorded outcome (since the
+    // durable-calls issue; they used to get `UnknownCall`).
     let attempts: Vec<_> = (0..16)
         .map(|i| {
             let data = if i % 2 == 0 { json!(i) } else { json!([i]) };
             tokio::spawn(runtime.resume("c1", data))
         })
         .collect();
-    let mut completed = 0;
+    let mut outputs = Vec::new();
     for attempt in attempts {
         match attempt.await.unwrap() {
-            Ok(CallOutcome::Completed { .. }) => completed += 1,
+            Ok(CallOutcome::Completed { output, .. }) => outputs.push(output),
             Ok(CallOutcome::Failed { error }) => {
                 assert_eq!(error.kind(), ErrorKind::ResumeValidation);
             }
-            Err(RuntimeError::UnknownCall { .. }) => {}
+            Err(RuntimeError::Running { .. }) => {}
             other => panic!("unexpected {other:?}"),
         }
     }
-    assert_eq!(completed, 1);
+    assert!(!outputs.is_empty());
+    assert!(
+        outputs.iter().all(|output| *output == outputs[0]),
+        "every answer is the one run's outcome: {outputs:?}"
+    );
     assert_eq!(runs.lock().unwrap().len(), 2);
     assert!(runtime.pending().await.unwrap().is_empty());
 }

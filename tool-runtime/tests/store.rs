@@ -1,5 +1,6 @@
-//! Pending stores: take-once semantics, the SQLite file (corrupt files,
-//! two runtimes on one file), and survival of `kill -9` in a real child process.
+//! Stores: the shared contract on the memory and SQLite stores, the SQLite
+//! file (corrupt files, migration, two runtimes on one file), and survival
+//! of `kill -9` in a real child process, while pending and while running.
 
 mod common;
 
@@ -12,8 +13,8 @@ use common::echo_tool;
 use serde_json::{Value, json};
 use tool_core::{Tool, ToolContext, ToolError};
 use tool_runtime::{
-    CallOutcome, MemoryStore, PendingCall, PendingKind, PendingStore, Runtime, RuntimeError,
-    SqliteStore, StoreError, ToolCall,
+    CallOutcome, CallState, Decided, MemoryStore, PendingCall, PendingKind, PendingStore, Runtime,
+    RuntimeError, SqliteStore, StoreError, ToolCall, Transition,
 };
 
 fn temp_dir(name: &str) -> PathBuf {
@@ -31,7 +32,7 @@ fn store_with_unreadable_record(dir: &Path) -> PathBuf {
     rusqlite::Connection::open(&path)
         .unwrap()
         .execute(
-            "UPDATE pending SET record = '{not json' WHERE call_id = 'c-bad'",
+            "UPDATE calls SET record = '{not json' WHERE call_id = 'c-bad'",
             [],
         )
         .unwrap();
@@ -46,44 +47,21 @@ fn block_on<F: std::future::Future>(future: F) -> F::Output {
         .block_on(future)
 }
 
-async fn check_take_once(store: &impl PendingStore) {
-    let mut call = PendingCall::new("c1", "tool", PendingKind::Suspended, json!({ "a": 1 }));
-    call.payload = Some(json!({ "p": false }));
-    call.request_context.insert("userId".into(), json!("u"));
-    call.messages.push(json!({ "role": "user" }));
-    store.insert(call.clone()).await.unwrap();
-    assert!(matches!(
-        store.insert(call.clone()).await,
-        Err(StoreError::Duplicate { .. })
-    ));
-    assert_eq!(store.get("c1").await.unwrap().as_ref(), Some(&call));
-    assert_eq!(store.list().await.unwrap(), [call.clone()]);
-    assert_eq!(
-        store.take("c1", PendingKind::Approval).await.unwrap(),
-        None,
-        "wrong kind stays"
-    );
-    assert_eq!(
-        store.take("c1", PendingKind::Suspended).await.unwrap(),
-        Some(call)
-    );
-    assert_eq!(
-        store.take("c1", PendingKind::Suspended).await.unwrap(),
-        None
-    );
-    assert!(store.list().await.unwrap().is_empty());
-}
-
-#[tokio::test]
-async fn memory_and_sqlite_stores_take_each_entry_once() {
-    check_take_once(&MemoryStore::new()).await;
-    let dir = temp_dir("take-once");
-    check_take_once(&SqliteStore::open(dir.join("pending.sqlite")).unwrap()).await;
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_and_sqlite_stores_meet_the_store_contract() {
+    common::contract::store_contract("memory", MemoryStore::new).await;
+    let dir = temp_dir("contract");
+    let counter = std::sync::atomic::AtomicUsize::new(0);
+    common::contract::store_contract("sqlite", || {
+        let n = counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        SqliteStore::open(dir.join(format!("store-{n}.sqlite"))).unwrap()
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn concurrent_takes_from_two_connections_to_one_file_return_an_entry_once() {
-    let dir = temp_dir("concurrent-takes");
+async fn concurrent_decisions_from_two_connections_to_one_file_claim_each_call_once() {
+    let dir = temp_dir("concurrent-decisions");
     let path = dir.join("pending.sqlite");
     let a = SqliteStore::open(&path).unwrap();
     let b = SqliteStore::open(&path).unwrap();
@@ -97,28 +75,31 @@ async fn concurrent_takes_from_two_connections_to_one_file_return_an_entry_once(
         .await
         .unwrap();
     }
-    let taker = |store: SqliteStore| {
+    let decider = |store: SqliteStore, owner: &'static str| {
         tokio::spawn(async move {
-            let mut taken = 0;
+            let mut claimed = 0;
             for i in 0..100 {
-                let call_id = format!("c{i}");
-                if store
-                    .take(&call_id, PendingKind::Approval)
+                let run = Transition::Run {
+                    owner: owner.into(),
+                    lease: std::time::Duration::from_secs(60),
+                    resume_data: None,
+                };
+                if let Decided::Won(_) = store
+                    .decide(&format!("c{i}"), PendingKind::Approval, run)
                     .await
                     .unwrap()
-                    .is_some()
                 {
-                    taken += 1;
+                    claimed += 1;
                 }
             }
-            taken
+            claimed
         })
     };
-    let (ta, tb) = (taker(a.clone()), taker(b));
+    let (ta, tb) = (decider(a.clone(), "a"), decider(b, "b"));
     assert_eq!(
         ta.await.unwrap() + tb.await.unwrap(),
         100,
-        "every entry taken exactly once"
+        "every call claimed exactly once"
     );
     assert!(a.list().await.unwrap().is_empty());
 }
@@ -157,19 +138,27 @@ async fn two_runtimes_on_one_file_run_each_approved_call_once() {
             }));
         }
     }
-    let mut approved = 0;
     for handle in handles {
         match handle.await.unwrap() {
-            Ok(outcome) => {
-                assert!(outcome.output().is_some());
-                approved += 1;
-            }
-            Err(RuntimeError::UnknownCall { .. }) => {}
+            // The one that ran it, or a later one given the recorded outcome.
+            Ok(outcome) => assert!(outcome.output().is_some(), "{outcome:?}"),
+            // One that came while the other ran it.
+            Err(RuntimeError::Running { .. }) => {}
             Err(other) => panic!("{other}"),
         }
     }
-    assert_eq!(approved, 20);
     assert_eq!(runs.lock().unwrap().len(), 20, "each call ran once");
+    for i in 0..20 {
+        let stored = second.stored(&format!("c{i}")).await.unwrap().unwrap();
+        assert!(
+            matches!(stored.state, CallState::Settled { .. }),
+            "{stored:?}"
+        );
+        // Asked again on either runtime: the recorded outcome, no new run.
+        let again = first.approve(&format!("c{i}")).await.unwrap();
+        assert_eq!(again.output().unwrap()["echo"]["n"], i);
+    }
+    assert_eq!(runs.lock().unwrap().len(), 20);
 }
 
 #[test]
@@ -242,16 +231,20 @@ fn a_corrupt_store_file_is_an_error_naming_it_and_one_unreadable_record_does_not
         message.contains("bad-record.sqlite") && message.contains("c-bad"),
         "{message}"
     );
-    assert!(block_on(store.take("c-bad", PendingKind::Approval)).is_err());
+    let claim = || Transition::Run {
+        owner: "a".into(),
+        lease: std::time::Duration::from_secs(60),
+        resume_data: None,
+    };
+    assert!(block_on(store.decide("c-bad", PendingKind::Approval, claim())).is_err());
     assert!(
         block_on(store.get("c-bad")).is_err(),
         "left in place for the operator"
     );
-    assert!(
-        block_on(store.take("c-good", PendingKind::Approval))
-            .unwrap()
-            .is_some()
-    );
+    assert!(matches!(
+        block_on(store.decide("c-good", PendingKind::Approval, claim())).unwrap(),
+        Decided::Won(_)
+    ));
 }
 
 #[test]
@@ -378,10 +371,11 @@ fn child_process() {
                 println!("APPROVED {}", a.output().unwrap());
                 let b = runtime.resume("c-confirm", json!("yes")).await.unwrap();
                 println!("RESUMED {}", b.output().unwrap());
-                let again = runtime.approve("c-transfer").await.unwrap_err();
-                println!("AGAIN {again}");
-                let again = runtime.resume("c-confirm", json!("yes")).await.unwrap_err();
-                println!("AGAIN {again}");
+                // Asked again: the recorded outcomes, no second run.
+                let again = runtime.approve("c-transfer").await.unwrap();
+                println!("AGAIN {}", again.output().unwrap());
+                let again = runtime.resume("c-confirm", json!("no")).await.unwrap();
+                println!("AGAIN {}", again.output().unwrap());
             }
             other => panic!("unknown role {other}"),
         }
@@ -438,11 +432,8 @@ fn pending_calls_survive_sigkill_of_a_child_process() {
     );
     assert!(stdout.contains(r#"APPROVED {"sent":10}"#), "{stdout}");
     assert!(stdout.contains(r#"RESUMED {"answer":"yes"}"#), "{stdout}");
-    assert_eq!(
-        stdout.matches("AGAIN no pending call with id").count(),
-        2,
-        "{stdout}"
-    );
+    assert!(stdout.contains(r#"AGAIN {"sent":10}"#), "{stdout}");
+    assert!(stdout.contains(r#"AGAIN {"answer":"yes"}"#), "{stdout}");
     assert_eq!(
         std::fs::read_to_string(dir.join("runs.log")).unwrap(),
         "confirm:first\ntransfer:10\nconfirm:resumed:\"yes\":{\"question\":\"sure?\"}\n",
@@ -536,7 +527,7 @@ fn records_written_before_values_were_kept_as_text_still_read() {
     rusqlite::Connection::open(&path)
         .unwrap()
         .execute(
-            "INSERT INTO pending (call_id, kind, tool_id, record) VALUES ('c-old', 'suspended', 't', ?1)",
+            "INSERT INTO calls (call_id, kind, tool_id, state, record) VALUES ('c-old', 'suspended', 't', 'pending', ?1)",
             [serde_json::to_string(&legacy).unwrap()],
         )
         .unwrap();

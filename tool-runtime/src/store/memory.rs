@@ -1,11 +1,16 @@
-//! Pending calls in memory: lost when the process ends.
+//! Stored calls in memory: lost when the process ends.
 
 use std::collections::BTreeMap;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, SystemTime};
 
-use super::{PendingCall, PendingKind, PendingStore, StoreError};
+use super::{
+    CallState, Decided, PendingCall, PendingKind, PendingStore, Settlement, StoreError, StoredCall,
+    Transition,
+};
 
-/// A [`PendingStore`] in memory, the default when no store is configured.
+/// A [`PendingStore`] in memory, the default when no store is configured:
+/// one runtime (and its clones) shares it; nothing survives the process.
 ///
 /// ```
 /// use tool_runtime::{MemoryStore, Runtime};
@@ -17,7 +22,7 @@ use super::{PendingCall, PendingKind, PendingStore, StoreError};
 /// ```
 #[derive(Debug, Default)]
 pub struct MemoryStore {
-    calls: Mutex<BTreeMap<String, PendingCall>>,
+    calls: Mutex<BTreeMap<String, StoredCall>>,
 }
 
 impl MemoryStore {
@@ -26,8 +31,19 @@ impl MemoryStore {
         MemoryStore::default()
     }
 
-    fn calls(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, PendingCall>> {
+    fn calls(&self) -> MutexGuard<'_, BTreeMap<String, StoredCall>> {
         self.calls.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The call `call_id` if `owner` runs it.
+    fn owned<'a>(
+        calls: &'a mut BTreeMap<String, StoredCall>,
+        call_id: &str,
+        owner: &str,
+    ) -> Option<&'a mut StoredCall> {
+        calls.get_mut(call_id).filter(
+            |stored| matches!(&stored.state, CallState::Running { owner: o, .. } if o == owner),
+        )
     }
 }
 
@@ -39,27 +55,133 @@ impl PendingStore for MemoryStore {
                 call_id: call.call_id,
             });
         }
-        calls.insert(call.call_id.clone(), call);
+        calls.insert(call.call_id.clone(), StoredCall::pending(call));
         Ok(())
     }
 
-    async fn take(
+    async fn decide(
         &self,
         call_id: &str,
         kind: PendingKind,
-    ) -> Result<Option<PendingCall>, StoreError> {
+        transition: Transition,
+    ) -> Result<Decided, StoreError> {
         let mut calls = self.calls();
-        match calls.get(call_id) {
-            Some(call) if call.kind == kind => Ok(calls.remove(call_id)),
-            _ => Ok(None),
+        let Some(stored) = calls.get_mut(call_id) else {
+            return Ok(Decided::Lost(None));
+        };
+        if !stored.state.is_pending() || stored.call.kind != kind {
+            return Ok(Decided::Lost(Some(stored.clone())));
         }
+        let now = SystemTime::now();
+        match transition {
+            Transition::Run {
+                owner,
+                lease,
+                resume_data,
+            } => {
+                stored.state = CallState::Running {
+                    owner,
+                    lease_expires_at: now + lease,
+                };
+                stored.attempt += 1;
+                stored.resume_data = resume_data;
+            }
+            Transition::Settle(outcome) => {
+                stored.state = CallState::Settled {
+                    outcome,
+                    settled_at: now,
+                };
+            }
+        }
+        Ok(Decided::Won(stored.clone()))
     }
 
-    async fn get(&self, call_id: &str) -> Result<Option<PendingCall>, StoreError> {
+    async fn renew(&self, call_id: &str, owner: &str, lease: Duration) -> Result<bool, StoreError> {
+        let mut calls = self.calls();
+        let Some(stored) = Self::owned(&mut calls, call_id, owner) else {
+            return Ok(false);
+        };
+        stored.state = CallState::Running {
+            owner: owner.to_owned(),
+            lease_expires_at: SystemTime::now() + lease,
+        };
+        Ok(true)
+    }
+
+    async fn finish(
+        &self,
+        call_id: &str,
+        owner: &str,
+        settlement: Settlement,
+    ) -> Result<bool, StoreError> {
+        let mut calls = self.calls();
+        let Some(stored) = Self::owned(&mut calls, call_id, owner) else {
+            return Ok(false);
+        };
+        match settlement {
+            Settlement::Settled(outcome) => {
+                stored.state = CallState::Settled {
+                    outcome,
+                    settled_at: SystemTime::now(),
+                };
+            }
+            Settlement::Suspended { payload } => {
+                stored.call.kind = PendingKind::Suspended;
+                stored.call.payload = Some(payload);
+                stored.state = CallState::Pending;
+                stored.attempt = 0;
+                stored.resume_data = None;
+            }
+        }
+        Ok(true)
+    }
+
+    async fn recover_expired(
+        &self,
+        owner: &str,
+        lease: Duration,
+        tool_ids: &[String],
+    ) -> Result<Vec<StoredCall>, StoreError> {
+        let now = SystemTime::now();
+        let mut calls = self.calls();
+        let recovered = calls
+            .values_mut()
+            .filter(|stored| stored.lease_expired(now) && tool_ids.contains(&stored.call.tool_id))
+            .map(|stored| {
+                stored.state = CallState::Running {
+                    owner: owner.to_owned(),
+                    lease_expires_at: now + lease,
+                };
+                stored.attempt += 1;
+                stored.clone()
+            })
+            .collect();
+        Ok(recovered)
+    }
+
+    async fn purge_settled(&self, age: Duration) -> Result<usize, StoreError> {
+        let now = SystemTime::now();
+        let mut calls = self.calls();
+        let before = calls.len();
+        calls.retain(|_, stored| match stored.state {
+            CallState::Settled { settled_at, .. } => {
+                now.duration_since(settled_at).unwrap_or_default() <= age
+            }
+            _ => true,
+        });
+        Ok(before - calls.len())
+    }
+
+    async fn get(&self, call_id: &str) -> Result<Option<StoredCall>, StoreError> {
         Ok(self.calls().get(call_id).cloned())
     }
 
     async fn list(&self) -> Result<Vec<PendingCall>, StoreError> {
-        Ok(self.calls().values().cloned().collect())
+        Ok(self
+            .calls()
+            .values()
+            .filter(|stored| stored.state.is_pending())
+            .map(|stored| stored.call.clone())
+            .collect())
     }
 }

@@ -1,28 +1,33 @@
-//! Where calls that wait for a human decision or for resume data are kept:
-//! the [`PendingStore`] trait, an in-memory store and a durable SQLite store
+//! Where calls that wait for a human decision or for resume data are kept,
+//! through their lifecycle (pending → running → settled): the
+//! [`PendingStore`] trait, an in-memory store and a durable SQLite store
 //! (feature `sqlite`).
 //!
-//! Removal is take-once: [`PendingStore::take`] removes and returns an entry
-//! in one atomic step, so an approval or a resume runs a call at most once,
-//! even when two runtimes share one store.
+//! A decision is one atomic transition of the store ([`PendingStore::decide`]),
+//! so an approval or a resume runs a call at most once, even when several
+//! runtimes share one store; a running call holds a lease, so a call whose
+//! runtime died is recovered rather than lost.
 
+mod calls;
 mod memory;
-mod pending;
 #[cfg(feature = "sqlite")]
 mod sqlite;
+mod state;
 
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+pub(crate) use calls::{Claim, Lease, Lookup, StoredCalls, Verdict};
 pub use memory::MemoryStore;
-pub(crate) use pending::PendingCalls;
 #[cfg(feature = "sqlite")]
 #[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
 pub use sqlite::SqliteStore;
+pub use state::{CallState, Decided, RecordedOutcome, Settlement, StoredCall, Transition};
 
 /// Why a call is pending.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -148,48 +153,168 @@ pub enum StoreError {
     },
 }
 
-/// Storage of pending calls, keyed by call id. Every method is async: a
+/// Storage of stored calls, keyed by call id, through their lifecycle:
+/// pending → running → settled (see [`CallState`]). Every method is async: a
 /// store may do I/O (a file, a database server), and the runtime awaits it
 /// inside the call's future, never on the thread that built the future.
 ///
-/// Implementations must make [`take`](Self::take) atomic: of any number of
-/// concurrent takes of one id (from any number of runtimes sharing the
-/// store) at most one returns the entry. A store whose I/O blocks runs it
-/// off the async worker threads (as [`SqliteStore`] does, on tokio's
-/// blocking pool).
+/// The contract, which every store meets (the runtime's contract tests run
+/// against each):
+/// - [`decide`](Self::decide) and [`recover_expired`](Self::recover_expired)
+///   are atomic: of any number of concurrent decisions on one id (from any
+///   number of runtimes sharing the store) exactly one wins; nothing is ever
+///   removed and re-inserted.
+/// - [`renew`](Self::renew) and [`finish`](Self::finish) act only for the
+///   call's current owner: an instance whose lease was taken over changes
+///   nothing.
+/// - Lease times are the store's own clock.
+/// - A store whose I/O blocks runs it off the async worker threads (as
+///   [`SqliteStore`] does, on tokio's blocking pool).
 ///
 /// ```
+/// use std::time::Duration;
 /// use serde_json::json;
-/// use tool_runtime::{MemoryStore, PendingCall, PendingKind, PendingStore};
+/// use tool_runtime::{Decided, MemoryStore, PendingCall, PendingKind, PendingStore, Transition};
 ///
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// let store = MemoryStore::new();
 /// store.insert(PendingCall::new("c1", "t", PendingKind::Suspended, json!({}))).await.unwrap();
-/// assert!(store.take("c1", PendingKind::Approval).await.unwrap().is_none()); // wrong kind: stays
-/// assert!(store.take("c1", PendingKind::Suspended).await.unwrap().is_some());
-/// assert!(store.take("c1", PendingKind::Suspended).await.unwrap().is_none()); // taken once
+/// let run = || Transition::Run { owner: "a".into(), lease: Duration::from_secs(30), resume_data: Some(json!(1)) };
+/// assert!(matches!(store.decide("c1", PendingKind::Approval, run()).await.unwrap(), Decided::Lost(Some(_)))); // wrong kind
+/// assert!(matches!(store.decide("c1", PendingKind::Suspended, run()).await.unwrap(), Decided::Won(_)));
+/// assert!(matches!(store.decide("c1", PendingKind::Suspended, run()).await.unwrap(), Decided::Lost(Some(_)))); // once
 /// # });
 /// ```
 pub trait PendingStore: Send + Sync + 'static {
-    /// Stores a call; fails with [`StoreError::Duplicate`] if its id is taken.
+    /// Stores a new pending call; fails with [`StoreError::Duplicate`] if a
+    /// call with its id is stored, in any state.
     fn insert(&self, call: PendingCall) -> impl Future<Output = Result<(), StoreError>> + Send;
 
-    /// Removes and returns the call `call_id` if it is pending for `kind`;
-    /// an entry of the other kind stays stored.
-    fn take(
+    /// Applies `transition` to the call `call_id` if it is pending for
+    /// `kind`, atomically; otherwise changes nothing and returns the call as
+    /// it is.
+    fn decide(
         &self,
         call_id: &str,
         kind: PendingKind,
-    ) -> impl Future<Output = Result<Option<PendingCall>, StoreError>> + Send;
+        transition: Transition,
+    ) -> impl Future<Output = Result<Decided, StoreError>> + Send;
 
-    /// The call `call_id`, left in place.
+    /// Extends the lease of a call that `owner` runs to `lease` from now;
+    /// `false` (and nothing changed) when `owner` no longer runs it.
+    fn renew(
+        &self,
+        call_id: &str,
+        owner: &str,
+        lease: Duration,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+
+    /// Ends a call that `owner` runs: settled with its outcome, or pending
+    /// again (suspended); `false` (and nothing changed) when `owner` no
+    /// longer runs it.
+    fn finish(
+        &self,
+        call_id: &str,
+        owner: &str,
+        settlement: Settlement,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+
+    /// Claims, for `owner` and `lease`, every running call whose lease has
+    /// expired and whose tool is one of `tool_ids`, counting one more
+    /// attempt; returns them as claimed.
+    fn recover_expired(
+        &self,
+        owner: &str,
+        lease: Duration,
+        tool_ids: &[String],
+    ) -> impl Future<Output = Result<Vec<StoredCall>, StoreError>> + Send;
+
+    /// Forgets settled calls that settled more than `age` ago; returns how many.
+    fn purge_settled(
+        &self,
+        age: Duration,
+    ) -> impl Future<Output = Result<usize, StoreError>> + Send;
+
+    /// The call `call_id`, in whatever state.
     fn get(
         &self,
         call_id: &str,
-    ) -> impl Future<Output = Result<Option<PendingCall>, StoreError>> + Send;
+    ) -> impl Future<Output = Result<Option<StoredCall>, StoreError>> + Send;
 
     /// Every pending call, ordered by call id.
     fn list(&self) -> impl Future<Output = Result<Vec<PendingCall>, StoreError>> + Send;
+}
+
+/// A shared store is a store: two runtimes given clones of one
+/// `Arc<MemoryStore>` share its calls (as runtimes on one SQLite file do).
+///
+/// ```
+/// use std::sync::Arc;
+/// use tool_runtime::{MemoryStore, Runtime};
+///
+/// let store = Arc::new(MemoryStore::new());
+/// let first = Runtime::builder().store(Arc::clone(&store)).build().unwrap();
+/// let second = Runtime::builder().store(store).build().unwrap();
+/// assert_ne!(first.instance_id(), second.instance_id());
+/// ```
+impl<S: PendingStore> PendingStore for std::sync::Arc<S> {
+    fn insert(&self, call: PendingCall) -> impl Future<Output = Result<(), StoreError>> + Send {
+        S::insert(self, call)
+    }
+
+    fn decide(
+        &self,
+        call_id: &str,
+        kind: PendingKind,
+        transition: Transition,
+    ) -> impl Future<Output = Result<Decided, StoreError>> + Send {
+        S::decide(self, call_id, kind, transition)
+    }
+
+    fn renew(
+        &self,
+        call_id: &str,
+        owner: &str,
+        lease: Duration,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        S::renew(self, call_id, owner, lease)
+    }
+
+    fn finish(
+        &self,
+        call_id: &str,
+        owner: &str,
+        settlement: Settlement,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        S::finish(self, call_id, owner, settlement)
+    }
+
+    fn recover_expired(
+        &self,
+        owner: &str,
+        lease: Duration,
+        tool_ids: &[String],
+    ) -> impl Future<Output = Result<Vec<StoredCall>, StoreError>> + Send {
+        S::recover_expired(self, owner, lease, tool_ids)
+    }
+
+    fn purge_settled(
+        &self,
+        age: Duration,
+    ) -> impl Future<Output = Result<usize, StoreError>> + Send {
+        S::purge_settled(self, age)
+    }
+
+    fn get(
+        &self,
+        call_id: &str,
+    ) -> impl Future<Output = Result<Option<StoredCall>, StoreError>> + Send {
+        S::get(self, call_id)
+    }
+
+    fn list(&self) -> impl Future<Output = Result<Vec<PendingCall>, StoreError>> + Send {
+        S::list(self)
+    }
 }
 
 /// A boxed store future, for the object-safe form of [`PendingStore`].
@@ -199,12 +324,32 @@ type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + S
 /// what the runtime keeps, for any store it is given.
 pub(crate) trait DynPendingStore: Send + Sync + 'static {
     fn insert(&self, call: PendingCall) -> StoreFuture<'_, ()>;
-    fn take<'a>(
+    fn decide<'a>(
         &'a self,
         call_id: &'a str,
         kind: PendingKind,
-    ) -> StoreFuture<'a, Option<PendingCall>>;
-    fn get<'a>(&'a self, call_id: &'a str) -> StoreFuture<'a, Option<PendingCall>>;
+        transition: Transition,
+    ) -> StoreFuture<'a, Decided>;
+    fn renew<'a>(
+        &'a self,
+        call_id: &'a str,
+        owner: &'a str,
+        lease: Duration,
+    ) -> StoreFuture<'a, bool>;
+    fn finish<'a>(
+        &'a self,
+        call_id: &'a str,
+        owner: &'a str,
+        settlement: Settlement,
+    ) -> StoreFuture<'a, bool>;
+    fn recover_expired<'a>(
+        &'a self,
+        owner: &'a str,
+        lease: Duration,
+        tool_ids: &'a [String],
+    ) -> StoreFuture<'a, Vec<StoredCall>>;
+    fn purge_settled(&self, age: Duration) -> StoreFuture<'_, usize>;
+    fn get<'a>(&'a self, call_id: &'a str) -> StoreFuture<'a, Option<StoredCall>>;
     fn list(&self) -> StoreFuture<'_, Vec<PendingCall>>;
 }
 
@@ -213,15 +358,47 @@ impl<S: PendingStore> DynPendingStore for S {
         Box::pin(PendingStore::insert(self, call))
     }
 
-    fn take<'a>(
+    fn decide<'a>(
         &'a self,
         call_id: &'a str,
         kind: PendingKind,
-    ) -> StoreFuture<'a, Option<PendingCall>> {
-        Box::pin(PendingStore::take(self, call_id, kind))
+        transition: Transition,
+    ) -> StoreFuture<'a, Decided> {
+        Box::pin(PendingStore::decide(self, call_id, kind, transition))
     }
 
-    fn get<'a>(&'a self, call_id: &'a str) -> StoreFuture<'a, Option<PendingCall>> {
+    fn renew<'a>(
+        &'a self,
+        call_id: &'a str,
+        owner: &'a str,
+        lease: Duration,
+    ) -> StoreFuture<'a, bool> {
+        Box::pin(PendingStore::renew(self, call_id, owner, lease))
+    }
+
+    fn finish<'a>(
+        &'a self,
+        call_id: &'a str,
+        owner: &'a str,
+        settlement: Settlement,
+    ) -> StoreFuture<'a, bool> {
+        Box::pin(PendingStore::finish(self, call_id, owner, settlement))
+    }
+
+    fn recover_expired<'a>(
+        &'a self,
+        owner: &'a str,
+        lease: Duration,
+        tool_ids: &'a [String],
+    ) -> StoreFuture<'a, Vec<StoredCall>> {
+        Box::pin(PendingStore::recover_expired(self, owner, lease, tool_ids))
+    }
+
+    fn purge_settled(&self, age: Duration) -> StoreFuture<'_, usize> {
+        Box::pin(PendingStore::purge_settled(self, age))
+    }
+
+    fn get<'a>(&'a self, call_id: &'a str) -> StoreFuture<'a, Option<StoredCall>> {
         Box::pin(PendingStore::get(self, call_id))
     }
 

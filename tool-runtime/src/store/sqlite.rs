@@ -1,26 +1,39 @@
-//! Pending calls in a SQLite file: they survive a restart or a `kill -9`.
+//! Stored calls in a SQLite file: they survive a restart or a `kill -9`.
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior, params};
+use rusqlite::{
+    Connection, ErrorCode, OpenFlags, OptionalExtension, Row, Transaction, TransactionBehavior,
+    params,
+};
+use serde_json::Value;
 
-use super::{PendingCall, PendingKind, PendingStore, StoreError};
+use super::{
+    CallState, Decided, PendingCall, PendingKind, PendingStore, RecordedOutcome, Settlement,
+    StoreError, StoredCall, Transition,
+};
 
 /// `PRAGMA application_id` of a pending store: "tool" in ASCII.
 const APPLICATION_ID: i32 = 0x746F_6F6C;
-/// `PRAGMA user_version` of the current layout.
-const LAYOUT_VERSION: i32 = 1;
+/// `PRAGMA user_version` of the current layout: 2 has the call lifecycle
+/// (state, owner, lease, outcome); 1 (pending calls only) is migrated.
+const LAYOUT_VERSION: i32 = 2;
 /// How long a write waits for another process holding the file.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A durable [`PendingStore`] in one SQLite file (WAL mode, synchronous
-/// commits; the I/O runs on tokio's blocking pool, off the async workers): pending approvals and suspensions survive a crash of the
-/// process, and several runtimes (in one or several processes) can share
-/// the file. Taking an entry is one `DELETE ... RETURNING` inside an
-/// immediate transaction, so it happens at most once.
+/// commits; the I/O runs on tokio's blocking pool, off the async workers):
+/// pending approvals and suspensions, running calls and recorded outcomes
+/// survive a crash of the process, and several runtimes (in one or several
+/// processes on one host) can share the file. Every transition is one
+/// immediate transaction, so a decision wins at most once.
+///
+/// The layout version is recorded in the file (`PRAGMA user_version`): a
+/// file of the previous layout is migrated when opened, a newer one is
+/// refused with an error naming both versions.
 ///
 /// Opening checks the file: a file that is not SQLite, fails SQLite's
 /// integrity check or belongs to another program is an error naming the
@@ -103,19 +116,57 @@ impl PendingStore for SqliteStore {
         self.blocking(move |file| file.insert(&call))
     }
 
-    fn take(
+    fn decide(
         &self,
         call_id: &str,
         kind: PendingKind,
-    ) -> impl Future<Output = Result<Option<PendingCall>, StoreError>> + Send {
+        transition: Transition,
+    ) -> impl Future<Output = Result<Decided, StoreError>> + Send {
         let call_id = call_id.to_owned();
-        self.blocking(move |file| file.take(&call_id, kind))
+        self.blocking(move |file| file.decide(&call_id, kind, transition))
+    }
+
+    fn renew(
+        &self,
+        call_id: &str,
+        owner: &str,
+        lease: Duration,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        let (call_id, owner) = (call_id.to_owned(), owner.to_owned());
+        self.blocking(move |file| file.renew(&call_id, &owner, lease))
+    }
+
+    fn finish(
+        &self,
+        call_id: &str,
+        owner: &str,
+        settlement: Settlement,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        let (call_id, owner) = (call_id.to_owned(), owner.to_owned());
+        self.blocking(move |file| file.finish(&call_id, &owner, settlement))
+    }
+
+    fn recover_expired(
+        &self,
+        owner: &str,
+        lease: Duration,
+        tool_ids: &[String],
+    ) -> impl Future<Output = Result<Vec<StoredCall>, StoreError>> + Send {
+        let (owner, tool_ids) = (owner.to_owned(), tool_ids.to_vec());
+        self.blocking(move |file| file.recover_expired(&owner, lease, &tool_ids))
+    }
+
+    fn purge_settled(
+        &self,
+        age: Duration,
+    ) -> impl Future<Output = Result<usize, StoreError>> + Send {
+        self.blocking(move |file| file.purge_settled(age))
     }
 
     fn get(
         &self,
         call_id: &str,
-    ) -> impl Future<Output = Result<Option<PendingCall>, StoreError>> + Send {
+    ) -> impl Future<Output = Result<Option<StoredCall>, StoreError>> + Send {
         let call_id = call_id.to_owned();
         self.blocking(move |file| file.get(&call_id))
     }
@@ -275,8 +326,26 @@ impl Record {
     }
 }
 
-/// Creates the table in a new file, or checks that an existing file is a
-/// pending store of this layout.
+/// The table of layout 2. `lease_expires_at` and `settled_at` are
+/// milliseconds since the Unix epoch; `record`, `resume_data` and `outcome`
+/// are JSON text.
+const CREATE_CALLS: &str = "CREATE TABLE calls (
+    call_id TEXT PRIMARY KEY NOT NULL,
+    kind TEXT NOT NULL,
+    tool_id TEXT NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('pending', 'running', 'settled')),
+    owner TEXT,
+    lease_expires_at INTEGER,
+    attempt INTEGER NOT NULL DEFAULT 0,
+    record TEXT NOT NULL,
+    resume_data TEXT,
+    outcome TEXT,
+    settled_at INTEGER
+);
+CREATE INDEX calls_by_state ON calls (state, lease_expires_at, settled_at);";
+
+/// Creates the table in a new file, migrates a file of the previous layout,
+/// or checks that an existing file is a pending store of this layout.
 fn init_layout(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
     let err = |e: rusqlite::Error| classify(path, e);
     let tx = conn
@@ -293,16 +362,22 @@ fn init_layout(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
         .map_err(err)?;
     if app_id == 0 && version == 0 && objects == 0 {
         tx.execute_batch(&format!(
-            "CREATE TABLE pending (
-                call_id TEXT PRIMARY KEY NOT NULL,
-                kind TEXT NOT NULL,
-                tool_id TEXT NOT NULL,
-                record TEXT NOT NULL
-            );
+            "{CREATE_CALLS}
             PRAGMA application_id = {APPLICATION_ID};
             PRAGMA user_version = {LAYOUT_VERSION};"
         ))
         .map_err(err)?;
+    } else if app_id == APPLICATION_ID && version == 1 {
+        // Layout 1 kept pending calls only: they become pending rows.
+        tx.execute_batch(&format!(
+            "{CREATE_CALLS}
+            INSERT INTO calls (call_id, kind, tool_id, state, attempt, record)
+                SELECT call_id, kind, tool_id, 'pending', 0, record FROM pending;
+            DROP TABLE pending;
+            PRAGMA user_version = {LAYOUT_VERSION};"
+        ))
+        .map_err(err)?;
+        tracing::info!(path = %path.display(), "pending store migrated from layout 1 to {LAYOUT_VERSION}");
     } else if app_id != APPLICATION_ID {
         return Err(StoreError::Corrupt {
             path: path.to_path_buf(),
@@ -340,12 +415,17 @@ fn classify(path: &Path, error: rusqlite::Error) -> StoreError {
     }
 }
 
+/// The columns a [`StoredCall`] is read from, in [`SqliteFile::stored`]'s order.
+const COLUMNS: &str =
+    "call_id, record, state, owner, lease_expires_at, attempt, resume_data, outcome, settled_at";
+
 impl SqliteFile {
     fn insert(&self, call: &PendingCall) -> Result<(), StoreError> {
         let record = self.encode(call)?;
         let conn = self.conn();
         match conn.execute(
-            "INSERT INTO pending (call_id, kind, tool_id, record) VALUES (?1, ?2, ?3, ?4)",
+            "INSERT INTO calls (call_id, kind, tool_id, state, attempt, record)
+             VALUES (?1, ?2, ?3, 'pending', 0, ?4)",
             params![call.call_id, call.kind.as_str(), call.tool_id, record],
         ) {
             Ok(_) => Ok(()),
@@ -358,46 +438,225 @@ impl SqliteFile {
         }
     }
 
-    fn take(&self, call_id: &str, kind: PendingKind) -> Result<Option<PendingCall>, StoreError> {
+    /// Runs `job` in one immediate transaction (the write lock taken at
+    /// once, so a read-then-write cannot interleave with another process's);
+    /// it commits only when `job` succeeds.
+    fn write<T>(
+        &self,
+        job: impl FnOnce(&Transaction<'_>) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
         let mut conn = self.conn();
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(|e| self.io(e))?;
-        let record: Option<String> = tx
-            .query_row(
-                "DELETE FROM pending WHERE call_id = ?1 AND kind = ?2 RETURNING record",
-                params![call_id, kind.as_str()],
-                |row| row.get(0),
-            )
-            .optional()
-            .map_err(|e| self.io(e))?;
-        let Some(record) = record else {
-            tx.commit().map_err(|e| self.io(e))?;
-            return Ok(None);
-        };
-        // An unreadable record stays stored (the transaction rolls back on drop).
-        let call = self.decode(call_id, &record)?;
+        let value = job(&tx)?;
         tx.commit().map_err(|e| self.io(e))?;
-        Ok(Some(call))
+        Ok(value)
     }
 
-    fn get(&self, call_id: &str) -> Result<Option<PendingCall>, StoreError> {
-        let record: Option<String> = self
+    /// The call `call_id` as `conn` sees it.
+    fn read(&self, conn: &Connection, call_id: &str) -> Result<Option<StoredCall>, StoreError> {
+        conn.query_row(
+            &format!("SELECT {COLUMNS} FROM calls WHERE call_id = ?1"),
+            params![call_id],
+            RawRow::read,
+        )
+        .optional()
+        .map_err(|e| self.io(e))?
+        .map(|row| self.stored(row))
+        .transpose()
+    }
+
+    fn decide(
+        &self,
+        call_id: &str,
+        kind: PendingKind,
+        transition: Transition,
+    ) -> Result<Decided, StoreError> {
+        self.write(|tx| {
+            let Some(mut stored) = self.read(tx, call_id)? else {
+                return Ok(Decided::Lost(None));
+            };
+            if !stored.state.is_pending() || stored.call.kind != kind {
+                return Ok(Decided::Lost(Some(stored)));
+            }
+            let now = SystemTime::now();
+            match transition {
+                Transition::Run {
+                    owner,
+                    lease,
+                    resume_data,
+                } => {
+                    let resume_text = resume_data
+                        .as_ref()
+                        .map(|data| self.json_text(call_id, "resume data", data))
+                        .transpose()?;
+                    tx.execute(
+                        "UPDATE calls SET state = 'running', owner = ?2, lease_expires_at = ?3,
+                             attempt = attempt + 1, resume_data = ?4
+                         WHERE call_id = ?1",
+                        params![call_id, owner, millis(now + lease), resume_text],
+                    )
+                    .map_err(|e| self.io(e))?;
+                    stored.state = CallState::Running {
+                        owner,
+                        lease_expires_at: time(millis(now + lease)),
+                    };
+                    stored.attempt += 1;
+                    stored.resume_data = resume_data;
+                }
+                Transition::Settle(outcome) => {
+                    self.settle(tx, call_id, &outcome, now)?;
+                    stored.state = CallState::Settled {
+                        outcome,
+                        settled_at: time(millis(now)),
+                    };
+                }
+            }
+            Ok(Decided::Won(stored))
+        })
+    }
+
+    /// Marks `call_id` settled with `outcome`.
+    fn settle(
+        &self,
+        tx: &Transaction<'_>,
+        call_id: &str,
+        outcome: &RecordedOutcome,
+        now: SystemTime,
+    ) -> Result<(), StoreError> {
+        let outcome = self.json_text(call_id, "outcome", outcome)?;
+        tx.execute(
+            "UPDATE calls SET state = 'settled', owner = NULL, lease_expires_at = NULL,
+                 outcome = ?2, settled_at = ?3
+             WHERE call_id = ?1",
+            params![call_id, outcome, millis(now)],
+        )
+        .map_err(|e| self.io(e))?;
+        Ok(())
+    }
+
+    fn renew(&self, call_id: &str, owner: &str, lease: Duration) -> Result<bool, StoreError> {
+        let expires = millis(SystemTime::now() + lease);
+        let changed = self
             .conn()
-            .query_row(
-                "SELECT record FROM pending WHERE call_id = ?1",
-                params![call_id],
-                |row| row.get(0),
+            .execute(
+                "UPDATE calls SET lease_expires_at = ?3
+                 WHERE call_id = ?1 AND state = 'running' AND owner = ?2",
+                params![call_id, owner, expires],
             )
-            .optional()
             .map_err(|e| self.io(e))?;
-        record.map(|r| self.decode(call_id, &r)).transpose()
+        Ok(changed == 1)
+    }
+
+    fn finish(
+        &self,
+        call_id: &str,
+        owner: &str,
+        settlement: Settlement,
+    ) -> Result<bool, StoreError> {
+        self.write(|tx| {
+            let owned: Option<String> = tx
+                .query_row(
+                    "SELECT record FROM calls WHERE call_id = ?1 AND state = 'running' AND owner = ?2",
+                    params![call_id, owner],
+                    |row| row.get(0),
+                )
+                .optional()
+                .map_err(|e| self.io(e))?;
+            let Some(record) = owned else {
+                return Ok(false);
+            };
+            match settlement {
+                Settlement::Settled(outcome) => {
+                    self.settle(tx, call_id, &outcome, SystemTime::now())?;
+                }
+                Settlement::Suspended { payload } => {
+                    let mut call = self.decode(call_id, &record)?;
+                    call.kind = PendingKind::Suspended;
+                    call.payload = Some(payload);
+                    tx.execute(
+                        "UPDATE calls SET state = 'pending', kind = 'suspended', owner = NULL,
+                             lease_expires_at = NULL, attempt = 0, resume_data = NULL, record = ?2
+                         WHERE call_id = ?1",
+                        params![call_id, self.encode(&call)?],
+                    )
+                    .map_err(|e| self.io(e))?;
+                }
+            }
+            Ok(true)
+        })
+    }
+
+    fn recover_expired(
+        &self,
+        owner: &str,
+        lease: Duration,
+        tool_ids: &[String],
+    ) -> Result<Vec<StoredCall>, StoreError> {
+        let now = SystemTime::now();
+        self.write(|tx| {
+            let mut stmt = tx
+                .prepare(&format!(
+                    "SELECT {COLUMNS}, tool_id FROM calls
+                     WHERE state = 'running' AND lease_expires_at <= ?1 ORDER BY call_id"
+                ))
+                .map_err(|e| self.io(e))?;
+            let rows = stmt
+                .query_map(params![millis(now)], |row| {
+                    Ok((RawRow::read(row)?, row.get::<_, String>(9)?))
+                })
+                .map_err(|e| self.io(e))?;
+            let mut expired = Vec::new();
+            for row in rows {
+                let (row, tool_id) = row.map_err(|e| self.io(e))?;
+                if !tool_ids.contains(&tool_id) {
+                    continue;
+                }
+                let call_id = row.call_id.clone();
+                match self.stored(row) {
+                    Ok(stored) => expired.push(stored),
+                    Err(error) => {
+                        tracing::error!(call_id, %error, "unreadable running call left in the store");
+                    }
+                }
+            }
+            let expires = millis(now + lease);
+            for stored in &mut expired {
+                tx.execute(
+                    "UPDATE calls SET owner = ?2, lease_expires_at = ?3, attempt = attempt + 1
+                     WHERE call_id = ?1",
+                    params![stored.call.call_id, owner, expires],
+                )
+                .map_err(|e| self.io(e))?;
+                stored.state = CallState::Running {
+                    owner: owner.to_owned(),
+                    lease_expires_at: time(expires),
+                };
+                stored.attempt += 1;
+            }
+            Ok(expired)
+        })
+    }
+
+    fn purge_settled(&self, age: Duration) -> Result<usize, StoreError> {
+        let before = SystemTime::now().checked_sub(age).unwrap_or(UNIX_EPOCH);
+        self.conn()
+            .execute(
+                "DELETE FROM calls WHERE state = 'settled' AND settled_at < ?1",
+                params![millis(before)],
+            )
+            .map_err(|e| self.io(e))
+    }
+
+    fn get(&self, call_id: &str) -> Result<Option<StoredCall>, StoreError> {
+        self.read(&self.conn(), call_id)
     }
 
     fn list(&self) -> Result<Vec<PendingCall>, StoreError> {
         let conn = self.conn();
         let mut stmt = conn
-            .prepare("SELECT call_id, record FROM pending ORDER BY call_id")
+            .prepare("SELECT call_id, record FROM calls WHERE state = 'pending' ORDER BY call_id")
             .map_err(|e| self.io(e))?;
         let rows = stmt
             .query_map([], |row| {
@@ -410,7 +669,7 @@ impl SqliteFile {
             match self.decode(&call_id, &record) {
                 Ok(call) => calls.push(call),
                 // One bad record must not hide every other call: it is
-                // reported, left for the operator, and named by get and take.
+                // reported, left for the operator, and named by get and decide.
                 Err(error) => {
                     tracing::error!(call_id, %error, "unreadable pending call left in the store");
                 }
@@ -418,4 +677,101 @@ impl SqliteFile {
         }
         Ok(calls)
     }
+
+    /// The stored call a row holds; an unreadable value is an error naming the call.
+    fn stored(&self, row: RawRow) -> Result<StoredCall, StoreError> {
+        let call_id = row.call_id;
+        let corrupt = |what: &str, reason: String| StoreError::Corrupt {
+            path: self.path.clone(),
+            reason: format!("the {what} of call {call_id:?} is unreadable: {reason}"),
+            source: None,
+        };
+        let call = self.decode(&call_id, &row.record)?;
+        let state = match row.state.as_str() {
+            "pending" => CallState::Pending,
+            "running" => CallState::Running {
+                owner: row.owner.unwrap_or_default(),
+                lease_expires_at: time(row.lease_expires_at.unwrap_or(0)),
+            },
+            "settled" => {
+                let outcome = row.outcome.unwrap_or_default();
+                CallState::Settled {
+                    outcome: serde_json::from_str(&outcome)
+                        .map_err(|e| corrupt("outcome", e.to_string()))?,
+                    settled_at: time(row.settled_at.unwrap_or(0)),
+                }
+            }
+            other => return Err(corrupt("state", format!("unknown state {other:?}"))),
+        };
+        let resume_data = row
+            .resume_data
+            .map(|text| serde_json::from_str::<Value>(&text))
+            .transpose()
+            .map_err(|e| corrupt("resume data", e.to_string()))?;
+        Ok(StoredCall {
+            call,
+            state,
+            attempt: u32::try_from(row.attempt).unwrap_or(0),
+            resume_data,
+        })
+    }
+
+    /// `value` as JSON text, checked to read back (as [`Record`]'s values are).
+    fn json_text(
+        &self,
+        call_id: &str,
+        what: &str,
+        value: &impl serde::Serialize,
+    ) -> Result<String, StoreError> {
+        let fail = |e: serde_json::Error| StoreError::Io {
+            location: self.path.display().to_string(),
+            reason: format!(
+                "cannot store the {what} of call {call_id:?}: it cannot be read back ({e}); JSON deeper than {MAX_JSON_DEPTH} levels is refused"
+            ),
+            source: Some(Box::new(e)),
+        };
+        let text = serde_json::to_string(value).map_err(fail)?;
+        serde_json::from_str::<serde::de::IgnoredAny>(&text).map_err(fail)?;
+        Ok(text)
+    }
+}
+
+/// One row of `calls`, as SQLite gives it ([`COLUMNS`]).
+struct RawRow {
+    call_id: String,
+    record: String,
+    state: String,
+    owner: Option<String>,
+    lease_expires_at: Option<i64>,
+    attempt: i64,
+    resume_data: Option<String>,
+    outcome: Option<String>,
+    settled_at: Option<i64>,
+}
+
+impl RawRow {
+    fn read(row: &Row<'_>) -> rusqlite::Result<Self> {
+        Ok(RawRow {
+            call_id: row.get(0)?,
+            record: row.get(1)?,
+            state: row.get(2)?,
+            owner: row.get(3)?,
+            lease_expires_at: row.get(4)?,
+            attempt: row.get(5)?,
+            resume_data: row.get(6)?,
+            outcome: row.get(7)?,
+            settled_at: row.get(8)?,
+        })
+    }
+}
+
+/// Milliseconds since the Unix epoch (what the table keeps).
+fn millis(at: SystemTime) -> i64 {
+    at.duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// The time `ms` milliseconds after the Unix epoch.
+fn time(ms: i64) -> SystemTime {
+    UNIX_EPOCH + Duration::from_millis(u64::try_from(ms).unwrap_or(0))
 }

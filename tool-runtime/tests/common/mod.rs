@@ -126,3 +126,4 @@ impl Capture {
         self.spans.lock().unwrap().clone()
     }
 }
+pub mod contract;

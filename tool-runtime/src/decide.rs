@@ -1,0 +1,334 @@
+//! Decisions on stored calls (approve, decline, resume) and the recovery of
+//! calls whose runtime died, written once.
+//!
+//! A decision looks the call up, checks what it can before anything changes
+//! (the tool is here, resume data is valid), then makes one atomic
+//! transition of the store: of concurrent decisions exactly one wins; the
+//! others are told the call is running, or get its recorded outcome. The
+//! winner runs the call under a lease. Each decision runs as a task of its
+//! own, so dropping its future (a client that went away, a timeout) cannot
+//! leave a claimed call half-run: it finishes and its outcome is recorded.
+
+use serde_json::{Value, json};
+use tool_core::transform::Phase;
+use tool_core::{CallContext, ErrorKind, ModelError, RequestContext, Tool};
+use tracing::Instrument as _;
+
+use crate::call::ToolCall;
+use crate::error::RuntimeError;
+use crate::events::{EventKind, payload};
+use crate::outcome::CallOutcome;
+use crate::pipeline::{Entry, call_span};
+use crate::runtime::Runtime;
+use crate::store::{
+    Claim, Lease, Lookup, PendingCall, PendingKind, RecordedOutcome, Settlement, StoredCall,
+    Verdict,
+};
+
+/// A human's (or a system's) decision on a stored call.
+pub(crate) enum Decision {
+    Approve,
+    Decline(Option<String>),
+    Resume(Value),
+}
+
+impl Decision {
+    /// What the call must be pending for.
+    fn kind(&self) -> PendingKind {
+        match self {
+            Decision::Approve | Decision::Decline(_) => PendingKind::Approval,
+            Decision::Resume(_) => PendingKind::Suspended,
+        }
+    }
+
+    /// The `step` of the call's span.
+    fn step(&self) -> &'static str {
+        match self {
+            Decision::Approve => "approve",
+            Decision::Decline(_) => "decline",
+            Decision::Resume(_) => "resume",
+        }
+    }
+}
+
+/// A call [`Runtime::recover`] found interrupted, and what became of it.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Recovered {
+    /// The call.
+    pub call_id: String,
+    /// Its tool.
+    pub tool_id: String,
+    /// Whether it ran again (its tool is `retry_safe`); otherwise it was
+    /// settled as failed, "interrupted".
+    pub rerun: bool,
+    /// Its final outcome, as recorded.
+    pub outcome: CallOutcome,
+}
+
+impl Runtime {
+    /// Runs `decision` on the call `call_id` as a task of its own (see the
+    /// module docs) and waits for its answer.
+    pub(crate) fn decision(
+        &self,
+        call_id: &str,
+        decision: Decision,
+    ) -> impl Future<Output = Result<CallOutcome, RuntimeError>> + Send + 'static {
+        let (runtime, call_id) = (self.clone(), call_id.to_owned());
+        async move {
+            let id = call_id.clone();
+            detached(&id, async move { runtime.decide(&call_id, decision).await }).await
+        }
+    }
+
+    async fn decide(&self, call_id: &str, decision: Decision) -> Result<CallOutcome, RuntimeError> {
+        let kind = decision.kind();
+        let calls = &self.inner.calls;
+        let stored = match calls.lookup(call_id, kind).await? {
+            Lookup::Settled(outcome) => return Ok(outcome),
+            Lookup::Pending(stored) => stored,
+        };
+        let span = call_span(decision.step(), &stored.call.tool_id, call_id);
+        let claim = match &decision {
+            Decision::Decline(reason) => Claim::Settle(RecordedOutcome::Declined {
+                reason: reason.clone(),
+            }),
+            Decision::Approve => {
+                self.tool_of(&stored.call)?;
+                Claim::Run(None)
+            }
+            Decision::Resume(data) => {
+                let tool = self.tool_of(&stored.call)?;
+                // Checked before anything changes: invalid data leaves the call suspended.
+                let check = CallContext::new(call_id)
+                    .with_request_context(RequestContext::from(stored.call.request_context.clone()))
+                    .resuming(data.clone(), stored.call.payload.clone());
+                if let Err(error) = tool.admit(stored.call.input.clone(), check) {
+                    let _entered = span.enter();
+                    tracing::info!(%error, "resume data rejected; the call stays suspended");
+                    return Ok(self.failed(Some(&tool), call_id, tool.id(), error));
+                }
+                Claim::Run(Some(data.clone()))
+            }
+        };
+        let (stored, lease) = match calls.decide(call_id, kind, claim).await? {
+            Verdict::AlreadySettled(outcome) => return Ok(outcome),
+            Verdict::Settled(stored) => {
+                let reason = match decision {
+                    Decision::Decline(reason) => reason,
+                    _ => None,
+                };
+                let _entered = span.enter();
+                tracing::info!(reason, "tool call declined");
+                self.inner
+                    .events
+                    .emit(call_id, &stored.call.tool_id, || EventKind::Declined {
+                        reason: reason.clone(),
+                    });
+                return Ok(CallOutcome::Declined { reason });
+            }
+            Verdict::Claimed(stored, lease) => (stored, lease),
+        };
+        let tool_id = stored.call.tool_id.clone();
+        let tool = self.tool(&tool_id).cloned();
+        let shown = match &decision {
+            Decision::Resume(data) => data.clone(),
+            _ => json!({ "approved": true }),
+        };
+        {
+            let _entered = span.enter();
+            tracing::info!("tool call {}", decision.step_past());
+            self.inner
+                .events
+                .emit(call_id, &tool_id, || EventKind::Resumed {
+                    payload: payload(tool.as_ref(), call_id, &tool_id, Phase::Resume, &shown),
+                });
+        }
+        let resume_data = match decision {
+            Decision::Resume(data) => Some(data),
+            _ => None,
+        };
+        Ok(self.run_stored(stored, lease, resume_data).await)
+    }
+
+    /// Runs a claimed stored call through the pipeline.
+    async fn run_stored(
+        &self,
+        stored: StoredCall,
+        lease: Lease,
+        resume_data: Option<Value>,
+    ) -> CallOutcome {
+        let entry = match (stored.call.kind, resume_data) {
+            (PendingKind::Approval, _) => Entry::Approved(lease),
+            (PendingKind::Suspended, data) => Entry::Resumed {
+                data: data.unwrap_or(Value::Null),
+                payload: stored.call.payload.clone(),
+                lease,
+            },
+        };
+        self.run_call(to_tool_call(stored.call), entry, None).await
+    }
+
+    /// The tool a stored call names, if this runtime has it; the call stays stored either way.
+    fn tool_of(&self, call: &PendingCall) -> Result<Tool, RuntimeError> {
+        self.tool(&call.tool_id)
+            .cloned()
+            .ok_or_else(|| RuntimeError::MissingTool {
+                call_id: call.call_id.clone(),
+                tool_id: call.tool_id.clone(),
+            })
+    }
+
+    /// Recovers the stored calls whose runtime died while running them
+    /// (their lease expired), among the tools this runtime has: a call of a
+    /// tool declared `retry_safe` runs again (as attempt 2, 3, ...; with the
+    /// resume data it was resumed with); any other is settled as failed with
+    /// an "interrupted" error the model can read, and never runs again.
+    /// Either way the outcome is recorded, so a decision asked again returns
+    /// it. Also forgets settled calls beyond the retention.
+    ///
+    /// Call it when a runtime starts and then periodically (every lease
+    /// length is enough); several instances may call it at once: each
+    /// expired call is recovered by exactly one.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tool_runtime::Runtime;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let runtime = Runtime::builder().lease(Duration::from_secs(10)).build().unwrap();
+    /// assert!(runtime.recover().await.unwrap().is_empty()); // nothing was interrupted
+    ///
+    /// let sweeper = runtime.clone();
+    /// let sweeping = tokio::spawn(async move {
+    ///     loop {
+    ///         if let Err(error) = sweeper.recover().await {
+    ///             eprintln!("recovery failed: {error}");
+    ///         }
+    ///         tokio::time::sleep(Duration::from_secs(10)).await;
+    ///     }
+    /// });
+    /// # sweeping.abort();
+    /// # });
+    /// ```
+    pub fn recover(
+        &self,
+    ) -> impl Future<Output = Result<Vec<Recovered>, RuntimeError>> + Send + 'static {
+        let runtime = self.clone();
+        async move {
+            let calls = &runtime.inner.calls;
+            calls.purge_if_due().await;
+            let tool_ids: Vec<String> = runtime.tools().iter().map(|t| t.id().to_owned()).collect();
+            let claimed = calls.recover_expired(&tool_ids).await?;
+            // Each runs as a task of its own, like a decision: dropping this
+            // future loses none of them.
+            let recoveries: Vec<_> = claimed
+                .into_iter()
+                .map(|(stored, lease)| {
+                    let (runtime, call_id) = (runtime.clone(), stored.call.call_id.clone());
+                    let recovering = async move { Ok(runtime.recover_one(stored, lease).await) };
+                    async move { detached(&call_id, recovering).await }
+                })
+                .collect();
+            let mut recovered = Vec::with_capacity(recoveries.len());
+            for recovery in recoveries {
+                recovered.push(recovery.await?);
+            }
+            Ok(recovered)
+        }
+    }
+
+    async fn recover_one(&self, stored: StoredCall, lease: Lease) -> Recovered {
+        let (call_id, tool_id) = (stored.call.call_id.clone(), stored.call.tool_id.clone());
+        let span = call_span("recover", &tool_id, &call_id);
+        let retry_safe = self
+            .tool(&tool_id)
+            .is_some_and(|tool| tool.definition().retry_safe);
+        if retry_safe {
+            span.in_scope(|| {
+                tracing::warn!(
+                    attempt = lease.attempt(),
+                    "interrupted call of a retry-safe tool runs again"
+                );
+            });
+            let resume_data = stored.resume_data.clone();
+            let outcome = self.run_stored(stored, lease, resume_data).await;
+            return Recovered {
+                call_id,
+                tool_id,
+                rerun: true,
+                outcome,
+            };
+        }
+        let error = ModelError::new(
+            ErrorKind::Execution,
+            format!(
+                "Tool {tool_id} was interrupted: the process running call {call_id} stopped before the call finished. \
+                 It was not run again because the tool is not declared retry-safe, so its effects may or may not have happened."
+            ),
+        );
+        span.in_scope(|| {
+            tracing::error!("interrupted call settled as failed; it is not retry-safe")
+        });
+        let tool = self.tool(&tool_id).cloned();
+        let outcome = self.failed(tool.as_ref(), &call_id, &tool_id, error);
+        if let Some(recorded) = RecordedOutcome::from_outcome(&outcome) {
+            match lease.finish(Settlement::Settled(recorded)).await {
+                Ok(true) => {}
+                Ok(false) => tracing::error!(
+                    call_id,
+                    "an interrupted call was taken over while being settled"
+                ),
+                Err(error) => {
+                    tracing::error!(%error, call_id, "could not settle an interrupted call")
+                }
+            }
+        }
+        Recovered {
+            call_id,
+            tool_id,
+            rerun: false,
+            outcome,
+        }
+    }
+}
+
+impl Decision {
+    /// How the log says it happened.
+    fn step_past(&self) -> &'static str {
+        match self {
+            Decision::Approve => "approved",
+            Decision::Decline(_) => "declined",
+            Decision::Resume(_) => "resumed",
+        }
+    }
+}
+
+/// Runs `work` as a tokio task and waits for it (in place without a tokio
+/// runtime): dropping the returned future leaves the task to finish.
+async fn detached<T: Send + 'static>(
+    call_id: &str,
+    work: impl Future<Output = Result<T, RuntimeError>> + Send + 'static,
+) -> Result<T, RuntimeError> {
+    let Ok(handle) = tokio::runtime::Handle::try_current() else {
+        return work.await;
+    };
+    handle
+        .spawn(work.instrument(tracing::Span::current()))
+        .await
+        .unwrap_or_else(|error| {
+            // Only a runtime shutting down cancels the task: the call stays
+            // claimed in the store and is recovered when its lease expires.
+            tracing::error!(%error, call_id, "the task running a decision was cancelled");
+            Err(RuntimeError::Running {
+                call_id: call_id.to_owned(),
+            })
+        })
+}
+
+/// The call a stored call was, to run it again.
+pub(crate) fn to_tool_call(pending: PendingCall) -> ToolCall {
+    ToolCall::new(pending.call_id, pending.tool_id, pending.input)
+        .with_request_context(RequestContext::from(pending.request_context))
+        .with_messages(pending.messages)
+}

@@ -1,0 +1,259 @@
+//! The runtime's access to its store: storing a paused call, the lookup and
+//! the one atomic transition a decision makes, the lease a claimed call runs
+//! under, and recovery. Every store call of the runtime goes through here,
+//! and so does the mapping of a call's state to what a decision answers.
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tool_core::AbortSignal;
+
+use super::{
+    CallState, Decided, DynPendingStore, PendingCall, PendingKind, RecordedOutcome, Settlement,
+    StoreError, StoredCall, Transition,
+};
+use crate::error::RuntimeError;
+use crate::outcome::CallOutcome;
+
+/// How often settled calls beyond the retention are purged, at most.
+const PURGE_EVERY: Duration = Duration::from_secs(60);
+
+/// The runtime's stored calls.
+#[derive(Clone)]
+pub(crate) struct StoredCalls {
+    store: Arc<dyn DynPendingStore>,
+    /// This instance, as the owner of the calls it claims.
+    owner: Arc<str>,
+    lease: Duration,
+    retention: Duration,
+    last_purge: Arc<Mutex<Option<Instant>>>,
+}
+
+/// What a lookup found.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "returned once per decision and taken apart at once"
+)]
+pub(crate) enum Lookup {
+    /// The call is pending for the kind asked.
+    Pending(StoredCall),
+    /// The call is settled: its recorded outcome.
+    Settled(CallOutcome),
+}
+
+/// What a decision did.
+pub(crate) enum Verdict {
+    /// It claimed the call to run, under this lease.
+    Claimed(StoredCall, Lease),
+    /// It settled the call without running it.
+    Settled(StoredCall),
+    /// Another decision settled the call first: its recorded outcome.
+    AlreadySettled(CallOutcome),
+}
+
+/// What a decision does, for [`StoredCalls::decide`].
+pub(crate) enum Claim {
+    /// Run it (with the resume data, for a resume).
+    Run(Option<Value>),
+    /// Settle it without running.
+    Settle(RecordedOutcome),
+}
+
+impl StoredCalls {
+    pub(crate) fn new(
+        store: Arc<dyn DynPendingStore>,
+        owner: String,
+        lease: Duration,
+        retention: Duration,
+    ) -> Self {
+        StoredCalls {
+            store,
+            owner: owner.into(),
+            lease,
+            retention,
+            last_purge: Arc::default(),
+        }
+    }
+
+    /// This instance's id.
+    pub(crate) fn owner(&self) -> &str {
+        &self.owner
+    }
+
+    /// Stores a paused call.
+    pub(crate) async fn insert(&self, call: PendingCall) -> Result<(), StoreError> {
+        self.store.insert(call).await
+    }
+
+    /// Every pending call, ordered by call id.
+    pub(crate) async fn list(&self) -> Result<Vec<PendingCall>, StoreError> {
+        self.store.list().await
+    }
+
+    /// The call `call_id`, in whatever state.
+    pub(crate) async fn get(&self, call_id: &str) -> Result<Option<StoredCall>, StoreError> {
+        self.store.get(call_id).await
+    }
+
+    /// The call `call_id` if it is pending for `kind` or settled; otherwise
+    /// why not. Nothing changes in the store.
+    pub(crate) async fn lookup(
+        &self,
+        call_id: &str,
+        kind: PendingKind,
+    ) -> Result<Lookup, RuntimeError> {
+        match self.store.get(call_id).await? {
+            Some(stored) if stored.state.is_pending() && stored.call.kind == kind => {
+                Ok(Lookup::Pending(stored))
+            }
+            found => settled_outcome(call_id, found).map(Lookup::Settled),
+        }
+    }
+
+    /// Makes the decision's transition, atomically: of concurrent decisions
+    /// on one call exactly one claims or settles it; the others get its
+    /// recorded outcome or are told why not.
+    pub(crate) async fn decide(
+        &self,
+        call_id: &str,
+        kind: PendingKind,
+        claim: Claim,
+    ) -> Result<Verdict, RuntimeError> {
+        let transition = match claim {
+            Claim::Run(resume_data) => Transition::Run {
+                owner: self.owner.to_string(),
+                lease: self.lease,
+                resume_data,
+            },
+            Claim::Settle(outcome) => Transition::Settle(outcome),
+        };
+        match self.store.decide(call_id, kind, transition).await? {
+            Decided::Won(stored) if matches!(stored.state, CallState::Running { .. }) => {
+                let lease = self.lease_of(&stored);
+                Ok(Verdict::Claimed(stored, lease))
+            }
+            Decided::Won(stored) => Ok(Verdict::Settled(stored)),
+            Decided::Lost(found) => settled_outcome(call_id, found).map(Verdict::AlreadySettled),
+        }
+    }
+
+    /// Claims the calls whose runtime died (their lease expired) among the
+    /// tools this runtime has.
+    pub(crate) async fn recover_expired(
+        &self,
+        tool_ids: &[String],
+    ) -> Result<Vec<(StoredCall, Lease)>, StoreError> {
+        let claimed = self
+            .store
+            .recover_expired(&self.owner, self.lease, tool_ids)
+            .await?;
+        Ok(claimed
+            .into_iter()
+            .map(|stored| {
+                let lease = self.lease_of(&stored);
+                (stored, lease)
+            })
+            .collect())
+    }
+
+    /// Forgets settled calls older than the retention, at most once a minute.
+    pub(crate) async fn purge_if_due(&self) {
+        {
+            let mut last = self
+                .last_purge
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if last.is_some_and(|at| at.elapsed() < PURGE_EVERY) {
+                return;
+            }
+            *last = Some(Instant::now());
+        }
+        match self.store.purge_settled(self.retention).await {
+            Ok(0) => {}
+            Ok(purged) => tracing::debug!(purged, "settled calls beyond the retention purged"),
+            Err(error) => tracing::warn!(%error, "could not purge settled calls"),
+        }
+    }
+
+    fn lease_of(&self, stored: &StoredCall) -> Lease {
+        Lease {
+            calls: self.clone(),
+            call_id: stored.call.call_id.clone(),
+            attempt: stored.attempt,
+        }
+    }
+}
+
+/// What a decision on `call_id` answers when the call is not pending for
+/// the kind it asked for: the recorded outcome of a settled call, or why not.
+fn settled_outcome(call_id: &str, found: Option<StoredCall>) -> Result<CallOutcome, RuntimeError> {
+    let call_id = call_id.to_owned();
+    let Some(stored) = found else {
+        return Err(RuntimeError::UnknownCall { call_id });
+    };
+    match stored.state {
+        CallState::Settled { outcome, .. } => Ok(outcome.into()),
+        CallState::Running { .. } => Err(RuntimeError::Running { call_id }),
+        CallState::Pending => Err(match stored.call.kind {
+            PendingKind::Suspended => RuntimeError::NotAwaitingApproval { call_id },
+            PendingKind::Approval => RuntimeError::NotSuspended { call_id },
+        }),
+    }
+}
+
+/// The claim of one instance on one running call: renewed while the call
+/// runs, released by [`finish`](Self::finish).
+#[derive(Clone)]
+pub(crate) struct Lease {
+    calls: StoredCalls,
+    call_id: String,
+    attempt: u32,
+}
+
+impl Lease {
+    /// Which run of the call this is (1 for the first).
+    pub(crate) fn attempt(&self) -> u32 {
+        self.attempt
+    }
+
+    /// Runs `work` while renewing the lease every third of its length. When
+    /// the lease is lost (another instance recovered the call, believing this
+    /// one dead), `abort` fires, so that the call does not run on two
+    /// instances for long.
+    pub(crate) async fn hold<F: Future>(&self, work: F, abort: &AbortSignal) -> F::Output {
+        let period = (self.calls.lease / 3).max(Duration::from_millis(1));
+        let mut renewals = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+        renewals.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut work = std::pin::pin!(work);
+        let mut held = true;
+        loop {
+            tokio::select! {
+                output = &mut work => return output,
+                _ = renewals.tick(), if held => {
+                    match self.calls.store.renew(&self.call_id, &self.calls.owner, self.calls.lease).await {
+                        Ok(true) => {}
+                        Ok(false) => {
+                            tracing::error!(call_id = %self.call_id, "lease of a running call lost to another instance; aborting it here");
+                            held = false;
+                            abort.abort();
+                        }
+                        Err(error) => tracing::warn!(%error, call_id = %self.call_id, "could not renew the lease of a running call"),
+                    }
+                }
+            }
+        }
+    }
+
+    /// Records how the call ended. `false` when the lease was lost and so
+    /// the record is another instance's to make.
+    pub(crate) async fn finish(&self, settlement: Settlement) -> Result<bool, StoreError> {
+        let finished = self
+            .calls
+            .store
+            .finish(&self.call_id, &self.calls.owner, settlement)
+            .await?;
+        self.calls.purge_if_due().await;
+        Ok(finished)
+    }
+}

@@ -1,0 +1,342 @@
+//! The contract every `PendingStore` meets, run against each store (memory,
+//! SQLite, PostgreSQL): the lifecycle transitions, ownership of running
+//! calls, recovery of expired leases, retention, and that of concurrent
+//! decisions on one call exactly one wins.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+use tool_runtime::{
+    CallState, Decided, PendingCall, PendingKind, PendingStore, RecordedOutcome, Settlement,
+    StoreError, StoredCall, Transition,
+};
+
+const LONG: Duration = Duration::from_secs(60);
+
+fn run(owner: &str, lease: Duration, resume_data: Option<serde_json::Value>) -> Transition {
+    Transition::Run {
+        owner: owner.into(),
+        lease,
+        resume_data,
+    }
+}
+
+fn completed(n: i64) -> RecordedOutcome {
+    RecordedOutcome::from_outcome(&tool_runtime::CallOutcome::Completed {
+        output: json!(n),
+        model_output: None,
+    })
+    .unwrap()
+}
+
+fn won(decided: Decided) -> StoredCall {
+    match decided {
+        Decided::Won(stored) => stored,
+        Decided::Lost(found) => panic!("expected to win, found {found:?}"),
+    }
+}
+
+fn lost(decided: Decided) -> Option<StoredCall> {
+    match decided {
+        Decided::Lost(found) => found,
+        Decided::Won(stored) => panic!("expected to lose, won {stored:?}"),
+    }
+}
+
+/// Runs the whole contract on stores made by `fresh` (each call: an empty store;
+/// `prefix` keeps call ids apart when the stores share a database).
+pub async fn store_contract<S: PendingStore>(prefix: &str, fresh: impl Fn() -> S) {
+    lifecycle(&fresh(), prefix).await;
+    ownership_and_recovery(&fresh(), prefix).await;
+    decline_and_retention(&fresh(), prefix).await;
+    concurrent_decisions(Arc::new(fresh()), prefix).await;
+}
+
+async fn lifecycle(store: &impl PendingStore, p: &str) {
+    let id = format!("{p}-life");
+    let mut call = PendingCall::new(&id, "tool", PendingKind::Suspended, json!({ "a": 1 }));
+    call.payload = Some(json!({ "p": false }));
+    call.request_context.insert("userId".into(), json!("u"));
+    call.messages.push(json!({ "role": "user" }));
+    store.insert(call.clone()).await.unwrap();
+    assert!(matches!(
+        store.insert(call.clone()).await,
+        Err(StoreError::Duplicate { .. })
+    ));
+    let stored = store.get(&id).await.unwrap().unwrap();
+    assert_eq!(stored, StoredCall::pending(call.clone()));
+    assert_eq!(store.list().await.unwrap(), [call.clone()]);
+
+    // Wrong kind: nothing changes.
+    let found = lost(
+        store
+            .decide(&id, PendingKind::Approval, run("a", LONG, None))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(found.unwrap().state, CallState::Pending);
+
+    // Resume claims it, with its data.
+    let claimed = won(store
+        .decide(
+            &id,
+            PendingKind::Suspended,
+            run("a", LONG, Some(json!("yes"))),
+        )
+        .await
+        .unwrap());
+    assert!(matches!(&claimed.state, CallState::Running { owner, .. } if owner == "a"));
+    assert_eq!(claimed.attempt, 1);
+    assert_eq!(claimed.resume_data, Some(json!("yes")));
+    assert_eq!(store.get(&id).await.unwrap().unwrap(), claimed);
+    assert!(store.list().await.unwrap().is_empty(), "no longer pending");
+    // A second decision loses and sees it running.
+    let found = lost(
+        store
+            .decide(&id, PendingKind::Suspended, run("b", LONG, None))
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    assert!(matches!(found.state, CallState::Running { .. }));
+
+    // Suspends again: pending for resume, with the new payload, never run.
+    assert!(
+        store
+            .finish(&id, "a", Settlement::Suspended { payload: json!(2) })
+            .await
+            .unwrap()
+    );
+    let again = store.get(&id).await.unwrap().unwrap();
+    assert_eq!(again.state, CallState::Pending);
+    assert_eq!((again.attempt, again.resume_data), (0, None));
+    assert_eq!(again.call.payload, Some(json!(2)));
+    assert_eq!(again.call.input, call.input);
+
+    // Resumed and settled: the outcome is kept.
+    won(store
+        .decide(&id, PendingKind::Suspended, run("b", LONG, Some(json!(1))))
+        .await
+        .unwrap());
+    assert!(
+        !store
+            .finish(&id, "a", Settlement::Settled(completed(0)))
+            .await
+            .unwrap(),
+        "only the owner settles"
+    );
+    assert!(
+        store
+            .finish(&id, "b", Settlement::Settled(completed(7)))
+            .await
+            .unwrap()
+    );
+    let settled = store.get(&id).await.unwrap().unwrap();
+    assert!(
+        matches!(&settled.state, CallState::Settled { outcome, .. } if *outcome == completed(7)),
+        "{settled:?}"
+    );
+    let found = lost(
+        store
+            .decide(&id, PendingKind::Suspended, run("c", LONG, None))
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(found.state, settled.state, "a settled call stays settled");
+    assert!(
+        !store
+            .finish(&id, "b", Settlement::Settled(completed(8)))
+            .await
+            .unwrap(),
+        "settled once"
+    );
+    assert!(matches!(
+        store.insert(call).await,
+        Err(StoreError::Duplicate { .. })
+    ));
+    assert!(
+        lost(
+            store
+                .decide(
+                    &format!("{p}-none"),
+                    PendingKind::Approval,
+                    run("a", LONG, None)
+                )
+                .await
+                .unwrap()
+        )
+        .is_none()
+    );
+}
+
+async fn ownership_and_recovery(store: &impl PendingStore, p: &str) {
+    let (short, other) = (format!("{p}-short"), format!("{p}-other-tool"));
+    for (id, tool) in [(&short, "tool"), (&other, "elsewhere")] {
+        store
+            .insert(PendingCall::new(id, tool, PendingKind::Approval, json!({})))
+            .await
+            .unwrap();
+        won(store
+            .decide(
+                id,
+                PendingKind::Approval,
+                run("dead", Duration::from_millis(50), None),
+            )
+            .await
+            .unwrap());
+    }
+    let tools = ["tool".to_owned()];
+    assert!(
+        store
+            .recover_expired("b", LONG, &tools)
+            .await
+            .unwrap()
+            .is_empty(),
+        "a live lease is not recovered"
+    );
+    assert!(
+        store
+            .renew(&short, "dead", Duration::from_millis(50))
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store.renew(&short, "b", LONG).await.unwrap(),
+        "only the owner renews"
+    );
+    tokio::time::sleep(Duration::from_millis(120)).await;
+
+    let recovered = store.recover_expired("b", LONG, &tools).await.unwrap();
+    assert_eq!(
+        recovered.len(),
+        1,
+        "only calls of the given tools: {recovered:?}"
+    );
+    assert_eq!(recovered[0].call.call_id, short);
+    assert_eq!(recovered[0].attempt, 2);
+    assert!(matches!(&recovered[0].state, CallState::Running { owner, .. } if owner == "b"));
+    assert!(
+        store
+            .recover_expired("c", LONG, &tools)
+            .await
+            .unwrap()
+            .is_empty(),
+        "recovered once"
+    );
+    assert!(
+        !store.renew(&short, "dead", LONG).await.unwrap(),
+        "the dead owner lost it"
+    );
+    assert!(
+        !store
+            .finish(&short, "dead", Settlement::Settled(completed(1)))
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .finish(&short, "b", Settlement::Settled(completed(2)))
+            .await
+            .unwrap()
+    );
+}
+
+async fn decline_and_retention(store: &impl PendingStore, p: &str) {
+    let id = format!("{p}-declined");
+    store
+        .insert(PendingCall::new(
+            &id,
+            "tool",
+            PendingKind::Approval,
+            json!({}),
+        ))
+        .await
+        .unwrap();
+    let declined = RecordedOutcome::from_outcome(&tool_runtime::CallOutcome::Declined {
+        reason: Some("no".into()),
+    })
+    .unwrap();
+    let settled = won(store
+        .decide(
+            &id,
+            PendingKind::Approval,
+            Transition::Settle(declined.clone()),
+        )
+        .await
+        .unwrap());
+    assert!(matches!(&settled.state, CallState::Settled { outcome, .. } if *outcome == declined));
+    assert_eq!(settled.attempt, 0, "never ran");
+    let found = lost(
+        store
+            .decide(&id, PendingKind::Approval, run("a", LONG, None))
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    assert!(matches!(found.state, CallState::Settled { .. }));
+
+    let pending = format!("{p}-kept");
+    store
+        .insert(PendingCall::new(
+            &pending,
+            "tool",
+            PendingKind::Approval,
+            json!({}),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(store.purge_settled(LONG).await.unwrap(), 0, "recent: kept");
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    assert_eq!(
+        store
+            .purge_settled(Duration::from_millis(10))
+            .await
+            .unwrap(),
+        1
+    );
+    assert!(store.get(&id).await.unwrap().is_none());
+    assert!(
+        store.get(&pending).await.unwrap().is_some(),
+        "pending calls are never purged"
+    );
+}
+
+async fn concurrent_decisions<S: PendingStore>(store: Arc<S>, p: &str) {
+    let ids: Vec<String> = (0..20).map(|i| format!("{p}-race-{i}")).collect();
+    for id in &ids {
+        store
+            .insert(PendingCall::new(
+                id,
+                "tool",
+                PendingKind::Approval,
+                json!({}),
+            ))
+            .await
+            .unwrap();
+    }
+    let mut deciders = Vec::new();
+    for decider in 0..8 {
+        let (store, ids) = (Arc::clone(&store), ids.clone());
+        deciders.push(tokio::spawn(async move {
+            let mut wins = 0;
+            for id in &ids {
+                let transition = run(&format!("d{decider}"), LONG, None);
+                if let Decided::Won(_) = store
+                    .decide(id, PendingKind::Approval, transition)
+                    .await
+                    .unwrap()
+                {
+                    wins += 1;
+                }
+            }
+            wins
+        }));
+    }
+    let mut wins = 0;
+    for decider in deciders {
+        wins += decider.await.unwrap();
+    }
+    assert_eq!(wins, ids.len(), "each call won by exactly one decision");
+}
