@@ -294,10 +294,33 @@ fn record(dir: &Path, line: &str) {
     writeln!(log, "{line}").unwrap();
 }
 
+/// How long a claim of the child processes' runtimes lasts: short, so that
+/// the test recovers a killed child's calls quickly.
+const CHILD_LEASE: std::time::Duration = std::time::Duration::from_millis(300);
+
 /// The tools of the child processes: `transfer` needs approval; `confirm`
-/// suspends. Each execution appends a line to `runs.log`.
+/// suspends; `pay` and `sync` (retry-safe) need approval and never finish
+/// their first run. Each execution appends a line to `runs.log`.
 fn child_runtime(dir: &Path) -> Runtime {
     let (d1, d2) = (dir.to_path_buf(), dir.to_path_buf());
+    let interruptible = ["pay", "sync"].map(|id| {
+        let dir = dir.to_path_buf();
+        Tool::builder(id)
+            .description("Never finishes its first run")
+            .require_approval(true)
+            .retry_safe(id == "sync")
+            .execute(move |_input: Value, ctx: ToolContext<Value, Value>| {
+                record(&dir, &format!("{}:{}", ctx.tool_id(), ctx.attempt()));
+                async move {
+                    if ctx.attempt() == 1 {
+                        std::future::pending::<()>().await;
+                    }
+                    Ok::<_, ToolError>(json!({ "attempt": ctx.attempt() }))
+                }
+            })
+            .build()
+            .unwrap()
+    });
     let transfer = Tool::builder("transfer")
         .description("Sends money")
         .require_approval(true)
@@ -329,17 +352,19 @@ fn child_runtime(dir: &Path) -> Runtime {
         .unwrap();
     Runtime::builder()
         .tools([transfer, confirm])
+        .tools(interruptible)
         .sqlite_store(dir.join("pending.sqlite"))
+        .lease(CHILD_LEASE)
         .build()
         .unwrap()
 }
 
-/// Run by `pending_calls_survive_sigkill_of_a_child_process` in child processes.
+/// Run by the SIGKILL tests in child processes (the role says which part).
 #[test]
-#[ignore = "a child process of pending_calls_survive_sigkill_of_a_child_process"]
+#[ignore = "a child process of the SIGKILL tests"]
 fn child_process() {
     let (Ok(role), Ok(dir)) = (std::env::var(ROLE), std::env::var(DIR)) else {
-        panic!("run by pending_calls_survive_sigkill_of_a_child_process only");
+        panic!("run by the SIGKILL tests only");
     };
     let dir = PathBuf::from(dir);
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -377,6 +402,23 @@ fn child_process() {
                 let again = runtime.resume("c-confirm", json!("no")).await.unwrap();
                 println!("AGAIN {}", again.output().unwrap());
             }
+            "runner" => {
+                for tool_id in ["pay", "sync"] {
+                    let call_id = format!("c-{tool_id}");
+                    let waiting = runtime
+                        .call(ToolCall::new(call_id.as_str(), tool_id, json!({})))
+                        .await;
+                    assert!(matches!(waiting, CallOutcome::ApprovalRequired { .. }));
+                    drop(tokio::spawn(runtime.approve(&call_id)));
+                }
+                let log = dir.join("runs.log");
+                while std::fs::read_to_string(&log).map_or(0, |l| l.lines().count()) < 2 {
+                    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+                }
+                println!("RUNNING");
+                std::io::stdout().flush().unwrap();
+                std::future::pending::<()>().await;
+            }
             other => panic!("unknown role {other}"),
         }
     });
@@ -404,20 +446,8 @@ fn pending_calls_survive_sigkill_of_a_child_process() {
     let dir = temp_dir("sigkill");
     let mut first = spawn_child("first", &dir);
     let mut lines = BufReader::new(first.stdout.take().unwrap()).lines();
-    let ready = lines
-        .by_ref()
-        .map_while(Result::ok)
-        .any(|line| line.ends_with("READY"));
-    if !ready {
-        let output = first.wait_with_output().unwrap();
-        panic!(
-            "first child failed: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
-    first.kill().unwrap(); // SIGKILL on unix
-    let status = first.wait().unwrap();
-    assert_eq!(status.signal(), Some(9), "killed with SIGKILL");
+    wait_for_line(&mut first, &mut lines, "READY");
+    kill_9(&mut first);
     assert_eq!(
         std::fs::read_to_string(dir.join("runs.log")).unwrap(),
         "confirm:first\n"
@@ -447,6 +477,107 @@ fn pending_calls_survive_sigkill_of_a_child_process() {
         )
         .unwrap()
         .is_empty()
+    );
+}
+
+/// Reads the child's output until a line ends with `marker`; a child that
+/// exits first fails the test with its stderr.
+fn wait_for_line(
+    child: &mut std::process::Child,
+    lines: &mut impl Iterator<Item = std::io::Result<String>>,
+    marker: &str,
+) {
+    if !lines
+        .map_while(Result::ok)
+        .any(|line| line.ends_with(marker))
+    {
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+        panic!("the child exited before {marker}: {stderr}");
+    }
+}
+
+fn kill_9(child: &mut std::process::Child) {
+    child.kill().unwrap(); // SIGKILL on unix
+    let status = child.wait().unwrap();
+    assert_eq!(status.signal(), Some(9), "killed with SIGKILL");
+}
+
+#[tokio::test]
+async fn calls_running_in_a_process_killed_with_sigkill_are_recovered_per_the_tools_declaration() {
+    let dir = temp_dir("sigkill-running");
+    let mut runner = spawn_child("runner", &dir);
+    let mut lines = BufReader::new(runner.stdout.take().unwrap()).lines();
+    wait_for_line(&mut runner, &mut lines, "RUNNING");
+    kill_9(&mut runner);
+
+    let survivor = child_runtime(&dir);
+    for call_id in ["c-pay", "c-sync"] {
+        let stored = survivor.stored(call_id).await.unwrap().unwrap();
+        assert!(
+            matches!(stored.state, CallState::Running { .. }),
+            "{stored:?}"
+        );
+    }
+    tokio::time::sleep(CHILD_LEASE + std::time::Duration::from_millis(200)).await;
+    let mut recovered = survivor.recover().await.unwrap();
+    recovered.sort_by(|a, b| a.call_id.cmp(&b.call_id));
+    assert_eq!(recovered.len(), 2, "{recovered:?}");
+    let (pay, sync) = (&recovered[0], &recovered[1]);
+    assert!(!pay.rerun);
+    let message = pay.outcome.error().expect("settled as failed").message();
+    assert!(message.contains("was interrupted"), "{message}");
+    assert!(sync.rerun);
+    assert_eq!(sync.outcome.output(), Some(&json!({ "attempt": 2 })));
+    assert_eq!(survivor.approve("c-pay").await.unwrap(), pay.outcome);
+    let mut runs: Vec<String> = std::fs::read_to_string(dir.join("runs.log"))
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    runs.sort();
+    assert_eq!(runs, ["pay:1", "sync:1", "sync:2"], "pay never ran again");
+}
+
+#[test]
+fn a_store_file_of_the_previous_layout_is_migrated_and_a_newer_one_refused() {
+    let dir = temp_dir("layouts");
+    let old = dir.join("layout-1.sqlite");
+    let call = PendingCall::new("c-old", "t", PendingKind::Approval, json!({ "n": 1 }));
+    let conn = rusqlite::Connection::open(&old).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE pending (call_id TEXT PRIMARY KEY NOT NULL, kind TEXT NOT NULL,
+             tool_id TEXT NOT NULL, record TEXT NOT NULL);
+         PRAGMA application_id = 1953460076;
+         PRAGMA user_version = 1;",
+    )
+    .unwrap();
+    conn.execute(
+        "INSERT INTO pending VALUES ('c-old', 'approval', 't', ?1)",
+        [serde_json::to_string(&call).unwrap()],
+    )
+    .unwrap();
+    drop(conn);
+    let store = SqliteStore::open(&old).expect("layout 1 is migrated");
+    assert_eq!(block_on(store.list()).unwrap(), [call]);
+    let version: i32 = rusqlite::Connection::open(&old)
+        .unwrap()
+        .query_row("PRAGMA user_version", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(version, 2);
+
+    let newer = dir.join("layout-9.sqlite");
+    drop(SqliteStore::open(&newer).unwrap());
+    rusqlite::Connection::open(&newer)
+        .unwrap()
+        .execute_batch("PRAGMA user_version = 9")
+        .unwrap();
+    let error = SqliteStore::open(&newer).unwrap_err().to_string();
+    assert!(
+        error.contains("layout-9.sqlite")
+            && error.contains("version 9")
+            && error.contains("reads 2"),
+        "{error}"
     );
 }
 
