@@ -1,6 +1,7 @@
 //! The lifecycle of stored calls through the runtime: a dropped decision
 //! future loses nothing, a runtime that dies mid-run has its calls recovered
-//! per the tool's declaration, and racing deciders run a call at most once.
+//! per the tool's declaration, racing deciders run a call at most once, and
+//! a call whose lease was taken over stops here.
 
 mod common;
 
@@ -12,7 +13,10 @@ use common::echo_tool;
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 use tool_core::{Tool, ToolContext, ToolError};
-use tool_runtime::{CallOutcome, CallState, MemoryStore, Runtime, RuntimeError, ToolCall};
+use tool_runtime::{
+    CallOutcome, CallState, Decided, MemoryStore, PendingCall, PendingKind, PendingStore, Runtime,
+    RuntimeError, Settlement, StoreError, StoredCall, ToolCall, Transition,
+};
 
 /// Waits (up to 5 s) until the call `call_id` is settled and returns its
 /// recorded outcome.
@@ -272,4 +276,75 @@ async fn racing_approvals_and_declines_from_two_runtimes_settle_each_call_once()
             );
         }
     }
+}
+
+/// A store whose every lease renewal is refused, as when another instance
+/// took the call over.
+struct TakenOver(MemoryStore);
+
+impl PendingStore for TakenOver {
+    async fn insert(&self, call: PendingCall) -> Result<(), StoreError> {
+        self.0.insert(call).await
+    }
+    async fn decide(
+        &self,
+        call_id: &str,
+        kind: PendingKind,
+        transition: Transition,
+    ) -> Result<Decided, StoreError> {
+        self.0.decide(call_id, kind, transition).await
+    }
+    async fn renew(&self, _: &str, _: &str, _: Duration) -> Result<bool, StoreError> {
+        Ok(false)
+    }
+    async fn finish(
+        &self,
+        call_id: &str,
+        owner: &str,
+        settlement: Settlement,
+    ) -> Result<bool, StoreError> {
+        self.0.finish(call_id, owner, settlement).await
+    }
+    async fn recover_expired(
+        &self,
+        owner: &str,
+        lease: Duration,
+        tool_ids: &[String],
+    ) -> Result<Vec<StoredCall>, StoreError> {
+        self.0.recover_expired(owner, lease, tool_ids).await
+    }
+    async fn purge_settled(&self, age: Duration) -> Result<usize, StoreError> {
+        self.0.purge_settled(age).await
+    }
+    async fn get(&self, call_id: &str) -> Result<Option<StoredCall>, StoreError> {
+        self.0.get(call_id).await
+    }
+    async fn list(&self) -> Result<Vec<PendingCall>, StoreError> {
+        self.0.list().await
+    }
+}
+
+#[tokio::test]
+async fn a_running_call_whose_lease_is_taken_over_is_aborted_here() {
+    let waits = Tool::builder("waits")
+        .description("Runs until aborted")
+        .require_approval(true)
+        .execute(|_input: Value, ctx: ToolContext<Value, Value>| async move {
+            ctx.abort_signal().aborted().await;
+            Ok::<_, ToolError>(json!("stopped"))
+        })
+        .build()
+        .unwrap();
+    let runtime = Runtime::builder()
+        .tool(waits)
+        .store(TakenOver(MemoryStore::new()))
+        .lease(Duration::from_millis(30))
+        .build()
+        .unwrap();
+    runtime.call(ToolCall::new("c1", "waits", json!({}))).await;
+    let outcome = tokio::time::timeout(Duration::from_secs(5), runtime.approve("c1"))
+        .await
+        .expect("the first refused renewal aborts the call")
+        .unwrap();
+    assert_eq!(outcome, CallOutcome::Aborted);
 }
