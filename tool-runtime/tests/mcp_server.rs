@@ -7,9 +7,10 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig,
-    ClientRequest, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationCapability,
-    FormElicitationCapability, Implementation, ProgressNotificationParam, ProtocolVersion,
+    CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities,
+    ClientConfig, ClientRequest, ElicitRequestParams, ElicitResult, ElicitationAction,
+    ElicitationCapability, FormElicitationCapability, Implementation, ProgressNotificationParam,
+    ProtocolVersion,
 };
 use rmcp::service::{
     NotificationContext, PeerRequestOptions, RequestContext, RoleClient, RunningService,
@@ -293,8 +294,12 @@ type Client = RunningService<RoleClient, TestClient>;
 /// Serves `runtime` and connects `client` with the `initialize` handshake
 /// (protocol 2025-11-25), or with `server/discover` (2026-07-28).
 async fn connect(runtime: Runtime, client: TestClient, modern: bool) -> Client {
+    connect_to(McpServer::new(runtime), client, modern).await
+}
+
+async fn connect_to(server: McpServer, client: TestClient, modern: bool) -> Client {
     let (server_end, client_end) = tokio::io::duplex(1 << 20);
-    tokio::spawn(McpServer::new(runtime).serve(server_end));
+    tokio::spawn(server.serve(server_end));
     if modern {
         let lifecycle = ClientLifecycleMode::Discover {
             preferred_versions: vec![ProtocolVersion::V_2026_07_28],
@@ -685,6 +690,89 @@ async fn without_elicitation_a_call_needing_approval_stays_pending() {
     assert_eq!(stored[0].call_id, call_id);
     let outcome = runtime.approve(&call_id).await.unwrap();
     assert_eq!(outcome.output(), Some(&json!("deleted /tmp/x")));
+}
+
+#[tokio::test]
+async fn an_input_required_retry_is_accepted_after_a_restart_and_on_another_instance() {
+    let dir = std::env::temp_dir().join(format!("tool-runtime-mcp-state-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let on_file = || {
+        Runtime::builder()
+            .tool(DeleteFileTool)
+            .sqlite_store(dir.join("pending.sqlite"))
+            .build()
+            .unwrap()
+    };
+    let key = b"a key the instances share, 32 bytes or more".to_vec();
+    let server = |key: &[u8]| {
+        McpServer::builder(on_file())
+            .request_state_key(key.to_vec())
+            .build()
+    };
+    let answering = || TestClient::answering(|_, _| accept(json!({ "approved": true })));
+    let request = |state: Option<String>| {
+        let mut arguments = serde_json::Map::new();
+        arguments.insert("path".into(), json!("/tmp/x"));
+        let mut params = CallToolRequestParams::new("delete-file").with_arguments(arguments);
+        if let Some(state) = state {
+            params = params.with_request_state(state).with_input_responses(
+                [(
+                    "approval".to_owned(),
+                    json!({ "action": "accept", "content": { "approved": true } }),
+                )]
+                .into(),
+            );
+        }
+        params
+    };
+
+    // Instance A asks; then it goes away (a restart, or the load balancer
+    // sends the retry elsewhere).
+    let client = connect_to(server(&key), answering(), true).await;
+    let CallToolResponse::InputRequired(asked) =
+        client.call_tool_once(request(None)).await.unwrap()
+    else {
+        panic!("expected input_required")
+    };
+    let state = asked.request_state.expect("a request state");
+    drop(client);
+
+    // An instance without the key cannot accept it: the call stays pending.
+    let stranger = connect_to(
+        server(b"another key entirely, also long enough"),
+        answering(),
+        true,
+    )
+    .await;
+    let refused = stranger
+        .call_tool_once(request(Some(state.clone())))
+        .await
+        .unwrap_err();
+    let ServiceError::McpError(error) = refused else {
+        panic!("expected a JSON-RPC error, got {refused:?}")
+    };
+    assert_eq!(error.code.0, -32602, "{error:?}");
+    assert_eq!(on_file().pending().await.unwrap().len(), 1);
+
+    // Instance B, same store and key: the retry is accepted and runs once.
+    let client = connect_to(server(&key), answering(), true).await;
+    let CallToolResponse::Complete(done) = client
+        .call_tool_once(request(Some(state.clone())))
+        .await
+        .unwrap()
+    else {
+        panic!("expected a result")
+    };
+    assert_eq!(text(&done), "deleted /tmp/x");
+    assert!(on_file().pending().await.unwrap().is_empty());
+    // A retry whose response was lost: the recorded result, no second run.
+    let CallToolResponse::Complete(again) =
+        client.call_tool_once(request(Some(state))).await.unwrap()
+    else {
+        panic!("expected a result")
+    };
+    assert_eq!(text(&again), "deleted /tmp/x");
 }
 
 #[tokio::test]

@@ -4,10 +4,9 @@
 //! elicitation (an `elicitation/create` request, or an `input_required`
 //! result on protocol 2026-07-28), or reported as pending.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, PoisonError};
 
 use rmcp::ErrorData;
 use rmcp::model::{
@@ -21,7 +20,8 @@ use tokio_util::sync::CancellationToken;
 use tool_core::{ErrorKind, Tool};
 
 use super::context::{ElicitFuture, Elicitation, Elicitor};
-use crate::CallOutcome;
+use super::request_state::RequestStates;
+use crate::{CallOutcome, CallState};
 
 use super::convert::{self, ServedTool};
 use super::elicit::{self, Answer, Decision, Form};
@@ -54,28 +54,6 @@ pub(crate) enum Elicit {
 
 type OutcomeFuture<'a> = Pin<Box<dyn Future<Output = CallOutcome> + Send + 'a>>;
 
-/// The calls this server asked a client about with an `input_required`
-/// result: only their `requestState` is accepted back. A call reported as
-/// pending (for the application to decide) cannot be decided by a client
-/// that learnt its id.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Asked(Arc<Mutex<HashSet<String>>>);
-
-impl Asked {
-    fn insert(&self, call_id: &str) {
-        self.lock().insert(call_id.to_owned());
-    }
-
-    /// Takes `call_id` out: true when it was asked about.
-    fn take(&self, call_id: &str) -> bool {
-        self.lock().remove(call_id)
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
 /// A suspended call, kept to ask again when its answer was rejected.
 #[derive(Debug, Clone)]
 pub(crate) struct Suspension {
@@ -101,7 +79,7 @@ pub(crate) struct Call {
     pub(crate) peer: Peer<RoleServer>,
     pub(crate) progress: Option<ProgressToken>,
     pub(crate) elicit: Elicit,
-    pub(crate) asked: Asked,
+    pub(crate) states: RequestStates,
 }
 
 impl Call {
@@ -131,17 +109,30 @@ impl Call {
                 None,
             )
         };
-        if !self.asked.take(&self.call_id) {
-            return Err(unknown());
-        }
-        let pending = self
+        let stored = self
             .runtime
-            .pending()
+            .stored(&self.call_id)
             .await
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?
-            .into_iter()
-            .find(|p| p.call_id == self.call_id && p.tool_id == self.tool.id())
+            .filter(|stored| stored.call.tool_id == self.tool.id())
             .ok_or_else(unknown)?;
+        let pending = match stored.state {
+            CallState::Pending => stored.call,
+            // Answered before (a retry whose response was lost): its outcome.
+            CallState::Settled { outcome, .. } => {
+                let outcome = CallOutcome::from(outcome);
+                return Ok(self.run(Box::pin(async move { outcome }), None).await);
+            }
+            _ => {
+                return Err(ErrorData::invalid_params(
+                    format!(
+                        "call {:?} was already answered and is running; retry later for its result",
+                        self.call_id
+                    ),
+                    None,
+                ));
+            }
+        };
         let answer = |key: &str| {
             responses
                 .get(key)
@@ -394,8 +385,8 @@ impl Call {
             key.to_owned(),
             InputRequest::Elicitation(ElicitRequest::new(params)),
         )]);
-        self.asked.insert(&self.call_id);
-        InputRequiredResult::new(Some(requests), Some(self.call_id.clone())).into()
+        let state = self.states.issue(self.tool.id(), &self.call_id);
+        InputRequiredResult::new(Some(requests), Some(state)).into()
     }
 
     /// Runs `future`; when the request is cancelled, fires the call's abort

@@ -41,6 +41,7 @@ mod context;
 mod convert;
 mod elicit;
 mod http;
+mod request_state;
 mod server;
 
 pub use client::McpClient;

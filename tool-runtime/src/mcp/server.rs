@@ -16,8 +16,9 @@ use rmcp::{ErrorData, ServerHandler, ServiceExt};
 use serde_json::Value;
 
 use super::McpError;
-use super::call::{Asked, Call, Elicit, PeerElicitor};
+use super::call::{Call, Elicit, PeerElicitor};
 use super::convert::{ServedTool, served_tool};
+use super::request_state::RequestStates;
 use crate::{Runtime, ToolCall};
 
 type RequestContextFn =
@@ -80,7 +81,7 @@ pub(crate) struct ServerInner {
     instructions: Option<String>,
     elicitation: bool,
     request_context: Option<Arc<RequestContextFn>>,
-    asked: Asked,
+    states: RequestStates,
 }
 
 impl fmt::Debug for McpServer {
@@ -117,6 +118,8 @@ impl McpServer {
             instructions: None,
             elicitation: true,
             request_context: None,
+            request_state_key: None,
+            request_state_lifetime: REQUEST_STATE_LIFETIME,
         }
     }
 
@@ -244,7 +247,12 @@ pub struct McpServerBuilder {
     instructions: Option<String>,
     elicitation: bool,
     request_context: Option<Arc<RequestContextFn>>,
+    request_state_key: Option<Vec<u8>>,
+    request_state_lifetime: std::time::Duration,
 }
+
+/// How long an `input_required` result's `requestState` is accepted by default.
+const REQUEST_STATE_LIFETIME: std::time::Duration = std::time::Duration::from_secs(60 * 60);
 
 impl fmt::Debug for McpServerBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -299,6 +307,36 @@ impl McpServerBuilder {
         self
     }
 
+    /// The key that signs the `requestState` of `input_required` results
+    /// (HMAC-SHA256; at least 32 random bytes), so that the client's retry
+    /// with the user's answer is accepted by any server with this key: this
+    /// one after a restart, or another instance sharing the runtime's store.
+    /// Default: a random key per server, so only this server, until it
+    /// stops, accepts its states. A client cannot forge a state for a call
+    /// it was not asked about.
+    ///
+    /// ```
+    /// use tool_runtime::Runtime;
+    /// use tool_runtime::mcp::McpServer;
+    ///
+    /// let key = std::env::var("MCP_STATE_KEY").unwrap_or_else(|_| "a shared secret of 32+ bytes....".into());
+    /// let server = McpServer::builder(Runtime::builder().build().unwrap())
+    ///     .request_state_key(key)
+    ///     .build();
+    /// # drop(server);
+    /// ```
+    pub fn request_state_key(mut self, key: impl Into<Vec<u8>>) -> Self {
+        self.request_state_key = Some(key.into());
+        self
+    }
+
+    /// How long the `requestState` of an `input_required` result is
+    /// accepted (default one hour).
+    pub fn request_state_lifetime(mut self, lifetime: std::time::Duration) -> Self {
+        self.request_state_lifetime = lifetime;
+        self
+    }
+
     /// Builds the server; each tool's MCP declaration is computed once, here.
     pub fn build(self) -> McpServer {
         let tools: Vec<ServedTool> = self.runtime.tools().iter().map(served_tool).collect();
@@ -318,7 +356,11 @@ impl McpServerBuilder {
                 instructions: self.instructions,
                 elicitation: self.elicitation,
                 request_context: self.request_context,
-                asked: Asked::default(),
+                states: RequestStates::new(
+                    self.request_state_key
+                        .unwrap_or_else(RequestStates::random_key),
+                    self.request_state_lifetime,
+                ),
             }),
         }
     }
@@ -362,21 +404,33 @@ impl ServerHandler for McpServer {
                 .to_owned();
             return Err(ErrorData::invalid_params(message, None));
         };
+        let call_id = match &request.request_state {
+            None => new_call_id(),
+            // The retry of an `input_required` result: the state names the
+            // pending call, signed by a server with this key.
+            Some(state) => self.inner.states.verify(name, state).ok_or_else(|| {
+                ErrorData::invalid_params(
+                    format!(
+                        "requestState {state:?} does not name a call of tool {name:?} this server asked about: it was never issued, is for another tool, or expired"
+                    ),
+                    None,
+                )
+            })?,
+        };
         let call = Call {
             runtime: self.inner.runtime.clone(),
             tool: tool.clone(),
             served: served.clone(),
-            call_id: request.request_state.clone().unwrap_or_else(new_call_id),
+            call_id,
             ct: context.ct.clone(),
             peer: context.peer.clone(),
             progress: context.meta.get_progress_token(),
             elicit: self.elicit_mode(&context),
-            asked: self.inner.asked.clone(),
+            states: self.inner.states.clone(),
         };
-        if let Some(state) = &request.request_state {
-            // The retry of an `input_required` result: `requestState` names
-            // the pending call, the responses carry the user's answer.
-            tracing::debug!(call_id = %state, "MCP input responses for a pending call");
+        if request.request_state.is_some() {
+            // The responses carry the user's answer.
+            tracing::debug!(call_id = %call.call_id, "MCP input responses for a pending call");
             return call
                 .answered(request.input_responses.unwrap_or_default())
                 .await;
@@ -401,8 +455,7 @@ impl ServerHandler for McpServer {
     }
 }
 
-/// A fresh, unguessable call id: it also serves as the `requestState` of
-/// an `input_required` result, which the client echoes back.
+/// A fresh, unguessable call id.
 fn new_call_id() -> String {
     format!("mcp-{}", uuid::Uuid::new_v4().simple())
 }
