@@ -2,10 +2,15 @@
 //! tasks with a per-attempt time limit and retries. A deferred call returns
 //! `CallOutcome::BackgroundStarted { task_id }` at once; [`Runtime::wait`] gives the final
 //! outcome; callbacks and events report the end.
+//!
+//! A task is a stored call (kind `Task`, its id the call id) that the
+//! runtime which created it claims at once and runs under a lease: its
+//! outcome is recorded in the store, so `wait` works from any runtime
+//! sharing the store and after a restart, and a task whose runtime died is
+//! recovered ([`Runtime::recover`]).
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -19,6 +24,7 @@ use crate::events::EventKind;
 use crate::outcome::CallOutcome;
 use crate::pipeline::{CallRecord, Ran};
 use crate::runtime::Runtime;
+use crate::store::{CallState, StoredCall};
 
 /// How a background task ended, given to the runtime's callbacks.
 #[derive(Debug, Clone, PartialEq)]
@@ -40,9 +46,9 @@ pub(crate) type BackgroundCallback = Arc<dyn Fn(&BackgroundResult) + Send + Sync
 
 type Slot = watch::Receiver<Option<CallOutcome>>;
 
-/// The runtime's background tasks.
+/// The background tasks this runtime runs: where their outcomes appear
+/// first, before `wait` needs the store.
 pub(crate) struct Tasks {
-    next: AtomicU64,
     slots: Mutex<HashMap<String, Slot>>,
     finished: Mutex<VecDeque<String>>,
     retention: usize,
@@ -65,7 +71,6 @@ impl Tasks {
         on_failed: Option<BackgroundCallback>,
     ) -> Self {
         Tasks {
-            next: AtomicU64::new(1),
             slots: Mutex::default(),
             finished: Mutex::default(),
             retention,
@@ -120,7 +125,10 @@ impl Tasks {
 
 impl Runtime {
     /// Waits for a background task and returns its final outcome (any
-    /// number of times, while the task is remembered).
+    /// number of times, while its outcome is kept). A task this runtime
+    /// runs is watched in memory; any other (run by another runtime sharing
+    /// the store, or before a restart) is read from the store until it
+    /// settles.
     ///
     /// ```
     /// use serde_json::json;
@@ -146,21 +154,43 @@ impl Runtime {
         task_id: &str,
     ) -> impl Future<Output = Result<CallOutcome, RuntimeError>> + Send + 'static {
         let slot = self.inner.tasks.slot(task_id);
-        let task_id = task_id.to_owned();
+        let (runtime, task_id) = (self.clone(), task_id.to_owned());
         async move {
-            let mut slot = slot.ok_or_else(|| RuntimeError::UnknownTask {
-                task_id: task_id.clone(),
-            })?;
+            let Some(mut slot) = slot else {
+                return runtime.wait_in_store(&task_id).await;
+            };
             let outcome = match slot.wait_for(Option::is_some).await {
                 Ok(done) => done.clone(),
                 Err(_) => None,
             };
-            Ok(outcome.unwrap_or_else(|| {
-                CallOutcome::failed(ModelError::new(
-                    ErrorKind::Execution,
-                    format!("Background task {task_id} ended without a result"),
-                ))
-            }))
+            match outcome {
+                Some(outcome) => Ok(outcome),
+                // The task here ended without a result (its tokio runtime
+                // stopped): another runtime recovers it; the store will say.
+                None => runtime.wait_in_store(&task_id).await,
+            }
+        }
+    }
+
+    /// Reads the stored task `task_id` until it settles, checking less and
+    /// less often (from 10 ms to 1 s).
+    async fn wait_in_store(&self, task_id: &str) -> Result<CallOutcome, RuntimeError> {
+        let mut pause = Duration::from_millis(10);
+        loop {
+            match self.inner.calls.get(task_id).await? {
+                None => {
+                    return Err(RuntimeError::UnknownTask {
+                        task_id: task_id.to_owned(),
+                    });
+                }
+                Some(StoredCall {
+                    state: CallState::Settled { outcome, .. },
+                    ..
+                }) => return Ok(outcome.into()),
+                Some(_) => {}
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_secs(1));
         }
     }
 
@@ -189,7 +219,7 @@ impl Runtime {
             return self.settle(&record, ran).await;
         };
         let tasks = &self.inner.tasks;
-        let task_id = format!("task-{}", tasks.next.fetch_add(1, Ordering::Relaxed));
+        let task_id = record.call_id.clone();
         let (tx, slot) = watch::channel(None);
         tasks.start(task_id.clone(), slot);
         tracing::info!(task_id, "tool call started as a background task");
@@ -254,7 +284,8 @@ impl Runtime {
             .timeout_ms
             .map(Duration::from_millis)
             .or(record.timeout);
-        let mut count = 0;
+        // A recovered task goes on counting from the attempts before the crash.
+        let mut count = record.lease.as_ref().map_or(0, |lease| lease.attempt() - 1);
         loop {
             count += 1;
             // Cancel fires the call's signal, and so this child; a timeout fires only the child.
@@ -312,7 +343,7 @@ struct Attempts {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::atomic::AtomicUsize;
+    use std::sync::atomic::{AtomicUsize, Ordering};
 
     use super::*;
 

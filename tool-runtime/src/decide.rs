@@ -159,7 +159,7 @@ impl Runtime {
         resume_data: Option<Value>,
     ) -> CallOutcome {
         let entry = match (stored.call.kind, resume_data) {
-            (PendingKind::Approval, _) => Entry::Approved(lease),
+            (PendingKind::Approval | PendingKind::Task, _) => Entry::Claimed(lease),
             (PendingKind::Suspended, data) => Entry::Resumed {
                 data: data.unwrap_or(Value::Null),
                 payload: stored.call.payload.clone(),
@@ -219,7 +219,11 @@ impl Runtime {
             let calls = &runtime.inner.calls;
             calls.purge_if_due().await;
             let tool_ids: Vec<String> = runtime.tools().iter().map(|t| t.id().to_owned()).collect();
-            let claimed = calls.recover_expired(&tool_ids).await?;
+            let mut claimed = calls.recover_expired(&tool_ids).await?;
+            // Tasks whose creator died before claiming them.
+            while let Some(orphan) = calls.claim_next(PendingKind::Task, &tool_ids).await? {
+                claimed.push(orphan);
+            }
             // Each runs as a task of its own, like a decision: dropping this
             // future loses none of them.
             let recoveries: Vec<_> = claimed
@@ -241,18 +245,25 @@ impl Runtime {
     async fn recover_one(&self, stored: StoredCall, lease: Lease) -> Recovered {
         let (call_id, tool_id) = (stored.call.call_id.clone(), stored.call.tool_id.clone());
         let span = call_span("recover", &tool_id, &call_id);
-        let retry_safe = self
-            .tool(&tool_id)
-            .is_some_and(|tool| tool.definition().retry_safe);
-        if retry_safe {
+        let definition = self.tool(&tool_id).map(Tool::definition);
+        let retry_safe = definition.is_some_and(|d| d.retry_safe);
+        // A task's declared retries are consent to run it again, each
+        // recovery counting as one attempt.
+        let attempts_left = stored.call.kind == PendingKind::Task
+            && definition
+                .and_then(|d| d.background.as_ref())
+                .is_some_and(|b| lease.attempt() <= b.max_retries.saturating_add(1));
+        if retry_safe || attempts_left {
             span.in_scope(|| {
-                tracing::warn!(
-                    attempt = lease.attempt(),
-                    "interrupted call of a retry-safe tool runs again"
-                );
+                tracing::warn!(attempt = lease.attempt(), "interrupted call runs again");
             });
             let resume_data = stored.resume_data.clone();
-            let outcome = self.run_stored(stored, lease, resume_data).await;
+            let mut outcome = self.run_stored(stored, lease, resume_data).await;
+            if let CallOutcome::BackgroundStarted { task_id } = &outcome {
+                outcome = self.wait(task_id).await.unwrap_or_else(|error| {
+                    CallOutcome::failed(ModelError::new(ErrorKind::Execution, error.to_string()))
+                });
+            }
             return Recovered {
                 call_id,
                 tool_id,
@@ -264,7 +275,7 @@ impl Runtime {
             ErrorKind::Execution,
             format!(
                 "Tool {tool_id} was interrupted: the process running call {call_id} stopped before the call finished. \
-                 It was not run again because the tool is not declared retry-safe, so its effects may or may not have happened."
+                 It was not run again because the tool is not declared retry-safe (nor a background task with retries left), so its effects may or may not have happened."
             ),
         );
         span.in_scope(|| {

@@ -33,17 +33,19 @@ use tracing::Instrument as _;
 
 use crate::abort::{RunningGuard, with_limit};
 use crate::call::ToolCall;
+use crate::error::RuntimeError;
 use crate::events::{EventKind, payload};
 use crate::outcome::CallOutcome;
 use crate::runtime::Runtime;
-use crate::store::{Lease, PendingCall, PendingKind, RecordedOutcome, Settlement};
+use crate::store::{Claim, Lease, PendingCall, PendingKind, RecordedOutcome, Settlement, Verdict};
 
 /// How a call reaches the pipeline, which decides the stages it goes through.
 pub(crate) enum Entry {
     /// A new call: hooks and the approval gate apply.
     New,
-    /// A stored call a human approved, claimed to run.
-    Approved(Lease),
+    /// A stored call claimed to run: approved by a human, or a background
+    /// task (recovered, or claimed by a worker).
+    Claimed(Lease),
     /// A suspended call resumed with data, claimed to run.
     Resumed {
         /// The resume data.
@@ -157,7 +159,7 @@ impl Runtime {
             let may_background = !matches!(entry, Entry::Resumed { .. });
             let (lease, resume) = match entry {
                 Entry::New => (None, None),
-                Entry::Approved(lease) => (Some(lease), None),
+                Entry::Claimed(lease) => (Some(lease), None),
                 Entry::Resumed {
                     data,
                     payload,
@@ -235,7 +237,7 @@ impl Runtime {
     /// (and `may_background`), and settles it.
     async fn execute(
         &self,
-        record: CallRecord,
+        mut record: CallRecord,
         admitted: Admitted,
         guard: Option<RunningGuard>,
         may_background: bool,
@@ -255,6 +257,20 @@ impl Runtime {
             .filter(|b| b.enabled && may_background)
         {
             let config = config.clone();
+            if record.lease.is_none() {
+                // A new call: the task is a stored call first, claimed by
+                // this runtime, so that a crash cannot lose it.
+                match self.store_task(&record, admitted.input()).await {
+                    Ok(Some(lease)) => record.lease = Some(lease),
+                    // A worker elsewhere claimed it first and runs it.
+                    Ok(None) => {
+                        return CallOutcome::BackgroundStarted {
+                            task_id: record.call_id.clone(),
+                        };
+                    }
+                    Err(failed) => return failed,
+                }
+            }
             return self.run_background(record, admitted, config, guard).await;
         }
         let ran = self
@@ -388,6 +404,41 @@ impl Runtime {
         }
     }
 
+    /// Stores a new background call as a task and claims it; `None` when
+    /// another runtime's worker claimed it in between.
+    async fn store_task(
+        &self,
+        record: &CallRecord,
+        input: &Value,
+    ) -> Result<Option<Lease>, CallOutcome> {
+        let (tool, call_id) = (&record.tool, record.call_id.as_str());
+        let not_stored = |error: String| {
+            tracing::error!(%error, "could not store the background task");
+            let error = ModelError::new(
+                ErrorKind::Execution,
+                format!(
+                    "Tool {} runs in the background, but its task could not be stored: {error}",
+                    tool.id()
+                ),
+            );
+            self.failed(Some(tool), call_id, tool.id(), error)
+        };
+        let task = self.pending_call(record, PendingKind::Task, input.clone(), None);
+        let calls = &self.inner.calls;
+        calls
+            .insert(task)
+            .await
+            .map_err(|e| not_stored(e.to_string()))?;
+        match calls
+            .decide(call_id, PendingKind::Task, Claim::Run(None))
+            .await
+        {
+            Ok(Verdict::Claimed(_, lease)) => Ok(Some(lease)),
+            Ok(_) | Err(RuntimeError::Running { .. }) => Ok(None),
+            Err(error) => Err(not_stored(error.to_string())),
+        }
+    }
+
     /// Records the final outcome of a stored call, so that a decision asked
     /// again (from any instance) returns it. A new call has nothing to record.
     pub(crate) async fn record(&self, record: &CallRecord, outcome: CallOutcome) -> CallOutcome {
@@ -461,7 +512,7 @@ impl Entry {
     fn step(&self) -> &'static str {
         match self {
             Entry::New => "call",
-            Entry::Approved(_) => "approve",
+            Entry::Claimed(_) => "run",
             Entry::Resumed { .. } => "resume",
         }
     }

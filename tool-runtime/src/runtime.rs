@@ -18,7 +18,7 @@ use crate::events::{EventBus, Events};
 #[cfg(feature = "sqlite")]
 use crate::store::SqliteStore;
 use crate::store::{
-    DynPendingStore, MemoryStore, PendingCall, PendingStore, StoredCall, StoredCalls,
+    DynPendingStore, MemoryStore, PendingCall, PendingKind, PendingStore, StoredCall, StoredCalls,
 };
 
 /// Default capacity of the event channel, per subscriber.
@@ -116,7 +116,11 @@ impl Runtime {
         &self,
     ) -> impl Future<Output = Result<Vec<PendingCall>, RuntimeError>> + Send + 'static {
         let runtime = self.clone();
-        async move { Ok(runtime.inner.calls.list().await?) }
+        async move {
+            let mut pending = runtime.inner.calls.list().await?;
+            pending.retain(|call| call.kind != PendingKind::Task);
+            Ok(pending)
+        }
     }
 
     /// The stored call `call_id` in whatever state it is (pending, running,

@@ -313,6 +313,15 @@ impl PendingStore for TakenOver {
     ) -> Result<Vec<StoredCall>, StoreError> {
         self.0.recover_expired(owner, lease, tool_ids).await
     }
+    async fn claim_next(
+        &self,
+        kind: PendingKind,
+        owner: &str,
+        lease: Duration,
+        tool_ids: &[String],
+    ) -> Result<Option<StoredCall>, StoreError> {
+        self.0.claim_next(kind, owner, lease, tool_ids).await
+    }
     async fn purge_settled(&self, age: Duration) -> Result<usize, StoreError> {
         self.0.purge_settled(age).await
     }
@@ -347,4 +356,142 @@ async fn a_running_call_whose_lease_is_taken_over_is_aborted_here() {
         .expect("the first refused renewal aborts the call")
         .unwrap();
     assert_eq!(outcome, CallOutcome::Aborted);
+}
+
+/// A background tool that hangs on its first attempt (the process dies
+/// during it) and answers with its attempt number after.
+fn hanging_task(id: &str, max_retries: u32) -> Tool {
+    Tool::builder(id)
+        .description("Hangs on its first attempt")
+        .background(tool_core::BackgroundConfig::new().max_retries(max_retries))
+        .execute(|_input: Value, ctx: ToolContext<Value, Value>| async move {
+            if ctx.attempt() == 1 {
+                std::future::pending::<()>().await;
+            }
+            Ok::<_, ToolError>(json!({ "attempt": ctx.attempt() }))
+        })
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn a_background_task_whose_runtime_died_is_run_again_while_it_has_retries() {
+    let store = Arc::new(MemoryStore::new());
+    let instance = |id: &str| {
+        Runtime::builder()
+            .tools([hanging_task("report", 1), hanging_task("once", 0)])
+            .store(Arc::clone(&store))
+            .lease(Duration::from_millis(100))
+            .instance_id(id)
+            .build()
+            .unwrap()
+    };
+    let dying = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let a = instance("a");
+    dying.block_on(async {
+        for (call_id, tool_id) in [("c-report", "report"), ("c-once", "once")] {
+            let started = a.call(ToolCall::new(call_id, tool_id, json!({}))).await;
+            assert_eq!(
+                started,
+                CallOutcome::BackgroundStarted {
+                    task_id: call_id.into()
+                }
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    });
+    drop(dying); // the runtime dies with its tasks
+
+    let b = instance("b");
+    let survivor = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    survivor.block_on(async {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        let mut recovered = b.recover().await.unwrap();
+        recovered.sort_by(|x, y| x.call_id.cmp(&y.call_id));
+        let summary: Vec<_> = recovered
+            .iter()
+            .map(|r| (r.call_id.as_str(), r.rerun))
+            .collect();
+        assert_eq!(summary, [("c-once", false), ("c-report", true)]);
+        assert!(
+            recovered[0]
+                .outcome
+                .error()
+                .unwrap()
+                .message()
+                .contains("interrupted")
+        );
+        assert_eq!(
+            recovered[1].outcome.output(),
+            Some(&json!({ "attempt": 2 }))
+        );
+        // `wait` on any instance, after the fact, reads the recorded outcome.
+        assert_eq!(b.wait("c-report").await.unwrap(), recovered[1].outcome);
+        assert_eq!(a.wait("c-once").await.unwrap(), recovered[0].outcome);
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wait_works_from_another_runtime_and_orphaned_tasks_are_claimed() {
+    let store = Arc::new(MemoryStore::new());
+    let slow = Tool::builder("slow")
+        .description("Takes a while")
+        .background(tool_core::BackgroundConfig::new())
+        .execute(|input: Value, _ctx: ToolContext<Value, Value>| async move {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            Ok::<_, ToolError>(json!({ "done": input }))
+        })
+        .build()
+        .unwrap();
+    let instance = || {
+        Runtime::builder()
+            .tool(slow.clone())
+            .store(Arc::clone(&store))
+            .build()
+            .unwrap()
+    };
+    let (a, b) = (instance(), instance());
+    let started = a.call(ToolCall::new("c1", "slow", json!({ "n": 1 }))).await;
+    let CallOutcome::BackgroundStarted { task_id } = started else {
+        panic!("{started:?}")
+    };
+    let from_b = b.wait(&task_id).await.unwrap();
+    assert_eq!(from_b.output(), Some(&json!({ "done": { "n": 1 } })));
+    assert_eq!(a.wait(&task_id).await.unwrap(), from_b);
+    assert!(matches!(
+        b.wait("no-such-task").await,
+        Err(RuntimeError::UnknownTask { .. })
+    ));
+
+    // A task stored by a runtime that died before claiming it: claimed and
+    // run by the next recovery, on any instance.
+    store
+        .insert(PendingCall::new(
+            "c-orphan",
+            "slow",
+            PendingKind::Task,
+            json!({ "n": 2 }),
+        ))
+        .await
+        .unwrap();
+    assert!(
+        b.pending().await.unwrap().is_empty(),
+        "tasks are not decisions"
+    );
+    let recovered = b.recover().await.unwrap();
+    assert_eq!(recovered.len(), 1);
+    assert!(recovered[0].rerun);
+    assert_eq!(
+        recovered[0].outcome.output(),
+        Some(&json!({ "done": { "n": 2 } })),
+        "{:?}",
+        recovered[0]
+    );
+    assert_eq!(a.wait("c-orphan").await.unwrap(), recovered[0].outcome);
 }

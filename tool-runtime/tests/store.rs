@@ -300,7 +300,8 @@ const CHILD_LEASE: std::time::Duration = std::time::Duration::from_millis(300);
 
 /// The tools of the child processes: `transfer` needs approval; `confirm`
 /// suspends; `pay` and `sync` (retry-safe) need approval and never finish
-/// their first run. Each execution appends a line to `runs.log`.
+/// their first run; `report` is a background task with one retry that
+/// hangs on its first attempt. Each execution appends a line to `runs.log`.
 fn child_runtime(dir: &Path) -> Runtime {
     let (d1, d2) = (dir.to_path_buf(), dir.to_path_buf());
     let interruptible = ["pay", "sync"].map(|id| {
@@ -350,8 +351,23 @@ fn child_runtime(dir: &Path) -> Runtime {
         })
         .build()
         .unwrap();
+    let report_dir = dir.to_path_buf();
+    let report = Tool::builder("report")
+        .description("A background task that hangs on its first attempt")
+        .background(tool_core::BackgroundConfig::new().max_retries(1))
+        .execute(move |_input: Value, ctx: ToolContext<Value, Value>| {
+            record(&report_dir, &format!("report:{}", ctx.attempt()));
+            async move {
+                if ctx.attempt() == 1 {
+                    std::future::pending::<()>().await;
+                }
+                Ok::<_, ToolError>(json!({ "attempt": ctx.attempt() }))
+            }
+        })
+        .build()
+        .unwrap();
     Runtime::builder()
-        .tools([transfer, confirm])
+        .tools([transfer, confirm, report])
         .tools(interruptible)
         .sqlite_store(dir.join("pending.sqlite"))
         .lease(CHILD_LEASE)
@@ -411,8 +427,12 @@ fn child_process() {
                     assert!(matches!(waiting, CallOutcome::ApprovalRequired { .. }));
                     drop(tokio::spawn(runtime.approve(&call_id)));
                 }
+                let started = runtime
+                    .call(ToolCall::new("c-report", "report", json!({})))
+                    .await;
+                assert!(matches!(started, CallOutcome::BackgroundStarted { .. }));
                 let log = dir.join("runs.log");
-                while std::fs::read_to_string(&log).map_or(0, |l| l.lines().count()) < 2 {
+                while std::fs::read_to_string(&log).map_or(0, |l| l.lines().count()) < 3 {
                     tokio::time::sleep(std::time::Duration::from_millis(5)).await;
                 }
                 println!("RUNNING");
@@ -512,7 +532,7 @@ async fn calls_running_in_a_process_killed_with_sigkill_are_recovered_per_the_to
     kill_9(&mut runner);
 
     let survivor = child_runtime(&dir);
-    for call_id in ["c-pay", "c-sync"] {
+    for call_id in ["c-pay", "c-sync", "c-report"] {
         let stored = survivor.stored(call_id).await.unwrap().unwrap();
         assert!(
             matches!(stored.state, CallState::Running { .. }),
@@ -522,8 +542,13 @@ async fn calls_running_in_a_process_killed_with_sigkill_are_recovered_per_the_to
     tokio::time::sleep(CHILD_LEASE + std::time::Duration::from_millis(200)).await;
     let mut recovered = survivor.recover().await.unwrap();
     recovered.sort_by(|a, b| a.call_id.cmp(&b.call_id));
-    assert_eq!(recovered.len(), 2, "{recovered:?}");
-    let (pay, sync) = (&recovered[0], &recovered[1]);
+    assert_eq!(recovered.len(), 3, "{recovered:?}");
+    let (pay, report, sync) = (&recovered[0], &recovered[1], &recovered[2]);
+    // The background task: run again (its declared retry), and `wait` in
+    // the new process reads its outcome.
+    assert!(report.rerun);
+    assert_eq!(report.outcome.output(), Some(&json!({ "attempt": 2 })));
+    assert_eq!(survivor.wait("c-report").await.unwrap(), report.outcome);
     assert!(!pay.rerun);
     let message = pay.outcome.error().expect("settled as failed").message();
     assert!(message.contains("was interrupted"), "{message}");
@@ -536,7 +561,11 @@ async fn calls_running_in_a_process_killed_with_sigkill_are_recovered_per_the_to
         .map(str::to_owned)
         .collect();
     runs.sort();
-    assert_eq!(runs, ["pay:1", "sync:1", "sync:2"], "pay never ran again");
+    assert_eq!(
+        runs,
+        ["pay:1", "report:1", "report:2", "sync:1", "sync:2"],
+        "pay never ran again"
+    );
 }
 
 #[test]

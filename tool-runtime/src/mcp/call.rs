@@ -139,6 +139,8 @@ impl Call {
                 .and_then(|v| serde_json::from_value::<ElicitResult>(v.clone()).ok())
         };
         let step = match pending.kind {
+            // Never asked about: a task waits for a runtime, not for a user.
+            PendingKind::Task => return Err(unknown()),
             PendingKind::Approval => match answer(APPROVAL_KEY) {
                 // Not answered: ask again.
                 None => self.replay(CallOutcome::ApprovalRequired {

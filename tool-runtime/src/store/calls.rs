@@ -157,6 +157,22 @@ impl StoredCalls {
             .collect())
     }
 
+    /// Claims one pending call of `kind` among the tools this runtime has.
+    pub(crate) async fn claim_next(
+        &self,
+        kind: PendingKind,
+        tool_ids: &[String],
+    ) -> Result<Option<(StoredCall, Lease)>, StoreError> {
+        let claimed = self
+            .store
+            .claim_next(kind, &self.owner, self.lease, tool_ids)
+            .await?;
+        Ok(claimed.map(|stored| {
+            let lease = self.lease_of(&stored);
+            (stored, lease)
+        }))
+    }
+
     /// Forgets settled calls older than the retention, at most once a minute.
     pub(crate) async fn purge_if_due(&self) {
         {
@@ -198,6 +214,8 @@ fn settled_outcome(call_id: &str, found: Option<StoredCall>) -> Result<CallOutco
         CallState::Pending => Err(match stored.call.kind {
             PendingKind::Suspended => RuntimeError::NotAwaitingApproval { call_id },
             PendingKind::Approval => RuntimeError::NotSuspended { call_id },
+            // A background task waits for a runtime, not for a decision.
+            PendingKind::Task => RuntimeError::Running { call_id },
         }),
     }
 }

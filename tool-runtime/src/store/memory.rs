@@ -159,6 +159,29 @@ impl PendingStore for MemoryStore {
         Ok(recovered)
     }
 
+    async fn claim_next(
+        &self,
+        kind: PendingKind,
+        owner: &str,
+        lease: Duration,
+        tool_ids: &[String],
+    ) -> Result<Option<StoredCall>, StoreError> {
+        let mut calls = self.calls();
+        let Some(stored) = calls.values_mut().find(|stored| {
+            stored.state.is_pending()
+                && stored.call.kind == kind
+                && tool_ids.contains(&stored.call.tool_id)
+        }) else {
+            return Ok(None);
+        };
+        stored.state = CallState::Running {
+            owner: owner.to_owned(),
+            lease_expires_at: SystemTime::now() + lease,
+        };
+        stored.attempt += 1;
+        Ok(Some(stored.clone()))
+    }
+
     async fn purge_settled(&self, age: Duration) -> Result<usize, StoreError> {
         let now = SystemTime::now();
         let mut calls = self.calls();

@@ -37,14 +37,19 @@ pub enum PendingKind {
     Approval,
     /// Suspended by the tool, waiting for `resume`.
     Suspended,
+    /// A background task, waiting for a runtime to claim and run it (its
+    /// creator does at once; [`Runtime::recover`](crate::Runtime::recover)
+    /// on any instance claims one whose creator died first).
+    Task,
 }
 
 impl PendingKind {
-    /// `"approval"` or `"suspended"`.
+    /// `"approval"`, `"suspended"` or `"task"`.
     pub fn as_str(self) -> &'static str {
         match self {
             PendingKind::Approval => "approval",
             PendingKind::Suspended => "suspended",
+            PendingKind::Task => "task",
         }
     }
 }
@@ -229,6 +234,18 @@ pub trait PendingStore: Send + Sync + 'static {
         tool_ids: &[String],
     ) -> impl Future<Output = Result<Vec<StoredCall>, StoreError>> + Send;
 
+    /// Claims, for `owner` and `lease`, one pending call of `kind` whose tool
+    /// is one of `tool_ids` (the first by call id), as `decide` with
+    /// [`Transition::Run`] would; `None` when there is none. Concurrent
+    /// claimers get different calls.
+    fn claim_next(
+        &self,
+        kind: PendingKind,
+        owner: &str,
+        lease: Duration,
+        tool_ids: &[String],
+    ) -> impl Future<Output = Result<Option<StoredCall>, StoreError>> + Send;
+
     /// Forgets settled calls that settled more than `age` ago; returns how many.
     fn purge_settled(
         &self,
@@ -298,6 +315,16 @@ impl<S: PendingStore> PendingStore for std::sync::Arc<S> {
         S::recover_expired(self, owner, lease, tool_ids)
     }
 
+    fn claim_next(
+        &self,
+        kind: PendingKind,
+        owner: &str,
+        lease: Duration,
+        tool_ids: &[String],
+    ) -> impl Future<Output = Result<Option<StoredCall>, StoreError>> + Send {
+        S::claim_next(self, kind, owner, lease, tool_ids)
+    }
+
     fn purge_settled(
         &self,
         age: Duration,
@@ -348,6 +375,13 @@ pub(crate) trait DynPendingStore: Send + Sync + 'static {
         lease: Duration,
         tool_ids: &'a [String],
     ) -> StoreFuture<'a, Vec<StoredCall>>;
+    fn claim_next<'a>(
+        &'a self,
+        kind: PendingKind,
+        owner: &'a str,
+        lease: Duration,
+        tool_ids: &'a [String],
+    ) -> StoreFuture<'a, Option<StoredCall>>;
     fn purge_settled(&self, age: Duration) -> StoreFuture<'_, usize>;
     fn get<'a>(&'a self, call_id: &'a str) -> StoreFuture<'a, Option<StoredCall>>;
     fn list(&self) -> StoreFuture<'_, Vec<PendingCall>>;
@@ -392,6 +426,16 @@ impl<S: PendingStore> DynPendingStore for S {
         tool_ids: &'a [String],
     ) -> StoreFuture<'a, Vec<StoredCall>> {
         Box::pin(PendingStore::recover_expired(self, owner, lease, tool_ids))
+    }
+
+    fn claim_next<'a>(
+        &'a self,
+        kind: PendingKind,
+        owner: &'a str,
+        lease: Duration,
+        tool_ids: &'a [String],
+    ) -> StoreFuture<'a, Option<StoredCall>> {
+        Box::pin(PendingStore::claim_next(self, kind, owner, lease, tool_ids))
     }
 
     fn purge_settled(&self, age: Duration) -> StoreFuture<'_, usize> {

@@ -156,6 +156,17 @@ impl PendingStore for SqliteStore {
         self.blocking(move |file| file.recover_expired(&owner, lease, &tool_ids))
     }
 
+    fn claim_next(
+        &self,
+        kind: PendingKind,
+        owner: &str,
+        lease: Duration,
+        tool_ids: &[String],
+    ) -> impl Future<Output = Result<Option<StoredCall>, StoreError>> + Send {
+        let (owner, tool_ids) = (owner.to_owned(), tool_ids.to_vec());
+        self.blocking(move |file| file.claim_next(kind, &owner, lease, &tool_ids))
+    }
+
     fn purge_settled(
         &self,
         age: Duration,
@@ -636,6 +647,48 @@ impl SqliteFile {
                 stored.attempt += 1;
             }
             Ok(expired)
+        })
+    }
+
+    fn claim_next(
+        &self,
+        kind: PendingKind,
+        owner: &str,
+        lease: Duration,
+        tool_ids: &[String],
+    ) -> Result<Option<StoredCall>, StoreError> {
+        self.write(|tx| {
+            let mut stmt = tx
+                .prepare(
+                    "SELECT call_id, tool_id FROM calls WHERE state = 'pending' AND kind = ?1
+                     ORDER BY call_id",
+                )
+                .map_err(|e| self.io(e))?;
+            let rows = stmt
+                .query_map(params![kind.as_str()], |row| {
+                    Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
+                })
+                .map_err(|e| self.io(e))?;
+            let mut first = None;
+            for row in rows {
+                let (call_id, tool_id) = row.map_err(|e| self.io(e))?;
+                if tool_ids.contains(&tool_id) {
+                    first = Some(call_id);
+                    break;
+                }
+            }
+            let Some(call_id) = first else {
+                return Ok(None);
+            };
+            let expires = millis(SystemTime::now() + lease);
+            tx.execute(
+                "UPDATE calls SET state = 'running', owner = ?2, lease_expires_at = ?3,
+                     attempt = attempt + 1
+                 WHERE call_id = ?1",
+                params![call_id, owner, expires],
+            )
+            .map_err(|e| self.io(e))?;
+            self.read(tx, &call_id)
         })
     }
 

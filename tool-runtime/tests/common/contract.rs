@@ -51,6 +51,7 @@ pub async fn store_contract<S: PendingStore>(prefix: &str, fresh: impl Fn() -> S
     ownership_and_recovery(&fresh(), prefix).await;
     decline_and_retention(&fresh(), prefix).await;
     concurrent_decisions(Arc::new(fresh()), prefix).await;
+    claiming_tasks(Arc::new(fresh()), prefix).await;
 }
 
 async fn lifecycle(store: &impl PendingStore, p: &str) {
@@ -339,4 +340,72 @@ async fn concurrent_decisions<S: PendingStore>(store: Arc<S>, p: &str) {
         wins += decider.await.unwrap();
     }
     assert_eq!(wins, ids.len(), "each call won by exactly one decision");
+}
+
+async fn claiming_tasks<S: PendingStore>(store: Arc<S>, p: &str) {
+    let tools = ["tool".to_owned()];
+    assert!(
+        store
+            .claim_next(PendingKind::Task, "w", LONG, &tools)
+            .await
+            .unwrap()
+            .is_none(),
+        "nothing to claim"
+    );
+    store
+        .insert(PendingCall::new(
+            format!("{p}-approval"),
+            "tool",
+            PendingKind::Approval,
+            json!({}),
+        ))
+        .await
+        .unwrap();
+    store
+        .insert(PendingCall::new(
+            format!("{p}-elsewhere"),
+            "other",
+            PendingKind::Task,
+            json!({}),
+        ))
+        .await
+        .unwrap();
+    let ids: Vec<String> = (0..10).map(|i| format!("{p}-task-{i}")).collect();
+    for id in &ids {
+        store
+            .insert(PendingCall::new(id, "tool", PendingKind::Task, json!({})))
+            .await
+            .unwrap();
+    }
+    let mut workers = Vec::new();
+    for worker in 0..4 {
+        let (store, tools) = (Arc::clone(&store), tools.clone());
+        workers.push(tokio::spawn(async move {
+            let mut claimed = Vec::new();
+            let owner = format!("w{worker}");
+            while let Some(task) = store
+                .claim_next(PendingKind::Task, &owner, LONG, &tools)
+                .await
+                .unwrap()
+            {
+                assert!(matches!(&task.state, CallState::Running { owner: o, .. } if *o == owner));
+                assert_eq!(task.attempt, 1);
+                claimed.push(task.call.call_id);
+            }
+            claimed
+        }));
+    }
+    let mut claimed = Vec::new();
+    for worker in workers {
+        claimed.extend(worker.await.unwrap());
+    }
+    claimed.sort();
+    let mut expected = ids.clone();
+    expected.sort();
+    assert_eq!(
+        claimed, expected,
+        "each task claimed once; other kinds and tools left"
+    );
+    let approval = store.get(&format!("{p}-approval")).await.unwrap().unwrap();
+    assert_eq!(approval.state, CallState::Pending);
 }
