@@ -113,9 +113,17 @@ fn replay(file: &str, provider: Provider, log: &Log) -> Option<Vec<StreamedCall>
         let chars: Vec<char> = body.chars().collect();
         for chunk in chars.chunks(37) {
             let chunk: String = chunk.iter().collect();
-            calls.extend(stream.push_sse(&chunk).await.expect("decodable stream"));
+            let pushed = stream.push_sse(&chunk).await;
+            assert!(
+                pushed.errors.is_empty(),
+                "decodable stream: {:?}",
+                pushed.errors
+            );
+            calls.extend(pushed.calls);
         }
-        calls.extend(stream.finish().await.expect("decodable end"));
+        let end = stream.finish().await;
+        assert!(end.errors.is_empty(), "decodable end: {:?}", end.errors);
+        calls.extend(end.calls);
         calls
     }))
 }

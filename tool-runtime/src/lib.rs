@@ -75,7 +75,7 @@ pub use events::{EventKind, Events, Payload, ToolEvent, TranscriptEntry};
 pub use outcome::CallOutcome;
 #[cfg(feature = "provider")]
 #[cfg_attr(docsrs, doc(cfg(feature = "provider")))]
-pub use provider_stream::{ProviderStream, StreamedCall};
+pub use provider_stream::{ProviderStream, Pushed, StreamedCall};
 pub use runtime::{Runtime, RuntimeBuilder};
 #[cfg(feature = "sqlite")]
 pub use store::SqliteStore;

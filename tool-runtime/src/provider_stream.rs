@@ -26,6 +26,26 @@ pub struct StreamedCall {
     pub outcome: CallOutcome,
 }
 
+/// What one piece of a streamed response produced: the calls that finished
+/// in it, and the events that could not be decoded. A malformed event is
+/// skipped and reported here; the events around it are still decoded, so no
+/// finished call is lost to it.
+///
+/// ```
+/// use tool_runtime::Pushed;
+///
+/// let pushed = Pushed::default();
+/// assert!(pushed.calls.is_empty() && pushed.errors.is_empty());
+/// ```
+#[derive(Debug, Default)]
+#[non_exhaustive]
+pub struct Pushed {
+    /// The calls that finished (ran, or failed before running).
+    pub calls: Vec<StreamedCall>,
+    /// The events that could not be decoded, in order.
+    pub errors: Vec<DecodeError>,
+}
+
 /// Feeds a provider's streamed response into a [`Runtime`]: each tool call
 /// the model starts is [`Runtime::begin`]-ed, its argument fragments pushed
 /// (hooks and events fire as they arrive, [`partial`](Self::partial) is
@@ -54,7 +74,7 @@ pub struct StreamedCall {
 ///     "event: content_block_delta\n",
 ///     r#"data: {"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"city\": \"Pa"}}"#, "\n\n",
 /// );
-/// assert!(stream.push_sse(body).await.unwrap().is_empty());
+/// assert!(stream.push_sse(body).await.calls.is_empty());
 /// assert_eq!(stream.partial("toolu_1"), Some(&json!({ "city": "Pa" })));
 ///
 /// let rest = concat!(
@@ -63,8 +83,9 @@ pub struct StreamedCall {
 ///     "event: content_block_stop\n",
 ///     r#"data: {"type":"content_block_stop","index":0}"#, "\n\n",
 /// );
-/// let done = stream.push_sse(rest).await.unwrap();
-/// assert_eq!(done[0].outcome.output(), Some(&json!({ "city": "Paris", "sky": "clear" })));
+/// let done = stream.push_sse(rest).await;
+/// assert!(done.errors.is_empty());
+/// assert_eq!(done.calls[0].outcome.output(), Some(&json!({ "city": "Paris", "sky": "clear" })));
 /// # });
 /// ```
 pub struct ProviderStream {
@@ -114,31 +135,51 @@ impl ProviderStream {
     }
 
     /// Feeds raw `text/event-stream` text (any split); returns the calls that
-    /// finished in it.
-    pub async fn push_sse(&mut self, chunk: &str) -> Result<Vec<StreamedCall>, DecodeError> {
-        let mut finished = Vec::new();
+    /// finished in it and the events of it that could not be decoded.
+    pub async fn push_sse(&mut self, chunk: &str) -> Pushed {
+        let mut pushed = Pushed::default();
         for event in self.sse.push(chunk) {
-            let decoded = self.decoder.decode_data(&event.data)?;
-            finished.extend(self.apply(decoded).await);
+            let decoded = self.decoder.decode_data(&event.data);
+            self.take(decoded, &mut pushed).await;
         }
-        Ok(finished)
+        pushed
     }
 
     /// Feeds one decoded event payload (a JSON `data` object).
-    pub async fn push_event(&mut self, event: &Value) -> Result<Vec<StreamedCall>, DecodeError> {
-        let decoded = self.decoder.decode(event)?;
-        Ok(self.apply(decoded).await)
+    pub async fn push_event(&mut self, event: &Value) -> Pushed {
+        let mut pushed = Pushed::default();
+        let decoded = self.decoder.decode(event);
+        self.take(decoded, &mut pushed).await;
+        pushed
     }
 
     /// The response ended: a last buffered event is decoded, and calls whose
-    /// arguments never completed end as failed (they never ran).
-    pub async fn finish(mut self) -> Result<Vec<StreamedCall>, DecodeError> {
-        let mut decoded = Vec::new();
+    /// arguments never completed end as failed (they never ran), also when
+    /// the body was cut inside its last event.
+    pub async fn finish(mut self) -> Pushed {
+        let mut pushed = Pushed::default();
         if let Some(event) = self.sse.finish() {
-            decoded = self.decoder.decode_data(&event.data)?;
+            let decoded = self.decoder.decode_data(&event.data);
+            self.take(decoded, &mut pushed).await;
         }
-        decoded.extend(self.decoder.finish());
-        Ok(self.apply(decoded).await)
+        let cut_off = self.decoder.finish();
+        pushed.calls.extend(self.apply(cut_off).await);
+        pushed
+    }
+
+    /// Applies one event's decoding: its calls, or its error.
+    async fn take(
+        &mut self,
+        decoded: Result<Vec<ToolCallEvent>, DecodeError>,
+        pushed: &mut Pushed,
+    ) {
+        match decoded {
+            Ok(events) => pushed.calls.extend(self.apply(events).await),
+            Err(error) => {
+                tracing::warn!(%error, "skipped a stream event that could not be decoded");
+                pushed.errors.push(error);
+            }
+        }
     }
 
     async fn apply(&mut self, events: Vec<ToolCallEvent>) -> Vec<StreamedCall> {

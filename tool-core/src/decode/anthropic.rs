@@ -58,6 +58,14 @@ impl AnthropicDecoder {
         Self::default()
     }
 
+    /// The open block whose tool call has id `call_id`.
+    fn block_of(&self, call_id: &str) -> Option<u64> {
+        self.blocks
+            .iter()
+            .find(|(_, call)| call.as_ref().is_some_and(|c| c.call_id == call_id))
+            .map(|(index, _)| *index)
+    }
+
     /// Reports every open tool block as cut short and forgets all blocks.
     fn cut_all(&mut self, reason: &str) -> Vec<ToolCallEvent> {
         std::mem::take(&mut self.blocks)
@@ -92,8 +100,19 @@ impl StreamDecoder for AnthropicDecoder {
                     ));
                 }
                 let call = if block_type == "tool_use" {
-                    let (mut call, start) =
-                        PendingCall::start(block.str("id")?, block.str("name")?);
+                    let (id, name) = (block.str("id")?, block.str("name")?);
+                    if let Some(other) = self.block_of(id) {
+                        // The block is kept (ignored), so its deltas and stop
+                        // are not reported as errors too; the first call goes on.
+                        self.blocks.insert(index, None);
+                        return Err(Self::unexpected(
+                            kind,
+                            format!(
+                                "tool call id {id:?} of content block {index} is already used by open block {other}; block {index} is ignored"
+                            ),
+                        ));
+                    }
+                    let (mut call, start) = PendingCall::start(id, name);
                     out.push(start);
                     // Streams send `input: {}` and fill it by deltas; a full
                     // input here (a replayed message) becomes the call's text.

@@ -142,8 +142,9 @@ impl ToolCallEvent {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum DecodeError {
-    /// The SSE `data` text was not JSON.
-    #[error("event data is not valid JSON ({source}): {data:?}")]
+    /// The SSE `data` text was not JSON. The message quotes at most the
+    /// first 200 characters of it.
+    #[error("event data is not valid JSON ({source}): {}", excerpt(data))]
     InvalidJson {
         /// The text as received.
         data: String,
@@ -185,7 +186,8 @@ pub enum DecodeError {
     /// [`ToolCallEvent::Incomplete`].
     #[error("provider error: {message}")]
     Provider {
-        /// The provider's message (with its error type when given).
+        /// The provider's message (with its error type when given), cut at
+        /// 200 characters.
         message: String,
     },
 }
@@ -541,7 +543,31 @@ fn provider_error(error: Option<&Value>) -> DecodeError {
         (Some(kind), None) => kind.to_owned(),
         (None, None) => "error event without a message".to_owned(),
     };
+    let message = match cut(&message) {
+        (start, Some(len)) => format!("{start}... ({len} bytes in all)"),
+        (_, None) => message,
+    };
     DecodeError::Provider { message }
+}
+
+/// How many characters of a provider's text an error message quotes.
+const EXCERPT_CHARS: usize = 200;
+
+/// The first [`EXCERPT_CHARS`] characters of `text`, and its length when
+/// that cut it short.
+fn cut(text: &str) -> (&str, Option<usize>) {
+    match text.char_indices().nth(EXCERPT_CHARS) {
+        Some((end, _)) => (&text[..end], Some(text.len())),
+        None => (text, None),
+    }
+}
+
+/// `text` debug-quoted and [`cut`], so an error about a huge event stays small.
+fn excerpt(text: &str) -> String {
+    match cut(text) {
+        (start, Some(len)) => format!("{start:?}... ({len} bytes in all)"),
+        (start, None) => format!("{start:?}"),
+    }
 }
 
 #[cfg(test)]
@@ -596,6 +622,28 @@ mod tests {
         assert_eq!(
             err.to_string(),
             "chat.completion.chunk: `(event)` should be an object, found an array"
+        );
+    }
+
+    #[test]
+    fn an_error_about_a_huge_event_quotes_only_its_start() {
+        // The hardening issue: a malformed 50 MB event made a 52 MB message.
+        let huge = format!("{{\"type\": \"{}", "x".repeat(50 * 1024 * 1024));
+        let error = parse_data(&huge).unwrap_err();
+        let message = error.to_string();
+        assert!(message.len() < 1_000, "{} bytes", message.len());
+        assert!(
+            message.contains(&format!("({} bytes in all)", huge.len())),
+            "{message}"
+        );
+        let provider = provider_error(Some(&json!({ "message": "y".repeat(100_000) })));
+        assert!(provider.to_string().len() < 1_000);
+        // Short data is quoted whole, as before.
+        assert!(
+            parse_data("{nope")
+                .unwrap_err()
+                .to_string()
+                .ends_with(r#": "{nope""#)
         );
     }
 

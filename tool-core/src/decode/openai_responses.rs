@@ -132,6 +132,16 @@ impl StreamDecoder for OpenAiResponsesDecoder {
                         message: format!("function call item {} added twice", item.id),
                     });
                 }
+                if let Some((other, _)) = self.open.iter().find(|(_, c)| c.call_id == item.call_id)
+                {
+                    return Err(DecodeError::Unexpected {
+                        event: kind.to_owned(),
+                        message: format!(
+                            "call id {:?} of item {} is already used by open item {other}; item {} is ignored",
+                            item.call_id, item.id, item.id
+                        ),
+                    });
+                }
                 let (mut call, start) = PendingCall::start(item.call_id, item.name);
                 out.push(start);
                 call.push(item.arguments.unwrap_or(""), &mut out);
