@@ -784,7 +784,7 @@ impl SqliteFile {
             source: Some(Box::new(e)),
         };
         let text = serde_json::to_string(value).map_err(fail)?;
-        serde_json::from_str::<serde::de::IgnoredAny>(&text).map_err(fail)?;
+        serde_json::from_str::<Value>(&text).map_err(fail)?;
         Ok(text)
     }
 }
