@@ -299,14 +299,14 @@ fn runs_log(dir: &Path) -> Vec<String> {
         .collect()
 }
 
-/// `count`: needs approval, logs the `n` of each run.
+/// `count`: needs approval, logs the `n` of each run and the process that ran it.
 fn counting_tool(dir: &Path) -> Tool {
     let dir = dir.to_path_buf();
     Tool::builder("count")
         .description("Counts")
         .require_approval(true)
         .execute(move |input: Value, _ctx: ToolContext<Value, Value>| {
-            record(&dir, &input["n"].to_string());
+            record(&dir, &format!("{} {}", input["n"], std::process::id()));
             async move { Ok::<_, ToolError>(json!({ "counted": input["n"] })) }
         })
         .build()
@@ -357,7 +357,7 @@ fn child_process() {
     rt.block_on(async {
         let store = PostgresStore::connect(&url).await.unwrap();
         match role.as_str() {
-            "approve" => {
+            approve if approve.starts_with("approve:") => {
                 let runtime = Runtime::builder()
                     .tool(counting_tool(&dir))
                     .store(store)
@@ -368,8 +368,13 @@ fn child_process() {
                 std::io::stdout().flush().unwrap();
                 let mut go = String::new();
                 std::io::stdin().read_line(&mut go).unwrap();
+                // Each child starts a third further along, so that they
+                // race both on the same id at once and on ids another
+                // process already ran.
+                let start: usize = approve["approve:".len()..].parse().unwrap();
                 let approvals: Vec<_> = (0..CALLS)
-                    .map(|i| {
+                    .map(|j| {
+                        let i = (j + start * CALLS / 3) % CALLS;
                         let runtime = runtime.clone();
                         tokio::spawn(async move { runtime.approve(&format!("c{i}")).await })
                     })
@@ -457,7 +462,7 @@ async fn three_processes_approving_the_same_calls_run_each_once() {
     }
     let started = Instant::now();
     let mut children: Vec<Child> = (0..3)
-        .map(|_| spawn_child("approve", &schema.url, &dir))
+        .map(|k| spawn_child(&format!("approve:{k}"), &schema.url, &dir))
         .collect();
     let readers: Vec<_> = children
         .iter_mut()
@@ -481,7 +486,18 @@ async fn three_processes_approving_the_same_calls_run_each_once() {
         started.elapsed()
     );
 
-    let mut ran: Vec<usize> = runs_log(&dir).iter().map(|n| n.parse().unwrap()).collect();
+    let log = runs_log(&dir);
+    let mut ran: Vec<usize> = log
+        .iter()
+        .map(|line| line.split(' ').next().unwrap().parse().unwrap())
+        .collect();
+    let mut by_process = std::collections::BTreeMap::<&str, usize>::new();
+    for line in &log {
+        *by_process
+            .entry(line.split(' ').nth(1).unwrap())
+            .or_default() += 1;
+    }
+    eprintln!("runs by process: {by_process:?}");
     ran.sort_unstable();
     assert_eq!(
         ran,
