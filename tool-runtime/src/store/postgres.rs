@@ -178,7 +178,7 @@ impl PostgresStore {
     /// ```no_run
     /// # async fn run() -> Result<(), tool_runtime::StoreError> {
     /// let store = tool_runtime::PostgresStore::connect("postgres://app:secret@localhost/app").await?;
-    /// assert_eq!(store.location(), "postgres://app@localhost/app");
+    /// assert_eq!(store.location(), "postgres://app@localhost:5432/app");
     /// # Ok(())
     /// # }
     /// ```
@@ -780,4 +780,34 @@ fn describe(config: &Config) -> String {
         .map(|name| format!("/{name}"))
         .unwrap_or_default();
     format!("postgres://{user}{}{dbname}", hosts.join(","))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn described(url: &str) -> String {
+        describe(&url.parse().unwrap())
+    }
+
+    #[test]
+    fn the_database_is_named_without_its_password() {
+        assert_eq!(
+            described("postgres://app:secret@db.internal:5433/calls?sslmode=disable"),
+            "postgres://app@db.internal:5433/calls"
+        );
+        // The port given, or PostgreSQL's default.
+        assert_eq!(
+            described("postgres://app@localhost/app"),
+            "postgres://app@localhost:5432/app"
+        );
+        assert_eq!(
+            described("host=a,b port=1,2 user=u password=secret dbname=d"),
+            "postgres://u@a:1,b:2/d"
+        );
+        assert_eq!(
+            described("postgresql://u:p%40ss@h1,h2:7/d"),
+            "postgres://u@h1:5432,h2:7/d"
+        );
+    }
 }
