@@ -9,9 +9,10 @@
 //! - Human approval: [`Runtime::approve`] / [`Runtime::decline`];
 //!   suspend/resume: [`Runtime::resume`]. Stored calls live in a
 //!   [`PendingStore`] ([`MemoryStore`], or the durable [`SqliteStore`] of
-//!   feature `sqlite`) through their lifecycle, pending → running (claimed
-//!   under a lease) → settled ([`CallState`]); [`Runtime::recover`] takes
-//!   over the calls of a runtime that died.
+//!   feature `sqlite` and `PostgresStore` of feature `postgres`) through
+//!   their lifecycle, pending → running (claimed under a lease) → settled
+//!   ([`CallState`]); [`Runtime::recover`] takes over the calls of a runtime
+//!   that died.
 //! - Background tasks ([`CallOutcome::BackgroundStarted`], [`Runtime::wait`]),
 //!   cancellation and time limits ([`Runtime::cancel`], [`CallOutcome::Aborted`]).
 //! - [`Runtime::events`] streams a [`ToolEvent`] for every phase, with display
@@ -77,6 +78,9 @@ pub use outcome::CallOutcome;
 #[cfg_attr(docsrs, doc(cfg(feature = "provider")))]
 pub use provider_stream::{ProviderStream, Pushed, StreamedCall};
 pub use runtime::{Runtime, RuntimeBuilder};
+#[cfg(feature = "postgres")]
+#[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
+pub use store::PostgresStore;
 #[cfg(feature = "sqlite")]
 pub use store::SqliteStore;
 pub use store::{

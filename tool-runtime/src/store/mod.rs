@@ -1,7 +1,7 @@
 //! Where calls that wait for a human decision or for resume data are kept,
 //! through their lifecycle (pending → running → settled): the
-//! [`PendingStore`] trait, an in-memory store and a durable SQLite store
-//! (feature `sqlite`).
+//! [`PendingStore`] trait, an in-memory store, a durable SQLite store
+//! (feature `sqlite`) and a PostgreSQL store (feature `postgres`).
 //!
 //! A decision is one atomic transition of the store ([`PendingStore::decide`]),
 //! so an approval or a resume runs a call at most once, even when several
@@ -10,6 +10,8 @@
 
 mod calls;
 mod memory;
+#[cfg(feature = "postgres")]
+mod postgres;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 mod state;
@@ -24,10 +26,18 @@ use serde_json::{Map, Value};
 
 pub(crate) use calls::{Claim, Lease, Lookup, StoredCalls, Verdict};
 pub use memory::MemoryStore;
+#[cfg(feature = "postgres")]
+#[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
+pub use postgres::PostgresStore;
 #[cfg(feature = "sqlite")]
 #[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
 pub use sqlite::SqliteStore;
 pub use state::{CallState, Decided, RecordedOutcome, Settlement, StoredCall, Transition};
+
+/// The nesting serde_json reads, and so the deepest value a durable store
+/// keeps: each store checks that what it writes reads back.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+const MAX_JSON_DEPTH: usize = 127;
 
 /// Why a call is pending.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -12,8 +12,8 @@ use rusqlite::{
 use serde_json::Value;
 
 use super::{
-    CallState, Decided, PendingCall, PendingKind, PendingStore, RecordedOutcome, Settlement,
-    StoreError, StoredCall, Transition,
+    CallState, Decided, MAX_JSON_DEPTH, PendingCall, PendingKind, PendingStore, RecordedOutcome,
+    Settlement, StoreError, StoredCall, Transition,
 };
 
 /// `PRAGMA application_id` of a pending store: "tool" in ASCII.
@@ -277,9 +277,6 @@ impl SqliteFile {
             .map_err(|e| io(format!("cannot encode call {:?}: {e}", call.call_id), e))
     }
 }
-
-/// The nesting serde_json reads (and so the deepest value a record holds).
-const MAX_JSON_DEPTH: usize = 127;
 
 /// A stored call, its values (arguments, payload, context, messages) as JSON
 /// text: each is read on its own, with the parser's whole depth budget, so a

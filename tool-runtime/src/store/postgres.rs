@@ -1,0 +1,855 @@
+//! Stored calls in a PostgreSQL database: shared by runtimes on any number
+//! of hosts, and surviving the death of any of them.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use deadpool_postgres::{
+    Manager, ManagerConfig, Pool, PoolError, RecyclingMethod, Runtime as PoolRuntime,
+};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use tokio_postgres::error::SqlState;
+use tokio_postgres::{Config, NoTls, Row};
+
+use super::{
+    CallState, Decided, MAX_JSON_DEPTH, PendingCall, PendingKind, PendingStore, Settlement,
+    StoreError, StoredCall, Transition,
+};
+
+/// The schema version this build creates and reads, recorded in
+/// `tool_runtime_schema`.
+const SCHEMA_VERSION: i32 = 1;
+/// Connections the pool keeps at most: every store operation is one short
+/// statement or transaction, so a few serve many concurrent calls.
+const MAX_CONNECTIONS: usize = 8;
+/// How long the pool waits to connect, for a free connection, or to check
+/// one: a database that does not answer is an error, not a hang.
+const POOL_TIMEOUT: Duration = Duration::from_secs(10);
+/// Key of the advisory lock that serializes schema setup, so that processes
+/// connecting to a new database at once create the tables once ("tool").
+const SETUP_LOCK: i64 = 0x746F_6F6C;
+
+/// The tables of schema version 1. Times are the database's clock; the JSON
+/// values are `text`, not `jsonb`, which would drop duplicate keys and
+/// reorder them: a call reads back exactly as it was stored.
+const CREATE_TABLES: &str = "
+CREATE TABLE tool_runtime_schema (version integer NOT NULL);
+CREATE TABLE tool_runtime_calls (
+    call_id text PRIMARY KEY,
+    kind text NOT NULL CHECK (kind IN ('approval', 'suspended', 'task')),
+    tool_id text NOT NULL,
+    state text NOT NULL CHECK (state IN ('pending', 'running', 'settled')),
+    owner text,
+    lease_expires_at timestamptz,
+    attempt integer NOT NULL DEFAULT 0,
+    input text NOT NULL,
+    request_context text NOT NULL,
+    messages text NOT NULL,
+    payload text,
+    resume_data text,
+    outcome text,
+    settled_at timestamptz
+);
+CREATE INDEX tool_runtime_calls_expiring ON tool_runtime_calls (lease_expires_at)
+    WHERE state = 'running';
+CREATE INDEX tool_runtime_calls_settled ON tool_runtime_calls (settled_at)
+    WHERE state = 'settled';";
+
+/// The columns a [`StoredCall`] is read from ([`PostgresStore::stored`]).
+const COLUMNS: &str = "call_id, kind, tool_id, state, owner, lease_expires_at, attempt, \
+     input, request_context, messages, payload, resume_data, outcome, settled_at";
+
+/// A durable [`PendingStore`] in a PostgreSQL database, for runtimes on
+/// several hosts: pending approvals and suspensions, running calls and
+/// recorded outcomes survive the death of any process, and every runtime
+/// connected to the database sees every call. Each transition is one atomic
+/// statement (or one transaction), so a decision wins at most once across
+/// all of them; lease times are the database's clock, so hosts whose clocks
+/// disagree still agree on when a lease ends.
+///
+/// The store keeps its calls in the table `tool_runtime_calls` and the
+/// schema version in `tool_runtime_schema`, both created by
+/// [`connect`](Self::connect) when missing, in the connection's current
+/// schema (the first of its `search_path`; a URL can set another, as
+/// `?options=-csearch_path%3Dmy_schema`). A database whose schema version is
+/// newer than this build knows is refused.
+///
+/// The connections are a pool of at most 8, without TLS. One unreadable
+/// call (its stored JSON edited by hand) does not stop the store: `list`
+/// logs it with its call id and serves the others, and `get` or a decision
+/// on it is an error naming it; it is left in place for the operator.
+///
+/// Cloning is cheap: clones share the pool.
+///
+/// ```no_run
+/// use tool_runtime::{PostgresStore, Runtime};
+///
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// let store = PostgresStore::connect("postgres://app@db.internal/app").await?;
+/// let runtime = Runtime::builder().store(store).build()?;
+/// // Take over the calls of instances that died, then serve.
+/// runtime.recover().await?;
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct PostgresStore {
+    pool: Pool,
+    /// The database as errors name it: its URL without the password.
+    location: Arc<str>,
+}
+
+impl fmt::Debug for PostgresStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PostgresStore")
+            .field("database", &self.location)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PostgresStore {
+    /// Connects to the database at `url` (a libpq connection string: a
+    /// `postgres://` URL or `key=value` pairs), creates the store's tables
+    /// if they are missing and checks their schema version. Fails with an
+    /// error naming the database (its URL without the password) when the
+    /// URL does not parse, the server cannot be reached within 10 seconds,
+    /// or the schema is of a newer version than this build knows.
+    ///
+    /// Connections are made on the tokio runtime this is called on.
+    ///
+    /// ```no_run
+    /// use tool_runtime::PostgresStore;
+    ///
+    /// # async fn run() {
+    /// match PostgresStore::connect("postgres://app:secret@localhost:5432/app").await {
+    ///     Ok(store) => println!("connected to {}", store.location()),
+    ///     // Names postgres://app@localhost:5432/app: never the password.
+    ///     Err(error) => eprintln!("{error}"),
+    /// }
+    /// # }
+    /// ```
+    pub async fn connect(url: &str) -> Result<Self, StoreError> {
+        let config: Config = url
+            .parse()
+            .map_err(|e: tokio_postgres::Error| StoreError::Io {
+                location: "PostgreSQL".to_owned(),
+                reason: format!("the connection string does not parse: {e}"),
+                source: Some(Box::new(e)),
+            })?;
+        let location: Arc<str> = describe(&config).into();
+        let manager = Manager::from_config(
+            config,
+            NoTls,
+            // Only a closed connection is replaced: a check query per use
+            // would double the round trips, and a connection that broke
+            // unnoticed fails one operation with an error.
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(MAX_CONNECTIONS)
+            .runtime(PoolRuntime::Tokio1)
+            .create_timeout(Some(POOL_TIMEOUT))
+            .wait_timeout(Some(POOL_TIMEOUT))
+            .recycle_timeout(Some(POOL_TIMEOUT))
+            .build()
+            .map_err(|e| StoreError::Io {
+                location: location.to_string(),
+                reason: format!("cannot build the connection pool: {e}"),
+                source: Some(Box::new(e)),
+            })?;
+        let store = PostgresStore { pool, location };
+        store
+            .init_schema()
+            .await
+            .map_err(store.failed("cannot set up the store"))?;
+        // Reads every pending call once: an unreadable one is reported now,
+        // with its call id, rather than when someone approves it.
+        store.list().await?;
+        Ok(store)
+    }
+
+    /// The database, as errors name it: its URL without the password
+    /// (`postgres://user@host:port/dbname`).
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), tool_runtime::StoreError> {
+    /// let store = tool_runtime::PostgresStore::connect("postgres://app:secret@localhost/app").await?;
+    /// assert_eq!(store.location(), "postgres://app@localhost:5432/app");
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn location(&self) -> &str {
+        &self.location
+    }
+
+    /// Creates the tables in an empty schema, or checks the version of
+    /// existing ones, under an advisory lock: concurrent first connections
+    /// create them once.
+    async fn init_schema(&self) -> Result<(), Failure> {
+        let mut client = self.pool.get().await?;
+        let tx = client.transaction().await?;
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SETUP_LOCK])
+            .await?;
+        let exists: bool = tx
+            .query_one("SELECT to_regclass('tool_runtime_schema') IS NOT NULL", &[])
+            .await?
+            .try_get(0)?;
+        if !exists {
+            tx.batch_execute(CREATE_TABLES).await?;
+            tx.execute(
+                "INSERT INTO tool_runtime_schema (version) VALUES ($1)",
+                &[&SCHEMA_VERSION],
+            )
+            .await?;
+            tx.commit().await?;
+            tracing::info!(database = %self.location, version = SCHEMA_VERSION, "pending store tables created");
+            return Ok(());
+        }
+        let version: Option<i32> = tx
+            .query_one("SELECT max(version) FROM tool_runtime_schema", &[])
+            .await?
+            .try_get(0)?;
+        let refused = |reason: String| {
+            Failure::Store(StoreError::Io {
+                location: self.location.to_string(),
+                reason,
+                source: None,
+            })
+        };
+        match version {
+            Some(SCHEMA_VERSION) => Ok(()),
+            Some(version) if version > SCHEMA_VERSION => Err(refused(format!(
+                "its tool_runtime_schema is version {version}, newer than this build knows ({SCHEMA_VERSION}): upgrade tool-runtime"
+            ))),
+            Some(version) => Err(refused(format!(
+                "unsupported tool_runtime_schema version {version} (this build reads {SCHEMA_VERSION})"
+            ))),
+            None => Err(refused(
+                "the table tool_runtime_schema holds no version: it is not a tool-runtime schema, or was emptied".to_owned(),
+            )),
+        }
+    }
+
+    /// Maps a failure of `doing` to the store's error, naming the database.
+    fn failed(&self, doing: impl fmt::Display) -> impl FnOnce(Failure) -> StoreError {
+        let location = self.location.to_string();
+        move |failure| match failure {
+            Failure::Store(error) => error,
+            Failure::Pool(error) => StoreError::Io {
+                location,
+                reason: format!("{doing}: no connection: {error}"),
+                source: Some(Box::new(error)),
+            },
+            Failure::Db(error) => StoreError::Io {
+                location,
+                reason: format!("{doing}: {}", db_reason(&error)),
+                source: Some(Box::new(error)),
+            },
+        }
+    }
+
+    /// `value` as JSON text, checked to read back: a value nested deeper
+    /// than serde_json parses is refused now rather than stored unreadable.
+    fn json_text(
+        &self,
+        call_id: &str,
+        what: &str,
+        value: &impl serde::Serialize,
+    ) -> Result<String, StoreError> {
+        let fail = |e: serde_json::Error| StoreError::Io {
+            location: self.location.to_string(),
+            reason: format!(
+                "cannot store the {what} of call {call_id:?}: it cannot be read back ({e}); JSON deeper than {MAX_JSON_DEPTH} levels is refused"
+            ),
+            source: Some(Box::new(e)),
+        };
+        let text = serde_json::to_string(value).map_err(fail)?;
+        // A `Value`, not `IgnoredAny`: serde_json skips ignored values
+        // without its depth limit, so only a full parse checks it.
+        serde_json::from_str::<Value>(&text).map_err(fail)?;
+        Ok(text)
+    }
+
+    /// A JSON column of call `call_id`; unreadable: an error naming the call.
+    fn parse<T: DeserializeOwned>(
+        &self,
+        call_id: &str,
+        what: &str,
+        text: &str,
+    ) -> Result<T, StoreError> {
+        serde_json::from_str(text).map_err(|e| StoreError::Io {
+            location: self.location.to_string(),
+            reason: format!(
+                "the {what} of call {call_id:?} is unreadable: {e}; it was left in the store"
+            ),
+            source: Some(Box::new(e)),
+        })
+    }
+
+    /// The stored call a row of [`COLUMNS`] holds.
+    fn stored(&self, row: &Row) -> Result<StoredCall, Failure> {
+        let call_id: String = row.try_get("call_id")?;
+        let unreadable = |what: &str, reason: String| {
+            Failure::Store(StoreError::Io {
+                location: self.location.to_string(),
+                reason: format!(
+                    "the {what} of call {call_id:?} is unreadable: {reason}; it was left in the store"
+                ),
+                source: None,
+            })
+        };
+        let kind = match row.try_get::<_, &str>("kind")? {
+            "approval" => PendingKind::Approval,
+            "suspended" => PendingKind::Suspended,
+            "task" => PendingKind::Task,
+            other => return Err(unreadable("kind", format!("unknown kind {other:?}"))),
+        };
+        let state = match row.try_get::<_, &str>("state")? {
+            "pending" => CallState::Pending,
+            "running" => CallState::Running {
+                owner: row
+                    .try_get::<_, Option<String>>("owner")?
+                    .unwrap_or_default(),
+                lease_expires_at: row
+                    .try_get::<_, Option<SystemTime>>("lease_expires_at")?
+                    .unwrap_or(SystemTime::UNIX_EPOCH),
+            },
+            "settled" => CallState::Settled {
+                outcome: self.parse(
+                    &call_id,
+                    "outcome",
+                    row.try_get::<_, Option<&str>>("outcome")?
+                        .unwrap_or_default(),
+                )?,
+                settled_at: row
+                    .try_get::<_, Option<SystemTime>>("settled_at")?
+                    .unwrap_or(SystemTime::UNIX_EPOCH),
+            },
+            other => return Err(unreadable("state", format!("unknown state {other:?}"))),
+        };
+        let payload = row
+            .try_get::<_, Option<&str>>("payload")?
+            .map(|text| self.parse::<Value>(&call_id, "payload", text))
+            .transpose()?;
+        let resume_data = row
+            .try_get::<_, Option<&str>>("resume_data")?
+            .map(|text| self.parse::<Value>(&call_id, "resume data", text))
+            .transpose()?;
+        let attempt: i32 = row.try_get("attempt")?;
+        let call = PendingCall {
+            tool_id: row.try_get("tool_id")?,
+            kind,
+            input: self.parse(&call_id, "arguments", row.try_get("input")?)?,
+            request_context: self.parse(
+                &call_id,
+                "request context",
+                row.try_get("request_context")?,
+            )?,
+            messages: self.parse(&call_id, "messages", row.try_get("messages")?)?,
+            payload,
+            call_id,
+        };
+        Ok(StoredCall {
+            call,
+            state,
+            attempt: u32::try_from(attempt).unwrap_or(0),
+            resume_data,
+        })
+    }
+
+    async fn try_insert(&self, call: &PendingCall) -> Result<(), Failure> {
+        let id = &call.call_id;
+        let input = self.json_text(id, "arguments", &call.input)?;
+        let context = self.json_text(id, "request context", &call.request_context)?;
+        let messages = self.json_text(id, "messages", &call.messages)?;
+        let payload = call
+            .payload
+            .as_ref()
+            .map(|payload| self.json_text(id, "payload", payload))
+            .transpose()?;
+        let client = self.pool.get().await?;
+        let statement = client
+            .prepare_cached(
+                "INSERT INTO tool_runtime_calls
+                     (call_id, kind, tool_id, state, attempt, input, request_context, messages, payload)
+                 VALUES ($1, $2, $3, 'pending', 0, $4, $5, $6, $7)",
+            )
+            .await?;
+        let inserted = client
+            .execute(
+                &statement,
+                &[
+                    id,
+                    &call.kind.as_str(),
+                    &call.tool_id,
+                    &input,
+                    &context,
+                    &messages,
+                    &payload,
+                ],
+            )
+            .await;
+        match inserted {
+            Ok(_) => Ok(()),
+            Err(e) if e.code() == Some(&SqlState::UNIQUE_VIOLATION) => {
+                Err(Failure::Store(StoreError::Duplicate {
+                    call_id: id.clone(),
+                }))
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    async fn try_decide(
+        &self,
+        call_id: &str,
+        kind: PendingKind,
+        transition: Transition,
+    ) -> Result<Decided, Failure> {
+        let mut client = self.pool.get().await?;
+        // One transaction, so that a call whose row does not read back is
+        // left as it was (rolled back) rather than claimed and unusable.
+        let tx = client.transaction().await?;
+        let claimed = match &transition {
+            Transition::Run {
+                owner,
+                lease,
+                resume_data,
+            } => {
+                let resume_text = resume_data
+                    .as_ref()
+                    .map(|data| self.json_text(call_id, "resume data", data))
+                    .transpose()?;
+                let statement = tx
+                    .prepare_cached(&format!(
+                        "UPDATE tool_runtime_calls SET state = 'running', owner = $3,
+                             lease_expires_at = now() + $4::bigint * interval '1 millisecond',
+                             attempt = attempt + 1, resume_data = $5
+                         WHERE call_id = $1 AND state = 'pending' AND kind = $2
+                         RETURNING {COLUMNS}"
+                    ))
+                    .await?;
+                tx.query_opt(
+                    &statement,
+                    &[
+                        &call_id,
+                        &kind.as_str(),
+                        owner,
+                        &millis(*lease),
+                        &resume_text,
+                    ],
+                )
+                .await?
+            }
+            Transition::Settle(outcome) => {
+                let outcome = self.json_text(call_id, "outcome", outcome)?;
+                let statement = tx
+                    .prepare_cached(&format!(
+                        "UPDATE tool_runtime_calls SET state = 'settled', owner = NULL,
+                             lease_expires_at = NULL, outcome = $3, settled_at = now()
+                         WHERE call_id = $1 AND state = 'pending' AND kind = $2
+                         RETURNING {COLUMNS}"
+                    ))
+                    .await?;
+                tx.query_opt(&statement, &[&call_id, &kind.as_str(), &outcome])
+                    .await?
+            }
+        };
+        if let Some(row) = claimed {
+            let stored = self.stored(&row)?;
+            tx.commit().await?;
+            return Ok(Decided::Won(stored));
+        }
+        // Not pending for `kind` (or no such call): nothing changed.
+        let found = self.read(&tx, call_id).await?;
+        tx.rollback().await?;
+        Ok(Decided::Lost(found))
+    }
+
+    /// The call `call_id` as `client` sees it.
+    async fn read(
+        &self,
+        client: &impl deadpool_postgres::GenericClient,
+        call_id: &str,
+    ) -> Result<Option<StoredCall>, Failure> {
+        let statement = client
+            .prepare_cached(&format!(
+                "SELECT {COLUMNS} FROM tool_runtime_calls WHERE call_id = $1"
+            ))
+            .await?;
+        client
+            .query_opt(&statement, &[&call_id])
+            .await?
+            .map(|row| self.stored(&row))
+            .transpose()
+    }
+
+    async fn try_renew(
+        &self,
+        call_id: &str,
+        owner: &str,
+        lease: Duration,
+    ) -> Result<bool, Failure> {
+        let client = self.pool.get().await?;
+        let statement = client
+            .prepare_cached(
+                "UPDATE tool_runtime_calls
+                 SET lease_expires_at = now() + $3::bigint * interval '1 millisecond'
+                 WHERE call_id = $1 AND state = 'running' AND owner = $2",
+            )
+            .await?;
+        let changed = client
+            .execute(&statement, &[&call_id, &owner, &millis(lease)])
+            .await?;
+        Ok(changed == 1)
+    }
+
+    async fn try_finish(
+        &self,
+        call_id: &str,
+        owner: &str,
+        settlement: Settlement,
+    ) -> Result<bool, Failure> {
+        let client = self.pool.get().await?;
+        let changed = match settlement {
+            Settlement::Settled(outcome) => {
+                let outcome = self.json_text(call_id, "outcome", &outcome)?;
+                let statement = client
+                    .prepare_cached(
+                        "UPDATE tool_runtime_calls SET state = 'settled', owner = NULL,
+                             lease_expires_at = NULL, outcome = $3, settled_at = now()
+                         WHERE call_id = $1 AND state = 'running' AND owner = $2",
+                    )
+                    .await?;
+                client
+                    .execute(&statement, &[&call_id, &owner, &outcome])
+                    .await?
+            }
+            Settlement::Suspended { payload } => {
+                let payload = self.json_text(call_id, "payload", &payload)?;
+                let statement = client
+                    .prepare_cached(
+                        "UPDATE tool_runtime_calls SET state = 'pending', kind = 'suspended',
+                             owner = NULL, lease_expires_at = NULL, attempt = 0,
+                             resume_data = NULL, payload = $3
+                         WHERE call_id = $1 AND state = 'running' AND owner = $2",
+                    )
+                    .await?;
+                client
+                    .execute(&statement, &[&call_id, &owner, &payload])
+                    .await?
+            }
+        };
+        Ok(changed == 1)
+    }
+
+    async fn try_claim_next(
+        &self,
+        kind: PendingKind,
+        owner: &str,
+        lease: Duration,
+        tool_ids: &[String],
+    ) -> Result<Option<StoredCall>, Failure> {
+        let client = self.pool.get().await?;
+        // SKIP LOCKED: a row another claimer holds is skipped, so concurrent
+        // claimers take different calls without waiting on each other.
+        let claim = client
+            .prepare_cached(&format!(
+                "UPDATE tool_runtime_calls SET state = 'running', owner = $3,
+                     lease_expires_at = now() + $4::bigint * interval '1 millisecond',
+                     attempt = attempt + 1
+                 WHERE call_id = (
+                     SELECT call_id FROM tool_runtime_calls
+                     WHERE state = 'pending' AND kind = $1 AND tool_id = ANY($2)
+                     ORDER BY call_id LIMIT 1
+                     FOR UPDATE SKIP LOCKED)
+                 RETURNING {COLUMNS}"
+            ))
+            .await?;
+        let row = client
+            .query_opt(&claim, &[&kind.as_str(), &tool_ids, &owner, &millis(lease)])
+            .await?;
+        row.map(|row| self.stored(&row)).transpose()
+    }
+
+    async fn try_recover_expired(
+        &self,
+        owner: &str,
+        lease: Duration,
+        tool_ids: &[String],
+    ) -> Result<Vec<StoredCall>, Failure> {
+        let mut client = self.pool.get().await?;
+        let tx = client.transaction().await?;
+        // SKIP LOCKED: rows another instance is recovering right now are
+        // its to take; this one takes the rest, so each is recovered once.
+        let expired = tx
+            .prepare_cached(&format!(
+                "SELECT {COLUMNS} FROM tool_runtime_calls
+                 WHERE state = 'running' AND lease_expires_at <= now() AND tool_id = ANY($1)
+                 FOR UPDATE SKIP LOCKED"
+            ))
+            .await?;
+        let mut ids = Vec::new();
+        for row in tx.query(&expired, &[&tool_ids]).await? {
+            match self.stored(&row) {
+                Ok(stored) => ids.push(stored.call.call_id),
+                // Left as it is: claiming a call nobody can read would only
+                // count its attempts up, once per recovery.
+                Err(error) => {
+                    let call_id: Option<String> = row.try_get("call_id").ok();
+                    let error = self.failed("recovering")(error);
+                    tracing::error!(call_id, %error, "unreadable running call left in the store");
+                }
+            }
+        }
+        if ids.is_empty() {
+            tx.rollback().await?;
+            return Ok(Vec::new());
+        }
+        let claim = tx
+            .prepare_cached(&format!(
+                "UPDATE tool_runtime_calls SET owner = $2,
+                     lease_expires_at = now() + $3::bigint * interval '1 millisecond',
+                     attempt = attempt + 1
+                 WHERE call_id = ANY($1)
+                 RETURNING {COLUMNS}"
+            ))
+            .await?;
+        let rows = tx.query(&claim, &[&ids, &owner, &millis(lease)]).await?;
+        let mut recovered = rows
+            .iter()
+            .map(|row| self.stored(row))
+            .collect::<Result<Vec<_>, _>>()?;
+        tx.commit().await?;
+        recovered.sort_by(|a, b| a.call.call_id.cmp(&b.call.call_id));
+        Ok(recovered)
+    }
+
+    async fn try_purge_settled(&self, age: Duration) -> Result<usize, Failure> {
+        let client = self.pool.get().await?;
+        let statement = client
+            .prepare_cached(
+                "DELETE FROM tool_runtime_calls
+                 WHERE state = 'settled' AND settled_at < now() - $1::bigint * interval '1 millisecond'",
+            )
+            .await?;
+        let purged = client.execute(&statement, &[&millis(age)]).await?;
+        Ok(usize::try_from(purged).unwrap_or(usize::MAX))
+    }
+
+    async fn try_list(&self) -> Result<Vec<PendingCall>, Failure> {
+        let client = self.pool.get().await?;
+        // COLLATE "C": ordered by the ids' bytes, as the other stores order
+        // them, whatever the database's collation.
+        let statement = client
+            .prepare_cached(&format!(
+                "SELECT {COLUMNS} FROM tool_runtime_calls
+                 WHERE state = 'pending' ORDER BY call_id COLLATE \"C\""
+            ))
+            .await?;
+        let mut calls = Vec::new();
+        for row in client.query(&statement, &[]).await? {
+            match self.stored(&row) {
+                Ok(stored) => calls.push(stored.call),
+                // One bad row must not hide every other call: it is
+                // reported, left for the operator, and named by get and decide.
+                Err(error) => {
+                    let call_id: Option<String> = row.try_get("call_id").ok();
+                    let error = self.failed("listing")(error);
+                    tracing::error!(call_id, %error, "unreadable pending call left in the store");
+                }
+            }
+        }
+        Ok(calls)
+    }
+}
+
+impl PendingStore for PostgresStore {
+    async fn insert(&self, call: PendingCall) -> Result<(), StoreError> {
+        self.try_insert(&call)
+            .await
+            .map_err(self.failed(format_args!("inserting call {:?}", call.call_id)))
+    }
+
+    async fn decide(
+        &self,
+        call_id: &str,
+        kind: PendingKind,
+        transition: Transition,
+    ) -> Result<Decided, StoreError> {
+        self.try_decide(call_id, kind, transition)
+            .await
+            .map_err(self.failed(format_args!("deciding call {call_id:?}")))
+    }
+
+    async fn renew(&self, call_id: &str, owner: &str, lease: Duration) -> Result<bool, StoreError> {
+        self.try_renew(call_id, owner, lease)
+            .await
+            .map_err(self.failed(format_args!("renewing the lease of call {call_id:?}")))
+    }
+
+    async fn finish(
+        &self,
+        call_id: &str,
+        owner: &str,
+        settlement: Settlement,
+    ) -> Result<bool, StoreError> {
+        self.try_finish(call_id, owner, settlement)
+            .await
+            .map_err(self.failed(format_args!("finishing call {call_id:?}")))
+    }
+
+    async fn recover_expired(
+        &self,
+        owner: &str,
+        lease: Duration,
+        tool_ids: &[String],
+    ) -> Result<Vec<StoredCall>, StoreError> {
+        self.try_recover_expired(owner, lease, tool_ids)
+            .await
+            .map_err(self.failed("recovering expired calls"))
+    }
+
+    async fn claim_next(
+        &self,
+        kind: PendingKind,
+        owner: &str,
+        lease: Duration,
+        tool_ids: &[String],
+    ) -> Result<Option<StoredCall>, StoreError> {
+        self.try_claim_next(kind, owner, lease, tool_ids)
+            .await
+            .map_err(self.failed("claiming a pending call"))
+    }
+
+    async fn purge_settled(&self, age: Duration) -> Result<usize, StoreError> {
+        self.try_purge_settled(age)
+            .await
+            .map_err(self.failed("purging settled calls"))
+    }
+
+    async fn get(&self, call_id: &str) -> Result<Option<StoredCall>, StoreError> {
+        async {
+            let client = self.pool.get().await?;
+            self.read(&client, call_id).await
+        }
+        .await
+        .map_err(self.failed(format_args!("reading call {call_id:?}")))
+    }
+
+    async fn list(&self) -> Result<Vec<PendingCall>, StoreError> {
+        self.try_list()
+            .await
+            .map_err(self.failed("listing pending calls"))
+    }
+}
+
+/// What failed below the store: the pool, the server, or the store's own
+/// check (an error already naming the call).
+enum Failure {
+    Pool(PoolError),
+    Db(tokio_postgres::Error),
+    Store(StoreError),
+}
+
+impl From<PoolError> for Failure {
+    fn from(error: PoolError) -> Self {
+        Failure::Pool(error)
+    }
+}
+
+impl From<tokio_postgres::Error> for Failure {
+    fn from(error: tokio_postgres::Error) -> Self {
+        Failure::Db(error)
+    }
+}
+
+impl From<StoreError> for Failure {
+    fn from(error: StoreError) -> Self {
+        Failure::Store(error)
+    }
+}
+
+/// The server's message for an error it reported (tokio-postgres's own
+/// message is only "db error"), else the client's.
+fn db_reason(error: &tokio_postgres::Error) -> String {
+    match error.as_db_error() {
+        Some(db) => format!("{} ({})", db.message(), db.code().code()),
+        None => error.to_string(),
+    }
+}
+
+/// A lease or an age in whole milliseconds, as the queries take it.
+fn millis(duration: Duration) -> i64 {
+    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// The database `config` names, as a URL without the password:
+/// `postgres://user@host:port/dbname`.
+fn describe(config: &Config) -> String {
+    let user = config
+        .get_user()
+        .map(|user| format!("{user}@"))
+        .unwrap_or_default();
+    let ports = config.get_ports();
+    let hosts: Vec<String> = config
+        .get_hosts()
+        .iter()
+        .enumerate()
+        .map(|(i, host)| {
+            let host = match host {
+                tokio_postgres::config::Host::Tcp(name) => name.clone(),
+                #[cfg(unix)]
+                tokio_postgres::config::Host::Unix(dir) => dir.display().to_string(),
+            };
+            // One port applies to every host; otherwise they pair up.
+            match ports.get(i).or(if ports.len() == 1 {
+                ports.first()
+            } else {
+                None
+            }) {
+                Some(port) => format!("{host}:{port}"),
+                None => host,
+            }
+        })
+        .collect();
+    let dbname = config
+        .get_dbname()
+        .map(|name| format!("/{name}"))
+        .unwrap_or_default();
+    format!("postgres://{user}{}{dbname}", hosts.join(","))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn described(url: &str) -> String {
+        describe(&url.parse().unwrap())
+    }
+
+    #[test]
+    fn the_database_is_named_without_its_password() {
+        assert_eq!(
+            described("postgres://app:secret@db.internal:5433/calls?sslmode=disable"),
+            "postgres://app@db.internal:5433/calls"
+        );
+        // The port given, or PostgreSQL's default.
+        assert_eq!(
+            described("postgres://app@localhost/app"),
+            "postgres://app@localhost:5432/app"
+        );
+        assert_eq!(
+            described("host=a,b port=1,2 user=u password=secret dbname=d"),
+            "postgres://u@a:1,b:2/d"
+        );
+        assert_eq!(
+            described("postgresql://u:p%40ss@h1,h2:7/d"),
+            "postgres://u@h1:5432,h2:7/d"
+        );
+    }
+}

@@ -1,0 +1,585 @@
+//! The PostgreSQL store against a real server (`DATABASE_URL`, a
+//! `postgres://` URL): the shared store contract, errors that name the
+//! database and the call, two runtimes on one database, three processes
+//! approving the same calls at once, and recovery of the calls of a process
+//! killed with SIGKILL while running them.
+//!
+//! Each test works in a schema of its own (through the URL's `search_path`),
+//! so tests running in parallel never see each other's calls. Without
+//! `DATABASE_URL` the tests are skipped; with `REQUIRE_POSTGRES=1` (as CI
+//! sets) that is a failure instead.
+
+mod common;
+
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use common::echo_tool;
+use serde_json::{Value, json};
+use tool_core::{Tool, ToolContext, ToolError};
+use tool_runtime::{
+    CallOutcome, CallState, PendingCall, PendingKind, PendingStore, PostgresStore, Runtime,
+    RuntimeError, StoreError, ToolCall,
+};
+
+/// The server's URL, or `None` (after a notice) to skip.
+fn database_url() -> Option<String> {
+    match std::env::var("DATABASE_URL") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ => {
+            assert_ne!(
+                std::env::var("REQUIRE_POSTGRES").as_deref(),
+                Ok("1"),
+                "REQUIRE_POSTGRES=1 but DATABASE_URL is not set: start a server (source .ci/postgres start)"
+            );
+            eprintln!("skipping PostgreSQL tests: DATABASE_URL is not set");
+            None
+        }
+    }
+}
+
+/// A schema of one test, new and empty; `url` connects to it.
+struct Schema {
+    name: String,
+    url: String,
+    admin: tokio_postgres::Client,
+}
+
+impl Schema {
+    async fn new(database_url: &str, test: &str) -> Schema {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let stamp = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_micros();
+        let name = format!(
+            "t_{test}_{}_{stamp}_{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        );
+        let (admin, connection) = tokio_postgres::connect(database_url, tokio_postgres::NoTls)
+            .await
+            .unwrap_or_else(|e| panic!("cannot connect to DATABASE_URL: {e}"));
+        tokio::spawn(connection);
+        admin
+            .batch_execute(&format!("CREATE SCHEMA {name}"))
+            .await
+            .unwrap();
+        let separator = if database_url.contains('?') { '&' } else { '?' };
+        let url = format!("{database_url}{separator}options=-csearch_path%3D{name}");
+        Schema { name, url, admin }
+    }
+
+    async fn store(&self) -> PostgresStore {
+        PostgresStore::connect(&self.url).await.unwrap()
+    }
+
+    async fn drop(self) {
+        self.admin
+            .batch_execute(&format!("DROP SCHEMA {} CASCADE", self.name))
+            .await
+            .unwrap();
+    }
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("tool-runtime-pg-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_store_meets_the_store_contract() {
+    let Some(url) = database_url() else { return };
+    // The contract purges and recovers across the whole table: each of its
+    // stores gets a schema of its own.
+    const STORES: usize = 5;
+    let mut schemas = Vec::new();
+    let mut stores = Vec::new();
+    for _ in 0..STORES {
+        let schema = Schema::new(&url, "contract").await;
+        stores.push(schema.store().await);
+        schemas.push(schema);
+    }
+    let stores = Mutex::new(stores);
+    let prefix = format!("pg-{}", std::process::id());
+    common::contract::store_contract(&prefix, || {
+        stores
+            .lock()
+            .unwrap()
+            .pop()
+            .expect("a store per part of the contract")
+    })
+    .await;
+    for schema in schemas {
+        schema.drop().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn errors_name_the_database_without_its_password_and_the_call() {
+    let Some(url) = database_url() else { return };
+
+    // Nobody listens on port 1: refused at once, named without the password.
+    let error = PostgresStore::connect("postgres://app:hunter2@127.0.0.1:1/app")
+        .await
+        .unwrap_err();
+    let message = error.to_string();
+    assert!(
+        message.contains("postgres://app@127.0.0.1:1/app") && !message.contains("hunter2"),
+        "{message}"
+    );
+    assert!(std::error::Error::source(&error).is_some(), "{error:?}");
+
+    let schema = Schema::new(&url, "errors").await;
+    let store = schema.store().await;
+    assert!(!store.location().contains("search_path"), "{store:?}");
+    // Reconnecting to existing tables checks their version and keeps the calls.
+    store
+        .insert(PendingCall::new(
+            "c-bad",
+            "t",
+            PendingKind::Approval,
+            json!({}),
+        ))
+        .await
+        .unwrap();
+    store
+        .insert(PendingCall::new(
+            "c-good",
+            "t",
+            PendingKind::Approval,
+            json!({ "k": [1, 2] }),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(schema.store().await.list().await.unwrap().len(), 2);
+
+    // One unreadable row: listed around, and an error naming it.
+    schema
+        .admin
+        .batch_execute(&format!(
+            "UPDATE {}.tool_runtime_calls SET input = '{{not json' WHERE call_id = 'c-bad'",
+            schema.name
+        ))
+        .await
+        .unwrap();
+    let listed = schema.store().await.list().await.unwrap();
+    assert_eq!(
+        listed
+            .iter()
+            .map(|c| c.call_id.as_str())
+            .collect::<Vec<_>>(),
+        ["c-good"]
+    );
+    assert_eq!(listed[0].input, json!({ "k": [1, 2] }));
+    let message = store.get("c-bad").await.unwrap_err().to_string();
+    assert!(
+        message.contains("c-bad") && message.contains(store.location()),
+        "{message}"
+    );
+
+    // JSON that would not read back is refused, naming the call.
+    let deep = (0..200).fold(json!(1), |inner, _| json!([inner]));
+    let error = store
+        .insert(PendingCall::new("c-deep", "t", PendingKind::Approval, deep))
+        .await
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("\"c-deep\"") && error.to_string().contains("127 levels"),
+        "{error}"
+    );
+    assert!(store.get("c-deep").await.unwrap().is_none());
+
+    // A schema of a newer version than this build knows is refused.
+    schema
+        .admin
+        .batch_execute(&format!(
+            "UPDATE {}.tool_runtime_schema SET version = 99",
+            schema.name
+        ))
+        .await
+        .unwrap();
+    let error = PostgresStore::connect(&schema.url).await.unwrap_err();
+    assert!(matches!(error, StoreError::Io { .. }), "{error:?}");
+    let message = error.to_string();
+    assert!(
+        message.contains("version 99") && message.contains("(1)"),
+        "{message}"
+    );
+    schema.drop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_created_on_one_runtime_is_approved_on_another_and_runs_once() {
+    let Some(url) = database_url() else { return };
+    let schema = Schema::new(&url, "two_runtimes").await;
+    let (tool, runs) = echo_tool("pay", |b| b.require_approval(true));
+    let first = Runtime::builder()
+        .tool(tool.clone())
+        .store(schema.store().await)
+        .build()
+        .unwrap();
+    let second = Runtime::builder()
+        .tool(tool)
+        .store(schema.store().await)
+        .build()
+        .unwrap();
+
+    let outcome = first
+        .call(ToolCall::new("c0", "pay", json!({ "n": 0 })))
+        .await;
+    assert!(
+        matches!(outcome, CallOutcome::ApprovalRequired { .. }),
+        "{outcome:?}"
+    );
+    assert_eq!(second.pending().await.unwrap().len(), 1);
+    let done = second.approve("c0").await.unwrap();
+    assert_eq!(done.output().unwrap()["echo"]["n"], 0);
+    let again = first.approve("c0").await.unwrap();
+    assert_eq!(again, done, "the recorded outcome, not a second run");
+    assert_eq!(runs.lock().unwrap().len(), 1);
+
+    // Both approve each of 20 calls at once: each runs once.
+    for i in 1..=20 {
+        let outcome = first
+            .call(ToolCall::new(format!("c{i}"), "pay", json!({ "n": i })))
+            .await;
+        assert!(matches!(outcome, CallOutcome::ApprovalRequired { .. }));
+    }
+    let mut approvals = Vec::new();
+    for i in 1..=20 {
+        for runtime in [first.clone(), second.clone()] {
+            approvals.push(tokio::spawn(async move {
+                runtime.approve(&format!("c{i}")).await
+            }));
+        }
+    }
+    for approval in approvals {
+        match approval.await.unwrap() {
+            Ok(outcome) => assert!(outcome.output().is_some(), "{outcome:?}"),
+            Err(RuntimeError::Running { .. }) => {}
+            Err(other) => panic!("{other}"),
+        }
+    }
+    assert_eq!(runs.lock().unwrap().len(), 21, "each call ran once");
+    let stored = first.stored("c20").await.unwrap().unwrap();
+    assert!(
+        matches!(stored.state, CallState::Settled { .. }),
+        "{stored:?}"
+    );
+    schema.drop().await;
+}
+
+// ---- child processes -------------------------------------------------------
+
+const ROLE: &str = "TOOL_RUNTIME_PG_CHILD_ROLE";
+const URL: &str = "TOOL_RUNTIME_PG_CHILD_URL";
+const DIR: &str = "TOOL_RUNTIME_PG_CHILD_DIR";
+/// The lease of the SIGKILL test's runtimes: short, so recovery comes soon.
+const SHORT_LEASE: Duration = Duration::from_millis(500);
+const CALLS: usize = 100;
+
+/// Appends `line` to `runs.log` in `dir` (one write, in append mode, so
+/// lines of several processes never interleave).
+fn record(dir: &Path, line: &str) {
+    let mut log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join("runs.log"))
+        .unwrap();
+    log.write_all(format!("{line}\n").as_bytes()).unwrap();
+}
+
+fn runs_log(dir: &Path) -> Vec<String> {
+    std::fs::read_to_string(dir.join("runs.log"))
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// `count`: needs approval, logs the `n` of each run and the process that ran it.
+fn counting_tool(dir: &Path) -> Tool {
+    let dir = dir.to_path_buf();
+    Tool::builder("count")
+        .description("Counts")
+        .require_approval(true)
+        .execute(move |input: Value, _ctx: ToolContext<Value, Value>| {
+            record(&dir, &format!("{} {}", input["n"], std::process::id()));
+            async move { Ok::<_, ToolError>(json!({ "counted": input["n"] })) }
+        })
+        .build()
+        .unwrap()
+}
+
+/// `stuck` and the retry-safe `stuck-safe`: need approval, log each run as
+/// `tool:attempt`, and hang on their first attempt.
+fn stuck_tools(dir: &Path) -> Vec<Tool> {
+    ["stuck", "stuck-safe"]
+        .into_iter()
+        .map(|id| {
+            let dir = dir.to_path_buf();
+            Tool::builder(id)
+                .description("Hangs on its first run")
+                .require_approval(true)
+                .retry_safe(id == "stuck-safe")
+                .execute(move |_input: Value, ctx: ToolContext<Value, Value>| {
+                    let attempt = ctx.attempt();
+                    record(&dir, &format!("{id}:{attempt}"));
+                    async move {
+                        if attempt == 1 {
+                            std::future::pending::<()>().await;
+                        }
+                        Ok::<_, ToolError>(json!({ "attempt": attempt }))
+                    }
+                })
+                .build()
+                .unwrap()
+        })
+        .collect()
+}
+
+/// Run in child processes by the multi-process tests.
+#[test]
+#[ignore = "a child process of the multi-process PostgreSQL tests"]
+fn child_process() {
+    let (Ok(role), Ok(url), Ok(dir)) =
+        (std::env::var(ROLE), std::env::var(URL), std::env::var(DIR))
+    else {
+        panic!("run by the multi-process PostgreSQL tests only");
+    };
+    let dir = PathBuf::from(dir);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let store = PostgresStore::connect(&url).await.unwrap();
+        match role.as_str() {
+            approve if approve.starts_with("approve:") => {
+                let runtime = Runtime::builder()
+                    .tool(counting_tool(&dir))
+                    .store(store)
+                    .build()
+                    .unwrap();
+                // Every child starts approving when the parent says so.
+                println!("READY");
+                std::io::stdout().flush().unwrap();
+                let mut go = String::new();
+                std::io::stdin().read_line(&mut go).unwrap();
+                // Each child starts a third further along, so that they
+                // race both on the same id at once and on ids another
+                // process already ran.
+                let start: usize = approve["approve:".len()..].parse().unwrap();
+                let approvals: Vec<_> = (0..CALLS)
+                    .map(|j| {
+                        let i = (j + start * CALLS / 3) % CALLS;
+                        let runtime = runtime.clone();
+                        tokio::spawn(async move { runtime.approve(&format!("c{i}")).await })
+                    })
+                    .collect();
+                for approval in approvals {
+                    match approval.await.unwrap() {
+                        Ok(outcome) => assert!(outcome.output().is_some(), "{outcome:?}"),
+                        Err(RuntimeError::Running { .. }) => {}
+                        Err(other) => panic!("{other}"),
+                    }
+                }
+                println!("DONE");
+            }
+            "stuck" => {
+                let runtime = Runtime::builder()
+                    .tools(stuck_tools(&dir))
+                    .store(store)
+                    .lease(SHORT_LEASE)
+                    .build()
+                    .unwrap();
+                for id in ["c-stuck", "c-safe"] {
+                    let runtime = runtime.clone();
+                    tokio::spawn(async move { runtime.approve(id).await });
+                }
+                // Killed by the parent while both hang.
+                tokio::time::sleep(Duration::from_secs(60)).await;
+            }
+            other => panic!("unknown role {other}"),
+        }
+    });
+}
+
+fn spawn_child(role: &str, url: &str, dir: &Path) -> Child {
+    Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "child_process",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(ROLE, role)
+        .env(URL, url)
+        .env(DIR, dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Reads `child`'s stdout up to a line ending with `word`; panics with its
+/// stderr if it ends first.
+fn wait_for_line(child: &mut Child, word: &str) -> BufReader<std::process::ChildStdout> {
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    loop {
+        line.clear();
+        if stdout.read_line(&mut line).unwrap() == 0 {
+            let mut stderr = String::new();
+            std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+            panic!("the child ended before {word}: {stderr}");
+        }
+        if line.trim_end().ends_with(word) {
+            return stdout;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_processes_approving_the_same_calls_run_each_once() {
+    let Some(url) = database_url() else { return };
+    let schema = Schema::new(&url, "processes").await;
+    let dir = temp_dir("processes");
+    let runtime = Runtime::builder()
+        .tool(counting_tool(&dir))
+        .store(schema.store().await)
+        .build()
+        .unwrap();
+    for i in 0..CALLS {
+        let outcome = runtime
+            .call(ToolCall::new(format!("c{i}"), "count", json!({ "n": i })))
+            .await;
+        assert!(matches!(outcome, CallOutcome::ApprovalRequired { .. }));
+    }
+    let started = Instant::now();
+    let mut children: Vec<Child> = (0..3)
+        .map(|k| spawn_child(&format!("approve:{k}"), &schema.url, &dir))
+        .collect();
+    let readers: Vec<_> = children
+        .iter_mut()
+        .map(|child| wait_for_line(child, "READY"))
+        .collect();
+    for child in &mut children {
+        writeln!(child.stdin.as_mut().unwrap(), "go").unwrap();
+    }
+    for (mut child, reader) in children.into_iter().zip(readers) {
+        let rest: Vec<String> = reader.lines().map_while(Result::ok).collect();
+        let status = child.wait().unwrap();
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+        assert!(
+            status.success() && rest.iter().any(|line| line.ends_with("DONE")),
+            "{rest:?}\n{stderr}"
+        );
+    }
+    eprintln!(
+        "3 processes approved {CALLS} calls in {:?}",
+        started.elapsed()
+    );
+
+    let log = runs_log(&dir);
+    let mut ran: Vec<usize> = log
+        .iter()
+        .map(|line| line.split(' ').next().unwrap().parse().unwrap())
+        .collect();
+    let mut by_process = std::collections::BTreeMap::<&str, usize>::new();
+    for line in &log {
+        *by_process
+            .entry(line.split(' ').nth(1).unwrap())
+            .or_default() += 1;
+    }
+    eprintln!("runs by process: {by_process:?}");
+    ran.sort_unstable();
+    assert_eq!(
+        ran,
+        (0..CALLS).collect::<Vec<_>>(),
+        "each call ran exactly once"
+    );
+    assert!(runtime.pending().await.unwrap().is_empty());
+    let again = runtime.approve("c7").await.unwrap();
+    assert_eq!(again.output(), Some(&json!({ "counted": 7 })));
+    assert_eq!(runs_log(&dir).len(), CALLS);
+    schema.drop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_of_a_process_killed_while_running_them_are_recovered() {
+    let Some(url) = database_url() else { return };
+    let schema = Schema::new(&url, "sigkill").await;
+    let dir = temp_dir("sigkill");
+    let runtime = Runtime::builder()
+        .tools(stuck_tools(&dir))
+        .store(schema.store().await)
+        .lease(SHORT_LEASE)
+        .build()
+        .unwrap();
+    for (id, tool) in [("c-stuck", "stuck"), ("c-safe", "stuck-safe")] {
+        let outcome = runtime.call(ToolCall::new(id, tool, json!({}))).await;
+        assert!(matches!(outcome, CallOutcome::ApprovalRequired { .. }));
+    }
+
+    let mut child = spawn_child("stuck", &schema.url, &dir);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while runs_log(&dir).len() < 2 {
+        assert!(Instant::now() < deadline, "the child never ran both calls");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let killed = Instant::now();
+    assert!(
+        runtime.recover().await.unwrap().is_empty(),
+        "the dead child's leases have not expired yet"
+    );
+
+    // Recovered once the lease (renewed until the kill) has expired.
+    let mut recovered = Vec::new();
+    while recovered.len() < 2 {
+        assert!(killed.elapsed() < Duration::from_secs(5), "{recovered:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        recovered.extend(runtime.recover().await.unwrap());
+    }
+    recovered.sort_by(|a, b| a.call_id.cmp(&b.call_id));
+    eprintln!("recovered {:?} after the kill", killed.elapsed());
+    let (safe, stuck) = (&recovered[0], &recovered[1]);
+
+    assert_eq!((stuck.call_id.as_str(), stuck.rerun), ("c-stuck", false));
+    let error = stuck.outcome.error().expect("settled as failed");
+    assert!(
+        error.message().contains("interrupted"),
+        "{}",
+        error.message()
+    );
+    assert_eq!((safe.call_id.as_str(), safe.rerun), ("c-safe", true));
+    assert_eq!(safe.outcome.output(), Some(&json!({ "attempt": 2 })));
+
+    let mut log = runs_log(&dir);
+    log[..2].sort();
+    assert_eq!(log, ["stuck-safe:1", "stuck:1", "stuck-safe:2"]);
+    for id in ["c-stuck", "c-safe"] {
+        let stored = runtime.stored(id).await.unwrap().unwrap();
+        assert!(
+            matches!(stored.state, CallState::Settled { .. }),
+            "{stored:?}"
+        );
+    }
+    // Asked again: the recorded outcomes.
+    let again = runtime.approve("c-stuck").await.unwrap();
+    assert!(again.error().unwrap().message().contains("interrupted"));
+    assert!(runtime.recover().await.unwrap().is_empty());
+    schema.drop().await;
+}
