@@ -547,8 +547,11 @@ fn input_the_schema_allows_but_the_type_rejects_is_still_an_input_error() {
     assert_eq!(kind, ErrorKind::InputValidation);
     assert_eq!(
         message,
-        "Tool input validation failed for offset. Please fix the following errors and try again:\n- root: invalid value: integer `3000000000`, expected i32\n\nProvided arguments: {\n  \"by\": 3000000000\n}"
+        "Tool input validation failed for offset. Please fix the following errors and try again:\n- by: invalid value: integer `3000000000`, expected i32\n\nProvided arguments: {\n  \"by\": 3000000000\n}"
     );
+    let error = run(&Tool::from(OffsetTool), json!({ "by": 3_000_000_000_u64 }));
+    let fields = &error.error().unwrap().validation_errors().unwrap().fields;
+    assert!(fields.contains_key("by"), "{fields:?}");
 }
 
 #[test]

@@ -220,3 +220,70 @@ fn recursive_definitions_live_in_defs() {
     let tree = json!({ "root": { "name": "a", "children": [{ "name": "b", "children": [] }] } });
     assert_eq!(run(&tool, tree).output(), Some(&json!(2)));
 }
+
+/// `levels` levels of `{"type": "object", "properties": {"a": ...}}`, built
+/// without recursion (`json!` would serialize the inner value recursively).
+fn nested_schema(levels: usize) -> serde_json::Value {
+    (1..levels).fold(json!({ "type": "string" }), |inner, _| {
+        let properties = serde_json::Map::from_iter([("a".to_owned(), inner)]);
+        Value::Object(serde_json::Map::from_iter([
+            ("type".to_owned(), json!("object")),
+            ("properties".to_owned(), Value::Object(properties)),
+        ]))
+    })
+}
+
+/// The hardening issue: an input schema nested 3000 levels overflowed the
+/// stack in `Tool::builder` (a recursive clone). It is refused, naming where,
+/// on a test thread's small stack, and so is any schema of the tool.
+#[test]
+fn a_schema_nested_3000_levels_is_refused_without_overflowing_the_stack() {
+    let refused = std::thread::Builder::new()
+        .stack_size(256 * 1024)
+        .spawn(|| {
+            let build = |configure: fn(
+                tool_core::ToolBuilder,
+                serde_json::Value,
+            ) -> tool_core::ToolBuilder| {
+                configure(
+                    tool_core::Tool::builder("deep").description("Deep"),
+                    nested_schema(3000),
+                )
+                .execute(|input, _ctx| async move { Ok::<_, tool_core::ToolError>(input) })
+                .build()
+                .unwrap_err()
+            };
+            [
+                build(|b, s| b.input_schema(s)),
+                build(|b, s| b.output_schema(s)),
+                build(|b, s| b.resume_schema(s)),
+            ]
+        })
+        .unwrap()
+        .join()
+        .expect("no stack overflow");
+    for (error, which) in refused.iter().zip(["input", "output", "resume"]) {
+        let tool_core::BuildError::SchemaTooDeep {
+            which: w,
+            path,
+            limit,
+            ..
+        } = error
+        else {
+            panic!("{error:?}")
+        };
+        assert_eq!((*w, *limit), (which, tool_core::MAX_SCHEMA_DEPTH));
+        assert!(path.starts_with("/properties/a/properties/a"), "{path}");
+        assert!(
+            error.to_string().contains("deeper than 100 levels"),
+            "{error}"
+        );
+    }
+    // As deep as the limit allows: built.
+    let ok = tool_core::Tool::builder("ok")
+        .description("Deep enough")
+        .input_schema(nested_schema(tool_core::MAX_SCHEMA_DEPTH / 2))
+        .execute(|input, _ctx| async move { Ok::<_, tool_core::ToolError>(input) })
+        .build();
+    assert!(ok.is_ok(), "{ok:?}");
+}

@@ -371,6 +371,21 @@ pub enum BuildError {
         #[source]
         source: Arc<dyn std::error::Error + Send + Sync>,
     },
+    /// A schema nests deeper than [`MAX_SCHEMA_DEPTH`](crate::MAX_SCHEMA_DEPTH)
+    /// levels; it is refused before anything walks it.
+    #[error(
+        "tool {id:?}: its {which} schema nests deeper than {limit} levels (at {path:?}); schemas deeper than that are refused"
+    )]
+    SchemaTooDeep {
+        /// The tool's id.
+        id: String,
+        /// Which schema: input, output, suspend, resume or request context.
+        which: &'static str,
+        /// JSON Pointer to the first place beyond the limit.
+        path: String,
+        /// The limit.
+        limit: usize,
+    },
     /// Two tools in one collection share an id.
     #[error("duplicate tool id {id:?}: every tool in a set needs its own id")]
     DuplicateId {
@@ -401,6 +416,20 @@ impl PartialEq for BuildError {
                     source: _,
                 },
             ) => a == b && which_a == which_b && reason_a == reason_b,
+            (
+                SchemaTooDeep {
+                    id: a,
+                    which: which_a,
+                    path: path_a,
+                    limit: limit_a,
+                },
+                SchemaTooDeep {
+                    id: b,
+                    which: which_b,
+                    path: path_b,
+                    limit: limit_b,
+                },
+            ) => a == b && which_a == which_b && path_a == path_b && limit_a == limit_b,
             _ => false,
         }
     }

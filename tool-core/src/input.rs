@@ -235,6 +235,44 @@ pub(crate) fn integral_floats_to_integers(value: &mut Value) -> bool {
 /// ```
 pub const MAX_NESTING: usize = 64;
 
+/// The deepest nesting of a tool's schemas (JSON levels). `Tool::builder`
+/// refuses a deeper schema with `BuildError::SchemaTooDeep` naming where,
+/// and every schema rewrite (strict mode, provider exports) refuses deeper
+/// ones too, so no schema walker can overflow the stack. 100 levels, as the
+/// reference converter in openai-agents-python; schemas derived from Rust
+/// types are far shallower.
+///
+/// ```
+/// use serde_json::{Map, Value, json};
+/// use tool_core::{BuildError, MAX_SCHEMA_DEPTH, Tool, ToolError};
+///
+/// let deep = (0..3000).fold(json!({ "type": "string" }), |inner, _| {
+///     let properties = Value::Object(Map::from_iter([("a".to_owned(), inner)]));
+///     Value::Object(Map::from_iter([("type".to_owned(), json!("object")), ("properties".to_owned(), properties)]))
+/// });
+/// let error = Tool::builder("deep").description("Too deep")
+///     .input_schema(deep)
+///     .execute(|input, _ctx| async move { Ok::<_, ToolError>(input) })
+///     .build()
+///     .unwrap_err();
+/// assert!(matches!(error, BuildError::SchemaTooDeep { limit: MAX_SCHEMA_DEPTH, .. }));
+/// assert!(error.to_string().contains("/properties/a/properties/a"));
+/// ```
+pub const MAX_SCHEMA_DEPTH: usize = 100;
+
+/// Drops `value` without recursing (serde_json's own drop recurses once per
+/// level, which a deep enough value overflows).
+pub(crate) fn drop_iteratively(value: Value) {
+    let mut stack = vec![value];
+    while let Some(value) = stack.pop() {
+        match value {
+            Value::Array(items) => stack.extend(items),
+            Value::Object(map) => stack.extend(map.into_iter().map(|(_, v)| v)),
+            _ => {}
+        }
+    }
+}
+
 /// The path to the first place where `value` nests deeper than `limit`
 /// (found without recursion), or `None`.
 pub(crate) fn too_deep(value: &Value, limit: usize) -> Option<Vec<String>> {

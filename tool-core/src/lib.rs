@@ -93,7 +93,7 @@ pub use definition::{
 pub use error::{BuildError, ErrorKind, ModelError, ToolError, ValidationErrors, is_valid_tool_id};
 pub use extensions::Extensions;
 pub use hooks::Hooks;
-pub use input::{MAX_NESTING, RawInput};
+pub use input::{MAX_NESTING, MAX_SCHEMA_DEPTH, RawInput};
 pub use model_output::{ContentPart, ModelOutput};
 pub use outcome::{ModelFacing, Outcome};
 pub use panic::catch_panic;

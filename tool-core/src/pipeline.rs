@@ -377,9 +377,9 @@ impl Tool {
                         .with_data(error.data().cloned()),
                 }
             }
-            Err(ExecFailure::Input(reason)) => {
+            Err(ExecFailure::Input { path, reason }) => {
                 let issue = Issue {
-                    path: Vec::new(),
+                    path,
                     message: reason,
                 };
                 Outcome::Failed {

@@ -7,17 +7,18 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use schemars::JsonSchema;
+use serde::Serialize;
 use serde::de::DeserializeOwned;
-use serde::{Deserialize as _, Serialize};
 use serde_json::{Map, Value};
 
 use crate::context::{CallState, ToolContext};
 use crate::definition::{BackgroundConfig, McpOptions, OutputValidation, ToolDefinition};
 use crate::error::{BuildError, ToolError, is_valid_tool_id};
 use crate::hooks::Hooks;
+use crate::input::{MAX_SCHEMA_DEPTH, drop_iteratively, too_deep};
 use crate::model_output::ModelOutput;
 use crate::request_context::RequestContext;
-use crate::schema::{mentions_integers, schema_for};
+use crate::schema::{escape_token, mentions_integers, schema_for};
 use crate::transform::ToolTransform;
 use crate::validate::CompiledSchema;
 
@@ -31,8 +32,9 @@ pub(crate) struct Executed {
 pub(crate) enum ExecFailure {
     /// The function returned an error.
     Tool(ToolError),
-    /// The validated input did not deserialize into the function's type.
-    Input(String),
+    /// The validated input did not deserialize into the function's type:
+    /// where (property names and array indexes) and why.
+    Input { path: Vec<String>, reason: String },
     /// The output could not be serialized.
     Output(String),
     /// Stored resume data or suspend payload no longer fit the tool's types.
@@ -264,8 +266,11 @@ fn typed_executor<T: TypedTool>(tool: Arc<T>) -> Arc<ExecFn> {
 /// input: they stay available to store with a suspension and to quote in a
 /// type-level error.
 async fn execute_typed<T: TypedTool>(tool: Arc<T>, input: Value, state: Arc<CallState>) -> Exec {
-    let result = match T::Input::deserialize(&input) {
-        Err(error) => Err(ExecFailure::Input(error.to_string())),
+    let result = match serde_path_to_error::deserialize::<_, T::Input>(&input) {
+        Err(error) => Err(ExecFailure::Input {
+            path: path_tokens(error.path()),
+            reason: error.into_inner().to_string(),
+        }),
         Ok(typed) => match ToolContext::from_state(state) {
             Err(reason) => Err(ExecFailure::Context(reason)),
             Ok(ctx) => match tool.execute(typed, ctx).await {
@@ -275,6 +280,20 @@ async fn execute_typed<T: TypedTool>(tool: Arc<T>, input: Value, state: Arc<Call
         },
     };
     Exec { result, input }
+}
+
+/// The tokens of a deserialization error's path: property names, array
+/// indexes, enum variants.
+fn path_tokens(path: &serde_path_to_error::Path) -> Vec<String> {
+    use serde_path_to_error::Segment;
+    path.iter()
+        .map(|segment| match segment {
+            Segment::Seq { index } => index.to_string(),
+            Segment::Map { key } => key.clone(),
+            Segment::Enum { variant } => variant.clone(),
+            Segment::Unknown => "?".to_owned(),
+        })
+        .collect()
 }
 
 /// A typed tool's output, serialized, with its model-facing form.
@@ -574,11 +593,46 @@ impl ToolBuilder {
         }
     }
 
+    /// Replaces each schema nested deeper than [`MAX_SCHEMA_DEPTH`] (the
+    /// input schema with `{}`, any other with none) and returns the error
+    /// naming the first one and where.
+    fn refuse_deep_schemas(&mut self) -> Option<BuildError> {
+        let mut refused = None;
+        let id = self.id.clone();
+        let mut check = |which: &'static str, slot: &mut Option<Value>| {
+            let path = too_deep(slot.as_ref()?, MAX_SCHEMA_DEPTH)?;
+            if let Some(schema) = slot.take() {
+                drop_iteratively(schema);
+            }
+            refused.get_or_insert(BuildError::SchemaTooDeep {
+                id: id.clone(),
+                which,
+                path: path
+                    .iter()
+                    .map(|token| format!("/{}", escape_token(token)))
+                    .collect(),
+                limit: MAX_SCHEMA_DEPTH,
+            });
+            Some(())
+        };
+        if check("input", &mut self.input_schema).is_some() {
+            self.input_schema = Some(serde_json::json!({}));
+        }
+        check("output", &mut self.output_schema);
+        check("suspend", &mut self.suspend_schema);
+        check("resume", &mut self.resume_schema);
+        check("request context", &mut self.request_context_schema);
+        refused
+    }
+
     /// Builds without failing: a schema that does not compile is kept as the
     /// tool's configuration error, which every call then reports.
-    fn finish(self) -> Tool {
-        let id = self.id;
-        let mut config_error = None;
+    fn finish(mut self) -> Tool {
+        let id = self.id.clone();
+        // Every later step (compiling, copying, exporting) walks a schema
+        // recursively: a schema nested beyond the limit is refused first and
+        // taken apart without recursion.
+        let mut config_error = self.refuse_deep_schemas();
         let mut compile = |which: &'static str, schema: Option<Value>| {
             let schema = schema?;
             match CompiledSchema::compile(schema.clone()) {

@@ -1,10 +1,14 @@
-//! Durable calls per second on SQLite: create (stored for approval) +
-//! approve + execute + settle, through the runtime, sequentially and 32 at
-//! once, next to the raw database limit measured in the same run: the same
-//! statements with the same durability settings (WAL, `synchronous =
-//! FULL`, one immediate transaction per transition), without the runtime.
+//! Durable calls per second on SQLite and PostgreSQL: create (stored for
+//! approval) + approve + execute + settle, through the runtime, sequentially
+//! and 32 at once, next to the raw database limit measured in the same run:
+//! the same statements with the same durability settings, without the
+//! runtime. SQLite: WAL, `synchronous = FULL`, one immediate transaction per
+//! transition. PostgreSQL (feature `postgres`, with `DATABASE_URL` set):
+//! the server's defaults (`fsync`, `synchronous_commit` on), one statement
+//! per transition on a pool of 8 connections.
 //!
-//! Run: `cargo bench -p tool-runtime --bench durable`
+//! Run: `cargo bench -p tool-runtime --bench durable`, and for PostgreSQL
+//! `source .ci/postgres start && cargo bench -p tool-runtime --features postgres --bench durable`
 //! (criterion's "thrpt" is calls per second).
 
 use std::path::PathBuf;
@@ -30,6 +34,10 @@ fn temp_file(name: &str) -> PathBuf {
 }
 
 fn runtime(path: PathBuf) -> Runtime {
+    runtime_with(tool_runtime::SqliteStore::open(path).expect("store"))
+}
+
+fn runtime_with(store: impl tool_runtime::PendingStore) -> Runtime {
     let pay = Tool::builder("pay")
         .description("Pays")
         .require_approval(true)
@@ -40,7 +48,7 @@ fn runtime(path: PathBuf) -> Runtime {
         .expect("tool");
     Runtime::builder()
         .tool(pay)
-        .sqlite_store(path)
+        .store(store)
         .build()
         .expect("runtime")
 }
@@ -161,5 +169,133 @@ fn durable_calls(c: &mut Criterion) {
     group.finish();
 }
 
+#[cfg(feature = "postgres")]
+mod postgres {
+    //! The PostgreSQL half: skipped without `DATABASE_URL`.
+
+    use super::*;
+    use tool_runtime::PostgresStore;
+
+    /// A fresh schema for one side of the benchmark, so both start empty.
+    async fn schema_url(url: &str, schema: &str) -> String {
+        let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+            .await
+            .expect("connect");
+        tokio::spawn(connection);
+        client
+            .batch_execute(&format!(
+                "DROP SCHEMA IF EXISTS {schema} CASCADE; CREATE SCHEMA {schema}"
+            ))
+            .await
+            .expect("schema");
+        let sep = if url.contains('?') { '&' } else { '?' };
+        format!("{url}{sep}options=-csearch_path%3D{schema}")
+    }
+
+    /// The raw database side of one call: the statements the PostgreSQL
+    /// store runs for it (insert; read, claim; read, settle).
+    async fn raw_call(pool: &deadpool_postgres::Pool, n: u64) {
+        let client = pool.get().await.expect("connection");
+        let call_id = format!("c{n}");
+        let input = json!({ "n": n }).to_string();
+        client
+            .execute(
+                "INSERT INTO tool_runtime_calls (call_id, kind, tool_id, state, attempt, input, request_context, messages)
+                 VALUES ($1, 'approval', 'pay', 'pending', 0, $2, '{}', '[]')",
+                &[&call_id, &input],
+            )
+            .await
+            .expect("insert");
+        for update in [
+            "UPDATE tool_runtime_calls SET state = 'running', owner = 'bench',
+                 lease_expires_at = now() + interval '30 seconds', attempt = attempt + 1
+             WHERE call_id = $1 AND state = 'pending' AND kind = 'approval' RETURNING call_id",
+            "UPDATE tool_runtime_calls SET state = 'settled', owner = NULL, lease_expires_at = NULL,
+                 outcome = '{\"status\":\"completed\",\"output\":1}', settled_at = now()
+             WHERE call_id = $1 AND state = 'running' AND owner = 'bench' RETURNING call_id",
+        ] {
+            client
+                .query_one("SELECT input FROM tool_runtime_calls WHERE call_id = $1", &[&call_id])
+                .await
+                .expect("read");
+            client.query_one(update, &[&call_id]).await.expect("update");
+        }
+    }
+
+    pub(super) fn durable_calls(c: &mut Criterion) {
+        let Ok(url) = std::env::var("DATABASE_URL") else {
+            println!("skipping the PostgreSQL benchmarks: DATABASE_URL is not set");
+            return;
+        };
+        let tokio = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("tokio");
+        let (runtime_url, raw_url) = tokio.block_on(async {
+            (
+                schema_url(&url, "bench_runtime").await,
+                schema_url(&url, "bench_raw").await,
+            )
+        });
+        let (rt, raw) = tokio.block_on(async {
+            let store = PostgresStore::connect(&runtime_url).await.expect("store");
+            let rt = runtime_with(store);
+            // The store creates the table; the raw side uses its own pool of 8.
+            drop(PostgresStore::connect(&raw_url).await.expect("raw schema"));
+            let config: tokio_postgres::Config = raw_url.parse().expect("url");
+            let manager = deadpool_postgres::Manager::new(config, tokio_postgres::NoTls);
+            let raw = deadpool_postgres::Pool::builder(manager)
+                .max_size(8)
+                .build()
+                .expect("pool");
+            (rt, raw)
+        });
+        let next = Arc::new(AtomicU64::new(0));
+        let mut group = c.benchmark_group("postgres_create_approve_execute");
+        group.sample_size(20);
+        group.throughput(Throughput::Elements(1));
+        group.bench_function("runtime/sequential", |b| {
+            b.to_async(&tokio)
+                .iter(|| through_runtime(&rt, next.fetch_add(1, Ordering::Relaxed)));
+        });
+        group.bench_function("raw/sequential", |b| {
+            b.to_async(&tokio)
+                .iter(|| raw_call(&raw, next.fetch_add(1, Ordering::Relaxed)));
+        });
+        group.throughput(Throughput::Elements(CONCURRENT));
+        group.bench_function("runtime/32_concurrent", |b| {
+            b.to_async(&tokio).iter(|| async {
+                let calls: Vec<_> = (0..CONCURRENT)
+                    .map(|_| {
+                        let (rt, n) = (rt.clone(), next.fetch_add(1, Ordering::Relaxed));
+                        tokio::spawn(async move { through_runtime(&rt, n).await })
+                    })
+                    .collect();
+                for call in calls {
+                    call.await.expect("call");
+                }
+            });
+        });
+        group.bench_function("raw/32_concurrent", |b| {
+            b.to_async(&tokio).iter(|| async {
+                let calls: Vec<_> = (0..CONCURRENT)
+                    .map(|_| {
+                        let (raw, n) = (raw.clone(), next.fetch_add(1, Ordering::Relaxed));
+                        tokio::spawn(async move { raw_call(&raw, n).await })
+                    })
+                    .collect();
+                for call in calls {
+                    call.await.expect("call");
+                }
+            });
+        });
+        group.finish();
+    }
+}
+
+#[cfg(feature = "postgres")]
+criterion_group!(benches, durable_calls, postgres::durable_calls);
+#[cfg(not(feature = "postgres"))]
 criterion_group!(benches, durable_calls);
 criterion_main!(benches);

@@ -33,11 +33,10 @@ use crate::schema::{RefTarget, escape_token, resolve_ref};
 
 pub(crate) use merge::{is_annotation, merge};
 
-/// JSON nesting (and `$ref` expansion) every dialect processes. Deeper input
-/// is refused with [`EngineRule::too_deep`] naming the path, so no rewrite can
-/// overflow the stack. 100 levels, as the reference converter in
-/// openai-agents-python; schemas derived from Rust types are far shallower.
-pub(crate) const MAX_DEPTH: usize = 100;
+/// JSON nesting (and `$ref` expansion) every dialect processes: the tools'
+/// schema limit. Deeper input is refused with [`EngineRule::too_deep`]
+/// naming the path, so no rewrite can overflow the stack.
+pub(crate) const MAX_DEPTH: usize = crate::MAX_SCHEMA_DEPTH;
 
 /// Schema nodes a rewrite visits, counting `$ref` expansion, so a fan-out of
 /// references to references cannot explode.

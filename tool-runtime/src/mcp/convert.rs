@@ -63,11 +63,12 @@ pub(crate) struct ServedTool {
 /// annotations as declared, `_meta` (declared entries plus `strict`).
 pub(crate) fn served_tool(tool: &Tool) -> ServedTool {
     let def = tool.definition();
-    let input_schema = match &def.input_schema {
+    let mut input_schema = match &def.input_schema {
         Value::Object(map) => map.clone(),
         // A schema that is not an object (`true`) accepts anything.
         _ => json_object(json!({ "type": "object" })),
     };
+    standard_formats_only(&mut input_schema);
     let mut declaration = rmcp::model::Tool::new(
         def.id.clone(),
         def.description.clone(),
@@ -81,7 +82,8 @@ pub(crate) fn served_tool(tool: &Tool) -> ServedTool {
     declaration.annotations = annotations.and_then(tool_annotations);
     let (output_schema, wrapped_output) = match &def.output_schema {
         Some(schema) => {
-            let (schema, wrapped) = output_schema(schema);
+            let (mut schema, wrapped) = output_schema(schema);
+            standard_formats_only(&mut schema);
             (Some(Arc::new(schema)), wrapped)
         }
         None => (None, false),
@@ -116,6 +118,81 @@ fn tool_annotations(a: &McpAnnotations) -> Option<ToolAnnotations> {
             a.open_world_hint,
         )
     })
+}
+
+/// The `format`s JSON Schema 2020-12 defines.
+const STANDARD_FORMATS: &[&str] = &[
+    "date-time",
+    "date",
+    "time",
+    "duration",
+    "email",
+    "idn-email",
+    "hostname",
+    "idn-hostname",
+    "ipv4",
+    "ipv6",
+    "uri",
+    "uri-reference",
+    "iri",
+    "iri-reference",
+    "uuid",
+    "uri-template",
+    "json-pointer",
+    "relative-json-pointer",
+    "regex",
+];
+
+/// Keywords whose values are data, not schemas: a `format` inside them is
+/// the data's own.
+const DATA_KEYWORDS: &[&str] = &["const", "enum", "default", "examples"];
+
+/// Removes the `format`s JSON Schema does not define (schemars' `uint32`,
+/// `int64`, `double`...), which clients such as the official TypeScript SDK
+/// report as unknown; the numeric bounds beside them already say what they
+/// meant. Schemas are at most `tool_core::MAX_SCHEMA_DEPTH` deep, so the
+/// recursion is bounded.
+fn standard_formats_only(schema: &mut Map<String, Value>) {
+    if schema
+        .get("format")
+        .and_then(Value::as_str)
+        .is_some_and(|format| !STANDARD_FORMATS.contains(&format))
+    {
+        schema.remove("format");
+    }
+    for (keyword, value) in schema.iter_mut() {
+        if DATA_KEYWORDS.contains(&keyword.as_str()) {
+            continue;
+        }
+        // `properties`, `$defs` and the like map names to schemas; `allOf`
+        // and `prefixItems` hold lists of them; the rest hold one.
+        match value {
+            Value::Object(map) if is_schema_map(keyword) => {
+                for subschema in map.values_mut() {
+                    if let Value::Object(subschema) = subschema {
+                        standard_formats_only(subschema);
+                    }
+                }
+            }
+            Value::Object(subschema) => standard_formats_only(subschema),
+            Value::Array(items) => {
+                for item in items {
+                    if let Value::Object(subschema) = item {
+                        standard_formats_only(subschema);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Whether `keyword`'s value maps names to schemas.
+fn is_schema_map(keyword: &str) -> bool {
+    matches!(
+        keyword,
+        "properties" | "patternProperties" | "$defs" | "definitions" | "dependentSchemas"
+    )
 }
 
 /// An output schema with an object root: returned as is when its root is
@@ -419,6 +496,38 @@ pub(crate) fn local_id(prefix: &str, name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_standard_formats_are_sent() {
+        // The hardening issue: schemars' formats reached MCP clients, which
+        // report them as unknown.
+        let mut schema = json_object(json!({
+            "type": "object",
+            "properties": {
+                "count": { "type": "integer", "format": "uint32", "minimum": 0 },
+                "when": { "type": "string", "format": "date-time" },
+                "format": { "type": "number", "format": "double", "default": { "format": "uint8" } },
+                "list": { "type": "array", "items": { "type": "integer", "format": "int64" } },
+                "either": { "anyOf": [{ "type": "integer", "format": "uint16" }, { "type": "null" }] }
+            },
+            "$defs": { "Id": { "type": "string", "format": "uuid" } }
+        }));
+        standard_formats_only(&mut schema);
+        assert_eq!(
+            Value::Object(schema),
+            json!({
+                "type": "object",
+                "properties": {
+                    "count": { "type": "integer", "minimum": 0 },
+                    "when": { "type": "string", "format": "date-time" },
+                    "format": { "type": "number", "default": { "format": "uint8" } },
+                    "list": { "type": "array", "items": { "type": "integer" } },
+                    "either": { "anyOf": [{ "type": "integer" }, { "type": "null" }] }
+                },
+                "$defs": { "Id": { "type": "string", "format": "uuid" } }
+            })
+        );
+    }
 
     #[test]
     fn object_output_schemas_are_kept_and_others_wrapped_with_their_defs() {
