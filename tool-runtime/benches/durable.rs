@@ -193,33 +193,48 @@ mod postgres {
     }
 
     /// The raw database side of one call: the statements the PostgreSQL
-    /// store runs for it (insert; read, claim; read, settle).
+    /// store runs for it, prepared once per connection as the store's are:
+    /// insert; read (the decision's lookup); claim in a transaction; settle.
     async fn raw_call(pool: &deadpool_postgres::Pool, n: u64) {
-        let client = pool.get().await.expect("connection");
+        let mut client = pool.get().await.expect("connection");
         let call_id = format!("c{n}");
         let input = json!({ "n": n }).to_string();
-        client
-            .execute(
+        let insert = client
+            .prepare_cached(
                 "INSERT INTO tool_runtime_calls (call_id, kind, tool_id, state, attempt, input, request_context, messages)
                  VALUES ($1, 'approval', 'pay', 'pending', 0, $2, '{}', '[]')",
-                &[&call_id, &input],
             )
             .await
+            .expect("prepare");
+        client
+            .execute(&insert, &[&call_id, &input])
+            .await
             .expect("insert");
-        for update in [
-            "UPDATE tool_runtime_calls SET state = 'running', owner = 'bench',
-                 lease_expires_at = now() + interval '30 seconds', attempt = attempt + 1
-             WHERE call_id = $1 AND state = 'pending' AND kind = 'approval' RETURNING call_id",
-            "UPDATE tool_runtime_calls SET state = 'settled', owner = NULL, lease_expires_at = NULL,
-                 outcome = '{\"status\":\"completed\",\"output\":1}', settled_at = now()
-             WHERE call_id = $1 AND state = 'running' AND owner = 'bench' RETURNING call_id",
-        ] {
-            client
-                .query_one("SELECT input FROM tool_runtime_calls WHERE call_id = $1", &[&call_id])
-                .await
-                .expect("read");
-            client.query_one(update, &[&call_id]).await.expect("update");
-        }
+        let read = client
+            .prepare_cached("SELECT * FROM tool_runtime_calls WHERE call_id = $1")
+            .await
+            .expect("prepare");
+        client.query_opt(&read, &[&call_id]).await.expect("read");
+        let tx = client.transaction().await.expect("begin");
+        let claim = tx
+            .prepare_cached(
+                "UPDATE tool_runtime_calls SET state = 'running', owner = 'bench',
+                     lease_expires_at = now() + interval '30 seconds', attempt = attempt + 1
+                 WHERE call_id = $1 AND state = 'pending' AND kind = 'approval' RETURNING *",
+            )
+            .await
+            .expect("prepare");
+        tx.query_opt(&claim, &[&call_id]).await.expect("claim");
+        tx.commit().await.expect("commit");
+        let settle = client
+            .prepare_cached(
+                "UPDATE tool_runtime_calls SET state = 'settled', owner = NULL, lease_expires_at = NULL,
+                     outcome = '{\"status\":\"completed\",\"output\":1}', settled_at = now()
+                 WHERE call_id = $1 AND state = 'running' AND owner = 'bench'",
+            )
+            .await
+            .expect("prepare");
+        client.execute(&settle, &[&call_id]).await.expect("settle");
     }
 
     pub(super) fn durable_calls(c: &mut Criterion) {
