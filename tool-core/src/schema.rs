@@ -118,7 +118,6 @@ pub(crate) fn resolve_ref<'a>(
 }
 
 /// Escapes one JSON Pointer token (RFC 6901).
-#[cfg(feature = "strict")]
 pub(crate) fn escape_token(token: &str) -> String {
     token.replace('~', "~0").replace('/', "~1")
 }

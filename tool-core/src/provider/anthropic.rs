@@ -18,7 +18,7 @@ use serde_json::{Map, Value, json};
 
 use super::error::{AnthropicLimit, LimitViolation, SchemaError, SchemaRule};
 use super::schema::{Expander, Inlining, NUMERIC_FORMATS, Recursive, convert, start};
-use crate::schema_rewrite::keywords::{Action, Dialect, Out, Table, Unlisted, rewrite};
+use crate::schema_rewrite::keywords::{Action, Dialect, Out, Table, rewrite};
 use crate::schema_rewrite::{declared_types, is_object_schema};
 
 /// String formats Anthropic strict mode accepts.
@@ -65,7 +65,6 @@ const TABLE: Table = Table {
     // Keywords that would change the accepted values too much to drop: the
     // ones OpenAI's strict mode refuses (and dynamic references, in `action`).
     reject: crate::strict::convert::REJECTED,
-    unlisted: Unlisted::Drop,
 };
 
 /// Request-wide strict-mode limits (Anthropic's structured outputs guide,

@@ -17,9 +17,7 @@ use serde_json::{Map, Value, json};
 
 use super::error::{SchemaError, SchemaRule};
 use super::schema::{Expander, Inlining, Recursive, convert, start};
-use crate::schema_rewrite::keywords::{
-    Action, Dialect, Out, Table, Unlisted, append_description, rewrite,
-};
+use crate::schema_rewrite::keywords::{Action, Dialect, Out, Table, append_description, rewrite};
 use crate::schema_rewrite::{declared_types, is_object_schema};
 
 /// Gemini's keyword rules; the value-dependent ones are in [`Gemini::action`].
@@ -53,7 +51,6 @@ const TABLE: Table = Table {
     // `$ref`/`$defs`/`allOf` are expanded; `additionalProperties`,
     // `patternProperties`, `not`, `if`/`then`/`else`, tuple `items`,
     // `$schema`, `examples` and other keywords are not in the subset.
-    unlisted: Unlisted::Drop,
 };
 
 /// Formats Gemini documents per type; others are dropped (string formats

@@ -31,18 +31,10 @@ pub(crate) enum Action<R> {
     Rewrite,
 }
 
-/// What happens to a keyword no list of a [`Table`] names.
-#[cfg_attr(not(feature = "provider"), allow(dead_code))]
-pub(crate) enum Unlisted {
-    /// Passed through (OpenAI strict mode takes most of JSON Schema).
-    Keep,
-    /// Left out (the provider subsets are closed lists).
-    Drop,
-}
-
 /// The static part of a dialect: which keywords it keeps, drops, notes or
-/// rejects whatever their value. The lists must not overlap (a test per
-/// dialect checks it), so their order does not matter.
+/// rejects whatever their value; any other is left out, as every dialect
+/// is a closed list. The lists must not overlap (a test per dialect checks
+/// it), so their order does not matter.
 pub(crate) struct Table {
     /// Kept as they are.
     pub(crate) keep: &'static [&'static str],
@@ -52,8 +44,6 @@ pub(crate) struct Table {
     pub(crate) note: &'static [&'static str],
     /// Refused with the dialect's "unsupported keyword" rule.
     pub(crate) reject: &'static [&'static str],
-    /// Everything else.
-    pub(crate) unlisted: Unlisted,
 }
 
 impl Table {
@@ -69,10 +59,7 @@ impl Table {
         } else if listed(self.reject) {
             Action::Reject(R::unsupported_keyword(keyword))
         } else {
-            match self.unlisted {
-                Unlisted::Keep => Action::Keep,
-                Unlisted::Drop => Action::Drop,
-            }
+            Action::Drop
         }
     }
 

@@ -10,7 +10,7 @@ use super::null_map::{ANY, Kinds, Node, NullMap, Prop, kind_of, kind_of_type_nam
 use super::nullable::{allows_null, make_nullable};
 use super::{StrictOptions, StrictSchema};
 use crate::schema::{escape_token, parse_ref};
-use crate::schema_rewrite::keywords::{Action, Dialect, Out, Table, Unlisted, rewrite};
+use crate::schema_rewrite::keywords::{Action, Dialect, Out, Table, rewrite};
 use crate::schema_rewrite::{Limits, RewriteError, Walker, is_annotation, merge};
 
 /// String formats OpenAI accepts; any other `format` is dropped.
@@ -40,10 +40,43 @@ pub(crate) const REJECTED: &[&str] = &[
     "additionalItems",
 ];
 
+/// The keywords OpenAI's structured outputs document as supported (with
+/// `format` for its listed formats, decided in [`OpenAiStrict::action`]),
+/// and the identifiers and annotations every schema may carry.
+pub(crate) const SUPPORTED_KEYWORDS: &[&str] = &[
+    "type",
+    "enum",
+    "const",
+    "anyOf",
+    "$ref",
+    "$defs",
+    "definitions",
+    "properties",
+    "required",
+    "additionalProperties",
+    "items",
+    "minItems",
+    "maxItems",
+    "pattern",
+    "multipleOf",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "description",
+    "title",
+    "$schema",
+    "$id",
+    "$anchor",
+];
+
 /// OpenAI strict mode's keyword rules; the value-dependent ones are in
-/// [`OpenAiStrict::action`]. Other keywords pass through unchanged.
+/// [`OpenAiStrict::action`]. Any other keyword (`minLength`, `maxLength`,
+/// `examples`...) is dropped, as unsupported formats are: it only narrowed
+/// or annotated what the original schema accepts, and validating against
+/// the original still enforces it.
 const TABLE: Table = Table {
-    keep: &[],
+    keep: SUPPORTED_KEYWORDS,
     // `default` is dead weight once every property is required (and rejected
     // by some deployments); the others OpenAI rejects but only narrow what the
     // original schema accepts, so validating against the original still
@@ -60,7 +93,6 @@ const TABLE: Table = Table {
     ],
     note: &[],
     reject: REJECTED,
-    unlisted: Unlisted::Keep,
 };
 
 type Walk<'a> = Walker<'a, StrictRule>;

@@ -590,3 +590,54 @@ fn reject_open_objects_option() {
         json!({"type": "object", "additionalProperties": false})
     );
 }
+
+/// The hardening issue: strict export kept keywords OpenAI's structured
+/// outputs do not support (`minLength` on a string inlined from a `$ref`).
+/// Every keyword outside the documented list is dropped; the listed ones stay.
+#[test]
+fn only_keywords_openai_documents_are_kept() {
+    let converted = strict(json!({
+        "type": "object",
+        "title": "T",
+        "description": "d",
+        "properties": {
+            "name": { "$ref": "#/$defs/Name", "description": "inlined" },
+            "code": { "type": "string", "pattern": "^[A-Z]+$", "format": "uuid", "examples": ["AB"], "deprecated": true },
+            "n": { "type": "number", "minimum": 0, "maximum": 10, "exclusiveMinimum": 0, "exclusiveMaximum": 10, "multipleOf": 0.5, "readOnly": true },
+            "list": { "type": "array", "items": { "enum": ["a", "b"] }, "minItems": 1, "maxItems": 3 },
+            "fixed": { "const": "x", "contentMediaType": "text/plain" }
+        },
+        "required": ["name", "code", "n", "list", "fixed"],
+        "$defs": { "Name": { "type": "string", "minLength": 2, "maxLength": 20 } }
+    }))
+    .schema;
+    let name = &converted["properties"]["name"];
+    assert_eq!(name["type"], "string", "{converted}");
+    for (at, dropped) in [
+        (name, "minLength"),
+        (name, "maxLength"),
+        (&converted["$defs"]["Name"], "minLength"),
+        (&converted["properties"]["code"], "examples"),
+        (&converted["properties"]["code"], "deprecated"),
+        (&converted["properties"]["n"], "readOnly"),
+        (&converted["properties"]["fixed"], "contentMediaType"),
+    ] {
+        assert!(at.get(dropped).is_none(), "{dropped} kept: {converted}");
+    }
+    for (at, kept) in [
+        (&converted["properties"]["code"], "pattern"),
+        (&converted["properties"]["code"], "format"),
+        (&converted["properties"]["n"], "minimum"),
+        (&converted["properties"]["n"], "maximum"),
+        (&converted["properties"]["n"], "exclusiveMinimum"),
+        (&converted["properties"]["n"], "exclusiveMaximum"),
+        (&converted["properties"]["n"], "multipleOf"),
+        (&converted["properties"]["list"], "minItems"),
+        (&converted["properties"]["list"], "maxItems"),
+        (&converted["properties"]["fixed"], "const"),
+        (&converted, "title"),
+        (&converted, "description"),
+    ] {
+        assert!(at.get(kept).is_some(), "{kept} dropped: {converted}");
+    }
+}
