@@ -363,11 +363,25 @@ impl PartialJson {
     /// ```
     #[must_use]
     pub fn value(&self) -> Option<Value> {
+        // A long top-level number is re-evaluated in place only as it grows
+        // (see `evaluate_number`): read it exactly here, where a complete
+        // document must give the same value as a one-shot parse.
+        if let State::Num(n) = self.state
+            && self.stack.is_empty()
+            && n.is_terminal()
+            && let Ok(number) = self.num.parse::<Number>()
+        {
+            return Some(Value::Number(number));
+        }
         self.root.clone()
     }
 
     /// The best-effort value of the text so far, borrowed. Free to call after
     /// every delta: the value is maintained in place by [`push`](Self::push).
+    /// A number token longer than 64 characters that is still being written
+    /// is re-evaluated only each time it doubles (so a huge number streamed
+    /// a digit at a time stays linear); [`value`](Self::value) reads a
+    /// top-level number exactly.
     ///
     /// ```
     /// use tool_core::partial_json::PartialJson;
@@ -1228,6 +1242,18 @@ mod tests {
         assert_eq!(p.current(), Some(&json!([1])));
         assert_eq!(p.text(), "[1, x, 2]");
         assert_eq!(p.error().map(PartialJsonError::offset), Some(4));
+    }
+
+    #[test]
+    fn a_long_top_level_number_split_across_pushes_reads_back_exactly() {
+        // Found by the partial_json fuzz target: the value stayed at the
+        // first push's 57 digits (9.1e56) where serde_json reads 9.1e74.
+        let text = "909999999999999999999999999990553294749999999999999999999999999990553294742";
+        let mut parser = PartialJson::new();
+        parser.push(&text[..57]);
+        parser.push(&text[57..]);
+        assert!(parser.is_complete());
+        assert_eq!(parser.value(), serde_json::from_str::<Value>(text).ok());
     }
 
     #[test]

@@ -913,8 +913,17 @@ async fn post(
     headers: &[(&str, &str)],
     body: Value,
 ) -> (String, String, Option<Value>) {
+    post_text(addr, host, headers, &body.to_string()).await
+}
+
+/// [`post`] with any body text.
+async fn post_text(
+    addr: std::net::SocketAddr,
+    host: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (String, String, Option<Value>) {
     let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let body = body.to_string();
     let mut request = format!(
         "POST /mcp HTTP/1.0\r\nHost: {host}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\n",
         body.len()
@@ -923,7 +932,7 @@ async fn post(
         request.push_str(&format!("{name}: {value}\r\n"));
     }
     request.push_str("\r\n");
-    request.push_str(&body);
+    request.push_str(body);
     stream.write_all(request.as_bytes()).await.unwrap();
     let mut response = Vec::new();
     tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut response))
@@ -946,6 +955,44 @@ fn header<'a>(head: &'a str, name: &str) -> Option<&'a str> {
         let (key, value) = line.split_once(':')?;
         key.eq_ignore_ascii_case(name).then(|| value.trim())
     })
+}
+
+/// The hardening issue: rmcp answered malformed JSON with HTTP 415 and
+/// malformed `tools/call` params with -32601 (method not found).
+#[tokio::test]
+async fn malformed_messages_over_http_get_the_json_rpc_errors_the_specification_names() {
+    let server = McpServer::new(runtime())
+        .serve_http(HttpOptions::new(([127, 0, 0, 1], 0).into()))
+        .await
+        .unwrap();
+    let (addr, host) = (server.local_addr(), server.local_addr().to_string());
+    let (status, _, message) =
+        post_text(addr, &host, &[], "{\"jsonrpc\": \"2.0\", \"id\": 1, ").await;
+    assert!(status.contains("400"), "{status}");
+    let message = message.expect("a JSON-RPC error");
+    assert_eq!(message["error"]["code"], -32700, "{message}");
+    assert_eq!(message["id"], Value::Null);
+    for (n, params) in [
+        json!({ "arguments": {} }),
+        json!({ "name": 5 }),
+        Value::Null,
+        json!({ "name": "weather-tool", "arguments": [1] }),
+        json!("weather-tool"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut request = json!({ "jsonrpc": "2.0", "id": n, "method": "tools/call" });
+        if !params.is_null() {
+            request["params"] = params.clone();
+        }
+        let (status, _, message) = post(addr, &host, &[], request).await;
+        assert!(status.contains("200"), "{params}: {status}");
+        let message = message.expect("a JSON-RPC error");
+        assert_eq!(message["error"]["code"], -32602, "{params}: {message}");
+        assert_eq!(message["id"], n, "{params}");
+    }
+    server.shutdown();
 }
 
 #[tokio::test]

@@ -262,15 +262,96 @@ async fn accept(listener: TcpListener, service: Service, path: Arc<str>, stop: C
     }
 }
 
+/// The largest request body read (a JSON-RPC message): 4 MiB.
+const MAX_BODY: usize = 4 * 1024 * 1024;
+
 async fn route(
     service: &Service,
     path: &str,
     request: Request<Incoming>,
 ) -> Response<BoxBody<Bytes, Infallible>> {
     if request.uri().path() != path {
-        let mut response = Response::new(Full::new(Bytes::from_static(b"Not Found")).boxed());
-        *response.status_mut() = StatusCode::NOT_FOUND;
+        return plain(StatusCode::NOT_FOUND, "Not Found");
+    }
+    if request.method() != hyper::Method::POST {
+        return service.handle(request).await;
+    }
+    // The body is read here, so that a message rmcp would answer with the
+    // wrong JSON-RPC error (or none) is answered as the specification says.
+    let (parts, body) = request.into_parts();
+    let body = match http_body_util::Limited::new(body, MAX_BODY).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(_) => return plain(StatusCode::PAYLOAD_TOO_LARGE, "request body over 4 MiB"),
+    };
+    if let Some(response) = protocol_error(&body) {
         return response;
     }
-    service.handle(request).await
+    service
+        .handle(Request::from_parts(parts, Full::new(body)))
+        .await
+}
+
+/// The JSON-RPC error for a message that is not JSON (`-32700`, HTTP 400),
+/// or for a `tools/call` whose params are not a tool name with an object of
+/// arguments (`-32602`, with the request's id); `None` for anything else.
+fn protocol_error(body: &[u8]) -> Option<Response<BoxBody<Bytes, Infallible>>> {
+    let message: serde_json::Value = match serde_json::from_slice(body) {
+        Ok(message) => message,
+        Err(error) => {
+            return Some(json_rpc_error(
+                StatusCode::BAD_REQUEST,
+                serde_json::Value::Null,
+                -32700,
+                &format!("Parse error: {error}"),
+            ));
+        }
+    };
+    if message.get("method").and_then(serde_json::Value::as_str) != Some("tools/call") {
+        return None;
+    }
+    let id = message.get("id").cloned()?;
+    let problem = match message.get("params") {
+        None => "tools/call needs params: the tool's `name` and its `arguments`",
+        Some(serde_json::Value::Object(params)) => {
+            match (params.get("name"), params.get("arguments")) {
+                (Some(serde_json::Value::String(_)), None | Some(serde_json::Value::Object(_))) => {
+                    return None;
+                }
+                (Some(serde_json::Value::String(_)), Some(_)) => {
+                    "tools/call `arguments` must be an object"
+                }
+                (None, _) => "tools/call params need the tool's `name`",
+                (Some(_), _) => "tools/call `name` must be a string",
+            }
+        }
+        Some(_) => "tools/call params must be an object",
+    };
+    Some(json_rpc_error(
+        StatusCode::OK,
+        id,
+        -32602,
+        &format!("Invalid params: {problem}"),
+    ))
+}
+
+fn json_rpc_error(
+    status: StatusCode,
+    id: serde_json::Value,
+    code: i64,
+    message: &str,
+) -> Response<BoxBody<Bytes, Infallible>> {
+    let body = serde_json::json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message } });
+    let mut response = Response::new(Full::new(Bytes::from(body.to_string())).boxed());
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+fn plain(status: StatusCode, text: &'static str) -> Response<BoxBody<Bytes, Infallible>> {
+    let mut response = Response::new(Full::new(Bytes::from_static(text.as_bytes())).boxed());
+    *response.status_mut() = status;
+    response
 }
