@@ -208,7 +208,10 @@ pub trait StreamDecoder {
     ///
     /// Events that carry no tool-call information yield an empty list.
     /// Malformed events are errors, and an event that is rejected changes
-    /// nothing, so decoding may go on with the next one.
+    /// nothing, so decoding may go on with the next one. One exception: a
+    /// call refused because an open call already has its id is remembered,
+    /// so that its further fragments are skipped rather than mixed into
+    /// the first call or reported again.
     ///
     /// # Errors
     ///

@@ -1,6 +1,6 @@
 //! OpenAI Chat Completions streaming (`chat.completion.chunk`).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde_json::Value;
 
@@ -51,6 +51,22 @@ pub struct OpenAiChatDecoder {
     /// Open calls by (choice index, tool call index); ordered so `finish`
     /// reports them deterministically.
     open: BTreeMap<(u64, u64), PendingCall>,
+    /// Tool-call indexes whose call was refused (its id was already used by
+    /// an open call): their further fragments are skipped, not errors.
+    ignored: BTreeSet<(u64, u64)>,
+}
+
+/// Why a chunk was rejected: a decode error, or a call whose id another
+/// open call already has (its index is then ignored).
+enum Rejected {
+    Decode(DecodeError),
+    Duplicate((u64, u64), DecodeError),
+}
+
+impl From<DecodeError> for Rejected {
+    fn from(error: DecodeError) -> Self {
+        Rejected::Decode(error)
+    }
 }
 
 /// One validated `tool_calls[]` entry.
@@ -74,6 +90,7 @@ impl OpenAiChatDecoder {
 
     /// Ends every open call normally (`[DONE]`).
     fn end_all(&mut self) -> Vec<ToolCallEvent> {
+        self.ignored.clear();
         std::mem::take(&mut self.open)
             .into_values()
             .map(PendingCall::end)
@@ -87,7 +104,7 @@ impl OpenAiChatDecoder {
         choice: &Fields<'a>,
         started: &mut HashMap<(u64, u64), &'a str>,
         fragments: &mut Vec<Fragment<'a>>,
-    ) -> Result<(u64, Option<&'a str>), DecodeError> {
+    ) -> Result<(u64, Option<&'a str>), Rejected> {
         let choice_index = choice.u64("index")?;
         if let Some(delta) = choice.opt_obj("delta")? {
             for call in delta.opt_objects("tool_calls")? {
@@ -103,24 +120,43 @@ impl OpenAiChatDecoder {
                 };
                 // Some servers repeat the id (or send "") on every fragment.
                 let id = call.opt_str("id")?.filter(|id| !id.is_empty());
+                if id.is_none() && self.ignored.contains(&key) {
+                    continue;
+                }
                 let current = started
                     .get(&key)
                     .copied()
                     .or_else(|| self.open.get(&key).map(|c| c.call_id.as_str()));
                 let starts_call = match (id, current) {
-                    (None, None) => return Err(call_missing(&call, "id")),
+                    (None, None) => return Err(call_missing(&call, "id").into()),
                     (Some(id), Some(current)) => id != current,
                     (Some(_), None) => true,
                     (None, Some(_)) => false,
                 };
                 if starts_call {
                     let Some(function) = &function else {
-                        return Err(call_missing(&call, "function"));
+                        return Err(call_missing(&call, "function").into());
                     };
                     if name.is_none_or(str::is_empty) {
-                        return Err(call_missing(function, "name"));
+                        return Err(call_missing(function, "name").into());
                     }
-                    started.insert(key, id.unwrap_or_default());
+                    let id = id.unwrap_or_default();
+                    let elsewhere = started
+                        .iter()
+                        .map(|(k, v)| (*k, *v))
+                        .chain(self.open.iter().map(|(k, c)| (*k, c.call_id.as_str())))
+                        .find(|(other, other_id)| *other != key && *other_id == id);
+                    if let Some(((choice, index), _)) = elsewhere {
+                        let error = DecodeError::Unexpected {
+                            event: EVENT.to_owned(),
+                            message: format!(
+                                "tool call id {id:?} at index {} is already used by the open call at index {index} of choice {choice}; index {} is ignored",
+                                key.1, key.1
+                            ),
+                        };
+                        return Err(Rejected::Duplicate(key, error));
+                    }
+                    started.insert(key, id);
                 }
                 fragments.push(Fragment {
                     key,
@@ -153,7 +189,18 @@ impl StreamDecoder for OpenAiChatDecoder {
         let mut fragments = Vec::new();
         let mut finishes = Vec::new();
         for choice in root.objects("choices")? {
-            let (index, finish_reason) = self.read_choice(&choice, &mut started, &mut fragments)?;
+            let (index, finish_reason) =
+                match self.read_choice(&choice, &mut started, &mut fragments) {
+                    Ok(read) => read,
+                    Err(Rejected::Decode(error)) => return Err(error),
+                    // The one change a rejected chunk makes: the duplicate's
+                    // index is ignored from now on, so that its further
+                    // fragments neither error nor reach the first call.
+                    Err(Rejected::Duplicate(key, error)) => {
+                        self.ignored.insert(key);
+                        return Err(error);
+                    }
+                };
             if let Some(reason) = finish_reason {
                 finishes.push((index, reason));
             }
@@ -162,6 +209,7 @@ impl StreamDecoder for OpenAiChatDecoder {
         let mut out = Vec::new();
         for fragment in fragments {
             if let (Some(id), Some(name)) = (fragment.id, fragment.name) {
+                self.ignored.remove(&fragment.key);
                 if let Some(previous) = self.open.remove(&fragment.key) {
                     out.push(previous.end());
                 }
@@ -174,6 +222,7 @@ impl StreamDecoder for OpenAiChatDecoder {
             }
         }
         for (choice_index, reason) in finishes {
+            self.ignored.retain(|(choice, _)| *choice != choice_index);
             let keys: Vec<_> = self
                 .open
                 .range((choice_index, 0)..=(choice_index, u64::MAX))
@@ -204,6 +253,7 @@ impl StreamDecoder for OpenAiChatDecoder {
     }
 
     fn finish(&mut self) -> Vec<ToolCallEvent> {
+        self.ignored.clear();
         std::mem::take(&mut self.open)
             .into_values()
             .map(|call| call.incomplete(STREAM_ENDED))
@@ -231,6 +281,35 @@ mod tests {
 
     fn finish_reason(reason: &str) -> Value {
         json!({"choices": [{"index": 0, "delta": {}, "finish_reason": reason}]})
+    }
+
+    #[test]
+    fn a_second_call_with_an_open_calls_id_is_an_error_and_its_index_is_ignored() {
+        let mut decoder = OpenAiChatDecoder::new();
+        let mut events = decoder.decode(&start(0, "call_a", "weather")).unwrap();
+        let error = decoder.decode(&start(1, "call_a", "stock")).unwrap_err();
+        assert!(error.to_string().contains("already used"), "{error}");
+        // The duplicate's fragments are skipped; the first call keeps its own.
+        for event in [
+            args(1, "{\"ticker\":\"X\"}"),
+            args(0, "{\"city\":\"Oslo\"}"),
+            finish_reason("tool_calls"),
+        ] {
+            events.extend(decoder.decode(&event).unwrap());
+        }
+        assert_eq!(
+            events.last(),
+            Some(&end("call_a", json!({ "city": "Oslo" })))
+        );
+        assert_eq!(
+            events
+                .iter()
+                .filter(|e| matches!(e, ToolCallEvent::Start { .. }))
+                .count(),
+            1
+        );
+        // After the finish, index 1 may start a new call.
+        assert!(decoder.decode(&start(1, "call_b", "stock")).is_ok());
     }
 
     #[test]
