@@ -115,13 +115,16 @@ async fn resume(store: &Path) -> Result<(), Box<dyn std::error::Error>> {
         std::process::id(),
         outcome.to_model_value()
     );
-    match runtime
-        .resume("call-42", json!({ "confirmed": true }))
-        .await
-    {
-        Err(error) => println!("[process {}] resuming again: {error}", std::process::id()),
-        Ok(outcome) => println!("unexpected second run: {outcome:?}"),
-    }
+    // Asked again (a client that lost the answer): the recorded outcome;
+    // the tool does not run a second time.
+    let again = runtime
+        .resume("call-42", json!({ "confirmed": false }))
+        .await?;
+    println!(
+        "[process {}] resumed again: the recorded outcome, no second run: {}",
+        std::process::id(),
+        again.to_model_value()
+    );
     Ok(())
 }
 
