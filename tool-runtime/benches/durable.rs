@@ -64,6 +64,23 @@ async fn through_runtime(runtime: &Runtime, n: u64) {
     assert!(done.output().is_some());
 }
 
+/// [`CONCURRENT`] calls through the runtime at once, as spawned tasks.
+async fn runtime_calls_at_once(rt: &Runtime, next: &AtomicU64) {
+    join_all((0..CONCURRENT).map(|_| {
+        let (rt, n) = (rt.clone(), next.fetch_add(1, Ordering::Relaxed));
+        tokio::spawn(async move { through_runtime(&rt, n).await })
+    }))
+    .await;
+}
+
+/// Waits for every task, all started before the first is awaited.
+async fn join_all<T>(tasks: impl IntoIterator<Item = tokio::task::JoinHandle<T>>) {
+    let tasks: Vec<_> = tasks.into_iter().collect();
+    for task in tasks {
+        task.await.expect("call");
+    }
+}
+
 /// The raw database side of one call: the statements the SQLite store runs
 /// for it (insert; a read, then claim in a transaction; settle in one).
 fn raw_call(conn: &Mutex<Connection>, n: u64) {
@@ -137,33 +154,19 @@ fn durable_calls(c: &mut Criterion) {
     group.throughput(Throughput::Elements(CONCURRENT));
     let rt = runtime(temp_file("concurrent.sqlite"));
     group.bench_function("runtime/32_concurrent", |b| {
-        b.to_async(&tokio).iter(|| async {
-            let calls: Vec<_> = (0..CONCURRENT)
-                .map(|_| {
-                    let (rt, n) = (rt.clone(), next.fetch_add(1, Ordering::Relaxed));
-                    tokio::spawn(async move { through_runtime(&rt, n).await })
-                })
-                .collect();
-            for call in calls {
-                call.await.expect("call");
-            }
-        });
+        b.to_async(&tokio)
+            .iter(|| runtime_calls_at_once(&rt, &next));
     });
     // The raw limit with 32 callers: they share one connection (SQLite
     // serializes writers anyway), each on a blocking thread, as the store's
     // jobs are.
     let raw = raw_connection(temp_file("raw-concurrent.sqlite"));
     group.bench_function("raw/32_concurrent", |b| {
-        b.to_async(&tokio).iter(|| async {
-            let calls: Vec<_> = (0..CONCURRENT)
-                .map(|_| {
-                    let (raw, n) = (Arc::clone(&raw), next.fetch_add(1, Ordering::Relaxed));
-                    tokio::task::spawn_blocking(move || raw_call(&raw, n))
-                })
-                .collect();
-            for call in calls {
-                call.await.expect("call");
-            }
+        b.to_async(&tokio).iter(|| {
+            join_all((0..CONCURRENT).map(|_| {
+                let (raw, n) = (Arc::clone(&raw), next.fetch_add(1, Ordering::Relaxed));
+                tokio::task::spawn_blocking(move || raw_call(&raw, n))
+            }))
         });
     });
     group.finish();
@@ -280,29 +283,15 @@ mod postgres {
         });
         group.throughput(Throughput::Elements(CONCURRENT));
         group.bench_function("runtime/32_concurrent", |b| {
-            b.to_async(&tokio).iter(|| async {
-                let calls: Vec<_> = (0..CONCURRENT)
-                    .map(|_| {
-                        let (rt, n) = (rt.clone(), next.fetch_add(1, Ordering::Relaxed));
-                        tokio::spawn(async move { through_runtime(&rt, n).await })
-                    })
-                    .collect();
-                for call in calls {
-                    call.await.expect("call");
-                }
-            });
+            b.to_async(&tokio)
+                .iter(|| runtime_calls_at_once(&rt, &next));
         });
         group.bench_function("raw/32_concurrent", |b| {
-            b.to_async(&tokio).iter(|| async {
-                let calls: Vec<_> = (0..CONCURRENT)
-                    .map(|_| {
-                        let (raw, n) = (raw.clone(), next.fetch_add(1, Ordering::Relaxed));
-                        tokio::spawn(async move { raw_call(&raw, n).await })
-                    })
-                    .collect();
-                for call in calls {
-                    call.await.expect("call");
-                }
+            b.to_async(&tokio).iter(|| {
+                join_all((0..CONCURRENT).map(|_| {
+                    let (raw, n) = (raw.clone(), next.fetch_add(1, Ordering::Relaxed));
+                    tokio::spawn(async move { raw_call(&raw, n).await })
+                }))
             });
         });
         group.finish();

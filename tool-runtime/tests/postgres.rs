@@ -252,21 +252,7 @@ async fn a_call_created_on_one_runtime_is_approved_on_another_and_runs_once() {
             .await;
         assert!(matches!(outcome, CallOutcome::ApprovalRequired { .. }));
     }
-    let mut approvals = Vec::new();
-    for i in 1..=20 {
-        for runtime in [first.clone(), second.clone()] {
-            approvals.push(tokio::spawn(async move {
-                runtime.approve(&format!("c{i}")).await
-            }));
-        }
-    }
-    for approval in approvals {
-        match approval.await.unwrap() {
-            Ok(outcome) => assert!(outcome.output().is_some(), "{outcome:?}"),
-            Err(RuntimeError::Running { .. }) => {}
-            Err(other) => panic!("{other}"),
-        }
-    }
+    common::approve_all_at_once(&[first.clone(), second.clone()], 1..=20).await;
     assert_eq!(runs.lock().unwrap().len(), 21, "each call ran once");
     let stored = first.stored("c20").await.unwrap().unwrap();
     assert!(

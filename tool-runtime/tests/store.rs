@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use tool_core::{Tool, ToolContext, ToolError};
 use tool_runtime::{
     CallOutcome, CallState, Decided, MemoryStore, PendingCall, PendingKind, PendingStore, Runtime,
-    RuntimeError, SqliteStore, StoreError, ToolCall, Transition,
+    SqliteStore, StoreError, ToolCall, Transition,
 };
 
 fn temp_dir(name: &str) -> PathBuf {
@@ -130,23 +130,7 @@ async fn two_runtimes_on_one_file_run_each_approved_call_once() {
         20,
         "the second runtime sees the first's calls"
     );
-    let mut handles = Vec::new();
-    for i in 0..20 {
-        for runtime in [first.clone(), second.clone()] {
-            handles.push(tokio::spawn(async move {
-                runtime.approve(&format!("c{i}")).await
-            }));
-        }
-    }
-    for handle in handles {
-        match handle.await.unwrap() {
-            // The one that ran it, or a later one given the recorded outcome.
-            Ok(outcome) => assert!(outcome.output().is_some(), "{outcome:?}"),
-            // One that came while the other ran it.
-            Err(RuntimeError::Running { .. }) => {}
-            Err(other) => panic!("{other}"),
-        }
-    }
+    common::approve_all_at_once(&[first.clone(), second.clone()], 0..=19).await;
     assert_eq!(runs.lock().unwrap().len(), 20, "each call ran once");
     for i in 0..20 {
         let stored = second.stored(&format!("c{i}")).await.unwrap().unwrap();

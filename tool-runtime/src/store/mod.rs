@@ -39,6 +39,29 @@ pub use state::{CallState, Decided, RecordedOutcome, Settlement, StoredCall, Tra
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 const MAX_JSON_DEPTH: usize = 127;
 
+/// `value` as JSON text for the store at `location`, checked to read back:
+/// a value nested deeper than serde_json parses is refused now, naming the
+/// call and what it was, rather than stored unreadable. The check parses a
+/// `Value`: serde_json skips an `IgnoredAny` without its depth limit.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+fn storable_json(
+    location: &str,
+    call_id: &str,
+    what: &str,
+    value: &impl Serialize,
+) -> Result<String, StoreError> {
+    let fail = |e: serde_json::Error| StoreError::Io {
+        location: location.to_owned(),
+        reason: format!(
+            "cannot store the {what} of call {call_id:?}: it cannot be read back ({e}); JSON deeper than {MAX_JSON_DEPTH} levels is refused"
+        ),
+        source: Some(Box::new(e)),
+    };
+    let text = serde_json::to_string(value).map_err(fail)?;
+    serde_json::from_str::<Value>(&text).map_err(fail)?;
+    Ok(text)
+}
+
 /// Why a call is pending.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

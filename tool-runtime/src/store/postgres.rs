@@ -14,8 +14,8 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::{Config, NoTls, Row};
 
 use super::{
-    CallState, Decided, MAX_JSON_DEPTH, PendingCall, PendingKind, PendingStore, Settlement,
-    StoreError, StoredCall, Transition,
+    CallState, Decided, PendingCall, PendingKind, PendingStore, Settlement, StoreError, StoredCall,
+    Transition, storable_json,
 };
 
 /// The schema version this build creates and reads, recorded in
@@ -252,26 +252,14 @@ impl PostgresStore {
         }
     }
 
-    /// `value` as JSON text, checked to read back: a value nested deeper
-    /// than serde_json parses is refused now rather than stored unreadable.
+    /// `value` as JSON text, checked to read back ([`storable_json`]).
     fn json_text(
         &self,
         call_id: &str,
         what: &str,
         value: &impl serde::Serialize,
     ) -> Result<String, StoreError> {
-        let fail = |e: serde_json::Error| StoreError::Io {
-            location: self.location.to_string(),
-            reason: format!(
-                "cannot store the {what} of call {call_id:?}: it cannot be read back ({e}); JSON deeper than {MAX_JSON_DEPTH} levels is refused"
-            ),
-            source: Some(Box::new(e)),
-        };
-        let text = serde_json::to_string(value).map_err(fail)?;
-        // A `Value`, not `IgnoredAny`: serde_json skips ignored values
-        // without its depth limit, so only a full parse checks it.
-        serde_json::from_str::<Value>(&text).map_err(fail)?;
-        Ok(text)
+        storable_json(&self.location, call_id, what, value)
     }
 
     /// A JSON column of call `call_id`; unreadable: an error naming the call.

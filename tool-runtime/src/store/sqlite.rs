@@ -12,8 +12,8 @@ use rusqlite::{
 use serde_json::Value;
 
 use super::{
-    CallState, Decided, MAX_JSON_DEPTH, PendingCall, PendingKind, PendingStore, RecordedOutcome,
-    Settlement, StoreError, StoredCall, Transition,
+    CallState, Decided, PendingCall, PendingKind, PendingStore, RecordedOutcome, Settlement,
+    StoreError, StoredCall, Transition, storable_json,
 };
 
 /// `PRAGMA application_id` of a pending store: "tool" in ASCII.
@@ -258,23 +258,13 @@ impl SqliteFile {
 
     /// The record of `call`: its values as JSON text each, checked to read back.
     fn encode(&self, call: &PendingCall) -> Result<String, StoreError> {
-        let io = |reason: String, source: serde_json::Error| StoreError::Io {
-            location: self.path.display().to_string(),
-            reason,
-            source: Some(Box::new(source)),
-        };
-        let record = Record::encode(call).map_err(|(what, e)| {
-            io(
-                format!(
-                    "cannot store call {:?}: its {what} cannot be read back ({e}); JSON deeper than {} levels is refused",
-                    call.call_id,
-                    MAX_JSON_DEPTH
-                ),
-                e,
-            )
-        })?;
-        serde_json::to_string(&record)
-            .map_err(|e| io(format!("cannot encode call {:?}: {e}", call.call_id), e))
+        let location = self.path.display().to_string();
+        let record = Record::encode(call, &location)?;
+        serde_json::to_string(&record).map_err(|e| StoreError::Io {
+            reason: format!("cannot encode call {:?}: {e}", call.call_id),
+            location,
+            source: Some(Box::new(e)),
+        })
     }
 }
 
@@ -296,27 +286,20 @@ struct Record {
 }
 
 impl Record {
-    fn encode(call: &PendingCall) -> Result<Self, (&'static str, serde_json::Error)> {
-        fn text(
-            what: &'static str,
-            value: &impl serde::Serialize,
-        ) -> Result<String, (&'static str, serde_json::Error)> {
-            let text = serde_json::to_string(value).map_err(|e| (what, e))?;
-            serde_json::from_str::<serde_json::Value>(&text).map_err(|e| (what, e))?;
-            Ok(text)
-        }
+    fn encode(call: &PendingCall, location: &str) -> Result<Self, StoreError> {
+        let id = call.call_id.as_str();
         Ok(Record {
             v: 2,
             call_id: call.call_id.clone(),
             tool_id: call.tool_id.clone(),
             kind: call.kind,
-            input: text("arguments", &call.input)?,
-            request_context: text("request context", &call.request_context)?,
-            messages: text("messages", &call.messages)?,
+            input: storable_json(location, id, "arguments", &call.input)?,
+            request_context: storable_json(location, id, "request context", &call.request_context)?,
+            messages: storable_json(location, id, "messages", &call.messages)?,
             payload: call
                 .payload
                 .as_ref()
-                .map(|payload| text("payload", payload))
+                .map(|payload| storable_json(location, id, "payload", payload))
                 .transpose()?,
         })
     }
@@ -766,23 +749,14 @@ impl SqliteFile {
         })
     }
 
-    /// `value` as JSON text, checked to read back (as [`Record`]'s values are).
+    /// `value` as JSON text, checked to read back ([`storable_json`]).
     fn json_text(
         &self,
         call_id: &str,
         what: &str,
         value: &impl serde::Serialize,
     ) -> Result<String, StoreError> {
-        let fail = |e: serde_json::Error| StoreError::Io {
-            location: self.path.display().to_string(),
-            reason: format!(
-                "cannot store the {what} of call {call_id:?}: it cannot be read back ({e}); JSON deeper than {MAX_JSON_DEPTH} levels is refused"
-            ),
-            source: Some(Box::new(e)),
-        };
-        let text = serde_json::to_string(value).map_err(fail)?;
-        serde_json::from_str::<Value>(&text).map_err(fail)?;
-        Ok(text)
+        storable_json(&self.path.display().to_string(), call_id, what, value)
     }
 }
 

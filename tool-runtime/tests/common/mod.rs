@@ -12,6 +12,31 @@ use tracing::{Event, Subscriber};
 use tracing_subscriber::layer::{Context, Layer};
 use tracing_subscriber::registry::LookupSpan;
 
+/// Every runtime approves calls `c{first}` to `c{last}` at once: each answer is
+/// the call's outcome (from the decision that ran it, or recorded) or
+/// "running" (the other decision was running it).
+pub async fn approve_all_at_once(
+    runtimes: &[tool_runtime::Runtime],
+    ids: std::ops::RangeInclusive<usize>,
+) {
+    let mut approvals = Vec::new();
+    for i in ids {
+        for runtime in runtimes {
+            let runtime = runtime.clone();
+            approvals.push(tokio::spawn(async move {
+                runtime.approve(&format!("c{i}")).await
+            }));
+        }
+    }
+    for approval in approvals {
+        match approval.await.unwrap() {
+            Ok(outcome) => assert!(outcome.output().is_some(), "{outcome:?}"),
+            Err(tool_runtime::RuntimeError::Running { .. }) => {}
+            Err(other) => panic!("{other}"),
+        }
+    }
+}
+
 /// What a recording tool saw, one entry per execution.
 pub type Runs = Arc<Mutex<Vec<Value>>>;
 
