@@ -392,8 +392,9 @@ impl<S, R> ToolContext<S, R> {
         &self.state.ctx.abort
     }
 
-    /// Which run of this call this is: 1, or more when a tool declared
-    /// `retry_safe` runs again after the process that ran it died.
+    /// Which run of this call this is: 1, or more for a retry of a
+    /// background task, and when a tool declared `retry_safe` runs again
+    /// after the process that ran it died.
     pub fn attempt(&self) -> u32 {
         self.state.ctx.attempt
     }

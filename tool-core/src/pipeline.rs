@@ -107,6 +107,13 @@ impl Admitted {
         self
     }
 
+    /// Runs the call as its `attempt`-th run (a runtime counts the retries
+    /// of a background task); the tool reads it from its context.
+    pub fn with_attempt(mut self, attempt: u32) -> Self {
+        self.ctx.attempt = attempt;
+        self
+    }
+
     /// Gives up the call, keeping its validated arguments (to store it until
     /// a human approves it, say; it is admitted again when it runs).
     pub fn into_input(self) -> Value {

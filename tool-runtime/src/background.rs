@@ -4,10 +4,11 @@
 //! outcome; callbacks and events report the end.
 //!
 //! A task is a stored call (kind `Task`, its id the call id) that the
-//! runtime which created it claims at once and runs under a lease: its
-//! outcome is recorded in the store, so `wait` works from any runtime
-//! sharing the store and after a restart, and a task whose runtime died is
-//! recovered ([`Runtime::recover`]).
+//! runtime which created it claims at once (or, when it leaves tasks to
+//! workers, a [`Worker`](crate::Worker) of any runtime sharing the store)
+//! and runs under a lease: its outcome is recorded in the store, so `wait`
+//! works from any runtime sharing the store and after a restart, and a task
+//! whose runtime died is recovered by a worker or [`Runtime::recover`].
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
@@ -172,6 +173,14 @@ impl Runtime {
         }
     }
 
+    /// The final outcome of the task `task_id`, as [`wait`](Self::wait)
+    /// gives it; failed with the reason when it cannot be read.
+    pub(crate) async fn task_outcome(&self, task_id: &str) -> CallOutcome {
+        self.wait(task_id).await.unwrap_or_else(|error| {
+            CallOutcome::failed(ModelError::new(ErrorKind::Execution, error.to_string()))
+        })
+    }
+
     /// Reads the stored task `task_id` until it settles, checking less and
     /// less often (from 10 ms to 1 s).
     async fn wait_in_store(&self, task_id: &str) -> Result<CallOutcome, RuntimeError> {
@@ -262,12 +271,7 @@ impl Runtime {
         handle.spawn(task.instrument(tracing::Span::current()));
         match disposition {
             Disposition::Deferred => CallOutcome::BackgroundStarted { task_id },
-            Disposition::Foreground => match self.wait(&task_id).await {
-                Ok(outcome) => outcome,
-                Err(error) => {
-                    CallOutcome::failed(ModelError::new(ErrorKind::Execution, error.to_string()))
-                }
-            },
+            Disposition::Foreground => self.task_outcome(&task_id).await,
         }
     }
 
@@ -290,7 +294,10 @@ impl Runtime {
             count += 1;
             // Cancel fires the call's signal, and so this child; a timeout fires only the child.
             let abort = record.abort.child();
-            let attempt = admitted.clone().with_abort_signal(abort.clone());
+            let attempt = admitted
+                .clone()
+                .with_abort_signal(abort.clone())
+                .with_attempt(count);
             let ran = self
                 .run_once(attempt, &abort, limit, record.lease.as_ref())
                 .await;

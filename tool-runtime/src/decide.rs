@@ -169,6 +169,16 @@ impl Runtime {
         self.run_call(to_tool_call(stored.call), entry, None).await
     }
 
+    /// Runs a claimed stored call (with the resume data it was resumed
+    /// with, if any) and, when it is a background task, waits for its end.
+    pub(crate) async fn run_to_end(&self, stored: StoredCall, lease: Lease) -> CallOutcome {
+        let resume_data = stored.resume_data.clone();
+        match self.run_stored(stored, lease, resume_data).await {
+            CallOutcome::BackgroundStarted { task_id } => self.task_outcome(&task_id).await,
+            outcome => outcome,
+        }
+    }
+
     /// The tool a stored call names, if this runtime has it; the call stays stored either way.
     fn tool_of(&self, call: &PendingCall) -> Result<Tool, RuntimeError> {
         self.tool(&call.tool_id)
@@ -188,8 +198,9 @@ impl Runtime {
     /// it. Also forgets settled calls beyond the retention.
     ///
     /// Call it when a runtime starts and then periodically (every lease
-    /// length is enough); several instances may call it at once: each
-    /// expired call is recovered by exactly one.
+    /// length is enough), or run a [`Worker`](crate::Worker), which does
+    /// this on its own and also runs stored tasks; several instances may
+    /// call it at once: each expired call is recovered by exactly one.
     ///
     /// ```
     /// use std::time::Duration;
@@ -242,7 +253,7 @@ impl Runtime {
         }
     }
 
-    async fn recover_one(&self, stored: StoredCall, lease: Lease) -> Recovered {
+    pub(crate) async fn recover_one(&self, stored: StoredCall, lease: Lease) -> Recovered {
         let (call_id, tool_id) = (stored.call.call_id.clone(), stored.call.tool_id.clone());
         let span = call_span("recover", &tool_id, &call_id);
         let definition = self.tool(&tool_id).map(Tool::definition);
@@ -257,18 +268,11 @@ impl Runtime {
             span.in_scope(|| {
                 tracing::warn!(attempt = lease.attempt(), "interrupted call runs again");
             });
-            let resume_data = stored.resume_data.clone();
-            let mut outcome = self.run_stored(stored, lease, resume_data).await;
-            if let CallOutcome::BackgroundStarted { task_id } = &outcome {
-                outcome = self.wait(task_id).await.unwrap_or_else(|error| {
-                    CallOutcome::failed(ModelError::new(ErrorKind::Execution, error.to_string()))
-                });
-            }
             return Recovered {
                 call_id,
                 tool_id,
                 rerun: true,
-                outcome,
+                outcome: self.run_to_end(stored, lease).await,
             };
         }
         let error = ModelError::new(

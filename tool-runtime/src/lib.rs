@@ -66,6 +66,7 @@ mod resume;
 mod runtime;
 mod store;
 mod stream;
+mod worker;
 
 pub use approval::ApprovalCheck;
 pub use background::BackgroundResult;
@@ -85,9 +86,10 @@ pub use store::PostgresStore;
 pub use store::SqliteStore;
 pub use store::{
     CallState, Decided, MemoryStore, PendingCall, PendingKind, PendingStore, RecordedOutcome,
-    Settlement, StoreError, StoredCall, Transition,
+    Settlement, StoreError, StoredCall, TaskSignal, TaskSignaller, Transition,
 };
 pub use stream::InputStream;
+pub use worker::Worker;
 
 /// The README's Rust blocks, compiled and run as doctests.
 ///

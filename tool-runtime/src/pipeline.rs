@@ -27,7 +27,8 @@ use serde_json::Value;
 use tool_core::hooks::{InputAvailable, OutputAvailable};
 use tool_core::transform::Phase;
 use tool_core::{
-    AbortSignal, Admitted, CallContext, ErrorKind, ModelError, Outcome, RequestContext, Tool,
+    AbortSignal, Admitted, BackgroundConfig, CallContext, Disposition, ErrorKind, ModelError,
+    Outcome, RequestContext, Tool,
 };
 use tracing::Instrument as _;
 
@@ -262,12 +263,8 @@ impl Runtime {
                 // this runtime, so that a crash cannot lose it.
                 match self.store_task(&record, admitted.input()).await {
                     Ok(Some(lease)) => record.lease = Some(lease),
-                    // A worker elsewhere claimed it first and runs it.
-                    Ok(None) => {
-                        return CallOutcome::BackgroundStarted {
-                            task_id: record.call_id.clone(),
-                        };
-                    }
+                    // Left to workers, or a worker claimed it first.
+                    Ok(None) => return self.left_to_worker(&record, &config).await,
                     Err(failed) => return failed,
                 }
             }
@@ -404,8 +401,8 @@ impl Runtime {
         }
     }
 
-    /// Stores a new background call as a task and claims it; `None` when
-    /// another runtime's worker claimed it in between.
+    /// Stores a new background call as a task and claims it; `None` when it
+    /// is left to workers, or a worker claimed it in between.
     async fn store_task(
         &self,
         record: &CallRecord,
@@ -429,6 +426,9 @@ impl Runtime {
             .insert(task)
             .await
             .map_err(|e| not_stored(e.to_string()))?;
+        if self.inner.leave_tasks_to_workers {
+            return Ok(None);
+        }
         match calls
             .decide(call_id, PendingKind::Task, Claim::Run(None))
             .await
@@ -436,6 +436,27 @@ impl Runtime {
             Ok(Verdict::Claimed(_, lease)) => Ok(Some(lease)),
             Ok(_) | Err(RuntimeError::Running { .. }) => Ok(None),
             Err(error) => Err(not_stored(error.to_string())),
+        }
+    }
+
+    /// The answer to a background call whose task a worker runs: started
+    /// (deferred), or its outcome once it settles (foreground).
+    async fn left_to_worker(&self, record: &CallRecord, config: &BackgroundConfig) -> CallOutcome {
+        let task_id = record.call_id.clone();
+        tracing::info!(
+            task_id,
+            "tool call stored as a background task for a worker"
+        );
+        self.inner
+            .events
+            .emit(&record.call_id, record.tool.id(), || {
+                EventKind::BackgroundStarted {
+                    task_id: task_id.clone(),
+                }
+            });
+        match config.disposition {
+            Disposition::Deferred => CallOutcome::BackgroundStarted { task_id },
+            Disposition::Foreground => self.task_outcome(&task_id).await,
         }
     }
 

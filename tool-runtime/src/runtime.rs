@@ -73,6 +73,8 @@ pub(crate) struct Inner {
     pub(crate) tasks: Tasks,
     pub(crate) timeout: Option<Duration>,
     pub(crate) tool_timeouts: HashMap<String, Duration>,
+    /// Background calls are stored and left to a [`Worker`](crate::Worker).
+    pub(crate) leave_tasks_to_workers: bool,
 }
 
 impl fmt::Debug for Runtime {
@@ -236,6 +238,7 @@ pub struct RuntimeBuilder {
     instance_id: Option<String>,
     lease: Option<Duration>,
     settled_retention: Option<Duration>,
+    leave_tasks_to_workers: bool,
 }
 
 /// The pending store a [`RuntimeBuilder`] was given: the last call wins.
@@ -380,6 +383,41 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Stores background calls without running them: a [`Worker`](crate::Worker)
+    /// of any runtime sharing the store claims and runs each (default
+    /// `false`: the runtime that takes a call runs its task at once, and
+    /// workers take only the tasks of runtimes that died first).
+    ///
+    /// For a front end that only takes calls, beside worker processes: a
+    /// deferred call answers `BackgroundStarted` at once, and
+    /// [`Runtime::wait`] reads the outcome from the store. With the default
+    /// memory store, only a worker of this runtime (or one given the same
+    /// `Arc<MemoryStore>`) runs them.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_core::{BackgroundConfig, Tool, ToolError};
+    /// use tool_runtime::{CallOutcome, Runtime, ToolCall};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let report = Tool::builder("report").description("Builds a report")
+    ///     .background(BackgroundConfig::new())
+    ///     .execute(|_input, _ctx| async move { Ok::<_, ToolError>(json!("ready")) })
+    ///     .build().unwrap();
+    /// let front = Runtime::builder().tool(report).leave_tasks_to_workers(true).build().unwrap();
+    /// let started = front.call(ToolCall::new("c1", "report", json!({}))).await;
+    /// assert!(matches!(started, CallOutcome::BackgroundStarted { .. }));
+    /// assert!(front.stored("c1").await.unwrap().unwrap().state.is_pending()); // not run yet
+    ///
+    /// tokio::spawn(front.worker().run()); // here, or on any instance sharing the store
+    /// assert_eq!(front.wait("c1").await.unwrap().output(), Some(&json!("ready")));
+    /// # });
+    /// ```
+    pub fn leave_tasks_to_workers(mut self, leave: bool) -> Self {
+        self.leave_tasks_to_workers = leave;
+        self
+    }
+
     /// How long a settled call's outcome stays in the store, for decisions
     /// asked again and [`Runtime::stored`] (default 24 hours).
     pub fn settled_retention(mut self, retention: Duration) -> Self {
@@ -417,6 +455,7 @@ impl RuntimeBuilder {
                 ),
                 timeout: self.timeout,
                 tool_timeouts: self.tool_timeouts,
+                leave_tasks_to_workers: self.leave_tasks_to_workers,
             }),
         })
     }

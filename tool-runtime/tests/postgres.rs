@@ -1,8 +1,9 @@
 //! The PostgreSQL store against a real server (`DATABASE_URL`, a
 //! `postgres://` URL): the shared store contract, errors that name the
 //! database and the call, two runtimes on one database, three processes
-//! approving the same calls at once, and recovery of the calls of a process
-//! killed with SIGKILL while running them.
+//! approving the same calls at once, tasks run by worker processes woken by
+//! NOTIFY, and recovery of the calls of a process killed with SIGKILL while
+//! running them.
 //!
 //! Each test works in a schema of its own (through the URL's `search_path`),
 //! so tests running in parallel never see each other's calls. Without
@@ -20,7 +21,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use common::echo_tool;
 use serde_json::{Value, json};
-use tool_core::{Tool, ToolContext, ToolError};
+use tool_core::{BackgroundConfig, Tool, ToolContext, ToolError};
 use tool_runtime::{
     CallOutcome, CallState, PendingCall, PendingKind, PendingStore, PostgresStore, Runtime,
     RuntimeError, StoreError, ToolCall,
@@ -304,6 +305,21 @@ fn counting_tool(dir: &Path) -> Tool {
         .unwrap()
 }
 
+/// `count-task`: a background task that logs the `n` of each run and the
+/// process that ran it.
+fn counting_task(dir: &Path) -> Tool {
+    let dir = dir.to_path_buf();
+    Tool::builder("count-task")
+        .description("Counts, in the background")
+        .background(BackgroundConfig::new().timeout_ms(10_000))
+        .execute(move |input: Value, _ctx: ToolContext<Value, Value>| {
+            record(&dir, &format!("{} {}", input["n"], std::process::id()));
+            async move { Ok::<_, ToolError>(json!({ "counted": input["n"] })) }
+        })
+        .build()
+        .unwrap()
+}
+
 /// `stuck` and the retry-safe `stuck-safe`: need approval, log each run as
 /// `tool:attempt`, and hang on their first attempt.
 fn stuck_tools(dir: &Path) -> Vec<Tool> {
@@ -378,6 +394,25 @@ fn child_process() {
                     }
                 }
                 println!("DONE");
+            }
+            "worker" => {
+                let runtime = Runtime::builder()
+                    .tool(counting_task(&dir))
+                    .store(store)
+                    .build()
+                    .unwrap();
+                // Never polls within the test: tasks reach it by NOTIFY only.
+                let worker = runtime.worker().poll_every(Duration::from_secs(3600));
+                tokio::spawn(worker.run());
+                // Its first claim (finding nothing) and its LISTEN happen now.
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                println!("READY");
+                std::io::stdout().flush().unwrap();
+                // Runs until the parent closes stdin.
+                tokio::task::spawn_blocking(|| std::io::stdin().read_line(&mut String::new()))
+                    .await
+                    .unwrap()
+                    .unwrap();
             }
             "stuck" => {
                 let runtime = Runtime::builder()
@@ -499,6 +534,128 @@ async fn three_processes_approving_the_same_calls_run_each_once() {
     let again = runtime.approve("c7").await.unwrap();
     assert_eq!(again.output(), Some(&json!({ "counted": 7 })));
     assert_eq!(runs_log(&dir).len(), CALLS);
+    schema.drop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tasks_stored_by_one_process_run_once_each_on_workers_of_three_others_woken_by_notify() {
+    let Some(url) = database_url() else { return };
+    let schema = Schema::new(&url, "workers").await;
+    let dir = temp_dir("workers");
+    let front = Runtime::builder()
+        .tool(counting_task(&dir))
+        .store(schema.store().await)
+        .leave_tasks_to_workers(true)
+        .build()
+        .unwrap();
+    let mut children: Vec<Child> = (0..3)
+        .map(|_| spawn_child("worker", &schema.url, &dir))
+        .collect();
+    let _readers: Vec<_> = children
+        .iter_mut()
+        .map(|child| wait_for_line(child, "READY"))
+        .collect();
+
+    let started = Instant::now();
+    for i in 0..CALLS {
+        let outcome = front
+            .call(ToolCall::new(
+                format!("t{i}"),
+                "count-task",
+                json!({ "n": i }),
+            ))
+            .await;
+        assert!(
+            matches!(outcome, CallOutcome::BackgroundStarted { .. }),
+            "{outcome:?}"
+        );
+    }
+    for i in 0..CALLS {
+        let done = tokio::time::timeout(Duration::from_secs(30), front.wait(&format!("t{i}")))
+            .await
+            .unwrap_or_else(|_| panic!("task t{i} never ran: no worker was woken"))
+            .unwrap();
+        assert_eq!(done.output(), Some(&json!({ "counted": i })));
+    }
+    eprintln!(
+        "3 worker processes ran {CALLS} tasks in {:?}",
+        started.elapsed()
+    );
+    for child in &mut children {
+        drop(child.stdin.take()); // ends the child
+    }
+    for mut child in children {
+        assert!(child.wait().unwrap().success());
+    }
+
+    let log = runs_log(&dir);
+    let mut ran: Vec<usize> = log
+        .iter()
+        .map(|line| line.split(' ').next().unwrap().parse().unwrap())
+        .collect();
+    ran.sort_unstable();
+    assert_eq!(
+        ran,
+        (0..CALLS).collect::<Vec<_>>(),
+        "each task ran exactly once"
+    );
+    let front_pid = std::process::id().to_string();
+    assert!(
+        log.iter().all(|line| !line.ends_with(&front_pid)),
+        "the front end ran none"
+    );
+    schema.drop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_whose_listener_connection_is_killed_reconnects_and_is_woken_again() {
+    let Some(url) = database_url() else { return };
+    let schema = Schema::new(&url, "relisten").await;
+    let dir = temp_dir("relisten");
+    let runtime = |leave: bool, store: PostgresStore| {
+        Runtime::builder()
+            .tool(counting_task(&dir))
+            .store(store)
+            .leave_tasks_to_workers(leave)
+            .build()
+            .unwrap()
+    };
+    let front = runtime(true, schema.store().await);
+    let back = runtime(false, schema.store().await);
+    let worker = tokio::spawn(back.worker().poll_every(Duration::from_secs(3600)).run());
+    let run = |id: &'static str, n: usize| {
+        let front = front.clone();
+        async move {
+            front
+                .call(ToolCall::new(id, "count-task", json!({ "n": n })))
+                .await;
+            tokio::time::timeout(Duration::from_secs(30), front.wait(id))
+                .await
+                .unwrap_or_else(|_| panic!("task {id} never ran"))
+                .unwrap()
+        }
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(run("t1", 1).await.output(), Some(&json!({ "counted": 1 })));
+
+    // Every listener on the server loses its connection (other tests'
+    // workers reconnect too).
+    let killed: i64 = schema
+        .admin
+        .query_one(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+             WHERE application_name = 'tool_runtime_task_listener'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert!(killed >= 1, "the worker's listener was connected");
+    // Stored while nobody listens: found once the listener is back.
+    assert_eq!(run("t2", 2).await.output(), Some(&json!({ "counted": 2 })));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(run("t3", 3).await.output(), Some(&json!({ "counted": 3 })));
+    worker.abort();
     schema.drop().await;
 }
 

@@ -11,7 +11,7 @@ use tool_core::AbortSignal;
 
 use super::{
     CallState, Decided, DynPendingStore, PendingCall, PendingKind, RecordedOutcome, Settlement,
-    StoreError, StoredCall, Transition,
+    StoreError, StoredCall, TaskSignal, Transition,
 };
 use crate::error::RuntimeError;
 use crate::outcome::CallOutcome;
@@ -91,6 +91,16 @@ impl StoredCalls {
     /// Every pending call, ordered by call id.
     pub(crate) async fn list(&self) -> Result<Vec<PendingCall>, StoreError> {
         self.store.list().await
+    }
+
+    /// Wakes a worker when a task is stored, if the store can tell.
+    pub(crate) fn task_signal(&self) -> Option<TaskSignal> {
+        self.store.task_signal()
+    }
+
+    /// The lease of a claimed call: how long it lasts unless renewed.
+    pub(crate) fn lease(&self) -> Duration {
+        self.lease
     }
 
     /// The call `call_id`, in whatever state.

@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime};
 
 use super::{
     CallState, Decided, PendingCall, PendingKind, PendingStore, Settlement, StoreError, StoredCall,
-    Transition,
+    TaskSignal, TaskSignaller, Transition,
 };
 
 /// A [`PendingStore`] in memory, the default when no store is configured:
@@ -23,6 +23,7 @@ use super::{
 #[derive(Debug, Default)]
 pub struct MemoryStore {
     calls: Mutex<BTreeMap<String, StoredCall>>,
+    tasks_stored: TaskSignaller,
 }
 
 impl MemoryStore {
@@ -55,7 +56,12 @@ impl PendingStore for MemoryStore {
                 call_id: call.call_id,
             });
         }
+        let task = call.kind == PendingKind::Task;
         calls.insert(call.call_id.clone(), StoredCall::pending(call));
+        drop(calls);
+        if task {
+            self.tasks_stored.notify();
+        }
         Ok(())
     }
 
@@ -206,5 +212,9 @@ impl PendingStore for MemoryStore {
             .filter(|stored| stored.state.is_pending())
             .map(|stored| stored.call.clone())
             .collect())
+    }
+
+    fn task_signal(&self) -> Option<TaskSignal> {
+        Some(self.tasks_stored.subscribe())
     }
 }

@@ -12,6 +12,7 @@ mod calls;
 mod memory;
 #[cfg(feature = "postgres")]
 mod postgres;
+mod signal;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 mod state;
@@ -29,6 +30,7 @@ pub use memory::MemoryStore;
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 pub use postgres::PostgresStore;
+pub use signal::{TaskSignal, TaskSignaller};
 #[cfg(feature = "sqlite")]
 #[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
 pub use sqlite::SqliteStore;
@@ -70,9 +72,10 @@ pub enum PendingKind {
     Approval,
     /// Suspended by the tool, waiting for `resume`.
     Suspended,
-    /// A background task, waiting for a runtime to claim and run it (its
-    /// creator does at once; [`Runtime::recover`](crate::Runtime::recover)
-    /// on any instance claims one whose creator died first).
+    /// A background task, waiting for a runtime to claim and run it: its
+    /// creator at once, unless it leaves tasks to workers; a
+    /// [`Worker`](crate::Worker) (or [`Runtime::recover`](crate::Runtime::recover))
+    /// on any instance otherwise.
     Task,
 }
 
@@ -293,6 +296,14 @@ pub trait PendingStore: Send + Sync + 'static {
 
     /// Every pending call, ordered by call id.
     fn list(&self) -> impl Future<Output = Result<Vec<PendingCall>, StoreError>> + Send;
+
+    /// A signal that resolves when a task ([`PendingKind::Task`]) was
+    /// stored through any runtime this store can hear of, so that a
+    /// [`Worker`](crate::Worker) claims it at once; `None` (the default)
+    /// when the store cannot tell, and workers only poll.
+    fn task_signal(&self) -> Option<TaskSignal> {
+        None
+    }
 }
 
 /// A shared store is a store: two runtimes given clones of one
@@ -375,6 +386,10 @@ impl<S: PendingStore> PendingStore for std::sync::Arc<S> {
     fn list(&self) -> impl Future<Output = Result<Vec<PendingCall>, StoreError>> + Send {
         S::list(self)
     }
+
+    fn task_signal(&self) -> Option<TaskSignal> {
+        S::task_signal(self)
+    }
 }
 
 /// A boxed store future, for the object-safe form of [`PendingStore`].
@@ -418,6 +433,7 @@ pub(crate) trait DynPendingStore: Send + Sync + 'static {
     fn purge_settled(&self, age: Duration) -> StoreFuture<'_, usize>;
     fn get<'a>(&'a self, call_id: &'a str) -> StoreFuture<'a, Option<StoredCall>>;
     fn list(&self) -> StoreFuture<'_, Vec<PendingCall>>;
+    fn task_signal(&self) -> Option<TaskSignal>;
 }
 
 impl<S: PendingStore> DynPendingStore for S {
@@ -481,5 +497,9 @@ impl<S: PendingStore> DynPendingStore for S {
 
     fn list(&self) -> StoreFuture<'_, Vec<PendingCall>> {
         Box::pin(PendingStore::list(self))
+    }
+
+    fn task_signal(&self) -> Option<TaskSignal> {
+        PendingStore::task_signal(self)
     }
 }

@@ -2,7 +2,7 @@
 //! of hosts, and surviving the death of any of them.
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
 use deadpool_postgres::{
@@ -11,11 +11,11 @@ use deadpool_postgres::{
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio_postgres::error::SqlState;
-use tokio_postgres::{Config, NoTls, Row};
+use tokio_postgres::{AsyncMessage, Config, NoTls, Row};
 
 use super::{
     CallState, Decided, PendingCall, PendingKind, PendingStore, Settlement, StoreError, StoredCall,
-    Transition, storable_json,
+    TaskSignal, TaskSignaller, Transition, storable_json,
 };
 
 /// The schema version this build creates and reads, recorded in
@@ -30,6 +30,15 @@ const POOL_TIMEOUT: Duration = Duration::from_secs(10);
 /// Key of the advisory lock that serializes schema setup, so that processes
 /// connecting to a new database at once create the tables once ("tool").
 const SETUP_LOCK: i64 = 0x746F_6F6C;
+/// The channel on which inserting a task notifies (`pg_notify`) and workers
+/// listen. Channels are per database, not per schema: a worker may wake for
+/// another schema's task, finds nothing to claim, and waits again.
+const TASK_CHANNEL: &str = "tool_runtime_tasks";
+/// The `application_name` of the listener's connection, as
+/// `pg_stat_activity` shows it.
+const LISTENER_NAME: &str = "tool_runtime_task_listener";
+/// The wait before reconnecting a lost listener connection.
+const RELISTEN_AFTER: Duration = Duration::from_secs(1);
 
 /// The tables of schema version 1. Times are the database's clock; the JSON
 /// values are `text`, not `jsonb`, which would drop duplicate keys and
@@ -99,6 +108,10 @@ pub struct PostgresStore {
     pool: Pool,
     /// The database as errors name it: its URL without the password.
     location: Arc<str>,
+    /// To connect the listener of task notifications, outside the pool.
+    config: Arc<Config>,
+    /// The signaller of the running listener, while anyone subscribes.
+    listener: Arc<Mutex<Option<TaskSignaller>>>,
 }
 
 impl fmt::Debug for PostgresStore {
@@ -140,7 +153,7 @@ impl PostgresStore {
             })?;
         let location: Arc<str> = describe(&config).into();
         let manager = Manager::from_config(
-            config,
+            config.clone(),
             NoTls,
             // Only a closed connection is replaced: a check query per use
             // would double the round trips, and a connection that broke
@@ -161,7 +174,12 @@ impl PostgresStore {
                 reason: format!("cannot build the connection pool: {e}"),
                 source: Some(Box::new(e)),
             })?;
-        let store = PostgresStore { pool, location };
+        let store = PostgresStore {
+            pool,
+            location,
+            config: Arc::new(config),
+            listener: Arc::default(),
+        };
         store
             .init_schema()
             .await
@@ -362,13 +380,17 @@ impl PostgresStore {
         let client = self.pool.get().await?;
         let statement = client
             .prepare_cached(
-                "INSERT INTO tool_runtime_calls
-                     (call_id, kind, tool_id, state, attempt, input, request_context, messages, payload)
-                 VALUES ($1, $2, $3, 'pending', 0, $4, $5, $6, $7)",
+                // A task notifies listening workers, when (and if) the insert commits.
+                "WITH inserted AS (
+                     INSERT INTO tool_runtime_calls
+                         (call_id, kind, tool_id, state, attempt, input, request_context, messages, payload)
+                     VALUES ($1, $2, $3, 'pending', 0, $4, $5, $6, $7)
+                     RETURNING kind)
+                 SELECT pg_notify($8, '') FROM inserted WHERE kind = 'task'",
             )
             .await?;
         let inserted = client
-            .execute(
+            .query(
                 &statement,
                 &[
                     id,
@@ -378,6 +400,7 @@ impl PostgresStore {
                     &context,
                     &messages,
                     &payload,
+                    &TASK_CHANNEL,
                 ],
             )
             .await;
@@ -733,6 +756,96 @@ impl PendingStore for PostgresStore {
         self.try_list()
             .await
             .map_err(self.failed("listing pending calls"))
+    }
+
+    /// Notifications from a connection of its own that `LISTEN`s while
+    /// anyone subscribes (reconnecting when it is lost): a task inserted by
+    /// any instance on the database wakes every worker. `None` outside a
+    /// tokio runtime, where no listener can run.
+    fn task_signal(&self) -> Option<TaskSignal> {
+        let handle = tokio::runtime::Handle::try_current().ok()?;
+        let mut listener = self.listener.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(signaller) = listener.as_ref() {
+            return Some(signaller.subscribe());
+        }
+        let signaller = TaskSignaller::new();
+        let signal = signaller.subscribe();
+        *listener = Some(signaller.clone());
+        handle.spawn(listen(
+            Arc::clone(&self.config),
+            Arc::clone(&self.location),
+            Arc::clone(&self.listener),
+            signaller,
+        ));
+        Some(signal)
+    }
+}
+
+/// Forwards task notifications to `signaller` until it has no subscriber,
+/// over a connection that is remade when it is lost (and then signals once:
+/// a task may have been stored while nobody listened).
+async fn listen(
+    config: Arc<Config>,
+    location: Arc<str>,
+    slot: Arc<Mutex<Option<TaskSignaller>>>,
+    signaller: TaskSignaller,
+) {
+    loop {
+        tokio::select! {
+            lost = listen_once(&config, &signaller) => {
+                tracing::warn!(database = %location, reason = %lost, "the listener of task notifications lost its connection; reconnecting");
+            }
+            () = signaller.unsubscribed() => {
+                // Checked again under the lock that subscribing takes: a
+                // subscriber that came meanwhile keeps this listener.
+                let mut slot = slot.lock().unwrap_or_else(PoisonError::into_inner);
+                if signaller.subscribers() == 0 {
+                    *slot = None;
+                    return;
+                }
+                continue;
+            }
+        }
+        signaller.notify();
+        tokio::time::sleep(RELISTEN_AFTER).await;
+    }
+}
+
+/// One listener connection, until it ends: returns why it did.
+async fn listen_once(config: &Config, signaller: &TaskSignaller) -> String {
+    let mut config = config.clone();
+    config
+        .connect_timeout(POOL_TIMEOUT)
+        .application_name(LISTENER_NAME);
+    let (client, mut connection) = match config.connect(NoTls).await {
+        Ok(connected) => connected,
+        Err(error) => return db_reason(&error),
+    };
+    let forwarding = async {
+        loop {
+            match std::future::poll_fn(|cx| connection.poll_message(cx)).await {
+                Some(Ok(AsyncMessage::Notification(_))) => signaller.notify(),
+                Some(Ok(_)) => {}
+                Some(Err(error)) => return db_reason(&error),
+                None => return "the server closed the connection".to_owned(),
+            }
+        }
+    };
+    let listening = async {
+        match client
+            .batch_execute(&format!("LISTEN {TASK_CHANNEL}"))
+            .await
+        {
+            Err(error) => db_reason(&error),
+            Ok(()) => {
+                signaller.notify();
+                std::future::pending().await
+            }
+        }
+    };
+    tokio::select! {
+        ended = forwarding => ended,
+        ended = listening => ended,
     }
 }
 

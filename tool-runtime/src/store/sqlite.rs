@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use super::{
     CallState, Decided, PendingCall, PendingKind, PendingStore, RecordedOutcome, Settlement,
-    StoreError, StoredCall, Transition, storable_json,
+    StoreError, StoredCall, TaskSignal, TaskSignaller, Transition, storable_json,
 };
 
 /// `PRAGMA application_id` of a pending store: "tool" in ASCII.
@@ -62,6 +62,9 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 pub struct SqliteStore {
     // Shared with the blocking-pool jobs that do the I/O.
     file: Arc<SqliteFile>,
+    // Tasks stored through this store (and its clones); SQLite cannot tell
+    // of another process's, which workers find by polling.
+    tasks_stored: TaskSignaller,
 }
 
 /// The open file: one connection, used by one job at a time.
@@ -78,6 +81,7 @@ impl SqliteStore {
     pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
         SqliteFile::open(path.as_ref()).map(|file| SqliteStore {
             file: Arc::new(file),
+            tasks_stored: TaskSignaller::new(),
         })
     }
 
@@ -113,7 +117,15 @@ impl SqliteStore {
 
 impl PendingStore for SqliteStore {
     fn insert(&self, call: PendingCall) -> impl Future<Output = Result<(), StoreError>> + Send {
-        self.blocking(move |file| file.insert(&call))
+        let signaller = (call.kind == PendingKind::Task).then(|| self.tasks_stored.clone());
+        let inserting = self.blocking(move |file| file.insert(&call));
+        async move {
+            inserting.await?;
+            if let Some(signaller) = signaller {
+                signaller.notify();
+            }
+            Ok(())
+        }
     }
 
     fn decide(
@@ -184,6 +196,10 @@ impl PendingStore for SqliteStore {
 
     fn list(&self) -> impl Future<Output = Result<Vec<PendingCall>, StoreError>> + Send {
         self.blocking(SqliteFile::list)
+    }
+
+    fn task_signal(&self) -> Option<TaskSignal> {
+        Some(self.tasks_stored.subscribe())
     }
 }
 
