@@ -923,9 +923,48 @@ async fn post_text(
     headers: &[(&str, &str)],
     body: &str,
 ) -> (String, String, Option<Value>) {
+    let (head, body) = exchange(addr, "POST", host, headers, body).await;
+    let status = head.lines().next().unwrap_or_default().to_owned();
+    let message = body
+        .lines()
+        .map(|line| line.strip_prefix("data:").unwrap_or(line).trim())
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .find(|m| m.get("id").is_some());
+    (status, head, message)
+}
+
+/// One HTTP/1.0 request with a JSON body (empty: none), read until the
+/// server closes the connection: the response's head and body.
+async fn exchange(
+    addr: std::net::SocketAddr,
+    method: &str,
+    host: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (String, String) {
+    let mut stream = send(addr, method, host, headers, body).await;
+    let mut response = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut response))
+        .await
+        .expect("the response did not end")
+        .unwrap();
+    let response = String::from_utf8(response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+    (head.to_owned(), body.to_owned())
+}
+
+/// Sends one HTTP/1.0 request with a JSON body (empty: none); the
+/// connection, to read the response from.
+async fn send(
+    addr: std::net::SocketAddr,
+    method: &str,
+    host: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> tokio::net::TcpStream {
     let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
     let mut request = format!(
-        "POST /mcp HTTP/1.0\r\nHost: {host}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\n",
+        "{method} /mcp HTTP/1.0\r\nHost: {host}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\n",
         body.len()
     );
     for (name, value) in headers {
@@ -934,20 +973,7 @@ async fn post_text(
     request.push_str("\r\n");
     request.push_str(body);
     stream.write_all(request.as_bytes()).await.unwrap();
-    let mut response = Vec::new();
-    tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut response))
-        .await
-        .expect("the response did not end")
-        .unwrap();
-    let response = String::from_utf8(response).unwrap();
-    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
-    let status = head.lines().next().unwrap_or_default().to_owned();
-    let message = body
-        .lines()
-        .map(|line| line.strip_prefix("data:").unwrap_or(line).trim())
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        .find(|m| m.get("id").is_some());
-    (status, head.to_owned(), message)
+    stream
 }
 
 fn header<'a>(head: &'a str, name: &str) -> Option<&'a str> {
@@ -1274,4 +1300,98 @@ async fn mcp_errors_keep_the_sdks_error_as_their_source() {
     let error = client.tools().await.unwrap_err();
     assert!(matches!(error, McpError::Service(_)), "{error:?}");
     assert!(error.source().is_some(), "{error:?}");
+}
+
+/// The hardening issue: after a stream resumption with `Last-Event-ID`,
+/// rmcp sent the event the client had received last again.
+#[tokio::test]
+async fn a_resumed_stream_starts_after_the_event_received_last() {
+    let server = McpServer::new(runtime())
+        .serve_http(HttpOptions::new(([127, 0, 0, 1], 0).into()))
+        .await
+        .unwrap();
+    let (addr, host) = (server.local_addr(), server.local_addr().to_string());
+    let (_, head, _) = post(
+        addr,
+        &host,
+        &[],
+        json!({
+            "jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": { "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "raw", "version": "0" } }
+        }),
+    )
+    .await;
+    let session = header(&head, "mcp-session-id").expect("a session id");
+    let session = [
+        ("Mcp-Session-Id", session),
+        ("MCP-Protocol-Version", "2025-11-25"),
+    ];
+    post(
+        addr,
+        &host,
+        &session,
+        json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }),
+    )
+    .await;
+
+    // A call reporting progress 100 times; the client reads two progress
+    // events, then its connection breaks.
+    let call = json!({
+        "jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": { "name": "count", "arguments": { "steps": 100 }, "_meta": { "progressToken": "p" } }
+    })
+    .to_string();
+    let mut stream = send(addr, "POST", &host, &session, &call).await;
+    let (mut received, mut buffer) = (String::new(), [0u8; 4096]);
+    let last_id = loop {
+        let n = tokio::time::timeout(Duration::from_secs(10), stream.read(&mut buffer))
+            .await
+            .expect("progress events")
+            .unwrap();
+        assert!(n > 0, "the stream ended early: {received}");
+        received.push_str(std::str::from_utf8(&buffer[..n]).unwrap());
+        let progress_ids = sse_ids(&received, "notifications/progress");
+        if progress_ids.len() >= 2 {
+            break progress_ids[1].clone();
+        }
+    };
+    drop(stream);
+
+    let mut headers = session.to_vec();
+    headers.push(("Last-Event-ID", last_id.as_str()));
+    let (head, replay) = exchange(addr, "GET", &host, &headers, "").await;
+    assert!(head.starts_with("HTTP/1.0 200"), "{head}");
+    let replayed = sse_ids(&replay, "");
+    assert!(
+        !replayed.contains(&last_id),
+        "the event received last ({last_id}) is not sent again: {replayed:?}"
+    );
+    // The replay goes on from the next event to the call's result.
+    let next = |id: &str| {
+        let (index, request) = id.split_once('/').unwrap();
+        format!("{}/{request}", index.parse::<u64>().unwrap() + 1)
+    };
+    assert_eq!(replayed.first(), Some(&next(&last_id)), "{replay}");
+    assert!(
+        replay.contains("\"result\""),
+        "the replay ends with the result"
+    );
+    server.shutdown();
+}
+
+/// The ids of the SSE events in `body` whose data contains `containing`.
+fn sse_ids(body: &str, containing: &str) -> Vec<String> {
+    body.split("\n\n")
+        .filter(|event| {
+            event
+                .lines()
+                .any(|line| line.starts_with("data: {") && line.contains(containing))
+        })
+        .filter_map(|event| {
+            event
+                .lines()
+                .find_map(|line| line.strip_prefix("id: "))
+                .map(str::to_owned)
+        })
+        .collect()
 }

@@ -18,6 +18,7 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use super::resumption::SkipReceived;
 use super::{McpError, McpServer};
 
 type Service = StreamableHttpService<McpServer, LocalSessionManager>;
@@ -274,7 +275,16 @@ async fn route(
         return plain(StatusCode::NOT_FOUND, "Not Found");
     }
     if request.method() != hyper::Method::POST {
-        return service.handle(request).await;
+        let resumed_after = request
+            .headers()
+            .get("last-event-id")
+            .and_then(|id| id.to_str().ok())
+            .map(SkipReceived::new);
+        let response = service.handle(request).await;
+        return match resumed_after {
+            Some(mut skip) => response.map(|body| body.map_frame(move |f| skip.frame(f)).boxed()),
+            None => response,
+        };
     }
     // The body is read here, so that a message rmcp would answer with the
     // wrong JSON-RPC error (or none) is answered as the specification says.

@@ -42,6 +42,7 @@ mod convert;
 mod elicit;
 mod http;
 mod request_state;
+mod resumption;
 mod server;
 
 pub use client::McpClient;
