@@ -1,0 +1,226 @@
+//! What an [`Agent`](super::Agent) asks of a model: the [`Model`] trait, the
+//! provider-neutral conversation ([`Message`]) and the streamed events a
+//! model answers with ([`ModelEvent`]).
+
+use std::pin::Pin;
+use std::time::Duration;
+
+use futures_core::Stream;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tool_core::decode::{DecodeError, ToolCallEvent};
+use tool_core::provider::Provider;
+
+/// One message of a conversation, in no provider's format: each [`Model`]
+/// writes it in its own.
+///
+/// ```
+/// use serde_json::json;
+/// use tool_runtime::agent::{Message, ToolCallRequest};
+///
+/// let conversation = vec![
+///     Message::user("What's the weather in Rome?"),
+///     Message::Assistant {
+///         text: String::new(),
+///         tool_calls: vec![ToolCallRequest { call_id: "call_1".into(), tool_name: "weather".into(), arguments: json!({ "city": "Rome" }) }],
+///     },
+///     Message::ToolResult { call_id: "call_1".into(), tool_name: "weather".into(), content: json!({ "sky": "clear" }), is_error: false },
+/// ];
+/// assert_eq!(serde_json::to_value(&conversation[0]).unwrap(), json!({ "role": "user", "text": "What's the weather in Rome?" }));
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
+pub enum Message {
+    /// The user's text.
+    User {
+        /// What the user wrote.
+        text: String,
+    },
+    /// What the model answered in one step: text, tool calls, or both.
+    Assistant {
+        /// Its text (empty when it only called tools).
+        text: String,
+        /// The tool calls it made, in order.
+        tool_calls: Vec<ToolCallRequest>,
+    },
+    /// The result of one tool call, as the model reads it.
+    ToolResult {
+        /// The call it answers.
+        call_id: String,
+        /// The tool that was called.
+        tool_name: String,
+        /// What the model reads: the tool's model output, or its error.
+        content: Value,
+        /// Whether the call failed (or was declined).
+        is_error: bool,
+    },
+}
+
+impl Message {
+    /// A user message.
+    pub fn user(text: impl Into<String>) -> Self {
+        Message::User { text: text.into() }
+    }
+}
+
+/// A tool call as the model made it (its arguments in the provider's shape,
+/// as it sent them, so the conversation replays exactly).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCallRequest {
+    /// The provider's call id.
+    pub call_id: String,
+    /// The tool's name.
+    pub tool_name: String,
+    /// The arguments, as the model wrote them.
+    pub arguments: Value,
+}
+
+/// One step's request to a model.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ModelRequest {
+    /// The system instructions (with the pending suspensions appended, when
+    /// the agent auto-resumes).
+    pub instructions: String,
+    /// The conversation so far.
+    pub messages: Vec<Message>,
+    /// The tools' definitions, exported for the model's
+    /// [`provider`](Model::provider) (strict where it supports it).
+    pub tools: Vec<Value>,
+    /// The most tokens the answer may take, if limited.
+    pub max_tokens: Option<u32>,
+}
+
+impl ModelRequest {
+    /// A request with these parts.
+    pub fn new(instructions: impl Into<String>, messages: Vec<Message>, tools: Vec<Value>) -> Self {
+        ModelRequest {
+            instructions: instructions.into(),
+            messages,
+            tools,
+            max_tokens: None,
+        }
+    }
+}
+
+/// Why a model's answer ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ModelFinish {
+    /// It finished its answer.
+    Stop,
+    /// It called tools and waits for their results.
+    ToolCalls,
+    /// It ran out of tokens.
+    Length,
+    /// Anything else the provider said (a content filter, say).
+    Other(String),
+}
+
+/// One event of a model's streamed answer.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ModelEvent {
+    /// A piece of its text.
+    TextDelta(String),
+    /// A tool call's start, argument fragment, end or cut-off, as the
+    /// provider decoders report them (arguments in the provider's shape).
+    ToolCall(ToolCallEvent),
+    /// The answer ended (the last event).
+    Finish(ModelFinish),
+}
+
+/// A model's streamed answer.
+pub type ModelStream = Pin<Box<dyn Stream<Item = Result<ModelEvent, ModelError>> + Send>>;
+
+/// A chat model: the agent calls [`stream`](Self::stream) once per step.
+/// The HTTP models of this module implement it for OpenAI Chat Completions,
+/// OpenAI Responses and Anthropic Messages; implement it to bring another
+/// provider (or a scripted model, for tests).
+///
+/// ```
+/// use futures_util::stream;
+/// use tool_core::provider::Provider;
+/// use tool_runtime::agent::{Model, ModelEvent, ModelFinish, ModelRequest, ModelStream};
+///
+/// /// Always answers "hello".
+/// struct Hello;
+///
+/// impl Model for Hello {
+///     fn provider(&self) -> Provider {
+///         Provider::OpenAiChat
+///     }
+///     fn stream(&self, _request: ModelRequest) -> ModelStream {
+///         Box::pin(stream::iter([
+///             Ok(ModelEvent::TextDelta("hello".into())),
+///             Ok(ModelEvent::Finish(ModelFinish::Stop)),
+///         ]))
+///     }
+/// }
+/// ```
+pub trait Model: Send + Sync + 'static {
+    /// The provider whose tool format the model takes: the agent exports the
+    /// tools for it and maps strict-mode arguments back with it.
+    fn provider(&self) -> Provider;
+
+    /// Starts the model's answer to `request`. A failure to start (no API
+    /// key, a refused request) is the stream's first and only item.
+    fn stream(&self, request: ModelRequest) -> ModelStream;
+}
+
+/// Why a model call failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ModelError {
+    /// No API key was given, nor found in the environment.
+    #[error("no API key for {provider}: set {env} or give one to the model's builder")]
+    MissingApiKey {
+        /// The provider.
+        provider: Provider,
+        /// The environment variable read.
+        env: &'static str,
+    },
+    /// The provider answered with an error status (after the retries, for
+    /// 429 and 5xx).
+    #[error("{provider} answered HTTP {status}: {message}")]
+    Status {
+        /// The provider.
+        provider: Provider,
+        /// The HTTP status.
+        status: u16,
+        /// The provider's error message (cut to 500 characters).
+        message: String,
+    },
+    /// The request did not reach the provider, or its answer broke off.
+    #[error("{provider} could not be reached: {reason}")]
+    Transport {
+        /// The provider.
+        provider: Provider,
+        /// What went wrong.
+        reason: String,
+        /// The HTTP client's error.
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    },
+    /// No answer within the model's timeout.
+    #[error("{provider} did not answer within {after:?}")]
+    Timeout {
+        /// The provider.
+        provider: Provider,
+        /// The timeout.
+        after: Duration,
+    },
+    /// The provider's stream could not be decoded, or reported an error.
+    #[error("{provider} stream: {source}")]
+    Decode {
+        /// The provider.
+        provider: Provider,
+        /// The decoding error.
+        #[source]
+        source: DecodeError,
+    },
+    /// Another failure, from a model of the user's.
+    #[error("{0}")]
+    Other(String),
+}
