@@ -89,7 +89,7 @@ pub use store::PostgresStore;
 pub use store::SqliteStore;
 pub use store::{
     CallState, Decided, MemoryStore, PendingCall, PendingKind, PendingStore, RecordedOutcome,
-    Settlement, StoreError, StoredCall, TaskSignal, TaskSignaller, Transition,
+    Settlement, StoreError, StoredCall, StoredRun, TaskSignal, TaskSignaller, Transition,
 };
 pub use stream::InputStream;
 pub use worker::Worker;

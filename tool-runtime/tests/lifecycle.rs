@@ -15,7 +15,7 @@ use tokio::sync::Notify;
 use tool_core::{Tool, ToolContext, ToolError};
 use tool_runtime::{
     CallOutcome, CallState, Decided, MemoryStore, PendingCall, PendingKind, PendingStore, Runtime,
-    RuntimeError, Settlement, StoreError, StoredCall, ToolCall, Transition,
+    RuntimeError, Settlement, StoreError, StoredCall, StoredRun, ToolCall, Transition,
 };
 
 /// Waits (up to 5 s) until the call `call_id` is settled and returns its
@@ -330,6 +330,20 @@ impl PendingStore for TakenOver {
     }
     async fn list(&self) -> Result<Vec<PendingCall>, StoreError> {
         self.0.list().await
+    }
+    async fn load_run(&self, run_id: &str) -> Result<Option<StoredRun>, StoreError> {
+        self.0.load_run(run_id).await
+    }
+    async fn save_run(
+        &self,
+        run_id: &str,
+        expected_revision: Option<u64>,
+        finished: bool,
+        record: Value,
+    ) -> Result<Option<u64>, StoreError> {
+        self.0
+            .save_run(run_id, expected_revision, finished, record)
+            .await
     }
 }
 

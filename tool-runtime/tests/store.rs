@@ -105,6 +105,14 @@ async fn concurrent_decisions_from_two_connections_to_one_file_claim_each_call_o
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_saves_from_four_connections_to_one_file_lose_no_update() {
+    let dir = temp_dir("concurrent-runs");
+    let path = dir.join("pending.sqlite");
+    let stores = (0..4).map(|_| SqliteStore::open(&path).unwrap()).collect();
+    common::contract::run_updates_from_several_stores_lose_nothing(stores, "r1", 25).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_runtimes_on_one_file_run_each_approved_call_once() {
     let dir = temp_dir("two-runtimes");
     let path = dir.join("pending.sqlite");
@@ -573,11 +581,12 @@ fn a_store_file_of_the_previous_layout_is_migrated_and_a_newer_one_refused() {
     drop(conn);
     let store = SqliteStore::open(&old).expect("layout 1 is migrated");
     assert_eq!(block_on(store.list()).unwrap(), [call]);
-    let version: i32 = rusqlite::Connection::open(&old)
-        .unwrap()
-        .query_row("PRAGMA user_version", [], |row| row.get(0))
-        .unwrap();
-    assert_eq!(version, 2);
+    assert_eq!(user_version(&old), 3);
+    assert_eq!(
+        block_on(store.save_run("r1", None, false, json!({}))).unwrap(),
+        Some(1),
+        "and gains the runs table"
+    );
 
     let newer = dir.join("layout-9.sqlite");
     drop(SqliteStore::open(&newer).unwrap());
@@ -589,9 +598,121 @@ fn a_store_file_of_the_previous_layout_is_migrated_and_a_newer_one_refused() {
     assert!(
         error.contains("layout-9.sqlite")
             && error.contains("version 9")
-            && error.contains("reads 2"),
+            && error.contains("reads 3"),
         "{error}"
     );
+}
+
+fn user_version(path: &Path) -> i32 {
+    rusqlite::Connection::open(path)
+        .unwrap()
+        .query_row("PRAGMA user_version", [], |row| row.get(0))
+        .unwrap()
+}
+
+/// A file of layout 2 (calls with their lifecycle, no runs), as the build
+/// before agent runs wrote it: its schema by hand, one call of each state.
+#[test]
+fn a_store_file_of_layout_2_gains_the_runs_table_and_keeps_its_calls() {
+    let dir = temp_dir("layout-2");
+    let path = dir.join("layout-2.sqlite");
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE calls (
+             call_id TEXT PRIMARY KEY NOT NULL,
+             kind TEXT NOT NULL,
+             tool_id TEXT NOT NULL,
+             state TEXT NOT NULL CHECK (state IN ('pending', 'running', 'settled')),
+             owner TEXT,
+             lease_expires_at INTEGER,
+             attempt INTEGER NOT NULL DEFAULT 0,
+             record TEXT NOT NULL,
+             resume_data TEXT,
+             outcome TEXT,
+             settled_at INTEGER
+         );
+         CREATE INDEX calls_by_state ON calls (state, lease_expires_at, settled_at);
+         PRAGMA application_id = 1953460076;
+         PRAGMA user_version = 2;",
+    )
+    .unwrap();
+    let pending = PendingCall::new("c-pending", "t", PendingKind::Approval, json!({ "n": 1 }));
+    let running = PendingCall::new("c-running", "t", PendingKind::Task, json!({ "n": 2 }));
+    for (call, state, owner, lease) in [
+        (&pending, "pending", None, None),
+        (&running, "running", Some("dead"), Some(0_i64)),
+    ] {
+        conn.execute(
+            "INSERT INTO calls (call_id, kind, tool_id, state, owner, lease_expires_at, attempt, record)
+             VALUES (?1, ?2, 't', ?3, ?4, ?5, ?6, ?7)",
+            rusqlite::params![
+                call.call_id,
+                call.kind.as_str(),
+                state,
+                owner,
+                lease,
+                i64::from(owner.is_some()),
+                serde_json::to_string(call).unwrap()
+            ],
+        )
+        .unwrap();
+    }
+    drop(conn);
+
+    let store = SqliteStore::open(&path).expect("layout 2 is migrated");
+    assert_eq!(user_version(&path), 3);
+    assert_eq!(block_on(store.list()).unwrap(), [pending]);
+    let kept = block_on(store.get("c-running")).unwrap().unwrap();
+    assert!(
+        matches!(&kept.state, CallState::Running { owner, .. } if owner == "dead"),
+        "{kept:?}"
+    );
+    assert_eq!((kept.call, kept.attempt), (running, 1));
+    // The runs table is there, and survives reopening.
+    assert_eq!(
+        block_on(store.save_run("r1", None, false, json!({ "step": 1 }))).unwrap(),
+        Some(1)
+    );
+    drop(store);
+    let reopened = SqliteStore::open(&path).expect("layout 3 opens as it is");
+    let run = block_on(reopened.load_run("r1")).unwrap().unwrap();
+    assert_eq!((run.revision, run.record), (1, json!({ "step": 1 })));
+    assert_eq!(user_version(&path), 3);
+}
+
+#[test]
+fn an_unreadable_run_is_an_error_naming_it_and_does_not_stop_the_store() {
+    let dir = temp_dir("bad-run");
+    let path = dir.join("pending.sqlite");
+    let store = SqliteStore::open(&path).unwrap();
+    block_on(store.save_run("r-bad", None, false, json!({}))).unwrap();
+    block_on(store.save_run("r-good", None, false, json!([1]))).unwrap();
+    block_on(store.insert(PendingCall::new(
+        "c1",
+        "t",
+        PendingKind::Approval,
+        json!({}),
+    )))
+    .unwrap();
+    drop(store);
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute(
+            "UPDATE runs SET record = '{not json' WHERE run_id = 'r-bad'",
+            [],
+        )
+        .unwrap();
+    let store = SqliteStore::open(&path).expect("an unreadable run does not stop the store");
+    let message = block_on(store.load_run("r-bad")).unwrap_err().to_string();
+    assert!(
+        message.contains("\"r-bad\"") && message.contains("pending.sqlite"),
+        "{message}"
+    );
+    assert_eq!(
+        block_on(store.load_run("r-good")).unwrap().unwrap().record,
+        json!([1])
+    );
+    assert_eq!(block_on(store.list()).unwrap().len(), 1);
 }
 
 /// `levels` levels of objects and arrays: an object holding nested arrays.

@@ -11,7 +11,7 @@ use tool_core::AbortSignal;
 
 use super::{
     CallState, Decided, DynPendingStore, PendingCall, PendingKind, RecordedOutcome, Settlement,
-    StoreError, StoredCall, TaskSignal, Transition,
+    StoreError, StoredCall, StoredRun, TaskSignal, Transition,
 };
 use crate::error::RuntimeError;
 use crate::outcome::CallOutcome;
@@ -150,6 +150,28 @@ impl StoredCalls {
         }
     }
 
+    /// The agent run `run_id` as last saved ([`PendingStore::load_run`](super::PendingStore::load_run)).
+    #[allow(dead_code, reason = "for the agent loop, which is being written")]
+    pub(crate) async fn load_run(&self, run_id: &str) -> Result<Option<StoredRun>, StoreError> {
+        self.store.load_run(run_id).await
+    }
+
+    /// Saves the agent run `run_id` if its revision is still
+    /// `expected_revision` (`None`: creates it); the new revision, or `None`
+    /// when another save came first ([`PendingStore::save_run`](super::PendingStore::save_run)).
+    #[allow(dead_code, reason = "for the agent loop, which is being written")]
+    pub(crate) async fn save_run(
+        &self,
+        run_id: &str,
+        expected_revision: Option<u64>,
+        finished: bool,
+        record: Value,
+    ) -> Result<Option<u64>, StoreError> {
+        self.store
+            .save_run(run_id, expected_revision, finished, record)
+            .await
+    }
+
     /// Claims the calls whose runtime died (their lease expired) among the
     /// tools this runtime has.
     pub(crate) async fn recover_expired(
@@ -199,8 +221,11 @@ impl StoredCalls {
         }
         match self.store.purge_settled(self.retention).await {
             Ok(0) => {}
-            Ok(purged) => tracing::debug!(purged, "settled calls beyond the retention purged"),
-            Err(error) => tracing::warn!(%error, "could not purge settled calls"),
+            Ok(purged) => tracing::debug!(
+                purged,
+                "settled calls and finished runs beyond the retention purged"
+            ),
+            Err(error) => tracing::warn!(%error, "could not purge settled calls and finished runs"),
         }
     }
 

@@ -4,13 +4,20 @@ use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime};
 
+use serde_json::Value;
+
 use super::{
     CallState, Decided, PendingCall, PendingKind, PendingStore, Settlement, StoreError, StoredCall,
-    TaskSignal, TaskSignaller, Transition,
+    StoredRun, TaskSignal, TaskSignaller, Transition, storable_run_record,
 };
 
 /// A [`PendingStore`] in memory, the default when no store is configured:
 /// one runtime (and its clones) shares it; nothing survives the process.
+///
+/// Run records ([`save_run`](PendingStore::save_run)) are checked as the
+/// durable stores check them: one that JSON would not read back (nested
+/// deeper than 127 levels) is refused here too, so that an agent tested on
+/// this store does not meet the refusal first in production.
 ///
 /// ```
 /// use tool_runtime::{MemoryStore, Runtime};
@@ -22,8 +29,16 @@ use super::{
 /// ```
 #[derive(Debug, Default)]
 pub struct MemoryStore {
-    calls: Mutex<BTreeMap<String, StoredCall>>,
+    state: Mutex<Memory>,
     tasks_stored: TaskSignaller,
+}
+
+/// What the store holds, under its one mutex.
+#[derive(Debug, Default)]
+struct Memory {
+    calls: BTreeMap<String, StoredCall>,
+    /// Each run with when it was last saved.
+    runs: BTreeMap<String, (StoredRun, SystemTime)>,
 }
 
 impl MemoryStore {
@@ -32,8 +47,8 @@ impl MemoryStore {
         MemoryStore::default()
     }
 
-    fn calls(&self) -> MutexGuard<'_, BTreeMap<String, StoredCall>> {
-        self.calls.lock().unwrap_or_else(PoisonError::into_inner)
+    fn state(&self) -> MutexGuard<'_, Memory> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The call `call_id` if `owner` runs it.
@@ -50,7 +65,8 @@ impl MemoryStore {
 
 impl PendingStore for MemoryStore {
     async fn insert(&self, call: PendingCall) -> Result<(), StoreError> {
-        let mut calls = self.calls();
+        let mut state = self.state();
+        let calls = &mut state.calls;
         if calls.contains_key(&call.call_id) {
             return Err(StoreError::Duplicate {
                 call_id: call.call_id,
@@ -58,7 +74,7 @@ impl PendingStore for MemoryStore {
         }
         let task = call.kind == PendingKind::Task;
         calls.insert(call.call_id.clone(), StoredCall::pending(call));
-        drop(calls);
+        drop(state);
         if task {
             self.tasks_stored.notify();
         }
@@ -71,7 +87,8 @@ impl PendingStore for MemoryStore {
         kind: PendingKind,
         transition: Transition,
     ) -> Result<Decided, StoreError> {
-        let mut calls = self.calls();
+        let mut state = self.state();
+        let calls = &mut state.calls;
         let Some(stored) = calls.get_mut(call_id) else {
             return Ok(Decided::Lost(None));
         };
@@ -103,8 +120,9 @@ impl PendingStore for MemoryStore {
     }
 
     async fn renew(&self, call_id: &str, owner: &str, lease: Duration) -> Result<bool, StoreError> {
-        let mut calls = self.calls();
-        let Some(stored) = Self::owned(&mut calls, call_id, owner) else {
+        let mut state = self.state();
+        let calls = &mut state.calls;
+        let Some(stored) = Self::owned(calls, call_id, owner) else {
             return Ok(false);
         };
         stored.state = CallState::Running {
@@ -120,8 +138,9 @@ impl PendingStore for MemoryStore {
         owner: &str,
         settlement: Settlement,
     ) -> Result<bool, StoreError> {
-        let mut calls = self.calls();
-        let Some(stored) = Self::owned(&mut calls, call_id, owner) else {
+        let mut state = self.state();
+        let calls = &mut state.calls;
+        let Some(stored) = Self::owned(calls, call_id, owner) else {
             return Ok(false);
         };
         match settlement {
@@ -149,7 +168,8 @@ impl PendingStore for MemoryStore {
         tool_ids: &[String],
     ) -> Result<Vec<StoredCall>, StoreError> {
         let now = SystemTime::now();
-        let mut calls = self.calls();
+        let mut state = self.state();
+        let calls = &mut state.calls;
         let recovered = calls
             .values_mut()
             .filter(|stored| stored.lease_expired(now) && tool_ids.contains(&stored.call.tool_id))
@@ -172,7 +192,8 @@ impl PendingStore for MemoryStore {
         lease: Duration,
         tool_ids: &[String],
     ) -> Result<Option<StoredCall>, StoreError> {
-        let mut calls = self.calls();
+        let mut state = self.state();
+        let calls = &mut state.calls;
         let Some(stored) = calls.values_mut().find(|stored| {
             stored.state.is_pending()
                 && stored.call.kind == kind
@@ -190,28 +211,57 @@ impl PendingStore for MemoryStore {
 
     async fn purge_settled(&self, age: Duration) -> Result<usize, StoreError> {
         let now = SystemTime::now();
-        let mut calls = self.calls();
-        let before = calls.len();
-        calls.retain(|_, stored| match stored.state {
-            CallState::Settled { settled_at, .. } => {
-                now.duration_since(settled_at).unwrap_or_default() <= age
-            }
+        let older = |at: SystemTime| now.duration_since(at).unwrap_or_default() > age;
+        let mut state = self.state();
+        let before = state.calls.len() + state.runs.len();
+        state.calls.retain(|_, stored| match stored.state {
+            CallState::Settled { settled_at, .. } => !older(settled_at),
             _ => true,
         });
-        Ok(before - calls.len())
+        state
+            .runs
+            .retain(|_, (run, saved_at)| !(run.finished && older(*saved_at)));
+        Ok(before - state.calls.len() - state.runs.len())
     }
 
     async fn get(&self, call_id: &str) -> Result<Option<StoredCall>, StoreError> {
-        Ok(self.calls().get(call_id).cloned())
+        Ok(self.state().calls.get(call_id).cloned())
     }
 
     async fn list(&self) -> Result<Vec<PendingCall>, StoreError> {
         Ok(self
-            .calls()
+            .state()
+            .calls
             .values()
             .filter(|stored| stored.state.is_pending())
             .map(|stored| stored.call.clone())
             .collect())
+    }
+
+    async fn load_run(&self, run_id: &str) -> Result<Option<StoredRun>, StoreError> {
+        Ok(self.state().runs.get(run_id).map(|(run, _)| run.clone()))
+    }
+
+    async fn save_run(
+        &self,
+        run_id: &str,
+        expected_revision: Option<u64>,
+        finished: bool,
+        record: Value,
+    ) -> Result<Option<u64>, StoreError> {
+        storable_run_record("memory", run_id, &record)?;
+        let mut state = self.state();
+        let current = state.runs.get(run_id).map(|(run, _)| run.revision);
+        let revision = match (current, expected_revision) {
+            (None, None) => 1,
+            (Some(current), Some(expected)) if current == expected => expected + 1,
+            _ => return Ok(None),
+        };
+        let run = StoredRun::new(run_id, revision, finished, record);
+        state
+            .runs
+            .insert(run_id.to_owned(), (run, SystemTime::now()));
+        Ok(Some(revision))
     }
 
     fn task_signal(&self) -> Option<TaskSignal> {

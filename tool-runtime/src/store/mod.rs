@@ -12,6 +12,7 @@ mod calls;
 mod memory;
 #[cfg(feature = "postgres")]
 mod postgres;
+mod run;
 mod signal;
 #[cfg(feature = "sqlite")]
 mod sqlite;
@@ -30,15 +31,16 @@ pub use memory::MemoryStore;
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 pub use postgres::PostgresStore;
+pub use run::StoredRun;
 pub use signal::{TaskSignal, TaskSignaller};
 #[cfg(feature = "sqlite")]
 #[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
 pub use sqlite::SqliteStore;
 pub use state::{CallState, Decided, RecordedOutcome, Settlement, StoredCall, Transition};
 
-/// The nesting serde_json reads, and so the deepest value a durable store
-/// keeps: each store checks that what it writes reads back.
-#[cfg(any(feature = "sqlite", feature = "postgres"))]
+/// The nesting serde_json reads, and so the deepest value a store keeps:
+/// each durable store checks that what it writes reads back (and every
+/// store, the memory store too, checks a run's record).
 const MAX_JSON_DEPTH: usize = 127;
 
 /// `value` as JSON text for the store at `location`, checked to read back:
@@ -52,10 +54,33 @@ fn storable_json(
     what: &str,
     value: &impl Serialize,
 ) -> Result<String, StoreError> {
+    checked_json(
+        location,
+        format_args!("the {what} of call {call_id:?}"),
+        value,
+    )
+}
+
+/// The record of run `run_id` as JSON text, checked to read back as
+/// [`storable_json`] checks a call's values; refused naming the run.
+fn storable_run_record(location: &str, run_id: &str, record: &Value) -> Result<String, StoreError> {
+    checked_json(
+        location,
+        format_args!("the record of run {run_id:?}"),
+        record,
+    )
+}
+
+/// `value` as JSON text, checked to read back; `subject` names it in the error.
+fn checked_json(
+    location: &str,
+    subject: std::fmt::Arguments<'_>,
+    value: &impl Serialize,
+) -> Result<String, StoreError> {
     let fail = |e: serde_json::Error| StoreError::Io {
         location: location.to_owned(),
         reason: format!(
-            "cannot store the {what} of call {call_id:?}: it cannot be read back ({e}); JSON deeper than {MAX_JSON_DEPTH} levels is refused"
+            "cannot store {subject}: it cannot be read back ({e}); JSON deeper than {MAX_JSON_DEPTH} levels is refused"
         ),
         source: Some(Box::new(e)),
     };
@@ -208,7 +233,10 @@ pub enum StoreError {
 /// - [`renew`](Self::renew) and [`finish`](Self::finish) act only for the
 ///   call's current owner: an instance whose lease was taken over changes
 ///   nothing.
-/// - Lease times are the store's own clock.
+/// - [`save_run`](Self::save_run) is a compare-and-set: of any number of
+///   concurrent saves of one run naming the same revision (or creating the
+///   same run), exactly one wins; the others change nothing.
+/// - Lease times, and the times runs were saved, are the store's own clock.
 /// - A store whose I/O blocks runs it off the async worker threads (as
 ///   [`SqliteStore`] does, on tokio's blocking pool).
 ///
@@ -282,7 +310,10 @@ pub trait PendingStore: Send + Sync + 'static {
         tool_ids: &[String],
     ) -> impl Future<Output = Result<Option<StoredCall>, StoreError>> + Send;
 
-    /// Forgets settled calls that settled more than `age` ago; returns how many.
+    /// Forgets settled calls that settled more than `age` ago, and finished
+    /// runs last saved more than `age` ago; returns how many calls and runs
+    /// it forgot, together. Pending and running calls, and unfinished
+    /// (paused) runs, are never purged.
     fn purge_settled(
         &self,
         age: Duration,
@@ -296,6 +327,54 @@ pub trait PendingStore: Send + Sync + 'static {
 
     /// Every pending call, ordered by call id.
     fn list(&self) -> impl Future<Output = Result<Vec<PendingCall>, StoreError>> + Send;
+
+    /// The run `run_id` as last saved; `None` when no run has that id (or
+    /// it finished and was purged). A stored record that does not read back
+    /// is an error naming the run.
+    fn load_run(
+        &self,
+        run_id: &str,
+    ) -> impl Future<Output = Result<Option<StoredRun>, StoreError>> + Send;
+
+    /// Saves the run `run_id`, compare-and-set: with `expected_revision`
+    /// `None` it creates the run, unless a run with that id exists; with
+    /// `Some(r)` it replaces the run only if its revision is still `r`.
+    /// Returns the new revision (1 for a created run, `r + 1` for a
+    /// replaced one), or `None` when nothing changed: someone else saved
+    /// (or created) it first, or there is no such run to replace. Of any
+    /// number of concurrent saves naming one revision, from any number of
+    /// runtimes sharing the store, exactly one wins.
+    ///
+    /// `record` is opaque to the store; one nested deeper than a JSON
+    /// parser reads back (127 levels) is refused with an error naming the
+    /// run, and nothing is saved.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_runtime::{MemoryStore, PendingStore};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let store = MemoryStore::new();
+    /// let first = store.save_run("run-1", None, false, json!({ "step": 1 })).await.unwrap();
+    /// assert_eq!(first, Some(1));
+    /// assert_eq!(store.save_run("run-1", None, false, json!({})).await.unwrap(), None); // exists
+    ///
+    /// let run = store.load_run("run-1").await.unwrap().unwrap();
+    /// assert_eq!((run.revision, run.record), (1, json!({ "step": 1 })));
+    /// // Two instances read revision 1 and save: the first wins, the second
+    /// // is told to load again.
+    /// assert_eq!(store.save_run("run-1", Some(1), false, json!({ "step": 2 })).await.unwrap(), Some(2));
+    /// assert_eq!(store.save_run("run-1", Some(1), false, json!({ "step": 9 })).await.unwrap(), None);
+    /// assert_eq!(store.load_run("run-1").await.unwrap().unwrap().record, json!({ "step": 2 }));
+    /// # });
+    /// ```
+    fn save_run(
+        &self,
+        run_id: &str,
+        expected_revision: Option<u64>,
+        finished: bool,
+        record: Value,
+    ) -> impl Future<Output = Result<Option<u64>, StoreError>> + Send;
 
     /// A signal that resolves when a task ([`PendingKind::Task`]) was
     /// stored through any runtime this store can hear of, so that a
@@ -387,6 +466,23 @@ impl<S: PendingStore> PendingStore for std::sync::Arc<S> {
         S::list(self)
     }
 
+    fn load_run(
+        &self,
+        run_id: &str,
+    ) -> impl Future<Output = Result<Option<StoredRun>, StoreError>> + Send {
+        S::load_run(self, run_id)
+    }
+
+    fn save_run(
+        &self,
+        run_id: &str,
+        expected_revision: Option<u64>,
+        finished: bool,
+        record: Value,
+    ) -> impl Future<Output = Result<Option<u64>, StoreError>> + Send {
+        S::save_run(self, run_id, expected_revision, finished, record)
+    }
+
     fn task_signal(&self) -> Option<TaskSignal> {
         S::task_signal(self)
     }
@@ -433,6 +529,14 @@ pub(crate) trait DynPendingStore: Send + Sync + 'static {
     fn purge_settled(&self, age: Duration) -> StoreFuture<'_, usize>;
     fn get<'a>(&'a self, call_id: &'a str) -> StoreFuture<'a, Option<StoredCall>>;
     fn list(&self) -> StoreFuture<'_, Vec<PendingCall>>;
+    fn load_run<'a>(&'a self, run_id: &'a str) -> StoreFuture<'a, Option<StoredRun>>;
+    fn save_run<'a>(
+        &'a self,
+        run_id: &'a str,
+        expected_revision: Option<u64>,
+        finished: bool,
+        record: Value,
+    ) -> StoreFuture<'a, Option<u64>>;
     fn task_signal(&self) -> Option<TaskSignal>;
 }
 
@@ -497,6 +601,26 @@ impl<S: PendingStore> DynPendingStore for S {
 
     fn list(&self) -> StoreFuture<'_, Vec<PendingCall>> {
         Box::pin(PendingStore::list(self))
+    }
+
+    fn load_run<'a>(&'a self, run_id: &'a str) -> StoreFuture<'a, Option<StoredRun>> {
+        Box::pin(PendingStore::load_run(self, run_id))
+    }
+
+    fn save_run<'a>(
+        &'a self,
+        run_id: &'a str,
+        expected_revision: Option<u64>,
+        finished: bool,
+        record: Value,
+    ) -> StoreFuture<'a, Option<u64>> {
+        Box::pin(PendingStore::save_run(
+            self,
+            run_id,
+            expected_revision,
+            finished,
+            record,
+        ))
     }
 
     fn task_signal(&self) -> Option<TaskSignal> {

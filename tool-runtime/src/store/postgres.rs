@@ -15,12 +15,13 @@ use tokio_postgres::{AsyncMessage, Config, NoTls, Row};
 
 use super::{
     CallState, Decided, PendingCall, PendingKind, PendingStore, Settlement, StoreError, StoredCall,
-    TaskSignal, TaskSignaller, Transition, storable_json,
+    StoredRun, TaskSignal, TaskSignaller, Transition, storable_json, storable_run_record,
 };
 
 /// The schema version this build creates and reads, recorded in
-/// `tool_runtime_schema`.
-const SCHEMA_VERSION: i32 = 1;
+/// `tool_runtime_schema`: 2 adds agent runs (`tool_runtime_runs`) to the
+/// calls of version 1, which is migrated.
+const SCHEMA_VERSION: i32 = 2;
 /// Connections the pool keeps at most: every store operation is one short
 /// statement or transaction, so a few serve many concurrent calls.
 const MAX_CONNECTIONS: usize = 8;
@@ -40,7 +41,8 @@ const LISTENER_NAME: &str = "tool_runtime_task_listener";
 /// The wait before reconnecting a lost listener connection.
 const RELISTEN_AFTER: Duration = Duration::from_secs(1);
 
-/// The tables of schema version 1. Times are the database's clock; the JSON
+/// The tables of schema version 1 (and of 2, with [`CREATE_RUNS`]). Times
+/// are the database's clock; the JSON
 /// values are `text`, not `jsonb`, which would drop duplicate keys and
 /// reorder them: a call reads back exactly as it was stored.
 const CREATE_TABLES: &str = "
@@ -66,6 +68,18 @@ CREATE INDEX tool_runtime_calls_expiring ON tool_runtime_calls (lease_expires_at
 CREATE INDEX tool_runtime_calls_settled ON tool_runtime_calls (settled_at)
     WHERE state = 'settled';";
 
+/// The table schema version 2 adds: agent runs, their record as `text`
+/// (read back exactly as stored), `saved_at` the database's clock.
+const CREATE_RUNS: &str = "
+CREATE TABLE tool_runtime_runs (
+    run_id text PRIMARY KEY,
+    revision bigint NOT NULL,
+    finished boolean NOT NULL,
+    record text NOT NULL,
+    saved_at timestamptz NOT NULL
+);
+CREATE INDEX tool_runtime_runs_finished ON tool_runtime_runs (saved_at) WHERE finished;";
+
 /// The columns a [`StoredCall`] is read from ([`PostgresStore::stored`]).
 const COLUMNS: &str = "call_id, kind, tool_id, state, owner, lease_expires_at, attempt, \
      input, request_context, messages, payload, resume_data, outcome, settled_at";
@@ -78,12 +92,15 @@ const COLUMNS: &str = "call_id, kind, tool_id, state, owner, lease_expires_at, a
 /// all of them; lease times are the database's clock, so hosts whose clocks
 /// disagree still agree on when a lease ends.
 ///
-/// The store keeps its calls in the table `tool_runtime_calls` and the
-/// schema version in `tool_runtime_schema`, both created by
+/// The store keeps its calls in the table `tool_runtime_calls`, agent runs
+/// ([`save_run`](PendingStore::save_run)) in `tool_runtime_runs` and the
+/// schema version in `tool_runtime_schema`, all created by
 /// [`connect`](Self::connect) when missing, in the connection's current
 /// schema (the first of its `search_path`; a URL can set another, as
-/// `?options=-csearch_path%3Dmy_schema`). A database whose schema version is
-/// newer than this build knows is refused.
+/// `?options=-csearch_path%3Dmy_schema`). A schema of version 1 (before
+/// runs) is migrated to 2 when connecting; one whose schema version is
+/// newer than this build knows is refused. (So a build of version 1 refuses
+/// a schema that a newer build migrated: upgrade every instance.)
 ///
 /// The connections are a pool of at most 8, without TLS. One unreadable
 /// call (its stored JSON edited by hand) does not stop the store: `list`
@@ -204,9 +221,9 @@ impl PostgresStore {
         &self.location
     }
 
-    /// Creates the tables in an empty schema, or checks the version of
-    /// existing ones, under an advisory lock: concurrent first connections
-    /// create them once.
+    /// Creates the tables in an empty schema, migrates a schema of version
+    /// 1, or checks the version of existing ones, under an advisory lock:
+    /// concurrent first connections create (or migrate) them once.
     async fn init_schema(&self) -> Result<(), Failure> {
         let mut client = self.pool.get().await?;
         let tx = client.transaction().await?;
@@ -218,6 +235,7 @@ impl PostgresStore {
             .try_get(0)?;
         if !exists {
             tx.batch_execute(CREATE_TABLES).await?;
+            tx.batch_execute(CREATE_RUNS).await?;
             tx.execute(
                 "INSERT INTO tool_runtime_schema (version) VALUES ($1)",
                 &[&SCHEMA_VERSION],
@@ -240,6 +258,18 @@ impl PostgresStore {
         };
         match version {
             Some(SCHEMA_VERSION) => Ok(()),
+            Some(1) => {
+                // Version 1 had no runs; its calls are as they were.
+                tx.batch_execute(CREATE_RUNS).await?;
+                tx.execute(
+                    "UPDATE tool_runtime_schema SET version = $1",
+                    &[&SCHEMA_VERSION],
+                )
+                .await?;
+                tx.commit().await?;
+                tracing::info!(database = %self.location, version = SCHEMA_VERSION, "pending store schema migrated from version 1");
+                Ok(())
+            }
             Some(version) if version > SCHEMA_VERSION => Err(refused(format!(
                 "its tool_runtime_schema is version {version}, newer than this build knows ({SCHEMA_VERSION}): upgrade tool-runtime"
             ))),
@@ -642,14 +672,102 @@ impl PostgresStore {
 
     async fn try_purge_settled(&self, age: Duration) -> Result<usize, Failure> {
         let client = self.pool.get().await?;
+        // One statement: settled calls and finished runs, by one clock reading.
         let statement = client
             .prepare_cached(
-                "DELETE FROM tool_runtime_calls
-                 WHERE state = 'settled' AND settled_at < now() - $1::bigint * interval '1 millisecond'",
+                "WITH calls AS (
+                     DELETE FROM tool_runtime_calls
+                     WHERE state = 'settled'
+                         AND settled_at < now() - $1::bigint * interval '1 millisecond'
+                     RETURNING 1),
+                 runs AS (
+                     DELETE FROM tool_runtime_runs
+                     WHERE finished AND saved_at < now() - $1::bigint * interval '1 millisecond'
+                     RETURNING 1)
+                 SELECT (SELECT count(*) FROM calls) + (SELECT count(*) FROM runs)",
             )
             .await?;
-        let purged = client.execute(&statement, &[&millis(age)]).await?;
+        let purged: i64 = client
+            .query_one(&statement, &[&millis(age)])
+            .await?
+            .try_get(0)?;
         Ok(usize::try_from(purged).unwrap_or(usize::MAX))
+    }
+
+    async fn try_load_run(&self, run_id: &str) -> Result<Option<StoredRun>, Failure> {
+        let client = self.pool.get().await?;
+        let statement = client
+            .prepare_cached(
+                "SELECT revision, finished, record FROM tool_runtime_runs WHERE run_id = $1",
+            )
+            .await?;
+        let Some(row) = client.query_opt(&statement, &[&run_id]).await? else {
+            return Ok(None);
+        };
+        let unreadable = |reason: String| {
+            Failure::Store(StoreError::Io {
+                location: self.location.to_string(),
+                reason: format!(
+                    "the record of run {run_id:?} is unreadable: {reason}; it was left in the store"
+                ),
+                source: None,
+            })
+        };
+        let revision: i64 = row.try_get("revision")?;
+        let revision =
+            u64::try_from(revision).map_err(|_| unreadable(format!("revision {revision}")))?;
+        let record =
+            serde_json::from_str(row.try_get("record")?).map_err(|e| unreadable(e.to_string()))?;
+        Ok(Some(StoredRun::new(
+            run_id,
+            revision,
+            row.try_get("finished")?,
+            record,
+        )))
+    }
+
+    async fn try_save_run(
+        &self,
+        run_id: &str,
+        expected_revision: Option<u64>,
+        finished: bool,
+        record: &Value,
+    ) -> Result<Option<u64>, Failure> {
+        let record = storable_run_record(&self.location, run_id, record)?;
+        let client = self.pool.get().await?;
+        // One guarded statement each: a concurrent save of the same revision
+        // waits for the row (or the key) and then finds it changed.
+        let saved = match expected_revision {
+            None => {
+                let statement = client
+                    .prepare_cached(
+                        "INSERT INTO tool_runtime_runs (run_id, revision, finished, record, saved_at)
+                         VALUES ($1, 1, $2, $3, now())
+                         ON CONFLICT (run_id) DO NOTHING",
+                    )
+                    .await?;
+                client
+                    .execute(&statement, &[&run_id, &finished, &record])
+                    .await?
+            }
+            Some(expected) => {
+                // A revision past i64 was never stored: nothing to replace.
+                let Ok(expected) = i64::try_from(expected) else {
+                    return Ok(None);
+                };
+                let statement = client
+                    .prepare_cached(
+                        "UPDATE tool_runtime_runs
+                         SET revision = revision + 1, finished = $3, record = $4, saved_at = now()
+                         WHERE run_id = $1 AND revision = $2",
+                    )
+                    .await?;
+                client
+                    .execute(&statement, &[&run_id, &expected, &finished, &record])
+                    .await?
+            }
+        };
+        Ok((saved == 1).then(|| expected_revision.map_or(1, |r| r + 1)))
     }
 
     async fn try_list(&self) -> Result<Vec<PendingCall>, Failure> {
@@ -756,6 +874,24 @@ impl PendingStore for PostgresStore {
         self.try_list()
             .await
             .map_err(self.failed("listing pending calls"))
+    }
+
+    async fn load_run(&self, run_id: &str) -> Result<Option<StoredRun>, StoreError> {
+        self.try_load_run(run_id)
+            .await
+            .map_err(self.failed(format_args!("loading run {run_id:?}")))
+    }
+
+    async fn save_run(
+        &self,
+        run_id: &str,
+        expected_revision: Option<u64>,
+        finished: bool,
+        record: Value,
+    ) -> Result<Option<u64>, StoreError> {
+        self.try_save_run(run_id, expected_revision, finished, &record)
+            .await
+            .map_err(self.failed(format_args!("saving run {run_id:?}")))
     }
 
     /// Notifications from a connection of its own that `LISTEN`s while

@@ -13,14 +13,16 @@ use serde_json::Value;
 
 use super::{
     CallState, Decided, PendingCall, PendingKind, PendingStore, RecordedOutcome, Settlement,
-    StoreError, StoredCall, TaskSignal, TaskSignaller, Transition, storable_json,
+    StoreError, StoredCall, StoredRun, TaskSignal, TaskSignaller, Transition, storable_json,
+    storable_run_record,
 };
 
 /// `PRAGMA application_id` of a pending store: "tool" in ASCII.
 const APPLICATION_ID: i32 = 0x746F_6F6C;
-/// `PRAGMA user_version` of the current layout: 2 has the call lifecycle
-/// (state, owner, lease, outcome); 1 (pending calls only) is migrated.
-const LAYOUT_VERSION: i32 = 2;
+/// `PRAGMA user_version` of the current layout: 3 adds agent runs (table
+/// `runs`); 2 has the call lifecycle (state, owner, lease, outcome); 1
+/// (pending calls only). Files of layouts 1 and 2 are migrated.
+const LAYOUT_VERSION: i32 = 3;
 /// How long a write waits for another process holding the file.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -32,8 +34,13 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 /// immediate transaction, so a decision wins at most once.
 ///
 /// The layout version is recorded in the file (`PRAGMA user_version`): a
-/// file of the previous layout is migrated when opened, a newer one is
-/// refused with an error naming both versions.
+/// file of an older layout is migrated when opened (its calls kept), a
+/// newer one is refused with an error naming both versions.
+///
+/// Agent runs ([`save_run`](PendingStore::save_run)) are rows of their own
+/// table; each save is one immediate transaction. A run whose record does
+/// not read back is an error naming it when it is loaded; the file still
+/// opens and every other run and call is served.
 ///
 /// Opening checks the file: a file that is not SQLite, fails SQLite's
 /// integrity check or belongs to another program is an error naming the
@@ -186,6 +193,25 @@ impl PendingStore for SqliteStore {
         self.blocking(move |file| file.purge_settled(age))
     }
 
+    fn load_run(
+        &self,
+        run_id: &str,
+    ) -> impl Future<Output = Result<Option<StoredRun>, StoreError>> + Send {
+        let run_id = run_id.to_owned();
+        self.blocking(move |file| file.load_run(&run_id))
+    }
+
+    fn save_run(
+        &self,
+        run_id: &str,
+        expected_revision: Option<u64>,
+        finished: bool,
+        record: Value,
+    ) -> impl Future<Output = Result<Option<u64>, StoreError>> + Send {
+        let run_id = run_id.to_owned();
+        self.blocking(move |file| file.save_run(&run_id, expected_revision, finished, &record))
+    }
+
     fn get(
         &self,
         call_id: &str,
@@ -333,7 +359,7 @@ impl Record {
     }
 }
 
-/// The table of layout 2. `lease_expires_at` and `settled_at` are
+/// The calls table (of layouts 2 and 3). `lease_expires_at` and `settled_at` are
 /// milliseconds since the Unix epoch; `record`, `resume_data` and `outcome`
 /// are JSON text.
 const CREATE_CALLS: &str = "CREATE TABLE calls (
@@ -351,8 +377,20 @@ const CREATE_CALLS: &str = "CREATE TABLE calls (
 );
 CREATE INDEX calls_by_state ON calls (state, lease_expires_at, settled_at);";
 
-/// Creates the table in a new file, migrates a file of the previous layout,
-/// or checks that an existing file is a pending store of this layout.
+/// The runs table, added by layout 3. `saved_at` is milliseconds since the
+/// Unix epoch; `record` is JSON text.
+const CREATE_RUNS: &str = "CREATE TABLE runs (
+    run_id TEXT PRIMARY KEY NOT NULL,
+    revision INTEGER NOT NULL,
+    finished INTEGER NOT NULL CHECK (finished IN (0, 1)),
+    record TEXT NOT NULL,
+    saved_at INTEGER NOT NULL
+);
+CREATE INDEX runs_finished ON runs (finished, saved_at);";
+
+/// Creates the tables in a new file, migrates a file of an older layout (in
+/// the same transaction: a failed migration leaves the file as it was), or
+/// checks that an existing file is a pending store of this layout.
 fn init_layout(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
     let err = |e: rusqlite::Error| classify(path, e);
     let tx = conn
@@ -370,21 +408,29 @@ fn init_layout(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
     if app_id == 0 && version == 0 && objects == 0 {
         tx.execute_batch(&format!(
             "{CREATE_CALLS}
+            {CREATE_RUNS}
             PRAGMA application_id = {APPLICATION_ID};
             PRAGMA user_version = {LAYOUT_VERSION};"
         ))
         .map_err(err)?;
-    } else if app_id == APPLICATION_ID && version == 1 {
-        // Layout 1 kept pending calls only: they become pending rows.
+    } else if app_id == APPLICATION_ID && (1..LAYOUT_VERSION).contains(&version) {
+        if version == 1 {
+            // Layout 1 kept pending calls only: they become pending rows.
+            tx.execute_batch(&format!(
+                "{CREATE_CALLS}
+                INSERT INTO calls (call_id, kind, tool_id, state, attempt, record)
+                    SELECT call_id, kind, tool_id, 'pending', 0, record FROM pending;
+                DROP TABLE pending;"
+            ))
+            .map_err(err)?;
+        }
+        // Layout 2 had no runs.
         tx.execute_batch(&format!(
-            "{CREATE_CALLS}
-            INSERT INTO calls (call_id, kind, tool_id, state, attempt, record)
-                SELECT call_id, kind, tool_id, 'pending', 0, record FROM pending;
-            DROP TABLE pending;
+            "{CREATE_RUNS}
             PRAGMA user_version = {LAYOUT_VERSION};"
         ))
         .map_err(err)?;
-        tracing::info!(path = %path.display(), "pending store migrated from layout 1 to {LAYOUT_VERSION}");
+        tracing::info!(path = %path.display(), "pending store migrated from layout {version} to {LAYOUT_VERSION}");
     } else if app_id != APPLICATION_ID {
         return Err(StoreError::Corrupt {
             path: path.to_path_buf(),
@@ -689,13 +735,91 @@ impl SqliteFile {
     }
 
     fn purge_settled(&self, age: Duration) -> Result<usize, StoreError> {
-        let before = SystemTime::now().checked_sub(age).unwrap_or(UNIX_EPOCH);
-        self.conn()
-            .execute(
-                "DELETE FROM calls WHERE state = 'settled' AND settled_at < ?1",
-                params![millis(before)],
+        let before = millis(SystemTime::now().checked_sub(age).unwrap_or(UNIX_EPOCH));
+        self.write(|tx| {
+            let calls = tx
+                .execute(
+                    "DELETE FROM calls WHERE state = 'settled' AND settled_at < ?1",
+                    params![before],
+                )
+                .map_err(|e| self.io(e))?;
+            let runs = tx
+                .execute(
+                    "DELETE FROM runs WHERE finished = 1 AND saved_at < ?1",
+                    params![before],
+                )
+                .map_err(|e| self.io(e))?;
+            Ok(calls + runs)
+        })
+    }
+
+    fn load_run(&self, run_id: &str) -> Result<Option<StoredRun>, StoreError> {
+        let row = self
+            .conn()
+            .query_row(
+                "SELECT revision, finished, record FROM runs WHERE run_id = ?1",
+                params![run_id],
+                |row| {
+                    Ok((
+                        row.get::<_, i64>(0)?,
+                        row.get::<_, i64>(1)?,
+                        row.get::<_, String>(2)?,
+                    ))
+                },
             )
-            .map_err(|e| self.io(e))
+            .optional()
+            .map_err(|e| self.io(e))?;
+        let Some((revision, finished, record)) = row else {
+            return Ok(None);
+        };
+        let corrupt = |reason: String| StoreError::Corrupt {
+            path: self.path.clone(),
+            reason: format!("the record of run {run_id:?} is unreadable: {reason}"),
+            source: None,
+        };
+        let revision =
+            u64::try_from(revision).map_err(|_| corrupt(format!("revision {revision}")))?;
+        let record = serde_json::from_str(&record).map_err(|e| corrupt(e.to_string()))?;
+        Ok(Some(StoredRun::new(
+            run_id,
+            revision,
+            finished != 0,
+            record,
+        )))
+    }
+
+    fn save_run(
+        &self,
+        run_id: &str,
+        expected_revision: Option<u64>,
+        finished: bool,
+        record: &Value,
+    ) -> Result<Option<u64>, StoreError> {
+        let record = storable_run_record(&self.path.display().to_string(), run_id, record)?;
+        let now = millis(SystemTime::now());
+        self.write(|tx| {
+            let saved = match expected_revision {
+                None => tx.execute(
+                    "INSERT INTO runs (run_id, revision, finished, record, saved_at)
+                     VALUES (?1, 1, ?2, ?3, ?4) ON CONFLICT (run_id) DO NOTHING",
+                    params![run_id, finished, record, now],
+                ),
+                Some(expected) => {
+                    // A revision past i64 was never stored: nothing to replace.
+                    let Ok(expected) = i64::try_from(expected) else {
+                        return Ok(None);
+                    };
+                    tx.execute(
+                        "UPDATE runs SET revision = revision + 1, finished = ?3, record = ?4,
+                             saved_at = ?5
+                         WHERE run_id = ?1 AND revision = ?2",
+                        params![run_id, expected, finished, record, now],
+                    )
+                }
+            }
+            .map_err(|e| self.io(e))?;
+            Ok((saved == 1).then(|| expected_revision.map_or(1, |r| r + 1)))
+        })
     }
 
     fn get(&self, call_id: &str) -> Result<Option<StoredCall>, StoreError> {

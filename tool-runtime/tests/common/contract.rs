@@ -1,7 +1,9 @@
 //! The contract every `PendingStore` meets, run against each store (memory,
 //! SQLite, PostgreSQL): the lifecycle transitions, ownership of running
 //! calls, recovery of expired leases, retention, and that of concurrent
-//! decisions on one call exactly one wins.
+//! decisions on one call exactly one wins; agent runs saved by
+//! compare-and-set (of concurrent saves of one revision exactly one wins),
+//! purged once finished.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,7 +11,7 @@ use std::time::Duration;
 use serde_json::json;
 use tool_runtime::{
     CallState, Decided, PendingCall, PendingKind, PendingStore, RecordedOutcome, Settlement,
-    StoreError, StoredCall, Transition,
+    StoreError, StoredCall, StoredRun, Transition,
 };
 
 const LONG: Duration = Duration::from_secs(60);
@@ -52,6 +54,7 @@ pub async fn store_contract<S: PendingStore>(prefix: &str, fresh: impl Fn() -> S
     decline_and_retention(&fresh(), prefix).await;
     concurrent_decisions(Arc::new(fresh()), prefix).await;
     claiming_tasks(Arc::new(fresh()), prefix).await;
+    runs(Arc::new(fresh()), prefix).await;
 }
 
 async fn lifecycle(store: &impl PendingStore, p: &str) {
@@ -408,4 +411,228 @@ async fn claiming_tasks<S: PendingStore>(store: Arc<S>, p: &str) {
     );
     let approval = store.get(&format!("{p}-approval")).await.unwrap().unwrap();
     assert_eq!(approval.state, CallState::Pending);
+}
+
+/// A value `levels` deep: arrays in arrays.
+fn nested(levels: usize) -> serde_json::Value {
+    (1..levels).fold(json!(1), |inner, _| json!([inner]))
+}
+
+async fn runs<S: PendingStore>(store: Arc<S>, p: &str) {
+    let id = format!("{p}-run");
+    assert_eq!(store.load_run(&id).await.unwrap(), None, "no such run");
+    assert_eq!(
+        store
+            .save_run(&id, Some(1), false, json!({}))
+            .await
+            .unwrap(),
+        None,
+        "nothing to replace"
+    );
+    assert_eq!(store.load_run(&id).await.unwrap(), None);
+
+    // Created at revision 1, read back as saved.
+    let record = json!({ "messages": [{ "role": "user", "text": "hi" }], "waiting": ["c1", "c2"] });
+    assert_eq!(
+        store
+            .save_run(&id, None, false, record.clone())
+            .await
+            .unwrap(),
+        Some(1)
+    );
+    let loaded = store.load_run(&id).await.unwrap().unwrap();
+    assert_eq!(loaded, StoredRun::new(&id, 1, false, record.clone()));
+    assert_eq!(
+        store
+            .save_run(&id, None, false, json!("again"))
+            .await
+            .unwrap(),
+        None,
+        "creating an existing run loses"
+    );
+    assert_eq!(store.load_run(&id).await.unwrap().unwrap(), loaded);
+
+    // Replaced with the revision read; a stale revision loses, changing nothing.
+    assert_eq!(
+        store
+            .save_run(&id, Some(1), false, json!({ "step": 2 }))
+            .await
+            .unwrap(),
+        Some(2)
+    );
+    for stale in [1, 3] {
+        assert_eq!(
+            store
+                .save_run(&id, Some(stale), true, json!({ "stale": stale }))
+                .await
+                .unwrap(),
+            None,
+            "revision {stale} is not the current one"
+        );
+    }
+    assert_eq!(
+        store.load_run(&id).await.unwrap().unwrap(),
+        StoredRun::new(&id, 2, false, json!({ "step": 2 }))
+    );
+
+    // Concurrent saves naming one revision (and concurrent creations of one
+    // run): exactly one wins, and its record is the one kept.
+    const SAVERS: usize = 8;
+    let raced = format!("{p}-run-race");
+    for expected in [None, Some(1), Some(2)] {
+        let mut savers = Vec::new();
+        for saver in 0..SAVERS {
+            let (store, raced) = (Arc::clone(&store), raced.clone());
+            savers.push(tokio::spawn(async move {
+                let saved = store
+                    .save_run(&raced, expected, false, json!({ "saver": saver }))
+                    .await
+                    .unwrap();
+                saved.map(|revision| (saver, revision))
+            }));
+        }
+        let mut winners = Vec::new();
+        for saver in savers {
+            winners.extend(saver.await.unwrap());
+        }
+        let next = expected.map_or(1, |r| r + 1);
+        assert_eq!(
+            winners.len(),
+            1,
+            "exactly one save of {expected:?} wins: {winners:?}"
+        );
+        assert_eq!(winners[0].1, next);
+        assert_eq!(
+            store.load_run(&raced).await.unwrap().unwrap(),
+            StoredRun::new(&raced, next, false, json!({ "saver": winners[0].0 }))
+        );
+    }
+
+    // A record a JSON parser could not read back is refused, naming the
+    // run; nothing is saved.
+    let error = store
+        .save_run(&id, Some(2), false, nested(200))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains(&format!("{id:?}")) && error.contains("127 levels"),
+        "{error}"
+    );
+    let deep = format!("{p}-run-deep");
+    assert!(
+        store
+            .save_run(&deep, None, false, nested(200))
+            .await
+            .is_err()
+    );
+    assert_eq!(store.load_run(&deep).await.unwrap(), None);
+    assert_eq!(store.load_run(&id).await.unwrap().unwrap().revision, 2);
+    // As deep as a parser reads: kept and read back.
+    assert_eq!(
+        store
+            .save_run(&deep, None, false, nested(127))
+            .await
+            .unwrap(),
+        Some(1)
+    );
+    assert_eq!(
+        store.load_run(&deep).await.unwrap().unwrap().record,
+        nested(127)
+    );
+
+    // Finished runs are purged once older than the age (and counted);
+    // unfinished ones never.
+    let done = format!("{p}-run-done");
+    store.save_run(&done, None, false, json!(1)).await.unwrap();
+    assert_eq!(
+        store
+            .save_run(&done, Some(1), true, json!(2))
+            .await
+            .unwrap(),
+        Some(2)
+    );
+    assert!(store.load_run(&done).await.unwrap().unwrap().finished);
+    assert_eq!(store.purge_settled(LONG).await.unwrap(), 0, "recent: kept");
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    assert_eq!(
+        store
+            .purge_settled(Duration::from_millis(10))
+            .await
+            .unwrap(),
+        1,
+        "the finished run"
+    );
+    assert_eq!(store.load_run(&done).await.unwrap(), None);
+    for paused in [&id, &raced, &deep] {
+        assert!(
+            store.load_run(paused).await.unwrap().is_some(),
+            "unfinished runs are never purged: {paused}"
+        );
+    }
+    assert_eq!(
+        store.save_run(&done, None, false, json!(3)).await.unwrap(),
+        Some(1),
+        "a purged run's id is free again"
+    );
+}
+
+/// Stores sharing one database (separate connections, as separate processes
+/// have) each add 1 to a run's counter, `rounds` times, by load and save,
+/// loading again when another save came first: no update is lost.
+pub async fn run_updates_from_several_stores_lose_nothing<S: PendingStore + Clone>(
+    stores: Vec<S>,
+    run_id: &str,
+    rounds: u64,
+) {
+    let first = stores.first().expect("a store").clone();
+    assert_eq!(
+        first
+            .save_run(run_id, None, false, json!({ "count": 0 }))
+            .await
+            .unwrap(),
+        Some(1)
+    );
+    let instances = stores.len() as u64;
+    let mut tasks = Vec::new();
+    for store in stores {
+        let run_id = run_id.to_owned();
+        tasks.push(tokio::spawn(async move {
+            let mut lost = 0;
+            for _ in 0..rounds {
+                loop {
+                    let run = store.load_run(&run_id).await.unwrap().unwrap();
+                    let count = run.record["count"].as_u64().unwrap();
+                    let saved = store
+                        .save_run(
+                            &run_id,
+                            Some(run.revision),
+                            false,
+                            json!({ "count": count + 1 }),
+                        )
+                        .await
+                        .unwrap();
+                    match saved {
+                        Some(revision) => {
+                            assert_eq!(revision, run.revision + 1);
+                            break;
+                        }
+                        None => lost += 1,
+                    }
+                }
+            }
+            lost
+        }));
+    }
+    let mut lost = 0;
+    for task in tasks {
+        lost += task.await.unwrap();
+    }
+    let run = first.load_run(run_id).await.unwrap().unwrap();
+    assert_eq!(
+        run.record,
+        json!({ "count": instances * rounds }),
+        "every update kept ({lost} saves lost a race and were retried)"
+    );
+    assert_eq!(run.revision, 1 + instances * rounds);
 }
