@@ -197,6 +197,40 @@ async fn errors_name_the_database_without_its_password_and_the_call() {
     );
     assert!(store.get("c-deep").await.unwrap().is_none());
 
+    // One unreadable run: the store still connects, and loading it is an
+    // error naming the run and the database.
+    store
+        .save_run("r-bad", None, false, json!({}))
+        .await
+        .unwrap();
+    store
+        .save_run("r-good", None, false, json!([1]))
+        .await
+        .unwrap();
+    schema
+        .admin
+        .batch_execute(&format!(
+            "UPDATE {}.tool_runtime_runs SET record = '{{not json' WHERE run_id = 'r-bad'",
+            schema.name
+        ))
+        .await
+        .unwrap();
+    let reconnected = schema.store().await;
+    let message = reconnected.load_run("r-bad").await.unwrap_err().to_string();
+    assert!(
+        message.contains("\"r-bad\"") && message.contains(store.location()),
+        "{message}"
+    );
+    assert_eq!(
+        reconnected
+            .load_run("r-good")
+            .await
+            .unwrap()
+            .unwrap()
+            .record,
+        json!([1])
+    );
+
     // A schema of a newer version than this build knows is refused.
     schema
         .admin
@@ -210,9 +244,112 @@ async fn errors_name_the_database_without_its_password_and_the_call() {
     assert!(matches!(error, StoreError::Io { .. }), "{error:?}");
     let message = error.to_string();
     assert!(
-        message.contains("version 99") && message.contains("(1)"),
+        message.contains("version 99") && message.contains("(2)"),
         "{message}"
     );
+    schema.drop().await;
+}
+
+/// A schema of version 1, as the build before agent runs created it: its
+/// tables by hand, one pending call. Connecting migrates it to version 2
+/// (the runs table), keeping the call; concurrent first connections
+/// migrate it once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_schema_of_version_1_is_migrated_to_version_2_and_keeps_its_calls() {
+    let Some(url) = database_url() else { return };
+    let schema = Schema::new(&url, "v1").await;
+    schema
+        .admin
+        .batch_execute(&format!(
+            "SET search_path TO {};
+             CREATE TABLE tool_runtime_schema (version integer NOT NULL);
+             CREATE TABLE tool_runtime_calls (
+                 call_id text PRIMARY KEY,
+                 kind text NOT NULL CHECK (kind IN ('approval', 'suspended', 'task')),
+                 tool_id text NOT NULL,
+                 state text NOT NULL CHECK (state IN ('pending', 'running', 'settled')),
+                 owner text,
+                 lease_expires_at timestamptz,
+                 attempt integer NOT NULL DEFAULT 0,
+                 input text NOT NULL,
+                 request_context text NOT NULL,
+                 messages text NOT NULL,
+                 payload text,
+                 resume_data text,
+                 outcome text,
+                 settled_at timestamptz
+             );
+             CREATE INDEX tool_runtime_calls_expiring ON tool_runtime_calls (lease_expires_at)
+                 WHERE state = 'running';
+             CREATE INDEX tool_runtime_calls_settled ON tool_runtime_calls (settled_at)
+                 WHERE state = 'settled';
+             INSERT INTO tool_runtime_schema (version) VALUES (1);
+             INSERT INTO tool_runtime_calls
+                 (call_id, kind, tool_id, state, attempt, input, request_context, messages)
+                 VALUES ('c-old', 'approval', 't', 'pending', 0, '{{\"n\":1}}', '{{}}', '[]');
+             SET search_path TO DEFAULT;",
+            schema.name
+        ))
+        .await
+        .unwrap();
+
+    let connecting: Vec<_> = (0..3)
+        .map(|_| {
+            let url = schema.url.clone();
+            tokio::spawn(async move { PostgresStore::connect(&url).await })
+        })
+        .collect();
+    let mut stores = Vec::new();
+    for store in connecting {
+        stores.push(store.await.unwrap().expect("version 1 is migrated"));
+    }
+    let versions: Vec<i32> = schema
+        .admin
+        .query(
+            &format!("SELECT version FROM {}.tool_runtime_schema", schema.name),
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    assert_eq!(versions, [2]);
+    let store = &stores[0];
+    assert_eq!(
+        store.list().await.unwrap(),
+        [PendingCall::new(
+            "c-old",
+            "t",
+            PendingKind::Approval,
+            json!({ "n": 1 })
+        )]
+    );
+    assert_eq!(
+        store
+            .save_run("r1", None, false, json!({ "step": 1 }))
+            .await
+            .unwrap(),
+        Some(1),
+        "the runs table is there"
+    );
+    let reconnected = schema.store().await;
+    assert_eq!(
+        reconnected.load_run("r1").await.unwrap().unwrap().revision,
+        1
+    );
+    schema.drop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_saves_from_four_stores_on_one_database_lose_no_update() {
+    let Some(url) = database_url() else { return };
+    let schema = Schema::new(&url, "run_updates").await;
+    let mut stores = Vec::new();
+    for _ in 0..4 {
+        stores.push(schema.store().await);
+    }
+    common::contract::run_updates_from_several_stores_lose_nothing(stores, "r1", 25).await;
     schema.drop().await;
 }
 
