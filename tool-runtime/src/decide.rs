@@ -195,7 +195,8 @@ impl Runtime {
     /// resume data it was resumed with); any other is settled as failed with
     /// an "interrupted" error the model can read, and never runs again.
     /// Either way the outcome is recorded, so a decision asked again returns
-    /// it. Also forgets settled calls beyond the retention.
+    /// it. Also forgets settled calls (and finished agent runs) beyond the
+    /// retention.
     ///
     /// Call it when a runtime starts and then periodically (every lease
     /// length is enough), or run a [`Worker`](crate::Worker), which does

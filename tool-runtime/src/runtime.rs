@@ -419,7 +419,8 @@ impl RuntimeBuilder {
     }
 
     /// How long a settled call's outcome stays in the store, for decisions
-    /// asked again and [`Runtime::stored`] (default 24 hours).
+    /// asked again and [`Runtime::stored`] (default 24 hours); a finished
+    /// agent run is kept as long after its last save. Paused runs stay.
     pub fn settled_retention(mut self, retention: Duration) -> Self {
         self.settled_retention = Some(retention);
         self

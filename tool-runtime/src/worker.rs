@@ -193,7 +193,7 @@ async fn stored(signal: &mut Option<TaskSignal>) {
 }
 
 /// Recovers the calls whose lease expired (each as a tokio task of its own)
-/// and purges settled calls beyond the retention.
+/// and purges settled calls (and finished agent runs) beyond the retention.
 async fn sweep(runtime: &Runtime, tool_ids: &[String]) {
     let calls = &runtime.inner.calls;
     calls.purge_if_due().await;
