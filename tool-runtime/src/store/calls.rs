@@ -151,7 +151,6 @@ impl StoredCalls {
     }
 
     /// The agent run `run_id` as last saved ([`PendingStore::load_run`](super::PendingStore::load_run)).
-    #[allow(dead_code, reason = "for the agent loop, which is being written")]
     pub(crate) async fn load_run(&self, run_id: &str) -> Result<Option<StoredRun>, StoreError> {
         self.store.load_run(run_id).await
     }
@@ -159,7 +158,6 @@ impl StoredCalls {
     /// Saves the agent run `run_id` if its revision is still
     /// `expected_revision` (`None`: creates it); the new revision, or `None`
     /// when another save came first ([`PendingStore::save_run`](super::PendingStore::save_run)).
-    #[allow(dead_code, reason = "for the agent loop, which is being written")]
     pub(crate) async fn save_run(
         &self,
         run_id: &str,

@@ -1,0 +1,144 @@
+//! What an agent's stream yields.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::model::ModelFinish;
+
+/// Why a run's stream ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum FinishReason {
+    /// The model finished its answer.
+    Stop,
+    /// The last step allowed (`max_steps`) ended with tool calls.
+    ToolCalls,
+    /// The model ran out of tokens.
+    Length,
+    /// Calls wait for approval or resume data: the run is stored, and
+    /// continues when they are decided.
+    Suspended,
+    /// The model could not be called, or its answer broke off.
+    Error,
+}
+
+/// The schema of an approval decision (`{approved, reason?}`), as
+/// `tool-call-approval` chunks carry it.
+pub fn approval_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "approved": { "type": "boolean" },
+            "reason": { "type": "string" }
+        },
+        "required": ["approved"],
+        "additionalProperties": false
+    })
+}
+
+/// One chunk of an agent's stream. Arguments and results are their display
+/// projections (a tool's display transform applied); the model and the
+/// tools see raw values.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum AgentChunk {
+    /// The run started (or continued): its id, for decisions on it.
+    Start {
+        /// The run.
+        run_id: String,
+    },
+    /// A piece of the model's text.
+    TextDelta {
+        /// The text.
+        text: String,
+    },
+    /// The model started a tool call.
+    ToolCallInputStart {
+        /// The call.
+        call_id: String,
+        /// Its tool.
+        tool_name: String,
+    },
+    /// A fragment of a tool call's arguments (display transform applied;
+    /// none when the transform suppresses it).
+    ToolCallInputDelta {
+        /// The call.
+        call_id: String,
+        /// The fragment.
+        delta: Value,
+    },
+    /// A complete tool call, about to run.
+    ToolCall {
+        /// The call.
+        call_id: String,
+        /// Its tool.
+        tool_name: String,
+        /// Its arguments.
+        args: Value,
+    },
+    /// A call waits for approval: decide it with
+    /// [`Agent::approve_tool_call`](super::Agent::approve_tool_call) or
+    /// [`decline_tool_call`](super::Agent::decline_tool_call).
+    ToolCallApproval {
+        /// The call.
+        call_id: String,
+        /// Its tool.
+        tool_name: String,
+        /// Its arguments.
+        args: Value,
+        /// The decision's schema ([`approval_schema`]).
+        resume_schema: Value,
+    },
+    /// A call suspended: resume it with [`Agent::resume`](super::Agent::resume)
+    /// (or, with auto-resume, from the user's next message).
+    ToolCallSuspended {
+        /// The call.
+        call_id: String,
+        /// Its tool.
+        tool_name: String,
+        /// What it suspended with.
+        payload: Value,
+        /// Its arguments.
+        args: Value,
+        /// The schema of the data that resumes it, if declared.
+        resume_schema: Option<Value>,
+    },
+    /// A call's result.
+    ToolResult {
+        /// The call.
+        call_id: String,
+        /// Its tool.
+        tool_name: String,
+        /// The result.
+        result: Value,
+    },
+    /// A call failed, was declined or aborted: what the model reads.
+    ToolError {
+        /// The call.
+        call_id: String,
+        /// Its tool.
+        tool_name: String,
+        /// The error.
+        error: Value,
+    },
+    /// A step (one model answer and its calls) ended.
+    StepFinish {
+        /// The step, from 1.
+        step: usize,
+        /// Why the model's answer ended.
+        reason: ModelFinish,
+    },
+    /// The model could not be called, or its answer broke off.
+    Error {
+        /// What went wrong.
+        message: String,
+    },
+    /// The stream ends.
+    Finish {
+        /// The run.
+        run_id: String,
+        /// Why.
+        reason: FinishReason,
+    },
+}

@@ -1,0 +1,480 @@
+//! The agent loop through its public API, with a scripted model: approval
+//! pauses continued by another runtime on the same store file (a restart),
+//! declines the model reads and the tool never ran, auto-resume from the
+//! user's reply, parallel calls where one waits, decisions naming calls
+//! that do not wait, and model failures.
+#![cfg(feature = "agent")]
+
+use std::sync::{Arc, Mutex};
+
+use futures_util::stream;
+use serde_json::{Value, json};
+use tool_core::decode::ToolCallEvent;
+use tool_core::provider::Provider;
+use tool_core::{Tool, ToolContext, ToolError};
+use tool_runtime::Runtime;
+use tool_runtime::agent::{
+    Agent, AgentChunk, AgentError, FinishReason, Message, Model, ModelError, ModelEvent,
+    ModelFinish, ModelRequest, ModelStream, Thread,
+};
+
+type Script = dyn Fn(&ModelRequest) -> Result<Vec<ModelEvent>, String> + Send + Sync;
+
+/// A model that answers each request with what `script` says, and keeps
+/// the requests.
+#[derive(Clone)]
+struct Scripted {
+    script: Arc<Script>,
+    requests: Arc<Mutex<Vec<ModelRequest>>>,
+}
+
+impl Scripted {
+    fn new(
+        script: impl Fn(&ModelRequest) -> Result<Vec<ModelEvent>, String> + Send + Sync + 'static,
+    ) -> Self {
+        Scripted {
+            script: Arc::new(script),
+            requests: Arc::default(),
+        }
+    }
+
+    fn requests(&self) -> Vec<ModelRequest> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+impl Model for Scripted {
+    fn provider(&self) -> Provider {
+        Provider::OpenAiChat
+    }
+
+    fn stream(&self, request: ModelRequest) -> ModelStream {
+        let answer = (self.script)(&request);
+        self.requests.lock().unwrap().push(request);
+        match answer {
+            Ok(events) => Box::pin(stream::iter(events.into_iter().map(Ok))),
+            Err(message) => Box::pin(stream::iter([Err(ModelError::Other(message))])),
+        }
+    }
+}
+
+/// The events of one tool call, its arguments streamed in two pieces.
+fn call(call_id: &str, tool: &str, args: Value) -> Vec<ModelEvent> {
+    let text = args.to_string();
+    let (head, tail) = text.split_at(text.len() / 2);
+    vec![
+        ModelEvent::ToolCall(ToolCallEvent::Start {
+            call_id: call_id.into(),
+            tool_name: tool.into(),
+        }),
+        ModelEvent::ToolCall(ToolCallEvent::InputDelta {
+            call_id: call_id.into(),
+            delta: head.into(),
+        }),
+        ModelEvent::ToolCall(ToolCallEvent::InputDelta {
+            call_id: call_id.into(),
+            delta: tail.into(),
+        }),
+        ModelEvent::ToolCall(ToolCallEvent::InputEnd {
+            call_id: call_id.into(),
+            input: args,
+        }),
+    ]
+}
+
+fn text(answer: &str) -> Vec<ModelEvent> {
+    vec![
+        ModelEvent::TextDelta(answer.into()),
+        ModelEvent::Finish(ModelFinish::Stop),
+    ]
+}
+
+fn tool_results(request: &ModelRequest) -> Vec<(String, Value, bool)> {
+    request
+        .messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::ToolResult {
+                call_id,
+                content,
+                is_error,
+                ..
+            } => Some((call_id.clone(), content.clone(), *is_error)),
+            _ => None,
+        })
+        .collect()
+}
+
+type Runs = Arc<Mutex<Vec<Value>>>;
+
+/// `transfer` needs approval and logs each run; `lookup` does not.
+fn tools(runs: &Runs) -> Vec<Tool> {
+    let seen = Arc::clone(runs);
+    let transfer = Tool::builder("transfer")
+        .description("Sends money")
+        .require_approval(true)
+        .input_schema(json!({ "type": "object", "properties": { "amount": { "type": "integer" } }, "required": ["amount"] }))
+        .execute(move |input: Value, _ctx: ToolContext<Value, Value>| {
+            seen.lock().unwrap().push(input.clone());
+            async move { Ok::<_, ToolError>(json!({ "sent": input["amount"] })) }
+        })
+        .build()
+        .unwrap();
+    let lookup = Tool::builder("lookup")
+        .description("Looks up a balance")
+        .execute(
+            |_input: Value, _ctx: ToolContext<Value, Value>| async move {
+                Ok::<_, ToolError>(json!({ "balance": 100 }))
+            },
+        )
+        .build()
+        .unwrap();
+    vec![transfer, lookup]
+}
+
+/// Calls `transfer` (and `lookup` beside it, when `parallel`) until it has
+/// results, then answers with what it read.
+fn banker(parallel: bool) -> Scripted {
+    Scripted::new(move |request| {
+        let results = tool_results(request);
+        if results.is_empty() {
+            let mut events = call("c-transfer", "transfer", json!({ "amount": 10 }));
+            if parallel {
+                events.extend(call("c-lookup", "lookup", json!({})));
+            }
+            events.push(ModelEvent::Finish(ModelFinish::ToolCalls));
+            return Ok(events);
+        }
+        let read: Vec<String> = results
+            .iter()
+            .map(|(id, content, error)| format!("{id}={content}{}", if *error { "!" } else { "" }))
+            .collect();
+        Ok(text(&read.join(" ")))
+    })
+}
+
+fn temp_store(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("tool-runtime-agent-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    let _ = std::fs::remove_file(&path);
+    path
+}
+
+fn agent_on(model: Scripted, runtime: Runtime) -> Agent {
+    Agent::builder("banker", model, runtime)
+        .instructions("You move money")
+        .build()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_pause_is_continued_by_another_runtime_on_the_same_store_after_a_restart() {
+    let runs = Runs::default();
+    let path = temp_store("approval.sqlite");
+    let model = banker(false);
+    let first = Runtime::builder()
+        .tools(tools(&runs))
+        .sqlite_store(&path)
+        .build()
+        .unwrap();
+    let paused = agent_on(model.clone(), first)
+        .generate(Thread::new("t1"), vec![Message::user("send 10")])
+        .await
+        .unwrap();
+    assert_eq!(
+        paused.finish_reason,
+        FinishReason::Suspended,
+        "{:?}",
+        paused.chunks
+    );
+    let approval = paused
+        .chunks
+        .iter()
+        .find_map(|chunk| match chunk {
+            AgentChunk::ToolCallApproval {
+                call_id,
+                args,
+                resume_schema,
+                ..
+            } => Some((call_id.clone(), args.clone(), resume_schema.clone())),
+            _ => None,
+        })
+        .expect("a tool-call-approval chunk");
+    assert_eq!(approval.0, "c-transfer");
+    assert_eq!(approval.1, json!({ "amount": 10 }));
+    assert_eq!(approval.2["required"], json!(["approved"]));
+    assert!(
+        runs.lock().unwrap().is_empty(),
+        "nothing ran before the approval"
+    );
+
+    // A new runtime on the same file: the process restarted.
+    let second = Runtime::builder()
+        .tools(tools(&runs))
+        .sqlite_store(&path)
+        .build()
+        .unwrap();
+    let agent = agent_on(model.clone(), second);
+    let done = agent
+        .approve_tool_call(&paused.run_id, "c-transfer")
+        .await
+        .unwrap()
+        .output()
+        .await;
+    assert_eq!(done.finish_reason, FinishReason::Stop, "{:?}", done.chunks);
+    assert_eq!(done.text, r#"c-transfer={"sent":10}"#);
+    assert!(done.chunks.iter().any(|c| matches!(
+        c,
+        AgentChunk::ToolResult { call_id, result, .. } if call_id == "c-transfer" && *result == json!({ "sent": 10 })
+    )));
+    assert_eq!(*runs.lock().unwrap(), [json!({ "amount": 10 })]);
+
+    // Asked again: the call no longer waits.
+    let again = agent.approve_tool_call(&paused.run_id, "c-transfer").await;
+    assert!(
+        matches!(&again, Err(AgentError::NotWaiting { call_id, .. }) if call_id == "c-transfer"),
+        "{again:?}"
+    );
+    assert_eq!(runs.lock().unwrap().len(), 1, "ran once");
+    // The model saw the system instructions and the exported tools each step.
+    let requests = model.requests();
+    assert_eq!(requests.len(), 2);
+    assert!(
+        requests
+            .iter()
+            .all(|r| r.instructions == "You move money" && r.tools.len() == 2)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_declined_call_never_runs_and_the_model_reads_the_reason() {
+    let runs = Runs::default();
+    let model = banker(false);
+    let runtime = Runtime::builder().tools(tools(&runs)).build().unwrap();
+    let agent = agent_on(model.clone(), runtime);
+    let paused = agent
+        .generate(Thread::new("t1"), vec![Message::user("send 10")])
+        .await
+        .unwrap();
+    let done = agent
+        .decline_tool_call(&paused.run_id, "c-transfer", None)
+        .await
+        .unwrap()
+        .output()
+        .await;
+    assert_eq!(done.finish_reason, FinishReason::Stop);
+    assert_eq!(
+        done.text,
+        r#"c-transfer="Tool call was not approved by the user"!"#
+    );
+    assert!(
+        runs.lock().unwrap().is_empty(),
+        "a declined call never runs"
+    );
+
+    let paused = agent
+        .generate(Thread::new("t2"), vec![Message::user("send 10")])
+        .await
+        .unwrap();
+    let done = agent
+        .decline_tool_call(&paused.run_id, "c-transfer", Some("too much".into()))
+        .await
+        .unwrap()
+        .output()
+        .await;
+    assert_eq!(done.text, r#"c-transfer="too much"!"#);
+    assert!(
+        done.chunks
+            .iter()
+            .any(|c| matches!(c, AgentChunk::ToolError { call_id, .. } if call_id == "c-transfer"))
+    );
+    assert!(runs.lock().unwrap().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parallel_calls_where_one_waits_run_the_other_and_continue_with_both_results() {
+    let runs = Runs::default();
+    let runtime = Runtime::builder().tools(tools(&runs)).build().unwrap();
+    let agent = agent_on(banker(true), runtime);
+    let paused = agent
+        .generate(Thread::new("t1"), vec![Message::user("send 10")])
+        .await
+        .unwrap();
+    assert_eq!(paused.finish_reason, FinishReason::Suspended);
+    assert!(paused.chunks.iter().any(|c| matches!(
+        c,
+        AgentChunk::ToolResult { call_id, .. } if call_id == "c-lookup"
+    )));
+    let done = agent
+        .approve_tool_call(&paused.run_id, "c-transfer")
+        .await
+        .unwrap()
+        .output()
+        .await;
+    // Both results, in the order of the calls.
+    assert_eq!(
+        done.text,
+        r#"c-transfer={"sent":10} c-lookup={"balance":100}"#
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn decisions_name_a_waiting_call_of_the_run_or_fail_clearly() {
+    let runs = Runs::default();
+    let runtime = Runtime::builder().tools(tools(&runs)).build().unwrap();
+    let agent = agent_on(banker(true), runtime);
+    let paused = agent
+        .generate(Thread::new("t1"), vec![Message::user("send 10")])
+        .await
+        .unwrap();
+    let wrong_call = agent.approve_tool_call(&paused.run_id, "c-lookup").await;
+    let error = wrong_call.expect_err("c-lookup does not wait");
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "call \"c-lookup\" is not waiting for approval in run \"{}\"; waiting: c-transfer (approval)",
+            paused.run_id
+        )
+    );
+    let wrong_kind = agent
+        .resume(&paused.run_id, "c-transfer", json!({}))
+        .await
+        .expect_err("an approval is not resumed");
+    assert!(matches!(
+        wrong_kind,
+        AgentError::NotWaiting {
+            expected: "resume data",
+            ..
+        }
+    ));
+    let unknown = agent
+        .approve_tool_call("run-nope", "c-transfer")
+        .await
+        .expect_err("no such run");
+    assert!(matches!(unknown, AgentError::UnknownRun { .. }));
+    // A reply does not get past an approval.
+    let reply = agent.reply(&paused.run_id, "yes, do it").await;
+    assert!(
+        matches!(reply, Err(AgentError::ApprovalPending { .. })),
+        "{reply:?}"
+    );
+    assert!(runs.lock().unwrap().is_empty());
+}
+
+/// `book`: suspends asking for seats, then books them.
+fn booking(runs: &Runs) -> Tool {
+    let seen = Arc::clone(runs);
+    Tool::builder("book")
+        .description("Books a table")
+        .input_schema(json!({ "type": "object", "properties": { "restaurant": { "type": "string" } }, "required": ["restaurant"], "additionalProperties": false }))
+        .suspend_schema(json!({ "type": "object", "properties": { "question": { "type": "string" } } }))
+        .resume_schema(json!({ "type": "object", "properties": { "seats": { "type": "integer", "minimum": 1 } }, "required": ["seats"] }))
+        .execute(move |input: Value, ctx: ToolContext<Value, Value>| {
+            let seen = Arc::clone(&seen);
+            async move {
+                let Some(data) = ctx.resume_data() else {
+                    return ctx.suspend(json!({ "question": "how many seats?" }));
+                };
+                seen.lock().unwrap().push(json!({ "input": input, "resume": data }));
+                Ok::<_, ToolError>(json!({ "booked": data["seats"], "at": input["restaurant"] }))
+            }
+        })
+        .build()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_suspended_call_is_resumed_from_the_users_reply_with_auto_resume() {
+    let runs = Runs::default();
+    let runtime = Runtime::builder().tool(booking(&runs)).build().unwrap();
+    let model = Scripted::new(|request| {
+        let last_user = request.messages.iter().rev().find_map(|m| match m {
+            Message::User { text } => Some(text.clone()),
+            _ => None,
+        });
+        match request.messages.last() {
+            Some(Message::User { .. }) if last_user.as_deref() == Some("book at Roma") => {
+                let mut events = call("c1", "book", json!({ "restaurant": "Roma" }));
+                events.push(ModelEvent::Finish(ModelFinish::ToolCalls));
+                Ok(events)
+            }
+            Some(Message::User { text: reply }) => {
+                // The suspension is listed for the model, with its id.
+                assert!(
+                    request
+                        .instructions
+                        .contains("\"suspendedToolCallId\":\"c1\""),
+                    "{}",
+                    request.instructions
+                );
+                assert_eq!(reply, "4 people");
+                let mut events = call(
+                    "c2",
+                    "book",
+                    json!({ "restaurant": "Roma", "suspendedToolCallId": "c1", "resumeData": { "seats": 4 } }),
+                );
+                events.push(ModelEvent::Finish(ModelFinish::ToolCalls));
+                Ok(events)
+            }
+            _ => Ok(text("booked")),
+        }
+    });
+    let agent = Agent::builder("host", model.clone(), runtime)
+        .auto_resume_suspended_tools(true)
+        .build()
+        .unwrap();
+    let paused = agent
+        .generate(Thread::new("t1"), vec![Message::user("book at Roma")])
+        .await
+        .unwrap();
+    assert_eq!(paused.finish_reason, FinishReason::Suspended);
+    assert!(paused.chunks.iter().any(|c| matches!(
+        c,
+        AgentChunk::ToolCallSuspended { call_id, payload, .. } if call_id == "c1" && payload["question"] == "how many seats?"
+    )));
+    // The tool's input schema offers the resume fields, resumeData typed from its resume schema.
+    let exported = &model.requests()[0].tools[0];
+    let properties = &exported["function"]["parameters"]["properties"];
+    assert_eq!(
+        properties["resumeData"]["properties"]["seats"]["type"], "integer",
+        "{exported}"
+    );
+    assert!(properties["suspendedToolCallId"].is_object());
+
+    let done = agent
+        .reply(&paused.run_id, "4 people")
+        .await
+        .unwrap()
+        .output()
+        .await;
+    assert_eq!(done.finish_reason, FinishReason::Stop, "{:?}", done.chunks);
+    assert_eq!(done.text, "booked");
+    // The tool ran once, resumed, with its original input (without the fields) and the data.
+    assert_eq!(
+        *runs.lock().unwrap(),
+        [json!({ "input": { "restaurant": "Roma" }, "resume": { "seats": 4 } })]
+    );
+    let last = model.requests().last().cloned().unwrap();
+    let results = tool_results(&last);
+    assert_eq!(
+        results.last().unwrap().1,
+        json!({ "booked": 4, "at": "Roma" })
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_failure_ends_the_stream_with_an_error_chunk() {
+    let runtime = Runtime::builder().build().unwrap();
+    let agent = agent_on(Scripted::new(|_| Err("provider down".into())), runtime);
+    let out = agent
+        .generate(Thread::new("t1"), vec![Message::user("hi")])
+        .await
+        .unwrap();
+    assert_eq!(out.finish_reason, FinishReason::Error);
+    assert!(
+        out.chunks
+            .iter()
+            .any(|c| matches!(c, AgentChunk::Error { message } if message == "provider down"))
+    );
+}
