@@ -478,3 +478,251 @@ async fn a_model_failure_ends_the_stream_with_an_error_chunk() {
             .any(|c| matches!(c, AgentChunk::Error { message } if message == "provider down"))
     );
 }
+
+/// Calls `book` twice in one step (Roma and Milano), then answers with the results.
+fn two_bookings() -> Scripted {
+    Scripted::new(|request| {
+        let results = tool_results(request);
+        if results.is_empty() {
+            let mut events = call("c-roma", "book", json!({ "restaurant": "Roma" }));
+            events.extend(call("c-milano", "book", json!({ "restaurant": "Milano" })));
+            events.push(ModelEvent::Finish(ModelFinish::ToolCalls));
+            return Ok(events);
+        }
+        let read: Vec<String> = results
+            .iter()
+            .map(|(id, c, _)| format!("{id}={c}"))
+            .collect();
+        Ok(text(&read.join(" ")))
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parallel_suspended_calls_each_get_their_own_resume_data_and_bad_data_keeps_one_waiting() {
+    let runs = Runs::default();
+    let runtime = Runtime::builder().tool(booking(&runs)).build().unwrap();
+    let agent = agent_on(two_bookings(), runtime);
+    let paused = agent
+        .generate(Thread::new("t1"), vec![Message::user("book both")])
+        .await
+        .unwrap();
+    assert_eq!(paused.finish_reason, FinishReason::Suspended);
+
+    // Invalid data (seats below 1): the call stays suspended, and the stream says why.
+    let refused = agent
+        .resume(&paused.run_id, "c-milano", json!({ "seats": 0 }))
+        .await
+        .unwrap()
+        .output()
+        .await;
+    assert_eq!(
+        refused.finish_reason,
+        FinishReason::Suspended,
+        "{:?}",
+        refused.chunks
+    );
+    assert!(
+        refused
+            .chunks
+            .iter()
+            .any(|c| matches!(c, AgentChunk::ToolError { call_id, .. } if call_id == "c-milano"))
+    );
+
+    let one = agent
+        .resume(&paused.run_id, "c-milano", json!({ "seats": 2 }))
+        .await
+        .unwrap()
+        .output()
+        .await;
+    assert_eq!(
+        one.finish_reason,
+        FinishReason::Suspended,
+        "c-roma still waits"
+    );
+    let both = agent
+        .resume(&paused.run_id, "c-roma", json!({ "seats": 4 }))
+        .await
+        .unwrap()
+        .output()
+        .await;
+    assert_eq!(both.finish_reason, FinishReason::Stop, "{:?}", both.chunks);
+    assert_eq!(
+        both.text,
+        r#"c-roma={"booked":4,"at":"Roma"} c-milano={"booked":2,"at":"Milano"}"#
+    );
+    let mut ran = runs.lock().unwrap().clone();
+    ran.sort_by_key(|r| r["input"]["restaurant"].as_str().unwrap().to_owned());
+    assert_eq!(
+        ran,
+        [
+            json!({ "input": { "restaurant": "Milano" }, "resume": { "seats": 2 } }),
+            json!({ "input": { "restaurant": "Roma" }, "resume": { "seats": 4 } }),
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_approvals_in_one_step_are_decided_each_for_its_own_call() {
+    let runs = Runs::default();
+    let model = Scripted::new(|request| {
+        let results = tool_results(request);
+        if results.is_empty() {
+            let mut events = call("c-a", "transfer", json!({ "amount": 1 }));
+            events.extend(call("c-b", "transfer", json!({ "amount": 2 })));
+            events.push(ModelEvent::Finish(ModelFinish::ToolCalls));
+            return Ok(events);
+        }
+        let read: Vec<String> = results
+            .iter()
+            .map(|(id, c, _)| format!("{id}={c}"))
+            .collect();
+        Ok(text(&read.join(" ")))
+    });
+    let runtime = Runtime::builder().tools(tools(&runs)).build().unwrap();
+    let agent = agent_on(model, runtime);
+    let paused = agent
+        .generate(Thread::new("t1"), vec![Message::user("two transfers")])
+        .await
+        .unwrap();
+    let approved = agent
+        .approve_tool_call(&paused.run_id, "c-a")
+        .await
+        .unwrap()
+        .output()
+        .await;
+    assert_eq!(
+        approved.finish_reason,
+        FinishReason::Suspended,
+        "c-b still waits"
+    );
+    assert_eq!(
+        *runs.lock().unwrap(),
+        [json!({ "amount": 1 })],
+        "only c-a ran"
+    );
+    let done = agent
+        .decline_tool_call(&paused.run_id, "c-b", Some("no".into()))
+        .await
+        .unwrap()
+        .output()
+        .await;
+    assert_eq!(done.text, r#"c-a={"sent":1} c-b="no""#);
+    assert_eq!(runs.lock().unwrap().len(), 1, "the declined call never ran");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_approvals_from_two_runtimes_run_the_call_once_and_the_run_goes_on_once() {
+    let runs = Runs::default();
+    let path = temp_store("concurrent.sqlite");
+    let model = banker(false);
+    let agents: Vec<Agent> = (0..2)
+        .map(|_| {
+            let runtime = Runtime::builder()
+                .tools(tools(&runs))
+                .sqlite_store(&path)
+                .build()
+                .unwrap();
+            agent_on(model.clone(), runtime)
+        })
+        .collect();
+    let paused = agents[0]
+        .generate(Thread::new("t1"), vec![Message::user("send 10")])
+        .await
+        .unwrap();
+    let decisions: Vec<_> = agents
+        .iter()
+        .map(|agent| {
+            let (agent, run_id) = (agent.clone(), paused.run_id.clone());
+            tokio::spawn(async move {
+                match agent.approve_tool_call(&run_id, "c-transfer").await {
+                    Ok(stream) => Some(stream.output().await),
+                    Err(_) => None,
+                }
+            })
+        })
+        .collect();
+    let mut finished = Vec::new();
+    for decision in decisions {
+        if let Some(output) = decision.await.unwrap() {
+            finished.push(output.finish_reason);
+        }
+    }
+    assert_eq!(runs.lock().unwrap().len(), 1, "the tool ran once");
+    let stops = finished
+        .iter()
+        .filter(|r| **r == FinishReason::Stop)
+        .count();
+    assert_eq!(stops, 1, "the run went on once: {finished:?}");
+    let steps = model.requests().len();
+    assert_eq!(steps, 2, "one model call before the pause, one after");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_cut_off_mid_arguments_never_runs_and_the_model_reads_why() {
+    let runs = Runs::default();
+    let model = Scripted::new(|request| {
+        if tool_results(request).is_empty() {
+            return Ok(vec![
+                ModelEvent::ToolCall(ToolCallEvent::Start {
+                    call_id: "c1".into(),
+                    tool_name: "transfer".into(),
+                }),
+                ModelEvent::ToolCall(ToolCallEvent::InputDelta {
+                    call_id: "c1".into(),
+                    delta: "{\"amou".into(),
+                }),
+                ModelEvent::ToolCall(ToolCallEvent::Incomplete {
+                    call_id: "c1".into(),
+                    tool_name: "transfer".into(),
+                    partial_text: "{\"amou".into(),
+                    reason: "the stream ended".into(),
+                }),
+                ModelEvent::Finish(ModelFinish::Length),
+            ]);
+        }
+        Ok(text("sorry"))
+    });
+    let runtime = Runtime::builder().tools(tools(&runs)).build().unwrap();
+    let agent = agent_on(model.clone(), runtime);
+    let out = agent
+        .generate(Thread::new("t1"), vec![Message::user("send")])
+        .await
+        .unwrap();
+    assert_eq!(out.finish_reason, FinishReason::Stop, "{:?}", out.chunks);
+    assert!(runs.lock().unwrap().is_empty());
+    let (_, error, is_error) = tool_results(&model.requests()[1]).remove(0);
+    assert!(
+        is_error && error.as_str().unwrap().contains("cut off"),
+        "{error}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_stops_after_max_steps() {
+    let model = Scripted::new(|request| {
+        let n = tool_results(request).len();
+        let mut events = call(&format!("c{n}"), "lookup", json!({}));
+        events.push(ModelEvent::Finish(ModelFinish::ToolCalls));
+        Ok(events)
+    });
+    let runtime = Runtime::builder()
+        .tools(tools(&Runs::default()))
+        .build()
+        .unwrap();
+    let agent = Agent::builder("looper", model.clone(), runtime)
+        .max_steps(3)
+        .build()
+        .unwrap();
+    let out = agent
+        .generate(Thread::new("t1"), vec![Message::user("go")])
+        .await
+        .unwrap();
+    assert_eq!(out.finish_reason, FinishReason::ToolCalls);
+    assert_eq!(model.requests().len(), 3);
+    let steps = out
+        .chunks
+        .iter()
+        .filter(|c| matches!(c, AgentChunk::StepFinish { .. }))
+        .count();
+    assert_eq!(steps, 3);
+}
