@@ -151,11 +151,15 @@ impl<T: Serialize + DeserializeOwned + JsonSchema + Send + Sync + 'static> Workf
 #[derive(Clone, Copy)]
 pub(crate) struct StateType {
     pub(crate) type_name: &'static str,
-    pub(crate) decode: fn(&Value) -> Result<DecodedState, (Vec<String>, String)>,
+    pub(crate) decode: fn(&Value) -> Result<DecodedState, StateMismatch>,
 }
 
 /// The workflow state of one call, deserialized into the tool's state type.
 pub(crate) type DecodedState = Arc<dyn Any + Send + Sync>;
+
+/// Why a state did not deserialize: where (property names and array
+/// indexes), and the message.
+pub(crate) type StateMismatch = (Vec<String>, String);
 
 impl StateType {
     pub(crate) fn of<T: WorkflowState>() -> Self {
