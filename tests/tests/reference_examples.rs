@@ -182,6 +182,7 @@ fn to_model_output_maps_text_json_and_content_while_output_stays_raw() {
         let Outcome::Completed {
             output,
             model_output,
+            ..
         } = &outcome
         else {
             panic!("{} did not complete: {outcome:?}", tool.id());

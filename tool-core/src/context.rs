@@ -12,6 +12,9 @@ use serde_json::Value;
 use crate::abort::AbortSignal;
 use crate::error::ToolError;
 use crate::extensions::Extensions;
+use crate::host::{
+    AgentContext, DecodedState, StateType, Workflow, WorkflowContext, WorkflowState,
+};
 use crate::request_context::RequestContext;
 use crate::suspend::{NoSuspend, SuspendPayload};
 
@@ -61,6 +64,10 @@ pub struct CallContext {
     /// Which run of the call this is: 1, or more for a retry-safe stored
     /// call run again after a crash.
     pub(crate) attempt: u32,
+    /// The agent running the call, when one does.
+    pub(crate) agent: Option<Arc<AgentContext>>,
+    /// The workflow step the call is, when it is one.
+    pub(crate) workflow: Option<Arc<WorkflowContext>>,
 }
 
 /// What a resumed call continues from.
@@ -78,6 +85,8 @@ impl fmt::Debug for CallContext {
             .field("messages", &self.messages().len())
             .field("aborted", &self.abort.is_aborted())
             .field("resume", &self.resume)
+            .field("agent", &self.agent)
+            .field("workflow", &self.workflow)
             .finish_non_exhaustive()
     }
 }
@@ -95,6 +104,8 @@ impl CallContext {
             parent_span: None,
             extensions: Extensions::new(),
             attempt: 1,
+            agent: None,
+            workflow: None,
         }
     }
 
@@ -211,6 +222,51 @@ impl CallContext {
         &self.extensions
     }
 
+    /// The agent running the call (see [`with_agent`](Self::with_agent)).
+    pub fn agent(&self) -> Option<&AgentContext> {
+        self.agent.as_deref()
+    }
+
+    /// Says which agent runs the call; the tool reads it with
+    /// [`ToolContext::agent`].
+    ///
+    /// ```
+    /// use tool_core::{AgentContext, CallContext};
+    ///
+    /// let ctx = CallContext::new("c1").with_agent(AgentContext::new("support-agent", "run-1"));
+    /// assert_eq!(ctx.agent().unwrap().agent_id, "support-agent");
+    /// assert!(CallContext::new("c2").agent().is_none());
+    /// ```
+    #[must_use]
+    pub fn with_agent(mut self, agent: AgentContext) -> Self {
+        self.agent = Some(Arc::new(agent));
+        self
+    }
+
+    /// The workflow step the call is (see [`with_workflow`](Self::with_workflow)).
+    pub fn workflow(&self) -> Option<&WorkflowContext> {
+        self.workflow.as_deref()
+    }
+
+    /// Runs the call as a step of a workflow: the tool reads the run, the
+    /// workflow and its state with [`ToolContext::workflow`]. The state is
+    /// validated against the tool's state schema when the call is admitted;
+    /// the state the tool sets comes back in [`Outcome::state`](crate::Outcome::state).
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_core::{CallContext, WorkflowContext};
+    ///
+    /// let ctx = CallContext::new("c1")
+    ///     .with_workflow(WorkflowContext::new("order-flow", "run-1", json!({ "count": 0 })));
+    /// assert_eq!(ctx.workflow().unwrap().state, json!({ "count": 0 }));
+    /// ```
+    #[must_use]
+    pub fn with_workflow(mut self, workflow: WorkflowContext) -> Self {
+        self.workflow = Some(Arc::new(workflow));
+        self
+    }
+
     /// Runs the call's span as a child of `span` (the runtime's call span).
     #[must_use]
     pub fn with_parent_span(mut self, span: tracing::Span) -> Self {
@@ -226,11 +282,25 @@ pub(crate) struct CallState {
     pub(crate) span: tracing::Span,
     /// Set by `suspend`: the serialized payload, or why it could not be serialized.
     pub(crate) suspended: Mutex<Option<Result<Value, String>>>,
+    /// The workflow state, deserialized into the tool's state type at admission.
+    pub(crate) workflow_state: Option<DecodedState>,
+    /// The tool's state type, when it declares one.
+    pub(crate) state_type: Option<StateType>,
+    /// Set by `Workflow::set_state`: the serialized new state, or why it
+    /// could not be serialized.
+    pub(crate) new_state: Mutex<Option<Result<Value, String>>>,
 }
 
 impl CallState {
     pub(crate) fn take_suspension(&self) -> Option<Result<Value, String>> {
         self.suspended
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+    }
+
+    pub(crate) fn take_new_state(&self) -> Option<Result<Value, String>> {
+        self.new_state
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .take()
@@ -441,6 +511,76 @@ impl<S, R> ToolContext<S, R> {
     /// Every value attached to the call.
     pub fn extensions(&self) -> &Extensions {
         &self.state.ctx.extensions
+    }
+
+    /// The agent running this call, when the host says so
+    /// ([`CallContext::with_agent`]); `None` otherwise.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_core::{AgentContext, CallContext, Tool, ToolError};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let whoami = Tool::builder("whoami").description("Names the agent")
+    ///     .execute(|_input, ctx| async move {
+    ///         Ok::<_, ToolError>(json!(ctx.agent().map(|agent| agent.agent_id.clone())))
+    ///     })
+    ///     .build().unwrap();
+    /// let ctx = CallContext::new("c1").with_agent(AgentContext::new("support-agent", "run-1"));
+    /// assert_eq!(whoami.execute("{}", ctx).await.output(), Some(&json!("support-agent")));
+    /// assert_eq!(whoami.execute("{}", CallContext::new("c2")).await.output(), Some(&json!(null)));
+    /// # });
+    /// ```
+    pub fn agent(&self) -> Option<&AgentContext> {
+        self.state.ctx.agent.as_deref()
+    }
+
+    /// The workflow step this call is, with its state as `T`, when the host
+    /// runs the tool as one ([`CallContext::with_workflow`]); `None`
+    /// otherwise. `T` is the tool's declared state type (`#[tool(state =
+    /// T)]`, [`ToolBuilder::state_type`](crate::ToolBuilder::state_type)),
+    /// whose value was validated and deserialized when the call was
+    /// admitted; `serde_json::Value` reads the state as the host gave it,
+    /// in any tool. `#[tool]` rejects, at compile time, a `workflow::<T>()`
+    /// naming another type and `set_state` in a tool declaring no state.
+    ///
+    /// See [`Workflow`] for an example.
+    ///
+    /// # Panics
+    ///
+    /// When `T` is neither the declared state type nor `serde_json::Value`:
+    /// a bug in the tool, which the call reports as a panic.
+    pub fn workflow<T: WorkflowState>(&self) -> Option<Workflow<'_, T>> {
+        let context = self.state.ctx.workflow.as_deref()?;
+        let typed = self
+            .state
+            .workflow_state
+            .as_ref()
+            .and_then(|decoded| decoded.downcast_ref::<T>());
+        let raw = || (&context.state as &dyn std::any::Any).downcast_ref::<T>();
+        let Some(state) = typed.or_else(raw) else {
+            let wanted = std::any::type_name::<T>();
+            match &self.state.state_type {
+                Some(declared) => panic!(
+                    "tool {} declares its workflow state as `{declared:?}` but reads it as `{wanted}`: call `ctx.workflow::<{declared:?}>()`",
+                    self.state.tool_id
+                ),
+                None => panic!(
+                    "tool {} declares no workflow state type but reads it as `{wanted}`: declare it (`#[tool(state = ...)]`, `ToolBuilder::state_type`) or read it as `serde_json::Value`",
+                    self.state.tool_id
+                ),
+            }
+        };
+        Some(Workflow {
+            context,
+            state,
+            call: &self.state,
+        })
+    }
+
+    /// The workflow step this call is, untyped, when it is one.
+    pub fn workflow_context(&self) -> Option<&WorkflowContext> {
+        self.state.ctx.workflow.as_deref()
     }
 
     /// Structured logs and child spans of this call.

@@ -49,6 +49,10 @@ pub struct ToolDefinition {
     /// JSON Schema of the request context.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub request_context_schema: Option<Value>,
+    /// JSON Schema of the workflow state, when the tool keeps one
+    /// (`#[tool(state = Type)]`, `ToolBuilder::state_schema`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state_schema: Option<Value>,
     /// Provider strict mode (OpenAI, Anthropic).
     pub strict: bool,
     /// Whether calls always need human approval (a policy function may also decide).

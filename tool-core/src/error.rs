@@ -132,6 +132,10 @@ pub enum ErrorKind {
     ResumeValidation,
     /// The tool returned output that does not match its output schema.
     OutputValidation,
+    /// The workflow state the host gave (`CallContext::with_workflow`), or
+    /// the one the tool set (`Workflow::set_state`), does not match the
+    /// tool's state schema or type.
+    WorkflowStateValidation,
     /// No tool with the requested id exists.
     UnknownTool,
     /// The execute function returned an error.

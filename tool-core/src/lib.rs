@@ -60,6 +60,7 @@ mod derived;
 mod error;
 mod extensions;
 pub mod hooks;
+mod host;
 mod input;
 mod model_output;
 mod outcome;
@@ -93,6 +94,7 @@ pub use definition::{
 pub use error::{BuildError, ErrorKind, ModelError, ToolError, ValidationErrors, is_valid_tool_id};
 pub use extensions::Extensions;
 pub use hooks::Hooks;
+pub use host::{AgentContext, Workflow, WorkflowContext, WorkflowState};
 pub use input::{MAX_NESTING, MAX_SCHEMA_DEPTH, RawInput};
 pub use model_output::{ContentPart, ModelOutput};
 pub use outcome::{ModelFacing, Outcome};
@@ -465,6 +467,12 @@ pub mod __private_0_1_0 {
         builder: crate::ToolBuilder,
     ) -> crate::ToolBuilder {
         builder.request_context_type::<C>()
+    }
+
+    /// The `state = Type` of a `#[tool]`: declares the workflow state type
+    /// (its bound's message is reported on the user's type).
+    pub fn state_type<T: crate::WorkflowState>(builder: crate::ToolBuilder) -> crate::ToolBuilder {
+        builder.state_type::<T>()
     }
 }
 

@@ -15,7 +15,7 @@ use crate::model_output::ModelOutput;
 /// use serde_json::json;
 /// use tool_core::{ModelFacing, Outcome};
 ///
-/// let outcome = Outcome::Completed { output: json!({ "celsius": 21 }), model_output: None };
+/// let outcome = Outcome::Completed { output: json!({ "celsius": 21 }), model_output: None, state: None };
 /// assert_eq!(outcome.output(), Some(&json!({ "celsius": 21 })));
 /// assert_eq!(Outcome::Aborted.to_model_value(), "Tool call was aborted.");
 /// ```
@@ -27,6 +27,10 @@ pub enum Outcome {
         output: Value,
         /// The model-facing form, when the tool defines `to_model_output`.
         model_output: Option<ModelOutput>,
+        /// The workflow state the tool set (`Workflow::set_state`),
+        /// validated against its state schema: the host replaces the
+        /// workflow's state with it. `None` when the tool set none.
+        state: Option<Value>,
     },
     /// The call failed; the model receives the error object.
     Failed {
@@ -70,6 +74,24 @@ impl Outcome {
             _ => None,
         }
     }
+
+    /// The new workflow state, when the call completed after the tool set
+    /// one (see [`Workflow::set_state`](crate::Workflow::set_state)).
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_core::Outcome;
+    ///
+    /// let outcome = Outcome::Completed { output: json!("ok"), model_output: None, state: Some(json!({ "step": 2 })) };
+    /// assert_eq!(outcome.state(), Some(&json!({ "step": 2 })));
+    /// assert_eq!(Outcome::Aborted.state(), None);
+    /// ```
+    pub fn state(&self) -> Option<&Value> {
+        match self {
+            Outcome::Completed { state, .. } => state.as_ref(),
+            _ => None,
+        }
+    }
 }
 
 /// What a model is told about how a call ended. Implemented by
@@ -87,7 +109,7 @@ impl Outcome {
 ///         None => outcome.to_model_value().to_string(),
 ///     }
 /// }
-/// let done = Outcome::Completed { output: json!(1), model_output: Some(ModelOutput::Text("one".into())) };
+/// let done = Outcome::Completed { output: json!(1), model_output: Some(ModelOutput::Text("one".into())), state: None };
 /// assert_eq!(as_text(&done), "one");
 /// assert_eq!(as_text(&Outcome::Aborted), "\"Tool call was aborted.\"");
 /// ```
@@ -109,6 +131,7 @@ impl ModelFacing for Outcome {
             Outcome::Completed {
                 output,
                 model_output,
+                ..
             } => Some((output, model_output.as_ref())),
             _ => None,
         }

@@ -21,6 +21,7 @@ use serde_json::Value;
 use crate::context::{CallContext, CallState};
 use crate::definition::OutputValidation;
 use crate::error::{ErrorKind, ModelError};
+use crate::host::DecodedState;
 use crate::input::{
     MAX_NESTING, RawInput, coerce_stringified, integral_floats_to_integers, normalize_top,
     parse_text, strip_failing_nulls, too_deep,
@@ -72,6 +73,8 @@ pub struct Admitted {
     tool: Tool,
     input: Value,
     ctx: CallContext,
+    /// The workflow state, deserialized into the tool's state type.
+    workflow_state: Option<DecodedState>,
 }
 
 impl fmt::Debug for Admitted {
@@ -124,8 +127,13 @@ impl Admitted {
     /// suspend payload or the output validated and the output mapped for the
     /// model. The tool starts when the future is first polled.
     pub fn run(self) -> impl Future<Output = Outcome> + Send + 'static {
-        let Admitted { tool, input, ctx } = self;
-        async move { tool.run_admitted(input, ctx).await }
+        let Admitted {
+            tool,
+            input,
+            ctx,
+            workflow_state,
+        } = self;
+        async move { tool.run_admitted(input, ctx, workflow_state).await }
     }
 }
 
@@ -194,6 +202,7 @@ impl Tool {
         let mut input = self.validate_input(input)?;
         self.validate_request_context(&ctx)?;
         self.validate_resume_data(&ctx)?;
+        let workflow_state = self.validate_workflow_state(&ctx)?;
         if self.inner.has_integers {
             integral_floats_to_integers(&mut input);
         }
@@ -201,6 +210,7 @@ impl Tool {
             tool: self.clone(),
             input,
             ctx,
+            workflow_state,
         })
     }
 
@@ -291,6 +301,38 @@ impl Tool {
         Ok(())
     }
 
+    /// Validates the workflow state against the state schema and
+    /// deserializes it into the tool's state type, when both are there.
+    fn validate_workflow_state(
+        &self,
+        ctx: &CallContext,
+    ) -> Result<Option<DecodedState>, ModelError> {
+        let Some(workflow) = &ctx.workflow else {
+            return Ok(None);
+        };
+        let id = &self.inner.id;
+        let state = &workflow.state;
+        if let Some(path) = too_deep(state, MAX_NESTING) {
+            return Err(nesting_failure(Subject::WorkflowState, id, path, state));
+        }
+        if let Some(schema) = &self.inner.state {
+            check(schema, Subject::WorkflowState, id, state)?;
+        }
+        let Some(state_type) = &self.inner.state_type else {
+            return Ok(None);
+        };
+        (state_type.decode)(state)
+            .map(Some)
+            .map_err(|(path, message)| {
+                failure(
+                    Subject::WorkflowState,
+                    id,
+                    &[Issue { path, message }],
+                    Some(state),
+                )
+            })
+    }
+
     fn configuration_error(&self) -> ModelError {
         let reason = self.inner.config_error.as_ref().map_or_else(
             || "the tool is misconfigured".to_owned(),
@@ -302,7 +344,12 @@ impl Tool {
     /// The second stage: starts the execute function and drives it to its
     /// end, turning a panic into [`Run::Panicked`] and a fired abort signal
     /// into [`Run::Aborted`], then concludes.
-    async fn run_admitted(&self, input: Value, ctx: CallContext) -> Outcome {
+    async fn run_admitted(
+        &self,
+        input: Value,
+        ctx: CallContext,
+        workflow_state: Option<DecodedState>,
+    ) -> Outcome {
         let inner = &self.inner;
         let span = match &ctx.parent_span {
             Some(parent) => {
@@ -318,6 +365,9 @@ impl Tool {
             ctx,
             span,
             suspended: Mutex::new(None),
+            workflow_state,
+            state_type: inner.state_type,
+            new_state: Mutex::new(None),
         });
         if abort.is_aborted() {
             return self.conclude(&state, Run::Aborted);
@@ -374,7 +424,7 @@ impl Tool {
             return self.suspended(state.ctx.call_id.clone(), input, suspension);
         }
         match result {
-            Ok(executed) => self.completed(executed),
+            Ok(executed) => self.completed(executed, state.take_new_state()),
             Err(ExecFailure::Tool(error)) => {
                 if let Some(source) = error.source() {
                     tracing::info!(error = source, "tool returned an error");
@@ -444,7 +494,7 @@ impl Tool {
         }
     }
 
-    fn completed(&self, executed: Executed) -> Outcome {
+    fn completed(&self, executed: Executed, new_state: Option<Result<Value, String>>) -> Outcome {
         let Executed {
             output,
             model_output,
@@ -477,9 +527,38 @@ impl Tool {
             },
             (None, None) => None,
         };
+        let state = match new_state {
+            None => None,
+            Some(Err(reason)) => {
+                return Outcome::Failed {
+                    error: ModelError::new(
+                        ErrorKind::WorkflowStateValidation,
+                        format!(
+                            "Workflow state validation failed for {}. The state the tool set could not be serialized: {reason}",
+                            self.inner.id
+                        ),
+                    ),
+                };
+            }
+            Some(Ok(state)) => {
+                if let Some(path) = too_deep(&state, MAX_NESTING) {
+                    let error =
+                        nesting_failure(Subject::NewWorkflowState, &self.inner.id, path, &state);
+                    return Outcome::Failed { error };
+                }
+                if let Some(schema) = &self.inner.state
+                    && let Err(error) =
+                        check(schema, Subject::NewWorkflowState, &self.inner.id, &state)
+                {
+                    return Outcome::Failed { error };
+                }
+                Some(state)
+            }
+        };
         Outcome::Completed {
             output,
             model_output,
+            state,
         }
     }
 }

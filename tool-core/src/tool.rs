@@ -15,6 +15,7 @@ use crate::context::{CallState, ToolContext};
 use crate::definition::{BackgroundConfig, McpOptions, OutputValidation, ToolDefinition};
 use crate::error::{BuildError, ToolError, is_valid_tool_id};
 use crate::hooks::Hooks;
+use crate::host::{StateType, WorkflowState};
 use crate::input::{MAX_SCHEMA_DEPTH, drop_iteratively, too_deep};
 use crate::model_output::ModelOutput;
 use crate::request_context::RequestContext;
@@ -141,6 +142,10 @@ pub(crate) struct ToolInner {
     pub(crate) suspend: Option<CompiledSchema>,
     pub(crate) resume: Option<CompiledSchema>,
     pub(crate) request_context: Option<CompiledSchema>,
+    /// The workflow state's schema.
+    pub(crate) state: Option<CompiledSchema>,
+    /// The workflow state's type, when the tool declares one.
+    pub(crate) state_type: Option<StateType>,
     /// The input schema has integers: integral floats are read as integers.
     pub(crate) has_integers: bool,
     /// Why the tool cannot run (a schema that does not compile); calls fail with it.
@@ -284,7 +289,7 @@ async fn execute_typed<T: TypedTool>(tool: Arc<T>, input: Value, state: Arc<Call
 
 /// The tokens of a deserialization error's path: property names, array
 /// indexes, enum variants.
-fn path_tokens(path: &serde_path_to_error::Path) -> Vec<String> {
+pub(crate) fn path_tokens(path: &serde_path_to_error::Path) -> Vec<String> {
     use serde_path_to_error::Segment;
     path.iter()
         .map(|segment| match segment {
@@ -342,6 +347,8 @@ pub struct ToolBuilder {
     suspend_schema: Option<Value>,
     resume_schema: Option<Value>,
     request_context_schema: Option<Value>,
+    state_schema: Option<Value>,
+    state_type: Option<StateType>,
     strict: bool,
     require_approval: bool,
     retry_safe: bool,
@@ -376,6 +383,8 @@ impl ToolBuilder {
             suspend_schema: None,
             resume_schema: None,
             request_context_schema: None,
+            state_schema: None,
+            state_type: None,
             strict: false,
             require_approval: false,
             retry_safe: false,
@@ -437,6 +446,74 @@ impl ToolBuilder {
     /// Derives the request-context schema from `C`.
     pub fn request_context_type<C: JsonSchema + 'static>(mut self) -> Self {
         self.request_context_schema = schema_for::<C>();
+        self
+    }
+
+    /// JSON Schema of the workflow state: the state a host gives with
+    /// [`CallContext::with_workflow`](crate::CallContext::with_workflow) is
+    /// validated against it when a call is admitted, and the state the tool
+    /// sets when the call completes. The tool reads the state as
+    /// `ctx.workflow::<serde_json::Value>()`.
+    ///
+    /// ```
+    /// use serde_json::{json, Value};
+    /// use tool_core::{CallContext, ErrorKind, Tool, ToolError, WorkflowContext};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let step = Tool::builder("step").description("Advance the step counter")
+    ///     .state_schema(json!({ "type": "object", "properties": { "step": { "type": "integer" } }, "required": ["step"] }))
+    ///     .execute(|_input, ctx| async move {
+    ///         if let Some(workflow) = ctx.workflow::<Value>() {
+    ///             let step = workflow.state()["step"].as_i64().unwrap_or(0);
+    ///             workflow.set_state(json!({ "step": step + 1 }));
+    ///         }
+    ///         Ok::<_, ToolError>(json!("advanced"))
+    ///     })
+    ///     .build().unwrap();
+    /// assert_eq!(step.definition().state_schema.as_ref().unwrap()["required"][0], "step");
+    /// let ctx = |state| CallContext::new("c1").with_workflow(WorkflowContext::new("flow", "run-1", state));
+    /// let outcome = step.execute("{}", ctx(json!({ "step": 1 }))).await;
+    /// assert_eq!(outcome.state(), Some(&json!({ "step": 2 })));
+    /// let refused = step.execute("{}", ctx(json!({}))).await;
+    /// assert_eq!(refused.error().unwrap().kind(), ErrorKind::WorkflowStateValidation);
+    /// # });
+    /// ```
+    pub fn state_schema(mut self, schema: Value) -> Self {
+        self.state_schema = Some(schema);
+        self
+    }
+
+    /// Declares the workflow state type: its schema (derived like the
+    /// others) is the state schema, and the host's state is deserialized
+    /// into `T` when a call is admitted, for `ctx.workflow::<T>()`. What
+    /// `#[tool(state = T)]` sets.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_core::{CallContext, Tool, ToolError, WorkflowContext};
+    ///
+    /// #[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+    /// struct Cart { items: Vec<String> }
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let add = Tool::builder("add-to-cart").description("Add an item to the cart")
+    ///     .state_type::<Cart>()
+    ///     .execute(|input, ctx| async move {
+    ///         let workflow = ctx.workflow::<Cart>().ok_or_else(|| ToolError::new("not in a workflow"))?;
+    ///         let mut items = workflow.state().items.clone();
+    ///         items.push(input["item"].as_str().unwrap_or_default().to_owned());
+    ///         workflow.set_state(Cart { items });
+    ///         Ok::<_, ToolError>(json!("added"))
+    ///     })
+    ///     .build().unwrap();
+    /// let ctx = CallContext::new("c1").with_workflow(WorkflowContext::new("shop", "run-1", json!({ "items": [] })));
+    /// let outcome = add.execute(json!({ "item": "tea" }), ctx).await;
+    /// assert_eq!(outcome.state(), Some(&json!({ "items": ["tea"] })));
+    /// # });
+    /// ```
+    pub fn state_type<T: WorkflowState>(mut self) -> Self {
+        self.state_schema = schema_for::<T>();
+        self.state_type = Some(StateType::of::<T>());
         self
     }
 
@@ -622,6 +699,7 @@ impl ToolBuilder {
         check("suspend", &mut self.suspend_schema);
         check("resume", &mut self.resume_schema);
         check("request context", &mut self.request_context_schema);
+        check("workflow state", &mut self.state_schema);
         refused
     }
 
@@ -658,6 +736,7 @@ impl ToolBuilder {
         let suspend = compile("suspend", self.suspend_schema.clone());
         let resume = compile("resume", self.resume_schema.clone());
         let request_context = compile("request context", self.request_context_schema.clone());
+        let state = compile("workflow state", self.state_schema.clone());
         let executor = self.executor.unwrap_or_else(|| {
             Arc::new(|input, _| {
                 Box::pin(async {
@@ -679,6 +758,7 @@ impl ToolBuilder {
             suspend_schema: self.suspend_schema,
             resume_schema: self.resume_schema,
             request_context_schema: self.request_context_schema,
+            state_schema: self.state_schema,
             strict: self.strict,
             require_approval: self.require_approval,
             retry_safe: self.retry_safe,
@@ -697,6 +777,8 @@ impl ToolBuilder {
                 suspend,
                 resume,
                 request_context,
+                state,
+                state_type: self.state_type,
                 has_integers,
                 config_error,
                 executor,

@@ -256,6 +256,10 @@ pub(crate) enum Subject {
     Suspend,
     Resume,
     Output,
+    /// The workflow state a host gave.
+    WorkflowState,
+    /// The workflow state a tool set.
+    NewWorkflowState,
 }
 
 /// Builds the model-facing error for `issues` found in `value`; `value` is
@@ -294,6 +298,20 @@ pub(crate) fn failure(
                 "Tool output validation failed for {tool_id}. The tool returned invalid output:"
             ),
             "Returned output",
+        ),
+        Subject::WorkflowState => (
+            ErrorKind::WorkflowStateValidation,
+            format!(
+                "Workflow state validation failed for {tool_id}. The workflow state given to the tool does not match its state schema:"
+            ),
+            "Provided workflow state",
+        ),
+        Subject::NewWorkflowState => (
+            ErrorKind::WorkflowStateValidation,
+            format!(
+                "Workflow state validation failed for {tool_id}. The tool set an invalid workflow state:"
+            ),
+            "New workflow state",
         ),
     };
     let mut message = headline;

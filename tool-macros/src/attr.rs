@@ -20,6 +20,7 @@ pub const KEYS: &[&str] = &[
     "suspend",
     "resume",
     "request_context",
+    "state",
     "to_model_output",
     "transform",
     "mcp",
@@ -113,6 +114,8 @@ pub struct Attrs {
     pub suspend: Option<Type>,
     pub resume: Option<Type>,
     pub request_context: Option<Type>,
+    /// `state = Type`: the workflow state type.
+    pub state: Option<Type>,
     pub to_model_output: Option<Path>,
     pub transform: Option<Path>,
     pub mcp: Option<Mcp>,
@@ -280,6 +283,7 @@ fn parse_key(
         "suspend" => attrs.suspend = Some(type_value(meta, key)?),
         "resume" => attrs.resume = Some(type_value(meta, key)?),
         "request_context" => attrs.request_context = Some(type_value(meta, key)?),
+        "state" => attrs.state = Some(type_value(meta, key)?),
         "to_model_output" => {
             attrs.to_model_output = Some(path_value(meta, key, "`fn(&Output) -> ModelOutput`")?);
         }

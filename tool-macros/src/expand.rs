@@ -472,13 +472,16 @@ fn configure(krate: &Path, attrs: &Attrs, input_ty: &Type) -> TokenStream {
     }
     // A function rather than a method so that it goes first in the chain
     // and its bound is reported on the user's type.
-    let start = match &attrs.request_context {
-        Some(ty) => {
-            let set = respan(quote!(#private::request_context_type), ty.span());
-            quote!(#set::<#ty>(builder))
+    let mut start = quote!(builder);
+    for (ty, setter) in [
+        (&attrs.request_context, quote!(request_context_type)),
+        (&attrs.state, quote!(state_type)),
+    ] {
+        if let Some(ty) = ty {
+            let set = respan(quote!(#private::#setter), ty.span());
+            start = quote!(#set::<#ty>(#start));
         }
-        None => quote!(builder),
-    };
+    }
     if let Some(path) = &attrs.transform {
         let transform = fn_pointer(path, quote!(fn() -> #krate::ToolTransform));
         steps.push(quote!(.transform((#transform)())));
@@ -549,7 +552,7 @@ fn configure(krate: &Path, attrs: &Attrs, input_ty: &Type) -> TokenStream {
     if !hook_steps.is_empty() {
         steps.push(quote!(.hooks(#krate::Hooks::new() #(#hook_steps)*)));
     }
-    if steps.is_empty() && attrs.request_context.is_none() {
+    if steps.is_empty() && attrs.request_context.is_none() && attrs.state.is_none() {
         return TokenStream::new();
     }
     quote! {

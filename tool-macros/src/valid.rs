@@ -14,6 +14,7 @@ pub fn check(cx: &Ctxt, attrs: &Attrs, tool: &ToolFn) {
     check_description(cx, attrs, tool);
     check_input(cx, attrs, tool);
     check_context(cx, attrs, tool);
+    check_state(cx, attrs, tool);
     check_output(cx, tool);
 }
 
@@ -254,6 +255,89 @@ fn check_context(cx: &Ctxt, attrs: &Attrs, tool: &ToolFn) {
             _ => {}
         }
     }
+}
+
+/// The workflow state: `state = Type` needs a context to read it through,
+/// and the body's `ctx.workflow::<T>()` and `set_state` calls must agree
+/// with it. `ToolContext` does not carry the state type (it would take a
+/// third generic in every signature), so these checks read the body, the
+/// way a type would have been checked; `workflow::<T>()` also checks `T`
+/// when it runs.
+fn check_state(cx: &Ctxt, attrs: &Attrs, tool: &ToolFn) {
+    if let Some(state) = &attrs.state
+        && tool.contexts.is_empty()
+    {
+        cx.error_spanned_by(
+            state,
+            "a tool with a workflow state needs a `ToolContext` parameter to read it (`ctx.workflow::<State>()`) and set it",
+        );
+    }
+    let mut calls = StateCalls::default();
+    syn::visit::Visit::visit_block(&mut calls, &tool.item.block);
+    let declared = attrs.state.as_ref().map(pretty);
+    for read in &calls.typed_reads {
+        if is_json_value(read) {
+            continue;
+        }
+        let read_as = pretty(read);
+        match &declared {
+            Some(declared) if *declared == read_as => {}
+            Some(declared) => cx.error_spanned_by(
+                read,
+                format!(
+                    "this tool declares `state = {declared}`: read the workflow state as `ctx.workflow::<{declared}>()` (or as `serde_json::Value`)"
+                ),
+            ),
+            None => cx.error_spanned_by(
+                read,
+                format!(
+                    "this tool declares no workflow state: add `state = {read_as}` to #[tool] to read the state as `{read_as}`"
+                ),
+            ),
+        }
+    }
+    if declared.is_none() && calls.reads_workflow {
+        for set in &calls.set_state {
+            cx.error_spanned_by(
+                set,
+                "`set_state` needs the tool to declare its workflow state: add `state = Type` to #[tool]",
+            );
+        }
+    }
+}
+
+/// `.workflow::<T>()` and `.set_state(..)` calls in a function body.
+#[derive(Default)]
+struct StateCalls {
+    /// The `T` of every `.workflow::<T>()`.
+    typed_reads: Vec<Type>,
+    /// Whether the body calls `.workflow` at all.
+    reads_workflow: bool,
+    /// The method name of every `.set_state(..)`.
+    set_state: Vec<syn::Ident>,
+}
+
+impl<'ast> syn::visit::Visit<'ast> for StateCalls {
+    fn visit_expr_method_call(&mut self, call: &'ast syn::ExprMethodCall) {
+        if call.method == "workflow" {
+            self.reads_workflow = true;
+            if let Some(turbofish) = &call.turbofish {
+                for arg in &turbofish.args {
+                    if let syn::GenericArgument::Type(ty) = arg {
+                        self.typed_reads.push(ty.clone());
+                    }
+                }
+            }
+        } else if call.method == "set_state" {
+            self.set_state.push(call.method.clone());
+        }
+        syn::visit::visit_expr_method_call(self, call);
+    }
+}
+
+/// `Value` or a path ending in it (`serde_json::Value`): the untyped state.
+fn is_json_value(ty: &Type) -> bool {
+    matches!(ty, Type::Path(path) if path.qself.is_none() && path.path.segments.last().is_some_and(|last| last.ident == "Value" && last.arguments.is_empty()))
 }
 
 fn check_output(cx: &Ctxt, tool: &ToolFn) {

@@ -388,6 +388,7 @@ mod tests {
         let done = CallOutcome::Completed {
             output: serde_json::json!(1),
             model_output: None,
+            state: None,
         };
         tasks.callback(&result("task-1", done));
         tasks.callback(&result("task-2", CallOutcome::Aborted));

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use serde_json::Value;
-use tool_core::{Extensions, RawInput, RequestContext};
+use tool_core::{AgentContext, Extensions, RawInput, RequestContext, WorkflowContext};
 
 /// One tool call from a model: its id, the tool's id, the arguments, and
 /// the request's context.
@@ -37,6 +37,13 @@ pub struct ToolCall {
     /// Typed values for the tool (what the transport offers it: MCP
     /// elicitation, say), read with `ToolContext::extension`.
     pub extensions: Extensions,
+    /// The agent making the call, read with `ToolContext::agent`. Not
+    /// stored: a call that pauses (approval, suspension) and runs again
+    /// through `approve` or `resume` runs without it.
+    pub agent: Option<AgentContext>,
+    /// The workflow step the call is, read with `ToolContext::workflow`.
+    /// Not stored either, like `agent`.
+    pub workflow: Option<WorkflowContext>,
 }
 
 impl ToolCall {
@@ -54,6 +61,8 @@ impl ToolCall {
             messages: Vec::new(),
             timeout: None,
             extensions: Extensions::new(),
+            agent: None,
+            workflow: None,
         }
     }
 
@@ -77,6 +86,68 @@ impl ToolCall {
     #[must_use]
     pub fn with_extension<T: Send + Sync + 'static>(mut self, value: T) -> Self {
         self.extensions.insert(value);
+        self
+    }
+
+    /// Says which agent makes the call; the tool reads it with
+    /// `ToolContext::agent`.
+    ///
+    /// The agent is not stored with a call that pauses: a call approved
+    /// with `Runtime::approve` or resumed with `Runtime::resume` runs with
+    /// `ctx.agent()` returning `None`. A tool that needs the agent after a
+    /// pause should carry what it needs in its suspend payload.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_core::{AgentContext, Tool, ToolError};
+    /// use tool_runtime::{Runtime, ToolCall};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let whoami = Tool::builder("whoami").description("Names the agent")
+    ///     .execute(|_input, ctx| async move {
+    ///         Ok::<_, ToolError>(json!(ctx.agent().map(|agent| agent.run_id.clone())))
+    ///     })
+    ///     .build().unwrap();
+    /// let runtime = Runtime::builder().tool(whoami).build().unwrap();
+    /// let call = ToolCall::new("c1", "whoami", json!({}))
+    ///     .with_agent(AgentContext::new("support-agent", "run-9"));
+    /// assert_eq!(runtime.call(call).await.output(), Some(&json!("run-9")));
+    /// # });
+    /// ```
+    #[must_use]
+    pub fn with_agent(mut self, agent: AgentContext) -> Self {
+        self.agent = Some(agent);
+        self
+    }
+
+    /// Runs the call as a workflow step; the tool reads it with
+    /// `ToolContext::workflow`, and the state it sets comes back in
+    /// [`CallOutcome::state`](crate::CallOutcome::state). Not stored with a
+    /// call that pauses, like [`with_agent`](Self::with_agent).
+    ///
+    /// ```
+    /// use serde_json::{json, Value};
+    /// use tool_core::{Tool, ToolError, WorkflowContext};
+    /// use tool_runtime::{Runtime, ToolCall};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let step = Tool::builder("step").description("Advance a step")
+    ///     .execute(|_input, ctx| async move {
+    ///         if let Some(workflow) = ctx.workflow::<Value>() {
+    ///             workflow.set_state(json!({ "done": true }));
+    ///         }
+    ///         Ok::<_, ToolError>(json!("ok"))
+    ///     })
+    ///     .build().unwrap();
+    /// let runtime = Runtime::builder().tool(step).build().unwrap();
+    /// let call = ToolCall::new("c1", "step", json!({}))
+    ///     .with_workflow(WorkflowContext::new("flow", "run-1", json!({})));
+    /// assert_eq!(runtime.call(call).await.state(), Some(&json!({ "done": true })));
+    /// # });
+    /// ```
+    #[must_use]
+    pub fn with_workflow(mut self, workflow: WorkflowContext) -> Self {
+        self.workflow = Some(workflow);
         self
     }
 

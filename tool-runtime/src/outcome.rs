@@ -28,6 +28,9 @@ pub enum CallOutcome {
         output: Value,
         /// The model-facing form, when the tool defines `to_model_output`.
         model_output: Option<ModelOutput>,
+        /// The workflow state the tool set, validated against its state
+        /// schema (see [`tool_core::Outcome::state`]); `None` when it set none.
+        state: Option<Value>,
     },
     /// The call failed; the model receives the error object.
     Failed {
@@ -78,9 +81,11 @@ impl From<Outcome> for CallOutcome {
             Outcome::Completed {
                 output,
                 model_output,
+                state,
             } => CallOutcome::Completed {
                 output,
                 model_output,
+                state,
             },
             Outcome::Failed { error } => CallOutcome::Failed { error },
             Outcome::Suspended {
@@ -121,6 +126,27 @@ impl CallOutcome {
         }
     }
 
+    /// The new workflow state, when the call completed after the tool set
+    /// one (see [`tool_core::Workflow::set_state`]).
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_runtime::CallOutcome;
+    ///
+    /// let outcome = CallOutcome::from(tool_core::Outcome::Completed {
+    ///     output: json!("ok"),
+    ///     model_output: None,
+    ///     state: Some(json!({ "step": 2 })),
+    /// });
+    /// assert_eq!(outcome.state(), Some(&json!({ "step": 2 })));
+    /// ```
+    pub fn state(&self) -> Option<&Value> {
+        match self {
+            CallOutcome::Completed { state, .. } => state.as_ref(),
+            _ => None,
+        }
+    }
+
     /// A failure with `error`.
     pub(crate) fn failed(error: ModelError) -> Self {
         CallOutcome::Failed { error }
@@ -133,6 +159,7 @@ impl ModelFacing for CallOutcome {
             CallOutcome::Completed {
                 output,
                 model_output,
+                ..
             } => Some((output, model_output.as_ref())),
             _ => None,
         }
@@ -181,10 +208,12 @@ mod tests {
             Outcome::Completed {
                 output: json!({ "t": 1 }),
                 model_output: None,
+                state: None,
             },
             Outcome::Completed {
                 output: json!(1),
                 model_output: Some(ModelOutput::Text("one".into())),
+                state: Some(json!({ "step": 1 })),
             },
             Outcome::Failed {
                 error: ModelError::new(tool_core::ErrorKind::Execution, "boom"),

@@ -153,6 +153,8 @@ impl Runtime {
                 messages,
                 timeout,
                 extensions,
+                agent,
+                workflow,
                 ..
             } = call;
             let is_new = matches!(entry, Entry::New);
@@ -179,6 +181,12 @@ impl Runtime {
             let mut ctx = self.call_context(&record).with_extensions(extensions);
             if let Some((data, payload)) = resume {
                 ctx = ctx.resuming(data, payload);
+            }
+            if let Some(agent) = agent {
+                ctx = ctx.with_agent(agent);
+            }
+            if let Some(workflow) = workflow {
+                ctx = ctx.with_workflow(workflow);
             }
             let admitted = match record.tool.admit(input, ctx) {
                 Ok(admitted) => admitted,

@@ -225,6 +225,8 @@ impl InputStream {
             messages,
             timeout,
             extensions,
+            agent: None,
+            workflow: None,
         };
         let streamed = Streamed { abort, guard, span };
         runtime.run_call(call, Entry::New, Some(streamed)).await

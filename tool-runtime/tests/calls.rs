@@ -145,6 +145,7 @@ async fn to_model_output_is_attached_to_completed() {
     let CallOutcome::Completed {
         output,
         model_output,
+        ..
     } = &outcome
     else {
         panic!("{outcome:?}")

@@ -46,6 +46,7 @@ impl Provider {
     ///         ContentPart::text("Here is the chart"),
     ///         ContentPart::ImageData { data: "iVBORw0KGgo=".into(), media_type: "image/png".into() },
     ///     ])),
+    ///     state: None,
     /// };
     /// assert_eq!(
     ///     Provider::Anthropic.tool_result("toolu_1", "chart", &outcome),
@@ -282,6 +283,7 @@ mod tests {
         Outcome::Completed {
             output,
             model_output: None,
+            state: None,
         }
     }
 
@@ -343,6 +345,7 @@ mod tests {
                     filename: Some("report.pdf".into()),
                 },
             ])),
+            state: None,
         };
         assert_eq!(
             Provider::OpenAiChat.tool_result("c1", "w", &outcome)["content"],

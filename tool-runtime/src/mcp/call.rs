@@ -197,6 +197,7 @@ impl Call {
                 CallOutcome::Completed {
                     output,
                     model_output,
+                    ..
                 } => {
                     return convert::completed(
                         &output,

@@ -126,7 +126,7 @@ pub enum Settlement {
 /// use serde_json::json;
 /// use tool_runtime::{CallOutcome, RecordedOutcome};
 ///
-/// let outcome = CallOutcome::Completed { output: json!(3), model_output: None };
+/// let outcome = CallOutcome::Completed { output: json!(3), model_output: None, state: None };
 /// let recorded = RecordedOutcome::from_outcome(&outcome).unwrap();
 /// let text = serde_json::to_string(&recorded).unwrap();
 /// assert_eq!(text, r#"{"status":"completed","output":3}"#);
@@ -144,6 +144,9 @@ pub enum RecordedOutcome {
         /// The model-facing form, when the tool defines one.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         model_output: Option<ModelOutput>,
+        /// The workflow state the tool set, when it set one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        state: Option<Value>,
     },
     /// The call failed.
     Failed {
@@ -170,9 +173,11 @@ impl RecordedOutcome {
             CallOutcome::Completed {
                 output,
                 model_output,
+                state,
             } => RecordedOutcome::Completed {
                 output: output.clone(),
                 model_output: model_output.clone(),
+                state: state.clone(),
             },
             CallOutcome::Failed { error } => RecordedOutcome::Failed {
                 kind: error.kind(),
@@ -195,9 +200,11 @@ impl From<RecordedOutcome> for CallOutcome {
             RecordedOutcome::Completed {
                 output,
                 model_output,
+                state,
             } => CallOutcome::Completed {
                 output,
                 model_output,
+                state,
             },
             RecordedOutcome::Failed { kind, error } => CallOutcome::failed(
                 ModelError::from_json(kind, &error)

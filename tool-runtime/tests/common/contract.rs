@@ -28,6 +28,7 @@ fn completed(n: i64) -> RecordedOutcome {
     RecordedOutcome::from_outcome(&tool_runtime::CallOutcome::Completed {
         output: json!(n),
         model_output: None,
+        state: None,
     })
     .unwrap()
 }
