@@ -11,7 +11,7 @@
 
 use serde_json::{Value, json};
 use tool_core::transform::Phase;
-use tool_core::{CallContext, ErrorKind, ModelError, RequestContext, Tool};
+use tool_core::{AgentContext, CallContext, ErrorKind, ModelError, RequestContext, Tool};
 use tracing::Instrument as _;
 
 use crate::call::ToolCall;
@@ -74,14 +74,33 @@ impl Runtime {
         call_id: &str,
         decision: Decision,
     ) -> impl Future<Output = Result<CallOutcome, RuntimeError>> + Send + 'static {
+        self.decision_as(call_id, decision, None)
+    }
+
+    /// [`decision`](Self::decision) made for `agent`, which the call then
+    /// runs for (`ToolContext::agent`: the context is not stored).
+    pub(crate) fn decision_as(
+        &self,
+        call_id: &str,
+        decision: Decision,
+        agent: Option<AgentContext>,
+    ) -> impl Future<Output = Result<CallOutcome, RuntimeError>> + Send + 'static {
         let (runtime, call_id) = (self.clone(), call_id.to_owned());
         async move {
             let id = call_id.clone();
-            detached(&id, async move { runtime.decide(&call_id, decision).await }).await
+            detached(&id, async move {
+                runtime.decide(&call_id, decision, agent).await
+            })
+            .await
         }
     }
 
-    async fn decide(&self, call_id: &str, decision: Decision) -> Result<CallOutcome, RuntimeError> {
+    async fn decide(
+        &self,
+        call_id: &str,
+        decision: Decision,
+        agent: Option<AgentContext>,
+    ) -> Result<CallOutcome, RuntimeError> {
         let kind = decision.kind();
         let calls = &self.inner.calls;
         let stored = match calls.lookup(call_id, kind).await? {
@@ -148,15 +167,16 @@ impl Runtime {
             Decision::Resume(data) => Some(data),
             _ => None,
         };
-        Ok(self.run_stored(stored, lease, resume_data).await)
+        Ok(self.run_stored(stored, lease, resume_data, agent).await)
     }
 
-    /// Runs a claimed stored call through the pipeline.
+    /// Runs a claimed stored call through the pipeline (for `agent`, if one decided it).
     async fn run_stored(
         &self,
         stored: StoredCall,
         lease: Lease,
         resume_data: Option<Value>,
+        agent: Option<AgentContext>,
     ) -> CallOutcome {
         let entry = match (stored.call.kind, resume_data) {
             (PendingKind::Approval | PendingKind::Task, _) => Entry::Claimed(lease),
@@ -166,14 +186,16 @@ impl Runtime {
                 lease,
             },
         };
-        self.run_call(to_tool_call(stored.call), entry, None).await
+        let mut call = to_tool_call(stored.call);
+        call.agent = agent;
+        self.run_call(call, entry, None).await
     }
 
     /// Runs a claimed stored call (with the resume data it was resumed
     /// with, if any) and, when it is a background task, waits for its end.
     pub(crate) async fn run_to_end(&self, stored: StoredCall, lease: Lease) -> CallOutcome {
         let resume_data = stored.resume_data.clone();
-        match self.run_stored(stored, lease, resume_data).await {
+        match self.run_stored(stored, lease, resume_data, None).await {
             CallOutcome::BackgroundStarted { task_id } => self.task_outcome(&task_id).await,
             outcome => outcome,
         }

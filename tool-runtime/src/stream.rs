@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tool_core::hooks::{InputDelta, InputStart};
 use tool_core::partial_json::PartialJson;
-use tool_core::{AbortSignal, Extensions, RawInput, RequestContext, Tool};
+use tool_core::{AbortSignal, AgentContext, Extensions, RawInput, RequestContext, Tool};
 
 use crate::abort::RunningGuard;
 use crate::call::ToolCall;
@@ -48,6 +48,7 @@ pub struct InputStream {
     request_context: RequestContext,
     extensions: Extensions,
     timeout: Option<Duration>,
+    agent: Option<AgentContext>,
     parser: PartialJson,
     abort: AbortSignal,
     guard: RunningGuard,
@@ -89,6 +90,7 @@ impl Runtime {
             request_context: RequestContext::default(),
             extensions: Extensions::new(),
             timeout: None,
+            agent: None,
             parser: PartialJson::new(),
             abort,
             guard,
@@ -110,6 +112,14 @@ impl InputStream {
     #[must_use]
     pub fn with_extension<T: Send + Sync + 'static>(mut self, value: T) -> Self {
         self.extensions.insert(value);
+        self
+    }
+
+    /// Says which agent makes the call (`ToolContext::agent`), as
+    /// [`ToolCall::with_agent`] does.
+    #[must_use]
+    pub fn with_agent(mut self, agent: AgentContext) -> Self {
+        self.agent = Some(agent);
         self
     }
 
@@ -200,6 +210,7 @@ impl InputStream {
             request_context,
             extensions,
             timeout,
+            agent,
             abort,
             guard,
             span,
@@ -225,7 +236,7 @@ impl InputStream {
             messages,
             timeout,
             extensions,
-            agent: None,
+            agent,
             workflow: None,
         };
         let streamed = Streamed { abort, guard, span };

@@ -726,3 +726,63 @@ async fn a_run_stops_after_max_steps() {
         .count();
     assert_eq!(steps, 3);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tools_read_the_agent_run_and_thread_when_called_and_when_approved() {
+    let whoami = |id: &str, approval: bool| {
+        Tool::builder(id)
+            .description("Says who runs it")
+            .require_approval(approval)
+            .execute(|_input: Value, ctx: ToolContext<Value, Value>| async move {
+                let agent = ctx.agent().expect("an agent runs the tool");
+                Ok::<_, ToolError>(json!({
+                    "agent": agent.agent_id, "run": agent.run_id,
+                    "thread": agent.thread_id, "resource": agent.resource_id,
+                }))
+            })
+            .build()
+            .unwrap()
+    };
+    let model = Scripted::new(|request| {
+        let results = tool_results(request);
+        if results.is_empty() {
+            let mut events = call("c-now", "whoami", json!({}));
+            events.extend(call("c-later", "whoami-approved", json!({})));
+            events.push(ModelEvent::Finish(ModelFinish::ToolCalls));
+            return Ok(events);
+        }
+        let read: Vec<String> = results.iter().map(|(_, c, _)| c.to_string()).collect();
+        Ok(text(&read.join("\n")))
+    });
+    let runtime = Runtime::builder()
+        .tools([whoami("whoami", false), whoami("whoami-approved", true)])
+        .build()
+        .unwrap();
+    let agent = Agent::builder("concierge", model, runtime).build().unwrap();
+    let paused = agent
+        .generate(
+            Thread::new("t-7").with_resource("user-3"),
+            vec![Message::user("who?")],
+        )
+        .await
+        .unwrap();
+    let done = agent
+        .approve_tool_call(&paused.run_id, "c-later")
+        .await
+        .unwrap()
+        .output()
+        .await;
+    let expected = json!({ "agent": "concierge", "run": paused.run_id, "thread": "t-7", "resource": "user-3" });
+    assert_eq!(done.text, format!("{expected}\n{expected}"));
+    // Outside an agent, no agent context.
+    let plain = agent
+        .runtime()
+        .call(tool_runtime::ToolCall::new("c-plain", "whoami", json!({})))
+        .await;
+    assert!(
+        plain
+            .error()
+            .is_some_and(|e| e.message().contains("an agent runs the tool")),
+        "{plain:?}"
+    );
+}

@@ -78,6 +78,7 @@ pub use model::{
     Message, Model, ModelError, ModelEvent, ModelFinish, ModelRequest, ModelStream, ToolCallRequest,
 };
 
+use crate::decide::Decision;
 use crate::error::RuntimeError;
 use crate::outcome::CallOutcome;
 use crate::runtime::Runtime;
@@ -306,19 +307,11 @@ impl AgentBuilder {
     }
 }
 
-/// A decision on a waiting call.
-enum Decision {
-    Approve,
-    Decline(Option<String>),
-    Resume(Value),
-}
-
-impl Decision {
-    fn waiting_for(&self) -> WaitingFor {
-        match self {
-            Decision::Approve | Decision::Decline(_) => WaitingFor::Approval,
-            Decision::Resume(_) => WaitingFor::ResumeData,
-        }
+/// What a call must wait for to take `decision`.
+fn waiting_for(decision: &Decision) -> WaitingFor {
+    match decision {
+        Decision::Approve | Decision::Decline(_) => WaitingFor::Approval,
+        Decision::Resume(_) => WaitingFor::ResumeData,
     }
 }
 
@@ -473,7 +466,7 @@ impl Agent {
         decision: Decision,
     ) -> Result<AgentStream, AgentError> {
         let (record, _) = self.load(run_id).await?;
-        let expected = decision.waiting_for();
+        let expected = waiting_for(&decision);
         let waits = record
             .waiting
             .get(call_id)
@@ -505,11 +498,12 @@ impl Agent {
     ) -> Result<(), Gone> {
         let runtime = &self.inner.runtime;
         let stored_id = run::runtime_call_id(run_id, call_id);
-        let decided = match decision {
-            Decision::Approve => runtime.approve(&stored_id).await,
-            Decision::Decline(reason) => runtime.decline(&stored_id, reason.as_deref()).await,
-            Decision::Resume(data) => runtime.resume(&stored_id, data).await,
+        let thread = match self.load(run_id).await {
+            Ok((record, _)) => record.thread,
+            Err(error) => return self.fail(run_id, chunks, error.to_string()).await,
         };
+        let agent = Some(self.context(run_id, &thread));
+        let decided = runtime.decision_as(&stored_id, decision, agent).await;
         let outcome = match decided {
             Ok(outcome) => outcome,
             Err(error) => return self.fail(run_id, chunks, error.to_string()).await,

@@ -8,6 +8,7 @@ use futures_util::StreamExt as _;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
+use tool_core::AgentContext;
 use tool_core::decode::ToolCallEvent;
 use tool_core::provider::Export;
 use tool_core::transform::Phase;
@@ -15,6 +16,7 @@ use tool_core::transform::Phase;
 use super::chunk::{AgentChunk, FinishReason, approval_schema};
 use super::model::{Message, ModelEvent, ModelFinish, ModelRequest, ToolCallRequest};
 use super::{Agent, AgentError, Thread};
+use crate::decide::Decision;
 use crate::events::{delta_display, payload};
 use crate::outcome::CallOutcome;
 use crate::stream::InputStream;
@@ -239,7 +241,8 @@ impl Agent {
                     chunks.send(AgentChunk::TextDelta { text: delta }).await?;
                 }
                 ModelEvent::ToolCall(ToolCallEvent::Start { call_id, tool_name }) => {
-                    let stream = self.begin(run_id, &call_id, &tool_name, &messages_json);
+                    let stream =
+                        self.begin(run_id, &record.thread, &call_id, &tool_name, &messages_json);
                     open.insert(call_id.clone(), stream);
                     chunks
                         .send(AgentChunk::ToolCallInputStart { call_id, tool_name })
@@ -512,15 +515,19 @@ impl Agent {
     fn begin(
         &self,
         run_id: &str,
+        thread: &Thread,
         call_id: &str,
         tool_name: &str,
         messages: &[Value],
     ) -> InputStream {
-        self.inner.runtime.begin(
-            runtime_call_id(run_id, call_id),
-            tool_name,
-            messages.to_vec(),
-        )
+        self.inner
+            .runtime
+            .begin(
+                runtime_call_id(run_id, call_id),
+                tool_name,
+                messages.to_vec(),
+            )
+            .with_agent(self.context(run_id, thread))
     }
 
     /// Runs a call whose arguments are complete, as a task of its own (the
@@ -572,9 +579,11 @@ impl Agent {
             let handle = match error {
                 None => {
                     let id = runtime_call_id(run_id, &suspended);
+                    let resume = Decision::Resume(resume_data.unwrap_or(Value::Null));
+                    let agent = Some(self.context(run_id, &record.thread));
                     tokio::spawn(async move {
                         runtime
-                            .resume(&id, resume_data.unwrap_or(Value::Null))
+                            .decision_as(&id, resume, agent)
                             .await
                             .unwrap_or_else(|error| CallOutcome::Failed {
                                 error: tool_core::ModelError::new(
@@ -604,6 +613,16 @@ impl Agent {
             resumes: None,
             handle: tokio::spawn(stream.finish_with(input)),
         }
+    }
+
+    /// What a tool the agent runs reads with `ToolContext::agent`.
+    pub(crate) fn context(&self, run_id: &str, thread: &Thread) -> AgentContext {
+        let mut context = AgentContext::new(self.inner.id.as_str(), run_id)
+            .with_thread(thread.thread_id.as_str());
+        if let Some(resource) = &thread.resource_id {
+            context = context.with_resource(resource.as_str());
+        }
+        context
     }
 
     /// Saves the run: creates it (`revision` none) or replaces the revision read.
