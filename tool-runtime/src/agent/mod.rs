@@ -3,7 +3,9 @@
 //! approval and suspension, and goes on when they are decided.
 
 mod model;
+mod models;
 
 pub use model::{
     Message, Model, ModelError, ModelEvent, ModelFinish, ModelRequest, ModelStream, ToolCallRequest,
 };
+pub use models::{AnthropicModel, OpenAiChatModel, OpenAiResponsesModel};
