@@ -1186,3 +1186,34 @@ async fn recorded_anthropic_streams() {
         Some(&ModelEvent::Finish(ModelFinish::Length))
     );
 }
+
+#[test]
+fn debug_output_hides_the_api_key() {
+    let chat = OpenAiChatModel::new("gpt-4.1").api_key("sk-secret-1");
+    let responses = OpenAiResponsesModel::new("gpt-5.1").api_key("sk-secret-2");
+    let anthropic = AnthropicModel::new("claude-sonnet-4-5").api_key("sk-secret-3");
+    for debug in [
+        format!("{chat:?}"),
+        format!("{responses:?}"),
+        format!("{anthropic:?}"),
+    ] {
+        assert!(!debug.contains("sk-secret"), "{debug}");
+        assert!(debug.contains("<redacted>"), "{debug}");
+    }
+}
+
+#[tokio::test]
+async fn a_stream_closed_after_the_announced_finish_still_finishes() {
+    for api in [Api::Chat, Api::Anthropic] {
+        // Without `[DONE]` / `message_stop`.
+        let mut pieces = api.text_answer();
+        pieces.pop();
+        let server = Server::start(vec![Reply::sse(pieces)]).await;
+        let model = api.model(&server, Some("key"), 0);
+        assert_eq!(
+            ok_events(collect(&*model, hello()).await),
+            vec![text("Hi"), ModelEvent::Finish(ModelFinish::Stop)],
+            "{api:?}"
+        );
+    }
+}

@@ -41,6 +41,7 @@ const DEFAULT_MAX_TOKENS: u32 = 4096;
 /// }
 /// # }
 /// ```
+#[doc = include_str!("http.md")]
 #[derive(Debug, Clone)]
 pub struct AnthropicModel {
     model: String,

@@ -1,33 +1,7 @@
 //! HTTP models: [`OpenAiChatModel`], [`OpenAiResponsesModel`] and
 //! [`AnthropicModel`], each a [`Model`](super::Model) that streams one
-//! provider's API over HTTPS (rustls).
-//!
-//! What they share:
-//!
-//! - **API key**: given to the builder, or read from the provider's
-//!   environment variable (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, or the one
-//!   named with `api_key_env`) when a stream starts. None is the stream's only
-//!   item, [`ModelError::MissingApiKey`].
-//! - **Timeout** (default 60 s): for connecting and the response's headers,
-//!   then again between any two chunks of the body (an idle timeout).
-//!   Exceeded: [`ModelError::Timeout`].
-//! - **Retries** (default 3): 429 and 5xx answers, and requests that failed
-//!   before any answer came, are sent again after `retry-after` seconds when
-//!   the provider says so (at most 60 s), otherwise after 500 ms × 2ⁿ (at most
-//!   30 s). Other statuses, and the last failure, end the stream with
-//!   [`ModelError::Status`] (with the provider's message, cut to 500
-//!   characters) or [`ModelError::Transport`]. A timeout is not retried.
-//! - **How a stream ends**: every stream ends with exactly one
-//!   [`ModelEvent::Finish`] or one `Err`, and nothing follows either. When
-//!   the body ends early (broken off, timed out, or closed before the
-//!   provider's finish event), the calls still open are reported first as
-//!   [`ToolCallEvent::Incomplete`](tool_core::decode::ToolCallEvent::Incomplete),
-//!   then the stream's last item is [`ModelError::Transport`] (or
-//!   [`ModelError::Timeout`]). An error event of the provider's ends it the
-//!   same way with [`ModelError::Decode`]
-//!   ([`DecodeError::Provider`](tool_core::decode::DecodeError::Provider)).
-//!   A malformed event (not JSON, or not fitting the stream) is skipped with
-//!   a `tracing` warning.
+//! provider's API. What they share is told in `http.md`, which each
+//! model's documentation includes.
 
 mod anthropic;
 mod openai_chat;
@@ -123,8 +97,8 @@ impl HttpSettings {
         if let Some(client) = self.client.get() {
             return Ok(client.clone());
         }
+        // No client timeouts: `connect` and `step` time each wait themselves.
         let client = reqwest::Client::builder()
-            .connect_timeout(self.timeout)
             .build()
             .map_err(|error| transport(self.provider, "could not build the HTTP client", error))?;
         Ok(self.client.get_or_init(|| client).clone())

@@ -40,6 +40,7 @@ const PROVIDER: Provider = Provider::OpenAiChat;
 /// }
 /// # }
 /// ```
+#[doc = include_str!("http.md")]
 #[derive(Debug, Clone)]
 pub struct OpenAiChatModel {
     model: String,

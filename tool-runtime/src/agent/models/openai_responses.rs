@@ -39,6 +39,7 @@ const PROVIDER: Provider = Provider::OpenAiResponses;
 /// }
 /// # }
 /// ```
+#[doc = include_str!("http.md")]
 #[derive(Debug, Clone)]
 pub struct OpenAiResponsesModel {
     model: String,
