@@ -59,6 +59,7 @@
 
 mod chunk;
 mod model;
+mod models;
 mod run;
 
 use std::collections::BTreeMap;
@@ -77,6 +78,7 @@ pub use chunk::{AgentChunk, FinishReason, approval_schema};
 pub use model::{
     Message, Model, ModelError, ModelEvent, ModelFinish, ModelRequest, ModelStream, ToolCallRequest,
 };
+pub use models::{AnthropicModel, OpenAiChatModel, OpenAiResponsesModel};
 
 use crate::decide::Decision;
 use crate::error::RuntimeError;

@@ -1,0 +1,609 @@
+//! HTTP models: [`OpenAiChatModel`], [`OpenAiResponsesModel`] and
+//! [`AnthropicModel`], each a [`Model`](super::Model) that streams one
+//! provider's API. What they share is told in `http.md`, which each
+//! model's documentation includes.
+
+mod anthropic;
+mod openai_chat;
+mod openai_responses;
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use futures_util::stream;
+use serde_json::Value;
+use tool_core::decode::{DecodeError, SseParser, StreamDecoder, ToolCallEvent};
+use tool_core::provider::Provider;
+
+use super::{ModelError, ModelEvent, ModelFinish, ModelStream};
+
+pub use anthropic::AnthropicModel;
+pub use openai_chat::OpenAiChatModel;
+pub use openai_responses::OpenAiResponsesModel;
+
+/// The default timeout for connecting, the first byte, and between chunks.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+/// The default number of retries.
+const DEFAULT_MAX_RETRIES: u32 = 3;
+/// The first backoff; doubled at each retry.
+const BACKOFF_BASE: Duration = Duration::from_millis(500);
+/// The longest backoff without a `retry-after`.
+const BACKOFF_CAP: Duration = Duration::from_secs(30);
+/// The longest wait a `retry-after` header is honoured with.
+const RETRY_AFTER_CAP: Duration = Duration::from_secs(60);
+/// How many characters of a provider's error message are kept.
+const MESSAGE_CHARS: usize = 500;
+/// How much of an error answer's body is read for its message.
+const ERROR_BODY_BYTES: usize = 64 * 1024;
+
+/// One item of a model stream.
+type Item = Result<ModelEvent, ModelError>;
+
+/// The HTTP settings every model's builder sets.
+#[derive(Clone)]
+struct HttpSettings {
+    provider: Provider,
+    api_key: Option<String>,
+    api_key_env: &'static str,
+    base_url: String,
+    timeout: Duration,
+    max_retries: u32,
+    /// Built at the first stream, shared by the model's clones.
+    client: Arc<OnceLock<reqwest::Client>>,
+}
+
+impl std::fmt::Debug for HttpSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpSettings")
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("api_key_env", &self.api_key_env)
+            .field("base_url", &self.base_url)
+            .field("timeout", &self.timeout)
+            .field("max_retries", &self.max_retries)
+            .finish()
+    }
+}
+
+impl HttpSettings {
+    fn new(provider: Provider, api_key_env: &'static str, base_url: &str) -> Self {
+        HttpSettings {
+            provider,
+            api_key: None,
+            api_key_env,
+            base_url: base_url.to_owned(),
+            timeout: DEFAULT_TIMEOUT,
+            max_retries: DEFAULT_MAX_RETRIES,
+            client: Arc::new(OnceLock::new()),
+        }
+    }
+
+    /// The key given, or the environment's (read now).
+    fn api_key(&self) -> Result<String, ModelError> {
+        if let Some(key) = &self.api_key {
+            return Ok(key.clone());
+        }
+        match std::env::var(self.api_key_env) {
+            Ok(key) if !key.trim().is_empty() => Ok(key.trim().to_owned()),
+            _ => Err(ModelError::MissingApiKey {
+                provider: self.provider,
+                env: self.api_key_env,
+            }),
+        }
+    }
+
+    /// The model's client, built the first time.
+    fn client(&self) -> Result<reqwest::Client, ModelError> {
+        if let Some(client) = self.client.get() {
+            return Ok(client.clone());
+        }
+        // No client timeouts: `connect` and `step` time each wait themselves.
+        let client = reqwest::Client::builder()
+            .build()
+            .map_err(|error| transport(self.provider, "could not build the HTTP client", error))?;
+        Ok(self.client.get_or_init(|| client).clone())
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base_url.trim_end_matches('/'))
+    }
+}
+
+/// How a request authenticates.
+#[derive(Debug, Clone, Copy)]
+enum Auth {
+    /// `authorization: Bearer <key>` (OpenAI).
+    Bearer,
+    /// `x-api-key: <key>` and `anthropic-version` (Anthropic).
+    Anthropic,
+}
+
+/// One streamed request.
+struct Call {
+    settings: HttpSettings,
+    path: &'static str,
+    auth: Auth,
+    body: Value,
+}
+
+/// What comes after an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Flow {
+    Continue,
+    /// The answer is over (its last item was pushed).
+    Done,
+}
+
+/// One provider's reading of its events.
+trait Protocol: Send + 'static {
+    /// Reads one SSE event's `data`, pushing what it means.
+    fn data(&mut self, data: &str, out: &mut Vec<Item>) -> Flow;
+
+    /// The body ended without the provider's last event: the finish it
+    /// already announced, if any (Anthropic's `stop_reason` before
+    /// `message_stop`, Chat's `finish_reason` before `[DONE]`).
+    fn announced_finish(&mut self) -> Option<ModelFinish>;
+
+    /// The decoder, to report the calls still open.
+    fn decoder(&mut self) -> &mut dyn StreamDecoder;
+}
+
+/// Streams `call`, read by `protocol`.
+fn run<P: Protocol>(call: Call, protocol: P) -> ModelStream {
+    let start = State::Start(Box::new((call, protocol)));
+    Box::pin(stream::unfold(start, step::<P>).flat_map(stream::iter))
+}
+
+enum State<P> {
+    Start(Box<(Call, P)>),
+    Body(Box<Body<P>>),
+    Done,
+}
+
+struct Body<P> {
+    provider: Provider,
+    timeout: Duration,
+    response: reqwest::Response,
+    utf8: Utf8,
+    sse: SseParser,
+    protocol: P,
+}
+
+impl<P: Protocol> Body<P> {
+    /// Feeds body text; `Done` when an event ended the answer.
+    fn feed(&mut self, text: &str, out: &mut Vec<Item>) -> Flow {
+        for event in self.sse.push(text) {
+            if self.protocol.data(&event.data, out) == Flow::Done {
+                return Flow::Done;
+            }
+        }
+        Flow::Continue
+    }
+
+    /// The calls still open, as `Incomplete` events.
+    fn cut(&mut self, out: &mut Vec<Item>) {
+        push_calls(out, self.protocol.decoder().finish());
+    }
+
+    /// The body ended cleanly: the rest of its text, then the announced
+    /// finish or an error.
+    fn end(&mut self, out: &mut Vec<Item>) {
+        let rest = self.utf8.finish();
+        if self.feed(&rest, out) == Flow::Done {
+            return;
+        }
+        if let Some(event) = self.sse.finish()
+            && self.protocol.data(&event.data, out) == Flow::Done
+        {
+            return;
+        }
+        self.cut(out);
+        match self.protocol.announced_finish() {
+            Some(finish) => out.push(Ok(ModelEvent::Finish(finish))),
+            None => out.push(Err(ModelError::Transport {
+                provider: self.provider,
+                reason: "the stream ended before the answer finished".into(),
+                source: None,
+            })),
+        }
+    }
+}
+
+async fn step<P: Protocol>(state: State<P>) -> Option<(Vec<Item>, State<P>)> {
+    match state {
+        State::Done => None,
+        State::Start(start) => {
+            let (call, protocol) = *start;
+            match connect(&call).await {
+                Ok(response) => Some((
+                    Vec::new(),
+                    State::Body(Box::new(Body {
+                        provider: call.settings.provider,
+                        timeout: call.settings.timeout,
+                        response,
+                        utf8: Utf8::default(),
+                        sse: SseParser::new(),
+                        protocol,
+                    })),
+                )),
+                Err(error) => Some((vec![Err(error)], State::Done)),
+            }
+        }
+        State::Body(mut body) => {
+            let mut out = Vec::new();
+            match tokio::time::timeout(body.timeout, body.response.chunk()).await {
+                Ok(Ok(Some(bytes))) => {
+                    let text = body.utf8.push(&bytes);
+                    if body.feed(&text, &mut out) == Flow::Done {
+                        return Some((out, State::Done));
+                    }
+                    Some((out, State::Body(body)))
+                }
+                Ok(Ok(None)) => {
+                    body.end(&mut out);
+                    Some((out, State::Done))
+                }
+                Ok(Err(error)) => {
+                    body.cut(&mut out);
+                    out.push(Err(transport(body.provider, "the stream broke off", error)));
+                    Some((out, State::Done))
+                }
+                Err(_) => {
+                    body.cut(&mut out);
+                    out.push(Err(ModelError::Timeout {
+                        provider: body.provider,
+                        after: body.timeout,
+                    }));
+                    Some((out, State::Done))
+                }
+            }
+        }
+    }
+}
+
+/// Sends the request, with the retries; the response has a success status.
+async fn connect(call: &Call) -> Result<reqwest::Response, ModelError> {
+    let settings = &call.settings;
+    let provider = settings.provider;
+    let key = settings.api_key()?;
+    let client = settings.client()?;
+    let url = settings.url(call.path);
+    let body =
+        serde_json::to_vec(&call.body).map_err(|error| ModelError::Other(error.to_string()))?;
+    let mut attempt = 0;
+    loop {
+        let request = client
+            .post(&url)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header(reqwest::header::ACCEPT, "text/event-stream")
+            .body(body.clone());
+        let request = match call.auth {
+            Auth::Bearer => request.bearer_auth(&key),
+            Auth::Anthropic => request
+                .header("x-api-key", &key)
+                .header("anthropic-version", "2023-06-01"),
+        };
+        let retryable = attempt < settings.max_retries;
+        let wait = match tokio::time::timeout(settings.timeout, request.send()).await {
+            Err(_) => {
+                return Err(ModelError::Timeout {
+                    provider,
+                    after: settings.timeout,
+                });
+            }
+            Ok(Err(error)) if retryable && !error.is_builder() => {
+                tracing::warn!(%provider, attempt, error = %error_chain(&error), "model request failed; retrying");
+                backoff(attempt)
+            }
+            Ok(Err(error)) => return Err(transport(provider, "the request failed", error)),
+            Ok(Ok(response)) => {
+                let status = response.status();
+                if status.is_success() {
+                    return Ok(response);
+                }
+                if retryable && (status.as_u16() == 429 || status.is_server_error()) {
+                    let wait = retry_after(&response).unwrap_or_else(|| backoff(attempt));
+                    tracing::warn!(%provider, attempt, status = status.as_u16(), ?wait, "model request refused; retrying");
+                    wait
+                } else {
+                    let message = error_message(response, settings.timeout).await;
+                    return Err(ModelError::Status {
+                        provider,
+                        status: status.as_u16(),
+                        message,
+                    });
+                }
+            }
+        };
+        tokio::time::sleep(wait).await;
+        attempt += 1;
+    }
+}
+
+/// 500 ms × 2^attempt, at most [`BACKOFF_CAP`].
+fn backoff(attempt: u32) -> Duration {
+    BACKOFF_BASE
+        .saturating_mul(2u32.saturating_pow(attempt.min(16)))
+        .min(BACKOFF_CAP)
+}
+
+/// The `retry-after` header in seconds, at most [`RETRY_AFTER_CAP`] (an
+/// HTTP date is not read: the backoff applies).
+fn retry_after(response: &reqwest::Response) -> Option<Duration> {
+    let value = response.headers().get(reqwest::header::RETRY_AFTER)?;
+    let seconds: f64 = value.to_str().ok()?.trim().parse().ok()?;
+    (seconds.is_finite() && seconds >= 0.0)
+        .then(|| Duration::from_secs_f64(seconds.min(RETRY_AFTER_CAP.as_secs_f64())))
+}
+
+/// The provider's message in an error answer: `error.message` of its JSON
+/// (OpenAI and Anthropic both), else the body's text, else the status.
+async fn error_message(mut response: reqwest::Response, timeout: Duration) -> String {
+    let status = response.status();
+    let mut body = Vec::new();
+    while body.len() < ERROR_BODY_BYTES {
+        match tokio::time::timeout(timeout, response.chunk()).await {
+            Ok(Ok(Some(chunk))) => body.extend_from_slice(&chunk),
+            _ => break,
+        }
+    }
+    let text = String::from_utf8_lossy(&body);
+    let message = serde_json::from_str::<Value>(&text)
+        .ok()
+        .and_then(|json| {
+            let error = json.get("error")?;
+            match error {
+                Value::String(message) => Some(message.clone()),
+                _ => error.get("message")?.as_str().map(str::to_owned),
+            }
+        })
+        .unwrap_or_else(|| text.trim().to_owned());
+    let message = if message.is_empty() {
+        status.canonical_reason().unwrap_or("no message").to_owned()
+    } else {
+        message
+    };
+    cut(&message, MESSAGE_CHARS)
+}
+
+/// The first `chars` characters of `text`.
+fn cut(text: &str, chars: usize) -> String {
+    match text.char_indices().nth(chars) {
+        Some((end, _)) => format!("{}...", &text[..end]),
+        None => text.to_owned(),
+    }
+}
+
+/// A [`ModelError::Transport`] from an HTTP client error.
+fn transport(provider: Provider, what: &str, error: reqwest::Error) -> ModelError {
+    ModelError::Transport {
+        provider,
+        reason: format!("{what}: {}", error_chain(&error)),
+        source: Some(Box::new(error)),
+    }
+}
+
+/// An error and its sources, joined with `: `.
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// Body bytes to text, keeping a character split between chunks whole.
+#[derive(Debug, Default)]
+struct Utf8 {
+    pending: Vec<u8>,
+}
+
+impl Utf8 {
+    fn push(&mut self, bytes: &[u8]) -> String {
+        self.pending.extend_from_slice(bytes);
+        match std::str::from_utf8(&self.pending) {
+            Ok(text) => {
+                let text = text.to_owned();
+                self.pending.clear();
+                text
+            }
+            // An unfinished character at the end: keep it for the next chunk.
+            Err(error) if error.error_len().is_none() => {
+                let valid = error.valid_up_to();
+                let text = String::from_utf8_lossy(&self.pending[..valid]).into_owned();
+                self.pending.drain(..valid);
+                text
+            }
+            Err(_) => {
+                let text = String::from_utf8_lossy(&self.pending).into_owned();
+                self.pending.clear();
+                text
+            }
+        }
+    }
+
+    fn finish(&mut self) -> String {
+        let text = String::from_utf8_lossy(&self.pending).into_owned();
+        self.pending.clear();
+        text
+    }
+}
+
+/// Parses an event's data; `None` (after a warning for non-JSON) to skip it.
+fn parse_event(provider: Provider, data: &str) -> Option<Value> {
+    let data = data.trim();
+    if data.is_empty() {
+        return None;
+    }
+    match serde_json::from_str(data) {
+        Ok(value) => Some(value),
+        Err(error) => {
+            tracing::warn!(%provider, %error, "skipping a model stream event that is not JSON");
+            None
+        }
+    }
+}
+
+/// Pushes a decoder's answer: its events; for a provider's error event, the
+/// open calls as `Incomplete` and the error (`Done`); a malformed event is
+/// skipped with a warning.
+fn decoded(
+    provider: Provider,
+    decoder: &mut dyn StreamDecoder,
+    result: Result<Vec<ToolCallEvent>, DecodeError>,
+    out: &mut Vec<Item>,
+) -> Flow {
+    match result {
+        Ok(events) => {
+            push_calls(out, events);
+            Flow::Continue
+        }
+        Err(source @ DecodeError::Provider { .. }) => {
+            push_calls(out, decoder.finish());
+            out.push(Err(ModelError::Decode { provider, source }));
+            Flow::Done
+        }
+        Err(error) => {
+            tracing::warn!(%provider, %error, "skipping a malformed model stream event");
+            Flow::Continue
+        }
+    }
+}
+
+fn push_calls(out: &mut Vec<Item>, events: Vec<ToolCallEvent>) {
+    out.extend(
+        events
+            .into_iter()
+            .map(|event| Ok(ModelEvent::ToolCall(event))),
+    );
+}
+
+/// A text delta, unless empty.
+fn push_text(out: &mut Vec<Item>, text: Option<&str>) {
+    if let Some(text) = text
+        && !text.is_empty()
+    {
+        out.push(Ok(ModelEvent::TextDelta(text.to_owned())));
+    }
+}
+
+/// A tool result's content as text: a string as it is, anything else as JSON.
+fn content_text(content: &Value) -> String {
+    match content {
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Generates the builder methods every HTTP model shares.
+macro_rules! http_builder {
+    ($model:ident, $name:literal, $env:literal, $base:literal) => {
+        impl $model {
+            #[doc = concat!("The API key to send (by default the environment variable `", $env, "` is read when a stream starts).")]
+            ///
+            /// ```
+            #[doc = concat!("use tool_runtime::agent::", stringify!($model), ";")]
+            ///
+            #[doc = concat!("let model = ", stringify!($model), "::new(\"", $name, "\").api_key(\"my-key\");")]
+            /// # drop(model);
+            /// ```
+            pub fn api_key(mut self, key: impl Into<String>) -> Self {
+                self.http.api_key = Some(key.into());
+                self
+            }
+
+            #[doc = concat!("The environment variable the API key is read from when none was given (default `", $env, "`).")]
+            ///
+            /// ```
+            #[doc = concat!("use tool_runtime::agent::", stringify!($model), ";")]
+            ///
+            #[doc = concat!("let model = ", stringify!($model), "::new(\"", $name, "\").api_key_env(\"MY_PROXY_KEY\");")]
+            /// # drop(model);
+            /// ```
+            pub fn api_key_env(mut self, name: &'static str) -> Self {
+                self.http.api_key_env = name;
+                self
+            }
+
+            #[doc = concat!("The API's base URL (default `", $base, "`), for a proxy or a compatible server.")]
+            ///
+            /// ```
+            #[doc = concat!("use tool_runtime::agent::", stringify!($model), ";")]
+            ///
+            #[doc = concat!("let model = ", stringify!($model), "::new(\"", $name, "\").base_url(\"http://127.0.0.1:8080\");")]
+            /// # drop(model);
+            /// ```
+            pub fn base_url(mut self, url: impl Into<String>) -> Self {
+                self.http.base_url = url.into();
+                self
+            }
+
+            /// The time allowed for connecting and the answer's headers,
+            /// then between any two chunks of its body (default 60 s).
+            ///
+            /// ```
+            /// use std::time::Duration;
+            #[doc = concat!("use tool_runtime::agent::", stringify!($model), ";")]
+            ///
+            #[doc = concat!("let model = ", stringify!($model), "::new(\"", $name, "\").timeout(Duration::from_secs(20));")]
+            /// # drop(model);
+            /// ```
+            pub fn timeout(mut self, timeout: ::std::time::Duration) -> Self {
+                self.http.timeout = timeout;
+                self
+            }
+
+            /// How many times a request refused with 429 or 5xx, or that got
+            /// no answer, is sent again (default 3).
+            ///
+            /// ```
+            #[doc = concat!("use tool_runtime::agent::", stringify!($model), ";")]
+            ///
+            #[doc = concat!("let model = ", stringify!($model), "::new(\"", $name, "\").max_retries(0);")]
+            /// # drop(model);
+            /// ```
+            pub fn max_retries(mut self, retries: u32) -> Self {
+                self.http.max_retries = retries;
+                self
+            }
+        }
+    };
+}
+
+use http_builder;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_up_to_the_cap() {
+        assert_eq!(backoff(0), Duration::from_millis(500));
+        assert_eq!(backoff(1), Duration::from_secs(1));
+        assert_eq!(backoff(3), Duration::from_secs(4));
+        assert_eq!(backoff(40), BACKOFF_CAP);
+    }
+
+    #[test]
+    fn utf8_split_across_chunks_stays_whole() {
+        let text = "é東";
+        let bytes = text.as_bytes();
+        let mut utf8 = Utf8::default();
+        let mut out = String::new();
+        for byte in bytes {
+            out.push_str(&utf8.push(std::slice::from_ref(byte)));
+        }
+        out.push_str(&utf8.finish());
+        assert_eq!(out, text);
+    }
+
+    #[test]
+    fn messages_are_cut_at_500_characters() {
+        let long = "x".repeat(600);
+        assert_eq!(cut(&long, MESSAGE_CHARS).chars().count(), 503);
+        assert_eq!(cut("short", MESSAGE_CHARS), "short");
+    }
+}

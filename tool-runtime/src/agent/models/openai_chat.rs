@@ -1,0 +1,205 @@
+//! OpenAI Chat Completions (`POST {base}/chat/completions`).
+
+use serde_json::{Value, json};
+use tool_core::decode::{OpenAiChatDecoder, StreamDecoder};
+use tool_core::provider::Provider;
+
+use super::{
+    Auth, Call, Flow, HttpSettings, Item, Protocol, content_text, decoded, http_builder,
+    parse_event, push_text, run,
+};
+use crate::agent::{Message, Model, ModelEvent, ModelFinish, ModelRequest, ModelStream};
+
+const PROVIDER: Provider = Provider::OpenAiChat;
+
+/// A model behind OpenAI's Chat Completions API (or a server compatible
+/// with it), streamed.
+///
+/// The request has a `system` message with the instructions, the
+/// conversation (assistant tool calls with their arguments as JSON text,
+/// each result as a `tool` message whose content is the result's text, or
+/// its JSON), the tools as given, and `max_completion_tokens` when the
+/// request limits it. The key goes in `authorization: Bearer`. The finish
+/// comes from `finish_reason`: `stop`, `tool_calls`, `length`, or another
+/// (`content_filter`) as [`ModelFinish::Other`]. Chat has no error flag for
+/// tool results: an error result is sent like any other.
+///
+/// ```no_run
+/// use futures_util::StreamExt;
+/// use tool_runtime::agent::{Message, Model, ModelEvent, ModelRequest, OpenAiChatModel};
+///
+/// # async fn run() {
+/// let model = OpenAiChatModel::new("gpt-4.1"); // the key from OPENAI_API_KEY
+/// let mut answer = model.stream(ModelRequest::new("Be brief.", vec![Message::user("Hi!")], vec![]));
+/// while let Some(event) = answer.next().await {
+///     match event {
+///         Ok(ModelEvent::TextDelta(text)) => print!("{text}"),
+///         Ok(other) => println!("{other:?}"),
+///         Err(error) => eprintln!("{error}"),
+///     }
+/// }
+/// # }
+/// ```
+#[doc = include_str!("http.md")]
+#[derive(Debug, Clone)]
+pub struct OpenAiChatModel {
+    model: String,
+    http: HttpSettings,
+}
+
+impl OpenAiChatModel {
+    /// The model `model` (e.g. `gpt-4.1`), at `https://api.openai.com/v1`.
+    ///
+    /// ```
+    /// use tool_runtime::agent::OpenAiChatModel;
+    ///
+    /// let model = OpenAiChatModel::new("gpt-4.1");
+    /// # drop(model);
+    /// ```
+    pub fn new(model: impl Into<String>) -> Self {
+        OpenAiChatModel {
+            model: model.into(),
+            http: HttpSettings::new(PROVIDER, "OPENAI_API_KEY", "https://api.openai.com/v1"),
+        }
+    }
+}
+
+http_builder!(
+    OpenAiChatModel,
+    "gpt-4.1",
+    "OPENAI_API_KEY",
+    "https://api.openai.com/v1"
+);
+
+impl Model for OpenAiChatModel {
+    fn provider(&self) -> Provider {
+        PROVIDER
+    }
+
+    fn stream(&self, request: ModelRequest) -> ModelStream {
+        let call = Call {
+            settings: self.http.clone(),
+            path: "/chat/completions",
+            auth: Auth::Bearer,
+            body: body(&self.model, &request),
+        };
+        run(
+            call,
+            Chat {
+                decoder: OpenAiChatDecoder::new(),
+                finish: None,
+            },
+        )
+    }
+}
+
+/// The request body.
+fn body(model: &str, request: &ModelRequest) -> Value {
+    let mut messages = Vec::new();
+    if !request.instructions.is_empty() {
+        messages.push(json!({ "role": "system", "content": request.instructions }));
+    }
+    for message in &request.messages {
+        messages.push(match message {
+            Message::User { text } => json!({ "role": "user", "content": text }),
+            Message::Assistant { text, tool_calls } => {
+                let content = if text.is_empty() && !tool_calls.is_empty() {
+                    Value::Null
+                } else {
+                    Value::String(text.clone())
+                };
+                let mut message = json!({ "role": "assistant", "content": content });
+                if !tool_calls.is_empty() {
+                    message["tool_calls"] = tool_calls
+                        .iter()
+                        .map(|call| {
+                            json!({
+                                "id": call.call_id,
+                                "type": "function",
+                                "function": { "name": call.tool_name, "arguments": call.arguments.to_string() },
+                            })
+                        })
+                        .collect();
+                }
+                message
+            }
+            Message::ToolResult {
+                call_id, content, ..
+            } => json!({ "role": "tool", "tool_call_id": call_id, "content": content_text(content) }),
+        });
+    }
+    let mut body = json!({ "model": model, "stream": true, "messages": messages });
+    if !request.tools.is_empty() {
+        body["tools"] = Value::Array(request.tools.clone());
+    }
+    if let Some(max) = request.max_tokens {
+        body["max_completion_tokens"] = json!(max);
+    }
+    body
+}
+
+/// Reads Chat Completions chunks.
+struct Chat {
+    decoder: OpenAiChatDecoder,
+    /// The first choice's `finish_reason`, once given.
+    finish: Option<ModelFinish>,
+}
+
+impl Protocol for Chat {
+    fn data(&mut self, data: &str, out: &mut Vec<Item>) -> Flow {
+        if data.trim() == "[DONE]" {
+            let result = self.decoder.decode_data(data);
+            if decoded(PROVIDER, &mut self.decoder, result, out) == Flow::Done {
+                return Flow::Done;
+            }
+            let finish = self
+                .finish
+                .take()
+                .unwrap_or_else(|| ModelFinish::Other("[DONE] without a finish_reason".into()));
+            out.push(Ok(ModelEvent::Finish(finish)));
+            return Flow::Done;
+        }
+        let Some(chunk) = parse_event(PROVIDER, data) else {
+            return Flow::Continue;
+        };
+        // The first choice (a request asks for one).
+        let choice = chunk
+            .get("choices")
+            .and_then(Value::as_array)
+            .and_then(|choices| {
+                choices
+                    .iter()
+                    .find(|c| c.get("index").and_then(Value::as_u64).unwrap_or(0) == 0)
+            });
+        push_text(
+            out,
+            choice
+                .and_then(|c| c.pointer("/delta/content"))
+                .and_then(Value::as_str),
+        );
+        let result = self.decoder.decode(&chunk);
+        if decoded(PROVIDER, &mut self.decoder, result, out) == Flow::Done {
+            return Flow::Done;
+        }
+        if let Some(reason) = choice
+            .and_then(|c| c.get("finish_reason"))
+            .and_then(Value::as_str)
+        {
+            self.finish = Some(match reason {
+                "stop" => ModelFinish::Stop,
+                "tool_calls" | "function_call" => ModelFinish::ToolCalls,
+                "length" => ModelFinish::Length,
+                other => ModelFinish::Other(other.to_owned()),
+            });
+        }
+        Flow::Continue
+    }
+
+    fn announced_finish(&mut self) -> Option<ModelFinish> {
+        self.finish.take()
+    }
+
+    fn decoder(&mut self) -> &mut dyn StreamDecoder {
+        &mut self.decoder
+    }
+}

@@ -1,0 +1,228 @@
+//! OpenAI Responses (`POST {base}/responses`).
+
+use serde_json::{Value, json};
+use tool_core::decode::{DecodeError, OpenAiResponsesDecoder, StreamDecoder};
+use tool_core::provider::Provider;
+
+use super::{
+    Auth, Call, Flow, HttpSettings, Item, MESSAGE_CHARS, Protocol, content_text, cut, decoded,
+    http_builder, parse_event, push_text, run,
+};
+use crate::agent::{
+    Message, Model, ModelError, ModelEvent, ModelFinish, ModelRequest, ModelStream,
+};
+
+const PROVIDER: Provider = Provider::OpenAiResponses;
+
+/// A model behind OpenAI's Responses API, streamed.
+///
+/// The request has the `instructions`, the conversation as `input` items
+/// (user messages, assistant `output_text`, `function_call` items with their
+/// arguments as JSON text, `function_call_output` items with the result's
+/// text or JSON), the tools as given, and `max_output_tokens` when the
+/// request limits it. The key goes in `authorization: Bearer`. The finish:
+/// `response.completed` is [`ModelFinish::ToolCalls`] when the answer called
+/// a function, [`ModelFinish::Stop`] otherwise; `response.incomplete` for
+/// `max_output_tokens` is [`ModelFinish::Length`], for another reason
+/// [`ModelFinish::Other`]; `response.failed` and `error` events end the
+/// stream with [`ModelError::Decode`].
+///
+/// ```no_run
+/// use futures_util::StreamExt;
+/// use tool_runtime::agent::{Message, Model, ModelRequest, OpenAiResponsesModel};
+///
+/// # async fn run() {
+/// let model = OpenAiResponsesModel::new("gpt-5.1"); // the key from OPENAI_API_KEY
+/// let mut answer = model.stream(ModelRequest::new("Be brief.", vec![Message::user("Hi!")], vec![]));
+/// while let Some(event) = answer.next().await {
+///     println!("{event:?}");
+/// }
+/// # }
+/// ```
+#[doc = include_str!("http.md")]
+#[derive(Debug, Clone)]
+pub struct OpenAiResponsesModel {
+    model: String,
+    http: HttpSettings,
+}
+
+impl OpenAiResponsesModel {
+    /// The model `model` (e.g. `gpt-5.1`), at `https://api.openai.com/v1`.
+    ///
+    /// ```
+    /// use tool_runtime::agent::OpenAiResponsesModel;
+    ///
+    /// let model = OpenAiResponsesModel::new("gpt-5.1");
+    /// # drop(model);
+    /// ```
+    pub fn new(model: impl Into<String>) -> Self {
+        OpenAiResponsesModel {
+            model: model.into(),
+            http: HttpSettings::new(PROVIDER, "OPENAI_API_KEY", "https://api.openai.com/v1"),
+        }
+    }
+}
+
+http_builder!(
+    OpenAiResponsesModel,
+    "gpt-5.1",
+    "OPENAI_API_KEY",
+    "https://api.openai.com/v1"
+);
+
+impl Model for OpenAiResponsesModel {
+    fn provider(&self) -> Provider {
+        PROVIDER
+    }
+
+    fn stream(&self, request: ModelRequest) -> ModelStream {
+        let call = Call {
+            settings: self.http.clone(),
+            path: "/responses",
+            auth: Auth::Bearer,
+            body: body(&self.model, &request),
+        };
+        run(
+            call,
+            Responses {
+                decoder: OpenAiResponsesDecoder::new(),
+                called: false,
+            },
+        )
+    }
+}
+
+/// The request body.
+fn body(model: &str, request: &ModelRequest) -> Value {
+    let mut input = Vec::new();
+    for message in &request.messages {
+        match message {
+            Message::User { text } => input.push(json!({ "role": "user", "content": text })),
+            Message::Assistant { text, tool_calls } => {
+                if !text.is_empty() {
+                    input.push(json!({
+                        "role": "assistant",
+                        "content": [{ "type": "output_text", "text": text }],
+                    }));
+                }
+                for call in tool_calls {
+                    input.push(json!({
+                        "type": "function_call",
+                        "call_id": call.call_id,
+                        "name": call.tool_name,
+                        "arguments": call.arguments.to_string(),
+                    }));
+                }
+            }
+            Message::ToolResult {
+                call_id, content, ..
+            } => input.push(json!({
+                "type": "function_call_output",
+                "call_id": call_id,
+                "output": content_text(content),
+            })),
+        }
+    }
+    let mut body = json!({ "model": model, "stream": true, "input": input });
+    if !request.instructions.is_empty() {
+        body["instructions"] = json!(request.instructions);
+    }
+    if !request.tools.is_empty() {
+        body["tools"] = Value::Array(request.tools.clone());
+    }
+    if let Some(max) = request.max_tokens {
+        body["max_output_tokens"] = json!(max);
+    }
+    body
+}
+
+/// Reads Responses events.
+struct Responses {
+    decoder: OpenAiResponsesDecoder,
+    /// Whether a function call item was output.
+    called: bool,
+}
+
+fn is_function_call(item: Option<&Value>) -> bool {
+    item.and_then(|item| item.get("type"))
+        .and_then(Value::as_str)
+        == Some("function_call")
+}
+
+impl Protocol for Responses {
+    fn data(&mut self, data: &str, out: &mut Vec<Item>) -> Flow {
+        let Some(event) = parse_event(PROVIDER, data) else {
+            return Flow::Continue;
+        };
+        let kind = event
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if kind == "response.output_text.delta" {
+            push_text(out, event.get("delta").and_then(Value::as_str));
+        }
+        let result = self.decoder.decode(&event);
+        if decoded(PROVIDER, &mut self.decoder, result, out) == Flow::Done {
+            return Flow::Done;
+        }
+        let response = event.get("response");
+        let finish = match kind {
+            "response.output_item.added" | "response.output_item.done" => {
+                self.called |= is_function_call(event.get("item"));
+                return Flow::Continue;
+            }
+            "response.completed" => {
+                let output_called = response
+                    .and_then(|r| r.get("output"))
+                    .and_then(Value::as_array)
+                    .is_some_and(|items| items.iter().any(|item| is_function_call(Some(item))));
+                if self.called || output_called {
+                    ModelFinish::ToolCalls
+                } else {
+                    ModelFinish::Stop
+                }
+            }
+            "response.incomplete" => {
+                let reason = response
+                    .and_then(|r| r.pointer("/incomplete_details/reason"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("incomplete");
+                match reason {
+                    "max_output_tokens" => ModelFinish::Length,
+                    other => ModelFinish::Other(other.to_owned()),
+                }
+            }
+            "response.failed" => {
+                let message = response
+                    .and_then(|r| r.get("error"))
+                    .map(|error| {
+                        let message = error.get("message").and_then(Value::as_str);
+                        match (error.get("code").and_then(Value::as_str), message) {
+                            (Some(code), Some(message)) => format!("{code}: {message}"),
+                            (None, Some(message)) => message.to_owned(),
+                            _ => error.to_string(),
+                        }
+                    })
+                    .unwrap_or_else(|| "response.failed without an error".into());
+                out.push(Err(ModelError::Decode {
+                    provider: PROVIDER,
+                    source: DecodeError::Provider {
+                        message: cut(&message, MESSAGE_CHARS),
+                    },
+                }));
+                return Flow::Done;
+            }
+            _ => return Flow::Continue,
+        };
+        out.push(Ok(ModelEvent::Finish(finish)));
+        Flow::Done
+    }
+
+    fn announced_finish(&mut self) -> Option<ModelFinish> {
+        None
+    }
+
+    fn decoder(&mut self) -> &mut dyn StreamDecoder {
+        &mut self.decoder
+    }
+}

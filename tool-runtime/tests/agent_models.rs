@@ -1,0 +1,1219 @@
+//! The HTTP models against a local server that plays each provider: the
+//! request each API expects (instructions, tools, the conversation with tool
+//! calls and results, the key's header), the streamed answer decoded into
+//! model events, retries, error statuses, a missing key, and streams that
+//! break off. The recorded provider streams of `../shared/fixtures/streams`
+//! are replayed too (skipped with a notice when absent, unless
+//! `REQUIRE_SHARED_FIXTURES=1`).
+#![cfg(feature = "agent")]
+
+use std::collections::{HashMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures_util::StreamExt;
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tool_core::decode::{DecodeError, ToolCallEvent};
+use tool_runtime::agent::{
+    AnthropicModel, Message, Model, ModelError, ModelEvent, ModelFinish, ModelRequest,
+    OpenAiChatModel, OpenAiResponsesModel, ToolCallRequest,
+};
+
+/// An environment variable no test sets, for the missing-key tests.
+const UNSET_KEY_ENV: &str = "TOOL_RUNTIME_AGENT_MODELS_TEST_UNSET_KEY";
+
+// ---------------------------------------------------------------------------
+// The local provider.
+
+/// One scripted answer.
+#[derive(Clone)]
+struct Reply {
+    status: u16,
+    headers: Vec<(&'static str, String)>,
+    /// Written one piece at a time, flushed, with a pause between.
+    pieces: Vec<String>,
+    /// Chunked transfer encoding, and the connection dropped without the
+    /// last chunk: the body breaks off with an error.
+    break_off: bool,
+    /// Pause after the pieces before closing (a stalled stream).
+    stall: Duration,
+}
+
+impl Reply {
+    fn sse(pieces: Vec<String>) -> Self {
+        Reply {
+            status: 200,
+            headers: Vec::new(),
+            pieces,
+            break_off: false,
+            stall: Duration::ZERO,
+        }
+    }
+
+    fn status(status: u16, body: &str) -> Self {
+        Reply {
+            status,
+            headers: Vec::new(),
+            pieces: vec![body.to_owned()],
+            break_off: false,
+            stall: Duration::ZERO,
+        }
+    }
+
+    fn header(mut self, name: &'static str, value: &str) -> Self {
+        self.headers.push((name, value.to_owned()));
+        self
+    }
+}
+
+/// A request the server received.
+#[derive(Debug, Clone)]
+struct Received {
+    path: String,
+    headers: HashMap<String, String>,
+    body: Value,
+}
+
+struct Server {
+    addr: std::net::SocketAddr,
+    received: Arc<Mutex<Vec<Received>>>,
+}
+
+impl Server {
+    /// Serves `replies` in order, one per connection, on 127.0.0.1.
+    async fn start(replies: Vec<Reply>) -> Server {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let received = Arc::new(Mutex::new(Vec::new()));
+        let replies = Arc::new(Mutex::new(VecDeque::from(replies)));
+        let log = Arc::clone(&received);
+        tokio::spawn(async move {
+            while let Ok((socket, _)) = listener.accept().await {
+                let (log, replies) = (Arc::clone(&log), Arc::clone(&replies));
+                tokio::spawn(async move { answer(socket, &log, &replies).await });
+            }
+        });
+        Server { addr, received }
+    }
+
+    fn received(&self) -> Vec<Received> {
+        self.received.lock().unwrap().clone()
+    }
+}
+
+async fn answer(
+    mut socket: TcpStream,
+    log: &Mutex<Vec<Received>>,
+    replies: &Mutex<VecDeque<Reply>>,
+) {
+    let mut buffer = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let head_end = loop {
+        if let Some(at) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
+            break at + 4;
+        }
+        match socket.read(&mut chunk).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => buffer.extend_from_slice(&chunk[..n]),
+        }
+    };
+    let head = String::from_utf8_lossy(&buffer[..head_end]).into_owned();
+    let mut lines = head.split("\r\n");
+    let path = lines
+        .next()
+        .and_then(|line| line.split(' ').nth(1))
+        .unwrap_or_default()
+        .to_owned();
+    let headers: HashMap<String, String> = lines
+        .filter_map(|line| line.split_once(':'))
+        .map(|(name, value)| (name.trim().to_ascii_lowercase(), value.trim().to_owned()))
+        .collect();
+    let length: usize = headers
+        .get("content-length")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    while buffer.len() < head_end + length {
+        match socket.read(&mut chunk).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => buffer.extend_from_slice(&chunk[..n]),
+        }
+    }
+    let body = serde_json::from_slice(&buffer[head_end..head_end + length]).unwrap_or(Value::Null);
+    log.lock().unwrap().push(Received {
+        path,
+        headers,
+        body,
+    });
+    let reply = replies
+        .lock()
+        .unwrap()
+        .pop_front()
+        .unwrap_or_else(|| Reply::status(500, "no scripted reply left"));
+    let content_type = if reply.status == 200 {
+        "text/event-stream"
+    } else {
+        "application/json"
+    };
+    let mut head = format!(
+        "HTTP/1.1 {} Scripted\r\ncontent-type: {content_type}\r\nconnection: close\r\n",
+        reply.status
+    );
+    for (name, value) in &reply.headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    if reply.break_off {
+        head.push_str("transfer-encoding: chunked\r\n");
+    }
+    head.push_str("\r\n");
+    if socket.write_all(head.as_bytes()).await.is_err() {
+        return;
+    }
+    for piece in &reply.pieces {
+        let bytes = if reply.break_off {
+            format!("{:x}\r\n{piece}\r\n", piece.len())
+        } else {
+            piece.clone()
+        };
+        if socket.write_all(bytes.as_bytes()).await.is_err() || socket.flush().await.is_err() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    if reply.break_off {
+        // Half a chunk, then the connection drops.
+        let _ = socket.write_all(b"40\r\ndata: {\"cut").await;
+    }
+    tokio::time::sleep(reply.stall).await;
+    let _ = socket.shutdown().await;
+}
+
+// ---------------------------------------------------------------------------
+// The three APIs.
+
+#[derive(Debug, Clone, Copy)]
+enum Api {
+    Chat,
+    Responses,
+    Anthropic,
+}
+
+const APIS: [Api; 3] = [Api::Chat, Api::Responses, Api::Anthropic];
+
+impl Api {
+    fn model(self, server: &Server, key: Option<&str>, retries: u32) -> Box<dyn Model> {
+        self.model_with(server, key, retries, Duration::from_secs(10))
+    }
+
+    fn model_with(
+        self,
+        server: &Server,
+        key: Option<&str>,
+        retries: u32,
+        timeout: Duration,
+    ) -> Box<dyn Model> {
+        let addr = server.addr;
+        macro_rules! configure {
+            ($model:expr) => {{
+                let model = $model.max_retries(retries).timeout(timeout);
+                match key {
+                    Some(key) => Box::new(model.api_key(key)) as Box<dyn Model>,
+                    None => Box::new(model.api_key_env(UNSET_KEY_ENV)),
+                }
+            }};
+        }
+        match self {
+            Api::Chat => {
+                configure!(OpenAiChatModel::new("gpt-4.1").base_url(format!("http://{addr}/v1")))
+            }
+            Api::Responses => configure!(
+                OpenAiResponsesModel::new("gpt-5.1").base_url(format!("http://{addr}/v1/"))
+            ),
+            Api::Anthropic => configure!(
+                AnthropicModel::new("claude-sonnet-4-5").base_url(format!("http://{addr}"))
+            ),
+        }
+    }
+
+    fn path(self) -> &'static str {
+        match self {
+            Api::Chat => "/v1/chat/completions",
+            Api::Responses => "/v1/responses",
+            Api::Anthropic => "/v1/messages",
+        }
+    }
+
+    /// A short answer: "Hi" and the end.
+    fn text_answer(self) -> Vec<String> {
+        match self {
+            Api::Chat => vec![
+                chat(
+                    json!({"choices": [{"index": 0, "delta": {"role": "assistant", "content": "Hi"}, "finish_reason": null}]}),
+                ),
+                chat(json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})),
+                "data: [DONE]\n\n".into(),
+            ],
+            Api::Responses => vec![
+                typed(
+                    json!({"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0, "content_index": 0, "delta": "Hi"}),
+                ),
+                typed(
+                    json!({"type": "response.completed", "response": {"status": "completed", "output": []}}),
+                ),
+            ],
+            Api::Anthropic => vec![
+                typed(
+                    json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+                ),
+                typed(
+                    json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hi"}}),
+                ),
+                typed(json!({"type": "content_block_stop", "index": 0})),
+                typed(
+                    json!({"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": null}}),
+                ),
+                typed(json!({"type": "message_stop"})),
+            ],
+        }
+    }
+
+    /// A tool call `weather` (id `call_1`) whose arguments stop at `{"city": "Ro`.
+    fn cut_answer(self) -> Vec<String> {
+        match self {
+            Api::Chat => vec![
+                chat(
+                    json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "weather", "arguments": ""}}]}, "finish_reason": null}]}),
+                ),
+                chat(
+                    json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": "{\"city\": \"Ro"}}]}, "finish_reason": null}]}),
+                ),
+            ],
+            Api::Responses => vec![
+                typed(
+                    json!({"type": "response.output_item.added", "output_index": 0, "item": {"id": "fc_1", "type": "function_call", "status": "in_progress", "arguments": "", "call_id": "call_1", "name": "weather"}}),
+                ),
+                typed(
+                    json!({"type": "response.function_call_arguments.delta", "item_id": "fc_1", "output_index": 0, "delta": "{\"city\": \"Ro"}),
+                ),
+            ],
+            Api::Anthropic => vec![
+                typed(
+                    json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "call_1", "name": "weather", "input": {}}}),
+                ),
+                typed(
+                    json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": "{\"city\": \"Ro"}}),
+                ),
+            ],
+        }
+    }
+
+    /// The API's error body.
+    fn error(self, message: &str) -> String {
+        match self {
+            Api::Chat | Api::Responses => {
+                json!({"error": {"message": message, "type": "invalid_request_error", "param": null, "code": null}})
+            }
+            Api::Anthropic => {
+                json!({"type": "error", "error": {"type": "invalid_request_error", "message": message}})
+            }
+        }
+        .to_string()
+    }
+}
+
+/// A Chat Completions chunk (`data:` only).
+fn chat(chunk: Value) -> String {
+    format!("data: {chunk}\n\n")
+}
+
+/// A Responses or Anthropic event, with its `event:` line.
+fn typed(event: Value) -> String {
+    format!(
+        "event: {}\ndata: {event}\n\n",
+        event["type"].as_str().unwrap()
+    )
+}
+
+fn hello() -> ModelRequest {
+    ModelRequest::new("Be brief.", vec![Message::user("Hello")], vec![])
+}
+
+type Item = Result<ModelEvent, ModelError>;
+
+async fn collect(model: &dyn Model, request: ModelRequest) -> Vec<Item> {
+    model.stream(request).collect().await
+}
+
+/// The events before the last item, which must be an error; and that error.
+fn events_then_error(items: Vec<Item>) -> (Vec<ModelEvent>, ModelError) {
+    let mut items = items;
+    let last = items.pop().expect("at least one item");
+    let error = last.expect_err("the last item is an error");
+    let events = items
+        .into_iter()
+        .map(|item| item.expect("only the last item is an error"))
+        .collect();
+    (events, error)
+}
+
+fn ok_events(items: Vec<Item>) -> Vec<ModelEvent> {
+    items
+        .into_iter()
+        .map(|item| item.unwrap_or_else(|error| panic!("unexpected error: {error}")))
+        .collect()
+}
+
+fn text(delta: &str) -> ModelEvent {
+    ModelEvent::TextDelta(delta.into())
+}
+
+fn call(event: ToolCallEvent) -> ModelEvent {
+    ModelEvent::ToolCall(event)
+}
+
+fn start(id: &str, name: &str) -> ModelEvent {
+    call(ToolCallEvent::Start {
+        call_id: id.into(),
+        tool_name: name.into(),
+    })
+}
+
+fn delta(id: &str, text: &str) -> ModelEvent {
+    call(ToolCallEvent::InputDelta {
+        call_id: id.into(),
+        delta: text.into(),
+    })
+}
+
+fn end(id: &str, input: Value) -> ModelEvent {
+    call(ToolCallEvent::InputEnd {
+        call_id: id.into(),
+        input,
+    })
+}
+
+/// A conversation with an assistant tool call and its results.
+fn conversation() -> ModelRequest {
+    let mut request = ModelRequest::new(
+        "You are a weather bot.",
+        vec![
+            Message::user("Weather in Rome and Paris?"),
+            Message::Assistant {
+                text: "Checking.".into(),
+                tool_calls: vec![
+                    ToolCallRequest {
+                        call_id: "call_1".into(),
+                        tool_name: "weather".into(),
+                        arguments: json!({"city": "Rome"}),
+                    },
+                    ToolCallRequest {
+                        call_id: "call_2".into(),
+                        tool_name: "weather".into(),
+                        arguments: json!({"city": "Paris"}),
+                    },
+                ],
+            },
+            Message::ToolResult {
+                call_id: "call_1".into(),
+                tool_name: "weather".into(),
+                content: json!({"sky": "clear"}),
+                is_error: false,
+            },
+            Message::ToolResult {
+                call_id: "call_2".into(),
+                tool_name: "weather".into(),
+                content: json!("no station in Paris"),
+                is_error: true,
+            },
+        ],
+        Vec::new(),
+    );
+    request.max_tokens = Some(300);
+    request
+}
+
+// ---------------------------------------------------------------------------
+// OpenAI Chat Completions.
+
+#[tokio::test]
+async fn chat_streams_text_then_a_tool_call() {
+    let server = Server::start(vec![Reply::sse(vec![
+        chat(json!({"choices": [{"index": 0, "delta": {"role": "assistant", "content": null}, "logprobs": null, "finish_reason": null}]})),
+        chat(json!({"choices": [{"index": 0, "delta": {"content": "Let me "}, "finish_reason": null}]})),
+        chat(json!({"choices": [{"index": 0, "delta": {"content": "check."}, "finish_reason": null}]})),
+        chat(json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "weather", "arguments": ""}}]}, "finish_reason": null}]})),
+        chat(json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": "{\"ci"}}]}, "finish_reason": null}]})),
+        chat(json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": "ty\":\"Rome\"}"}}]}, "finish_reason": null}]})),
+        chat(json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})),
+        chat(json!({"choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 5}})),
+        "data: [DONE]\n\n".into(),
+    ])])
+    .await;
+    let tool = json!({"type": "function", "function": {"name": "weather", "parameters": {"type": "object"}}});
+    let model = Api::Chat.model(&server, Some("sk-test"), 0);
+    let request = ModelRequest::new(
+        "Be brief.",
+        vec![Message::user("Rome?")],
+        vec![tool.clone()],
+    );
+    assert_eq!(
+        ok_events(collect(&*model, request).await),
+        vec![
+            text("Let me "),
+            text("check."),
+            start("call_1", "weather"),
+            delta("call_1", "{\"ci"),
+            delta("call_1", "ty\":\"Rome\"}"),
+            end("call_1", json!({"city": "Rome"})),
+            ModelEvent::Finish(ModelFinish::ToolCalls),
+        ]
+    );
+    let received = server.received();
+    assert_eq!(received.len(), 1);
+    assert_eq!(received[0].path, "/v1/chat/completions");
+    assert_eq!(received[0].headers["authorization"], "Bearer sk-test");
+    assert_eq!(
+        received[0].body,
+        json!({
+            "model": "gpt-4.1",
+            "stream": true,
+            "messages": [
+                {"role": "system", "content": "Be brief."},
+                {"role": "user", "content": "Rome?"},
+            ],
+            "tools": [tool],
+        })
+    );
+}
+
+#[tokio::test]
+async fn chat_request_carries_tool_calls_and_results() {
+    let server = Server::start(vec![Reply::sse(Api::Chat.text_answer())]).await;
+    let model = Api::Chat.model(&server, Some("sk-test"), 0);
+    let items = collect(&*model, conversation()).await;
+    assert_eq!(
+        ok_events(items),
+        vec![text("Hi"), ModelEvent::Finish(ModelFinish::Stop)]
+    );
+    assert_eq!(
+        server.received()[0].body,
+        json!({
+            "model": "gpt-4.1",
+            "stream": true,
+            "max_completion_tokens": 300,
+            "messages": [
+                {"role": "system", "content": "You are a weather bot."},
+                {"role": "user", "content": "Weather in Rome and Paris?"},
+                {"role": "assistant", "content": "Checking.", "tool_calls": [
+                    {"id": "call_1", "type": "function", "function": {"name": "weather", "arguments": "{\"city\":\"Rome\"}"}},
+                    {"id": "call_2", "type": "function", "function": {"name": "weather", "arguments": "{\"city\":\"Paris\"}"}},
+                ]},
+                {"role": "tool", "tool_call_id": "call_1", "content": "{\"sky\":\"clear\"}"},
+                {"role": "tool", "tool_call_id": "call_2", "content": "no station in Paris"},
+            ],
+        })
+    );
+}
+
+#[tokio::test]
+async fn chat_length_finish() {
+    let server = Server::start(vec![Reply::sse(vec![
+        chat(json!({"choices": [{"index": 0, "delta": {"content": "Once upon"}, "finish_reason": null}]})),
+        chat(json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]})),
+        "data: [DONE]\n\n".into(),
+    ])])
+    .await;
+    let model = Api::Chat.model(&server, Some("sk-test"), 0);
+    assert_eq!(
+        ok_events(collect(&*model, hello()).await),
+        vec![text("Once upon"), ModelEvent::Finish(ModelFinish::Length)]
+    );
+}
+
+// ---------------------------------------------------------------------------
+// OpenAI Responses.
+
+#[tokio::test]
+async fn responses_streams_text_then_a_function_call() {
+    let server = Server::start(vec![Reply::sse(vec![
+        typed(json!({"type": "response.created", "sequence_number": 0, "response": {"status": "in_progress", "output": []}})),
+        typed(json!({"type": "response.output_item.added", "output_index": 0, "item": {"id": "msg_1", "type": "message", "role": "assistant", "content": []}})),
+        typed(json!({"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0, "content_index": 0, "delta": "Let me "})),
+        typed(json!({"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0, "content_index": 0, "delta": "check."})),
+        typed(json!({"type": "response.output_item.added", "output_index": 1, "item": {"id": "fc_1", "type": "function_call", "status": "in_progress", "arguments": "", "call_id": "call_1", "name": "weather"}})),
+        typed(json!({"type": "response.function_call_arguments.delta", "item_id": "fc_1", "output_index": 1, "delta": "{\"city\":", "obfuscation": "x"})),
+        typed(json!({"type": "response.function_call_arguments.delta", "item_id": "fc_1", "output_index": 1, "delta": "\"Rome\"}", "obfuscation": "y"})),
+        typed(json!({"type": "response.function_call_arguments.done", "item_id": "fc_1", "output_index": 1, "arguments": "{\"city\":\"Rome\"}"})),
+        typed(json!({"type": "response.output_item.done", "output_index": 1, "item": {"id": "fc_1", "type": "function_call", "status": "completed", "arguments": "{\"city\":\"Rome\"}", "call_id": "call_1", "name": "weather"}})),
+        typed(json!({"type": "response.completed", "response": {"status": "completed", "output": []}})),
+    ])])
+    .await;
+    let tool = json!({"type": "function", "name": "weather", "parameters": {"type": "object"}, "strict": true});
+    let model = Api::Responses.model(&server, Some("sk-test"), 0);
+    let request = ModelRequest::new(
+        "Be brief.",
+        vec![Message::user("Rome?")],
+        vec![tool.clone()],
+    );
+    assert_eq!(
+        ok_events(collect(&*model, request).await),
+        vec![
+            text("Let me "),
+            text("check."),
+            start("call_1", "weather"),
+            delta("call_1", "{\"city\":"),
+            delta("call_1", "\"Rome\"}"),
+            end("call_1", json!({"city": "Rome"})),
+            ModelEvent::Finish(ModelFinish::ToolCalls),
+        ]
+    );
+    let received = server.received();
+    assert_eq!(received[0].path, "/v1/responses");
+    assert_eq!(received[0].headers["authorization"], "Bearer sk-test");
+    assert_eq!(
+        received[0].body,
+        json!({
+            "model": "gpt-5.1",
+            "stream": true,
+            "instructions": "Be brief.",
+            "input": [{"role": "user", "content": "Rome?"}],
+            "tools": [tool],
+        })
+    );
+}
+
+#[tokio::test]
+async fn responses_request_carries_function_calls_and_outputs() {
+    let server = Server::start(vec![Reply::sse(Api::Responses.text_answer())]).await;
+    let model = Api::Responses.model(&server, Some("sk-test"), 0);
+    let items = collect(&*model, conversation()).await;
+    assert_eq!(
+        ok_events(items),
+        vec![text("Hi"), ModelEvent::Finish(ModelFinish::Stop)]
+    );
+    assert_eq!(
+        server.received()[0].body,
+        json!({
+            "model": "gpt-5.1",
+            "stream": true,
+            "instructions": "You are a weather bot.",
+            "max_output_tokens": 300,
+            "input": [
+                {"role": "user", "content": "Weather in Rome and Paris?"},
+                {"role": "assistant", "content": [{"type": "output_text", "text": "Checking."}]},
+                {"type": "function_call", "call_id": "call_1", "name": "weather", "arguments": "{\"city\":\"Rome\"}"},
+                {"type": "function_call", "call_id": "call_2", "name": "weather", "arguments": "{\"city\":\"Paris\"}"},
+                {"type": "function_call_output", "call_id": "call_1", "output": "{\"sky\":\"clear\"}"},
+                {"type": "function_call_output", "call_id": "call_2", "output": "no station in Paris"},
+            ],
+        })
+    );
+}
+
+#[tokio::test]
+async fn responses_incomplete_for_max_output_tokens_is_length() {
+    let server = Server::start(vec![Reply::sse(vec![
+        typed(json!({"type": "response.output_text.delta", "item_id": "msg_1", "delta": "Once upon"})),
+        typed(json!({"type": "response.incomplete", "response": {"status": "incomplete", "incomplete_details": {"reason": "max_output_tokens"}}})),
+    ])])
+    .await;
+    let model = Api::Responses.model(&server, Some("sk-test"), 0);
+    assert_eq!(
+        ok_events(collect(&*model, hello()).await),
+        vec![text("Once upon"), ModelEvent::Finish(ModelFinish::Length)]
+    );
+}
+
+#[tokio::test]
+async fn responses_failed_is_an_error_after_the_open_call() {
+    let mut pieces = Api::Responses.cut_answer();
+    pieces.push(typed(json!({"type": "response.failed", "response": {"status": "failed", "error": {"code": "server_error", "message": "The model crashed"}}})));
+    let server = Server::start(vec![Reply::sse(pieces)]).await;
+    let model = Api::Responses.model(&server, Some("sk-test"), 0);
+    let (events, error) = events_then_error(collect(&*model, hello()).await);
+    assert!(
+        matches!(
+            events.last(),
+            Some(ModelEvent::ToolCall(ToolCallEvent::Incomplete { partial_text, .. })) if partial_text == "{\"city\": \"Ro"
+        ),
+        "{events:?}"
+    );
+    match error {
+        ModelError::Decode {
+            source: DecodeError::Provider { message },
+            ..
+        } => assert_eq!(message, "server_error: The model crashed"),
+        other => panic!("expected a provider error, got {other:?}"),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Anthropic Messages.
+
+#[tokio::test]
+async fn anthropic_streams_text_then_a_tool_use() {
+    let server = Server::start(vec![Reply::sse(vec![
+        typed(json!({"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "content": [], "stop_reason": null}})),
+        typed(json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})),
+        typed(json!({"type": "ping"})),
+        typed(json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Let me "}})),
+        typed(json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "check."}})),
+        typed(json!({"type": "content_block_stop", "index": 0})),
+        typed(json!({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "toolu_1", "name": "weather", "input": {}}})),
+        typed(json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": ""}})),
+        typed(json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": "{\"city\": \"Ro"}})),
+        typed(json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": "me\"}"}})),
+        typed(json!({"type": "content_block_stop", "index": 1})),
+        typed(json!({"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": null}, "usage": {"output_tokens": 65}})),
+        typed(json!({"type": "message_stop"})),
+    ])])
+    .await;
+    let tool = json!({"name": "weather", "input_schema": {"type": "object"}});
+    let model = Api::Anthropic.model(&server, Some("sk-ant-test"), 0);
+    let request = ModelRequest::new(
+        "Be brief.",
+        vec![Message::user("Rome?")],
+        vec![tool.clone()],
+    );
+    assert_eq!(
+        ok_events(collect(&*model, request).await),
+        vec![
+            text("Let me "),
+            text("check."),
+            start("toolu_1", "weather"),
+            delta("toolu_1", "{\"city\": \"Ro"),
+            delta("toolu_1", "me\"}"),
+            end("toolu_1", json!({"city": "Rome"})),
+            ModelEvent::Finish(ModelFinish::ToolCalls),
+        ]
+    );
+    let received = server.received();
+    assert_eq!(received[0].path, "/v1/messages");
+    assert_eq!(received[0].headers["x-api-key"], "sk-ant-test");
+    assert_eq!(received[0].headers["anthropic-version"], "2023-06-01");
+    assert!(!received[0].headers.contains_key("authorization"));
+    assert_eq!(
+        received[0].body,
+        json!({
+            "model": "claude-sonnet-4-5",
+            "stream": true,
+            "max_tokens": 4096,
+            "system": "Be brief.",
+            "messages": [{"role": "user", "content": "Rome?"}],
+            "tools": [tool],
+        })
+    );
+}
+
+#[tokio::test]
+async fn anthropic_request_puts_consecutive_tool_results_in_one_user_message() {
+    let server = Server::start(vec![Reply::sse(Api::Anthropic.text_answer())]).await;
+    let model = Api::Anthropic.model(&server, Some("sk-ant-test"), 0);
+    let mut request = conversation();
+    request.messages.push(Message::user("And tomorrow?"));
+    let items = collect(&*model, request).await;
+    assert_eq!(
+        ok_events(items),
+        vec![text("Hi"), ModelEvent::Finish(ModelFinish::Stop)]
+    );
+    assert_eq!(
+        server.received()[0].body,
+        json!({
+            "model": "claude-sonnet-4-5",
+            "stream": true,
+            "max_tokens": 300,
+            "system": "You are a weather bot.",
+            "messages": [
+                {"role": "user", "content": "Weather in Rome and Paris?"},
+                {"role": "assistant", "content": [
+                    {"type": "text", "text": "Checking."},
+                    {"type": "tool_use", "id": "call_1", "name": "weather", "input": {"city": "Rome"}},
+                    {"type": "tool_use", "id": "call_2", "name": "weather", "input": {"city": "Paris"}},
+                ]},
+                {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "call_1", "content": "{\"sky\":\"clear\"}", "is_error": false},
+                    {"type": "tool_result", "tool_use_id": "call_2", "content": "no station in Paris", "is_error": true},
+                    {"type": "text", "text": "And tomorrow?"},
+                ]},
+            ],
+        })
+    );
+}
+
+#[tokio::test]
+async fn anthropic_builder_max_tokens_is_the_default() {
+    let server = Server::start(vec![Reply::sse(Api::Anthropic.text_answer())]).await;
+    let model = AnthropicModel::new("claude-sonnet-4-5")
+        .base_url(format!("http://{}", server.addr))
+        .api_key("sk-ant-test")
+        .max_tokens(1234);
+    ok_events(collect(&model, hello()).await);
+    assert_eq!(server.received()[0].body["max_tokens"], 1234);
+}
+
+#[tokio::test]
+async fn anthropic_error_event_is_an_error_after_the_open_call() {
+    let mut pieces = Api::Anthropic.cut_answer();
+    pieces.push(typed(
+        json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
+    ));
+    let server = Server::start(vec![Reply::sse(pieces)]).await;
+    let model = Api::Anthropic.model(&server, Some("sk-ant-test"), 0);
+    let (events, error) = events_then_error(collect(&*model, hello()).await);
+    assert!(
+        matches!(
+            events.last(),
+            Some(ModelEvent::ToolCall(ToolCallEvent::Incomplete { .. }))
+        ),
+        "{events:?}"
+    );
+    match error {
+        ModelError::Decode {
+            source: DecodeError::Provider { message },
+            ..
+        } => assert_eq!(message, "overloaded_error: Overloaded"),
+        other => panic!("expected a provider error, got {other:?}"),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// All three: retries, statuses, keys, broken streams.
+
+#[tokio::test]
+async fn a_429_with_retry_after_is_retried() {
+    for api in APIS {
+        let server = Server::start(vec![
+            Reply::status(429, &api.error("Rate limit reached")).header("retry-after", "0"),
+            Reply::sse(api.text_answer()),
+        ])
+        .await;
+        let model = api.model(&server, Some("key"), 3);
+        let items = collect(&*model, hello()).await;
+        assert_eq!(
+            ok_events(items),
+            vec![text("Hi"), ModelEvent::Finish(ModelFinish::Stop)],
+            "{api:?}"
+        );
+        let received = server.received();
+        assert_eq!(received.len(), 2, "{api:?}");
+        assert_eq!(received[0].body, received[1].body, "{api:?}");
+        assert!(received.iter().all(|r| r.path == api.path()), "{api:?}");
+    }
+}
+
+#[tokio::test]
+async fn retry_after_seconds_are_waited() {
+    let server = Server::start(vec![
+        Reply::status(503, &Api::Chat.error("Overloaded")).header("retry-after", "1"),
+        Reply::sse(Api::Chat.text_answer()),
+    ])
+    .await;
+    let model = Api::Chat.model(&server, Some("key"), 1);
+    let started = Instant::now();
+    ok_events(collect(&*model, hello()).await);
+    assert!(
+        started.elapsed() >= Duration::from_millis(950),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(server.received().len(), 2);
+}
+
+#[tokio::test]
+async fn a_500_beyond_max_retries_is_a_status_error() {
+    for api in APIS {
+        let failure =
+            Reply::status(500, &api.error("The server had an error")).header("retry-after", "0");
+        let server = Server::start(vec![failure.clone(), failure.clone(), failure]).await;
+        let model = api.model(&server, Some("key"), 2);
+        let (events, error) = events_then_error(collect(&*model, hello()).await);
+        assert!(events.is_empty(), "{api:?}: {events:?}");
+        match error {
+            ModelError::Status {
+                status, message, ..
+            } => {
+                assert_eq!(status, 500, "{api:?}");
+                assert_eq!(message, "The server had an error", "{api:?}");
+            }
+            other => panic!("{api:?}: expected a status error, got {other:?}"),
+        }
+        assert_eq!(
+            server.received().len(),
+            3,
+            "{api:?}: one try and two retries"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_400_is_a_status_error_at_once_with_the_providers_message() {
+    for api in APIS {
+        let server = Server::start(vec![
+            Reply::status(400, &api.error("Invalid value for 'model'")),
+            Reply::sse(api.text_answer()),
+        ])
+        .await;
+        let model = api.model(&server, Some("key"), 3);
+        let items = collect(&*model, hello()).await;
+        assert_eq!(items.len(), 1, "{api:?}");
+        match events_then_error(items).1 {
+            ModelError::Status {
+                status, message, ..
+            } => {
+                assert_eq!(status, 400, "{api:?}");
+                assert_eq!(message, "Invalid value for 'model'", "{api:?}");
+            }
+            other => panic!("{api:?}: expected a status error, got {other:?}"),
+        }
+        assert_eq!(server.received().len(), 1, "{api:?}: not retried");
+    }
+}
+
+#[tokio::test]
+async fn a_long_error_message_is_cut_at_500_characters() {
+    let server = Server::start(vec![Reply::status(422, &"x".repeat(2_000))]).await;
+    let model = Api::Anthropic.model(&server, Some("key"), 0);
+    match events_then_error(collect(&*model, hello()).await).1 {
+        ModelError::Status { message, .. } => assert_eq!(message.chars().count(), 503),
+        other => panic!("expected a status error, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_missing_api_key_is_the_only_item_and_nothing_is_sent() {
+    assert!(std::env::var_os(UNSET_KEY_ENV).is_none());
+    for api in APIS {
+        let server = Server::start(vec![Reply::sse(api.text_answer())]).await;
+        let model = api.model(&server, None, 3);
+        let items = collect(&*model, hello()).await;
+        assert_eq!(items.len(), 1, "{api:?}");
+        match events_then_error(items).1 {
+            ModelError::MissingApiKey { provider, env } => {
+                assert_eq!(provider, model.provider());
+                assert_eq!(env, UNSET_KEY_ENV);
+            }
+            other => panic!("{api:?}: expected MissingApiKey, got {other:?}"),
+        }
+        assert!(server.received().is_empty(), "{api:?}");
+    }
+}
+
+/// The events of a cut stream: the call's start and delta, then `Incomplete`.
+fn assert_cut_call(api: Api, events: &[ModelEvent]) {
+    assert_eq!(events.len(), 3, "{api:?}: {events:?}");
+    assert_eq!(events[0], start("call_1", "weather"), "{api:?}");
+    assert_eq!(events[1], delta("call_1", "{\"city\": \"Ro"), "{api:?}");
+    match &events[2] {
+        ModelEvent::ToolCall(ToolCallEvent::Incomplete {
+            call_id,
+            tool_name,
+            partial_text,
+            ..
+        }) => {
+            assert_eq!(
+                (call_id.as_str(), tool_name.as_str()),
+                ("call_1", "weather")
+            );
+            assert_eq!(partial_text, "{\"city\": \"Ro", "{api:?}");
+        }
+        other => panic!("{api:?}: expected Incomplete, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_stream_closed_mid_call_reports_it_incomplete_then_a_transport_error() {
+    for api in APIS {
+        let server = Server::start(vec![Reply::sse(api.cut_answer())]).await;
+        let model = api.model(&server, Some("key"), 0);
+        let (events, error) = events_then_error(collect(&*model, hello()).await);
+        assert_cut_call(api, &events);
+        match error {
+            ModelError::Transport { reason, .. } => {
+                assert!(
+                    reason.contains("ended before the answer finished"),
+                    "{api:?}: {reason}"
+                );
+            }
+            other => panic!("{api:?}: expected a transport error, got {other:?}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_stream_broken_off_mid_call_reports_it_incomplete_then_a_transport_error() {
+    for api in APIS {
+        let mut reply = Reply::sse(api.cut_answer());
+        reply.break_off = true;
+        let server = Server::start(vec![reply]).await;
+        let model = api.model(&server, Some("key"), 0);
+        let (events, error) = events_then_error(collect(&*model, hello()).await);
+        assert_cut_call(api, &events);
+        match error {
+            ModelError::Transport { reason, source, .. } => {
+                assert!(reason.contains("broke off"), "{api:?}: {reason}");
+                assert!(source.is_some(), "{api:?}");
+            }
+            other => panic!("{api:?}: expected a transport error, got {other:?}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_stalled_stream_times_out_after_the_idle_timeout() {
+    let mut reply = Reply::sse(Api::Anthropic.cut_answer());
+    reply.stall = Duration::from_secs(5);
+    let server = Server::start(vec![reply]).await;
+    let model = Api::Anthropic.model_with(&server, Some("key"), 0, Duration::from_millis(300));
+    let started = Instant::now();
+    let (events, error) = events_then_error(collect(&*model, hello()).await);
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_cut_call(Api::Anthropic, &events);
+    assert!(
+        matches!(error, ModelError::Timeout { after, .. } if after == Duration::from_millis(300)),
+        "{error:?}"
+    );
+}
+
+#[tokio::test]
+async fn an_unreachable_server_is_a_transport_error_after_the_retries() {
+    // A port nothing listens on: bind one, then free it.
+    let addr = TcpListener::bind("127.0.0.1:0")
+        .await
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let model = OpenAiChatModel::new("gpt-4.1")
+        .base_url(format!("http://{addr}/v1"))
+        .api_key("key")
+        .max_retries(1);
+    let (events, error) = events_then_error(collect(&model, hello()).await);
+    assert!(events.is_empty());
+    assert!(matches!(error, ModelError::Transport { .. }), "{error:?}");
+}
+
+#[tokio::test]
+async fn malformed_events_are_skipped() {
+    let server = Server::start(vec![Reply::sse(vec![
+        "data: {not json\n\n".into(),
+        chat(json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": "{"}}]}, "finish_reason": null}]})),
+        chat(json!({"choices": [{"index": 0, "delta": {"content": "Hi"}, "finish_reason": null}]})),
+        chat(json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})),
+        "data: [DONE]\n\n".into(),
+    ])])
+    .await;
+    let model = Api::Chat.model(&server, Some("key"), 0);
+    assert_eq!(
+        ok_events(collect(&*model, hello()).await),
+        vec![text("Hi"), ModelEvent::Finish(ModelFinish::Stop)]
+    );
+}
+
+// ---------------------------------------------------------------------------
+// The recorded streams of ../shared/fixtures/streams.
+
+/// A shared stream fixture's text; `None` after a notice when `../shared` is
+/// absent, a failure then when `REQUIRE_SHARED_FIXTURES=1`.
+fn shared_stream(name: &str) -> Option<String> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared/fixtures/streams")
+        .join(name);
+    if path.is_file() {
+        return Some(std::fs::read_to_string(path).unwrap());
+    }
+    let required = std::env::var("REQUIRE_SHARED_FIXTURES").is_ok_and(|v| v == "1");
+    assert!(
+        !required,
+        "REQUIRE_SHARED_FIXTURES=1 but the fixture {} is missing",
+        path.display()
+    );
+    eprintln!(
+        "skipping: shared fixture {} is absent (set REQUIRE_SHARED_FIXTURES=1 to fail instead)",
+        path.display()
+    );
+    None
+}
+
+/// A `.jsonl` fixture (one data payload a line) as an SSE body.
+fn jsonl_as_sse(text: &str) -> String {
+    text.lines()
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| format!("data: {line}\n\n"))
+        .collect()
+}
+
+/// Replays `body` in pieces of 97 characters (events split anywhere), as `api`.
+async fn replay(api: Api, body: &str) -> Vec<Item> {
+    let chars: Vec<char> = body.chars().collect();
+    let pieces = chars.chunks(97).map(|c| c.iter().collect()).collect();
+    let server = Server::start(vec![Reply::sse(pieces)]).await;
+    let model = api.model(&server, Some("key"), 0);
+    collect(&*model, hello()).await
+}
+
+/// The text, the finished calls (id, name, input) and the finish.
+fn summary(events: &[ModelEvent]) -> (String, Vec<(String, String, Value)>, Option<ModelFinish>) {
+    let mut text = String::new();
+    let mut names = HashMap::new();
+    let mut calls = Vec::new();
+    let mut finish = None;
+    for event in events {
+        match event {
+            ModelEvent::TextDelta(delta) => text.push_str(delta),
+            ModelEvent::ToolCall(ToolCallEvent::Start { call_id, tool_name }) => {
+                names.insert(call_id.clone(), tool_name.clone());
+            }
+            ModelEvent::ToolCall(ToolCallEvent::InputEnd { call_id, input }) => {
+                calls.push((call_id.clone(), names[call_id].clone(), input.clone()));
+            }
+            ModelEvent::Finish(f) => finish = Some(f.clone()),
+            _ => {}
+        }
+    }
+    (text, calls, finish)
+}
+
+#[tokio::test]
+async fn recorded_chat_streams() {
+    let Some(single) = shared_stream("openai-chat-completions-tool-call.sse") else {
+        return;
+    };
+    let events = ok_events(replay(Api::Chat, &single).await);
+    let (text, calls, finish) = summary(&events);
+    assert_eq!(text, "");
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].1, "GetWeatherArgs");
+    assert_eq!(
+        calls[0].2,
+        json!({"city": "Edinburgh", "country": "UK", "units": "c"})
+    );
+    assert_eq!(finish, Some(ModelFinish::ToolCalls));
+    assert_eq!(
+        events.last(),
+        Some(&ModelEvent::Finish(ModelFinish::ToolCalls))
+    );
+
+    let Some(parallel) = shared_stream("openai-chat-completions-parallel-tool-calls.sse") else {
+        return;
+    };
+    let events = ok_events(replay(Api::Chat, &parallel).await);
+    let (_, calls, finish) = summary(&events);
+    let inputs: Vec<&Value> = calls.iter().map(|c| &c.2).collect();
+    assert_eq!(
+        inputs,
+        [
+            &json!({"city": "Edinburgh", "country": "GB", "units": "c"}),
+            &json!({"ticker": "AAPL", "exchange": "NASDAQ"}),
+        ]
+    );
+    assert_eq!(finish, Some(ModelFinish::ToolCalls));
+}
+
+#[tokio::test]
+async fn recorded_responses_stream() {
+    let Some(jsonl) = shared_stream("openai-responses-function-call.chunks.jsonl") else {
+        return;
+    };
+    let events = ok_events(replay(Api::Responses, &jsonl_as_sse(&jsonl)).await);
+    let (_, calls, finish) = summary(&events);
+    assert_eq!(
+        calls,
+        [(
+            "call_H5DxLSFnsGhiROnUiDHmgyc8".to_owned(),
+            "weather".to_owned(),
+            json!({"location": "San Francisco"})
+        )]
+    );
+    assert_eq!(finish, Some(ModelFinish::ToolCalls));
+    assert_eq!(
+        events.last(),
+        Some(&ModelEvent::Finish(ModelFinish::ToolCalls))
+    );
+}
+
+#[tokio::test]
+async fn recorded_anthropic_streams() {
+    let Some(tool_use) = shared_stream("anthropic-messages-tool-use.sse") else {
+        return;
+    };
+    let events = ok_events(replay(Api::Anthropic, &tool_use).await);
+    let (text, calls, finish) = summary(&events);
+    assert_eq!(text, "I'll check the current weather in Paris for you.");
+    assert_eq!(
+        calls,
+        [(
+            "toolu_01NRLabsLyVHZPKxbKvkfSMn".to_owned(),
+            "get_weather".to_owned(),
+            json!({"location": "Paris"})
+        )]
+    );
+    assert_eq!(finish, Some(ModelFinish::ToolCalls));
+
+    let Some(no_args) = shared_stream("anthropic-messages-tool-no-args.chunks.jsonl") else {
+        return;
+    };
+    let events = ok_events(replay(Api::Anthropic, &jsonl_as_sse(&no_args)).await);
+    let (text, calls, finish) = summary(&events);
+    assert_eq!(text, "I'll update the issue list for you.");
+    assert_eq!(calls[0].2, json!({}));
+    assert_eq!(finish, Some(ModelFinish::ToolCalls));
+
+    let Some(truncated) = shared_stream("anthropic-messages-tool-use-truncated-max-tokens.sse")
+    else {
+        return;
+    };
+    let events = ok_events(replay(Api::Anthropic, &truncated).await);
+    let (text, calls, finish) = summary(&events);
+    assert!(
+        text.starts_with("I'll create a comprehensive tax guide"),
+        "{text}"
+    );
+    assert!(calls.is_empty());
+    assert!(
+        events.iter().any(|e| matches!(e,
+            ModelEvent::ToolCall(ToolCallEvent::Incomplete { tool_name, partial_text, .. })
+                if tool_name == "make_file" && partial_text.ends_with("\"Filing taxes"))),
+        "{events:?}"
+    );
+    assert_eq!(finish, Some(ModelFinish::Length));
+    assert_eq!(
+        events.last(),
+        Some(&ModelEvent::Finish(ModelFinish::Length))
+    );
+}
+
+#[test]
+fn debug_output_hides_the_api_key() {
+    let chat = OpenAiChatModel::new("gpt-4.1").api_key("sk-secret-1");
+    let responses = OpenAiResponsesModel::new("gpt-5.1").api_key("sk-secret-2");
+    let anthropic = AnthropicModel::new("claude-sonnet-4-5").api_key("sk-secret-3");
+    for debug in [
+        format!("{chat:?}"),
+        format!("{responses:?}"),
+        format!("{anthropic:?}"),
+    ] {
+        assert!(!debug.contains("sk-secret"), "{debug}");
+        assert!(debug.contains("<redacted>"), "{debug}");
+    }
+}
+
+#[tokio::test]
+async fn a_stream_closed_after_the_announced_finish_still_finishes() {
+    for api in [Api::Chat, Api::Anthropic] {
+        // Without `[DONE]` / `message_stop`.
+        let mut pieces = api.text_answer();
+        pieces.pop();
+        let server = Server::start(vec![Reply::sse(pieces)]).await;
+        let model = api.model(&server, Some("key"), 0);
+        assert_eq!(
+            ok_events(collect(&*model, hello()).await),
+            vec![text("Hi"), ModelEvent::Finish(ModelFinish::Stop)],
+            "{api:?}"
+        );
+    }
+}
