@@ -152,3 +152,5 @@ impl Capture {
     }
 }
 pub mod contract;
+#[cfg(feature = "agent")]
+pub mod provider;
