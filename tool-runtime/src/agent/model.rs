@@ -169,6 +169,28 @@ pub trait Model: Send + Sync + 'static {
     fn stream(&self, request: ModelRequest) -> ModelStream;
 }
 
+/// A boxed model is a model (a model chosen at run time, `Box<dyn Model>`).
+impl<M: Model + ?Sized> Model for Box<M> {
+    fn provider(&self) -> Provider {
+        (**self).provider()
+    }
+
+    fn stream(&self, request: ModelRequest) -> ModelStream {
+        (**self).stream(request)
+    }
+}
+
+/// A shared model is a model (one model for several agents).
+impl<M: Model + ?Sized> Model for std::sync::Arc<M> {
+    fn provider(&self) -> Provider {
+        (**self).provider()
+    }
+
+    fn stream(&self, request: ModelRequest) -> ModelStream {
+        (**self).stream(request)
+    }
+}
+
 /// Why a model call failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

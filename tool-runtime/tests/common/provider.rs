@@ -339,7 +339,7 @@ pub fn typed(event: Value) -> String {
 #[derive(Debug, Clone)]
 pub enum Part {
     /// Text.
-    Text(&'static str),
+    Text(String),
     /// A tool call: its id, tool, and arguments (streamed in two pieces).
     Call(String, &'static str, Value),
 }

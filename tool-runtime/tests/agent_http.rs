@@ -1,0 +1,361 @@
+//! The agent over real provider APIs, each played by a local HTTP server
+//! (OpenAI Chat Completions, OpenAI Responses, Anthropic Messages): a tool
+//! call paused for approval and approved by another runtime on the same
+//! store file (a restart), a decline the model reads while the tool never
+//! runs, a suspension resumed from the user's reply, parallel calls where
+//! one waits, a 429 then success, and a stream cut mid-call.
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use common::provider::{APIS, Api, Part, Received, Reply, Server};
+use serde_json::{Value, json};
+use tool_core::{Tool, ToolContext, ToolError};
+use tool_runtime::Runtime;
+use tool_runtime::agent::{Agent, AgentChunk, FinishReason, Message, Thread};
+
+type Runs = Arc<Mutex<Vec<Value>>>;
+
+/// `transfer` (needs approval), `lookup`, and `book` (suspends for seats).
+fn tools(runs: &Runs) -> Vec<Tool> {
+    let seen = Arc::clone(runs);
+    let transfer = Tool::builder("transfer")
+        .description("Sends money")
+        .require_approval(true)
+        .input_schema(json!({ "type": "object", "properties": { "amount": { "type": "integer" } }, "required": ["amount"] }))
+        .execute(move |input: Value, _ctx: ToolContext<Value, Value>| {
+            seen.lock().unwrap().push(json!({ "transfer": input }));
+            async move { Ok::<_, ToolError>(json!({ "sent": input["amount"] })) }
+        })
+        .build()
+        .unwrap();
+    let lookup = Tool::builder("lookup")
+        .description("Looks up the balance")
+        .execute(
+            |_input: Value, _ctx: ToolContext<Value, Value>| async move {
+                Ok::<_, ToolError>(json!({ "balance": 100 }))
+            },
+        )
+        .build()
+        .unwrap();
+    let seen = Arc::clone(runs);
+    let book = Tool::builder("book")
+        .description("Books a table")
+        .input_schema(json!({ "type": "object", "properties": { "restaurant": { "type": "string" } }, "required": ["restaurant"] }))
+        .resume_schema(json!({ "type": "object", "properties": { "seats": { "type": "integer", "minimum": 1 } }, "required": ["seats"] }))
+        .execute(move |input: Value, ctx: ToolContext<Value, Value>| {
+            let seen = Arc::clone(&seen);
+            async move {
+                let Some(data) = ctx.resume_data() else {
+                    return ctx.suspend(json!({ "question": "how many seats?" }));
+                };
+                seen.lock().unwrap().push(json!({ "book": input, "resume": data }));
+                Ok::<_, ToolError>(json!({ "booked": data["seats"] }))
+            }
+        })
+        .build()
+        .unwrap();
+    vec![transfer, lookup, book]
+}
+
+fn runtime(runs: &Runs, store: &std::path::Path) -> Runtime {
+    Runtime::builder()
+        .tools(tools(runs))
+        .sqlite_store(store)
+        .build()
+        .unwrap()
+}
+
+fn agent(api: Api, server: &Server, runtime: Runtime) -> Agent {
+    Agent::builder("banker", api.model(server, Some("sk-test"), 2), runtime)
+        .instructions("You help with money and tables.")
+        .auto_resume_suspended_tools(true)
+        .build()
+        .unwrap()
+}
+
+fn store_file(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("tool-runtime-agent-http-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    let _ = std::fs::remove_file(&path);
+    path
+}
+
+/// The provider's side of a conversation about money: it calls what
+/// `first` says, then answers with the results it read.
+fn banker(api: Api, first: Vec<Part>) -> impl Fn(&Received) -> Reply + Send + Sync + 'static {
+    move |request| {
+        let results = api.tool_results(&request.body);
+        if results.is_empty() {
+            return Reply::sse(api.answer(&first));
+        }
+        let read: Vec<String> = results.iter().map(|(id, c)| format!("{id}={c}")).collect();
+        Reply::sse(api.answer(&[Part::Text(read.join(" "))]))
+    }
+}
+
+fn transfer_call() -> Part {
+    Part::Call("call_t".into(), "transfer", json!({ "amount": 10 }))
+}
+
+fn approval_of(chunks: &[AgentChunk]) -> Option<String> {
+    chunks.iter().find_map(|chunk| match chunk {
+        AgentChunk::ToolCallApproval { call_id, .. } => Some(call_id.clone()),
+        _ => None,
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_pause_survives_a_restart_and_the_approved_call_runs_once() {
+    for api in APIS {
+        let runs = Runs::default();
+        let store = store_file(&format!("approval-{api:?}.sqlite"));
+        let server = Server::scripted(banker(
+            api,
+            vec![Part::Text("Sending. ".into()), transfer_call()],
+        ))
+        .await;
+        let paused = agent(api, &server, runtime(&runs, &store))
+            .generate(Thread::new("t1"), vec![Message::user("send 10")])
+            .await
+            .unwrap();
+        assert_eq!(
+            paused.finish_reason,
+            FinishReason::Suspended,
+            "{api:?}: {:?}",
+            paused.chunks
+        );
+        assert_eq!(paused.text, "Sending. ");
+        assert_eq!(
+            approval_of(&paused.chunks).as_deref(),
+            Some("call_t"),
+            "{api:?}"
+        );
+        assert!(runs.lock().unwrap().is_empty());
+
+        // Another runtime and agent on the same file: the process restarted.
+        let agent = agent(api, &server, runtime(&runs, &store));
+        let done = agent
+            .approve_tool_call(&paused.run_id, "call_t")
+            .await
+            .unwrap()
+            .output()
+            .await;
+        assert_eq!(
+            done.finish_reason,
+            FinishReason::Stop,
+            "{api:?}: {:?}",
+            done.chunks
+        );
+        assert_eq!(done.text, r#"call_t={"sent":10}"#, "{api:?}");
+        assert_eq!(
+            *runs.lock().unwrap(),
+            [json!({ "transfer": { "amount": 10 } })],
+            "{api:?}"
+        );
+        // The second request replays the call and carries its result, in the API's format.
+        let requests = server.received();
+        assert_eq!(requests.len(), 2, "{api:?}");
+        assert_eq!(
+            api.tool_results(&requests[1].body),
+            [("call_t".to_owned(), r#"{"sent":10}"#.to_owned())]
+        );
+        assert_eq!(requests[1].path, api.path());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_declined_call_never_runs_and_the_model_reads_the_reason() {
+    for api in APIS {
+        let runs = Runs::default();
+        let store = store_file(&format!("decline-{api:?}.sqlite"));
+        let server = Server::scripted(banker(api, vec![transfer_call()])).await;
+        let agent = agent(api, &server, runtime(&runs, &store));
+        let paused = agent
+            .generate(Thread::new("t1"), vec![Message::user("send 10")])
+            .await
+            .unwrap();
+        let done = agent
+            .decline_tool_call(&paused.run_id, "call_t", None)
+            .await
+            .unwrap()
+            .output()
+            .await;
+        assert_eq!(
+            done.text, "call_t=Tool call was not approved by the user",
+            "{api:?}"
+        );
+        assert!(
+            runs.lock().unwrap().is_empty(),
+            "{api:?}: a declined call never runs"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_suspension_is_resumed_from_the_users_reply() {
+    for api in APIS {
+        let runs = Runs::default();
+        let store = store_file(&format!("suspend-{api:?}.sqlite"));
+        let server = Server::scripted(move |request: &Received| {
+            let results = api.tool_results(&request.body);
+            let user = api.last_user_text(&request.body).unwrap_or_default();
+            if results.is_empty() {
+                return Reply::sse(api.answer(&[Part::Call("call_b1".into(), "book", json!({ "restaurant": "Roma" }))]));
+            }
+            let instructions = request.body["instructions"]
+                .as_str()
+                .or_else(|| request.body["system"].as_str())
+                .or_else(|| request.body["messages"][0]["content"].as_str())
+                .unwrap_or_default()
+                .to_owned();
+            if user == "4 people" && results.len() == 1 {
+                assert!(instructions.contains("call_b1"), "{api:?}: the suspension is listed: {instructions}");
+                return Reply::sse(api.answer(&[Part::Call(
+                    "call_b2".into(),
+                    "book",
+                    json!({ "restaurant": "Roma", "suspendedToolCallId": "call_b1", "resumeData": { "seats": 4 } }),
+                )]));
+            }
+            let (_, last) = results.last().cloned().unwrap();
+            Reply::sse(api.answer(&[Part::Text(format!("done: {last}"))]))
+        })
+        .await;
+        let agent = agent(api, &server, runtime(&runs, &store));
+        let paused = agent
+            .generate(Thread::new("t1"), vec![Message::user("book Roma")])
+            .await
+            .unwrap();
+        assert_eq!(
+            paused.finish_reason,
+            FinishReason::Suspended,
+            "{api:?}: {:?}",
+            paused.chunks
+        );
+        let done = agent
+            .reply(&paused.run_id, "4 people")
+            .await
+            .unwrap()
+            .output()
+            .await;
+        assert_eq!(
+            done.finish_reason,
+            FinishReason::Stop,
+            "{api:?}: {:?}",
+            done.chunks
+        );
+        assert_eq!(done.text, r#"done: {"booked":4}"#, "{api:?}");
+        assert_eq!(
+            *runs.lock().unwrap(),
+            [json!({ "book": { "restaurant": "Roma" }, "resume": { "seats": 4 } })],
+            "{api:?}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parallel_calls_where_one_waits() {
+    for api in APIS {
+        let runs = Runs::default();
+        let store = store_file(&format!("parallel-{api:?}.sqlite"));
+        let first = vec![
+            transfer_call(),
+            Part::Call("call_l".into(), "lookup", json!({})),
+        ];
+        let server = Server::scripted(banker(api, first)).await;
+        let agent = agent(api, &server, runtime(&runs, &store));
+        let paused = agent
+            .generate(
+                Thread::new("t1"),
+                vec![Message::user("send 10, and the balance?")],
+            )
+            .await
+            .unwrap();
+        assert!(
+            paused.chunks.iter().any(
+                |c| matches!(c, AgentChunk::ToolResult { call_id, .. } if call_id == "call_l")
+            ),
+            "{api:?}"
+        );
+        let done = agent
+            .approve_tool_call(&paused.run_id, "call_t")
+            .await
+            .unwrap()
+            .output()
+            .await;
+        assert_eq!(
+            done.text, r#"call_t={"sent":10} call_l={"balance":100}"#,
+            "{api:?}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_429_is_retried_and_the_run_goes_on() {
+    for api in APIS {
+        let runs = Runs::default();
+        let store = store_file(&format!("retry-{api:?}.sqlite"));
+        let served = Arc::new(AtomicUsize::new(0));
+        let count = Arc::clone(&served);
+        let answer = banker(api, vec![Part::Call("call_l".into(), "lookup", json!({}))]);
+        let server = Server::scripted(move |request: &Received| {
+            if count.fetch_add(1, Ordering::SeqCst) == 0 {
+                return Reply::status(429, &api.error("slow down")).header("retry-after", "0");
+            }
+            answer(request)
+        })
+        .await;
+        let out = agent(api, &server, runtime(&runs, &store))
+            .generate(Thread::new("t1"), vec![Message::user("balance?")])
+            .await
+            .unwrap();
+        assert_eq!(
+            out.finish_reason,
+            FinishReason::Stop,
+            "{api:?}: {:?}",
+            out.chunks
+        );
+        assert_eq!(out.text, r#"call_l={"balance":100}"#);
+        assert_eq!(
+            served.load(Ordering::SeqCst),
+            3,
+            "{api:?}: 429, then the two steps"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_cut_mid_call_ends_the_run_with_an_error_and_runs_nothing() {
+    for api in APIS {
+        let runs = Runs::default();
+        let store = store_file(&format!("cut-{api:?}.sqlite"));
+        let server = Server::scripted(move |_: &Received| Reply::sse(api.cut_answer())).await;
+        let out = agent(api, &server, runtime(&runs, &store))
+            .generate(Thread::new("t1"), vec![Message::user("weather?")])
+            .await
+            .unwrap();
+        assert_eq!(
+            out.finish_reason,
+            FinishReason::Error,
+            "{api:?}: {:?}",
+            out.chunks
+        );
+        assert!(
+            out.chunks
+                .iter()
+                .any(|c| matches!(c, AgentChunk::ToolError { call_id, .. } if call_id == "call_1")),
+            "{api:?}: {:?}",
+            out.chunks
+        );
+        assert!(
+            out.chunks
+                .iter()
+                .any(|c| matches!(c, AgentChunk::Error { .. })),
+            "{api:?}"
+        );
+        assert!(runs.lock().unwrap().is_empty());
+    }
+}
