@@ -786,3 +786,90 @@ async fn tools_read_the_agent_run_and_thread_when_called_and_when_approved() {
         "{plain:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auto_resume_fields_are_strict_compatible_and_background_tools_know_they_are_background() {
+    let strict_booking = Tool::builder("book")
+        .description("Books a table")
+        .strict(true)
+        .input_schema(json!({ "type": "object", "properties": { "restaurant": { "type": "string" } }, "required": ["restaurant"], "additionalProperties": false }))
+        .resume_schema(json!({ "type": "object", "properties": { "seats": { "type": "integer" } }, "required": ["seats"], "additionalProperties": false }))
+        .execute(|_input: Value, _ctx: ToolContext<Value, Value>| async move { Ok::<_, ToolError>(json!("booked")) })
+        .build()
+        .unwrap();
+    let report = Tool::builder("report")
+        .description("Builds a report in the background")
+        .background(tool_core::BackgroundConfig::new())
+        .execute(|_input: Value, ctx: ToolContext<Value, Value>| async move {
+            Ok::<_, ToolError>(json!({ "background": ctx.agent().map(|a| a.background) }))
+        })
+        .build()
+        .unwrap();
+    let model = Scripted::new(|request| {
+        if tool_results(request).is_empty() {
+            let mut events = call("c1", "report", json!({}));
+            events.push(ModelEvent::Finish(ModelFinish::ToolCalls));
+            return Ok(events);
+        }
+        Ok(text("ok"))
+    });
+    let runtime = Runtime::builder()
+        .tools([strict_booking, report])
+        .build()
+        .unwrap();
+    let agent = Agent::builder("host", model.clone(), runtime)
+        .auto_resume_suspended_tools(true)
+        .build()
+        .unwrap();
+    let out = agent
+        .generate(Thread::new("t1"), vec![Message::user("report")])
+        .await
+        .unwrap();
+    assert_eq!(out.finish_reason, FinishReason::Stop);
+    let book = model.requests()[0]
+        .tools
+        .iter()
+        .find(|t| t["function"]["name"] == "book")
+        .cloned()
+        .unwrap();
+    // Strict mode: every field required, the optional ones nullable.
+    assert_eq!(book["function"]["strict"], true, "{book}");
+    let parameters = &book["function"]["parameters"];
+    let required: Vec<&str> = parameters["required"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        required,
+        ["restaurant", "suspendedToolCallId", "resumeData"],
+        "{parameters}"
+    );
+    assert!(
+        parameters["properties"]["resumeData"]
+            .to_string()
+            .contains("null"),
+        "{parameters}"
+    );
+    // The background task's tool knows it runs in the background.
+    let started = out
+        .chunks
+        .iter()
+        .find_map(|c| match c {
+            AgentChunk::ToolResult {
+                call_id, result, ..
+            } if call_id == "c1" => result.as_str(),
+            _ => None,
+        })
+        .expect("the task's start is the call's result");
+    let task_id = started
+        .split("Task ID: ")
+        .nth(1)
+        .unwrap()
+        .split(['.', ' '])
+        .next()
+        .unwrap();
+    let wait = agent.runtime().wait(task_id).await.unwrap();
+    assert_eq!(wait.output(), Some(&json!({ "background": true })));
+}

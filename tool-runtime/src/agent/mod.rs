@@ -500,11 +500,14 @@ impl Agent {
     ) -> Result<(), Gone> {
         let runtime = &self.inner.runtime;
         let stored_id = run::runtime_call_id(run_id, call_id);
-        let thread = match self.load(run_id).await {
-            Ok((record, _)) => record.thread,
+        let (thread, tool_name) = match self.load(run_id).await {
+            Ok((record, _)) => {
+                let tool_name = record.waiting.get(call_id).map(|w| w.tool_name.clone());
+                (record.thread, tool_name)
+            }
             Err(error) => return self.fail(run_id, chunks, error.to_string()).await,
         };
-        let agent = Some(self.context(run_id, &thread));
+        let agent = Some(self.context(run_id, &thread, tool_name.as_deref()));
         let decided = runtime.decision_as(&stored_id, decision, agent).await;
         let outcome = match decided {
             Ok(outcome) => outcome,

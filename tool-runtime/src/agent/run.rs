@@ -527,7 +527,7 @@ impl Agent {
                 tool_name,
                 messages.to_vec(),
             )
-            .with_agent(self.context(run_id, thread))
+            .with_agent(self.context(run_id, thread, Some(tool_name)))
     }
 
     /// Runs a call whose arguments are complete, as a task of its own (the
@@ -580,7 +580,7 @@ impl Agent {
                 None => {
                     let id = runtime_call_id(run_id, &suspended);
                     let resume = Decision::Resume(resume_data.unwrap_or(Value::Null));
-                    let agent = Some(self.context(run_id, &record.thread));
+                    let agent = Some(self.context(run_id, &record.thread, Some(&tool_name)));
                     tokio::spawn(async move {
                         runtime
                             .decision_as(&id, resume, agent)
@@ -615,10 +615,21 @@ impl Agent {
         }
     }
 
-    /// What a tool the agent runs reads with `ToolContext::agent`.
-    pub(crate) fn context(&self, run_id: &str, thread: &Thread) -> AgentContext {
+    /// What a tool the agent runs reads with `ToolContext::agent` (with
+    /// `background` set for a tool that runs as a background task).
+    pub(crate) fn context(
+        &self,
+        run_id: &str,
+        thread: &Thread,
+        tool_name: Option<&str>,
+    ) -> AgentContext {
+        let background = tool_name
+            .and_then(|name| self.inner.runtime.tool(name))
+            .and_then(|tool| tool.definition().background.as_ref())
+            .is_some_and(|b| b.enabled);
         let mut context = AgentContext::new(self.inner.id.as_str(), run_id)
-            .with_thread(thread.thread_id.as_str());
+            .with_thread(thread.thread_id.as_str())
+            .with_background(background);
         if let Some(resource) = &thread.resource_id {
             context = context.with_resource(resource.as_str());
         }
