@@ -96,9 +96,16 @@ pub use worker::Worker;
 
 /// The README's Rust blocks, compiled and run as doctests.
 ///
-/// They use every feature (MCP, the SQLite store, provider streams), so they
+/// They use every feature (MCP, the SQLite store, provider streams, the
+/// agent), so they
 /// run with `--all-features` (as `cargo test --workspace --all-features`
 /// does); `cargo test -p tool-runtime` with fewer features skips them.
-#[cfg(all(doctest, feature = "mcp", feature = "sqlite", feature = "provider"))]
+#[cfg(all(
+    doctest,
+    feature = "mcp",
+    feature = "sqlite",
+    feature = "provider",
+    feature = "agent"
+))]
 #[doc = include_str!("../../README.md")]
 pub struct ReadmeDoctests;
