@@ -11,7 +11,7 @@ use tool_core::AbortSignal;
 
 use super::{
     CallState, Decided, DynPendingStore, PendingCall, PendingKind, RecordedOutcome, Settlement,
-    StoreError, StoredCall, StoredRun, TaskSignal, Transition,
+    StoreError, StoredCall, TaskSignal, Transition,
 };
 use crate::error::RuntimeError;
 use crate::outcome::CallOutcome;
@@ -150,11 +150,16 @@ impl StoredCalls {
         }
     }
 
+    #[cfg(feature = "agent")]
     /// The agent run `run_id` as last saved ([`PendingStore::load_run`](super::PendingStore::load_run)).
-    pub(crate) async fn load_run(&self, run_id: &str) -> Result<Option<StoredRun>, StoreError> {
+    pub(crate) async fn load_run(
+        &self,
+        run_id: &str,
+    ) -> Result<Option<super::StoredRun>, StoreError> {
         self.store.load_run(run_id).await
     }
 
+    #[cfg(feature = "agent")]
     /// Saves the agent run `run_id` if its revision is still
     /// `expected_revision` (`None`: creates it); the new revision, or `None`
     /// when another save came first ([`PendingStore::save_run`](super::PendingStore::save_run)).
