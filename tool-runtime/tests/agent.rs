@@ -873,3 +873,68 @@ async fn auto_resume_fields_are_strict_compatible_and_background_tools_know_they
     let wait = agent.runtime().wait(task_id).await.unwrap();
     assert_eq!(wait.output(), Some(&json!({ "background": true })));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chunks_show_display_projections_the_transcript_keeps_transcript_ones_and_the_model_reads_raw()
+ {
+    use tool_core::transform::{Phase, ToolTransform};
+    let secret = Tool::builder("secret")
+        .description("Issues a token")
+        .transform(
+            ToolTransform::new()
+                .display(Phase::Output, |ctx| {
+                    Some(json!({ "ok": ctx.payload["ok"] }))
+                })
+                .transcript(Phase::Output, |ctx| {
+                    Some(json!({ "token": "[redacted]", "ok": ctx.payload["ok"] }))
+                }),
+        )
+        .execute(
+            |_input: Value, _ctx: ToolContext<Value, Value>| async move {
+                Ok::<_, ToolError>(json!({ "token": "abc", "ok": true }))
+            },
+        )
+        .build()
+        .unwrap();
+    let model = Scripted::new(|request| {
+        if tool_results(request).is_empty() {
+            let mut events = call("c1", "secret", json!({}));
+            events.push(ModelEvent::Finish(ModelFinish::ToolCalls));
+            return Ok(events);
+        }
+        Ok(text("done"))
+    });
+    let runtime = Runtime::builder().tool(secret).build().unwrap();
+    let agent = Agent::builder("issuer", model.clone(), runtime)
+        .build()
+        .unwrap();
+    let out = agent
+        .generate(Thread::new("t1"), vec![Message::user("token please")])
+        .await
+        .unwrap();
+    let shown = out.chunks.iter().find_map(|c| match c {
+        AgentChunk::ToolResult { result, .. } => Some(result.clone()),
+        _ => None,
+    });
+    assert_eq!(
+        shown,
+        Some(json!({ "ok": true })),
+        "chunks carry the display projection"
+    );
+    let read = tool_results(&model.requests()[1]);
+    assert_eq!(
+        read[0].1,
+        json!({ "token": "abc", "ok": true }),
+        "the model reads the raw result"
+    );
+    let transcript = agent.transcript(&out.run_id).await.unwrap();
+    let kept = transcript.iter().find_map(|m| match m {
+        Message::ToolResult { content, .. } => Some(content.clone()),
+        _ => None,
+    });
+    assert_eq!(
+        kept,
+        Some(json!({ "token": "[redacted]", "ok": true })),
+        "the transcript keeps the transcript projection"
+    );
+}

@@ -461,6 +461,14 @@ impl Agent {
         }))
     }
 
+    /// The conversation of run `run_id` so far, as a thread's history
+    /// keeps it: each tool's transcript transform applied to its calls'
+    /// arguments and results (the model reads them raw).
+    pub async fn transcript(&self, run_id: &str) -> Result<Vec<Message>, AgentError> {
+        let (record, _) = self.load(run_id).await?;
+        Ok(self.transcript_of(record.messages))
+    }
+
     async fn decide(
         &self,
         run_id: &str,

@@ -126,7 +126,7 @@ impl RunRecord {
             self.waiting.insert(call_id.to_owned(), waiting);
             return;
         }
-        let settled = agent.settled(call_id, &waiting.tool_name, outcome);
+        let settled = agent.settled(&waiting.tool_name, outcome);
         self.settled.insert(call_id.to_owned(), settled);
     }
 }
@@ -432,7 +432,7 @@ impl Agent {
                 let settled = record
                     .settled
                     .entry(call_id.to_owned())
-                    .or_insert_with(|| self.settled(call_id, tool_name, other))
+                    .or_insert_with(|| self.settled(tool_name, other))
                     .clone();
                 if settled.is_error {
                     AgentChunk::ToolError {
@@ -452,26 +452,68 @@ impl Agent {
         chunks.send(chunk).await
     }
 
-    /// What the conversation keeps of a settled call: what the model reads,
-    /// with the tool's transcript transform applied.
-    pub(crate) fn settled(&self, call_id: &str, tool_name: &str, outcome: &CallOutcome) -> Settled {
+    /// What the conversation keeps of a settled call: what the model reads
+    /// (raw; [`Agent::transcript`] applies the transcript transforms).
+    pub(crate) fn settled(&self, tool_name: &str, outcome: &CallOutcome) -> Settled {
         let is_error = !matches!(
             outcome,
             CallOutcome::Completed { .. } | CallOutcome::BackgroundStarted { .. }
         );
-        let phase = if is_error {
-            Phase::Error
-        } else {
-            Phase::Output
-        };
-        let tool = self.inner.runtime.tool(tool_name);
-        let content =
-            payload(tool, call_id, tool_name, phase, &outcome.to_model_value()).transcript;
         Settled {
             tool_name: tool_name.to_owned(),
-            content,
+            content: outcome.to_model_value(),
             is_error,
         }
+    }
+
+    /// `messages` with each tool's transcript transform applied to the
+    /// arguments and results of its calls.
+    pub(crate) fn transcript_of(&self, messages: Vec<Message>) -> Vec<Message> {
+        let runtime = &self.inner.runtime;
+        messages
+            .into_iter()
+            .map(|message| match message {
+                Message::Assistant { text, tool_calls } => Message::Assistant {
+                    text,
+                    tool_calls: tool_calls
+                        .into_iter()
+                        .map(|call| {
+                            let tool = runtime.tool(&call.tool_name);
+                            let arguments = payload(
+                                tool,
+                                &call.call_id,
+                                &call.tool_name,
+                                Phase::Input,
+                                &call.arguments,
+                            )
+                            .transcript;
+                            ToolCallRequest { arguments, ..call }
+                        })
+                        .collect(),
+                },
+                Message::ToolResult {
+                    call_id,
+                    tool_name,
+                    content,
+                    is_error,
+                } => {
+                    let phase = if is_error {
+                        Phase::Error
+                    } else {
+                        Phase::Output
+                    };
+                    let tool = runtime.tool(&tool_name);
+                    let content = payload(tool, &call_id, &tool_name, phase, &content).transcript;
+                    Message::ToolResult {
+                        call_id,
+                        tool_name,
+                        content,
+                        is_error,
+                    }
+                }
+                other => other,
+            })
+            .collect()
     }
 
     /// The system instructions, with the run's pending suspensions when the
