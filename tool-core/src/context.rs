@@ -33,6 +33,34 @@ pub struct Progress {
 
 type ProgressSink = Arc<dyn Fn(Progress) + Send + Sync>;
 
+/// A log message a running tool wrote with [`Observer`] (`ctx.observe()`),
+/// for the caller (events, MCP `notifications/message`).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct LogRecord {
+    /// How severe.
+    pub level: tracing::Level,
+    /// The message.
+    pub message: String,
+}
+
+impl LogRecord {
+    /// A record of `message` at `level`.
+    ///
+    /// ```
+    /// let record = tool_core::LogRecord::new(tracing::Level::WARN, "disk almost full");
+    /// assert_eq!(record.level, tracing::Level::WARN);
+    /// ```
+    pub fn new(level: tracing::Level, message: impl Into<String>) -> Self {
+        LogRecord {
+            level,
+            message: message.into(),
+        }
+    }
+}
+
+type LogSink = Arc<dyn Fn(LogRecord) + Send + Sync>;
+
 /// What the caller gives one call: its id, request context, conversation,
 /// abort signal, progress sink, extensions (what a transport offers the
 /// tool), and on resume the resume data.
@@ -59,6 +87,7 @@ pub struct CallContext {
     // move through the builder methods and into the call.
     pub(crate) resume: Option<Box<Resume>>,
     pub(crate) progress: Option<ProgressSink>,
+    pub(crate) log: Option<LogSink>,
     pub(crate) parent_span: Option<Box<tracing::Span>>,
     pub(crate) extensions: Extensions,
     /// Which run of the call this is: 1, or more for a retry-safe stored
@@ -101,6 +130,7 @@ impl CallContext {
             abort: AbortSignal::never(),
             resume: None,
             progress: None,
+            log: None,
             parent_span: None,
             extensions: Extensions::new(),
             attempt: 1,
@@ -199,6 +229,24 @@ impl CallContext {
     #[must_use]
     pub fn on_progress(mut self, sink: impl Fn(Progress) + Send + Sync + 'static) -> Self {
         self.progress = Some(Arc::new(sink));
+        self
+    }
+
+    /// Receives the log messages the tool writes with `ctx.observe()`
+    /// (besides their `tracing` events).
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use tool_core::{CallContext, LogRecord};
+    ///
+    /// let seen = Arc::new(Mutex::new(Vec::<LogRecord>::new()));
+    /// let sink = Arc::clone(&seen);
+    /// let ctx = CallContext::new("c1").on_log(move |record| sink.lock().unwrap().push(record));
+    /// # let _ = ctx;
+    /// ```
+    #[must_use]
+    pub fn on_log(mut self, sink: impl Fn(LogRecord) + Send + Sync + 'static) -> Self {
+        self.log = Some(Arc::new(sink));
         self
     }
 
@@ -317,9 +365,19 @@ impl CallState {
 /// ctx.observe().info("fetching forecast");
 /// # }
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Observer {
     span: tracing::Span,
+    log: Option<LogSink>,
+}
+
+impl fmt::Debug for Observer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Observer")
+            .field("span", &self.span)
+            .field("log", &self.log.is_some())
+            .finish()
+    }
 }
 
 impl Observer {
@@ -356,12 +414,17 @@ impl Observer {
 
 /// Emits an event in the span the tool is in; code running outside any span
 /// (a task the tool spawned, say) still logs under the call span.
+// The `observed` field marks the event as also given to the call's log
+// sink, so that a layer forwarding tracing events does not send it twice.
 macro_rules! observe_event {
     ($observer:expr, $level:ident, $message:expr) => {
         if tracing::Span::current().is_none() {
-            tracing::event!(parent: &$observer.span, tracing::Level::$level, "{}", $message);
+            tracing::event!(parent: &$observer.span, tracing::Level::$level, observed = true, "{}", $message);
         } else {
-            tracing::event!(tracing::Level::$level, "{}", $message);
+            tracing::event!(tracing::Level::$level, observed = true, "{}", $message);
+        }
+        if let Some(log) = &$observer.log {
+            log(LogRecord::new(tracing::Level::$level, $message));
         }
     };
 }
@@ -430,6 +493,7 @@ impl<S: DeserializeOwned, R: DeserializeOwned> ToolContext<S, R> {
         };
         let observer = Observer {
             span: state.span.clone(),
+            log: state.ctx.log.clone(),
         };
         Ok(ToolContext {
             state,

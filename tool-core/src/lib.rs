@@ -87,7 +87,7 @@ pub mod transform;
 mod validate;
 
 pub use abort::AbortSignal;
-pub use context::{CallContext, Observer, Progress, ToolContext};
+pub use context::{CallContext, LogRecord, Observer, Progress, ToolContext};
 pub use definition::{
     BackgroundConfig, Disposition, McpAnnotations, McpOptions, OutputValidation, ToolDefinition,
 };

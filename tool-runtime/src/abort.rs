@@ -48,6 +48,12 @@ impl CancelRegistry {
         }
     }
 
+    /// Whether `call_id` is running here.
+    #[cfg(feature = "mcp")]
+    pub(crate) fn is_running(&self, call_id: &str) -> bool {
+        self.lock().contains_key(call_id)
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (u64, AbortSignal)>> {
         self.calls.lock().unwrap_or_else(PoisonError::into_inner)
     }

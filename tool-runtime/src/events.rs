@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use serde_json::Value;
 use tokio::sync::broadcast;
 use tool_core::transform::{Phase, Target, TransformContext};
-use tool_core::{Progress, Tool};
+use tool_core::{LogRecord, Progress, Tool};
 
 use crate::outcome::CallOutcome;
 
@@ -102,6 +102,9 @@ pub enum EventKind {
     Aborted,
     /// The tool reported progress.
     Progress(Progress),
+    /// The tool wrote a log message (`ctx.observe()`, or a `tracing` event
+    /// inside the call with the runtime's [`log_layer`](crate::Runtime::log_layer)).
+    Log(LogRecord),
     /// The call runs as a background task.
     BackgroundStarted {
         /// The task.

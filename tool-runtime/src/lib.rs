@@ -60,6 +60,8 @@ mod decide;
 mod error;
 mod events;
 #[cfg(feature = "mcp")]
+mod log_layer;
+#[cfg(feature = "mcp")]
 pub mod mcp;
 mod outcome;
 mod pipeline;
@@ -77,6 +79,9 @@ pub use call::ToolCall;
 pub use decide::Recovered;
 pub use error::RuntimeError;
 pub use events::{EventKind, Events, Payload, ToolEvent, TranscriptEntry};
+#[cfg(feature = "mcp")]
+#[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
+pub use log_layer::CallLogLayer;
 pub use outcome::CallOutcome;
 #[cfg(feature = "provider")]
 #[cfg_attr(docsrs, doc(cfg(feature = "provider")))]

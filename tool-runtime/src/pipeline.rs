@@ -225,6 +225,11 @@ impl Runtime {
             ctx = ctx.on_progress(move |progress| {
                 events.emit(&call_id, &tool_id, || EventKind::Progress(progress));
             });
+            let events = self.inner.events.clone();
+            let (call_id, tool_id) = (record.call_id.clone(), record.tool.id().to_owned());
+            ctx = ctx.on_log(move |record| {
+                events.emit(&call_id, &tool_id, || EventKind::Log(record));
+            });
         }
         let span = tracing::Span::current();
         if !span.is_disabled() {

@@ -234,6 +234,7 @@ struct TestClient {
     answer: Option<Answerer>,
     asked: Arc<Mutex<Vec<(String, Value)>>>,
     progress: Arc<Mutex<Vec<ProgressNotificationParam>>>,
+    logged: Arc<Mutex<Vec<(String, String, Value)>>>,
 }
 
 impl TestClient {
@@ -277,6 +278,20 @@ impl ClientHandler for TestClient {
         _context: NotificationContext<RoleClient>,
     ) {
         self.progress.lock().unwrap().push(params);
+    }
+
+    #[allow(deprecated, reason = "MCP logging (SEP-2577 deprecates it)")]
+    async fn on_logging_message(
+        &self,
+        params: rmcp::model::LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let level = serde_json::to_value(params.level).unwrap();
+        self.logged.lock().unwrap().push((
+            level.as_str().unwrap().to_owned(),
+            params.logger.unwrap_or_default(),
+            params.data,
+        ));
     }
 
     fn get_info(&self) -> ClientConfig {
@@ -519,6 +534,97 @@ async fn progress_reaches_the_client() {
                 .map(|i| (f64::from(i), Some(5.0)))
                 .collect::<Vec<_>>(),
             "modern: {modern}"
+        );
+    }
+}
+
+/// Logs at two levels through `ctx.observe()` and through `tracing`
+#[tool]
+pub async fn chatty(ctx: ToolContext) -> &'static str {
+    ctx.observe().debug("observed debug");
+    ctx.observe().info("observed info");
+    tracing::warn!(disk = 93, "traced warning");
+    tracing::debug!("traced debug");
+    "done"
+}
+
+/// The issue's logging point: `observe()` logs and `tracing` events inside
+/// a call reach the client as `notifications/message`, at the level the
+/// client set (info until it sets one), once each; peers of the 2026-07-28
+/// protocol (which has no logging) get none.
+#[tokio::test]
+async fn a_calls_logs_reach_the_client_at_the_level_it_set() {
+    use tracing_subscriber::layer::SubscriberExt as _;
+    let runtime = Runtime::builder().tool(ChattyTool).build().unwrap();
+    // This test runs on one thread: the layer sees every event of the call.
+    let _subscriber =
+        tracing::subscriber::set_default(tracing_subscriber::registry().with(runtime.log_layer()));
+    for modern in [false, true] {
+        let handler = TestClient::default();
+        let logged = Arc::clone(&handler.logged);
+        let client = connect(runtime.clone(), handler, modern).await;
+        call(&client, "chatty", json!({})).await.unwrap();
+        // Notifications are handled as they arrive: wait for those expected.
+        let arrived = |n: usize| {
+            let logged = Arc::clone(&logged);
+            async move {
+                for _ in 0..100 {
+                    if logged.lock().unwrap().len() >= n {
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            }
+        };
+        arrived(if modern { 1 } else { 2 }).await;
+        let seen = || {
+            let mut seen = logged.lock().unwrap().clone();
+            seen.sort_by_key(|(level, logger, data)| {
+                (level.clone(), logger.clone(), data.to_string())
+            });
+            std::mem::take(&mut *logged.lock().unwrap());
+            seen
+        };
+        if modern {
+            assert!(seen().is_empty(), "no logging in 2026-07-28");
+            continue;
+        }
+        assert_eq!(
+            seen(),
+            [
+                (
+                    "info".to_owned(),
+                    "chatty".to_owned(),
+                    json!("observed info")
+                ),
+                (
+                    "warning".to_owned(),
+                    "chatty".to_owned(),
+                    json!("traced warning disk=93")
+                ),
+            ]
+        );
+        #[allow(deprecated, reason = "MCP logging (SEP-2577 deprecates it)")]
+        client
+            .set_level(rmcp::model::SetLevelRequestParams::new(
+                rmcp::model::LoggingLevel::Debug,
+            ))
+            .await
+            .unwrap();
+        call(&client, "chatty", json!({})).await.unwrap();
+        arrived(4).await;
+        let levels: Vec<String> = seen()
+            .into_iter()
+            .map(|(level, _, data)| format!("{level} {data}"))
+            .collect();
+        assert_eq!(
+            levels,
+            [
+                r#"debug "observed debug""#,
+                r#"debug "traced debug""#,
+                r#"info "observed info""#,
+                r#"warning "traced warning disk=93""#,
+            ]
         );
     }
 }

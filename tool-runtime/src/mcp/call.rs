@@ -25,6 +25,7 @@ use crate::{CallOutcome, CallState};
 
 use super::convert::{self, ServedTool};
 use super::elicit::{self, Answer, Decision, Form};
+use super::logging::SessionLog;
 use crate::events::EventKind;
 use crate::store::PendingKind;
 use crate::{Runtime, RuntimeError};
@@ -78,6 +79,8 @@ pub(crate) struct Call {
     pub(crate) ct: CancellationToken,
     pub(crate) peer: Peer<RoleServer>,
     pub(crate) progress: Option<ProgressToken>,
+    /// Where the call's log messages go, when the peer takes them.
+    pub(crate) log: Option<std::sync::Arc<SessionLog>>,
     pub(crate) elicit: Elicit,
     pub(crate) states: RequestStates,
 }
@@ -89,8 +92,7 @@ impl Call {
         first: OutcomeFuture<'_>,
         suspension: Option<Suspension>,
     ) -> CallToolResponse {
-        self.forwarding_progress(self.settle(first, suspension))
-            .await
+        self.forwarding_events(self.settle(first, suspension)).await
     }
 
     /// The retry of an `input_required` result for the pending call
@@ -410,46 +412,60 @@ impl Call {
     }
 
     /// Runs `work` while forwarding the call's progress events as
-    /// `notifications/progress`, when the client sent a progress token.
-    async fn forwarding_progress<F: Future<Output = CallToolResponse>>(
+    /// `notifications/progress` (when the client sent a progress token) and
+    /// its log messages as `notifications/message` (when the peer takes them).
+    async fn forwarding_events<F: Future<Output = CallToolResponse>>(
         &self,
         work: F,
     ) -> CallToolResponse {
-        let Some(token) = self.progress.clone() else {
+        if self.progress.is_none() && self.log.is_none() {
             return work.await;
-        };
+        }
         let mut events = self.runtime.events();
         let mut work = std::pin::pin!(work);
         loop {
             tokio::select! {
                 biased;
                 response = &mut work => {
-                    // Progress reported just before the end is still sent.
+                    // What was reported just before the end is still sent.
                     while let Some(event) = events.try_next() {
-                        self.forward(&token, event.call_id, event.kind).await;
+                        self.forward(event.call_id, event.kind).await;
                     }
                     return response;
                 }
                 event = events.next() => match event {
-                    Some(event) => self.forward(&token, event.call_id, event.kind).await,
+                    Some(event) => self.forward(event.call_id, event.kind).await,
                     None => return work.await,
                 },
             }
         }
     }
 
-    async fn forward(&self, token: &ProgressToken, call_id: String, kind: EventKind) {
-        let EventKind::Progress(progress) = kind else {
-            return;
-        };
+    async fn forward(&self, call_id: String, kind: EventKind) {
         if call_id != self.call_id {
             return;
         }
-        let mut params = ProgressNotificationParam::new(token.clone(), progress.value);
-        params.total = progress.total;
-        params.message = progress.message;
-        if let Err(error) = self.peer.notify_progress(params).await {
-            tracing::debug!(%error, "could not send a progress notification");
+        let sent = match (kind, &self.progress, &self.log) {
+            (EventKind::Progress(progress), Some(token), _) => {
+                let mut params = ProgressNotificationParam::new(token.clone(), progress.value);
+                params.total = progress.total;
+                params.message = progress.message;
+                self.peer.notify_progress(params).await
+            }
+            (EventKind::Log(record), _, Some(log)) => {
+                let Some(message) = log.message(self.tool.id(), &record) else {
+                    return;
+                };
+                #[allow(
+                    deprecated,
+                    reason = "MCP logging (SEP-2577 deprecates it; older peers use it)"
+                )]
+                self.peer.notify_logging_message(message).await
+            }
+            _ => return,
+        };
+        if let Err(error) = sent {
+            tracing::debug!(%error, "could not send a notification to the client");
         }
     }
 

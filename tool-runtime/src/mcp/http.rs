@@ -211,7 +211,8 @@ impl McpServer {
         let stop = options.config.cancellation_token.clone();
         let server = self.clone();
         let service: Service = StreamableHttpService::new(
-            move || Ok(server.clone()),
+            // Each session has its own logging level.
+            move || Ok(server.new_session()),
             Arc::new(LocalSessionManager::default()),
             options.config,
         );

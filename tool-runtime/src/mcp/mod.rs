@@ -41,6 +41,7 @@ mod context;
 mod convert;
 mod elicit;
 mod http;
+mod logging;
 mod request_state;
 mod resumption;
 mod server;

@@ -18,6 +18,7 @@ use serde_json::Value;
 use super::McpError;
 use super::call::{Call, Elicit, PeerElicitor};
 use super::convert::{ServedTool, served_tool};
+use super::logging::SessionLog;
 use super::request_state::RequestStates;
 use crate::{Runtime, ToolCall};
 
@@ -71,6 +72,8 @@ type RequestContextFn =
 #[derive(Clone)]
 pub struct McpServer {
     pub(crate) inner: Arc<ServerInner>,
+    /// The session's state (its logging level); each HTTP session gets its own.
+    pub(crate) session: Arc<SessionLog>,
 }
 
 pub(crate) struct ServerInner {
@@ -193,6 +196,14 @@ impl McpServer {
         Ok(())
     }
 
+    /// The same server for a new session: its tools, with a logging level of its own.
+    pub(crate) fn new_session(&self) -> McpServer {
+        McpServer {
+            inner: Arc::clone(&self.inner),
+            session: Arc::default(),
+        }
+    }
+
     fn served(&self, name: &str) -> Option<&ServedTool> {
         self.inner.by_name.get(name).map(|&i| &self.inner.tools[i])
     }
@@ -210,10 +221,7 @@ impl McpServer {
         if !form {
             return Elicit::Unsupported;
         }
-        let modern = context
-            .protocol_version()
-            .is_some_and(|v| v.as_str() >= rmcp::model::ProtocolVersion::V_2026_07_28.as_str());
-        if modern {
+        if modern(context) {
             Elicit::InputRequired
         } else {
             Elicit::Request
@@ -348,6 +356,7 @@ impl McpServerBuilder {
         let mut implementation = Implementation::new(self.name, self.version);
         implementation.title = self.title;
         McpServer {
+            session: Arc::default(),
             inner: Arc::new(ServerInner {
                 runtime: self.runtime,
                 tools,
@@ -367,9 +376,17 @@ impl McpServerBuilder {
 }
 
 impl ServerHandler for McpServer {
+    #[allow(
+        deprecated,
+        reason = "MCP logging (SEP-2577 deprecates it; older peers use it)"
+    )]
     fn get_info(&self) -> ServerConfig {
-        let mut config = ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(self.inner.implementation.clone());
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_logging()
+            .build();
+        let mut config =
+            ServerConfig::new(capabilities).with_server_info(self.inner.implementation.clone());
         if let Some(instructions) = &self.inner.instructions {
             config = config.with_instructions(instructions.clone());
         }
@@ -382,6 +399,19 @@ impl ServerHandler for McpServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         Ok(ListToolsResult::with_all_items(self.tools()))
+    }
+
+    #[allow(
+        deprecated,
+        reason = "MCP logging (SEP-2577 deprecates it; older peers use it)"
+    )]
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.session.set(request.level);
+        Ok(())
     }
 
     fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
@@ -425,6 +455,8 @@ impl ServerHandler for McpServer {
             ct: context.ct.clone(),
             peer: context.peer.clone(),
             progress: context.meta.get_progress_token(),
+            // Logging is not part of the 2026-07-28 protocol (SEP-2577).
+            log: (!modern(&context)).then(|| Arc::clone(&self.session)),
             elicit: self.elicit_mode(&context),
             states: self.inner.states.clone(),
         };
@@ -453,6 +485,13 @@ impl ServerHandler for McpServer {
             .run(Box::pin(async move { runtime.call(tool_call).await }), None)
             .await)
     }
+}
+
+/// Whether the request's peer speaks the 2026-07-28 protocol or newer.
+fn modern(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .protocol_version()
+        .is_some_and(|v| v.as_str() >= rmcp::model::ProtocolVersion::V_2026_07_28.as_str())
 }
 
 /// A fresh, unguessable call id.
