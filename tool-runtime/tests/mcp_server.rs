@@ -422,6 +422,31 @@ async fn tools_list_carries_declarations() {
 
 // --- tools/call --------------------------------------------------------------------
 
+/// The MCP issue: peers of 2026-07-28 get non-object output schemas as
+/// declared; older peers keep the `{"result": ...}` wrapper.
+#[tokio::test]
+async fn output_schemas_are_wrapped_for_older_peers_only() {
+    for modern in [false, true] {
+        let client = connect(runtime(), TestClient::default(), modern).await;
+        let tools = client.list_all_tools().await.unwrap();
+        let letters = tools.iter().find(|t| t.name == "letters").unwrap();
+        let schema = Value::Object((**letters.output_schema.as_ref().unwrap()).clone());
+        let integer = |s: &Value| s["type"] == "integer";
+        if modern {
+            assert!(integer(&schema), "as declared: {schema}");
+        } else {
+            assert_eq!(schema["type"], "object");
+            assert!(
+                integer(&schema["properties"]["result"]),
+                "wrapped: {schema}"
+            );
+        }
+        // Object roots are the same for both.
+        let weather = tools.iter().find(|t| t.name == "weather-tool").unwrap();
+        assert_eq!(weather.output_schema.as_ref().unwrap()["type"], "object");
+    }
+}
+
 #[tokio::test]
 async fn calls_return_structured_content_and_text() {
     for modern in [false, true] {
@@ -437,21 +462,34 @@ async fn calls_return_structured_content_and_text() {
             expected
         );
 
-        // Wrapped like its schema; the text is the value itself.
+        // Wrapped like its schema (before 2026-07-28, whose peers take
+        // any schema root); the text is the value itself.
         let result = call(&client, "letters", json!({ "word": "hello" }))
             .await
             .unwrap();
-        assert_eq!(result.structured_content, Some(json!({ "result": 5 })));
+        let structured = if modern {
+            json!(5)
+        } else {
+            json!({ "result": 5 })
+        };
+        assert_eq!(
+            result.structured_content,
+            Some(structured),
+            "modern: {modern}"
+        );
         assert_eq!(text(&result), "5");
 
         // to_model_output: text and image content; the output stays structured.
         let result = call(&client, "draw", json!({ "title": "sales" }))
             .await
             .unwrap();
-        assert_eq!(
-            result.structured_content,
-            Some(json!({ "result": "chart of sales" }))
-        );
+        let chart = json!("chart of sales");
+        let structured = if modern {
+            chart
+        } else {
+            json!({ "result": chart })
+        };
+        assert_eq!(result.structured_content, Some(structured));
         assert_eq!(
             serde_json::to_value(&result.content).unwrap(),
             json!([
@@ -520,7 +558,12 @@ async fn progress_reaches_the_client() {
         let progress = Arc::clone(&client_handler.progress);
         let client = connect(runtime(), client_handler, modern).await;
         let result = call(&client, "count", json!({ "steps": 5 })).await.unwrap();
-        assert_eq!(result.structured_content, Some(json!({ "result": 5 })));
+        let structured = if modern {
+            json!(5)
+        } else {
+            json!({ "result": 5 })
+        };
+        assert_eq!(result.structured_content, Some(structured));
         tokio::time::sleep(Duration::from_millis(50)).await;
         let seen: Vec<(f64, Option<f64>)> = progress
             .lock()

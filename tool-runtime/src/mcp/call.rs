@@ -81,6 +81,9 @@ pub(crate) struct Call {
     pub(crate) progress: Option<ProgressToken>,
     /// Where the call's log messages go, when the peer takes them.
     pub(crate) log: Option<std::sync::Arc<SessionLog>>,
+    /// Whether results wrap the output in `{"result": ...}` (every peer
+    /// before 2026-07-28, for an output schema that is not an object).
+    pub(crate) wraps_output: bool,
     pub(crate) elicit: Elicit,
     pub(crate) states: RequestStates,
 }
@@ -205,7 +208,7 @@ impl Call {
                         &output,
                         model_output.as_ref(),
                         self.tool.definition().output_schema.is_some(),
-                        self.served.wrapped_output,
+                        self.wraps_output,
                     )
                     .into();
                 }

@@ -55,6 +55,26 @@ pub const STRICT_META: &str = "strict";
 pub(crate) struct ServedTool {
     pub(crate) declaration: rmcp::model::Tool,
     pub(crate) wrapped_output: bool,
+    /// The output schema as declared, for peers of 2026-07-28 (which take a
+    /// schema of any root), when the declaration's is wrapped.
+    unwrapped_output_schema: Option<Arc<JsonObject>>,
+}
+
+impl ServedTool {
+    /// The declaration a peer gets: the output schema unwrapped for peers
+    /// of the 2026-07-28 protocol or newer.
+    pub(crate) fn declaration_for(&self, modern: bool) -> rmcp::model::Tool {
+        let mut declaration = self.declaration.clone();
+        if let (true, Some(schema)) = (modern, &self.unwrapped_output_schema) {
+            declaration.output_schema = Some(Arc::clone(schema));
+        }
+        declaration
+    }
+
+    /// Whether a peer's results wrap the output in `{"result": ...}`.
+    pub(crate) fn wraps_output_for(&self, modern: bool) -> bool {
+        self.wrapped_output && !(modern && self.unwrapped_output_schema.is_some())
+    }
 }
 
 /// The MCP declaration of a tool: name = id, title (the tool's title, else
@@ -88,6 +108,14 @@ pub(crate) fn served_tool(tool: &Tool) -> ServedTool {
         }
         None => (None, false),
     };
+    let unwrapped_output_schema = match (&def.output_schema, wrapped_output) {
+        (Some(Value::Object(schema)), true) => {
+            let mut schema = schema.clone();
+            standard_formats_only(&mut schema);
+            Some(Arc::new(schema))
+        }
+        _ => None,
+    };
     declaration.output_schema = output_schema;
     let mut meta = def
         .mcp
@@ -99,6 +127,7 @@ pub(crate) fn served_tool(tool: &Tool) -> ServedTool {
     ServedTool {
         declaration,
         wrapped_output,
+        unwrapped_output_schema,
     }
 }
 

@@ -150,7 +150,8 @@ impl McpServer {
     /// let listed = serde_json::to_value(&server.tools()[0]).unwrap();
     /// assert_eq!(listed["title"], "Counter");
     /// assert_eq!(listed["annotations"], json!({ "title": "Counter", "readOnlyHint": true }));
-    /// // MCP output schemas have an object root: others are wrapped.
+    /// // Before 2026-07-28, MCP output schemas have an object root: others
+    /// // are wrapped (peers of 2026-07-28 get them as declared).
     /// assert_eq!(listed["outputSchema"]["properties"]["result"], json!({ "type": "integer" }));
     /// assert_eq!(listed["_meta"], json!({ "strict": false }));
     /// ```
@@ -396,9 +397,11 @@ impl ServerHandler for McpServer {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.tools()))
+        let modern = modern(&context);
+        let tools = self.inner.tools.iter().map(|t| t.declaration_for(modern));
+        Ok(ListToolsResult::with_all_items(tools.collect()))
     }
 
     #[allow(
@@ -457,6 +460,7 @@ impl ServerHandler for McpServer {
             progress: context.meta.get_progress_token(),
             // Logging is not part of the 2026-07-28 protocol (SEP-2577).
             log: (!modern(&context)).then(|| Arc::clone(&self.session)),
+            wraps_output: served.wraps_output_for(modern(&context)),
             elicit: self.elicit_mode(&context),
             states: self.inner.states.clone(),
         };
