@@ -235,6 +235,8 @@ struct TestClient {
     asked: Arc<Mutex<Vec<(String, Value)>>>,
     progress: Arc<Mutex<Vec<ProgressNotificationParam>>>,
     logged: Arc<Mutex<Vec<(String, String, Value)>>>,
+    /// Declares the tasks extension.
+    tasks: bool,
 }
 
 impl TestClient {
@@ -296,6 +298,9 @@ impl ClientHandler for TestClient {
 
     fn get_info(&self) -> ClientConfig {
         let mut capabilities = ClientCapabilities::default();
+        if self.tasks {
+            capabilities = ClientCapabilities::builder().enable_tasks().build();
+        }
         if self.answer.is_some() {
             capabilities.elicitation =
                 Some(ElicitationCapability::new().with_form(FormElicitationCapability::default()));
@@ -668,6 +673,106 @@ async fn a_calls_logs_reach_the_client_at_the_level_it_set() {
                 r#"info "observed info""#,
                 r#"warning "traced warning disk=93""#,
             ]
+        );
+    }
+}
+
+/// Builds a report in the background (waits until `REPORT_GATE` opens)
+#[tool(background(timeout_ms = 10_000))]
+pub async fn report(pages: u32) -> Result<u32, ToolError> {
+    while !REPORT_GATE.load(Ordering::SeqCst) {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    Ok(pages * 10)
+}
+
+static REPORT_GATE: AtomicBool = AtomicBool::new(false);
+
+/// The MCP issue's tasks point: for a client that declares the tasks
+/// extension, a background tool's call is a task at once; `tasks/get` says
+/// it works, then gives the call's result; another server on the same store
+/// answers for it too. Without the extension the request waits, as before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn background_tools_are_mcp_tasks_for_clients_that_declare_the_extension() {
+    use rmcp::model::{GetTaskParams, TaskPayload, TaskStatus};
+    let store = Arc::new(tool_runtime::MemoryStore::new());
+    let runtime = || {
+        Runtime::builder()
+            .tool(ReportTool)
+            .store(Arc::clone(&store))
+            .build()
+            .unwrap()
+    };
+    for modern in [false, true] {
+        REPORT_GATE.store(false, Ordering::SeqCst);
+        let client = connect(
+            runtime(),
+            TestClient {
+                tasks: true,
+                ..TestClient::default()
+            },
+            modern,
+        )
+        .await;
+        let params = CallToolRequestParams::new("report")
+            .with_arguments(json!({ "pages": 3 }).as_object().unwrap().clone());
+        let CallToolResponse::Task(created) = client.call_tool_once(params).await.unwrap() else {
+            panic!("a task handle")
+        };
+        let task_id = created.task.task_id.clone();
+        assert_eq!(created.task.status, TaskStatus::Working);
+        assert!(created.task.created_at.ends_with('Z'), "{:?}", created.task);
+        let working = client.get_task(GetTaskParams::new(&task_id)).await.unwrap();
+        assert_eq!(working.task.status(), TaskStatus::Working);
+
+        REPORT_GATE.store(true, Ordering::SeqCst);
+        // Another server (instance) on the same store answers for the task.
+        let elsewhere = connect(
+            runtime(),
+            TestClient {
+                tasks: true,
+                ..TestClient::default()
+            },
+            modern,
+        )
+        .await;
+        let mut done = None;
+        for _ in 0..200 {
+            let got = elsewhere
+                .get_task(GetTaskParams::new(&task_id))
+                .await
+                .unwrap();
+            if got.task.status() == TaskStatus::Completed {
+                done = Some(got);
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let done = done.expect("the task completed");
+        let TaskPayload::Completed { result } = &done.task.payload else {
+            panic!("{done:?}")
+        };
+        let structured = if modern {
+            json!(30)
+        } else {
+            json!({ "result": 30 })
+        };
+        assert_eq!(result["structuredContent"], structured, "modern: {modern}");
+        assert_eq!(result["isError"], false);
+
+        let unknown = client.get_task(GetTaskParams::new("mcp-0-nope")).await;
+        assert!(unknown.is_err(), "{unknown:?}");
+
+        // Without the extension: the request waits for the result.
+        let plain = connect(runtime(), TestClient::default(), modern).await;
+        let waited = call(&plain, "report", json!({ "pages": 1 })).await.unwrap();
+        assert_eq!(
+            waited.structured_content,
+            Some(if modern {
+                json!(10)
+            } else {
+                json!({ "result": 10 })
+            })
         );
     }
 }

@@ -45,6 +45,7 @@ mod logging;
 mod request_state;
 mod resumption;
 mod server;
+mod tasks;
 
 pub use client::McpClient;
 pub use context::{ElicitFuture, Elicitation, Elicitor, McpContext, McpToolContext};

@@ -20,7 +20,8 @@ use super::call::{Call, Elicit, PeerElicitor};
 use super::convert::{ServedTool, served_tool};
 use super::logging::SessionLog;
 use super::request_state::RequestStates;
-use crate::{Runtime, ToolCall};
+use super::tasks;
+use crate::{CallOutcome, Runtime, ToolCall};
 
 type RequestContextFn =
     dyn Fn(&RequestContext<RoleServer>) -> tool_core::RequestContext + Send + Sync;
@@ -385,6 +386,7 @@ impl ServerHandler for McpServer {
         let capabilities = ServerCapabilities::builder()
             .enable_tools()
             .enable_logging()
+            .enable_tasks()
             .build();
         let mut config =
             ServerConfig::new(capabilities).with_server_info(self.inner.implementation.clone());
@@ -438,7 +440,7 @@ impl ServerHandler for McpServer {
             return Err(ErrorData::invalid_params(message, None));
         };
         let call_id = match &request.request_state {
-            None => new_call_id(),
+            None => tasks::new_task_id(),
             // The retry of an `input_required` result: the state names the
             // pending call, signed by a server with this key.
             Some(state) => self.inner.states.verify(name, state).ok_or_else(|| {
@@ -485,9 +487,61 @@ impl ServerHandler for McpServer {
             tool_call = tool_call.with_extension(McpContext::new(PeerElicitor::new(&call)));
         }
         let runtime = self.inner.runtime.clone();
+        let as_task =
+            context
+                .client_capabilities()
+                .is_some_and(|caps| caps.supports_tasks())
+                && tool.definition().background.as_ref().is_some_and(|b| {
+                    b.enabled && b.disposition == tool_core::Disposition::Deferred
+                });
+        if as_task {
+            // A task handle at once; a pause (approval) is settled as usual.
+            let outcome = runtime.call(tool_call).await;
+            if let CallOutcome::BackgroundStarted { task_id } = &outcome {
+                return Ok(tasks::started(task_id));
+            }
+            return Ok(call.run(Box::pin(std::future::ready(outcome)), None).await);
+        }
         Ok(call
             .run(Box::pin(async move { runtime.call(tool_call).await }), None)
             .await)
+    }
+
+    async fn get_task(
+        &self,
+        request: rmcp::model::GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetTaskResult, ErrorData> {
+        let served = |name: &str| self.served(name).cloned();
+        tasks::get(
+            &self.inner.runtime,
+            served,
+            &request.task_id,
+            modern(&context),
+        )
+        .await
+    }
+
+    async fn cancel_task(
+        &self,
+        request: rmcp::model::CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let runtime = &self.inner.runtime;
+        match runtime.stored(&request.task_id).await {
+            Ok(Some(stored)) if stored.call.kind == crate::PendingKind::Task => {}
+            Ok(_) => {
+                let message = format!("no task {:?}", request.task_id);
+                return Err(ErrorData::invalid_params(message, None));
+            }
+            Err(error) => return Err(ErrorData::internal_error(error.to_string(), None)),
+        }
+        // Cooperative: the task's abort signal fires where it runs here; a
+        // task that already ended, or runs on another instance, goes on.
+        if runtime.cancel(&request.task_id).is_err() {
+            tracing::debug!(task_id = %request.task_id, "tasks/cancel: the task does not run on this instance");
+        }
+        Ok(())
     }
 }
 
@@ -496,9 +550,4 @@ fn modern(context: &RequestContext<RoleServer>) -> bool {
     context
         .protocol_version()
         .is_some_and(|v| v.as_str() >= rmcp::model::ProtocolVersion::V_2026_07_28.as_str())
-}
-
-/// A fresh, unguessable call id.
-fn new_call_id() -> String {
-    format!("mcp-{}", uuid::Uuid::new_v4().simple())
 }
