@@ -277,10 +277,11 @@ pub enum Untitled {
     Option3,
 }
 
-/// A titled single-select enum (`oneOf` of `const` and `title`).
+/// A titled single-select enum (`oneOf` of `const` and `title`, under
+/// `"type": "string"` as elicitation forms want).
 #[derive(Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
-#[schemars(inline)]
+#[schemars(inline, extend("type" = "string"))]
 pub enum Titled {
     #[schemars(title = "First Option")]
     Value1,
