@@ -3,7 +3,8 @@
 //! the answer back.
 //!
 //! MCP form elicitation takes only flat objects of primitive properties
-//! (string, number, integer, boolean, string enums). A resume schema of
+//! (string, number, integer, boolean, string enums: untitled, titled with
+//! `oneOf`, legacy `enumNames`, and multi-select arrays of either). A resume schema of
 //! that shape is asked for as is; a primitive resume schema is asked for as
 //! the single property `value` and unwrapped from the answer; anything else
 //! (nested objects, arrays, unions, no resume schema) cannot be elicited,
@@ -240,6 +241,9 @@ fn primitive(root: &Value, schema: &Value) -> Option<(Value, bool)> {
         }
         _ => return None,
     };
+    if kind == "array" {
+        return multi_select(root, schema).map(|schema| (schema, nullable));
+    }
     if !matches!(kind, "string" | "number" | "integer" | "boolean") {
         return None;
     }
@@ -251,6 +255,8 @@ fn primitive(root: &Value, schema: &Value) -> Option<(Value, bool)> {
             "description",
             "default",
             "enum",
+            "enumNames",
+            "oneOf",
             "minLength",
             "maxLength",
             "format",
@@ -265,20 +271,70 @@ fn primitive(root: &Value, schema: &Value) -> Option<(Value, bool)> {
             {
                 continue;
             }
-            if *key == "enum" {
-                let values: Vec<Value> = value
-                    .as_array()?
-                    .iter()
-                    .filter(|v| v.is_string())
-                    .cloned()
-                    .collect();
-                out.insert("enum".to_owned(), Value::Array(values));
+            if matches!(*key, "enum" | "enumNames") {
+                out.insert((*key).to_owned(), Value::Array(strings(value)?));
+                continue;
+            }
+            if *key == "oneOf" {
+                out.insert("oneOf".to_owned(), Value::Array(titled(value)?));
                 continue;
             }
             out.insert((*key).to_owned(), value.clone());
         }
     }
     Some((Value::Object(out), nullable))
+}
+
+/// A multi-select property: an array of strings from `items.enum`, or of
+/// titled options from `items.anyOf` (`const` and `title` each).
+fn multi_select(root: &Value, schema: &Value) -> Option<Value> {
+    let items = schema.get("items")?;
+    let items = match items.get("$ref").and_then(Value::as_str) {
+        Some(reference) => root.pointer(reference.strip_prefix('#')?)?,
+        None => items,
+    };
+    let items = match (items.get("enum"), items.get("anyOf")) {
+        (Some(values), None) if items.get("type").is_none_or(|t| t == "string") => {
+            json!({ "type": "string", "enum": strings(values)? })
+        }
+        (None, Some(options)) => json!({ "anyOf": titled(options)? }),
+        _ => return None,
+    };
+    let mut out = Map::new();
+    out.insert("type".to_owned(), json!("array"));
+    for key in ["title", "description", "default", "minItems", "maxItems"] {
+        if let Some(value) = schema.get(key) {
+            out.insert(key.to_owned(), value.clone());
+        }
+    }
+    out.insert("items".to_owned(), items);
+    Some(Value::Object(out))
+}
+
+/// The string values of an `enum` (or `enumNames`) array.
+fn strings(values: &Value) -> Option<Vec<Value>> {
+    Some(
+        values
+            .as_array()?
+            .iter()
+            .filter(|v| v.is_string())
+            .cloned()
+            .collect(),
+    )
+}
+
+/// Titled options (`oneOf` or `anyOf` of `{"const": .., "title": ..}`),
+/// each cleaned to those two; `None` when one is not such an option.
+fn titled(options: &Value) -> Option<Vec<Value>> {
+    options
+        .as_array()?
+        .iter()
+        .map(|option| {
+            let value = option.get("const")?.as_str()?;
+            let title = option.get("title")?.as_str()?;
+            Some(json!({ "const": value, "title": title }))
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -342,6 +398,37 @@ mod tests {
             form.answer(&declined),
             Answer::Refused(ElicitationAction::Decline)
         );
+    }
+
+    #[test]
+    fn every_enum_form_of_sep_1330_is_asked_for() {
+        let options = json!([{ "const": "a", "title": "A" }, { "const": "b", "title": "B" }]);
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "untitled": { "type": "string", "enum": ["a", "b"] },
+                "titled": { "type": "string", "oneOf": options },
+                "legacy": { "type": "string", "enum": ["a", "b"], "enumNames": ["A", "B"] },
+                "untitledMulti": { "type": "array", "items": { "$ref": "#/$defs/Ab" }, "maxItems": 2 },
+                "titledMulti": { "type": "array", "items": { "anyOf": options } }
+            },
+            "$defs": { "Ab": { "description": "A or B", "type": "string", "enum": ["a", "b"] } }
+        });
+        let form = tool_form("Pick".into(), &schema).unwrap();
+        assert_eq!(
+            schema_json(&form)["properties"],
+            json!({
+                "untitled": { "type": "string", "enum": ["a", "b"] },
+                "titled": { "type": "string", "oneOf": options },
+                "legacy": { "type": "string", "enum": ["a", "b"], "enumNames": ["A", "B"] },
+                "untitledMulti": { "type": "array", "items": { "type": "string", "enum": ["a", "b"] }, "maxItems": 2 },
+                "titledMulti": { "type": "array", "items": { "anyOf": options } }
+            })
+        );
+        let not_options = json!({ "type": "object", "properties": {
+            "x": { "type": "array", "items": { "type": "object" } }
+        } });
+        assert!(tool_form("Pick".into(), &not_options).is_none());
     }
 
     #[test]

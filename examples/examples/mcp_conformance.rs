@@ -1,0 +1,427 @@
+//! The tools of the official MCP conformance suite
+//! (`@modelcontextprotocol/conformance`, server scenarios), each declared
+//! with `#[tool]` and served over streamable HTTP by the runtime's MCP
+//! server, so the suite can be run against this crate:
+//!
+//!     cargo run -q -p examples --example mcp_conformance -- --http 127.0.0.1:3000
+//!     npx @modelcontextprotocol/conformance server --url http://127.0.0.1:3000/mcp --scenario tools-call-image
+//!
+//! (`.ci/mcp-conformance` does both, with the suite's Node.js from npm.)
+//!
+//! | scenario | tool |
+//! | --- | --- |
+//! | tools-call-simple-text | `test_simple_text` |
+//! | tools-call-image | `test_image_content` |
+//! | tools-call-audio | `test_audio_content` |
+//! | tools-call-embedded-resource | `test_embedded_resource` |
+//! | tools-call-mixed-content | `test_multiple_content_types` |
+//! | tools-call-with-logging | `test_tool_with_logging` |
+//! | tools-call-error | `test_error_handling` |
+//! | tools-call-with-progress | `test_tool_with_progress` |
+//! | tools-call-sampling | `test_sampling` |
+//! | tools-call-elicitation | `test_elicitation` |
+//! | elicitation-sep1034-defaults | `test_elicitation_sep1034_defaults` |
+//! | elicitation-sep1330-enums | `test_elicitation_sep1330_enums` |
+//! | json-schema-2020-12 | `json_schema_2020_12_tool` |
+//! | server-sse-polling | `test_reconnection` |
+//!
+//! Images, audio and embedded resources are `to_model_output` content
+//! parts: the MCP server turns an image part into image content, an
+//! `audio/*` file into audio content and any other file into an embedded
+//! resource.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tool_core::{ContentPart, ModelOutput, ToolContext, ToolError, schema_for, tool};
+use tool_runtime::Runtime;
+use tool_runtime::mcp::{Elicitation, HttpOptions, McpServer, McpToolContext as _};
+use tracing_subscriber::EnvFilter;
+
+/// A 1x1 red pixel, PNG, base64.
+const RED_PIXEL_PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
+
+/// A WAV file of one silent sample (8 kHz, mono, 8 bit), base64.
+const SILENT_WAV: &str = "UklGRiUAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQEAAACA";
+
+// --- content --------------------------------------------------------------
+
+/// Returns a simple text response
+#[tool]
+pub async fn test_simple_text() -> String {
+    "This is a simple text response for testing.".into()
+}
+
+/// A file, which the model reads as content: an image, audio or an
+/// embedded resource, after its media type.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct File {
+    /// File name
+    name: String,
+    /// IANA media type
+    media_type: String,
+    /// The file's bytes, base64
+    data: String,
+}
+
+impl File {
+    fn new(name: &str, media_type: &str, data: &str) -> Self {
+        File {
+            name: name.into(),
+            media_type: media_type.into(),
+            data: data.into(),
+        }
+    }
+
+    /// The content part: the MCP server serves an `image/*` file as image
+    /// content, `audio/*` as audio, anything else as an embedded resource.
+    fn part(&self) -> ContentPart {
+        ContentPart::FileData {
+            data: self.data.clone(),
+            media_type: self.media_type.clone(),
+            filename: Some(self.name.clone()),
+        }
+    }
+}
+
+fn file_content(file: &File) -> ModelOutput {
+    ModelOutput::Content(vec![file.part()])
+}
+
+/// Returns an image (a 1x1 red pixel PNG)
+#[tool(to_model_output = file_content)]
+pub async fn test_image_content() -> File {
+    File::new("red-pixel.png", "image/png", RED_PIXEL_PNG)
+}
+
+/// Returns audio (a one-sample WAV file)
+#[tool(to_model_output = file_content)]
+pub async fn test_audio_content() -> File {
+    File::new("silence.wav", "audio/wav", SILENT_WAV)
+}
+
+/// `This is an embedded resource content.`, base64.
+const EMBEDDED_TXT: &str = "VGhpcyBpcyBhbiBlbWJlZGRlZCByZXNvdXJjZSBjb250ZW50Lg==";
+
+/// `{"test":"data","value":123}`, base64.
+const MIXED_JSON: &str = "eyJ0ZXN0IjoiZGF0YSIsInZhbHVlIjoxMjN9";
+
+/// Returns an embedded text resource
+#[tool(to_model_output = file_content)]
+pub async fn test_embedded_resource() -> File {
+    File::new("embedded-resource.txt", "text/plain", EMBEDDED_TXT)
+}
+
+/// Text, an image and an embedded JSON resource.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct Mixed {
+    /// The text
+    text: String,
+    /// A PNG image, base64
+    image_png: String,
+    /// A JSON file
+    file: File,
+}
+
+/// Returns text, image and embedded resource content together
+#[tool(to_model_output = mixed_content)]
+pub async fn test_multiple_content_types() -> Mixed {
+    Mixed {
+        text: "Multiple content types test:".into(),
+        image_png: RED_PIXEL_PNG.into(),
+        file: File::new(
+            "mixed-content-resource.json",
+            "application/json",
+            MIXED_JSON,
+        ),
+    }
+}
+
+fn mixed_content(mixed: &Mixed) -> ModelOutput {
+    ModelOutput::Content(vec![
+        ContentPart::text(mixed.text.clone()),
+        ContentPart::ImageData {
+            data: mixed.image_png.clone(),
+            media_type: "image/png".into(),
+        },
+        mixed.file.part(),
+    ])
+}
+
+// --- errors, logging, progress --------------------------------------------
+
+/// Always fails: the model reads the error
+#[tool]
+pub async fn test_error_handling() -> Result<String, ToolError> {
+    Err(ToolError::new(
+        "This tool intentionally returns an error for testing",
+    ))
+}
+
+/// Logs three messages while it runs, 50 ms apart
+#[tool]
+pub async fn test_tool_with_logging(ctx: ToolContext) -> String {
+    ctx.observe().info("Tool execution started");
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    ctx.observe().info("Tool processing data");
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    ctx.observe().info("Tool execution completed");
+    "Tool with logging executed successfully".into()
+}
+
+/// Reports progress 0, 50 and 100 of 100, 50 ms apart
+#[tool]
+pub async fn test_tool_with_progress(ctx: ToolContext) -> String {
+    for (i, step) in [0.0, 50.0, 100.0].into_iter().enumerate() {
+        if i > 0 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        ctx.progress(step, Some(100.0), None);
+    }
+    "Tool with progress executed successfully".into()
+}
+
+/// Answers after 100 ms (the SSE polling scenario calls it; the server does
+/// not close the stream mid-call, so the answer comes on the call's stream)
+#[tool]
+pub async fn test_reconnection() -> String {
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    "Reconnection test completed".into()
+}
+
+// --- asking the client ----------------------------------------------------
+
+/// Asks the client's model to answer a prompt (MCP sampling)
+#[tool]
+pub async fn test_sampling(
+    /// The prompt to send to the model
+    prompt: String,
+) -> Result<String, ToolError> {
+    // The runtime's MCP context has elicitation only: no `sampling/createMessage`.
+    Err(ToolError::new(format!(
+        "cannot ask the client's model {prompt:?}: this server does not request sampling"
+    )))
+}
+
+/// What `test_elicitation` asks for.
+#[derive(Serialize, Deserialize, schemars::JsonSchema)]
+pub struct UserInfo {
+    /// User's response
+    username: String,
+    /// User's email address
+    email: String,
+}
+
+/// Asks the user for a username and an email address (MCP elicitation)
+#[tool]
+pub async fn test_elicitation(
+    /// The message to show the user
+    message: String,
+    ctx: ToolContext,
+) -> Result<String, ToolError> {
+    let answer = ask::<UserInfo>(&ctx, message).await?;
+    Ok(format!("User response: {answer}"))
+}
+
+/// A user's status.
+#[derive(Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[schemars(inline)]
+pub enum Status {
+    Active,
+    Inactive,
+    Pending,
+}
+
+/// Every primitive type, each with a default (SEP-1034).
+#[derive(Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Defaults {
+    /// Name
+    #[schemars(extend("default" = "John Doe"))]
+    name: String,
+    /// Age
+    #[schemars(extend("default" = 30))]
+    age: i64,
+    /// Score
+    #[schemars(extend("default" = 95.5))]
+    score: f64,
+    /// Status
+    #[schemars(extend("default" = "active"))]
+    status: Status,
+    /// Verified
+    #[schemars(extend("default" = true))]
+    verified: bool,
+}
+
+/// Asks the user with defaults for every field (SEP-1034)
+#[tool]
+pub async fn test_elicitation_sep1034_defaults(ctx: ToolContext) -> Result<String, ToolError> {
+    let answer = ask::<Defaults>(
+        &ctx,
+        "Please review and update the form fields with defaults".into(),
+    )
+    .await?;
+    Ok(format!("Elicitation completed: {answer}"))
+}
+
+/// An untitled single-select enum.
+#[derive(Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[schemars(inline)]
+pub enum Untitled {
+    Option1,
+    Option2,
+    Option3,
+}
+
+/// A titled single-select enum (`oneOf` of `const` and `title`, under
+/// `"type": "string"` as elicitation forms want).
+#[derive(Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[schemars(inline, extend("type" = "string"))]
+pub enum Titled {
+    #[schemars(title = "First Option")]
+    Value1,
+    #[schemars(title = "Second Option")]
+    Value2,
+    #[schemars(title = "Third Option")]
+    Value3,
+}
+
+/// Every enum form of SEP-1330.
+#[derive(Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Enums {
+    /// Untitled single-select
+    untitled_single: Untitled,
+    /// Titled single-select
+    titled_single: Titled,
+    /// Legacy titled (enumNames, deprecated)
+    #[schemars(extend("enum" = ["opt1", "opt2", "opt3"], "enumNames" = ["Option One", "Option Two", "Option Three"]))]
+    legacy_enum: String,
+    /// Untitled multi-select
+    untitled_multi: Vec<Untitled>,
+    /// Titled multi-select
+    #[schemars(extend("items" = { "anyOf": [
+        { "const": "value1", "title": "First Choice" },
+        { "const": "value2", "title": "Second Choice" },
+        { "const": "value3", "title": "Third Choice" }
+    ] }))]
+    titled_multi: Vec<String>,
+}
+
+/// Asks the user with every enum form (SEP-1330)
+#[tool]
+pub async fn test_elicitation_sep1330_enums(ctx: ToolContext) -> Result<String, ToolError> {
+    let answer = ask::<Enums>(&ctx, "Please select options from the enum fields".into()).await?;
+    Ok(format!("Elicitation completed: {answer}"))
+}
+
+/// Asks the client's user for a `T` (the form is its schema) and says what
+/// they did, with the answer read as a `T`:
+/// `action=<accept|decline|cancel>, content=<json>`.
+async fn ask<T: DeserializeOwned + Serialize + schemars::JsonSchema + 'static>(
+    ctx: &ToolContext,
+    message: String,
+) -> Result<String, ToolError> {
+    let mcp = ctx
+        .mcp()
+        .ok_or_else(|| ToolError::new("this client cannot be asked: it has no form elicitation"))?;
+    let schema = schema_for::<T>().unwrap_or(Value::Null);
+    Ok(match mcp.elicit(message, schema).await? {
+        Elicitation::Accepted(content) => {
+            let answer = T::deserialize(&content).map_err(|e| {
+                ToolError::new(format!("the answer does not have the form's shape: {e}"))
+            })?;
+            let content =
+                serde_json::to_string(&answer).map_err(|e| ToolError::new(e.to_string()))?;
+            format!("action=accept, content={content}")
+        }
+        Elicitation::Declined => "action=decline, content={}".into(),
+        _ => "action=cancel, content={}".into(),
+    })
+}
+
+// --- schemas --------------------------------------------------------------
+
+/// A postal address.
+#[derive(Deserialize, schemars::JsonSchema)]
+#[schemars(rename = "address")]
+pub struct Address {
+    street: Option<String>,
+    city: Option<String>,
+}
+
+/// The input of `json_schema_2020_12_tool`: `$defs`, a `$ref` and
+/// `additionalProperties: false`.
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Person {
+    name: Option<String>,
+    address: Option<Address>,
+}
+
+/// Tool with JSON Schema 2020-12 features
+#[tool]
+pub async fn json_schema_2020_12_tool(person: Person) -> String {
+    let city = person.address.and_then(|a| a.city.or(a.street));
+    format!(
+        "{} ({})",
+        person.name.as_deref().unwrap_or("someone"),
+        city.as_deref().unwrap_or("no address")
+    )
+}
+
+// --- serving --------------------------------------------------------------
+
+fn usage() -> ! {
+    eprintln!("usage: mcp_conformance --http <addr>");
+    std::process::exit(2)
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .with_env_filter(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+        )
+        .init();
+
+    let mut args = std::env::args().skip(1);
+    let addr: SocketAddr = match (args.next().as_deref(), args.next().map(|a| a.parse())) {
+        (Some("--http"), Some(Ok(addr))) => addr,
+        _ => usage(),
+    };
+    if args.next().is_some() {
+        usage();
+    }
+
+    let runtime = Runtime::builder()
+        .tool(TestSimpleTextTool)
+        .tool(TestImageContentTool)
+        .tool(TestAudioContentTool)
+        .tool(TestEmbeddedResourceTool)
+        .tool(TestMultipleContentTypesTool)
+        .tool(TestErrorHandlingTool)
+        .tool(TestToolWithLoggingTool)
+        .tool(TestToolWithProgressTool)
+        .tool(TestReconnectionTool)
+        .tool(TestSamplingTool)
+        .tool(TestElicitationTool)
+        .tool(TestElicitationSep1034DefaultsTool)
+        .tool(TestElicitationSep1330EnumsTool)
+        .tool(JsonSchema202012ToolTool)
+        .build()?;
+    let server = McpServer::builder(runtime)
+        .name("examples-mcp-conformance", env!("CARGO_PKG_VERSION"))
+        .build();
+    let http = server.serve_http(HttpOptions::new(addr)).await?;
+    eprintln!("MCP endpoint: {}", http.url());
+    http.wait().await?;
+    Ok(())
+}
