@@ -449,6 +449,11 @@ async fn output_schemas_are_wrapped_for_older_peers_only() {
         // Object roots are the same for both.
         let weather = tools.iter().find(|t| t.name == "weather-tool").unwrap();
         assert_eq!(weather.output_schema.as_ref().unwrap()["type"], "object");
+        // Input schemas name their dialect, MCP's default.
+        assert_eq!(
+            weather.input_schema["$schema"],
+            "https://json-schema.org/draft/2020-12/schema"
+        );
     }
 }
 

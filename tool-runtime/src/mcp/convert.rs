@@ -50,6 +50,9 @@ pub const OUTPUT_WRAPPER: &str = "result";
 /// ```
 pub const STRICT_META: &str = "strict";
 
+/// The dialect of every schema served: JSON Schema 2020-12, MCP's default.
+const JSON_SCHEMA_2020_12: &str = "https://json-schema.org/draft/2020-12/schema";
+
 /// A tool as served: its MCP declaration and whether its output is wrapped.
 #[derive(Debug, Clone)]
 pub(crate) struct ServedTool {
@@ -89,6 +92,10 @@ pub(crate) fn served_tool(tool: &Tool) -> ServedTool {
         _ => json_object(json!({ "type": "object" })),
     };
     standard_formats_only(&mut input_schema);
+    // MCP's default dialect, said outright (the conformance suite checks it).
+    input_schema
+        .entry("$schema")
+        .or_insert_with(|| json!(JSON_SCHEMA_2020_12));
     let mut declaration = rmcp::model::Tool::new(
         def.id.clone(),
         def.description.clone(),
