@@ -22,6 +22,8 @@
 //! - Feature `mcp`: `mcp::McpServer` serves a runtime's tools over MCP
 //!   (stdio, streamable HTTP) and `mcp::McpClient` turns a remote MCP
 //!   server's tools into dynamic tools, with the official `rmcp` crate.
+//! - Feature `async-openai`: `openai` converts tools, tool calls and tool
+//!   results to and from async-openai's Chat Completions and Responses types.
 //!
 //! Every call runs in a `tracing` span `tool.call` with `tool_id` and
 //! `call_id`; the tool's own span and its `observe()` spans nest inside it.
@@ -63,6 +65,9 @@ mod events;
 mod log_layer;
 #[cfg(feature = "mcp")]
 pub mod mcp;
+#[cfg(feature = "async-openai")]
+#[cfg_attr(docsrs, doc(cfg(feature = "async-openai")))]
+pub mod openai;
 mod outcome;
 mod pipeline;
 #[cfg(feature = "provider")]

@@ -147,9 +147,90 @@ impl CallOutcome {
         }
     }
 
+    /// What to tell the model about a call left pending in the runtime's
+    /// store ([`ApprovalRequired`](CallOutcome::ApprovalRequired) or
+    /// [`Suspended`](CallOutcome::Suspended)) by a host that cannot ask the
+    /// user now, `why` saying why not: the tool, that it waits, and how the
+    /// application settles it (with the call id); `None` for other outcomes.
+    /// The MCP server and the rig adapter tell their models this.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_runtime::CallOutcome;
+    ///
+    /// let outcome = CallOutcome::ApprovalRequired {
+    ///     call_id: "c1".into(),
+    ///     input: json!({ "amount": 10 }),
+    ///     resume_schema: None,
+    /// };
+    /// let notice = outcome.pending_notice("transfer", "the agent cannot ask the user").unwrap();
+    /// assert!(notice.starts_with("Tool \"transfer\" needs human approval before it runs, and the agent cannot ask the user."));
+    /// assert!(notice.contains("Runtime::approve(\"c1\")"));
+    /// assert_eq!(CallOutcome::Aborted.pending_notice("transfer", "no user"), None);
+    /// ```
+    pub fn pending_notice(&self, tool_id: &str, why: &str) -> Option<String> {
+        match self {
+            CallOutcome::ApprovalRequired { call_id, .. } => {
+                Some(approval_notice(tool_id, call_id, why))
+            }
+            CallOutcome::Suspended {
+                call_id,
+                payload,
+                resume_schema,
+                ..
+            } => Some(suspension_notice(
+                tool_id,
+                call_id,
+                payload,
+                resume_schema.as_ref(),
+                why,
+            )),
+            _ => None,
+        }
+    }
+
     /// A failure with `error`.
     pub(crate) fn failed(error: ModelError) -> Self {
         CallOutcome::Failed { error }
+    }
+}
+
+/// The notice of a call `call_id` to `tool_id` waiting for approval (see
+/// [`CallOutcome::pending_notice`]).
+pub(crate) fn approval_notice(tool_id: &str, call_id: &str, why: &str) -> String {
+    format!(
+        "Tool \"{tool_id}\" needs human approval before it runs, and {why}. \
+         The call is pending with call id \"{call_id}\": the application approves it with \
+         Runtime::approve(\"{call_id}\") or declines it with Runtime::decline(\"{call_id}\", reason)."
+    )
+}
+
+/// The notice of a call `call_id` to `tool_id` suspended with `payload`
+/// (see [`CallOutcome::pending_notice`]).
+pub(crate) fn suspension_notice(
+    tool_id: &str,
+    call_id: &str,
+    payload: &Value,
+    resume_schema: Option<&Value>,
+    why: &str,
+) -> String {
+    let payload = value_text(payload);
+    let schema = resume_schema.map_or_else(
+        || "any JSON value".to_owned(),
+        |s| format!("the schema {s}"),
+    );
+    format!(
+        "Tool \"{tool_id}\" is suspended, waiting for input: {payload}\nIt was not asked for because {why}. \
+         The call is pending with call id \"{call_id}\": the application resumes it with \
+         Runtime::resume(\"{call_id}\", data), data matching {schema}."
+    )
+}
+
+/// A string as its text, any other value as JSON.
+pub(crate) fn value_text(value: &Value) -> String {
+    match value {
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
     }
 }
 

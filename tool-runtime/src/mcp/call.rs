@@ -27,6 +27,7 @@ use super::convert::{self, ServedTool};
 use super::elicit::{self, Answer, Decision, Form};
 use super::logging::SessionLog;
 use crate::events::EventKind;
+use crate::outcome;
 use crate::store::PendingKind;
 use crate::{Runtime, RuntimeError};
 
@@ -473,26 +474,19 @@ impl Call {
     }
 
     fn pending_approval(&self, why: &str) -> CallToolResult {
-        let (id, call_id) = (self.tool.id(), &self.call_id);
-        let text = format!(
-            "Tool \"{id}\" needs human approval before it runs, and {why}. \
-             The call is pending with call id \"{call_id}\": the application approves it with \
-             Runtime::approve(\"{call_id}\") or declines it with Runtime::decline(\"{call_id}\", reason)."
-        );
+        let call_id = &self.call_id;
+        let text = outcome::approval_notice(self.tool.id(), call_id, why);
         self.pending(text, json!({ "callId": call_id, "kind": "approval" }))
     }
 
     fn pending_suspended(&self, suspension: &Suspension, why: &str) -> CallToolResult {
-        let (id, call_id) = (self.tool.id(), &self.call_id);
-        let payload = convert::value_text(&suspension.payload);
-        let schema = suspension.resume_schema.as_ref().map_or_else(
-            || "any JSON value".to_owned(),
-            |s| format!("the schema {s}"),
-        );
-        let text = format!(
-            "Tool \"{id}\" is suspended, waiting for input: {payload}\nIt was not asked for because {why}. \
-             The call is pending with call id \"{call_id}\": the application resumes it with \
-             Runtime::resume(\"{call_id}\", data), data matching {schema}."
+        let call_id = &self.call_id;
+        let text = outcome::suspension_notice(
+            self.tool.id(),
+            call_id,
+            &suspension.payload,
+            suspension.resume_schema.as_ref(),
+            why,
         );
         self.pending(
             text,

@@ -303,13 +303,7 @@ pub(crate) fn not_completed(outcome: &CallOutcome) -> CallToolResult {
     }
 }
 
-/// Strings as they are, anything else as JSON.
-pub(crate) fn value_text(value: &Value) -> String {
-    match value {
-        Value::String(text) => text.clone(),
-        other => other.to_string(),
-    }
-}
+pub(crate) use crate::outcome::value_text;
 
 /// `to_model_output` as MCP content: text and JSON as text, images as image
 /// content (an `https:` image URL as a resource link, since MCP images are
