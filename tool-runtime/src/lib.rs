@@ -107,7 +107,7 @@ pub use worker::Worker;
 /// The README's Rust blocks, compiled and run as doctests.
 ///
 /// They use every feature (MCP, the SQLite store, provider streams, the
-/// agent), so they
+/// agent, async-openai) and tool-rig, so they
 /// run with `--all-features` (as `cargo test --workspace --all-features`
 /// does); `cargo test -p tool-runtime` with fewer features skips them.
 #[cfg(all(
@@ -115,7 +115,8 @@ pub use worker::Worker;
     feature = "mcp",
     feature = "sqlite",
     feature = "provider",
-    feature = "agent"
+    feature = "agent",
+    feature = "async-openai"
 ))]
 #[doc = include_str!("../../README.md")]
 pub struct ReadmeDoctests;
