@@ -199,11 +199,13 @@ pub async fn test_reconnection() -> String {
 pub async fn test_sampling(
     /// The prompt to send to the model
     prompt: String,
+    ctx: ToolContext,
 ) -> Result<String, ToolError> {
-    // The runtime's MCP context has elicitation only: no `sampling/createMessage`.
-    Err(ToolError::new(format!(
-        "cannot ask the client's model {prompt:?}: this server does not request sampling"
-    )))
+    let mcp = ctx
+        .mcp()
+        .ok_or_else(|| ToolError::new("the client does not support sampling"))?;
+    let answer = mcp.sample(prompt, 100).await?;
+    Ok(format!("LLM response: {answer}"))
 }
 
 /// What `test_elicitation` asks for.

@@ -237,6 +237,8 @@ struct TestClient {
     logged: Arc<Mutex<Vec<(String, String, Value)>>>,
     /// Declares the tasks extension.
     tasks: bool,
+    /// Declares sampling, and answers each prompt with "echo: <prompt>".
+    sampling: bool,
 }
 
 impl TestClient {
@@ -282,6 +284,25 @@ impl ClientHandler for TestClient {
         self.progress.lock().unwrap().push(params);
     }
 
+    #[allow(deprecated, reason = "MCP sampling (SEP-2577 deprecates it)")]
+    async fn create_message(
+        &self,
+        params: rmcp::model::CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::CreateMessageResult, rmcp::ErrorData> {
+        let prompt: String = params.messages[0]
+            .content
+            .iter()
+            .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+            .collect();
+        assert_eq!(params.max_tokens, 50);
+        let answer = rmcp::model::SamplingMessage::assistant_text(format!("echo: {prompt}"));
+        Ok(rmcp::model::CreateMessageResult::new(
+            answer,
+            "test-model".into(),
+        ))
+    }
+
     #[allow(deprecated, reason = "MCP logging (SEP-2577 deprecates it)")]
     async fn on_logging_message(
         &self,
@@ -300,6 +321,9 @@ impl ClientHandler for TestClient {
         let mut capabilities = ClientCapabilities::default();
         if self.tasks {
             capabilities = ClientCapabilities::builder().enable_tasks().build();
+        }
+        if self.sampling {
+            capabilities.sampling = Some(Default::default());
         }
         if self.answer.is_some() {
             capabilities.elicitation =
@@ -680,6 +704,39 @@ async fn a_calls_logs_reach_the_client_at_the_level_it_set() {
             ]
         );
     }
+}
+
+/// Asks the client's model
+#[tool]
+pub async fn ask_model(question: String, ctx: ToolContext) -> Result<String, ToolError> {
+    let mcp = ctx.mcp().ok_or_else(|| ToolError::new("no MCP client"))?;
+    mcp.sample(question, 50).await
+}
+
+/// The MCP issue's conformance point (tools-call-sampling): a tool asks the
+/// client's model through `ctx.mcp().sample(..)` when the client declares
+/// sampling; otherwise it learns that it cannot.
+#[tokio::test]
+async fn a_tool_asks_the_clients_model_when_the_client_declares_sampling() {
+    let runtime = || Runtime::builder().tool(AskModelTool).build().unwrap();
+    let client = connect(
+        runtime(),
+        TestClient {
+            sampling: true,
+            ..TestClient::default()
+        },
+        false,
+    )
+    .await;
+    let result = call(&client, "ask_model", json!({ "question": "ready?" }))
+        .await
+        .unwrap();
+    assert_eq!(text(&result), "echo: ready?", "{result:?}");
+    let without = connect(runtime(), TestClient::default(), false).await;
+    let result = call(&without, "ask_model", json!({ "question": "ready?" }))
+        .await
+        .unwrap();
+    assert_eq!(result.is_error, Some(true), "{result:?}");
 }
 
 /// Builds a report in the background (waits until `REPORT_GATE` opens)

@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use tool_core::{ErrorKind, Tool};
 
-use super::context::{ElicitFuture, Elicitation, Elicitor};
+use super::context::{ElicitFuture, Elicitation, Elicitor, SampleFuture};
 use super::request_state::RequestStates;
 use crate::{CallOutcome, CallState};
 
@@ -543,26 +543,63 @@ async fn ask(
 }
 
 /// What a running tool asks its MCP client (`ToolContext::mcp`): forms sent
-/// as `elicitation/create` requests on the call's connection.
+/// as `elicitation/create` requests, and prompts for its model as
+/// `sampling/createMessage`, on the call's connection, as far as the client
+/// declared it takes them.
 pub(crate) struct PeerElicitor {
     peer: Peer<RoleServer>,
     ct: CancellationToken,
     call_id: String,
+    forms: bool,
+    sampling: bool,
 }
 
 impl PeerElicitor {
-    pub(crate) fn new(call: &Call) -> Self {
+    pub(crate) fn new(call: &Call, sampling: bool) -> Self {
         PeerElicitor {
             peer: call.peer.clone(),
             ct: call.ct.clone(),
             call_id: call.call_id.clone(),
+            forms: call.elicit == Elicit::Request,
+            sampling,
         }
     }
 }
 
 impl Elicitor for PeerElicitor {
+    #[allow(
+        deprecated,
+        reason = "MCP sampling (SEP-2577 deprecates it; older peers use it)"
+    )]
+    fn sample(&self, prompt: String, max_tokens: u32) -> SampleFuture<'_> {
+        Box::pin(async move {
+            if !self.sampling {
+                return Err("the client does not support sampling".to_owned());
+            }
+            let message = rmcp::model::SamplingMessage::user_text(prompt);
+            let params = rmcp::model::CreateMessageRequestParams::new(vec![message], max_tokens);
+            let answer = tokio::select! {
+                answer = self.peer.create_message(params) => answer.map_err(|e| {
+                    tracing::warn!(call_id = %self.call_id, error = %e, "sampling failed");
+                    format!("the client's model did not answer: {e}")
+                })?,
+                () = self.ct.cancelled() => return Err("the request was cancelled".to_owned()),
+            };
+            let text: Vec<String> = answer
+                .message
+                .content
+                .iter()
+                .filter_map(|part| part.as_text().map(|t| t.text.clone()))
+                .collect();
+            Ok(text.join(""))
+        })
+    }
+
     fn elicit(&self, message: String, schema: Value) -> ElicitFuture<'_> {
         Box::pin(async move {
+            if !self.forms {
+                return Err("the client does not support form elicitation".to_owned());
+            }
             let form = elicit::tool_form(message, &schema).ok_or_else(|| {
                 "MCP elicitation asks for flat forms: an object of string, number, integer, boolean or string-enum properties".to_owned()
             })?;

@@ -30,12 +30,22 @@ pub enum Elicitation {
 /// The future an [`Elicitor`] returns: the answer, or why there is none.
 pub type ElicitFuture<'a> = Pin<Box<dyn Future<Output = Result<Elicitation, String>> + Send + 'a>>;
 
-/// Shows a form to the user: implemented by the MCP server for clients that
-/// support elicitation (and by tests).
+/// The future of [`Elicitor::sample`]: the model's text, or why there is none.
+pub type SampleFuture<'a> = Pin<Box<dyn Future<Output = Result<String, String>> + Send + 'a>>;
+
+/// Asks the client that called a tool: implemented by the MCP server (and
+/// by tests), with what the client supports.
 pub trait Elicitor: Send + Sync + 'static {
     /// Asks `message` with a form following `schema` (a flat object of
     /// primitive properties, as MCP form elicitation allows).
     fn elicit(&self, message: String, schema: Value) -> ElicitFuture<'_>;
+
+    /// Asks the client's model to answer `prompt` (one user message) in at
+    /// most `max_tokens` tokens (MCP sampling); by default, this host cannot.
+    fn sample(&self, prompt: String, max_tokens: u32) -> SampleFuture<'_> {
+        let _ = (prompt, max_tokens);
+        Box::pin(async { Err("this client cannot be asked for a model's answer".to_owned()) })
+    }
 }
 
 /// The MCP side of a call: what a tool can ask the client that called it.
@@ -90,6 +100,41 @@ impl McpContext {
             .elicit(message.into(), schema)
             .await
             .map_err(|reason| ToolError::new(format!("could not ask the user: {reason}")))
+    }
+
+    /// Asks the client's model to answer `prompt` in at most `max_tokens`
+    /// tokens (MCP `sampling/createMessage`, for a client that declares
+    /// sampling); its text.
+    ///
+    /// ```
+    /// use serde_json::Value;
+    /// use tool_runtime::mcp::{ElicitFuture, Elicitor, McpContext, SampleFuture};
+    ///
+    /// /// A client whose model always agrees.
+    /// struct Agreeable;
+    /// impl Elicitor for Agreeable {
+    ///     fn elicit(&self, _message: String, _schema: Value) -> ElicitFuture<'_> {
+    ///         Box::pin(async { Err("no forms here".to_owned()) })
+    ///     }
+    ///     fn sample(&self, prompt: String, _max_tokens: u32) -> SampleFuture<'_> {
+    ///         Box::pin(async move { Ok(format!("Yes: {prompt}")) })
+    ///     }
+    /// }
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let mcp = McpContext::new(Agreeable);
+    /// assert_eq!(mcp.sample("ship it?", 100).await.unwrap(), "Yes: ship it?");
+    /// # });
+    /// ```
+    pub async fn sample(
+        &self,
+        prompt: impl Into<String>,
+        max_tokens: u32,
+    ) -> Result<String, ToolError> {
+        self.elicitor
+            .sample(prompt.into(), max_tokens)
+            .await
+            .map_err(|reason| ToolError::new(format!("could not ask the client's model: {reason}")))
     }
 
     /// Asks the user for a `T`, the form derived from its schema: `Some`

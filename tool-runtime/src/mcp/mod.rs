@@ -48,7 +48,7 @@ mod server;
 mod tasks;
 
 pub use client::McpClient;
-pub use context::{ElicitFuture, Elicitation, Elicitor, McpContext, McpToolContext};
+pub use context::{ElicitFuture, Elicitation, Elicitor, McpContext, McpToolContext, SampleFuture};
 pub use convert::{OUTPUT_WRAPPER, STRICT_META};
 pub use http::{HttpOptions, HttpServer};
 pub use server::{McpServer, McpServerBuilder};

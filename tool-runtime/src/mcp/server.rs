@@ -482,9 +482,15 @@ impl ServerHandler for McpServer {
         let input = request.arguments.map_or(Value::Null, Value::Object);
         let mut tool_call =
             ToolCall::new(call.call_id.clone(), name, input).with_request_context(request_context);
-        if call.elicit == Elicit::Request {
-            // The tool itself may ask this client's user (`ToolContext::mcp`).
-            tool_call = tool_call.with_extension(McpContext::new(PeerElicitor::new(&call)));
+        // Sampling is not part of the 2026-07-28 protocol.
+        let sampling = !modern(&context)
+            && context
+                .client_capabilities()
+                .is_some_and(|caps| caps.sampling.is_some());
+        if call.elicit == Elicit::Request || sampling {
+            // The tool itself may ask this client's user, or its model (`ToolContext::mcp`).
+            let asker = PeerElicitor::new(&call, sampling);
+            tool_call = tool_call.with_extension(McpContext::new(asker));
         }
         let runtime = self.inner.runtime.clone();
         let as_task =
