@@ -375,6 +375,55 @@ pub async fn json_schema_2020_12_tool(person: Person) -> String {
     )
 }
 
+// --- tasks (the tasks extension, SEP-2663) ---------------------------------
+
+/// Greets someone, at once (never a task)
+#[tool]
+pub async fn greet(
+    /// Who to greet
+    name: String,
+) -> String {
+    format!("Hello, {name}!")
+}
+
+/// Sleeps `seconds` seconds, then answers: a background tool, so a client
+/// that declares the tasks extension gets a task to poll, and cancelling
+/// the task ends the sleep
+#[tool(background)]
+pub async fn slow_compute(
+    /// How long to work, in seconds
+    seconds: f64,
+    /// A label to echo
+    label: Option<String>,
+    ctx: ToolContext,
+) -> Result<String, ToolError> {
+    let duration = Duration::try_from_secs_f64(seconds.max(0.0))
+        .map_err(|e| ToolError::new(format!("seconds: {e}")))?;
+    tokio::select! {
+        () = tokio::time::sleep(duration) => {}
+        () = ctx.abort_signal().aborted() => {
+            return Err(ToolError::new("cancelled"));
+        }
+    }
+    Ok(format!(
+        "Computed {} in {seconds} s",
+        label.as_deref().unwrap_or("a result")
+    ))
+}
+
+/// Works for a second, then fails: the task completes with an error result
+#[tool(background)]
+pub async fn failing_job() -> Result<String, ToolError> {
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    Err(ToolError::new("This job intentionally fails"))
+}
+
+/// Panics: the task fails (an internal error, not a tool's error result)
+#[tool(background)]
+pub async fn protocol_error_job() -> String {
+    panic!("protocol_error_job panics on purpose")
+}
+
 // --- serving --------------------------------------------------------------
 
 fn usage() -> ! {
@@ -416,6 +465,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .tool(TestElicitationSep1034DefaultsTool)
         .tool(TestElicitationSep1330EnumsTool)
         .tool(JsonSchema202012ToolTool)
+        .tool(GreetTool)
+        .tool(SlowComputeTool)
+        .tool(FailingJobTool)
+        .tool(ProtocolErrorJobTool)
         .build()?;
     let server = McpServer::builder(runtime)
         .name("examples-mcp-conformance", env!("CARGO_PKG_VERSION"))

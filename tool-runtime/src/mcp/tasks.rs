@@ -80,6 +80,12 @@ pub(crate) async fn get(
                         wraps,
                     ))
                 }
+                // A crash is no answer of the tool's: the task failed
+                // (SEP-2663 keeps `completed` + `isError` for a tool's own
+                // errors, `failed` for the server's).
+                CallOutcome::Failed { error } if error.kind() == tool_core::ErrorKind::Panic => {
+                    failed(ErrorData::internal_error(error.message().to_owned(), None))
+                }
                 other => completed(convert::not_completed(other)),
             };
             (payload, settled_at)
@@ -103,6 +109,15 @@ fn completed(result: rmcp::model::CallToolResult) -> TaskPayload {
         _ => JsonObject::new(),
     };
     TaskPayload::Completed { result }
+}
+
+/// A task that failed with `error` (a JSON-RPC error object).
+fn failed(error: ErrorData) -> TaskPayload {
+    let error = match serde_json::to_value(error) {
+        Ok(serde_json::Value::Object(object)) => object,
+        _ => JsonObject::new(),
+    };
+    TaskPayload::Failed { error }
 }
 
 /// A new task's id (the runtime's call id): it carries its creation time,
