@@ -863,6 +863,43 @@ async fn a_task_whose_tool_panics_fails_and_one_whose_tool_errs_completes_with_i
     }
 }
 
+/// SEP-2663's `ttlMs`: how long from its creation a task stays readable.
+/// The store keeps a settled call for the runtime's settled retention, so
+/// a task lives at least that long past its last update: `ttlMs` says so,
+/// rather than `null` (unlimited), which the store's purge would belie.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_says_how_long_it_stays_readable() {
+    let retention = Duration::from_secs(3_600);
+    let runtime = Runtime::builder()
+        .tool(FailingJobTool)
+        .settled_retention(retention)
+        .build()
+        .unwrap();
+    let client = connect(
+        runtime,
+        TestClient {
+            tasks: true,
+            ..TestClient::default()
+        },
+        true,
+    )
+    .await;
+    let before = std::time::Instant::now();
+    let params = CallToolRequestParams::new("failing_job");
+    let CallToolResponse::Task(created) = client.call_tool_once(params).await.unwrap() else {
+        panic!("a task handle")
+    };
+    let wire = serde_json::to_value(&created).unwrap();
+    assert_eq!(wire["ttlMs"], 3_600_000, "{wire}");
+    let done = settled(&client, &created.task.task_id).await;
+    let elapsed = u64::try_from(before.elapsed().as_millis()).unwrap();
+    let ttl = done.task.ttl_ms.expect("a ttlMs");
+    assert!(
+        (3_600_000..=3_600_000 + elapsed + 1).contains(&ttl),
+        "{ttl} after {elapsed} ms"
+    );
+}
+
 /// Every log line of this test binary (the runtime logs through `tracing`).
 fn logs() -> Arc<Mutex<Vec<u8>>> {
     static LOGS: OnceLock<Arc<Mutex<Vec<u8>>>> = OnceLock::new();
