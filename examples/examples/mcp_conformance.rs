@@ -24,6 +24,13 @@
 //! | elicitation-sep1330-enums | `test_elicitation_sep1330_enums` |
 //! | json-schema-2020-12 | `json_schema_2020_12_tool` |
 //! | server-sse-polling | `test_reconnection` |
+//! | tasks-* (0.2 suite, the tasks extension) | `greet`, `slow_compute`, `failing_job`, `protocol_error_job`, `confirm_delete` |
+//!
+//! The tasks fixtures: `greet` answers at once; `slow_compute`,
+//! `failing_job` and `protocol_error_job` are background tools, so a client
+//! that declares the tasks extension gets a task for their calls (one that
+//! completes, completes with an error result, fails); `confirm_delete`
+//! asks the user and is no task (a task cannot ask: no `tasks/update`).
 //!
 //! Images, audio and embedded resources are `to_model_output` content
 //! parts: the MCP server turns an image part into image content, an
@@ -424,6 +431,35 @@ pub async fn protocol_error_job() -> String {
     panic!("protocol_error_job panics on purpose")
 }
 
+/// What `confirm_delete` asks.
+#[derive(Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Confirmation {
+    /// Delete the file?
+    confirm: bool,
+}
+
+/// Asks the user to confirm, then "deletes" the file. Not a background
+/// tool: a task cannot ask its client (no in-task input, `tasks/update`),
+/// so the call asks as any tool does (an `input_required` result for a
+/// 2026-07-28 client, an elicitation request for older ones)
+#[tool]
+pub async fn confirm_delete(
+    /// The file to delete
+    filename: String,
+    ctx: ToolContext,
+) -> Result<String, ToolError> {
+    let mcp = ctx
+        .mcp()
+        .ok_or_else(|| ToolError::new("this client cannot be asked: it has no form elicitation"))?;
+    let asked = mcp
+        .elicit_as::<Confirmation>(format!("Delete {filename}?"))
+        .await?;
+    Ok(match asked {
+        Some(Confirmation { confirm: true }) => format!("Deleted {filename}"),
+        _ => format!("Kept {filename}"),
+    })
+}
+
 // --- serving --------------------------------------------------------------
 
 fn usage() -> ! {
@@ -469,6 +505,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .tool(SlowComputeTool)
         .tool(FailingJobTool)
         .tool(ProtocolErrorJobTool)
+        .tool(ConfirmDeleteTool)
         .build()?;
     let server = McpServer::builder(runtime)
         .name("examples-mcp-conformance", env!("CARGO_PKG_VERSION"))
