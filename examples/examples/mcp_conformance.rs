@@ -24,6 +24,13 @@
 //! | elicitation-sep1330-enums | `test_elicitation_sep1330_enums` |
 //! | json-schema-2020-12 | `json_schema_2020_12_tool` |
 //! | server-sse-polling | `test_reconnection` |
+//! | tasks-* (0.2 suite, the tasks extension) | `greet`, `slow_compute`, `failing_job`, `protocol_error_job`, `confirm_delete` |
+//!
+//! The tasks fixtures: `greet` answers at once; `slow_compute`,
+//! `failing_job` and `protocol_error_job` are background tools, so a client
+//! that declares the tasks extension gets a task for their calls (one that
+//! completes, completes with an error result, fails); `confirm_delete`
+//! asks the user and is no task (a task cannot ask: no `tasks/update`).
 //!
 //! Images, audio and embedded resources are `to_model_output` content
 //! parts: the MCP server turns an image part into image content, an
@@ -377,6 +384,84 @@ pub async fn json_schema_2020_12_tool(person: Person) -> String {
     )
 }
 
+// --- tasks (the tasks extension, SEP-2663) ---------------------------------
+
+/// Greets someone, at once (never a task)
+#[tool]
+pub async fn greet(
+    /// Who to greet
+    name: String,
+) -> String {
+    format!("Hello, {name}!")
+}
+
+/// Sleeps `seconds` seconds, then answers: a background tool, so a client
+/// that declares the tasks extension gets a task to poll, and cancelling
+/// the task ends the sleep
+#[tool(background)]
+pub async fn slow_compute(
+    /// How long to work, in seconds
+    seconds: f64,
+    /// A label to echo
+    label: Option<String>,
+    ctx: ToolContext,
+) -> Result<String, ToolError> {
+    let duration = Duration::try_from_secs_f64(seconds.max(0.0))
+        .map_err(|e| ToolError::new(format!("seconds: {e}")))?;
+    tokio::select! {
+        () = tokio::time::sleep(duration) => {}
+        () = ctx.abort_signal().aborted() => {
+            return Err(ToolError::new("cancelled"));
+        }
+    }
+    Ok(format!(
+        "Computed {} in {seconds} s",
+        label.as_deref().unwrap_or("a result")
+    ))
+}
+
+/// Works for a second, then fails: the task completes with an error result
+#[tool(background)]
+pub async fn failing_job() -> Result<String, ToolError> {
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    Err(ToolError::new("This job intentionally fails"))
+}
+
+/// Panics: the task fails (an internal error, not a tool's error result)
+#[tool(background)]
+pub async fn protocol_error_job() -> String {
+    panic!("protocol_error_job panics on purpose")
+}
+
+/// What `confirm_delete` asks.
+#[derive(Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Confirmation {
+    /// Delete the file?
+    confirm: bool,
+}
+
+/// Asks the user to confirm, then "deletes" the file. Not a background
+/// tool: a task cannot ask its client (no in-task input, `tasks/update`),
+/// so the call asks as any tool does (an `input_required` result for a
+/// 2026-07-28 client, an elicitation request for older ones)
+#[tool]
+pub async fn confirm_delete(
+    /// The file to delete
+    filename: String,
+    ctx: ToolContext,
+) -> Result<String, ToolError> {
+    let mcp = ctx
+        .mcp()
+        .ok_or_else(|| ToolError::new("this client cannot be asked: it has no form elicitation"))?;
+    let asked = mcp
+        .elicit_as::<Confirmation>(format!("Delete {filename}?"))
+        .await?;
+    Ok(match asked {
+        Some(Confirmation { confirm: true }) => format!("Deleted {filename}"),
+        _ => format!("Kept {filename}"),
+    })
+}
+
 // --- serving --------------------------------------------------------------
 
 fn usage() -> ! {
@@ -418,6 +503,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .tool(TestElicitationSep1034DefaultsTool)
         .tool(TestElicitationSep1330EnumsTool)
         .tool(JsonSchema202012ToolTool)
+        .tool(GreetTool)
+        .tool(SlowComputeTool)
+        .tool(FailingJobTool)
+        .tool(ProtocolErrorJobTool)
+        .tool(ConfirmDeleteTool)
         .build()?;
     let server = McpServer::builder(runtime)
         .name("examples-mcp-conformance", env!("CARGO_PKG_VERSION"))

@@ -839,6 +839,124 @@ async fn background_tools_are_mcp_tasks_for_clients_that_declare_the_extension()
     }
 }
 
+/// Panics in the background (a crash, not a tool's error)
+#[tool(background)]
+pub async fn crashing_job() -> u32 {
+    panic!("crashing_job crashes")
+}
+
+/// Fails in the background (the tool's own error)
+#[tool(background)]
+pub async fn failing_job() -> Result<u32, ToolError> {
+    Err(ToolError::new("the job failed"))
+}
+
+/// Polls `tasks/get` until the task leaves `working`.
+async fn settled(client: &Client, task_id: &str) -> rmcp::model::DetailedTask {
+    use rmcp::model::{GetTaskParams, TaskStatus};
+    for _ in 0..500 {
+        let got = client.get_task(GetTaskParams::new(task_id)).await.unwrap();
+        if got.task.status() != TaskStatus::Working {
+            return got.task;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("task {task_id} did not settle")
+}
+
+/// SEP-2663's error semantics: a tool that reports an error completes with
+/// an `isError` result; a tool that crashed (a panic: an internal error,
+/// not the tool's answer) fails, with a JSON-RPC error and no result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_whose_tool_panics_fails_and_one_whose_tool_errs_completes_with_is_error() {
+    use rmcp::model::TaskPayload;
+    let runtime = Runtime::builder()
+        .tool(CrashingJobTool)
+        .tool(FailingJobTool)
+        .build()
+        .unwrap();
+    for modern in [false, true] {
+        let client = connect(
+            runtime.clone(),
+            TestClient {
+                tasks: true,
+                ..TestClient::default()
+            },
+            modern,
+        )
+        .await;
+        let start = |name: &'static str| {
+            let client = &client;
+            async move {
+                let params = CallToolRequestParams::new(name);
+                let CallToolResponse::Task(created) = client.call_tool_once(params).await.unwrap()
+                else {
+                    panic!("a task handle for {name}")
+                };
+                created.task.task_id
+            }
+        };
+        let crashed = settled(&client, &start("crashing_job").await).await;
+        let TaskPayload::Failed { error } = &crashed.payload else {
+            panic!("a failed task: {crashed:?}")
+        };
+        assert_eq!(error["code"], -32603, "{error:?}");
+        assert!(
+            error["message"]
+                .as_str()
+                .unwrap()
+                .contains("crashing_job crashes"),
+            "{error:?}"
+        );
+        let value = serde_json::to_value(&crashed).unwrap();
+        assert_eq!(value["status"], "failed");
+        assert!(value.get("result").is_none(), "{value}");
+
+        let errored = settled(&client, &start("failing_job").await).await;
+        let TaskPayload::Completed { result } = &errored.payload else {
+            panic!("a completed task: {errored:?}")
+        };
+        assert_eq!(result["isError"], true, "{result:?}");
+    }
+}
+
+/// SEP-2663's `ttlMs`: how long from its creation a task stays readable.
+/// The store keeps a settled call for the runtime's settled retention, so
+/// a task lives at least that long past its last update: `ttlMs` says so,
+/// rather than `null` (unlimited), which the store's purge would belie.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_says_how_long_it_stays_readable() {
+    let retention = Duration::from_secs(3_600);
+    let runtime = Runtime::builder()
+        .tool(FailingJobTool)
+        .settled_retention(retention)
+        .build()
+        .unwrap();
+    let client = connect(
+        runtime,
+        TestClient {
+            tasks: true,
+            ..TestClient::default()
+        },
+        true,
+    )
+    .await;
+    let before = std::time::Instant::now();
+    let params = CallToolRequestParams::new("failing_job");
+    let CallToolResponse::Task(created) = client.call_tool_once(params).await.unwrap() else {
+        panic!("a task handle")
+    };
+    let wire = serde_json::to_value(&created).unwrap();
+    assert_eq!(wire["ttlMs"], 3_600_000, "{wire}");
+    let done = settled(&client, &created.task.task_id).await;
+    let elapsed = u64::try_from(before.elapsed().as_millis()).unwrap();
+    let ttl = done.task.ttl_ms.expect("a ttlMs");
+    assert!(
+        (3_600_000..=3_600_000 + elapsed + 1).contains(&ttl),
+        "{ttl} after {elapsed} ms"
+    );
+}
+
 /// Every log line of this test binary (the runtime logs through `tracing`).
 fn logs() -> Arc<Mutex<Vec<u8>>> {
     static LOGS: OnceLock<Arc<Mutex<Vec<u8>>>> = OnceLock::new();

@@ -504,7 +504,7 @@ impl ServerHandler for McpServer {
             // A task handle at once; a pause (approval) is settled as usual.
             let outcome = runtime.call(tool_call).await;
             if let CallOutcome::BackgroundStarted { task_id } = &outcome {
-                return Ok(tasks::started(task_id));
+                return Ok(tasks::started(&runtime, task_id));
             }
             return Ok(call.run(Box::pin(std::future::ready(outcome)), None).await);
         }

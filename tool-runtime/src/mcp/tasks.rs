@@ -21,16 +21,22 @@ use crate::{CallOutcome, Runtime};
 const POLL_INTERVAL: Duration = Duration::from_millis(500);
 
 /// The handle of a task that started now.
-pub(crate) fn started(task_id: &str) -> CallToolResponse {
-    let now = iso8601(SystemTime::now());
-    let task = Task::new(
-        task_id,
-        TaskStatus::Working,
-        created_at(task_id).unwrap_or_else(|| now.clone()),
-        now,
-    )
-    .with_poll_interval_ms(millis(POLL_INTERVAL));
+pub(crate) fn started(runtime: &Runtime, task_id: &str) -> CallToolResponse {
+    let now = SystemTime::now();
+    let created = created_time(task_id).unwrap_or(now);
+    let task = Task::new(task_id, TaskStatus::Working, iso8601(created), iso8601(now))
+        .with_poll_interval_ms(millis(POLL_INTERVAL))
+        .with_ttl_ms(ttl(runtime, created, now));
     CallToolResponse::Task(CreateTaskResult::new(task))
+}
+
+/// `ttlMs`: how long from `created` the task stays readable at least. The
+/// store keeps a call while it runs and for the runtime's settled
+/// retention once it settled, so: until its last update (`updated`: now
+/// while it works, when it settled after) plus the retention.
+fn ttl(runtime: &Runtime, created: SystemTime, updated: SystemTime) -> u64 {
+    let lived = updated.duration_since(created).unwrap_or_default();
+    millis(lived.saturating_add(runtime.inner.calls.retention()))
 }
 
 /// `tasks/get`: the task's status, with the call's result once it settled
@@ -52,7 +58,7 @@ pub(crate) async fn get(
         Ok(_) => return Err(unknown()),
         Err(error) => return Err(ErrorData::internal_error(error.to_string(), None)),
     };
-    let created = created_at(task_id);
+    let created = created_time(task_id);
     let StoredCall { call, state, .. } = stored;
     let (payload, updated) = match state {
         CallState::Pending | CallState::Running { .. } => (TaskPayload::Working, SystemTime::now()),
@@ -80,19 +86,26 @@ pub(crate) async fn get(
                         wraps,
                     ))
                 }
+                // A crash is no answer of the tool's: the task failed
+                // (SEP-2663 keeps `completed` + `isError` for a tool's own
+                // errors, `failed` for the server's).
+                CallOutcome::Failed { error } if error.kind() == tool_core::ErrorKind::Panic => {
+                    failed(ErrorData::internal_error(error.message().to_owned(), None))
+                }
                 other => completed(convert::not_completed(other)),
             };
             (payload, settled_at)
         }
     };
-    let updated = iso8601(updated);
+    let created = created.unwrap_or(updated);
     let task = Task::new(
         task_id,
         TaskStatus::Working,
-        created.unwrap_or_else(|| updated.clone()),
-        updated,
+        iso8601(created),
+        iso8601(updated),
     )
-    .with_poll_interval_ms(millis(POLL_INTERVAL));
+    .with_poll_interval_ms(millis(POLL_INTERVAL))
+    .with_ttl_ms(ttl(runtime, created, updated));
     Ok(GetTaskResult::new(DetailedTask::new(task, payload)))
 }
 
@@ -103,6 +116,15 @@ fn completed(result: rmcp::model::CallToolResult) -> TaskPayload {
         _ => JsonObject::new(),
     };
     TaskPayload::Completed { result }
+}
+
+/// A task that failed with `error` (a JSON-RPC error object).
+fn failed(error: ErrorData) -> TaskPayload {
+    let error = match serde_json::to_value(error) {
+        Ok(serde_json::Value::Object(object)) => object,
+        _ => JsonObject::new(),
+    };
+    TaskPayload::Failed { error }
 }
 
 /// A new task's id (the runtime's call id): it carries its creation time,
@@ -119,10 +141,10 @@ pub(crate) fn new_task_id() -> String {
 }
 
 /// When the task `task_id` was created, from its id.
-fn created_at(task_id: &str) -> Option<String> {
+fn created_time(task_id: &str) -> Option<SystemTime> {
     let millis = task_id.strip_prefix("mcp-")?.split('-').next()?;
     let millis = u64::from_str_radix(millis, 16).ok()?;
-    Some(iso8601(UNIX_EPOCH + Duration::from_millis(millis)))
+    Some(UNIX_EPOCH + Duration::from_millis(millis))
 }
 
 fn millis(duration: Duration) -> u64 {
@@ -168,9 +190,9 @@ mod tests {
     #[test]
     fn a_task_id_says_when_the_task_was_created() {
         let id = new_task_id();
-        let created = created_at(&id).expect("a creation time");
+        let created = iso8601(created_time(&id).expect("a creation time"));
         assert!(created.starts_with("20"), "{created}");
-        assert_eq!(created_at("mcp-zz-1"), None);
-        assert_eq!(created_at("other"), None);
+        assert_eq!(created_time("mcp-zz-1"), None);
+        assert_eq!(created_time("other"), None);
     }
 }

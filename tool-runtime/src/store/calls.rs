@@ -78,6 +78,11 @@ impl StoredCalls {
         }
     }
 
+    /// How long a settled call is kept before it may be purged.
+    pub(crate) fn retention(&self) -> Duration {
+        self.retention
+    }
+
     /// This instance's id.
     pub(crate) fn owner(&self) -> &str {
         &self.owner
