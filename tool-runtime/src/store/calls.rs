@@ -78,7 +78,9 @@ impl StoredCalls {
         }
     }
 
-    /// How long a settled call is kept before it may be purged.
+    /// How long a settled call is kept before it may be purged (what MCP
+    /// tasks say of their lifetime).
+    #[cfg(feature = "mcp")]
     pub(crate) fn retention(&self) -> Duration {
         self.retention
     }
