@@ -421,7 +421,8 @@ pub async fn slow_compute(
 }
 
 /// Works for a second, then fails: the task completes with an error result
-#[tool(background)]
+/// (served only as a task: a client without the tasks extension is refused)
+#[tool(background, mcp(task_required))]
 pub async fn failing_job() -> Result<String, ToolError> {
     tokio::time::sleep(Duration::from_secs(1)).await;
     Err(ToolError::new("This job intentionally fails"))

@@ -106,6 +106,11 @@ pub struct McpOptions {
     /// `_meta` entries.
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
     pub meta: Option<Map<String, Value>>,
+    /// The tool is served only as an MCP task (tasks extension): a client
+    /// that does not declare the extension is refused (`-32021`) rather
+    /// than kept waiting. For background tools.
+    #[serde(rename = "taskRequired", skip_serializing_if = "std::ops::Not::not")]
+    pub task_required: bool,
 }
 
 /// MCP `ToolAnnotations`.
@@ -170,6 +175,19 @@ impl McpOptions {
     #[must_use]
     pub fn meta(mut self, meta: Map<String, Value>) -> Self {
         self.meta = Some(meta);
+        self
+    }
+
+    /// Serves the tool only as an MCP task (see [`task_required`](Self::task_required)):
+    /// for a background tool whose calls should never keep a request open.
+    ///
+    /// ```
+    /// let mcp = tool_core::McpOptions::default().task_required(true);
+    /// assert!(mcp.task_required);
+    /// ```
+    #[must_use]
+    pub fn task_required(mut self, required: bool) -> Self {
+        self.task_required = required;
         self
     }
 }

@@ -6,6 +6,7 @@ use heck::ToSnakeCase;
 use proc_macro2::{Span, TokenStream, TokenTree};
 use syn::meta::ParseNestedMeta;
 use syn::parse::{ParseStream, Parser};
+use syn::spanned::Spanned as _;
 use syn::{Expr, ExprLit, Ident, Lit, LitBool, LitInt, LitStr, Path, Token, Type};
 
 use crate::ctxt::Ctxt;
@@ -43,6 +44,7 @@ const MCP_KEYS: &[&str] = &[
     "idempotent",
     "open_world",
     "meta",
+    "task_required",
 ];
 
 const DESCRIPTION_FORM: &str = "a string literal, or a macro producing one: `description = \"What the tool does\"`, `description = include_str!(\"weather.md\")`";
@@ -62,6 +64,8 @@ pub struct Mcp {
     pub idempotent: Option<bool>,
     pub open_world: Option<bool>,
     pub meta: Option<Path>,
+    /// `task_required`, and where it was written.
+    pub task_required: Option<(bool, Span)>,
 }
 
 pub struct Background {
@@ -531,6 +535,9 @@ fn parse_mcp(cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> syn::Result<Mcp> {
             "idempotent" => mcp.idempotent = Some(flag(inner, key)?),
             "open_world" => mcp.open_world = Some(flag(inner, key)?),
             "meta" => mcp.meta = Some(path_value(inner, "meta", "returning a JSON object")?),
+            "task_required" => {
+                mcp.task_required = Some((flag(inner, key)?, inner.path.span()));
+            }
             _ => return Ok(false),
         }
         Ok(true)

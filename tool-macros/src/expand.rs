@@ -518,6 +518,9 @@ fn configure(krate: &Path, attrs: &Attrs, input_ty: &Type) -> TokenStream {
             let meta = fn_pointer(meta, quote!(fn() -> #private::serde_json::Value));
             options.push(quote!(.meta(#private::json_object((#meta)(), "mcp meta"))));
         }
+        if let Some((required, _)) = mcp.task_required {
+            options.push(quote!(.task_required(#required)));
+        }
         steps.push(quote!(.mcp(#(#options)*)));
     }
     if let Some(background) = &attrs.background {

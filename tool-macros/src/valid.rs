@@ -60,6 +60,21 @@ fn check_signature(cx: &Ctxt, attrs: &Attrs, tool: &ToolFn) {
             "`background` declared here requires an `async fn`",
         ));
     }
+    let task_required = attrs
+        .mcp
+        .as_ref()
+        .and_then(|mcp| mcp.task_required)
+        .filter(|(required, _)| *required);
+    let background = attrs
+        .background
+        .as_ref()
+        .filter(|b| b.enabled && !b.foreground);
+    if let (Some((_, span)), None) = (task_required, background) {
+        cx.syn_error(syn::Error::new(
+            span,
+            "`mcp(task_required)` is for background tools: add `background` (deferred), whose calls an MCP task can carry",
+        ));
+    }
 }
 
 fn check_id(cx: &Ctxt, attrs: &Attrs, tool: &ToolFn) {

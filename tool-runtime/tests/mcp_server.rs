@@ -957,6 +957,48 @@ async fn a_task_says_how_long_it_stays_readable() {
     );
 }
 
+/// Builds an archive, served only as an MCP task
+#[tool(background, mcp(task_required))]
+pub async fn archive() -> &'static str {
+    "archived"
+}
+
+/// The MCP issue's tasks point (tasks-required-task-error): a tool served
+/// only as a task refuses a client without the tasks extension with
+/// -32021, naming the extension; a client with it gets a task.
+#[tokio::test]
+async fn a_task_only_tool_refuses_clients_without_the_tasks_extension() {
+    let runtime = || Runtime::builder().tool(ArchiveTool).build().unwrap();
+    let plain = connect(runtime(), TestClient::default(), false).await;
+    let refused = call(&plain, "archive", json!({})).await.unwrap_err();
+    let ServiceError::McpError(error) = refused else {
+        panic!("a JSON-RPC error: {refused:?}")
+    };
+    assert_eq!(error.code.0, -32021, "{error:?}");
+    let data = error.data.expect("the required capabilities");
+    assert!(
+        data["requiredCapabilities"]["extensions"]["io.modelcontextprotocol/tasks"].is_object(),
+        "{data}"
+    );
+    let tasks = connect(
+        runtime(),
+        TestClient {
+            tasks: true,
+            ..TestClient::default()
+        },
+        false,
+    )
+    .await;
+    let response = tasks
+        .call_tool_once(CallToolRequestParams::new("archive"))
+        .await
+        .unwrap();
+    assert!(
+        matches!(response, CallToolResponse::Task(_)),
+        "{response:?}"
+    );
+}
+
 /// Every log line of this test binary (the runtime logs through `tracing`).
 fn logs() -> Arc<Mutex<Vec<u8>>> {
     static LOGS: OnceLock<Arc<Mutex<Vec<u8>>>> = OnceLock::new();

@@ -493,10 +493,24 @@ impl ServerHandler for McpServer {
             tool_call = tool_call.with_extension(McpContext::new(asker));
         }
         let runtime = self.inner.runtime.clone();
+        let client_tasks = context
+            .client_capabilities()
+            .is_some_and(|caps| caps.supports_tasks());
+        let task_required = tool
+            .definition()
+            .mcp
+            .as_ref()
+            .is_some_and(|mcp| mcp.task_required);
+        if task_required && !client_tasks {
+            // Served only as a task (SEP-2663, "Required Capabilities").
+            return Err(ErrorData::missing_required_client_capability(
+                rmcp::model::ClientCapabilities::builder()
+                    .enable_tasks()
+                    .build(),
+            ));
+        }
         let as_task =
-            context
-                .client_capabilities()
-                .is_some_and(|caps| caps.supports_tasks())
+            client_tasks
                 && tool.definition().background.as_ref().is_some_and(|b| {
                     b.enabled && b.disposition == tool_core::Disposition::Deferred
                 });
