@@ -188,3 +188,45 @@ async fn a_responses_function_call_runs_in_the_runtime_and_answers_with_our_outp
     }
     assert_eq!(inputs[1]["output"][1]["type"], "input_image");
 }
+
+/// Every kind of content part a tool's `to_model_output` can give reaches
+/// both APIs' result types (none makes the conversion fail).
+#[test]
+fn every_content_part_converts_for_both_apis() {
+    let parts = vec![
+        ContentPart::text("all kinds"),
+        ContentPart::ImageUrl {
+            url: "https://example.com/a.png".into(),
+        },
+        ContentPart::ImageData {
+            data: "iVBORw0KGgo=".into(),
+            media_type: "image/png".into(),
+        },
+        ContentPart::FileUrl {
+            url: "https://example.com/a.pdf".into(),
+        },
+        ContentPart::FileData {
+            data: "JVBERi0=".into(),
+            media_type: "application/pdf".into(),
+            filename: Some("a.pdf".into()),
+        },
+        ContentPart::FileId {
+            file_id: "file-1".into(),
+        },
+        ContentPart::ImageFileId {
+            file_id: "file-2".into(),
+        },
+    ];
+    let outcome = tool_runtime::CallOutcome::from(tool_core::Outcome::Completed {
+        output: json!("done"),
+        model_output: Some(ModelOutput::Content(parts)),
+        state: None,
+    });
+    let chat = serde_json::to_value(openai::chat_tool_message("c1", &outcome)).unwrap();
+    assert_eq!(chat, Provider::OpenAiChat.tool_result("c1", "", &outcome));
+    let responses = serde_json::to_value(openai::function_call_output("c1", &outcome)).unwrap();
+    assert_eq!(
+        responses,
+        Provider::OpenAiResponses.tool_result("c1", "", &outcome)
+    );
+}
