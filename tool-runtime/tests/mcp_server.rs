@@ -799,7 +799,7 @@ async fn background_tools_are_mcp_tasks_for_clients_that_declare_the_extension()
         )
         .await;
         let mut done = None;
-        for _ in 0..200 {
+        for _ in 0..1000 {
             let got = elsewhere
                 .get_task(GetTaskParams::new(&task_id))
                 .await
