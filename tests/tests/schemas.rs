@@ -150,7 +150,13 @@ fn validation_follows_the_nested_shapes() {
         message.contains("- labels.a: Expected string, received integer"),
         "{message}"
     );
-    assert!(message.contains("- target: Invalid input"), "{message}");
+    // The tag picks the variant: its problems are listed, not "matches none
+    // of the allowed shapes".
+    assert!(message.contains("- target.lon: Required"), "{message}");
+    assert!(
+        message.contains("- target.lat: Expected number, received string"),
+        "{message}"
+    );
 }
 
 /// A recursive comment thread

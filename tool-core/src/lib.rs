@@ -62,6 +62,7 @@ mod extensions;
 pub mod hooks;
 mod host;
 mod input;
+mod lone_input;
 mod model_output;
 mod outcome;
 mod panic;
@@ -110,25 +111,48 @@ pub use transform::ToolTransform;
 /// Declares a tool on an async (or plain) function. See the crate docs and
 /// the README for every key.
 ///
-/// The input is the one parameter's type when it is a struct of yours, or
-/// else a struct generated from the parameters. The macro decides from the
-/// type's name as written (`String`, numbers, `Vec`, `Option`, maps, `Value`
-/// are properties), so it cannot see through an alias: `input = params`
-/// generates the input struct even from one parameter, and `input = whole`
-/// takes the one parameter's type as the whole input. A whole input whose
-/// JSON Schema is not an object (such as an alias of `Vec<u32>`) is a
-/// compile error on its type.
+/// The input is a struct generated from the parameters, one property each.
+/// A single parameter is the whole input when its type's JSON Schema is an
+/// object with named properties (a struct, a newtype of one), and otherwise
+/// the generated struct's one property (an enum, a `Vec`, a map, a string,
+/// an alias of any of these): the schema decides, once per tool, so every
+/// provider and MCP gets an object. `input = params` always generates the
+/// struct; `input = whole` always takes the one parameter's type (a type
+/// whose schema is not an object is then a compile error where the macro
+/// can tell, as for `Vec`).
 ///
 /// ```
-/// use tool_core::tool;
+/// use tool_core::{CallContext, Tool, tool};
 ///
-/// type Ids = Vec<u32>;
-///
-/// /// Count the ids
-/// #[tool(input = params)]
-/// async fn count(ids: Ids) -> usize {
-///     ids.len()
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// #[serde(tag = "kind", rename_all = "snake_case")]
+/// pub enum Target {
+///     City { name: String },
+///     Coords { lat: f64, lon: f64 },
 /// }
+///
+/// /// Locate a target
+/// #[tool]
+/// async fn locate(
+///     /// What to locate
+///     target: Target,
+/// ) -> String {
+///     match target {
+///         Target::City { name } => name,
+///         Target::Coords { lat, lon } => format!("{lat},{lon}"),
+///     }
+/// }
+///
+/// let tool = Tool::from(LocateTool);
+/// let schema = &tool.definition().input_schema;
+/// assert_eq!(schema["type"], "object");
+/// assert_eq!(schema["required"], serde_json::json!(["target"]));
+/// # let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+/// let located = runtime.block_on(tool.execute(
+///     r#"{"target": {"kind": "city", "name": "Oslo"}}"#,
+///     CallContext::new("call-1"),
+/// ));
+/// assert_eq!(located.output(), Some(&serde_json::json!("Oslo")));
 /// ```
 ///
 /// The context parameter is recognized by its name too: write
@@ -152,6 +176,7 @@ pub mod __private_0_1_0 {
     pub use schemars;
     pub use serde;
     pub use serde_json;
+    pub use std::sync::OnceLock;
 
     /// Serializes an input example; one that cannot be serialized becomes `null`.
     pub fn example_to_value<T: serde::Serialize>(example: &T) -> serde_json::Value {
@@ -172,6 +197,11 @@ pub mod __private_0_1_0 {
             }
         }
     }
+
+    pub use crate::lone_input::{
+        ByStruct, ByValue, Lone, LoneExamples, LoneParam, LonePolicy, LoneShape, lone_examples,
+        lone_policy,
+    };
 
     /// Runs a typed approval policy over validated JSON input; input that no
     /// longer fits the type needs approval.
@@ -401,9 +431,9 @@ pub mod __private_0_1_0 {
     /// A whole-input kind that is accepted.
     #[diagnostic::on_unimplemented(
         message = "`{T}` cannot be the whole input of a tool: its JSON Schema is not an object",
-        label = "this parameter is taken as the whole input",
-        note = "a lone parameter is the whole input unless its type is written as `String`, a number, `Vec`, `Option`, ... (`#[tool]` reads the name: an alias hides it)",
-        note = "to make it a property of a generated input struct, write `#[tool(input = params)]`"
+        label = "`input = whole` takes this parameter as the whole input",
+        note = "providers and MCP take an object as a tool's input",
+        note = "without `input = whole`, a lone parameter whose schema is not an object is the one property of a generated input struct"
     )]
     pub trait WholeInput<T: ?Sized> {}
 

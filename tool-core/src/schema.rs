@@ -36,11 +36,82 @@ fn has_schema(id: TypeId) -> bool {
 
 fn root_schema(schema: schemars::Schema) -> Value {
     let mut schema = schema.to_value();
-    // The dialect marker is noise for models and rejected by some providers.
     if let Some(map) = schema.as_object_mut() {
+        // The dialect marker is noise for models and rejected by some providers.
         map.remove("$schema");
+        inline_root_ref(map);
     }
     schema
+}
+
+/// Replaces a root that only refers to a definition (a newtype's schema,
+/// `{"$ref": "#/$defs/Inner"}`) by that definition, through newtypes of
+/// newtypes: providers and MCP read the root's `type` and `properties`. The
+/// root then is the definition, so references to it become `#`, as
+/// schemars writes a recursive root.
+fn inline_root_ref(root: &mut serde_json::Map<String, Value>) {
+    let definitions = root
+        .get("$defs")
+        .and_then(Value::as_object)
+        .map_or(0, serde_json::Map::len);
+    // Each step inlines one definition; a cycle of bare `$ref`s stops.
+    for _ in 0..definitions {
+        if !inline_one_root_ref(root) {
+            return;
+        }
+    }
+}
+
+/// One step of [`inline_root_ref`]: false when the root is not a `$ref`
+/// to a definition.
+fn inline_one_root_ref(root: &mut serde_json::Map<String, Value>) -> bool {
+    let Some(Value::String(reference)) = root.get("$ref") else {
+        return false;
+    };
+    let reference = reference.clone();
+    let Some(name) = reference.strip_prefix("#/$defs/") else {
+        return false;
+    };
+    let name = name.replace("~1", "/").replace("~0", "~");
+    let Some(Value::Object(definitions)) = root.get_mut("$defs") else {
+        return false;
+    };
+    let Some(Value::Object(target)) = definitions.remove(&name) else {
+        return false;
+    };
+    if definitions.is_empty() {
+        root.remove("$defs");
+    }
+    root.remove("$ref");
+    for (key, value) in target {
+        // The root's own keys (its title, a description) win.
+        root.entry(key).or_insert(value);
+    }
+    for value in root.values_mut() {
+        refer_to_root(value, &reference);
+    }
+    true
+}
+
+/// Rewrites every `$ref` to `reference` inside `schema` as `#`.
+fn refer_to_root(schema: &mut Value, reference: &str) {
+    match schema {
+        Value::Object(map) => {
+            for (key, value) in map.iter_mut() {
+                if key == "$ref" && value == reference {
+                    *value = Value::String("#".to_owned());
+                } else {
+                    refer_to_root(value, reference);
+                }
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                refer_to_root(item, reference);
+            }
+        }
+        _ => {}
+    }
 }
 
 /// True when the schema describes objects (the reference turns a `null`
@@ -51,6 +122,20 @@ pub(crate) fn expects_object(schema: &Value) -> bool {
         Some(Value::Array(types)) => types.iter().any(|t| t == "object"),
         _ => schema.get("properties").is_some(),
     }
+}
+
+/// True when `schema` (after its `$ref`s into `root`) describes objects with
+/// named properties, as a tool's whole input must: a struct's, not a map's
+/// (`additionalProperties` only), an enum's (`oneOf`), an option's
+/// (`["object", "null"]`) or a scalar's.
+pub(crate) fn is_object_root(root: &Value, schema: &Value) -> bool {
+    let target = resolve(root, schema);
+    target.get("type").and_then(Value::as_str) == Some("object")
+        && (target.get("properties").is_some()
+            || matches!(
+                target.get("additionalProperties"),
+                None | Some(Value::Bool(false))
+            ))
 }
 
 /// Follows local `$ref`s (`#/$defs/X`, `#/definitions/X`, any JSON Pointer)

@@ -97,21 +97,66 @@ impl CompiledSchema {
         }
         self.validator
             .iter_errors(instance)
+            .flat_map(|error| issues_of(&error))
             .take(MAX_LISTED_ISSUES + 1)
-            .map(|error| issue_of(&error))
             .collect()
     }
 }
 
-fn issue_of(error: &jsonschema::ValidationError<'_>) -> Issue {
-    let mut path: Vec<String> = error
+/// The problems one validation error stands for: itself, or for a value
+/// that matches none of a `oneOf`/`anyOf`'s shapes, the problems within the
+/// one shape it was meant for when its tag or type picks one out.
+fn issues_of(error: &jsonschema::ValidationError<'_>) -> Vec<Issue> {
+    if let ValidationErrorKind::AnyOf { context } | ValidationErrorKind::OneOfNotValid { context } =
+        error.kind()
+        && let Some(branch) = intended_branch(&instance_tokens(error), context)
+    {
+        return branch.iter().flat_map(issues_of).collect();
+    }
+    vec![issue_of(error)]
+}
+
+/// The one branch of a `oneOf`/`anyOf` whose errors do not say that the
+/// value is of another shape: of another type (an error on the value
+/// itself), or with another tag (a `const` or `enum` error on one of its
+/// own properties, as serde's tagged enums derive). `None` when no branch or
+/// several remain: the value then gets the generic message.
+fn intended_branch<'a>(
+    at: &[String],
+    branches: &'a [Vec<jsonschema::ValidationError<'static>>],
+) -> Option<&'a [jsonschema::ValidationError<'static>]> {
+    let mut candidates = branches.iter().filter(|errors| {
+        !errors.iter().any(|error| {
+            let path = instance_tokens(error);
+            match error.kind() {
+                ValidationErrorKind::Type { .. } => path == at,
+                ValidationErrorKind::Constant { .. } | ValidationErrorKind::Enum { .. } => {
+                    path.len() == at.len() + 1 && path.starts_with(at)
+                }
+                _ => false,
+            }
+        })
+    });
+    match (candidates.next(), candidates.next()) {
+        (Some(branch), None) => Some(branch),
+        _ => None,
+    }
+}
+
+/// Property names and array indexes from the root to the error's value.
+fn instance_tokens(error: &jsonschema::ValidationError<'_>) -> Vec<String> {
+    error
         .instance_path()
         .segments()
         .map(|segment| match segment {
             LocationSegment::Property(name) => name.to_string(),
             LocationSegment::Index(index) => index.to_string(),
         })
-        .collect();
+        .collect()
+}
+
+fn issue_of(error: &jsonschema::ValidationError<'_>) -> Issue {
+    let mut path = instance_tokens(error);
     let instance = error.instance();
     let message = match error.kind() {
         ValidationErrorKind::Required { property } => {

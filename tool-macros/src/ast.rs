@@ -1,6 +1,7 @@
 //! The annotated function as a typed model: its parameters sorted into the
 //! context and the input, and its return type into output and error.
 
+use heck::ToSnakeCase;
 use proc_macro2::{Span, TokenStream};
 use quote::quote;
 use syn::spanned::Spanned;
@@ -31,8 +32,12 @@ pub struct ContextParam {
 
 /// Where the tool's arguments come from.
 pub enum Input<'a> {
-    /// One parameter of a user type: that type is the input.
+    /// One parameter taken as the whole input (`input = whole`).
     Struct(&'a Param),
+    /// One parameter whose type may have an object schema: the whole input
+    /// if it does, else the one property of the generated struct, decided
+    /// at run time from the schema (`tool_core::__private::Lone`).
+    Lone(&'a Param),
     /// Plain parameters: the macro generates the input struct.
     Params(&'a [Param]),
 }
@@ -113,20 +118,35 @@ impl ToolFn {
         &self.item.sig.ident
     }
 
-    /// The input shape: as `input = whole | params` says, or else decided
-    /// from the parameter's type as written. A single parameter of a type
-    /// that cannot be a JSON object on its own (strings, numbers,
-    /// collections, options) is a property, so it goes through the
-    /// generated struct like several would. The decision reads type names:
-    /// an alias of such a type is taken as the whole input, which a probe
-    /// in the expansion then reports (suggesting `input = params`).
-    /// `input = whole` with other than one parameter is reported by `valid`;
-    /// the parameters are then taken as plain.
+    /// The input shape: as `input = whole | params` says, or else, for a
+    /// single parameter, decided from its type's schema once the tool is
+    /// built (a type's name says too little: an alias, an enum, a struct
+    /// named `Value`). `input = whole` with other than one parameter is
+    /// reported by `valid`; the parameters are then taken as plain.
     pub fn input(&self, shape: Option<InputShape>) -> Input<'_> {
         match (shape, self.params.as_slice()) {
             (Some(InputShape::Whole), [single]) => Input::Struct(single),
-            (None, [single]) if is_struct_like(&single.ty) => Input::Struct(single),
+            (None, [single]) => Input::Lone(single),
             (_, params) => Input::Params(params),
+        }
+    }
+}
+
+impl Param {
+    /// The input property the parameter becomes: its name, or for a
+    /// destructuring pattern (a lone struct that turns out not to be an
+    /// object, `Ids(ids): Ids`) its type's name in snake case.
+    pub fn property(&self) -> Ident {
+        match &*self.pat {
+            Pat::Ident(pat) => pat.ident.clone(),
+            other => {
+                let name = match &*self.ty {
+                    Type::Path(path) => path.path.segments.last().map(|s| s.ident.to_string()),
+                    _ => None,
+                };
+                let name = name.map_or_else(|| "input".to_owned(), |name| name.to_snake_case());
+                Ident::new_raw(&name, other.span())
+            }
         }
     }
 }
@@ -208,26 +228,6 @@ fn output_of(ty: &Type) -> Output {
     match ty {
         Type::Tuple(tuple) if tuple.elems.is_empty() => Output::Unit,
         other => Output::Plain(Box::new(other.clone())),
-    }
-}
-
-/// Types that serialize as JSON scalars, arrays or maps of unknown keys: a
-/// lone parameter of such a type is a property, not the whole input.
-fn is_struct_like(ty: &Type) -> bool {
-    const NOT_STRUCTS: &[&str] = &[
-        "String", "str", "bool", "char", "u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16",
-        "i32", "i64", "i128", "isize", "f32", "f64", "Option", "Vec", "VecDeque", "HashSet",
-        "BTreeSet", "HashMap", "BTreeMap", "Value", "Box", "Cow",
-    ];
-    match ty {
-        Type::Path(path) if path.qself.is_none() => path
-            .path
-            .segments
-            .last()
-            .is_some_and(|last| !NOT_STRUCTS.contains(&last.ident.to_string().as_str())),
-        Type::Paren(inner) => is_struct_like(&inner.elem),
-        Type::Group(inner) => is_struct_like(&inner.elem),
-        _ => false,
     }
 }
 

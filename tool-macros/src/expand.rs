@@ -6,8 +6,9 @@
 use heck::ToUpperCamelCase;
 use proc_macro2::{Group, Span, TokenStream, TokenTree};
 use quote::{format_ident, quote, quote_spanned};
+use syn::ext::IdentExt;
 use syn::spanned::Spanned;
-use syn::{Ident, Pat, Path, Type};
+use syn::{Ident, Path, Type};
 
 use crate::ast::{Docs, Input, Output, Param, ToolFn};
 use crate::attr::{Approval, Attrs, Description};
@@ -38,7 +39,12 @@ pub fn expand(attrs: &Attrs, tool: &ToolFn) -> TokenStream {
         (None, None) => Docs::Text(String::new()),
     };
 
-    let (input_ty, input_def, call_args) = input_parts(&krate, attrs, tool, &tool_ident);
+    let InputParts {
+        ty: input_ty,
+        def: input_def,
+        call_args,
+        lone,
+    } = input_parts(&krate, attrs, tool, &tool_ident);
     let probes = probes(&private, attrs, tool);
     let output_ty = output_type(&tool.output);
     let context = tool.contexts.first();
@@ -97,7 +103,7 @@ pub fn expand(attrs: &Attrs, tool: &ToolFn) -> TokenStream {
     } else {
         quote!(_ctx)
     };
-    let configure = configure(&krate, attrs, &input_ty);
+    let configure = configure(&krate, attrs, &input_ty, lone.as_ref());
     let to_model_output = attrs.to_model_output.as_ref().map(|path| {
         // A call (not a fn pointer) so that deref coercions apply (`&str` for
         // a `String` output); spanned on the path, where a mismatch is shown.
@@ -240,13 +246,13 @@ fn private_path(krate: &Path) -> TokenStream {
 }
 
 /// Compile-time probes of the parameters' types, for what `ast` decides
-/// from their names and so cannot see through an alias: a whole input whose
-/// JSON Schema is not an object, and a `ToolContext` taken as input. Each
-/// failure is reported on the parameter's type.
+/// from their names and so cannot see through an alias: an `input = whole`
+/// whose JSON Schema is not an object, and a `ToolContext` taken as input.
+/// Each failure is reported on the parameter's type.
 fn probes(private: &TokenStream, attrs: &Attrs, tool: &ToolFn) -> TokenStream {
     let whole = match tool.input(attrs.input_shape()) {
         Input::Struct(param) => Some(param),
-        Input::Params(_) => None,
+        Input::Lone(_) | Input::Params(_) => None,
     };
     let checks = tool.params.iter().map(|param| {
         let context = probe(private, &param.ty, "input_param", "context_kind");
@@ -277,50 +283,87 @@ fn probe(private: &TokenStream, ty: &Type, check: &str, kind: &str) -> TokenStre
     )
 }
 
-/// The input type, its generated definition (plain parameters) and the
-/// argument list of the call to the user's function.
-fn input_parts(
-    krate: &Path,
-    attrs: &Attrs,
-    tool: &ToolFn,
-    tool_ident: &Ident,
-) -> (Type, TokenStream, Vec<TokenStream>) {
+/// The input as the generated code handles it.
+struct InputParts {
+    /// `TypedTool::Input`.
+    ty: Type,
+    /// The generated input struct and its impls, if any.
+    def: TokenStream,
+    /// The arguments of the call to the user's function.
+    call_args: Vec<TokenStream>,
+    /// For a lone parameter whose shape is decided from its schema: the
+    /// generated struct, which approval policies and input examples are
+    /// converted through.
+    lone: Option<Ident>,
+}
+
+fn input_parts(krate: &Path, attrs: &Attrs, tool: &ToolFn, tool_ident: &Ident) -> InputParts {
     let mut args: Vec<(usize, TokenStream)> = tool
         .contexts
         .first()
         .map(|c| (c.position, quote!(ctx)))
         .into_iter()
         .collect();
-    let (input_ty, input_def) = match tool.input(attrs.input_shape()) {
+    let ident = format_ident!("{}Input", tool_ident);
+    let (ty, def, lone) = match tool.input(attrs.input_shape()) {
         // Its traits are checked by `TypedTool::Input`'s bounds, reported
         // once on the parameter's type.
         Input::Struct(param) => {
             args.push((param.position, quote!(input)));
-            ((*param.ty).clone(), TokenStream::new())
+            ((*param.ty).clone(), TokenStream::new(), None)
+        }
+        Input::Lone(param) => {
+            let field = param.property();
+            args.push((param.position, quote!(input.0.#field)));
+            let def = input_struct(krate, attrs, tool, &ident, std::slice::from_ref(param));
+            let private = private_path(krate);
+            let lone_param = lone_param(&private, &ident, param);
+            (
+                syn::parse_quote!(#private::Lone<#ident>),
+                quote!(#def #lone_param),
+                Some(ident),
+            )
         }
         Input::Params(params) => {
-            let ident = format_ident!("{}Input", tool_ident);
             for param in params {
-                let name = param_ident(param);
+                let name = param.property();
                 args.push((param.position, quote!(input.#name)));
             }
             let def = input_struct(krate, attrs, tool, &ident, params);
-            (syn::parse_quote!(#ident), def)
+            (syn::parse_quote!(#ident), def, None)
         }
     };
     args.sort_by_key(|(position, _)| *position);
-    (
-        input_ty,
-        input_def,
-        args.into_iter().map(|(_, a)| a).collect(),
-    )
+    InputParts {
+        ty,
+        def,
+        call_args: args.into_iter().map(|(_, a)| a).collect(),
+        lone,
+    }
 }
 
-fn param_ident(param: &Param) -> Ident {
-    match &*param.pat {
-        Pat::Ident(pat) => pat.ident.clone(),
-        // Rejected by validation; a stand-in keeps expansion going.
-        other => Ident::new("__invalid_parameter", other.span()),
+/// `LoneParam` for the generated struct of a lone parameter: what
+/// `tool_core::__private::Lone` needs to decide the shape once and to move
+/// the value in and out.
+fn lone_param(private: &TokenStream, ident: &Ident, param: &Param) -> TokenStream {
+    let field = param.property();
+    let name = field.unraw().to_string();
+    let ty = &param.ty;
+    quote! {
+        impl #private::LoneParam for #ident {
+            type Value = #ty;
+            const NAME: &'static str = #name;
+            fn decision() -> &'static #private::OnceLock<#private::LoneShape> {
+                static DECISION: #private::OnceLock<#private::LoneShape> = #private::OnceLock::new();
+                &DECISION
+            }
+            fn from_value(value: #ty) -> Self {
+                Self { #field: value }
+            }
+            fn value(&self) -> &#ty {
+                &self.#field
+            }
+        }
     }
 }
 
@@ -341,7 +384,7 @@ fn input_struct(
         .as_ref()
         .map(|_| quote!(#private::serde::Serialize,));
     let fields = params.iter().map(|param| {
-        let name = param_ident(param);
+        let name = param.property();
         let ty = &param.ty;
         let docs = &param.docs;
         let default = is_option(ty).then(|| quote!(#[serde(default)]));
@@ -438,7 +481,7 @@ fn respan(tokens: TokenStream, span: Span) -> TokenStream {
 }
 
 /// The body of `TypedTool::configure`: every option of the attribute.
-fn configure(krate: &Path, attrs: &Attrs, input_ty: &Type) -> TokenStream {
+fn configure(krate: &Path, attrs: &Attrs, input_ty: &Type, lone: Option<&Ident>) -> TokenStream {
     let private = private_path(krate);
     let mut steps = Vec::new();
     if let Some(title) = &attrs.title {
@@ -454,20 +497,36 @@ fn configure(krate: &Path, attrs: &Attrs, input_ty: &Type) -> TokenStream {
         Some(Approval::Always(required)) => steps.push(quote!(.require_approval(#required))),
         // The coercion to the expected fn pointer, spanned on the path, is
         // where a wrong signature is reported.
-        Some(Approval::Policy(path)) => {
-            let policy = fn_pointer(
-                path,
-                quote!(fn(&#input_ty, &#krate::RequestContext) -> bool),
-            );
-            steps.push(quote! {
-                .approval_policy({
-                    let policy = #policy;
-                    move |input, request_context| {
-                        #private::typed_policy::<#input_ty>(input, request_context, policy)
-                    }
-                })
-            });
-        }
+        Some(Approval::Policy(path)) => match lone {
+            // Either signature, told apart by trait impls; a mismatch is
+            // reported on the path.
+            Some(ident) => {
+                let run = respan(
+                    quote!(#private::lone_policy::<#ident, _>(input, request_context, &policy)),
+                    path.span(),
+                );
+                steps.push(quote! {
+                    .approval_policy({
+                        let policy = #path;
+                        move |input, request_context| #run
+                    })
+                });
+            }
+            None => {
+                let policy = fn_pointer(
+                    path,
+                    quote!(fn(&#input_ty, &#krate::RequestContext) -> bool),
+                );
+                steps.push(quote! {
+                    .approval_policy({
+                        let policy = #policy;
+                        move |input, request_context| {
+                            #private::typed_policy::<#input_ty>(input, request_context, policy)
+                        }
+                    })
+                });
+            }
+        },
         None => {}
     }
     // A function rather than a method so that it goes first in the chain
@@ -493,7 +552,14 @@ fn configure(krate: &Path, attrs: &Attrs, input_ty: &Type) -> TokenStream {
         );
     }
     if let Some(path) = &attrs.input_examples {
-        steps.push(quote!(.input_examples(#path().iter().map(#private::example_to_value))));
+        let examples = match lone {
+            Some(ident) => respan(
+                quote!(#private::lone_examples::<#ident, _>(#path())),
+                path.span(),
+            ),
+            None => quote!(#path().iter().map(#private::example_to_value)),
+        };
+        steps.push(quote!(.input_examples(#examples)));
     }
     if let Some(warn) = attrs.warn_on_invalid_output {
         let mode = if warn { quote!(Warn) } else { quote!(Strict) };

@@ -449,6 +449,63 @@ async fn tools_list_carries_declarations() {
     assert!(sleeper.get("outputSchema").is_none());
 }
 
+/// What to locate: one of several shapes.
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+enum Target {
+    City { name: String },
+    Coords { lat: f64, lon: f64 },
+}
+
+/// Locate a target
+#[tool]
+async fn locate(
+    /// What to locate
+    target: Target,
+) -> String {
+    match target {
+        Target::City { name } => name,
+        Target::Coords { lat, lon } => format!("{lat},{lon}"),
+    }
+}
+
+#[tokio::test]
+async fn a_tool_whose_one_parameter_is_an_enum_gets_an_object_input_schema() {
+    for modern in [false, true] {
+        let runtime = Runtime::builder().tool(LocateTool).build().unwrap();
+        let client = connect(runtime, TestClient::default(), modern).await;
+        let tools = client.list_all_tools().await.unwrap();
+        let schema = Value::Object((*tools[0].input_schema).clone());
+        assert_eq!(schema["type"], "object", "{schema}");
+        assert_eq!(schema["required"], json!(["target"]), "{schema}");
+        assert_eq!(
+            schema["properties"]["target"]["description"],
+            "What to locate"
+        );
+        let located = call(
+            &client,
+            "locate",
+            json!({ "target": { "kind": "city", "name": "Oslo" } }),
+        )
+        .await
+        .unwrap();
+        assert_eq!(text(&located), "Oslo");
+        let wrong = call(
+            &client,
+            "locate",
+            json!({ "target": { "kind": "coords", "lat": 1.0 } }),
+        )
+        .await
+        .unwrap();
+        assert_eq!(wrong.is_error, Some(true));
+        assert!(
+            text(&wrong).contains("- target.lon: Required"),
+            "{}",
+            text(&wrong)
+        );
+    }
+}
+
 // --- tools/call --------------------------------------------------------------------
 
 /// The MCP issue: peers of 2026-07-28 get non-object output schemas as

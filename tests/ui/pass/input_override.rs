@@ -1,7 +1,7 @@
 // `input = params` and `input = whole` override the default, which reads the
-// parameter's type name: an alias of `Vec<u32>` is a property with
-// `input = params`, and a struct of the user's named like a standard type
-// (`Value`) is the whole input with `input = whole`.
+// parameter's schema: `input = params` makes the alias of `Vec<u32>` a
+// property (as the default would), and `input = whole` takes a struct of the
+// user's named like a standard type (`Value`) as the whole input.
 use tool_core::{CallContext, Tool, tool};
 
 type Ids = Vec<u32>;
