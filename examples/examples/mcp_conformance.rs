@@ -24,13 +24,16 @@
 //! | elicitation-sep1330-enums | `test_elicitation_sep1330_enums` |
 //! | json-schema-2020-12 | `json_schema_2020_12_tool` |
 //! | server-sse-polling | `test_reconnection` |
-//! | tasks-* (0.2 suite, the tasks extension) | `greet`, `slow_compute`, `failing_job`, `protocol_error_job`, `confirm_delete` |
+//! | tasks-* (0.2 suite, the tasks extension) | `greet`, `slow_compute`, `failing_job`, `protocol_error_job`, `confirm_delete`, `multi_input`, `test_tool_with_task` |
 //!
 //! The tasks fixtures: `greet` answers at once; `slow_compute`,
 //! `failing_job` and `protocol_error_job` are background tools, so a client
 //! that declares the tasks extension gets a task for their calls (one that
-//! completes, completes with an error result, fails); `confirm_delete`
-//! asks the user and is no task (a task cannot ask: no `tasks/update`).
+//! completes, completes with an error result, fails). Tasks that ask their
+//! client are `input_required` until `tasks/update` answers:
+//! `confirm_delete` suspends (a stored question), `multi_input` asks two
+//! questions at once while it runs. `test_tool_with_task` asks before its
+//! task exists (an `input_required` result), then runs as one.
 //!
 //! Images, audio and embedded resources are `to_model_output` content
 //! parts: the MCP server turns an image part into image content, an
@@ -434,33 +437,63 @@ pub async fn protocol_error_job() -> String {
     panic!("protocol_error_job panics on purpose")
 }
 
-/// What `confirm_delete` asks.
+/// What `confirm_delete` and `multi_input` ask.
 #[derive(Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Confirmation {
-    /// Delete the file?
+    /// Go ahead?
     confirm: bool,
 }
 
-/// Asks the user to confirm, then "deletes" the file. Not a background
-/// tool: a task cannot ask its client (no in-task input, `tasks/update`),
-/// so the call asks as any tool does (an `input_required` result for a
-/// 2026-07-28 client, an elicitation request for older ones)
-#[tool]
+/// Asks the user to confirm, then "deletes" the file: a background tool
+/// that suspends, so that as a task it is `input_required` with the
+/// question (`inputRequests`), and `tasks/update` with the answer resumes
+/// it, on any instance sharing the store (the suspension is stored)
+#[tool(background)]
 pub async fn confirm_delete(
     /// The file to delete
     filename: String,
-    ctx: ToolContext,
+    ctx: ToolContext<String, Confirmation>,
 ) -> Result<String, ToolError> {
+    match ctx.resume_data() {
+        None => ctx.suspend(format!("Delete {filename}?")),
+        Some(Confirmation { confirm: true }) => Ok(format!("Deleted {filename}")),
+        Some(Confirmation { confirm: false }) => Ok(format!("Kept {filename}")),
+    }
+}
+
+/// A name.
+#[derive(Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Name {
+    /// The name
+    name: String,
+}
+
+/// Asks the user two questions at once while it runs (`McpContext`): as a
+/// task, both are open in `inputRequests` together, and each answer
+/// (`tasks/update`) closes its own
+#[tool(background)]
+pub async fn multi_input(ctx: ToolContext) -> Result<String, ToolError> {
     let mcp = ctx
         .mcp()
         .ok_or_else(|| ToolError::new("this client cannot be asked: it has no form elicitation"))?;
-    let asked = mcp
-        .elicit_as::<Confirmation>(format!("Delete {filename}?"))
-        .await?;
-    Ok(match asked {
-        Some(Confirmation { confirm: true }) => format!("Deleted {filename}"),
-        _ => format!("Kept {filename}"),
-    })
+    let (first, second) = tokio::join!(
+        mcp.elicit_as::<Name>("First name?"),
+        mcp.elicit_as::<Name>("Second name?")
+    );
+    let name = |answer: Option<Name>| answer.map_or_else(|| "nobody".to_owned(), |n| n.name);
+    Ok(format!("Got {} and {}", name(first?), name(second?)))
+}
+
+/// Asks the user's name (an `input_required` result: no task yet), then
+/// greets them as a task: a background tool the caller waits for, until it
+/// asked and its client (one of the tasks extension) answered; the rest
+/// then runs as a task (SEP-2663's input rounds, then a task)
+#[tool(background(disposition = "foreground"))]
+pub async fn test_tool_with_task(ctx: ToolContext<String, Name>) -> Result<String, ToolError> {
+    match ctx.resume_data() {
+        None => ctx.suspend("What is your name?".to_owned()),
+        Some(Name { name }) => Ok(format!("Hello, {name}!")),
+    }
 }
 
 // --- serving --------------------------------------------------------------
@@ -509,6 +542,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .tool(FailingJobTool)
         .tool(ProtocolErrorJobTool)
         .tool(ConfirmDeleteTool)
+        .tool(MultiInputTool)
+        .tool(TestToolWithTaskTool)
         .build()?;
     let server = McpServer::builder(runtime)
         .name("examples-mcp-conformance", env!("CARGO_PKG_VERSION"))

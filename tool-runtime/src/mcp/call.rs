@@ -41,7 +41,7 @@ pub(crate) const PENDING_META: &str = "tool-runtime/pending";
 /// The `inputRequests` key of an approval question.
 const APPROVAL_KEY: &str = "approval";
 /// The `inputRequests` key of a resume-data question.
-const RESUME_KEY: &str = "resume";
+pub(crate) const RESUME_KEY: &str = "resume";
 
 /// How the client of a request can be asked for input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,6 +87,8 @@ pub(crate) struct Call {
     pub(crate) wraps_output: bool,
     pub(crate) elicit: Elicit,
     pub(crate) states: RequestStates,
+    /// The request's client declared the tasks extension.
+    pub(crate) tasks: bool,
 }
 
 impl Call {
@@ -167,6 +169,12 @@ impl Call {
                     None,
                 );
                 match (form, answer(RESUME_KEY)) {
+                    (Some(form), Some(result)) if self.escalates() => {
+                        if let Answer::Data(data) = form.answer(&result) {
+                            return Ok(self.escalate(data, suspension).await);
+                        }
+                        self.resume_with(&form, &result, suspension)
+                    }
                     (Some(form), Some(result)) => self.resume_with(&form, &result, suspension),
                     (_, None) => self.replay(CallOutcome::Suspended {
                         call_id: pending.call_id.clone(),
@@ -188,6 +196,27 @@ impl Call {
             Step::Next(next, suspension) => self.run(next, suspension).await,
             Step::Respond(response) => response,
         })
+    }
+
+    /// Whether what is left of this call, once its client answered, runs as
+    /// a task the client polls: a background tool's call (its id says so)
+    /// for a client of the tasks extension (SEP-2663's input rounds, then
+    /// a task).
+    fn escalates(&self) -> bool {
+        self.tasks && super::tasks::is_task_id(&self.call_id)
+    }
+
+    /// Resumes the call with the client's `data` as a task: its handle once
+    /// the call is claimed; the usual answer (asking again, saying why) when
+    /// the data was refused.
+    async fn escalate(&self, data: Value, suspension: Suspension) -> CallToolResponse {
+        match super::tasks::resume_detached(&self.runtime, &self.call_id, data).await {
+            Ok(()) => super::tasks::started(&self.runtime, &self.call_id),
+            Err(refused) => {
+                self.run(Box::pin(std::future::ready(refused)), Some(suspension))
+                    .await
+            }
+        }
     }
 
     /// Settles `first` and whatever the pauses it ends in lead to.
@@ -212,6 +241,10 @@ impl Call {
                         self.wraps_output,
                     )
                     .into();
+                }
+                CallOutcome::BackgroundStarted { task_id } if self.escalates() => {
+                    // Approved on the way to a task: the client polls it now.
+                    return super::tasks::started(&self.runtime, &task_id);
                 }
                 CallOutcome::BackgroundStarted { task_id } => {
                     // MCP requests wait for their result: wait for the task

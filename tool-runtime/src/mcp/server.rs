@@ -20,6 +20,7 @@ use super::call::{Call, Elicit, PeerElicitor};
 use super::convert::{ServedTool, served_tool};
 use super::logging::SessionLog;
 use super::request_state::RequestStates;
+use super::task_input::{TaskElicitor, TaskInputs};
 use super::tasks;
 use crate::{CallOutcome, Runtime, ToolCall};
 
@@ -86,6 +87,8 @@ pub(crate) struct ServerInner {
     elicitation: bool,
     request_context: Option<Arc<RequestContextFn>>,
     states: RequestStates,
+    /// What the tasks running here ask their clients.
+    inputs: TaskInputs,
 }
 
 impl fmt::Debug for McpServer {
@@ -372,6 +375,7 @@ impl McpServerBuilder {
                         .unwrap_or_else(RequestStates::random_key),
                     self.request_state_lifetime,
                 ),
+                inputs: TaskInputs::default(),
             }),
         }
     }
@@ -439,8 +443,17 @@ impl ServerHandler for McpServer {
                 .to_owned();
             return Err(ErrorData::invalid_params(message, None));
         };
+        let client_tasks = context
+            .client_capabilities()
+            .is_some_and(|caps| caps.supports_tasks());
+        let background = tool.definition().background.as_ref().filter(|b| b.enabled);
+        // A task at once (deferred), or once its client answered a question
+        // on the way (foreground: waited for until then).
+        let taskable = client_tasks && background.is_some();
+        let as_task = taskable
+            && background.is_some_and(|b| b.disposition == tool_core::Disposition::Deferred);
         let call_id = match &request.request_state {
-            None => tasks::new_task_id(),
+            None => tasks::new_call_id(taskable),
             // The retry of an `input_required` result: the state names the
             // pending call, signed by a server with this key.
             Some(state) => self.inner.states.verify(name, state).ok_or_else(|| {
@@ -465,6 +478,7 @@ impl ServerHandler for McpServer {
             wraps_output: served.wraps_output_for(modern(&context)),
             elicit: self.elicit_mode(&context),
             states: self.inner.states.clone(),
+            tasks: client_tasks,
         };
         if request.request_state.is_some() {
             // The responses carry the user's answer.
@@ -487,15 +501,21 @@ impl ServerHandler for McpServer {
             && context
                 .client_capabilities()
                 .is_some_and(|caps| caps.sampling.is_some());
-        if call.elicit == Elicit::Request || sampling {
+        if as_task && (call.elicit != Elicit::Unsupported || sampling) {
+            // A task's questions wait for `tasks/update` (no request is open).
+            let asker = TaskElicitor {
+                inputs: self.inner.inputs.clone(),
+                task_id: call.call_id.clone(),
+                forms: call.elicit != Elicit::Unsupported,
+                sampling,
+            };
+            tool_call = tool_call.with_extension(McpContext::new(asker));
+        } else if call.elicit == Elicit::Request || sampling {
             // The tool itself may ask this client's user, or its model (`ToolContext::mcp`).
             let asker = PeerElicitor::new(&call, sampling);
             tool_call = tool_call.with_extension(McpContext::new(asker));
         }
         let runtime = self.inner.runtime.clone();
-        let client_tasks = context
-            .client_capabilities()
-            .is_some_and(|caps| caps.supports_tasks());
         let task_required = tool
             .definition()
             .mcp
@@ -509,11 +529,6 @@ impl ServerHandler for McpServer {
                     .build(),
             ));
         }
-        let as_task =
-            client_tasks
-                && tool.definition().background.as_ref().is_some_and(|b| {
-                    b.enabled && b.disposition == tool_core::Disposition::Deferred
-                });
         if as_task {
             // A task handle at once; a pause (approval) is settled as usual.
             let outcome = runtime.call(tool_call).await;
@@ -536,8 +551,23 @@ impl ServerHandler for McpServer {
         tasks::get(
             &self.inner.runtime,
             served,
+            &self.inner.inputs,
             &request.task_id,
             modern(&context),
+        )
+        .await
+    }
+
+    async fn update_task(
+        &self,
+        request: rmcp::model::UpdateTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        tasks::update(
+            &self.inner.runtime,
+            &self.inner.inputs,
+            &request.task_id,
+            &request.input_responses,
         )
         .await
     }
@@ -549,7 +579,9 @@ impl ServerHandler for McpServer {
     ) -> Result<(), ErrorData> {
         let runtime = &self.inner.runtime;
         match runtime.stored(&request.task_id).await {
-            Ok(Some(stored)) if stored.call.kind == crate::PendingKind::Task => {}
+            Ok(Some(stored))
+                if stored.call.kind == crate::PendingKind::Task
+                    || tasks::is_task_id(&request.task_id) => {}
             Ok(_) => {
                 let message = format!("no task {:?}", request.task_id);
                 return Err(ErrorData::invalid_params(message, None));
@@ -561,6 +593,8 @@ impl ServerHandler for McpServer {
         if runtime.cancel(&request.task_id).is_err() {
             tracing::debug!(task_id = %request.task_id, "tasks/cancel: the task does not run on this instance");
         }
+        // Its open questions end: a tool waiting on one gets an error.
+        self.inner.inputs.cancel(&request.task_id);
         Ok(())
     }
 }

@@ -9,13 +9,25 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rmcp::ErrorData;
 use rmcp::model::{
-    CallToolResponse, CreateTaskResult, DetailedTask, GetTaskResult, JsonObject, Task, TaskPayload,
-    TaskStatus,
+    CallToolResponse, CreateTaskResult, DetailedTask, ElicitRequest, ElicitRequestParams,
+    ElicitResult, GetTaskResult, InputRequest, InputRequests, InputResponses, JsonObject, Task,
+    TaskPayload, TaskStatus,
 };
+use serde_json::Value;
+use tool_core::ErrorKind;
 
+use super::call::RESUME_KEY;
 use super::convert::{self, ServedTool};
-use crate::store::{CallState, StoredCall};
-use crate::{CallOutcome, Runtime};
+use super::elicit::{self, Answer, Form};
+use super::task_input::TaskInputs;
+use crate::store::{CallState, PendingCall, PendingKind, StoredCall};
+use crate::{CallOutcome, Runtime, RuntimeError};
+
+/// The id prefix of a call that is (or may become) a task.
+const TASK_PREFIX: &str = "mcp-task-";
+
+/// Longest client-supplied text quoted in an error.
+const MAX_QUOTE: usize = 300;
 
 /// How often a client is asked to poll.
 const POLL_INTERVAL: Duration = Duration::from_millis(500);
@@ -44,24 +56,31 @@ fn ttl(runtime: &Runtime, created: SystemTime, updated: SystemTime) -> u64 {
 pub(crate) async fn get(
     runtime: &Runtime,
     served: impl Fn(&str) -> Option<ServedTool>,
+    inputs: &TaskInputs,
     task_id: &str,
     modern: bool,
 ) -> Result<GetTaskResult, ErrorData> {
-    let unknown = || {
-        ErrorData::invalid_params(
-            format!("no task {task_id:?}: it was never started, or was forgotten"),
-            None,
-        )
-    };
-    let stored = match runtime.stored(task_id).await {
-        Ok(Some(stored)) if stored.call.kind == crate::PendingKind::Task => stored,
-        Ok(_) => return Err(unknown()),
-        Err(error) => return Err(ErrorData::internal_error(error.to_string(), None)),
-    };
+    let stored = stored_task(runtime, task_id).await?;
     let created = created_time(task_id);
     let StoredCall { call, state, .. } = stored;
     let (payload, updated) = match state {
-        CallState::Pending | CallState::Running { .. } => (TaskPayload::Working, SystemTime::now()),
+        CallState::Pending if call.kind == PendingKind::Suspended => {
+            let input_requests = suspension_form(runtime, &call)
+                .map(|form| InputRequests::from([(RESUME_KEY.to_owned(), elicitation(form))]))
+                // Resume data no form can ask for: the application resumes it.
+                .unwrap_or_default();
+            (
+                TaskPayload::InputRequired { input_requests },
+                SystemTime::now(),
+            )
+        }
+        CallState::Pending | CallState::Running { .. } => {
+            let payload = match inputs.outstanding(task_id) {
+                Some(input_requests) => TaskPayload::InputRequired { input_requests },
+                None => TaskPayload::Working,
+            };
+            (payload, SystemTime::now())
+        }
         CallState::Settled {
             outcome,
             settled_at,
@@ -109,6 +128,179 @@ pub(crate) async fn get(
     Ok(GetTaskResult::new(DetailedTask::new(task, payload)))
 }
 
+/// The stored task `task_id`: a background call (kind `Task`), or any call
+/// of a task id (one that suspended, or was approved, on its way).
+async fn stored_task(runtime: &Runtime, task_id: &str) -> Result<StoredCall, ErrorData> {
+    match runtime.stored(task_id).await {
+        Ok(Some(stored)) if stored.call.kind == PendingKind::Task || is_task_id(task_id) => {
+            Ok(stored)
+        }
+        Ok(_) => Err(ErrorData::invalid_params(
+            format!(
+                "no task {:?}: it was never started, or was forgotten",
+                quote(task_id)
+            ),
+            None,
+        )),
+        Err(error) => Err(ErrorData::internal_error(error.to_string(), None)),
+    }
+}
+
+/// `tasks/update`: the client's answers to the task's questions. The
+/// question of a suspended task resumes it; those its tool asks while it
+/// runs (here) are delivered. Keys that match no outstanding question
+/// (answered already, never asked) are ignored: the ack says nothing of
+/// the task, whose next state `tasks/get` shows. An answer of the wrong
+/// shape, or resume data the tool's resume schema rejects, is refused with
+/// invalid params, saying why; the question stays.
+pub(crate) async fn update(
+    runtime: &Runtime,
+    inputs: &TaskInputs,
+    task_id: &str,
+    responses: &InputResponses,
+) -> Result<(), ErrorData> {
+    let StoredCall { call, state, .. } = stored_task(runtime, task_id).await?;
+    let refused = |key: &str, why: &str| {
+        ErrorData::invalid_params(
+            format!(
+                "inputResponses[{:?}] of task {task_id:?} was not taken: {}",
+                quote(key),
+                quote(why)
+            ),
+            None,
+        )
+    };
+    if state.is_pending() && call.kind == PendingKind::Suspended {
+        let Some(answer) = responses.get(RESUME_KEY) else {
+            tracing::debug!(task_id, "tasks/update without the suspended task's answer");
+            return Ok(());
+        };
+        let result: ElicitResult = serde_json::from_value(answer.clone()).map_err(|e| {
+            refused(
+                RESUME_KEY,
+                &format!(
+                    "expected an elicitation result ({{\"action\": ..., \"content\": ...}}): {e}"
+                ),
+            )
+        })?;
+        let Some(form) = suspension_form(runtime, &call) else {
+            return Err(refused(
+                RESUME_KEY,
+                "the task's resume data cannot be asked for in a form: the application resumes it",
+            ));
+        };
+        return match form.answer(&result) {
+            Answer::Data(data) => match resume_detached(runtime, task_id, data).await {
+                Ok(()) => Ok(()),
+                Err(outcome) => Err(refused(RESUME_KEY, &rejection(&outcome))),
+            },
+            Answer::Refused(action) => {
+                // No resume data: the call stays suspended, its question open.
+                tracing::info!(
+                    task_id,
+                    ?action,
+                    "the client did not answer the suspended task's question"
+                );
+                Ok(())
+            }
+        };
+    }
+    let delivered = inputs
+        .answer(task_id, responses)
+        .map_err(|bad| refused(&bad.key, &bad.why))?;
+    tracing::debug!(
+        task_id,
+        delivered,
+        ignored = responses.len() - delivered,
+        "tasks/update"
+    );
+    Ok(())
+}
+
+/// Resumes the suspended call `call_id` with `data` without waiting for it
+/// to finish: `Ok` once the call is claimed (it then runs as a task of its
+/// own, recorded in the store), or the outcome of a resume that was refused
+/// before the claim (resume data that fails the resume schema, a call no
+/// longer suspended), the call unchanged.
+pub(crate) async fn resume_detached(
+    runtime: &Runtime,
+    call_id: &str,
+    data: Value,
+) -> Result<(), CallOutcome> {
+    let mut resume = tokio::spawn(runtime.resume(call_id, data));
+    let mut pause = Duration::from_millis(2);
+    loop {
+        tokio::select! {
+            joined = &mut resume => {
+                return match joined {
+                    Ok(Ok(CallOutcome::Failed { error })) if error.kind() == ErrorKind::ResumeValidation => {
+                        Err(CallOutcome::Failed { error })
+                    }
+                    Ok(Ok(_)) => Ok(()),
+                    // Another answer won the claim: it runs.
+                    Ok(Err(RuntimeError::Running { .. })) => Ok(()),
+                    Ok(Err(error)) => Err(CallOutcome::failed(tool_core::ModelError::new(
+                        ErrorKind::Execution,
+                        error.to_string(),
+                    ))),
+                    Err(error) => Err(CallOutcome::failed(tool_core::ModelError::new(
+                        ErrorKind::Execution,
+                        format!("the resume failed: {error}"),
+                    ))),
+                };
+            }
+            () = tokio::time::sleep(pause) => {
+                let claimed = runtime.stored(call_id).await.ok().flatten().is_some_and(|s| !s.state.is_pending());
+                if claimed {
+                    return Ok(());
+                }
+                pause = (pause * 2).min(Duration::from_millis(50));
+            }
+        }
+    }
+}
+
+/// What a refused resume says.
+fn rejection(outcome: &CallOutcome) -> String {
+    match outcome.error() {
+        Some(error) => error.message().to_owned(),
+        None => "the call could not be resumed".to_owned(),
+    }
+}
+
+/// The form asking for a suspended call's resume data.
+fn suspension_form(runtime: &Runtime, call: &PendingCall) -> Option<Form> {
+    let schema = runtime
+        .tool(&call.tool_id)?
+        .definition()
+        .resume_schema
+        .clone();
+    elicit::resume_form(
+        call.payload.as_ref().unwrap_or(&Value::Null),
+        schema.as_ref(),
+        None,
+    )
+}
+
+/// `form` as an `elicitation/create` input request.
+pub(crate) fn elicitation(form: Form) -> InputRequest {
+    let params = ElicitRequestParams::FormElicitationParams {
+        meta: None,
+        message: form.message,
+        requested_schema: form.schema,
+    };
+    InputRequest::Elicitation(ElicitRequest::new(params))
+}
+
+/// `text` cut to `MAX_QUOTE` characters, to quote client input in errors.
+fn quote(text: &str) -> String {
+    if text.chars().count() <= MAX_QUOTE {
+        return text.to_owned();
+    }
+    let cut: String = text.chars().take(MAX_QUOTE).collect();
+    format!("{cut}... (truncated)")
+}
+
 /// A settled call's result as a completed task's (`isError` results too).
 fn completed(result: rmcp::model::CallToolResult) -> TaskPayload {
     let result = match serde_json::to_value(result) {
@@ -127,22 +319,33 @@ fn failed(error: ErrorData) -> TaskPayload {
     TaskPayload::Failed { error }
 }
 
-/// A new task's id (the runtime's call id): it carries its creation time,
-/// so that any instance can say when the task was created.
-pub(crate) fn new_task_id() -> String {
+/// A new call's id (the runtime's call id): it carries its creation time,
+/// so that any instance can say when the task was created, and, for a call
+/// that is or may become a task (`task`: a background tool's, for a client
+/// of the tasks extension), says so: such a call stays a task when it
+/// suspends or is approved on its way, in the store of any instance.
+pub(crate) fn new_call_id(task: bool) -> String {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default();
     format!(
-        "mcp-{:x}-{}",
+        "{}{:x}-{}",
+        if task { TASK_PREFIX } else { "mcp-" },
         now.as_millis(),
         uuid::Uuid::new_v4().simple()
     )
 }
 
+/// Whether `call_id` was made for a task ([`new_call_id`]).
+pub(crate) fn is_task_id(call_id: &str) -> bool {
+    call_id.starts_with(TASK_PREFIX)
+}
+
 /// When the task `task_id` was created, from its id.
 fn created_time(task_id: &str) -> Option<SystemTime> {
-    let millis = task_id.strip_prefix("mcp-")?.split('-').next()?;
+    let rest = task_id.strip_prefix("mcp-")?;
+    let rest = rest.strip_prefix("task-").unwrap_or(rest);
+    let millis = rest.split('-').next()?;
     let millis = u64::from_str_radix(millis, 16).ok()?;
     Some(UNIX_EPOCH + Duration::from_millis(millis))
 }
@@ -189,9 +392,12 @@ mod tests {
 
     #[test]
     fn a_task_id_says_when_the_task_was_created() {
-        let id = new_task_id();
-        let created = iso8601(created_time(&id).expect("a creation time"));
-        assert!(created.starts_with("20"), "{created}");
+        for task in [false, true] {
+            let id = new_call_id(task);
+            assert_eq!(is_task_id(&id), task, "{id}");
+            let created = iso8601(created_time(&id).expect("a creation time"));
+            assert!(created.starts_with("20"), "{created}");
+        }
         assert_eq!(created_time("mcp-zz-1"), None);
         assert_eq!(created_time("other"), None);
     }
