@@ -593,8 +593,6 @@ impl ServerHandler for McpServer {
         if runtime.cancel(&request.task_id).is_err() {
             tracing::debug!(task_id = %request.task_id, "tasks/cancel: the task does not run on this instance");
         }
-        // Its open questions end: a tool waiting on one gets an error.
-        self.inner.inputs.cancel(&request.task_id);
         Ok(())
     }
 }

@@ -6,7 +6,8 @@
 //! of a task as its `inputRequests`.
 //!
 //! These questions live with the tool's running future, on the instance
-//! that runs it: another instance says the task works, and cannot take
+//! that runs it (cancelling the task drops the future, and so its
+//! questions): another instance says the task works, and cannot take
 //! its answers. A tool whose question must outlive its instance suspends
 //! instead (the task's suspension is stored; see `tasks.rs`).
 
@@ -129,12 +130,6 @@ impl TaskInputs {
         Ok(delivered)
     }
 
-    /// Drops every question of `task_id` (it was cancelled): the tool's
-    /// `elicit` / `sample` return an error.
-    pub(crate) fn cancel(&self, task_id: &str) {
-        self.lock().remove(task_id);
-    }
-
     /// Registers a question; its answer arrives on the receiver. The guard
     /// takes the question back when the asking future ends unanswered.
     fn ask(
@@ -213,7 +208,7 @@ impl TaskElicitor {
         tracing::info!(task_id = %self.task_id, "MCP task waits for its client's input");
         answered
             .await
-            .map_err(|_| "the task was cancelled before the client answered".to_owned())
+            .map_err(|_| "the question was withdrawn before the client answered".to_owned())
     }
 }
 
