@@ -1063,6 +1063,366 @@ async fn a_task_only_tool_refuses_clients_without_the_tasks_extension() {
     );
 }
 
+// --- tasks that ask their client (SEP-2663 in-task input) ------------------------
+
+/// Books a flight in the background, after the user confirms the price
+/// (suspends: the question is stored)
+#[tool(background, id = "book-later")]
+pub async fn book_later(
+    flight: String,
+    ctx: ToolContext<Quote, Answer>,
+) -> Result<String, ToolError> {
+    match ctx.resume_data() {
+        None => ctx.suspend(Quote {
+            question: format!("Book {flight} for 249 EUR?"),
+            price_eur: 249,
+        }),
+        Some(Answer {
+            confirmed: true,
+            seats,
+        }) => Ok(format!("booked {seats} seat(s) on {flight}")),
+        Some(Answer {
+            confirmed: false, ..
+        }) => Ok("not booked".into()),
+    }
+}
+
+/// An accepted form with `content`, as `inputResponses` carry it.
+fn accepted(content: Value) -> Value {
+    serde_json::to_value(accept(content)).unwrap()
+}
+
+/// A tasks client that shows forms (it declares elicitation) and records
+/// any elicitation request sent to it: a task's questions must go in the
+/// task instead.
+fn task_client() -> TestClient {
+    TestClient {
+        tasks: true,
+        ..TestClient::answering(|_, _| ElicitResult::new(ElicitationAction::Decline))
+    }
+}
+
+/// Starts `tool` with `arguments` as a task: its id.
+async fn start_task(client: &Client, tool: &str, arguments: Value) -> String {
+    let params = CallToolRequestParams::new(tool.to_owned())
+        .with_arguments(arguments.as_object().unwrap().clone());
+    let response = client.call_tool_once(params).await.unwrap();
+    let CallToolResponse::Task(created) = response else {
+        panic!("a task handle for {tool}: {response:?}")
+    };
+    created.task.task_id
+}
+
+/// Polls `tasks/get` until the task is `input_required` with at least
+/// `questions` questions; its questions, as JSON.
+async fn questions(
+    client: &Client,
+    task_id: &str,
+    questions: usize,
+) -> serde_json::Map<String, Value> {
+    use rmcp::model::{GetTaskParams, TaskPayload};
+    for _ in 0..500 {
+        let got = client.get_task(GetTaskParams::new(task_id)).await.unwrap();
+        if let TaskPayload::InputRequired { input_requests } = &got.task.payload
+            && input_requests.len() >= questions
+        {
+            let Value::Object(asked) = serde_json::to_value(input_requests).unwrap() else {
+                panic!("a map")
+            };
+            return asked;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("task {task_id} did not ask {questions} question(s)")
+}
+
+/// The JSON-RPC error code and message of a refused request.
+fn refusal<T: std::fmt::Debug>(result: Result<T, ServiceError>) -> (i32, String) {
+    match result {
+        Err(ServiceError::McpError(error)) => (error.code.0, error.message.to_string()),
+        other => panic!("a JSON-RPC error: {other:?}"),
+    }
+}
+
+/// The MCP issue's in-task input (tasks-mrtr-input), the durable way: a
+/// background tool that suspends is an `input_required` task whose question
+/// (its resume form) any instance sharing the store shows, and whose answer
+/// any instance takes (`tasks/update`): the call resumes and the task
+/// completes with the tool's result. Resume data the schema rejects, or an
+/// answer of the wrong shape, is refused saying why, the question staying;
+/// keys no question has are ignored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_suspended_task_asks_through_tasks_get_and_resumes_with_tasks_update() {
+    use rmcp::model::{TaskPayload, UpdateTaskParams};
+    let store = Arc::new(tool_runtime::MemoryStore::new());
+    let runtime = || {
+        Runtime::builder()
+            .tool(BookLaterTool)
+            .store(Arc::clone(&store))
+            .build()
+            .unwrap()
+    };
+    for modern in [false, true] {
+        let handler = task_client();
+        let sent = Arc::clone(&handler.asked);
+        let client = connect(runtime(), handler, modern).await;
+        let task_id = start_task(&client, "book-later", json!({ "flight": "AF123" })).await;
+
+        // Another instance on the same store shows the stored question.
+        let elsewhere = connect(runtime(), task_client(), modern).await;
+        let asked = questions(&elsewhere, &task_id, 1).await;
+        assert_eq!(asked.keys().collect::<Vec<_>>(), ["resume"], "{asked:?}");
+        let question = &asked["resume"];
+        assert_eq!(question["method"], "elicitation/create", "{question}");
+        let message: Value =
+            serde_json::from_str(question["params"]["message"].as_str().unwrap()).unwrap();
+        assert_eq!(message["question"], "Book AF123 for 249 EUR?");
+        let schema = &question["params"]["requestedSchema"];
+        assert_eq!(schema["properties"]["seats"]["minimum"], 1, "{schema}");
+        assert!(
+            sent.lock().unwrap().is_empty(),
+            "no elicitation request: the task asks"
+        );
+
+        let update = |answer: Value| {
+            let elsewhere = &elsewhere;
+            let task_id = task_id.clone();
+            async move {
+                elsewhere
+                    .update_task(UpdateTaskParams::new(
+                        task_id,
+                        [("resume".to_owned(), answer)].into(),
+                    ))
+                    .await
+            }
+        };
+        // Not an elicitation result: refused, naming the key.
+        let (code, message) = refusal(update(json!("yes please")).await);
+        assert_eq!(code, -32602, "{message}");
+        assert!(
+            message.contains("\"resume\"") && message.contains("elicitation result"),
+            "{message}"
+        );
+        // Resume data the resume schema rejects (seats >= 1): refused, saying why.
+        let (code, message) = refusal(
+            update(json!({ "action": "accept", "content": { "confirmed": true, "seats": 0 } }))
+                .await,
+        );
+        assert_eq!(code, -32602, "{message}");
+        assert!(message.contains("seats"), "{message}");
+        assert!(message.len() < 1_000, "bounded: {message}");
+        // A key no question has: ignored (acked); the question stays.
+        elsewhere
+            .update_task(UpdateTaskParams::new(
+                task_id.clone(),
+                [("nope".to_owned(), json!({ "action": "accept" }))].into(),
+            ))
+            .await
+            .unwrap();
+        assert_eq!(questions(&client, &task_id, 1).await.len(), 1);
+
+        update(json!({ "action": "accept", "content": { "confirmed": true, "seats": 2 } }))
+            .await
+            .unwrap();
+        let done = settled(&client, &task_id).await;
+        let TaskPayload::Completed { result } = &done.payload else {
+            panic!("a completed task: {done:?}")
+        };
+        assert_eq!(
+            result["content"][0]["text"], "booked 2 seat(s) on AF123",
+            "{result:?}"
+        );
+        assert_eq!(result["isError"], false);
+    }
+}
+
+/// Asks the user for two seats at once while it runs
+#[tool(background, id = "two-seats")]
+pub async fn two_seats(flight: String, ctx: ToolContext) -> Result<String, ToolError> {
+    let mcp = ctx.mcp().ok_or_else(|| ToolError::new("nobody to ask"))?;
+    let (first, second) = tokio::join!(
+        mcp.elicit_as::<SeatChoice>(format!("First seat on {flight}?")),
+        mcp.elicit_as::<SeatChoice>(format!("Second seat on {flight}?"))
+    );
+    let seat = |choice: Option<SeatChoice>| choice.map_or_else(|| "none".to_owned(), |c| c.seat);
+    Ok(format!("{flight}: {} and {}", seat(first?), seat(second?)))
+}
+
+/// The MCP issue's in-task input, the tool asking while it runs (the
+/// partial fulfillment of tasks-mrtr-input): two questions open at once,
+/// each with a key of its own; an answer of the wrong shape is refused and
+/// delivers nothing; each answer closes its question; the task completes
+/// with the answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_task_asks_several_questions_and_each_answer_closes_its_own() {
+    use rmcp::model::{TaskPayload, UpdateTaskParams};
+    let runtime = Runtime::builder().tool(TwoSeatsTool).build().unwrap();
+    for modern in [false, true] {
+        let handler = task_client();
+        let sent = Arc::clone(&handler.asked);
+        let client = connect(runtime.clone(), handler, modern).await;
+        let task_id = start_task(&client, "two-seats", json!({ "flight": "AF123" })).await;
+        let asked = questions(&client, &task_id, 2).await;
+        let mut messages: Vec<&str> = asked
+            .values()
+            .map(|q| {
+                assert_eq!(q["method"], "elicitation/create", "{q}");
+                q["params"]["message"].as_str().unwrap()
+            })
+            .collect();
+        messages.sort_unstable();
+        assert_eq!(messages, ["First seat on AF123?", "Second seat on AF123?"]);
+        assert!(
+            sent.lock().unwrap().is_empty(),
+            "no elicitation request: the task asks"
+        );
+        let key_of = |message: &str| {
+            asked
+                .iter()
+                .find(|(_, q)| q["params"]["message"] == message)
+                .map(|(key, _)| key.clone())
+                .unwrap()
+        };
+        let (first, second) = (
+            key_of("First seat on AF123?"),
+            key_of("Second seat on AF123?"),
+        );
+        let update = |answers: Vec<(&String, Value)>| {
+            let client = &client;
+            let task_id = task_id.clone();
+            let answers = answers.into_iter().map(|(k, v)| (k.clone(), v)).collect();
+            async move {
+                client
+                    .update_task(UpdateTaskParams::new(task_id, answers))
+                    .await
+            }
+        };
+
+        // One answer of the wrong shape: nothing is delivered.
+        let (code, message) = refusal(
+            update(vec![
+                (&first, accepted(json!({ "seat": "12A", "window": true }))),
+                (&second, json!(42)),
+            ])
+            .await,
+        );
+        assert_eq!(code, -32602, "{message}");
+        assert!(message.contains(&format!("{second:?}")), "{message}");
+        assert_eq!(questions(&client, &task_id, 2).await.len(), 2);
+
+        update(vec![(
+            &first,
+            accepted(json!({ "seat": "12A", "window": true })),
+        )])
+        .await
+        .unwrap();
+        let left = questions(&client, &task_id, 1).await;
+        assert_eq!(left.keys().collect::<Vec<_>>(), [&second], "{left:?}");
+
+        update(vec![(
+            &second,
+            accepted(json!({ "seat": "12B", "window": false })),
+        )])
+        .await
+        .unwrap();
+        let done = settled(&client, &task_id).await;
+        let TaskPayload::Completed { result } = &done.payload else {
+            panic!("a completed task: {done:?}")
+        };
+        assert_eq!(
+            result["content"][0]["text"], "AF123: 12A and 12B",
+            "{result:?}"
+        );
+    }
+}
+
+/// `tasks/cancel` of a task waiting on its questions: the questions end
+/// and the task is cancelled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_a_task_that_waits_for_answers_cancels_it() {
+    use rmcp::model::{CancelTaskParams, TaskPayload};
+    let runtime = Runtime::builder().tool(TwoSeatsTool).build().unwrap();
+    let client = connect(runtime, task_client(), true).await;
+    let task_id = start_task(&client, "two-seats", json!({ "flight": "AF123" })).await;
+    questions(&client, &task_id, 2).await;
+    client
+        .cancel_task(CancelTaskParams::new(&task_id))
+        .await
+        .unwrap();
+    let done = settled(&client, &task_id).await;
+    assert_eq!(done.payload, TaskPayload::Cancelled, "{done:?}");
+}
+
+/// Greets the user, asking their name first (a background tool waited for)
+#[tool(background(disposition = "foreground"), id = "greet-later")]
+pub async fn greet_later(ctx: ToolContext<String, GreetName>) -> Result<String, ToolError> {
+    match ctx.resume_data() {
+        None => ctx.suspend("What is your name?".to_owned()),
+        Some(GreetName { name }) => Ok(format!("Hello, {name}!")),
+    }
+}
+
+/// The answer `greet-later` asks for.
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct GreetName {
+    /// Your name
+    name: String,
+}
+
+/// The MCP issue's tasks-mrtr-composition: a background call that asks
+/// before its task runs gets an `input_required` result (no task yet);
+/// the retry with the answer gets a task handle, and the task completes
+/// with the answer in its result. A client without the tasks extension
+/// gets the result itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_that_asks_first_becomes_a_task_once_answered() {
+    use rmcp::model::TaskPayload;
+    let runtime = Runtime::builder().tool(GreetLaterTool).build().unwrap();
+    for tasks in [true, false] {
+        let client = connect(
+            runtime.clone(),
+            TestClient {
+                tasks,
+                ..TestClient::answering(|_, _| ElicitResult::new(ElicitationAction::Decline))
+            },
+            true,
+        )
+        .await;
+        let response = client
+            .call_tool_once(CallToolRequestParams::new("greet-later"))
+            .await
+            .unwrap();
+        let CallToolResponse::InputRequired(asked) = response else {
+            panic!("input_required first: {response:?}")
+        };
+        let requests = asked.input_requests.expect("a question");
+        assert_eq!(requests.keys().collect::<Vec<_>>(), ["resume"]);
+        let retry = CallToolRequestParams::new("greet-later")
+            .with_request_state(asked.request_state.expect("a request state"))
+            .with_input_responses(
+                [("resume".to_owned(), accepted(json!({ "name": "Alice" })))].into(),
+            );
+        let response = client.call_tool_once(retry).await.unwrap();
+        if !tasks {
+            let CallToolResponse::Complete(result) = response else {
+                panic!("the result itself without the extension: {response:?}")
+            };
+            assert_eq!(text(&result), "Hello, Alice!");
+            continue;
+        }
+        let CallToolResponse::Task(created) = response else {
+            panic!("a task handle once answered: {response:?}")
+        };
+        let wire = serde_json::to_value(&created).unwrap();
+        assert!(wire.get("requestState").is_none(), "{wire}");
+        let done = settled(&client, &created.task.task_id).await;
+        let TaskPayload::Completed { result } = &done.payload else {
+            panic!("a completed task: {done:?}")
+        };
+        assert_eq!(result["content"][0]["text"], "Hello, Alice!", "{result:?}");
+    }
+}
+
 /// Every log line of this test binary (the runtime logs through `tracing`).
 fn logs() -> Arc<Mutex<Vec<u8>>> {
     static LOGS: OnceLock<Arc<Mutex<Vec<u8>>>> = OnceLock::new();
