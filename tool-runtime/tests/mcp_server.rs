@@ -691,6 +691,12 @@ async fn a_calls_logs_reach_the_client_at_the_level_it_set() {
     use tracing_subscriber::layer::SubscriberExt as _;
     let runtime = Runtime::builder().tool(ChattyTool).build().unwrap();
     // This test runs on one thread: the layer sees every event of the call.
+    // Callsite interest is cached globally; while this test's subscriber is
+    // the only one, tracing computes the interest of a callsite first hit
+    // on another thread (a test running beside this one) from that thread's
+    // subscriber alone: none, so the call's spans would stay disabled here
+    // too. With the global one as well, every subscriber has its say.
+    let _ = logs();
     let _subscriber =
         tracing::subscriber::set_default(tracing_subscriber::registry().with(runtime.log_layer()));
     for modern in [false, true] {
