@@ -1429,6 +1429,102 @@ async fn a_call_that_asks_first_becomes_a_task_once_answered() {
     }
 }
 
+/// Summarizes a text in the background with the client's model
+#[tool(background)]
+pub async fn summarize(text: String, ctx: ToolContext) -> Result<String, ToolError> {
+    let mcp = ctx.mcp().ok_or_else(|| ToolError::new("nobody to ask"))?;
+    mcp.sample(format!("Summarize: {text}"), 50).await
+}
+
+/// A task's question for the client's model (sampling, before 2026-07-28)
+/// is an input request too: `sampling/createMessage`, answered by a
+/// `CreateMessageResult`; anything else is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_asks_the_clients_model_through_its_input_requests() {
+    use rmcp::model::{TaskPayload, UpdateTaskParams};
+    let runtime = Runtime::builder().tool(SummarizeTool).build().unwrap();
+    let client = connect(
+        runtime,
+        TestClient {
+            tasks: true,
+            sampling: true,
+            ..TestClient::default()
+        },
+        false,
+    )
+    .await;
+    let task_id = start_task(&client, "summarize", json!({ "text": "a long story" })).await;
+    let asked = questions(&client, &task_id, 1).await;
+    let (key, question) = asked.iter().next().unwrap();
+    assert_eq!(question["method"], "sampling/createMessage", "{question}");
+    assert_eq!(
+        question["params"]["messages"][0]["content"]["text"],
+        "Summarize: a long story"
+    );
+    assert_eq!(question["params"]["maxTokens"], 50);
+    let update = |answer: Value| {
+        let (client, task_id) = (&client, task_id.clone());
+        let answers = [(key.clone(), answer)].into();
+        async move {
+            client
+                .update_task(UpdateTaskParams::new(task_id, answers))
+                .await
+        }
+    };
+    let (code, message) = refusal(update(accepted(json!({ "text": "short" }))).await);
+    assert_eq!(code, -32602, "{message}");
+    assert!(message.contains("sampling result"), "{message}");
+    update(json!({
+        "role": "assistant",
+        "content": { "type": "text", "text": "short" },
+        "model": "test-model"
+    }))
+    .await
+    .unwrap();
+    let done = settled(&client, &task_id).await;
+    let TaskPayload::Completed { result } = &done.payload else {
+        panic!("a completed task: {done:?}")
+    };
+    assert_eq!(result["content"][0]["text"], "short", "{result:?}");
+}
+
+/// Purges the cache, in the background, once approved
+#[tool(background, require_approval)]
+pub async fn purge() -> &'static str {
+    "purged"
+}
+
+/// A deferred background call that needs approval is asked about first
+/// (an `input_required` result: no task yet); once approved, the client of
+/// the tasks extension gets a task handle rather than a wait.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approved_background_call_is_a_task_for_a_tasks_client() {
+    use rmcp::model::TaskPayload;
+    let runtime = Runtime::builder().tool(PurgeTool).build().unwrap();
+    let client = connect(runtime, task_client(), true).await;
+    let response = client
+        .call_tool_once(CallToolRequestParams::new("purge"))
+        .await
+        .unwrap();
+    let CallToolResponse::InputRequired(asked) = response else {
+        panic!("asked for approval first: {response:?}")
+    };
+    let retry = CallToolRequestParams::new("purge")
+        .with_request_state(asked.request_state.expect("a request state"))
+        .with_input_responses(
+            [("approval".to_owned(), accepted(json!({ "approved": true })))].into(),
+        );
+    let response = client.call_tool_once(retry).await.unwrap();
+    let CallToolResponse::Task(created) = response else {
+        panic!("a task handle once approved: {response:?}")
+    };
+    let done = settled(&client, &created.task.task_id).await;
+    let TaskPayload::Completed { result } = &done.payload else {
+        panic!("a completed task: {done:?}")
+    };
+    assert_eq!(result["content"][0]["text"], "purged", "{result:?}");
+}
+
 /// Every log line of this test binary (the runtime logs through `tracing`).
 fn logs() -> Arc<Mutex<Vec<u8>>> {
     static LOGS: OnceLock<Arc<Mutex<Vec<u8>>>> = OnceLock::new();
