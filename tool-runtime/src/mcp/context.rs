@@ -159,6 +159,10 @@ impl McpContext {
 /// `ctx.mcp()` on a tool's context: the MCP client that called the tool,
 /// when it can be asked for input (elicitation); `None` otherwise (another
 /// transport, or a client without forms): have a fallback, or suspend.
+/// In an MCP task, each question is one of the task's `inputRequests`,
+/// answered by the client's `tasks/update`; it waits on the instance that
+/// runs the task (a task rerun after its instance died has no `mcp()`):
+/// suspend for a question that must outlive it.
 ///
 /// ```
 /// use tool_core::{tool, ToolContext, ToolError};

@@ -48,6 +48,11 @@ type RequestContextFn =
 ///   request, or on protocol 2026-07-28 an `input_required` result);
 ///   otherwise the result says what is pending, and the call stays in the
 ///   runtime's store for [`Runtime::approve`] / [`Runtime::resume`].
+/// - For a client of the tasks extension (SEP-2663), a background tool's
+///   call is a task: `tasks/get` reads it from the store; a task that asks
+///   (it suspended, or its tool asks through [`McpContext`] while it runs)
+///   is `input_required` with its questions, answered by `tasks/update`;
+///   `tasks/cancel` fires its abort signal.
 ///
 /// Cheap to clone; clones serve the same runtime.
 ///
