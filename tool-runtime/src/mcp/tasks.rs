@@ -19,6 +19,7 @@ use tool_core::ErrorKind;
 use super::call::RESUME_KEY;
 use super::convert::{self, ServedTool};
 use super::elicit::{self, Answer, Form};
+use super::request_state::hex;
 use super::task_input::TaskInputs;
 use crate::store::{CallState, PendingCall, PendingKind, StoredCall};
 use crate::{CallOutcome, Runtime, RuntimeError};
@@ -66,7 +67,7 @@ pub(crate) async fn get(
     let (payload, updated) = match state {
         CallState::Pending if call.kind == PendingKind::Suspended => {
             let input_requests = suspension_form(runtime, &call)
-                .map(|form| InputRequests::from([(RESUME_KEY.to_owned(), elicitation(form))]))
+                .map(|form| InputRequests::from([(suspension_key(&call), elicitation(form))]))
                 // Resume data no form can ask for: the application resumes it.
                 .unwrap_or_default();
             (
@@ -171,13 +172,14 @@ pub(crate) async fn update(
         )
     };
     if state.is_pending() && call.kind == PendingKind::Suspended {
-        let Some(answer) = responses.get(RESUME_KEY) else {
+        let key = suspension_key(&call);
+        let Some(answer) = responses.get(&key) else {
             tracing::debug!(task_id, "tasks/update without the suspended task's answer");
             return Ok(());
         };
         let result: ElicitResult = serde_json::from_value(answer.clone()).map_err(|e| {
             refused(
-                RESUME_KEY,
+                &key,
                 &format!(
                     "expected an elicitation result ({{\"action\": ..., \"content\": ...}}): {e}"
                 ),
@@ -185,14 +187,14 @@ pub(crate) async fn update(
         })?;
         let Some(form) = suspension_form(runtime, &call) else {
             return Err(refused(
-                RESUME_KEY,
+                &key,
                 "the task's resume data cannot be asked for in a form: the application resumes it",
             ));
         };
         return match form.answer(&result) {
             Answer::Data(data) => match resume_detached(runtime, task_id, data).await {
                 Ok(()) => Ok(()),
-                Err(outcome) => Err(refused(RESUME_KEY, &rejection(&outcome))),
+                Err(outcome) => Err(refused(&key, &rejection(&outcome))),
             },
             Answer::Refused(action) => {
                 // No resume data: the call stays suspended, its question open.
@@ -266,6 +268,18 @@ fn rejection(outcome: &CallOutcome) -> String {
         Some(error) => error.message().to_owned(),
         None => "the call could not be resumed".to_owned(),
     }
+}
+
+/// The `inputRequests` key of a suspended task's question: `resume-` and
+/// a digest of what it suspended with, so that every instance names it
+/// alike, and a later suspension with another payload gets another key (an
+/// answer to an earlier question cannot be taken for it).
+fn suspension_key(call: &PendingCall) -> String {
+    use sha2::Digest as _;
+    let payload =
+        serde_json::to_vec(call.payload.as_ref().unwrap_or(&Value::Null)).unwrap_or_default();
+    let digest = sha2::Sha256::digest(&payload);
+    format!("{RESUME_KEY}-{}", hex(digest.get(..6).unwrap_or_default()))
 }
 
 /// The form asking for a suspended call's resume data.
@@ -388,6 +402,22 @@ mod tests {
         assert_eq!(iso8601(time), "2026-12-01T15:04:05.123Z");
         let leap = UNIX_EPOCH + Duration::from_secs(951_782_400); // 2000-02-29
         assert_eq!(iso8601(leap), "2000-02-29T00:00:00.000Z");
+    }
+
+    #[test]
+    fn a_suspended_tasks_question_is_named_after_its_payload() {
+        let asked = |payload: Value| {
+            let mut call = PendingCall::new("c", "t", PendingKind::Suspended, Value::Null);
+            call.payload = Some(payload);
+            suspension_key(&call)
+        };
+        let first = asked(serde_json::json!({ "question": "Proceed?" }));
+        assert!(
+            first.starts_with("resume-") && first.len() == "resume-".len() + 12,
+            "{first}"
+        );
+        assert_eq!(first, asked(serde_json::json!({ "question": "Proceed?" })));
+        assert_ne!(first, asked(serde_json::json!({ "question": "And now?" })));
     }
 
     #[test]
