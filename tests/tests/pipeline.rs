@@ -603,3 +603,31 @@ fn a_value_wrong_everywhere_gets_a_bounded_error_listing_the_first_problems() {
     );
     assert!(message.ends_with("... (truncated)"), "{message}");
 }
+
+// --- validators compile on first use ---------------------------------------
+
+#[test]
+fn a_schema_that_only_fails_to_compile_is_reported_by_its_first_call() {
+    // Valid against the meta-schema, so the build (which compiles nothing)
+    // takes it; the `$ref` resolves nowhere, so the validator does not
+    // compile, and every call says so instead of running.
+    let tool = Tool::builder("dangling")
+        .description("A tool whose schema refers to a definition it lacks")
+        .input_schema(
+            json!({ "type": "object", "properties": { "a": { "$ref": "#/$defs/missing" } } }),
+        )
+        .execute(|input, _ctx| async move { Ok::<_, ToolError>(input) })
+        .build()
+        .expect("the meta-schema check passes");
+    let (kind, message) = failure(&run(&tool, json!({ "a": 1 })));
+    assert_eq!(kind, ErrorKind::Configuration);
+    assert!(message.contains("invalid input schema"), "{message}");
+    assert!(tool.config_error().is_some());
+    // A schema its meta-schema refuses still fails the build.
+    let refused = Tool::builder("malformed")
+        .description("A tool whose schema is malformed")
+        .input_schema(json!({ "type": "object", "properties": { "a": { "type": 5 } } }))
+        .execute(|input, _ctx| async move { Ok::<_, ToolError>(input) })
+        .build();
+    assert!(refused.is_err());
+}

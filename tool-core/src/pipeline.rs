@@ -29,7 +29,7 @@ use crate::input::{
 use crate::outcome::Outcome;
 use crate::panic::catch_panic;
 use crate::tool::{Exec, ExecFailure, Executed, Tool};
-use crate::validate::{CompiledSchema, Issue, Subject, failure};
+use crate::validate::{Issue, Schema, Subject, failure};
 
 /// One safe repair: the repaired value, or `None` when it changes nothing.
 type Repair<'a> = &'a dyn Fn(&Value, &[Issue]) -> Option<Value>;
@@ -196,7 +196,7 @@ impl Tool {
         input: impl Into<RawInput>,
         ctx: CallContext,
     ) -> Result<Admitted, ModelError> {
-        if self.inner.config_error.is_some() {
+        if self.config_error().is_some() {
             return Err(self.configuration_error());
         }
         let mut input = self.validate_input(input)?;
@@ -236,7 +236,7 @@ impl Tool {
     /// ```
     pub fn validate_input(&self, input: impl Into<RawInput>) -> Result<Value, ModelError> {
         let id = &self.inner.id;
-        let Some(schema) = &self.inner.input else {
+        let Some(schema) = self.inner.input_schema() else {
             return Err(self.configuration_error());
         };
         let provided = match input.into() {
@@ -271,7 +271,7 @@ impl Tool {
     }
 
     fn validate_request_context(&self, ctx: &CallContext) -> Result<(), ModelError> {
-        let schema = self.inner.request_context.as_ref();
+        let schema = self.inner.request_context_schema();
         if ctx.request_context.is_empty() && schema.is_none() {
             return Ok(());
         }
@@ -292,7 +292,7 @@ impl Tool {
     }
 
     fn validate_resume_data(&self, ctx: &CallContext) -> Result<(), ModelError> {
-        if let (Some(resume), Some(schema)) = (&ctx.resume, &self.inner.resume) {
+        if let (Some(resume), Some(schema)) = (&ctx.resume, self.inner.resume_schema()) {
             // Nullish, not truthy: false, 0 and "" are resume data too.
             if !resume.data.is_null() {
                 check(schema, Subject::Resume, &self.inner.id, &resume.data)?;
@@ -315,7 +315,7 @@ impl Tool {
         if let Some(path) = too_deep(state, MAX_NESTING) {
             return Err(nesting_failure(Subject::WorkflowState, id, path, state));
         }
-        if let Some(schema) = &self.inner.state {
+        if let Some(schema) = self.inner.state_schema() {
             check(schema, Subject::WorkflowState, id, state)?;
         }
         let Some(state_type) = &self.inner.state_type else {
@@ -334,7 +334,7 @@ impl Tool {
     }
 
     fn configuration_error(&self) -> ModelError {
-        let reason = self.inner.config_error.as_ref().map_or_else(
+        let reason = self.config_error().map_or_else(
             || "the tool is misconfigured".to_owned(),
             ToString::to_string,
         );
@@ -481,7 +481,7 @@ impl Tool {
                 };
             }
         };
-        if let Some(schema) = &self.inner.suspend
+        if let Some(schema) = self.inner.suspend_schema()
             && let Err(error) = check(schema, Subject::Suspend, id, &payload)
         {
             return Outcome::Failed { error };
@@ -499,7 +499,7 @@ impl Tool {
             output,
             model_output,
         } = executed;
-        if let Some(schema) = &self.inner.output
+        if let Some(schema) = self.inner.output_schema()
             && let Err(error) = check(schema, Subject::Output, &self.inner.id, &output)
         {
             match self.inner.definition.output_validation {
@@ -546,7 +546,7 @@ impl Tool {
                         nesting_failure(Subject::NewWorkflowState, &self.inner.id, path, &state);
                     return Outcome::Failed { error };
                 }
-                if let Some(schema) = &self.inner.state
+                if let Some(schema) = self.inner.state_schema()
                     && let Err(error) =
                         check(schema, Subject::NewWorkflowState, &self.inner.id, &state)
                 {
@@ -578,7 +578,7 @@ fn nesting_failure(
 }
 
 fn check(
-    schema: &CompiledSchema,
+    schema: Schema<'_>,
     subject: Subject,
     tool_id: &str,
     value: &Value,

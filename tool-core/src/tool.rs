@@ -4,7 +4,7 @@
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -21,7 +21,7 @@ use crate::model_output::ModelOutput;
 use crate::request_context::RequestContext;
 use crate::schema::{escape_token, mentions_integers, schema_for};
 use crate::transform::ToolTransform;
-use crate::validate::CompiledSchema;
+use crate::validate::{LazyValidator, Schema, SchemaOrigin};
 
 /// What an execute function produced.
 pub(crate) struct Executed {
@@ -126,8 +126,10 @@ pub trait TypedTool: Send + Sync + Sized + 'static {
 /// validators, execute function and options. Build one with `#[tool]`
 /// (`Tool::from(WeatherTool)`) or with [`Tool::builder`].
 ///
-/// Schemas are derived and validators compiled once, when the tool is built;
-/// clones share them.
+/// Schemas are derived once, when the tool is built; a hand-written schema
+/// is checked against its meta-schema then, and validators compile on the
+/// tool's first call (so a runtime with many tools starts fast). Clones
+/// share them.
 #[derive(Clone)]
 pub struct Tool {
     pub(crate) inner: Arc<ToolInner>,
@@ -136,20 +138,27 @@ pub struct Tool {
 pub(crate) struct ToolInner {
     pub(crate) id: Arc<str>,
     pub(crate) definition: ToolDefinition,
-    /// `None` only when it did not compile (then `config_error` is set).
-    pub(crate) input: Option<CompiledSchema>,
-    pub(crate) output: Option<CompiledSchema>,
-    pub(crate) suspend: Option<CompiledSchema>,
-    pub(crate) resume: Option<CompiledSchema>,
-    pub(crate) request_context: Option<CompiledSchema>,
-    /// The workflow state's schema.
-    pub(crate) state: Option<CompiledSchema>,
+    /// The validators of the definition's schemas, compiled on first use:
+    /// read them through [`ToolInner::input_schema`] and its siblings.
+    /// `None` only when the schema was refused (then `config_error` is set).
+    input: Option<LazyValidator>,
+    output: Option<LazyValidator>,
+    suspend: Option<LazyValidator>,
+    resume: Option<LazyValidator>,
+    request_context: Option<LazyValidator>,
+    /// The workflow state's.
+    state: Option<LazyValidator>,
     /// The workflow state's type, when the tool declares one.
     pub(crate) state_type: Option<StateType>,
     /// The input schema has integers: integral floats are read as integers.
     pub(crate) has_integers: bool,
-    /// Why the tool cannot run (a schema that does not compile); calls fail with it.
+    /// Why the tool cannot run (a schema refused when it was built); calls
+    /// fail with it.
     pub(crate) config_error: Option<BuildError>,
+    /// A schema that passed its checks when the tool was built and still
+    /// does not compile, found when the validators are compiled (the first
+    /// call); calls fail with it too.
+    pub(crate) compile_error: OnceLock<Option<BuildError>>,
     pub(crate) executor: Arc<ExecFn>,
     pub(crate) to_model_output: Option<Arc<ModelOutputFn>>,
     pub(crate) approval_policy: Option<Arc<ApprovalPolicy>>,
@@ -195,9 +204,13 @@ impl Tool {
         &self.inner.transform
     }
 
-    /// Why the tool cannot run, if its schemas did not compile.
+    /// Why the tool cannot run, if its schemas did not compile. Validators
+    /// are compiled on first use; this compiles them.
     pub fn config_error(&self) -> Option<&BuildError> {
-        self.inner.config_error.as_ref()
+        self.inner
+            .config_error
+            .as_ref()
+            .or_else(|| self.inner.compile_validators())
     }
 
     /// True when the tool has an approval policy function (it is authoritative).
@@ -217,6 +230,64 @@ impl Tool {
                 }),
             None => self.inner.definition.require_approval,
         }
+    }
+}
+
+impl ToolInner {
+    pub(crate) fn input_schema(&self) -> Option<Schema<'_>> {
+        Schema::pair(Some(&self.definition.input_schema), self.input.as_ref())
+    }
+
+    pub(crate) fn output_schema(&self) -> Option<Schema<'_>> {
+        Schema::pair(self.definition.output_schema.as_ref(), self.output.as_ref())
+    }
+
+    pub(crate) fn suspend_schema(&self) -> Option<Schema<'_>> {
+        Schema::pair(
+            self.definition.suspend_schema.as_ref(),
+            self.suspend.as_ref(),
+        )
+    }
+
+    pub(crate) fn resume_schema(&self) -> Option<Schema<'_>> {
+        Schema::pair(self.definition.resume_schema.as_ref(), self.resume.as_ref())
+    }
+
+    pub(crate) fn request_context_schema(&self) -> Option<Schema<'_>> {
+        Schema::pair(
+            self.definition.request_context_schema.as_ref(),
+            self.request_context.as_ref(),
+        )
+    }
+
+    pub(crate) fn state_schema(&self) -> Option<Schema<'_>> {
+        Schema::pair(self.definition.state_schema.as_ref(), self.state.as_ref())
+    }
+
+    /// Compiles every validator (once) and returns the first that failed.
+    fn compile_validators(&self) -> Option<&BuildError> {
+        self.compile_error
+            .get_or_init(|| {
+                [
+                    ("input", self.input_schema()),
+                    ("output", self.output_schema()),
+                    ("suspend", self.suspend_schema()),
+                    ("resume", self.resume_schema()),
+                    ("request context", self.request_context_schema()),
+                    ("workflow state", self.state_schema()),
+                ]
+                .into_iter()
+                .find_map(|(which, schema)| {
+                    let error = schema?.compile_error()?;
+                    Some(BuildError::InvalidSchema {
+                        id: self.id.to_string(),
+                        which,
+                        reason: error.to_string(),
+                        source: Arc::clone(error) as Arc<dyn std::error::Error + Send + Sync>,
+                    })
+                })
+            })
+            .as_ref()
     }
 }
 
@@ -255,6 +326,13 @@ fn typed_tool(parts: TypedParts) -> Tool {
     builder.output_schema = parts.output_schema;
     builder.suspend_schema = parts.suspend_schema;
     builder.resume_schema = parts.resume_schema;
+    builder.derived = DerivedSchemas {
+        input: true,
+        output: true,
+        suspend: true,
+        resume: true,
+        ..DerivedSchemas::default()
+    };
     builder.executor = Some(parts.executor);
     (parts.configure)(builder).finish()
 }
@@ -348,6 +426,8 @@ pub struct ToolBuilder {
     resume_schema: Option<Value>,
     request_context_schema: Option<Value>,
     state_schema: Option<Value>,
+    /// Which schemas came from Rust types: they skip the meta-schema check.
+    derived: DerivedSchemas,
     state_type: Option<StateType>,
     strict: bool,
     require_approval: bool,
@@ -362,6 +442,18 @@ pub struct ToolBuilder {
     hooks: Hooks,
     executor: Option<Arc<ExecFn>>,
     to_model_output: Option<Arc<ModelOutputFn>>,
+}
+
+/// Which of a builder's schemas were derived from Rust types (schemars
+/// output, valid by construction) rather than given by hand.
+#[derive(Debug, Clone, Copy, Default)]
+struct DerivedSchemas {
+    input: bool,
+    output: bool,
+    suspend: bool,
+    resume: bool,
+    request_context: bool,
+    state: bool,
 }
 
 impl fmt::Debug for ToolBuilder {
@@ -384,6 +476,7 @@ impl ToolBuilder {
             resume_schema: None,
             request_context_schema: None,
             state_schema: None,
+            derived: DerivedSchemas::default(),
             state_type: None,
             strict: false,
             require_approval: false,
@@ -416,36 +509,42 @@ impl ToolBuilder {
     /// JSON Schema of the arguments (default: any object).
     pub fn input_schema(mut self, schema: Value) -> Self {
         self.input_schema = Some(schema);
+        self.derived.input = false;
         self
     }
 
     /// JSON Schema of the output.
     pub fn output_schema(mut self, schema: Value) -> Self {
         self.output_schema = Some(schema);
+        self.derived.output = false;
         self
     }
 
     /// JSON Schema of the suspend payload.
     pub fn suspend_schema(mut self, schema: Value) -> Self {
         self.suspend_schema = Some(schema);
+        self.derived.suspend = false;
         self
     }
 
     /// JSON Schema of the resume data.
     pub fn resume_schema(mut self, schema: Value) -> Self {
         self.resume_schema = Some(schema);
+        self.derived.resume = false;
         self
     }
 
     /// JSON Schema of the request context, validated before execute.
     pub fn request_context_schema(mut self, schema: Value) -> Self {
         self.request_context_schema = Some(schema);
+        self.derived.request_context = false;
         self
     }
 
     /// Derives the request-context schema from `C`.
     pub fn request_context_type<C: JsonSchema + 'static>(mut self) -> Self {
         self.request_context_schema = schema_for::<C>();
+        self.derived.request_context = true;
         self
     }
 
@@ -480,6 +579,7 @@ impl ToolBuilder {
     /// ```
     pub fn state_schema(mut self, schema: Value) -> Self {
         self.state_schema = Some(schema);
+        self.derived.state = false;
         self
     }
 
@@ -513,6 +613,7 @@ impl ToolBuilder {
     /// ```
     pub fn state_type<T: WorkflowState>(mut self) -> Self {
         self.state_schema = schema_for::<T>();
+        self.derived.state = true;
         self.state_type = Some(StateType::of::<T>());
         self
     }
@@ -664,7 +765,8 @@ impl ToolBuilder {
             return Err(BuildError::MissingExecute { id: self.id });
         }
         let tool = self.finish();
-        match tool.config_error() {
+        // Only what building checks: validators compile on first use.
+        match &tool.inner.config_error {
             Some(error) => Err(error.clone()),
             None => Ok(tool),
         }
@@ -711,9 +813,15 @@ impl ToolBuilder {
         // recursively: a schema nested beyond the limit is refused first and
         // taken apart without recursion.
         let mut config_error = self.refuse_deep_schemas();
-        let mut compile = |which: &'static str, schema: Option<Value>| {
+        let derived = self.derived;
+        let mut compile = |which: &'static str, schema: Option<&Value>, derived: bool| {
             let schema = schema?;
-            match CompiledSchema::compile(schema.clone()) {
+            let origin = if derived {
+                SchemaOrigin::Derived
+            } else {
+                SchemaOrigin::Given
+            };
+            match LazyValidator::new(schema, origin) {
                 Ok(compiled) => Some(compiled),
                 Err(error) => {
                     // Every call reports this instead of running.
@@ -730,13 +838,17 @@ impl ToolBuilder {
         let input_schema = self
             .input_schema
             .unwrap_or_else(|| serde_json::json!({ "type": "object" }));
-        let input = compile("input", Some(input_schema.clone()));
+        let input = compile("input", Some(&input_schema), derived.input);
         let has_integers = mentions_integers(&input_schema);
-        let output = compile("output", self.output_schema.clone());
-        let suspend = compile("suspend", self.suspend_schema.clone());
-        let resume = compile("resume", self.resume_schema.clone());
-        let request_context = compile("request context", self.request_context_schema.clone());
-        let state = compile("workflow state", self.state_schema.clone());
+        let output = compile("output", self.output_schema.as_ref(), derived.output);
+        let suspend = compile("suspend", self.suspend_schema.as_ref(), derived.suspend);
+        let resume = compile("resume", self.resume_schema.as_ref(), derived.resume);
+        let request_context = compile(
+            "request context",
+            self.request_context_schema.as_ref(),
+            derived.request_context,
+        );
+        let state = compile("workflow state", self.state_schema.as_ref(), derived.state);
         let executor = self.executor.unwrap_or_else(|| {
             Arc::new(|input, _| {
                 Box::pin(async {
@@ -781,6 +893,7 @@ impl ToolBuilder {
                 state_type: self.state_type,
                 has_integers,
                 config_error,
+                compile_error: OnceLock::new(),
                 executor,
                 to_model_output: self.to_model_output,
                 approval_policy: self.approval_policy,

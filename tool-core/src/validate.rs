@@ -3,6 +3,7 @@
 //! is dotted (`items.0.tags`) and `root` stands for the value itself.
 
 use std::fmt::Write as _;
+use std::sync::{Arc, OnceLock};
 
 use jsonschema::error::ValidationErrorKind;
 use jsonschema::paths::LocationSegment;
@@ -49,53 +50,117 @@ impl Issue {
     }
 }
 
-/// A schema compiled once, with the JSON it was compiled from.
-pub(crate) struct CompiledSchema {
-    schema: Value,
-    validator: jsonschema::Validator,
+/// Where a tool's schema came from, which decides what building checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SchemaOrigin {
+    /// Derived from a Rust type by schemars: valid by construction.
+    Derived,
+    /// Written by hand: checked against its meta-schema when the tool is
+    /// built, so that a malformed one fails the build.
+    Given,
+}
+
+/// A schema's validator, compiled on first use: a runtime with a thousand
+/// tools starts without compiling validators it may not need yet. The
+/// schema's JSON stays in the tool's definition, not copied here.
+pub(crate) struct LazyValidator {
+    validator: OnceLock<Result<jsonschema::Validator, Arc<jsonschema::ValidationError<'static>>>>,
     /// Whether the schema describes objects, looked up once: every call asks.
     expects_object: bool,
 }
 
-impl std::fmt::Debug for CompiledSchema {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.schema.fmt(f)
-    }
-}
-
-impl CompiledSchema {
-    pub(crate) fn compile(schema: Value) -> Result<Self, jsonschema::ValidationError<'static>> {
-        let validator = jsonschema::options()
-            .should_validate_formats(false)
-            .build(&schema)?;
-        let expects_object = crate::schema::expects_object(&schema);
-        Ok(CompiledSchema {
-            schema,
-            validator,
-            expects_object,
+impl LazyValidator {
+    /// The validator of `schema`, left for first use; a given schema is
+    /// checked against its meta-schema now.
+    pub(crate) fn new(
+        schema: &Value,
+        origin: SchemaOrigin,
+    ) -> Result<Self, jsonschema::ValidationError<'static>> {
+        if origin == SchemaOrigin::Given {
+            jsonschema::meta::validate(schema).map_err(jsonschema::ValidationError::to_owned)?;
+        }
+        Ok(LazyValidator {
+            validator: OnceLock::new(),
+            expects_object: crate::schema::expects_object(schema),
         })
     }
 
-    pub(crate) fn expects_object(&self) -> bool {
-        self.expects_object
+    /// The validator of `schema` (the one this was made for), compiled on
+    /// the first call; the compiler's error when the schema passed its
+    /// meta-schema and still does not compile (a `$ref` that resolves
+    /// nowhere, a pattern that is no regex).
+    pub(crate) fn compiled(
+        &self,
+        schema: &Value,
+    ) -> Result<&jsonschema::Validator, &Arc<jsonschema::ValidationError<'static>>> {
+        self.validator
+            .get_or_init(|| {
+                jsonschema::options()
+                    .should_validate_formats(false)
+                    .build(schema)
+                    .map_err(Arc::new)
+            })
+            .as_ref()
+    }
+}
+
+/// A tool's schema as a call checks values against it: its JSON and its
+/// validator.
+#[derive(Clone, Copy)]
+pub(crate) struct Schema<'a> {
+    json: &'a Value,
+    validator: &'a LazyValidator,
+}
+
+impl<'a> Schema<'a> {
+    /// The pair, when the tool has the schema and its validator.
+    pub(crate) fn pair(
+        json: Option<&'a Value>,
+        validator: Option<&'a LazyValidator>,
+    ) -> Option<Self> {
+        Some(Schema {
+            json: json?,
+            validator: validator?,
+        })
     }
 
-    pub(crate) fn schema(&self) -> &Value {
-        &self.schema
+    pub(crate) fn expects_object(self) -> bool {
+        self.validator.expects_object
     }
 
-    pub(crate) fn is_valid(&self, instance: &Value) -> bool {
-        self.validator.is_valid(instance)
+    /// Compiles the validator (once); the compiler's error if it failed.
+    pub(crate) fn compile_error(self) -> Option<&'a Arc<jsonschema::ValidationError<'static>>> {
+        self.validator.compiled(self.json).err()
+    }
+
+    pub(crate) fn schema(self) -> &'a Value {
+        self.json
+    }
+
+    /// Whether `instance` is valid; never, under a schema that does not
+    /// compile (calls are refused before they get here, see
+    /// `Tool::config_error`).
+    pub(crate) fn is_valid(self, instance: &Value) -> bool {
+        self.validator
+            .compiled(self.json)
+            .is_ok_and(|validator| validator.is_valid(instance))
     }
 
     /// The problems in `instance`, at most [`MAX_LISTED_ISSUES`] + 1 (one
     /// more than a message lists, so it can say there are more); empty when
     /// it is valid.
-    pub(crate) fn issues(&self, instance: &Value) -> Vec<Issue> {
-        if self.validator.is_valid(instance) {
-            return Vec::new();
-        }
-        self.validator
+    pub(crate) fn issues(self, instance: &Value) -> Vec<Issue> {
+        let validator = match self.validator.compiled(self.json) {
+            Ok(validator) if validator.is_valid(instance) => return Vec::new(),
+            Ok(validator) => validator,
+            Err(error) => {
+                return vec![Issue {
+                    path: Vec::new(),
+                    message: format!("the schema does not compile: {error}"),
+                }];
+            }
+        };
+        validator
             .iter_errors(instance)
             .flat_map(|error| issues_of(&error))
             .take(MAX_LISTED_ISSUES + 1)
@@ -409,15 +474,16 @@ mod tests {
 
     #[test]
     fn issues_name_nested_paths() {
-        let schema = CompiledSchema::compile(json!({
+        let json = json!({
             "type": "object",
             "properties": { "items": { "type": "array", "items": {
                 "type": "object",
                 "properties": { "tags": { "type": "array" } },
                 "required": ["tags", "name"]
             } } }
-        }))
-        .unwrap();
+        });
+        let validator = LazyValidator::new(&json, SchemaOrigin::Given).unwrap();
+        let schema = Schema::pair(Some(&json), Some(&validator)).unwrap();
         let issues = schema.issues(&json!({ "items": [{ "tags": "a" }] }));
         let lines: Vec<String> = issues
             .iter()
