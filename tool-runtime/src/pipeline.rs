@@ -20,6 +20,7 @@
 //!
 //! Nothing runs before the returned future is first polled.
 
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -126,8 +127,19 @@ impl Runtime {
         async move { runtime.run_call(call, Entry::New, None).await }
     }
 
-    /// The pipeline (see the module docs).
-    pub(crate) async fn run_call(
+    /// The pipeline (see the module docs), boxed: its state machine is
+    /// about 11 KB, and every caller's future (a spawned call, an MCP
+    /// request) would otherwise carry it and copy it on each move.
+    pub(crate) fn run_call(
+        &self,
+        call: ToolCall,
+        entry: Entry,
+        streamed: Option<Streamed>,
+    ) -> Pin<Box<dyn Future<Output = CallOutcome> + Send + '_>> {
+        Box::pin(self.run_call_unboxed(call, entry, streamed))
+    }
+
+    async fn run_call_unboxed(
         &self,
         call: ToolCall,
         entry: Entry,

@@ -1,0 +1,339 @@
+//! Load on an MCP server over stdio: our `McpServer` against a plain rmcp
+//! `#[tool_router]` server, both serving the same weather tool, both built
+//! here (one binary, so one build of every dependency). Ours validates the
+//! input and the output against their schemas; the plain one deserializes
+//! with serde.
+//!
+//!     cargo run --release -p examples --example mcp_load -- bench [--calls N] [--rounds R]
+//!         every round runs both servers (alternating which goes first) at 1
+//!         and at 32 calls in flight; prints calls/s, p50 and p99 per run and
+//!         the medians.
+//!     cargo run --release -p examples --example mcp_load -- drive [--calls N] [--in-flight K] -- <server command...>
+//!         one run against any stdio server (e.g. under valgrind).
+//!     mcp_load serve-ours | serve-rmcp
+//!         the servers themselves.
+//!
+//! Instructions per call (callgrind counts the server's instructions; the
+//! count at 0 calls is the start-up and handshake):
+//!     BIN=target/release/examples/mcp_load
+//!     for server in ours rmcp; do for n in 0 10000; do
+//!       $BIN drive --calls $n -- valgrind --tool=callgrind --callgrind-out-file=/dev/null $BIN serve-$server 2>&1 | grep Collected
+//!     done; done
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::wrapper::{Json, Parameters};
+use rmcp::model::{ServerCapabilities, ServerConfig};
+use rmcp::{ServerHandler, ServiceExt, tool, tool_handler, tool_router};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tool_core::ToolError;
+use tool_runtime::Runtime;
+use tool_runtime::mcp::McpServer;
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct WeatherInput {
+    /// City name or coordinates
+    location: String,
+}
+
+#[derive(Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Weather {
+    location: String,
+    temperature_celsius: f64,
+    conditions: String,
+}
+
+fn lookup(location: String) -> Weather {
+    Weather {
+        location,
+        temperature_celsius: 21.0,
+        conditions: "sunny".into(),
+    }
+}
+
+/// Get the current weather for a location
+#[tool_core::tool(id = "weather")]
+pub async fn weather(WeatherInput { location }: WeatherInput) -> Result<Weather, ToolError> {
+    Ok(lookup(location))
+}
+
+/// The same tool on rmcp's own router.
+#[derive(Clone)]
+struct PlainServer {
+    #[allow(dead_code, reason = "read by the code #[tool_handler] generates")]
+    tool_router: ToolRouter<Self>,
+}
+
+#[tool_router]
+impl PlainServer {
+    #[tool(
+        name = "weather",
+        description = "Get the current weather for a location"
+    )]
+    async fn weather(
+        &self,
+        Parameters(WeatherInput { location }): Parameters<WeatherInput>,
+    ) -> Json<Weather> {
+        Json(lookup(location))
+    }
+}
+
+#[tool_handler]
+impl ServerHandler for PlainServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+    }
+}
+
+/// One run's figures.
+#[derive(Clone, Copy)]
+struct Run {
+    calls_per_second: f64,
+    p50: Duration,
+    p99: Duration,
+}
+
+/// Starts `command` as a stdio MCP server, initializes, makes `calls`
+/// tools/call requests with `in_flight` outstanding, and waits for the
+/// server to exit once its stdin closes.
+async fn drive(command: &[String], calls: usize, in_flight: usize) -> Result<Run, String> {
+    let (program, args) = command.split_first().ok_or("no server command")?;
+    let mut child = tokio::process::Command::new(program)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|error| format!("cannot start {program}: {error}"))?;
+    let mut stdin = child.stdin.take().ok_or("no stdin")?;
+    let mut lines = BufReader::new(child.stdout.take().ok_or("no stdout")?).lines();
+    let mut send = async |message: Value| -> Result<(), String> {
+        let mut line = message.to_string();
+        line.push('\n');
+        stdin
+            .write_all(line.as_bytes())
+            .await
+            .map_err(|error| format!("write: {error}"))
+    };
+
+    send(json!({
+        "jsonrpc": "2.0", "id": "init", "method": "initialize",
+        "params": { "protocolVersion": "2025-11-25", "capabilities": {},
+                    "clientInfo": { "name": "mcp_load", "version": "0.1.0" } }
+    }))
+    .await?;
+    read_response(&mut lines).await?;
+    send(json!({ "jsonrpc": "2.0", "method": "notifications/initialized" })).await?;
+
+    let request = |id: usize| {
+        json!({
+            "jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": { "name": "weather", "arguments": { "location": format!("city {id}") } }
+        })
+    };
+    let mut sent_at = Vec::with_capacity(calls);
+    let mut latencies = Vec::with_capacity(calls);
+    let started = Instant::now();
+    while sent_at.len() < calls.min(in_flight) {
+        sent_at.push(Instant::now());
+        send(request(sent_at.len() - 1)).await?;
+    }
+    while latencies.len() < calls {
+        let response = read_response(&mut lines).await?;
+        if response.get("error").is_some() || response["result"]["isError"] == true {
+            return Err(format!("the call failed: {response}"));
+        }
+        let id = response["id"]
+            .as_u64()
+            .and_then(|id| usize::try_from(id).ok())
+            .filter(|id| *id < sent_at.len())
+            .ok_or_else(|| format!("a response to no call: {response}"))?;
+        latencies.push(sent_at[id].elapsed());
+        if sent_at.len() < calls {
+            sent_at.push(Instant::now());
+            send(request(sent_at.len() - 1)).await?;
+        }
+    }
+    let elapsed = started.elapsed();
+    drop(send);
+    drop(stdin);
+    child
+        .wait()
+        .await
+        .map_err(|error| format!("wait: {error}"))?;
+    latencies.sort_unstable();
+    let percentile = |p: usize| {
+        latencies
+            .get((latencies.len() * p / 100).min(latencies.len().saturating_sub(1)))
+            .copied()
+            .unwrap_or_default()
+    };
+    Ok(Run {
+        calls_per_second: calls as f64 / elapsed.as_secs_f64(),
+        p50: percentile(50),
+        p99: percentile(99),
+    })
+}
+
+/// The next line that is a response (has an id); notifications are skipped.
+async fn read_response(
+    lines: &mut tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
+) -> Result<Value, String> {
+    loop {
+        let line = lines
+            .next_line()
+            .await
+            .map_err(|error| format!("read: {error}"))?
+            .ok_or("the server closed its stdout")?;
+        let message: Value =
+            serde_json::from_str(&line).map_err(|error| format!("not JSON ({error}): {line}"))?;
+        if message.get("id").is_some() {
+            return Ok(message);
+        }
+    }
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+async fn bench(calls: usize, rounds: usize) -> Result<(), String> {
+    let exe = std::env::current_exe()
+        .map_err(|error| format!("current exe: {error}"))?
+        .to_string_lossy()
+        .into_owned();
+    let servers = ["rmcp", "ours"];
+    let mut figures: Vec<(usize, &str, Run)> = Vec::new();
+    println!("calls per run: {calls}");
+    println!("| round | in flight | server | calls/s | p50 | p99 |");
+    println!("|---|---|---|---|---|---|");
+    for round in 0..rounds {
+        for in_flight in [1, 32] {
+            // Alternate which server goes first, so neither always meets a
+            // warmer machine.
+            let order: Vec<&str> = if round % 2 == 0 {
+                servers.to_vec()
+            } else {
+                servers.iter().rev().copied().collect()
+            };
+            for server in order {
+                let command = [exe.clone(), format!("serve-{server}")];
+                let run = drive(&command, calls, in_flight).await?;
+                println!(
+                    "| {round} | {in_flight} | {server} | {:.0} | {:.1} µs | {:.1} µs |",
+                    run.calls_per_second,
+                    run.p50.as_secs_f64() * 1e6,
+                    run.p99.as_secs_f64() * 1e6
+                );
+                figures.push((in_flight, server, run));
+            }
+        }
+    }
+    println!();
+    println!("| in flight | server | median calls/s | median p50 | median p99 | calls/s vs rmcp |");
+    println!("|---|---|---|---|---|---|");
+    for in_flight in [1, 32] {
+        let of = |server: &str, figure: fn(&Run) -> f64| {
+            median(
+                figures
+                    .iter()
+                    .filter(|(k, s, _)| *k == in_flight && *s == server)
+                    .map(|(_, _, run)| figure(run))
+                    .collect(),
+            )
+        };
+        let baseline = of("rmcp", |run| run.calls_per_second);
+        for server in servers {
+            let rate = of(server, |run| run.calls_per_second);
+            println!(
+                "| {in_flight} | {server} | {rate:.0} | {:.1} µs | {:.1} µs | {:.2}x |",
+                of(server, |run| run.p50.as_secs_f64() * 1e6),
+                of(server, |run| run.p99.as_secs_f64() * 1e6),
+                rate / baseline
+            );
+        }
+    }
+    Ok(())
+}
+
+async fn serve_ours() -> Result<(), String> {
+    let runtime = Runtime::builder()
+        .tool(WeatherTool)
+        .build()
+        .map_err(|error| error.to_string())?;
+    McpServer::new(runtime)
+        .serve_stdio()
+        .await
+        .map_err(|error| error.to_string())
+}
+
+async fn serve_rmcp() -> Result<(), String> {
+    let server = PlainServer {
+        tool_router: PlainServer::tool_router(),
+    };
+    let running = server
+        .serve(rmcp::transport::stdio())
+        .await
+        .map_err(|error| error.to_string())?;
+    running
+        .waiting()
+        .await
+        .map(drop)
+        .map_err(|error| error.to_string())
+}
+
+fn usage() -> ! {
+    eprintln!(
+        "usage: mcp_load bench [--calls N] [--rounds R]\n       mcp_load drive [--calls N] [--in-flight K] -- <server command...>\n       mcp_load serve-ours | serve-rmcp"
+    );
+    std::process::exit(2)
+}
+
+#[tokio::main]
+async fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (mut calls, mut rounds, mut in_flight) = (10_000, 3, 1);
+    let mut command = Vec::new();
+    let mut options = args.iter().skip(1);
+    while let Some(option) = options.next() {
+        let mut number = || {
+            options
+                .next()
+                .and_then(|value| value.parse().ok())
+                .unwrap_or_else(|| usage())
+        };
+        match option.as_str() {
+            "--calls" => calls = number(),
+            "--rounds" => rounds = number(),
+            "--in-flight" => in_flight = number(),
+            "--" => {
+                command = options.by_ref().cloned().collect();
+            }
+            _ => usage(),
+        }
+    }
+    let result = match args.first().map(String::as_str) {
+        Some("bench") => bench(calls, rounds).await,
+        Some("drive") => drive(&command, calls, in_flight).await.map(|run| {
+            println!(
+                "{calls} calls, {in_flight} in flight: {:.0} calls/s, p50 {:.1} µs, p99 {:.1} µs",
+                run.calls_per_second,
+                run.p50.as_secs_f64() * 1e6,
+                run.p99.as_secs_f64() * 1e6
+            );
+        }),
+        Some("serve-ours") => serve_ours().await,
+        Some("serve-rmcp") => serve_rmcp().await,
+        _ => usage(),
+    };
+    if let Err(error) = result {
+        eprintln!("mcp_load: {error}");
+        std::process::exit(1);
+    }
+}
