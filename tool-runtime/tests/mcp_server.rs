@@ -2401,3 +2401,373 @@ fn sse_ids(body: &str, containing: &str) -> Vec<String> {
         })
         .collect()
 }
+
+// --- 2025-11-25 tasks (SEP-1686), over streamable HTTP with raw requests -----------
+
+static SLOW_JOB_GATE: AtomicBool = AtomicBool::new(false);
+
+/// A slow job in the background (ends once `SLOW_JOB_GATE` opens)
+#[tool(id = "slow-job", background(timeout_ms = 20_000))]
+pub async fn slow_job(label: String) -> Result<String, ToolError> {
+    while !SLOW_JOB_GATE.load(Ordering::SeqCst) {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    Ok(format!("done: {label}"))
+}
+
+/// A quick job in the background
+#[tool(id = "quick-job", background(timeout_ms = 20_000))]
+pub async fn quick_job(label: String) -> Result<String, ToolError> {
+    Ok(format!("done: {label}"))
+}
+
+/// Runs in the background until aborted
+#[tool(id = "endless-job", background(timeout_ms = 20_000))]
+pub async fn endless_job(ctx: ToolContext) -> Result<String, ToolError> {
+    ctx.abort_signal().aborted().await;
+    Ok("stopped".to_owned())
+}
+
+/// A streamable HTTP session of a 2025-11-25 client (`capabilities` as
+/// given): the server's address, host, and the session's headers.
+struct Session2025 {
+    addr: std::net::SocketAddr,
+    host: String,
+    session: String,
+    init: Value,
+}
+
+impl Session2025 {
+    async fn open(server: &tool_runtime::mcp::HttpServer, capabilities: Value) -> Session2025 {
+        let (addr, host) = (server.local_addr(), server.local_addr().to_string());
+        let (status, head, init) = post(
+            addr,
+            &host,
+            &[],
+            json!({
+                "jsonrpc": "2.0", "id": 0, "method": "initialize",
+                "params": { "protocolVersion": "2025-11-25", "capabilities": capabilities,
+                    "clientInfo": { "name": "raw", "version": "0" } }
+            }),
+        )
+        .await;
+        assert!(status.contains("200"), "{status}");
+        let session = header(&head, "mcp-session-id")
+            .expect("a session")
+            .to_owned();
+        let opened = Session2025 {
+            addr,
+            host,
+            session,
+            init: init.expect("an initialize result"),
+        };
+        let (status, _, _) = post(
+            addr,
+            &opened.host,
+            &opened.headers(),
+            json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }),
+        )
+        .await;
+        assert!(status.contains("202"), "{status}");
+        opened
+    }
+
+    fn headers(&self) -> [(&str, &str); 2] {
+        [
+            ("Mcp-Session-Id", self.session.as_str()),
+            ("MCP-Protocol-Version", "2025-11-25"),
+        ]
+    }
+
+    /// One request; its JSON-RPC response.
+    async fn request(&self, id: u32, method: &str, params: Value) -> Value {
+        let body = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
+        let (_, _, message) = post(self.addr, &self.host, &self.headers(), body).await;
+        message.unwrap_or_else(|| panic!("no response to {method}"))
+    }
+
+    /// The session's standalone SSE stream, read into `into` line by line.
+    async fn listen(&self, into: Arc<Mutex<String>>) {
+        use tokio::io::AsyncBufReadExt as _;
+        let stream = send(self.addr, "GET", &self.host, &self.headers(), "").await;
+        let mut lines = tokio::io::BufReader::new(stream).lines();
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = lines.next_line().await {
+                let mut seen = into.lock().unwrap();
+                seen.push_str(&line);
+                seen.push('\n');
+            }
+        });
+    }
+}
+
+/// Polls `tasks/get` until the task has `status` (10 s at most).
+async fn task_reaches(session: &Session2025, task_id: &str, status: &str) -> Value {
+    let mut last = Value::Null;
+    for n in 0..1000 {
+        last = session
+            .request(1000 + n, "tasks/get", json!({ "taskId": task_id }))
+            .await;
+        if last["result"]["status"] == status {
+            return last["result"].clone();
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("task {task_id} did not reach {status}: {last}")
+}
+
+/// The 2025-11-25 point: a client of that version that declares
+/// `capabilities.tasks` gets, for a deferred background tool's call with a
+/// `task` param, a task at once (`CreateTaskResult`); `tasks/get` says it
+/// works, then that it completed; `tasks/result` waits for it and gives
+/// the tool's result; `tasks/list` lists it; a status notification says it
+/// completed; `tasks/cancel` cancels a running one. The server declares
+/// `capabilities.tasks` and each task tool's `execution.taskSupport`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2025_11_25_client_that_declares_tasks_gets_tasks_for_background_tools() {
+    let runtime = Runtime::builder()
+        .tool(SlowJobTool)
+        .tool(EndlessJobTool)
+        .tool(WeatherTool)
+        .build()
+        .unwrap();
+    let server = McpServer::new(runtime)
+        .serve_http(HttpOptions::new(([127, 0, 0, 1], 0).into()))
+        .await
+        .unwrap();
+    let session =
+        Session2025::open(&server, json!({ "tasks": { "list": {}, "cancel": {} } })).await;
+    assert_eq!(
+        session.init["result"]["capabilities"]["tasks"],
+        json!({ "list": {}, "cancel": {}, "requests": { "tools": { "call": {} } } }),
+        "{}",
+        session.init
+    );
+    let notifications = Arc::new(Mutex::new(String::new()));
+    session.listen(Arc::clone(&notifications)).await;
+
+    let listed = session.request(1, "tools/list", json!({})).await;
+    let tools = listed["result"]["tools"].as_array().expect("tools").clone();
+    let support = |name: &str| {
+        let tool = tools.iter().find(|t| t["name"] == name).expect(name);
+        tool["execution"]["taskSupport"].clone()
+    };
+    assert_eq!(support("slow-job"), "optional", "{listed}");
+    assert_eq!(support("weather-tool"), Value::Null, "{listed}");
+    assert!(listed["result"].get("resultType").is_none(), "{listed}");
+
+    SLOW_JOB_GATE.store(false, Ordering::SeqCst);
+    let created = session
+        .request(
+            2,
+            "tools/call",
+            json!({ "name": "slow-job", "arguments": { "label": "a" }, "task": { "ttl": 60_000 } }),
+        )
+        .await;
+    let task = &created["result"]["task"];
+    let task_id = task["taskId"].as_str().expect("a task id").to_owned();
+    assert_eq!(task["status"], "working", "{created}");
+    assert!(task["ttl"].as_u64().is_some(), "{created}");
+    assert!(task["pollInterval"].as_u64().is_some(), "{created}");
+    assert!(
+        task["createdAt"].as_str().unwrap().ends_with('Z'),
+        "{created}"
+    );
+    assert!(task.get("ttlMs").is_none() && created["result"].get("resultType").is_none());
+
+    let working = session
+        .request(3, "tasks/get", json!({ "taskId": task_id }))
+        .await;
+    assert_eq!(working["result"]["status"], "working", "{working}");
+    assert_eq!(working["result"]["taskId"], task_id.as_str());
+    assert!(working["result"].get("result").is_none(), "{working}");
+
+    // tasks/result waits until the task ends.
+    let waiting = {
+        let (addr, host, headers) = (
+            session.addr,
+            session.host.clone(),
+            session.headers().map(|(k, v)| (k.to_owned(), v.to_owned())),
+        );
+        let body = json!({ "jsonrpc": "2.0", "id": 4, "method": "tasks/result", "params": { "taskId": task_id } });
+        tokio::spawn(async move {
+            let headers: Vec<(&str, &str)> = headers
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect();
+            post(addr, &host, &headers, body).await.2
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !waiting.is_finished(),
+        "tasks/result answered before the task ended"
+    );
+    SLOW_JOB_GATE.store(true, Ordering::SeqCst);
+    let result = tokio::time::timeout(Duration::from_secs(10), waiting)
+        .await
+        .expect("tasks/result did not answer")
+        .unwrap()
+        .expect("a response");
+    assert_eq!(
+        result["result"]["content"][0]["text"], "done: a",
+        "{result}"
+    );
+    assert_eq!(result["result"]["isError"], false, "{result}");
+    assert_eq!(
+        result["result"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
+        task_id.as_str()
+    );
+
+    let completed = task_reaches(&session, &task_id, "completed").await;
+    assert!(completed.get("result").is_none(), "{completed}");
+    let listed = session.request(5, "tasks/list", json!({})).await;
+    let ids: Vec<&Value> = listed["result"]["tasks"]
+        .as_array()
+        .expect("tasks")
+        .iter()
+        .map(|t| &t["taskId"])
+        .collect();
+    assert_eq!(ids, [&json!(task_id)], "{listed}");
+    assert_eq!(listed["result"]["tasks"][0]["status"], "completed");
+    let bad_cursor = session
+        .request(6, "tasks/list", json!({ "cursor": "nope" }))
+        .await;
+    assert_eq!(bad_cursor["error"]["code"], -32602, "{bad_cursor}");
+
+    // The session heard that the task completed.
+    let mut heard = false;
+    for _ in 0..500 {
+        let seen = notifications.lock().unwrap().clone();
+        heard = seen.lines().any(|line| {
+            line.contains("notifications/tasks/status")
+                && line.contains(&task_id)
+                && line.contains("\"completed\"")
+        });
+        if heard {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(
+        heard,
+        "no status notification: {}",
+        notifications.lock().unwrap()
+    );
+
+    // tasks/cancel cancels a running task, and refuses an ended one.
+    let endless = session
+        .request(
+            7,
+            "tools/call",
+            json!({ "name": "endless-job", "arguments": {}, "task": {} }),
+        )
+        .await;
+    let endless_id = endless["result"]["task"]["taskId"]
+        .as_str()
+        .expect("a task")
+        .to_owned();
+    let cancelled = session
+        .request(8, "tasks/cancel", json!({ "taskId": endless_id }))
+        .await;
+    assert_eq!(
+        cancelled["result"]["taskId"],
+        endless_id.as_str(),
+        "{cancelled}"
+    );
+    assert_eq!(cancelled["result"]["status"], "cancelled", "{cancelled}");
+    task_reaches(&session, &endless_id, "cancelled").await;
+    let again = session
+        .request(9, "tasks/cancel", json!({ "taskId": endless_id }))
+        .await;
+    assert_eq!(again["error"]["code"], -32602, "{again}");
+    let no_result = session
+        .request(10, "tasks/result", json!({ "taskId": endless_id }))
+        .await;
+    assert_eq!(no_result["error"]["code"], -32602, "{no_result}");
+
+    // A call without a `task` param waits for the result, as before; a
+    // `task` param on a tool that is no task is refused.
+    let waited = session
+        .request(
+            11,
+            "tools/call",
+            json!({ "name": "slow-job", "arguments": { "label": "b" } }),
+        )
+        .await;
+    assert_eq!(
+        waited["result"]["content"][0]["text"], "done: b",
+        "{waited}"
+    );
+    let refused = session
+        .request(
+            12,
+            "tools/call",
+            json!({ "name": "weather-tool", "arguments": { "location": "Rome" }, "task": {} }),
+        )
+        .await;
+    assert_eq!(refused["error"]["code"], -32601, "{refused}");
+    let unknown = session
+        .request(13, "tasks/get", json!({ "taskId": "mcp-task-0-nope" }))
+        .await;
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+    server.shutdown();
+}
+
+/// Without `capabilities.tasks`, a 2025-11-25 client keeps today's
+/// behaviour: no tasks declared, a `task` param ignored (the request waits
+/// for the result), `tasks/result` and `tasks/list` not found.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2025_11_25_client_without_tasks_waits_for_results() {
+    let runtime = Runtime::builder().tool(QuickJobTool).build().unwrap();
+    let server = McpServer::new(runtime)
+        .serve_http(HttpOptions::new(([127, 0, 0, 1], 0).into()))
+        .await
+        .unwrap();
+    let session = Session2025::open(&server, json!({})).await;
+    assert!(
+        session.init["result"]["capabilities"]
+            .get("tasks")
+            .is_none(),
+        "{}",
+        session.init
+    );
+    let listed = session.request(1, "tools/list", json!({})).await;
+    assert!(
+        listed["result"]["tools"][0].get("execution").is_none(),
+        "{listed}"
+    );
+    let called = session
+        .request(
+            2,
+            "tools/call",
+            json!({ "name": "quick-job", "arguments": { "label": "c" }, "task": {} }),
+        )
+        .await;
+    assert_eq!(
+        called["result"]["content"][0]["text"], "done: c",
+        "{called}"
+    );
+    for method in ["tasks/result", "tasks/list"] {
+        let refused = session.request(3, method, json!({ "taskId": "x" })).await;
+        assert_eq!(refused["error"]["code"], -32601, "{method}: {refused}");
+    }
+    server.shutdown();
+}
+
+/// SEP-2663 removed `tasks/result` and `tasks/list`: its clients get
+/// method not found (both protocol eras).
+#[tokio::test]
+async fn a_client_of_the_tasks_extension_gets_no_tasks_result_or_list() {
+    for modern in [false, true] {
+        let client = connect(runtime(), task_client(), modern).await;
+        for method in ["tasks/result", "tasks/list"] {
+            let request = rmcp::model::CustomRequest::new(method, Some(json!({ "taskId": "x" })));
+            let refused = client
+                .send_request(ClientRequest::CustomRequest(request))
+                .await;
+            let (code, _) = refusal(refused);
+            assert_eq!(code, -32601, "{method}, modern: {modern}");
+        }
+    }
+}

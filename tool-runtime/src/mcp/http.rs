@@ -19,6 +19,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::resumption::SkipReceived;
+use super::tasks_2025;
 use super::{McpError, McpServer};
 
 type Service = StreamableHttpService<McpServer, LocalSessionManager>;
@@ -229,6 +230,7 @@ impl McpServer {
 }
 
 async fn accept(listener: TcpListener, service: Service, path: Arc<str>, stop: CancellationToken) {
+    let tasks_sessions = Arc::new(TasksSessions::default());
     loop {
         let stream = tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -241,10 +243,14 @@ async fn accept(listener: TcpListener, service: Service, path: Arc<str>, stop: C
             () = stop.cancelled() => break,
         };
         let (service, path, stop) = (service.clone(), Arc::clone(&path), stop.clone());
+        let tasks_sessions = Arc::clone(&tasks_sessions);
         tokio::spawn(async move {
             let handler = hyper::service::service_fn(move |request: Request<Incoming>| {
                 let (service, path) = (service.clone(), Arc::clone(&path));
-                async move { Ok::<_, Infallible>(route(&service, &path, request).await) }
+                let tasks_sessions = Arc::clone(&tasks_sessions);
+                async move {
+                    Ok::<_, Infallible>(route(&service, &path, &tasks_sessions, request).await)
+                }
             });
             let connection = hyper::server::conn::http1::Builder::new()
                 .serve_connection(TokioIo::new(stream), handler);
@@ -270,10 +276,19 @@ const MAX_BODY: usize = 4 * 1024 * 1024;
 async fn route(
     service: &Service,
     path: &str,
+    tasks_sessions: &TasksSessions,
     request: Request<Incoming>,
 ) -> Response<BoxBody<Bytes, Infallible>> {
     if request.uri().path() != path {
         return plain(StatusCode::NOT_FOUND, "Not Found");
+    }
+    if request.method() == hyper::Method::DELETE
+        && let Some(session) = request
+            .headers()
+            .get(SESSION_HEADER)
+            .and_then(|v| v.to_str().ok())
+    {
+        tasks_sessions.remove(session);
     }
     if request.method() != hyper::Method::POST {
         let resumed_after = request
@@ -294,29 +309,210 @@ async fn route(
         Ok(collected) => collected.to_bytes(),
         Err(_) => return plain(StatusCode::PAYLOAD_TOO_LARGE, "request body over 4 MiB"),
     };
-    if let Some(response) = protocol_error(&body) {
-        return response;
-    }
-    service
-        .handle(Request::from_parts(parts, Full::new(body)))
-        .await
-}
-
-/// The JSON-RPC error for a message that is not JSON (`-32700`, HTTP 400),
-/// or for a `tools/call` whose params are not a tool name with an object of
-/// arguments (`-32602`, with the request's id); `None` for anything else.
-fn protocol_error(body: &[u8]) -> Option<Response<BoxBody<Bytes, Infallible>>> {
-    let message: serde_json::Value = match serde_json::from_slice(body) {
+    let mut message: serde_json::Value = match serde_json::from_slice(&body) {
         Ok(message) => message,
         Err(error) => {
-            return Some(json_rpc_error(
+            return json_rpc_error(
                 StatusCode::BAD_REQUEST,
                 serde_json::Value::Null,
                 -32700,
                 &format!("Parse error: {error}"),
-            ));
+            );
         }
     };
+    if let Some(response) = protocol_error(&message) {
+        return response;
+    }
+    // What rmcp's types would drop of 2025-11-25's tasks is kept, and a
+    // session that declared them has its task requests renamed.
+    let seen = tasks_2025::inbound(&mut message);
+    let session = parts
+        .headers
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok());
+    let renamed =
+        session.is_some_and(|id| tasks_sessions.contains(id)) && tasks_2025::rename(&mut message);
+    let mut parts = parts;
+    let body = if seen.changed || renamed {
+        let body = Bytes::from(message.to_string());
+        parts
+            .headers
+            .insert(hyper::header::CONTENT_LENGTH, body.len().into());
+        body
+    } else {
+        body
+    };
+    let response = service
+        .handle(Request::from_parts(parts, Full::new(body)))
+        .await;
+    let created = response
+        .headers()
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok());
+    match created {
+        // Only a session can have its requests renamed.
+        Some(session) if seen.declares_tasks => {
+            tasks_sessions.insert(session);
+            with_server_tasks(response).await
+        }
+        _ => response,
+    }
+}
+
+/// The header naming a streamable HTTP session.
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// Most sessions remembered as having declared 2025-11-25 tasks (the
+/// oldest are forgotten first: their task requests are then refused).
+const MAX_TASKS_SESSIONS: usize = 10_000;
+
+/// The sessions whose `initialize` declared 2025-11-25 tasks: their task
+/// requests are [renamed](tasks_2025::rename).
+#[derive(Debug, Default)]
+struct TasksSessions(
+    std::sync::Mutex<(
+        std::collections::HashSet<String>,
+        std::collections::VecDeque<String>,
+    )>,
+);
+
+impl TasksSessions {
+    fn insert(&self, session: &str) {
+        let mut guard = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let (set, order) = &mut *guard;
+        if !set.insert(session.to_owned()) {
+            return;
+        }
+        order.push_back(session.to_owned());
+        if order.len() > MAX_TASKS_SESSIONS
+            && let Some(oldest) = order.pop_front()
+        {
+            set.remove(&oldest);
+        }
+    }
+
+    fn contains(&self, session: &str) -> bool {
+        let guard = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        guard.0.contains(session)
+    }
+
+    fn remove(&self, session: &str) {
+        let mut guard = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let (set, order) = &mut *guard;
+        if set.remove(session) {
+            order.retain(|s| s != session);
+        }
+    }
+}
+
+/// An `initialize` response (JSON, or an SSE stream) with the server's
+/// 2025-11-25 `capabilities.tasks` in its result.
+async fn with_server_tasks(
+    response: Response<BoxBody<Bytes, Infallible>>,
+) -> Response<BoxBody<Bytes, Infallible>> {
+    let sse = response
+        .headers()
+        .get(hyper::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"));
+    let (mut parts, body) = response.into_parts();
+    if sse {
+        let mut events = InitializeEvents::default();
+        return Response::from_parts(parts, body.map_frame(move |f| events.frame(f)).boxed());
+    }
+    // A JSON response: one message, complete.
+    let Ok(collected) = body.collect().await;
+    let bytes = collected.to_bytes();
+    let body = match serde_json::from_slice::<serde_json::Value>(&bytes) {
+        Ok(mut message) => match tasks_2025::outbound_initialize(&mut message) {
+            true => Bytes::from(message.to_string()),
+            false => bytes,
+        },
+        Err(_) => bytes,
+    };
+    parts.headers.remove(hyper::header::CONTENT_LENGTH);
+    Response::from_parts(parts, Full::new(body).boxed())
+}
+
+/// Rewrites the first message event of an SSE stream (the `initialize`
+/// result) with [`tasks_2025::outbound_initialize`]; every other byte
+/// passes unchanged.
+#[derive(Debug, Default)]
+struct InitializeEvents {
+    partial: Vec<u8>,
+    done: bool,
+}
+
+impl InitializeEvents {
+    fn frame(&mut self, frame: hyper::body::Frame<Bytes>) -> hyper::body::Frame<Bytes> {
+        match frame.into_data() {
+            Ok(data) if !self.done => hyper::body::Frame::data(self.data(&data)),
+            Ok(data) => hyper::body::Frame::data(data),
+            Err(frame) => frame,
+        }
+    }
+
+    fn data(&mut self, data: &[u8]) -> Bytes {
+        self.partial.extend_from_slice(data);
+        let mut out = Vec::with_capacity(self.partial.len());
+        let mut start = 0;
+        while !self.done {
+            let Some(end) = self.partial[start..]
+                .windows(2)
+                .position(|w| w == b"\n\n")
+                .map(|at| start + at + 2)
+            else {
+                break;
+            };
+            let event = &self.partial[start..end];
+            match std::str::from_utf8(event).ok().and_then(rewrite_event) {
+                Some(rewritten) => {
+                    out.extend_from_slice(rewritten.as_bytes());
+                    self.done = true;
+                }
+                None => out.extend_from_slice(event),
+            }
+            start = end;
+        }
+        if self.done {
+            out.extend_from_slice(&self.partial[start..]);
+            self.partial = Vec::new();
+        } else {
+            self.partial.drain(..start);
+        }
+        Bytes::from(out)
+    }
+}
+
+/// The event with its `data` (a JSON-RPC message) rewritten, when it
+/// carries an `initialize` result.
+fn rewrite_event(event: &str) -> Option<String> {
+    let mut out = String::with_capacity(event.len() + 96);
+    let mut rewritten = false;
+    for line in event.split_inclusive('\n') {
+        let data = line
+            .strip_prefix("data:")
+            .map(|d| d.trim_end_matches(['\r', '\n']).trim_start());
+        let message = data.and_then(|d| serde_json::from_str::<serde_json::Value>(d).ok());
+        match message {
+            Some(mut message) if !rewritten => {
+                if tasks_2025::outbound_initialize(&mut message) {
+                    out.push_str(&format!("data: {message}\n"));
+                    rewritten = true;
+                } else {
+                    out.push_str(line);
+                }
+            }
+            _ => out.push_str(line),
+        }
+    }
+    rewritten.then_some(out)
+}
+
+/// The JSON-RPC error for a `tools/call` whose params are not a tool name
+/// with an object of arguments (`-32602`, with the request's id); `None`
+/// for anything else.
+fn protocol_error(message: &serde_json::Value) -> Option<Response<BoxBody<Bytes, Infallible>>> {
     if message.get("method").and_then(serde_json::Value::as_str) != Some("tools/call") {
         return None;
     }

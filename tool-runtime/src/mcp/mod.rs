@@ -51,6 +51,7 @@ mod server;
 )]
 mod task_input;
 mod tasks;
+mod tasks_2025;
 
 pub use client::McpClient;
 pub use context::{ElicitFuture, Elicitation, Elicitor, McpContext, McpToolContext, SampleFuture};

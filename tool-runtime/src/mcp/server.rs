@@ -22,6 +22,7 @@ use super::logging::SessionLog;
 use super::request_state::RequestStates;
 use super::task_input::{TaskElicitor, TaskInputs};
 use super::tasks;
+use super::tasks_2025::{self, SessionTasks};
 use crate::{CallOutcome, Runtime, ToolCall};
 
 type RequestContextFn =
@@ -81,6 +82,8 @@ pub struct McpServer {
     pub(crate) inner: Arc<ServerInner>,
     /// The session's state (its logging level); each HTTP session gets its own.
     pub(crate) session: Arc<SessionLog>,
+    /// The 2025-11-25 tasks this session created, for its `tasks/list`.
+    pub(crate) session_tasks: Arc<SessionTasks>,
 }
 
 pub(crate) struct ServerInner {
@@ -93,7 +96,7 @@ pub(crate) struct ServerInner {
     request_context: Option<Arc<RequestContextFn>>,
     states: RequestStates,
     /// What the tasks running here ask their clients.
-    inputs: TaskInputs,
+    pub(crate) inputs: TaskInputs,
 }
 
 impl fmt::Debug for McpServer {
@@ -211,10 +214,131 @@ impl McpServer {
         McpServer {
             inner: Arc::clone(&self.inner),
             session: Arc::default(),
+            session_tasks: Arc::default(),
         }
     }
 
-    fn served(&self, name: &str) -> Option<&ServedTool> {
+    /// One `tools/call`, served for `tasks`: a deferred background tool's
+    /// call is a task for a client of either task protocol (the response's
+    /// handle is SEP-2663's, which the 2025-11-25 path reshapes).
+    pub(crate) async fn call(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+        tasks: TaskMode,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let name = request.name.as_ref();
+        let (Some(served), Some(tool)) = (self.served(name), self.inner.runtime.tool(name)) else {
+            let message = self
+                .inner
+                .runtime
+                .tools()
+                .unknown_tool(name)
+                .message()
+                .to_owned();
+            return Err(ErrorData::invalid_params(message, None));
+        };
+        let client_tasks = tasks != TaskMode::None;
+        let background = tool.definition().background.as_ref().filter(|b| b.enabled);
+        // A task at once (deferred), or once its client answered a question
+        // on the way (foreground: waited for until then).
+        let taskable = client_tasks && background.is_some();
+        let as_task = taskable
+            && background.is_some_and(|b| b.disposition == tool_core::Disposition::Deferred);
+        let call_id = match &request.request_state {
+            None => tasks::new_call_id(taskable),
+            // The retry of an `input_required` result: the state names the
+            // pending call, signed by a server with this key.
+            Some(state) => self.inner.states.verify(name, state).ok_or_else(|| {
+                ErrorData::invalid_params(
+                    format!(
+                        "requestState {state:?} does not name a call of tool {name:?} this server asked about: it was never issued, is for another tool, or expired"
+                    ),
+                    None,
+                )
+            })?,
+        };
+        let call = Call {
+            runtime: self.inner.runtime.clone(),
+            tool: tool.clone(),
+            served: served.clone(),
+            call_id,
+            ct: context.ct.clone(),
+            peer: context.peer.clone(),
+            progress: context.meta.get_progress_token(),
+            // Logging is not part of the 2026-07-28 protocol (SEP-2577).
+            log: (!modern(&context)).then(|| Arc::clone(&self.session)),
+            wraps_output: served.wraps_output_for(modern(&context)),
+            elicit: self.elicit_mode(&context),
+            states: self.inner.states.clone(),
+            tasks: client_tasks,
+        };
+        if request.request_state.is_some() {
+            // The responses carry the user's answer.
+            tracing::debug!(call_id = %call.call_id, "MCP input responses for a pending call");
+            return call
+                .answered(request.input_responses.unwrap_or_default())
+                .await;
+        }
+        let request_context = self
+            .inner
+            .request_context
+            .as_ref()
+            .map(|from_request| from_request(&context))
+            .unwrap_or_default();
+        let input = request.arguments.map_or(Value::Null, Value::Object);
+        let mut tool_call =
+            ToolCall::new(call.call_id.clone(), name, input).with_request_context(request_context);
+        // Sampling is not part of the 2026-07-28 protocol.
+        let sampling = !modern(&context)
+            && context
+                .client_capabilities()
+                .is_some_and(|caps| caps.sampling.is_some());
+        if as_task
+            && tasks == TaskMode::Extension
+            && (call.elicit != Elicit::Unsupported || sampling)
+        {
+            // A task's questions wait for `tasks/update` (no request is open).
+            let asker = TaskElicitor {
+                inputs: self.inner.inputs.clone(),
+                task_id: call.call_id.clone(),
+                forms: call.elicit != Elicit::Unsupported,
+                sampling,
+            };
+            tool_call = tool_call.with_extension(McpContext::new(asker));
+        } else if call.elicit == Elicit::Request || sampling {
+            // The tool itself may ask this client's user, or its model (`ToolContext::mcp`).
+            let asker = PeerElicitor::new(&call, sampling);
+            tool_call = tool_call.with_extension(McpContext::new(asker));
+        }
+        let runtime = self.inner.runtime.clone();
+        let task_required = tool
+            .definition()
+            .mcp
+            .as_ref()
+            .is_some_and(|mcp| mcp.task_required);
+        if task_required && !client_tasks {
+            // Served only as a task (SEP-2663, "Required Capabilities").
+            return Err(ErrorData::missing_required_client_capability(
+                rmcp::model::ClientCapabilities::builder()
+                    .enable_tasks()
+                    .build(),
+            ));
+        }
+        if as_task {
+            // A task handle at once; a pause (approval) is settled as usual.
+            let outcome = runtime.call(tool_call).await;
+            if let CallOutcome::BackgroundStarted { task_id } = &outcome {
+                return Ok(tasks::started(&runtime, task_id));
+            }
+            return Ok(call.run(Box::pin(std::future::ready(outcome)), None).await);
+        }
+        Ok(call
+            .run(Box::pin(async move { runtime.call(tool_call).await }), None)
+            .await)
+    }
+
+    pub(crate) fn served(&self, name: &str) -> Option<&ServedTool> {
         self.inner.by_name.get(name).map(|&i| &self.inner.tools[i])
     }
 
@@ -367,6 +491,7 @@ impl McpServerBuilder {
         implementation.title = self.title;
         McpServer {
             session: Arc::default(),
+            session_tasks: Arc::default(),
             inner: Arc::new(ServerInner {
                 runtime: self.runtime,
                 tools,
@@ -437,114 +562,15 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let name = request.name.as_ref();
-        let (Some(served), Some(tool)) = (self.served(name), self.inner.runtime.tool(name)) else {
-            let message = self
-                .inner
-                .runtime
-                .tools()
-                .unknown_tool(name)
-                .message()
-                .to_owned();
-            return Err(ErrorData::invalid_params(message, None));
-        };
-        let client_tasks = context
+        let tasks = if context
             .client_capabilities()
-            .is_some_and(|caps| caps.supports_tasks());
-        let background = tool.definition().background.as_ref().filter(|b| b.enabled);
-        // A task at once (deferred), or once its client answered a question
-        // on the way (foreground: waited for until then).
-        let taskable = client_tasks && background.is_some();
-        let as_task = taskable
-            && background.is_some_and(|b| b.disposition == tool_core::Disposition::Deferred);
-        let call_id = match &request.request_state {
-            None => tasks::new_call_id(taskable),
-            // The retry of an `input_required` result: the state names the
-            // pending call, signed by a server with this key.
-            Some(state) => self.inner.states.verify(name, state).ok_or_else(|| {
-                ErrorData::invalid_params(
-                    format!(
-                        "requestState {state:?} does not name a call of tool {name:?} this server asked about: it was never issued, is for another tool, or expired"
-                    ),
-                    None,
-                )
-            })?,
+            .is_some_and(|caps| caps.supports_tasks())
+        {
+            TaskMode::Extension
+        } else {
+            TaskMode::None
         };
-        let call = Call {
-            runtime: self.inner.runtime.clone(),
-            tool: tool.clone(),
-            served: served.clone(),
-            call_id,
-            ct: context.ct.clone(),
-            peer: context.peer.clone(),
-            progress: context.meta.get_progress_token(),
-            // Logging is not part of the 2026-07-28 protocol (SEP-2577).
-            log: (!modern(&context)).then(|| Arc::clone(&self.session)),
-            wraps_output: served.wraps_output_for(modern(&context)),
-            elicit: self.elicit_mode(&context),
-            states: self.inner.states.clone(),
-            tasks: client_tasks,
-        };
-        if request.request_state.is_some() {
-            // The responses carry the user's answer.
-            tracing::debug!(call_id = %call.call_id, "MCP input responses for a pending call");
-            return call
-                .answered(request.input_responses.unwrap_or_default())
-                .await;
-        }
-        let request_context = self
-            .inner
-            .request_context
-            .as_ref()
-            .map(|from_request| from_request(&context))
-            .unwrap_or_default();
-        let input = request.arguments.map_or(Value::Null, Value::Object);
-        let mut tool_call =
-            ToolCall::new(call.call_id.clone(), name, input).with_request_context(request_context);
-        // Sampling is not part of the 2026-07-28 protocol.
-        let sampling = !modern(&context)
-            && context
-                .client_capabilities()
-                .is_some_and(|caps| caps.sampling.is_some());
-        if as_task && (call.elicit != Elicit::Unsupported || sampling) {
-            // A task's questions wait for `tasks/update` (no request is open).
-            let asker = TaskElicitor {
-                inputs: self.inner.inputs.clone(),
-                task_id: call.call_id.clone(),
-                forms: call.elicit != Elicit::Unsupported,
-                sampling,
-            };
-            tool_call = tool_call.with_extension(McpContext::new(asker));
-        } else if call.elicit == Elicit::Request || sampling {
-            // The tool itself may ask this client's user, or its model (`ToolContext::mcp`).
-            let asker = PeerElicitor::new(&call, sampling);
-            tool_call = tool_call.with_extension(McpContext::new(asker));
-        }
-        let runtime = self.inner.runtime.clone();
-        let task_required = tool
-            .definition()
-            .mcp
-            .as_ref()
-            .is_some_and(|mcp| mcp.task_required);
-        if task_required && !client_tasks {
-            // Served only as a task (SEP-2663, "Required Capabilities").
-            return Err(ErrorData::missing_required_client_capability(
-                rmcp::model::ClientCapabilities::builder()
-                    .enable_tasks()
-                    .build(),
-            ));
-        }
-        if as_task {
-            // A task handle at once; a pause (approval) is settled as usual.
-            let outcome = runtime.call(tool_call).await;
-            if let CallOutcome::BackgroundStarted { task_id } = &outcome {
-                return Ok(tasks::started(&runtime, task_id));
-            }
-            return Ok(call.run(Box::pin(std::future::ready(outcome)), None).await);
-        }
-        Ok(call
-            .run(Box::pin(async move { runtime.call(tool_call).await }), None)
-            .await)
+        self.call(request, context, tasks).await
     }
 
     async fn get_task(
@@ -582,28 +608,32 @@ impl ServerHandler for McpServer {
         request: rmcp::model::CancelTaskParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let runtime = &self.inner.runtime;
-        match runtime.stored(&request.task_id).await {
-            Ok(Some(stored))
-                if stored.call.kind == crate::PendingKind::Task
-                    || tasks::is_task_id(&request.task_id) => {}
-            Ok(_) => {
-                let message = format!("no task {:?}", request.task_id);
-                return Err(ErrorData::invalid_params(message, None));
-            }
-            Err(error) => return Err(ErrorData::internal_error(error.to_string(), None)),
-        }
-        // Cooperative: the task's abort signal fires where it runs here; a
-        // task that already ended, or runs on another instance, goes on.
-        if runtime.cancel(&request.task_id).is_err() {
-            tracing::debug!(task_id = %request.task_id, "tasks/cancel: the task does not run on this instance");
-        }
-        Ok(())
+        tasks::cancel(&self.inner.runtime, &request.task_id).await
+    }
+
+    async fn on_custom_request(
+        &self,
+        request: rmcp::model::CustomRequest,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CustomResult, ErrorData> {
+        tasks_2025::custom(self, request, context).await
     }
 }
 
+/// Which task protocol a `tools/call` is served under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TaskMode {
+    /// No tasks: the request waits for the call's outcome.
+    None,
+    /// The tasks extension (SEP-2663): questions wait for `tasks/update`.
+    Extension,
+    /// 2025-11-25's experimental tasks (SEP-1686), asked for by the
+    /// request's `task` param: questions are requests to the client.
+    Experimental,
+}
+
 /// Whether the request's peer speaks the 2026-07-28 protocol or newer.
-fn modern(context: &RequestContext<RoleServer>) -> bool {
+pub(crate) fn modern(context: &RequestContext<RoleServer>) -> bool {
     context
         .protocol_version()
         .is_some_and(|v| v.as_str() >= rmcp::model::ProtocolVersion::V_2026_07_28.as_str())

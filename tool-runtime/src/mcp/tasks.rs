@@ -61,6 +61,20 @@ pub(crate) async fn get(
     task_id: &str,
     modern: bool,
 ) -> Result<GetTaskResult, ErrorData> {
+    let task = detailed(runtime, served, inputs, task_id, modern).await?;
+    Ok(GetTaskResult::new(task))
+}
+
+/// The task `task_id` as the store has it: its status, times and, once it
+/// settled, the call's result (or error). Both task protocols (SEP-2663,
+/// and 2025-11-25's experimental tasks) are read from this.
+pub(crate) async fn detailed(
+    runtime: &Runtime,
+    served: impl Fn(&str) -> Option<ServedTool>,
+    inputs: &TaskInputs,
+    task_id: &str,
+    modern: bool,
+) -> Result<DetailedTask, ErrorData> {
     let stored = stored_task(runtime, task_id).await?;
     let created = created_time(task_id);
     let StoredCall { call, state, .. } = stored;
@@ -126,12 +140,12 @@ pub(crate) async fn get(
     )
     .with_poll_interval_ms(millis(POLL_INTERVAL))
     .with_ttl_ms(ttl(runtime, created, updated));
-    Ok(GetTaskResult::new(DetailedTask::new(task, payload)))
+    Ok(DetailedTask::new(task, payload))
 }
 
 /// The stored task `task_id`: a background call (kind `Task`), or any call
 /// of a task id (one that suspended, or was approved, on its way).
-async fn stored_task(runtime: &Runtime, task_id: &str) -> Result<StoredCall, ErrorData> {
+pub(crate) async fn stored_task(runtime: &Runtime, task_id: &str) -> Result<StoredCall, ErrorData> {
     match runtime.stored(task_id).await {
         Ok(Some(stored)) if stored.call.kind == PendingKind::Task || is_task_id(task_id) => {
             Ok(stored)
@@ -145,6 +159,20 @@ async fn stored_task(runtime: &Runtime, task_id: &str) -> Result<StoredCall, Err
         )),
         Err(error) => Err(ErrorData::internal_error(error.to_string(), None)),
     }
+}
+
+/// `tasks/cancel` (either task protocol): fires the task's abort signal.
+/// Cooperative: the signal fires where the task runs here; a task that
+/// already ended, or runs on another instance, goes on.
+pub(crate) async fn cancel(runtime: &Runtime, task_id: &str) -> Result<(), ErrorData> {
+    stored_task(runtime, task_id).await?;
+    if runtime.cancel(task_id).is_err() {
+        tracing::debug!(
+            task_id,
+            "tasks/cancel: the task does not run on this instance"
+        );
+    }
+    Ok(())
 }
 
 /// `tasks/update`: the client's answers to the task's questions. The
@@ -307,7 +335,7 @@ pub(crate) fn elicitation(form: Form) -> InputRequest {
 }
 
 /// `text` cut to `MAX_QUOTE` characters, to quote client input in errors.
-fn quote(text: &str) -> String {
+pub(crate) fn quote(text: &str) -> String {
     if text.chars().count() <= MAX_QUOTE {
         return text.to_owned();
     }
@@ -364,7 +392,7 @@ fn created_time(task_id: &str) -> Option<SystemTime> {
     Some(UNIX_EPOCH + Duration::from_millis(millis))
 }
 
-fn millis(duration: Duration) -> u64 {
+pub(crate) fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 

@@ -1,0 +1,572 @@
+//! The 2025-11-25 protocol's tasks (SEP-1686, "experimental tasks"), for its
+//! clients that declare `capabilities.tasks`: a `tools/call` with a `task`
+//! param of a deferred background tool answers with a `CreateTaskResult`
+//! (`{"task": Task}`); `tasks/get`, `tasks/result` (waits until the task
+//! ends, then gives the call's result), `tasks/list` (this session's tasks)
+//! and `tasks/cancel` read the same stored call as SEP-2663's `tasks/get`
+//! ([`tasks::detailed`]); `notifications/tasks/status` tells the session
+//! that created a task when it ends.
+//!
+//! rmcp 3.11 models SEP-2663 only: its types drop the client's
+//! `capabilities.tasks`, the `task` param and tools' `execution`, and its
+//! `tasks/get` and `tasks/cancel` answer SEP-2663's shapes to SEP-2663
+//! clients alone. So the transport edge keeps the client's declaration
+//! where rmcp keeps it ([`inbound`]), adds the server's `capabilities.tasks`
+//! to the `initialize` result ([`outbound_initialize`]), and, for a session
+//! that declared tasks, renames the requests rmcp would answer in other
+//! shapes ([`rename`]) to methods rmcp hands over as they came
+//! (`on_custom_request`), served here ([`custom`]).
+
+use std::collections::VecDeque;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use rmcp::ErrorData;
+use rmcp::ServerHandler;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CustomNotification, CustomRequest, CustomResult,
+    DetailedTask, ErrorCode, ProtocolVersion, ServerNotification, Task, TaskPayload,
+};
+use rmcp::service::{Peer, RequestContext, RoleServer};
+use serde_json::{Map, Value, json};
+
+use super::server::{McpServer, TaskMode};
+use super::tasks;
+
+/// Where [`inbound`] keeps a 2025-11-25 client's `capabilities.tasks`:
+/// under `capabilities.experimental`, which rmcp keeps.
+const CLIENT_TASKS_KEY: &str = "tool-runtime/tasks-2025-11-25";
+
+/// The `_meta` key tying a message to its task.
+const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
+
+/// Tasks per `tasks/list` page.
+const PAGE: usize = 50;
+
+/// Task ids a session remembers for `tasks/list` (the oldest go first).
+const MAX_SESSION_TASKS: usize = 10_000;
+
+/// How long `tasks/cancel` waits for the task to wind down before it says
+/// what became of it.
+const CANCEL_WAIT: Duration = Duration::from_secs(2);
+
+/// How often `tasks/result` reads again a task it cannot watch.
+const RESULT_POLL: Duration = Duration::from_millis(500);
+
+// --- the transport edge ----------------------------------------------------------
+
+/// What [`inbound`] did to a message (or batch).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Inbound {
+    /// It changed: serialize it again.
+    pub(crate) changed: bool,
+    /// It holds a 2025-11-25 `initialize` that declares `capabilities.tasks`:
+    /// its result gets the server's ([`outbound_initialize`]).
+    pub(crate) declares_tasks: bool,
+}
+
+/// Keeps what rmcp's types would drop from a client message: a 2025-11-25
+/// `initialize`'s `capabilities.tasks` (copied under `experimental`) and a
+/// `tools/call`'s `task` param (copied under `_meta`). An entry a client
+/// sent under those keys itself is removed: only the protocol's own field
+/// counts.
+pub(crate) fn inbound(message: &mut Value) -> Inbound {
+    let mut seen = Inbound::default();
+    match message {
+        Value::Array(batch) => batch.iter_mut().for_each(|m| inbound_one(m, &mut seen)),
+        message => inbound_one(message, &mut seen),
+    }
+    seen
+}
+
+fn inbound_one(message: &mut Value, seen: &mut Inbound) {
+    if message.get("method").and_then(Value::as_str) != Some("initialize") {
+        return;
+    }
+    let Some(params) = message.get_mut("params").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let version = params.get("protocolVersion").and_then(Value::as_str);
+    let legacy = version == Some(ProtocolVersion::V_2025_11_25.as_str());
+    let Some(capabilities) = params
+        .get_mut("capabilities")
+        .and_then(Value::as_object_mut)
+    else {
+        return;
+    };
+    let tasks = capabilities.get("tasks").filter(|t| t.is_object()).cloned();
+    let experimental = capabilities
+        .entry("experimental")
+        .or_insert_with(|| Value::Object(Map::new()));
+    let Some(experimental) = experimental.as_object_mut() else {
+        return;
+    };
+    seen.changed |= experimental.remove(CLIENT_TASKS_KEY).is_some();
+    if let (true, Some(tasks)) = (legacy, tasks) {
+        experimental.insert(CLIENT_TASKS_KEY.to_owned(), tasks);
+        seen.changed = true;
+        seen.declares_tasks = true;
+    }
+}
+
+/// The method a request of a session that declared 2025-11-25 tasks is
+/// renamed to: one rmcp hands to `on_custom_request` as it came.
+const RENAMED: &str = "tool-runtime/2025-11-25/";
+
+/// Renames, in a message (or batch) of a session that declared 2025-11-25
+/// tasks, the requests rmcp would answer in other shapes: `tools/list`
+/// (tools get `execution`), a `tools/call` with a `task` param, `tasks/get`
+/// and `tasks/cancel`. Whether any was.
+pub(crate) fn rename(message: &mut Value) -> bool {
+    match message {
+        Value::Array(batch) => batch
+            .iter_mut()
+            .fold(false, |renamed, m| rename_one(m) | renamed),
+        message => rename_one(message),
+    }
+}
+
+fn rename_one(message: &mut Value) -> bool {
+    let Some(method) = message.get("method").and_then(Value::as_str) else {
+        return false;
+    };
+    let renamed = match method {
+        "tools/list" | "tasks/get" | "tasks/cancel" => true,
+        "tools/call" => message
+            .get("params")
+            .and_then(|p| p.get("task"))
+            .is_some_and(Value::is_object),
+        _ => false,
+    };
+    if renamed {
+        message["method"] = Value::String(format!("{RENAMED}{method}"));
+    }
+    renamed
+}
+
+/// Adds the server's `capabilities.tasks` to a 2025-11-25 `initialize`
+/// result (for a client that declared its own); whether it changed.
+pub(crate) fn outbound_initialize(message: &mut Value) -> bool {
+    let Some(result) = message.get_mut("result").and_then(Value::as_object_mut) else {
+        return false;
+    };
+    if result.get("protocolVersion").and_then(Value::as_str)
+        != Some(ProtocolVersion::V_2025_11_25.as_str())
+    {
+        return false;
+    }
+    let Some(capabilities) = result
+        .get_mut("capabilities")
+        .and_then(Value::as_object_mut)
+    else {
+        return false;
+    };
+    capabilities.insert(
+        "tasks".to_owned(),
+        json!({ "list": {}, "cancel": {}, "requests": { "tools": { "call": {} } } }),
+    );
+    true
+}
+
+// --- serving -------------------------------------------------------------------------
+
+/// Whether the request's peer negotiated 2025-11-25 and declared
+/// `capabilities.tasks`.
+fn peer_declared(context: &RequestContext<RoleServer>) -> bool {
+    context.protocol_version() == Some(ProtocolVersion::V_2025_11_25)
+        && context.peer.peer_info().is_some_and(|info| {
+            info.capabilities
+                .experimental
+                .as_ref()
+                .is_some_and(|e| e.contains_key(CLIENT_TASKS_KEY))
+        })
+}
+
+/// The task ids a session created, for `tasks/list`; their states are read
+/// from the store. Only this session lists them (a session lives on one
+/// instance, and ends with its connection).
+#[derive(Debug, Default)]
+pub(crate) struct SessionTasks(Mutex<VecDeque<String>>);
+
+impl SessionTasks {
+    fn add(&self, task_id: &str) {
+        let mut ids = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if ids.len() >= MAX_SESSION_TASKS {
+            ids.pop_front();
+        }
+        ids.push_back(task_id.to_owned());
+    }
+
+    /// The ids from `start` on, up to a page, and where the next page starts.
+    fn page(&self, start: usize) -> (Vec<String>, Option<usize>) {
+        let ids = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let page: Vec<String> = ids.iter().skip(start).take(PAGE).cloned().collect();
+        let next = start + page.len();
+        (page, (next < ids.len()).then_some(next))
+    }
+}
+
+/// A request rmcp does not know (`on_custom_request`): 2025-11-25's task
+/// requests ([`rename`]d ones, `tasks/result`, `tasks/list`) from a client
+/// that declared `capabilities.tasks`, in that protocol's shapes; for any
+/// other client, or method, method not found (as SEP-2663 wants of
+/// `tasks/result` and `tasks/list`).
+pub(crate) async fn custom(
+    server: &McpServer,
+    request: CustomRequest,
+    context: RequestContext<RoleServer>,
+) -> Result<CustomResult, ErrorData> {
+    let CustomRequest { method, params, .. } = request;
+    let not_found = || ErrorData::new(ErrorCode::METHOD_NOT_FOUND, method.clone(), None);
+    if !peer_declared(&context) {
+        return Err(not_found());
+    }
+    let task_id = || task_id_param(&method, params.as_ref());
+    let answer = match method.strip_prefix(RENAMED).unwrap_or(&method) {
+        "tools/call" if method.starts_with(RENAMED) => call(server, params, context).await,
+        "tools/list" if method.starts_with(RENAMED) => list_tools(server, context).await,
+        "tasks/get" if method.starts_with(RENAMED) => get(server, &task_id()?).await.map(task_json),
+        "tasks/cancel" if method.starts_with(RENAMED) => cancel(server, &task_id()?).await,
+        "tasks/result" => result(server, &task_id()?, &context).await,
+        "tasks/list" => list(server, params.as_ref()).await,
+        _ => Err(not_found()),
+    };
+    answer.map(CustomResult::new)
+}
+
+/// Whether the tool `name` is served as a 2025-11-25 task: `Some(true)`
+/// when only as one (`mcp(task_required)`), `Some(false)` when the client
+/// may ask for one (a deferred background tool), `None` when it is not.
+fn task_support(server: &McpServer, name: &str) -> Option<bool> {
+    let definition = server.runtime().tool(name)?.definition();
+    let background = definition.background.as_ref().filter(|b| b.enabled)?;
+    if background.disposition != tool_core::Disposition::Deferred {
+        return None;
+    }
+    Some(definition.mcp.as_ref().is_some_and(|mcp| mcp.task_required))
+}
+
+/// `tools/list`, each task tool with its `execution.taskSupport`.
+async fn list_tools(
+    server: &McpServer,
+    context: RequestContext<RoleServer>,
+) -> Result<Value, ErrorData> {
+    let listed = ServerHandler::list_tools(server, None, context).await?;
+    let mut value = serde_json::to_value(&listed)
+        .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+    if let Some(listed) = value.as_object_mut() {
+        // Not a field of 2025-11-25's results (rmcp drops it for older peers).
+        listed.remove("resultType");
+    }
+    let tools = value.get_mut("tools").and_then(Value::as_array_mut);
+    for tool in tools.into_iter().flatten() {
+        let support = tool
+            .get("name")
+            .and_then(Value::as_str)
+            .and_then(|name| task_support(server, name));
+        if let (Some(required), Some(tool)) = (support, tool.as_object_mut()) {
+            let support = if required { "required" } else { "optional" };
+            tool.insert("execution".to_owned(), json!({ "taskSupport": support }));
+        }
+    }
+    Ok(value)
+}
+
+/// A `tools/call` with a `task` param: a task, for a tool served as one.
+async fn call(
+    server: &McpServer,
+    params: Option<Value>,
+    context: RequestContext<RoleServer>,
+) -> Result<Value, ErrorData> {
+    let params: CallToolRequestParams = serde_json::from_value(params.unwrap_or_default())
+        .map_err(|e| ErrorData::invalid_params(format!("tools/call params: {e}"), None))?;
+    if task_support(server, &params.name).is_none() {
+        return Err(if server.served(&params.name).is_some() {
+            ErrorData::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                format!(
+                    "tool {:?} does not run as a task: call it without a `task` param (it declares no execution.taskSupport)",
+                    tasks::quote(&params.name)
+                ),
+                None,
+            )
+        } else {
+            let unknown = server.runtime().tools().unknown_tool(&params.name);
+            ErrorData::invalid_params(unknown.message().to_owned(), None)
+        });
+    }
+    let peer = context.peer.clone();
+    let response = server.call(params, context, TaskMode::Experimental).await?;
+    match response {
+        CallToolResponse::Task(created) => {
+            let task_id = created.task.task_id.clone();
+            server.session_tasks.add(&task_id);
+            watch(server.clone(), peer, task_id);
+            Ok(json!({ "task": legacy_task(&created.task) }))
+        }
+        // The call ended before it became a task (an approval declined...).
+        CallToolResponse::Complete(result) => {
+            serde_json::to_value(result).map_err(|e| ErrorData::internal_error(e.to_string(), None))
+        }
+        // Asked only of 2026-07-28 peers.
+        _ => Err(ErrorData::internal_error(
+            "an input_required result for a 2025-11-25 client",
+            None,
+        )),
+    }
+}
+
+/// The task `task_id` from the store (results as for 2025-11-25 peers).
+async fn get(server: &McpServer, task_id: &str) -> Result<DetailedTask, ErrorData> {
+    let served = |name: &str| server.served(name).cloned();
+    tasks::detailed(
+        server.runtime(),
+        served,
+        &server.inner.inputs,
+        task_id,
+        false,
+    )
+    .await
+}
+
+/// A task in 2025-11-25's shape: `ttl` and `pollInterval` (SEP-2663 has
+/// `ttlMs` and `pollIntervalMs`).
+fn legacy_task(task: &Task) -> Value {
+    let mut value = json!({
+        "taskId": task.task_id,
+        "status": task.status,
+        "createdAt": task.created_at,
+        "lastUpdatedAt": task.last_updated_at,
+        "ttl": task.ttl_ms,
+    });
+    if let Some(poll) = task.poll_interval_ms {
+        value["pollInterval"] = json!(poll);
+    }
+    if let Some(message) = &task.status_message {
+        value["statusMessage"] = json!(message);
+    }
+    value
+}
+
+fn task_json(task: DetailedTask) -> Value {
+    legacy_task(&task.task)
+}
+
+/// `tasks/result`: once the task ended, what the call answered (its
+/// `CallToolResult`, tied to the task by `_meta`), or the error it failed
+/// with. Waits until then, or until the request is cancelled.
+async fn result(
+    server: &McpServer,
+    task_id: &str,
+    context: &RequestContext<RoleServer>,
+) -> Result<Value, ErrorData> {
+    loop {
+        let task = get(server, task_id).await?;
+        match task.payload {
+            TaskPayload::Completed { mut result } => {
+                let meta = result
+                    .entry("_meta")
+                    .or_insert_with(|| Value::Object(Map::new()));
+                if let Some(meta) = meta.as_object_mut() {
+                    meta.insert(RELATED_TASK.to_owned(), json!({ "taskId": task_id }));
+                }
+                return Ok(Value::Object(result));
+            }
+            TaskPayload::Failed { error } => {
+                return Err(
+                    serde_json::from_value(Value::Object(error)).unwrap_or_else(|_| {
+                        ErrorData::internal_error(format!("task {task_id:?} failed"), None)
+                    }),
+                );
+            }
+            TaskPayload::Cancelled => {
+                return Err(ErrorData::invalid_params(
+                    format!("task {task_id:?} was cancelled: it has no result"),
+                    None,
+                ));
+            }
+            _ => {}
+        }
+        // Watched where it runs; read from the store otherwise.
+        let watched = tokio::select! {
+            waited = server.runtime().wait(task_id) => waited.is_ok(),
+            () = context.ct.cancelled() => return Err(cancelled()),
+        };
+        if !watched {
+            tokio::select! {
+                () = tokio::time::sleep(RESULT_POLL) => {}
+                () = context.ct.cancelled() => return Err(cancelled()),
+            }
+        }
+    }
+}
+
+fn cancelled() -> ErrorData {
+    ErrorData::invalid_request("the request was cancelled", None)
+}
+
+/// `tasks/cancel`: fires the task's abort signal, waits a little for it to
+/// wind down, and answers the task as it then is. A task that ended
+/// already is refused, as 2025-11-25 says.
+async fn cancel(server: &McpServer, task_id: &str) -> Result<Value, ErrorData> {
+    let before = get(server, task_id).await?;
+    if before.status().is_terminal() {
+        return Err(ErrorData::invalid_params(
+            format!(
+                "task {task_id:?} cannot be cancelled: it is {} already",
+                status_name(&before.task)
+            ),
+            None,
+        ));
+    }
+    tasks::cancel(server.runtime(), task_id).await?;
+    let _ = tokio::time::timeout(CANCEL_WAIT, server.runtime().wait(task_id)).await;
+    get(server, task_id).await.map(task_json)
+}
+
+fn status_name(task: &Task) -> String {
+    serde_json::to_value(task.status)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+/// `tasks/list`: this session's tasks still in the store, a page at a time
+/// (the cursor is where the next page starts).
+async fn list(server: &McpServer, params: Option<&Value>) -> Result<Value, ErrorData> {
+    let cursor = params.and_then(|p| p.get("cursor"));
+    let start = match cursor {
+        None | Some(Value::Null) => 0,
+        Some(Value::String(cursor)) => cursor.parse::<usize>().map_err(|_| {
+            ErrorData::invalid_params(
+                format!(
+                    "cursor {:?} is not one tasks/list gave",
+                    tasks::quote(cursor)
+                ),
+                None,
+            )
+        })?,
+        Some(_) => return Err(ErrorData::invalid_params("cursor must be a string", None)),
+    };
+    let (ids, next) = server.session_tasks.page(start);
+    let mut listed = Vec::with_capacity(ids.len());
+    for task_id in ids {
+        // Forgotten by the store (its retention passed): not listed.
+        if let Ok(task) = get(server, &task_id).await {
+            listed.push(task_json(task));
+        }
+    }
+    let mut page = json!({ "tasks": listed });
+    if let Some(next) = next {
+        page["nextCursor"] = json!(next.to_string());
+    }
+    Ok(page)
+}
+
+/// The `taskId` param of a `method` request.
+fn task_id_param(method: &str, params: Option<&Value>) -> Result<String, ErrorData> {
+    params
+        .and_then(|p| p.get("taskId"))
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .ok_or_else(|| {
+            let method = method.strip_prefix(RENAMED).unwrap_or(method);
+            ErrorData::invalid_params(format!("{method} needs a string taskId"), None)
+        })
+}
+
+/// Sends `notifications/tasks/status` to the session that created the task
+/// when it ends, while the session is connected.
+fn watch(server: McpServer, peer: Peer<RoleServer>, task_id: String) {
+    tokio::spawn(async move {
+        if let Err(error) = server.runtime().wait(&task_id).await {
+            tracing::debug!(task_id, %error, "no status notification: the task is not watched");
+            return;
+        }
+        let Ok(task) = get(&server, &task_id).await else {
+            return;
+        };
+        let params = legacy_task(&task.task);
+        let notification = CustomNotification::new("notifications/tasks/status", Some(params));
+        if let Err(error) = peer
+            .send_notification(ServerNotification::CustomNotification(notification))
+            .await
+        {
+            tracing::debug!(task_id, %error, "the task's session is gone: no status notification");
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_edge_keeps_the_declaration_and_renames_what_rmcp_would_answer_otherwise() {
+        let mut initialize = json!({
+            "jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": { "protocolVersion": "2025-11-25", "capabilities": { "tasks": { "list": {} } },
+                "clientInfo": { "name": "c", "version": "1" } }
+        });
+        let seen = inbound(&mut initialize);
+        assert!(seen.changed && seen.declares_tasks);
+        assert_eq!(
+            initialize["params"]["capabilities"]["experimental"][CLIENT_TASKS_KEY],
+            json!({ "list": {} })
+        );
+        // Another version's initialize, or a client's own entry, declares nothing.
+        let mut older = json!({ "method": "initialize", "params": { "protocolVersion": "2025-06-18",
+            "capabilities": { "tasks": {}, "experimental": { CLIENT_TASKS_KEY: {} } } } });
+        let seen = inbound(&mut older);
+        assert!(seen.changed && !seen.declares_tasks);
+        assert_eq!(older["params"]["capabilities"]["experimental"], json!({}));
+        let mut batch = json!([
+            { "method": "tools/call", "params": { "name": "t", "task": { "ttl": 5 } } },
+            { "method": "tools/call", "params": { "name": "t" } },
+            { "method": "tasks/get", "params": { "taskId": "x" } },
+            { "method": "tasks/result", "params": { "taskId": "x" } },
+            { "method": "tools/list" },
+        ]);
+        assert!(!inbound(&mut batch).changed);
+        assert!(rename(&mut batch));
+        let methods: Vec<&str> = (0..5)
+            .map(|i| batch[i]["method"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            methods,
+            [
+                "tool-runtime/2025-11-25/tools/call",
+                "tools/call",
+                "tool-runtime/2025-11-25/tasks/get",
+                "tasks/result",
+                "tool-runtime/2025-11-25/tools/list"
+            ]
+        );
+        let mut plain = json!({ "method": "tools/call", "params": { "name": "t" } });
+        assert!(!rename(&mut plain));
+
+        let mut result =
+            json!({ "id": 1, "result": { "protocolVersion": "2025-11-25", "capabilities": {} } });
+        assert!(outbound_initialize(&mut result));
+        assert_eq!(
+            result["result"]["capabilities"]["tasks"]["requests"]["tools"]["call"],
+            json!({})
+        );
+        let mut newer =
+            json!({ "id": 1, "result": { "protocolVersion": "2026-07-28", "capabilities": {} } });
+        assert!(!outbound_initialize(&mut newer));
+    }
+
+    #[test]
+    fn a_sessions_task_list_pages_and_stays_bounded() {
+        let tasks = SessionTasks::default();
+        for n in 0..(PAGE + 3) {
+            tasks.add(&n.to_string());
+        }
+        let (first, next) = tasks.page(0);
+        assert_eq!((first.len(), next), (PAGE, Some(PAGE)));
+        let (rest, next) = tasks.page(PAGE);
+        assert_eq!((rest.len(), next), (3, None));
+        assert_eq!(tasks.page(10 * PAGE), (Vec::new(), None));
+    }
+}
