@@ -2771,3 +2771,76 @@ async fn a_client_of_the_tasks_extension_gets_no_tasks_result_or_list() {
         }
     }
 }
+
+/// Over stdio's framing (`serve_lines`, which `serve_stdio` uses), a
+/// 2025-11-25 client that declares `capabilities.tasks` gets them too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_stdio_a_2025_11_25_client_that_declares_tasks_gets_tasks() {
+    use tokio::io::AsyncBufReadExt as _;
+    let runtime = Runtime::builder().tool(QuickJobTool).build().unwrap();
+    let (server_end, client_end) = tokio::io::duplex(1 << 16);
+    let (server_reader, server_writer) = tokio::io::split(server_end);
+    let serving = tokio::spawn(McpServer::new(runtime).serve_lines(server_reader, server_writer));
+    let (reader, mut writer) = tokio::io::split(client_end);
+    let mut lines = tokio::io::BufReader::new(reader).lines();
+    let mut exchange = async |message: Value| -> Option<Value> {
+        writer
+            .write_all(format!("{message}\n").as_bytes())
+            .await
+            .unwrap();
+        let id = message.get("id")?.clone();
+        loop {
+            let line = tokio::time::timeout(Duration::from_secs(10), lines.next_line())
+                .await
+                .expect("an answer")
+                .unwrap()
+                .expect("a line");
+            let answer: Value = serde_json::from_str(&line).unwrap();
+            if answer.get("id") == Some(&id) {
+                return Some(answer);
+            }
+        }
+    };
+    let init = exchange(json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": { "protocolVersion": "2025-11-25", "capabilities": { "tasks": {} },
+            "clientInfo": { "name": "raw", "version": "0" } }
+    }))
+    .await
+    .unwrap();
+    assert!(
+        init["result"]["capabilities"]["tasks"]["requests"]["tools"]["call"].is_object(),
+        "{init}"
+    );
+    exchange(json!({ "jsonrpc": "2.0", "method": "notifications/initialized" })).await;
+    let listed = exchange(json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list" }))
+        .await
+        .unwrap();
+    assert_eq!(
+        listed["result"]["tools"][0]["execution"]["taskSupport"], "optional",
+        "{listed}"
+    );
+    let created = exchange(json!({
+        "jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": { "name": "quick-job", "arguments": { "label": "d" }, "task": {} }
+    }))
+    .await
+    .unwrap();
+    let task_id = created["result"]["task"]["taskId"].clone();
+    assert!(task_id.is_string(), "{created}");
+    let result = exchange(json!({
+        "jsonrpc": "2.0", "id": 4, "method": "tasks/result", "params": { "taskId": task_id }
+    }))
+    .await
+    .unwrap();
+    assert_eq!(
+        result["result"]["content"][0]["text"], "done: d",
+        "{result}"
+    );
+    writer.shutdown().await.unwrap();
+    tokio::time::timeout(Duration::from_secs(10), serving)
+        .await
+        .expect("the server ends when its input does")
+        .unwrap()
+        .unwrap();
+}

@@ -178,7 +178,46 @@ impl McpServer {
     /// Serves over stdin/stdout until stdin closes (or the client goes
     /// away). Only JSON-RPC goes to stdout: send logs to stderr.
     pub async fn serve_stdio(self) -> Result<(), McpError> {
-        self.serve(rmcp::transport::stdio_pipes()).await
+        let (stdin, stdout) = rmcp::transport::stdio_pipes();
+        self.serve_lines(stdin, stdout).await
+    }
+
+    /// Serves newline-delimited JSON-RPC (stdio's framing) read from
+    /// `reader` and written to `writer`, until `reader` ends: as
+    /// [`serve_stdio`](Self::serve_stdio) does, with 2025-11-25's tasks for
+    /// the clients that declare them (which [`serve`](Self::serve) cannot
+    /// see through rmcp's types).
+    ///
+    /// ```
+    /// use tool_runtime::Runtime;
+    /// use tool_runtime::mcp::McpServer;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let (server_end, client_end) = tokio::io::duplex(64 * 1024);
+    /// let (reader, writer) = tokio::io::split(server_end);
+    /// let server = McpServer::new(Runtime::builder().build().unwrap());
+    /// let serving = tokio::spawn(server.serve_lines(reader, writer));
+    /// drop(client_end); // the client went away
+    /// assert!(serving.await.unwrap().is_err()); // it never initialized
+    /// # });
+    /// ```
+    pub async fn serve_lines<R, W>(self, reader: R, writer: W) -> Result<(), McpError>
+    where
+        R: tokio::io::AsyncRead + Unpin + Send + 'static,
+        W: tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
+        let (server_end, edge_end) = tokio::io::duplex(LINE_BUFFER);
+        let mut edge = tokio::spawn(tasks_2025::line_edge(reader, writer, edge_end));
+        let served = self.serve(server_end).await;
+        // What the server wrote last still reaches the client; a client
+        // that did not close its end is not waited for.
+        if tokio::time::timeout(std::time::Duration::from_secs(1), &mut edge)
+            .await
+            .is_err()
+        {
+            edge.abort();
+        }
+        served
     }
 
     /// Serves over any rmcp transport (a `(reader, writer)` pair, a duplex
@@ -392,6 +431,9 @@ pub struct McpServerBuilder {
     request_state_key: Option<Vec<u8>>,
     request_state_lifetime: std::time::Duration,
 }
+
+/// The buffer between [`McpServer::serve_lines`]'s edge and the server.
+const LINE_BUFFER: usize = 1 << 16;
 
 /// How long an `input_required` result's `requestState` is accepted by default.
 const REQUEST_STATE_LIFETIME: std::time::Duration = std::time::Duration::from_secs(60 * 60);

@@ -18,7 +18,7 @@
 //! (`on_custom_request`), served here ([`custom`]).
 
 use std::collections::VecDeque;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::ErrorData;
@@ -166,6 +166,86 @@ pub(crate) fn outbound_initialize(message: &mut Value) -> bool {
         json!({ "list": {}, "cancel": {}, "requests": { "tools": { "call": {} } } }),
     );
     true
+}
+
+/// Longest line the stdio edge reads as a message to look into (longer
+/// ones pass unchanged).
+const MAX_LINE: usize = 4 * 1024 * 1024;
+
+/// The edge for newline-delimited JSON-RPC (stdio's framing) between the
+/// client's `reader` / `writer` and the server's end of `server`: what
+/// [`inbound`], [`rename`] and [`outbound_initialize`] do over HTTP, for
+/// the one session of the connection. Runs until both directions close.
+pub(crate) async fn line_edge<R, W>(reader: R, writer: W, server: tokio::io::DuplexStream)
+where
+    R: tokio::io::AsyncRead + Unpin + Send + 'static,
+    W: tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
+    let (from_server, mut to_server) = tokio::io::split(server);
+    // The id of the `initialize` that declared tasks, until its result passed.
+    let initialize: Arc<Mutex<Option<Value>>> = Arc::default();
+    let declared = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (asked, told) = (Arc::clone(&initialize), Arc::clone(&declared));
+    let inward = async move {
+        let mut reader = tokio::io::BufReader::new(reader);
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            match reader.read_until(b'\n', &mut line).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+            let parsed = (line.len() <= MAX_LINE)
+                .then(|| serde_json::from_slice::<Value>(&line).ok())
+                .flatten();
+            let rewritten = parsed.and_then(|mut message| {
+                let seen = inbound(&mut message);
+                if seen.declares_tasks {
+                    *asked.lock().unwrap_or_else(|e| e.into_inner()) = message.get("id").cloned();
+                    told.store(true, std::sync::atomic::Ordering::SeqCst);
+                }
+                let renamed = told.load(std::sync::atomic::Ordering::SeqCst)
+                    && !seen.declares_tasks
+                    && rename(&mut message);
+                (seen.changed || renamed).then(|| format!("{message}\n").into_bytes())
+            });
+            let out = rewritten.as_deref().unwrap_or(&line);
+            if to_server.write_all(out).await.is_err() {
+                break;
+            }
+        }
+        // The client closed its end: so does the server's.
+        let _ = to_server.shutdown().await;
+    };
+    let outward = async move {
+        let mut reader = tokio::io::BufReader::new(from_server);
+        let mut writer = writer;
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            match reader.read_until(b'\n', &mut line).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+            let mut rewritten = None;
+            let pending = initialize.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            if let Some(id) = pending
+                && let Ok(mut message) = serde_json::from_slice::<Value>(&line)
+                && message.get("id") == Some(&id)
+            {
+                *initialize.lock().unwrap_or_else(|e| e.into_inner()) = None;
+                if outbound_initialize(&mut message) {
+                    rewritten = Some(format!("{message}\n").into_bytes());
+                }
+            }
+            let out = rewritten.as_deref().unwrap_or(&line);
+            if writer.write_all(out).await.is_err() || writer.flush().await.is_err() {
+                break;
+            }
+        }
+    };
+    tokio::join!(inward, outward);
 }
 
 // --- serving -------------------------------------------------------------------------
