@@ -2634,6 +2634,14 @@ async fn a_2025_11_25_client_that_declares_tasks_gets_tasks_for_background_tools
         .request(6, "tasks/list", json!({ "cursor": "nope" }))
         .await;
     assert_eq!(bad_cursor["error"]["code"], -32602, "{bad_cursor}");
+    // Another session lists its own tasks only (none), and reads this one's by id.
+    let other = Session2025::open(&server, json!({ "tasks": {} })).await;
+    let theirs = other.request(1, "tasks/list", json!({})).await;
+    assert_eq!(theirs["result"]["tasks"], json!([]), "{theirs}");
+    let by_id = other
+        .request(2, "tasks/get", json!({ "taskId": task_id }))
+        .await;
+    assert_eq!(by_id["result"]["status"], "completed", "{by_id}");
 
     // The session heard that the task completed.
     let mut heard = false;
