@@ -2852,3 +2852,135 @@ async fn over_stdio_a_2025_11_25_client_that_declares_tasks_gets_tasks() {
         .unwrap()
         .unwrap();
 }
+
+/// A raw client of `serve_lines`: one JSON-RPC message a line.
+struct LineClient {
+    lines: tokio::io::Lines<tokio::io::BufReader<tokio::io::ReadHalf<tokio::io::DuplexStream>>>,
+    writer: tokio::io::WriteHalf<tokio::io::DuplexStream>,
+}
+
+impl LineClient {
+    fn serve(runtime: Runtime) -> LineClient {
+        use tokio::io::AsyncBufReadExt as _;
+        let (server_end, client_end) = tokio::io::duplex(1 << 16);
+        let (reader, writer) = tokio::io::split(server_end);
+        tokio::spawn(McpServer::new(runtime).serve_lines(reader, writer));
+        let (reader, writer) = tokio::io::split(client_end);
+        LineClient {
+            lines: tokio::io::BufReader::new(reader).lines(),
+            writer,
+        }
+    }
+
+    async fn send(&mut self, message: Value) {
+        let line = format!("{message}\n");
+        self.writer.write_all(line.as_bytes()).await.unwrap();
+    }
+
+    async fn next(&mut self) -> Value {
+        let line = tokio::time::timeout(Duration::from_secs(10), self.lines.next_line())
+            .await
+            .expect("a message")
+            .unwrap()
+            .expect("a line");
+        serde_json::from_str(&line).unwrap()
+    }
+
+    /// Sends a request and returns its response (skipping notifications).
+    async fn request(&mut self, id: u32, method: &str, params: Value) -> Value {
+        self.send(json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }))
+            .await;
+        loop {
+            let message = self.next().await;
+            if message["id"] == id && message.get("method").is_none() {
+                return message;
+            }
+        }
+    }
+}
+
+/// 2025-11-25's input rounds: a task that suspends is `input_required`;
+/// `tasks/result` sends its question to the client as an
+/// `elicitation/create` request tied to the task, and the answer resumes
+/// it; `tasks/result` then gives the result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2025_11_25_task_that_suspends_asks_through_tasks_result() {
+    let runtime = Runtime::builder().tool(BookLaterTool).build().unwrap();
+    let mut client = LineClient::serve(runtime);
+    let init = client
+        .request(
+            1,
+            "initialize",
+            json!({ "protocolVersion": "2025-11-25",
+                "capabilities": { "tasks": {}, "elicitation": { "form": {} } },
+                "clientInfo": { "name": "raw", "version": "0" } }),
+        )
+        .await;
+    assert!(
+        init["result"]["capabilities"]["tasks"].is_object(),
+        "{init}"
+    );
+    client
+        .send(json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }))
+        .await;
+    let created = client
+        .request(
+            2,
+            "tools/call",
+            json!({ "name": "book-later", "arguments": { "flight": "AZ 610" }, "task": {} }),
+        )
+        .await;
+    let task_id = created["result"]["task"]["taskId"].clone();
+    assert!(task_id.is_string(), "{created}");
+    let mut status = Value::Null;
+    for n in 0..1000 {
+        let got = client
+            .request(10 + n, "tasks/get", json!({ "taskId": task_id }))
+            .await;
+        status = got["result"]["status"].clone();
+        if status == "input_required" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(status, "input_required");
+
+    client
+        .send(json!({ "jsonrpc": "2.0", "id": 3, "method": "tasks/result", "params": { "taskId": task_id } }))
+        .await;
+    let asked = loop {
+        let message = client.next().await;
+        if message["method"] == "elicitation/create" {
+            break message;
+        }
+        assert_ne!(
+            message["id"], 3,
+            "tasks/result answered before asking: {message}"
+        );
+    };
+    assert_eq!(
+        asked["params"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"], task_id,
+        "{asked}"
+    );
+    assert!(
+        asked["params"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("249 EUR"),
+        "{asked}"
+    );
+    client
+        .send(json!({ "jsonrpc": "2.0", "id": asked["id"],
+            "result": { "action": "accept", "content": { "confirmed": true, "seats": 2 } } }))
+        .await;
+    let result = loop {
+        let message = client.next().await;
+        if message["id"] == 3 {
+            break message;
+        }
+    };
+    assert_eq!(
+        result["result"]["content"][0]["text"], "booked 2 seat(s) on AZ 610",
+        "{result}"
+    );
+}

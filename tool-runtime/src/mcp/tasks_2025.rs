@@ -17,7 +17,7 @@
 //! shapes ([`rename`]) to methods rmcp hands over as they came
 //! (`on_custom_request`), served here ([`custom`]).
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -25,7 +25,8 @@ use rmcp::ErrorData;
 use rmcp::ServerHandler;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CustomNotification, CustomRequest, CustomResult,
-    DetailedTask, ErrorCode, ProtocolVersion, ServerNotification, Task, TaskPayload,
+    DetailedTask, ElicitRequestParams, ErrorCode, InputRequest, ProtocolVersion,
+    ServerNotification, Task, TaskPayload, TaskStatus,
 };
 use rmcp::service::{Peer, RequestContext, RoleServer};
 use serde_json::{Map, Value, json};
@@ -434,14 +435,19 @@ fn task_json(task: DetailedTask) -> Value {
 
 /// `tasks/result`: once the task ended, what the call answered (its
 /// `CallToolResult`, tied to the task by `_meta`), or the error it failed
-/// with. Waits until then, or until the request is cancelled.
+/// with. Waits until then, or until the request is cancelled. While the
+/// task is `input_required`, its questions go to the client as requests of
+/// their own ([`ask`]).
 async fn result(
     server: &McpServer,
     task_id: &str,
     context: &RequestContext<RoleServer>,
 ) -> Result<Value, ErrorData> {
+    let mut asked = HashSet::new();
+    let mut last = None;
     loop {
         let task = get(server, task_id).await?;
+        let status = task.status();
         match task.payload {
             TaskPayload::Completed { mut result } => {
                 let meta = result
@@ -465,20 +471,82 @@ async fn result(
                     None,
                 ));
             }
+            TaskPayload::InputRequired { input_requests }
+                if ask(server, task_id, &input_requests, &mut asked, context).await? =>
+            {
+                continue;
+            }
             _ => {}
         }
-        // Watched where it runs; read from the store otherwise.
-        let watched = tokio::select! {
-            waited = server.runtime().wait(task_id) => waited.is_ok(),
-            () = context.ct.cancelled() => return Err(cancelled()),
-        };
+        // Watched where it runs (until it settles or pauses); read from the
+        // store otherwise, or again when nothing changed since last time.
+        let watched = status == TaskStatus::Working
+            && last != Some(status)
+            && tokio::select! {
+                waited = server.runtime().wait(task_id) => waited.is_ok(),
+                () = context.ct.cancelled() => return Err(cancelled()),
+            };
         if !watched {
             tokio::select! {
                 () = tokio::time::sleep(RESULT_POLL) => {}
                 () = context.ct.cancelled() => return Err(cancelled()),
             }
         }
+        last = Some(status);
     }
+}
+
+/// 2025-11-25's input for a task: each of its questions (elicitation forms;
+/// a client that declared form elicitation) is sent to the client as an
+/// `elicitation/create` request tied to the task by `_meta`, once per
+/// `tasks/result`; the answer goes where SEP-2663's `tasks/update` takes
+/// it (a suspended task resumes). Whether any was answered. An answer
+/// refused (resume data the resume schema rejects) ends `tasks/result`
+/// with the reason; the question stays.
+async fn ask(
+    server: &McpServer,
+    task_id: &str,
+    requests: &rmcp::model::InputRequests,
+    asked: &mut HashSet<String>,
+    context: &RequestContext<RoleServer>,
+) -> Result<bool, ErrorData> {
+    let forms = context
+        .client_capabilities()
+        .and_then(|caps| caps.elicitation)
+        .is_some_and(|e| e.form.is_some() || e.url.is_none());
+    let mut answered = false;
+    for (key, request) in requests {
+        let InputRequest::Elicitation(request) = request else {
+            continue;
+        };
+        if !forms || !asked.insert(key.clone()) {
+            continue;
+        }
+        let mut params = request.params.clone();
+        if let ElicitRequestParams::FormElicitationParams { meta, .. }
+        | ElicitRequestParams::UrlElicitationParams { meta, .. } = &mut params
+        {
+            meta.get_or_insert_with(Default::default)
+                .insert(RELATED_TASK.to_owned(), json!({ "taskId": task_id }));
+        }
+        let answer = tokio::select! {
+            answer = context.peer.create_elicitation(params) => answer,
+            () = context.ct.cancelled() => return Err(cancelled()),
+        };
+        match answer {
+            Ok(answer) => {
+                let answer = serde_json::to_value(answer)
+                    .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+                let responses = rmcp::model::InputResponses::from([(key.clone(), answer)]);
+                tasks::update(server.runtime(), &server.inner.inputs, task_id, &responses).await?;
+                answered = true;
+            }
+            Err(error) => {
+                tracing::warn!(task_id, %error, "the client did not answer the task's question");
+            }
+        }
+    }
+    Ok(answered)
 }
 
 fn cancelled() -> ErrorData {
