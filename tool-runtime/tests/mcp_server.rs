@@ -2857,6 +2857,8 @@ async fn over_stdio_a_2025_11_25_client_that_declares_tasks_gets_tasks() {
 struct LineClient {
     lines: tokio::io::Lines<tokio::io::BufReader<tokio::io::ReadHalf<tokio::io::DuplexStream>>>,
     writer: tokio::io::WriteHalf<tokio::io::DuplexStream>,
+    /// The task statuses notified so far.
+    statuses: Vec<Value>,
 }
 
 impl LineClient {
@@ -2869,6 +2871,7 @@ impl LineClient {
         LineClient {
             lines: tokio::io::BufReader::new(reader).lines(),
             writer,
+            statuses: Vec::new(),
         }
     }
 
@@ -2883,7 +2886,11 @@ impl LineClient {
             .expect("a message")
             .unwrap()
             .expect("a line");
-        serde_json::from_str(&line).unwrap()
+        let message: Value = serde_json::from_str(&line).unwrap();
+        if message["method"] == "notifications/tasks/status" {
+            self.statuses.push(message["params"]["status"].clone());
+        }
+        message
     }
 
     /// Sends a request and returns its response (skipping notifications).
@@ -2982,5 +2989,18 @@ async fn a_2025_11_25_task_that_suspends_asks_through_tasks_result() {
     assert_eq!(
         result["result"]["content"][0]["text"], "booked 2 seat(s) on AZ 610",
         "{result}"
+    );
+    // The session heard the status changes (a `working` between them only
+    // if the resumed task ran longer than a poll interval).
+    while !client.statuses.contains(&json!("completed")) {
+        client.next().await;
+    }
+    let mut heard = client.statuses.clone();
+    heard.retain(|status| status != "working");
+    assert_eq!(
+        heard,
+        [json!("input_required"), json!("completed")],
+        "{:?}",
+        client.statuses
     );
 }

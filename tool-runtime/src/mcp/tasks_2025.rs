@@ -624,23 +624,51 @@ fn task_id_param(method: &str, params: Option<&Value>) -> Result<String, ErrorDa
 }
 
 /// Sends `notifications/tasks/status` to the session that created the task
-/// when it ends, while the session is connected.
+/// each time its status changes (`input_required`, `working` again, the
+/// end), while the session is connected: the runtime says when the task
+/// ends where it runs here; the store, read every poll interval, says the
+/// rest (and what another instance did).
 fn watch(server: McpServer, peer: Peer<RoleServer>, task_id: String) {
     tokio::spawn(async move {
-        if let Err(error) = server.runtime().wait(&task_id).await {
-            tracing::debug!(task_id, %error, "no status notification: the task is not watched");
-            return;
-        }
-        let Ok(task) = get(&server, &task_id).await else {
-            return;
-        };
-        let params = legacy_task(&task.task);
-        let notification = CustomNotification::new("notifications/tasks/status", Some(params));
-        if let Err(error) = peer
-            .send_notification(ServerNotification::CustomNotification(notification))
-            .await
-        {
-            tracing::debug!(task_id, %error, "the task's session is gone: no status notification");
+        let mut last = TaskStatus::Working;
+        // Whether to wait on the runtime too: not once its wait returned
+        // without a change (a paused task), until the task works again.
+        let mut waiting = true;
+        while !peer.is_transport_closed() {
+            let waited = async {
+                if waiting {
+                    let _ = server.runtime().wait(&task_id).await;
+                } else {
+                    std::future::pending::<()>().await;
+                }
+            };
+            let woken = tokio::select! {
+                () = waited => true,
+                () = tokio::time::sleep(RESULT_POLL) => false,
+            };
+            let Ok(task) = get(&server, &task_id).await else {
+                // Forgotten by the store.
+                return;
+            };
+            let status = task.status();
+            if status == last {
+                waiting &= !woken;
+                continue;
+            }
+            last = status;
+            waiting = status == TaskStatus::Working;
+            let params = legacy_task(&task.task);
+            let notification = CustomNotification::new("notifications/tasks/status", Some(params));
+            if let Err(error) = peer
+                .send_notification(ServerNotification::CustomNotification(notification))
+                .await
+            {
+                tracing::debug!(task_id, %error, "the task's session is gone: no status notification");
+                return;
+            }
+            if status.is_terminal() {
+                return;
+            }
         }
     });
 }
