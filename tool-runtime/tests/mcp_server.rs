@@ -2529,6 +2529,7 @@ async fn a_2025_11_25_client_that_declares_tasks_gets_tasks_for_background_tools
         .tool(SlowJobTool)
         .tool(EndlessJobTool)
         .tool(WeatherTool)
+        .tool(ArchiveTool)
         .build()
         .unwrap();
     let server = McpServer::new(runtime)
@@ -2554,6 +2555,7 @@ async fn a_2025_11_25_client_that_declares_tasks_gets_tasks_for_background_tools
     };
     assert_eq!(support("slow-job"), "optional", "{listed}");
     assert_eq!(support("weather-tool"), Value::Null, "{listed}");
+    assert_eq!(support("archive"), "required", "{listed}");
     assert!(listed["result"].get("resultType").is_none(), "{listed}");
 
     SLOW_JOB_GATE.store(false, Ordering::SeqCst);
@@ -2719,6 +2721,26 @@ async fn a_2025_11_25_client_that_declares_tasks_gets_tasks_for_background_tools
         .request(13, "tasks/get", json!({ "taskId": "mcp-task-0-nope" }))
         .await;
     assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+    // A task-required tool: a task, and method not found without `task`.
+    let archived = session
+        .request(
+            14,
+            "tools/call",
+            json!({ "name": "archive", "arguments": {}, "task": {} }),
+        )
+        .await;
+    assert!(
+        archived["result"]["task"]["taskId"].is_string(),
+        "{archived}"
+    );
+    let refused = session
+        .request(
+            15,
+            "tools/call",
+            json!({ "name": "archive", "arguments": {} }),
+        )
+        .await;
+    assert_eq!(refused["error"]["code"], -32601, "{refused}");
     server.shutdown();
 }
 

@@ -54,6 +54,13 @@ type RequestContextFn =
 ///   (it suspended, or its tool asks through [`McpContext`] while it runs)
 ///   is `input_required` with its questions, answered by `tasks/update`;
 ///   `tasks/cancel` fires its abort signal.
+/// - For a 2025-11-25 client that declares `capabilities.tasks` (over
+///   [`serve_stdio`](Self::serve_stdio), [`serve_lines`](Self::serve_lines)
+///   or [`serve_http`](Self::serve_http)), a call with a `task` param of a
+///   deferred background tool is a task of that protocol (SEP-1686):
+///   `tasks/get`, `tasks/result` (waits, asking the task's questions),
+///   `tasks/list` (this session's), `tasks/cancel` and
+///   `notifications/tasks/status`, from the same store.
 ///
 /// Cheap to clone; clones serve the same runtime.
 ///
@@ -356,6 +363,18 @@ impl McpServer {
             .mcp
             .as_ref()
             .is_some_and(|mcp| mcp.task_required);
+        if task_required && !client_tasks && tasks_2025::peer_declared(&context) {
+            // 2025-11-25: a tool whose taskSupport is "required" called
+            // without a `task` param is method not found.
+            return Err(ErrorData::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                format!(
+                    "tool {:?} runs only as a task: call it with a `task` param (its execution.taskSupport is \"required\")",
+                    tasks::quote(name)
+                ),
+                None,
+            ));
+        }
         if task_required && !client_tasks {
             // Served only as a task (SEP-2663, "Required Capabilities").
             return Err(ErrorData::missing_required_client_capability(

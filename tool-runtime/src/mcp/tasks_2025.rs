@@ -253,7 +253,7 @@ where
 
 /// Whether the request's peer negotiated 2025-11-25 and declared
 /// `capabilities.tasks`.
-fn peer_declared(context: &RequestContext<RoleServer>) -> bool {
+pub(crate) fn peer_declared(context: &RequestContext<RoleServer>) -> bool {
     context.protocol_version() == Some(ProtocolVersion::V_2025_11_25)
         && context.peer.peer_info().is_some_and(|info| {
             info.capabilities
