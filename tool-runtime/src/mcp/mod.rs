@@ -28,7 +28,7 @@
 //! | unknown tool | JSON-RPC error `-32602` (invalid params) |
 //! | `Declined`, `Aborted` | `isError: true`, text = what the model reads |
 //! | approval / suspension the client cannot be asked about | `isError: true`, text saying what is pending and how to approve or resume it, `_meta["tool-runtime/pending"]` = `{callId, kind, payload, resumeSchema}` |
-//! | background call | waited for: the request returns the task's final outcome; for a client of the tasks extension (SEP-2663), a task: `tasks/get`, `tasks/update` with the answers to its questions (`input_required`), `tasks/cancel` |
+//! | background call | waited for: the request returns the task's final outcome; for a client of the tasks extension (SEP-2663), a task: `tasks/get`, `tasks/update` with the answers to its questions (`input_required`), `tasks/cancel`; for a 2025-11-25 client that declares `capabilities.tasks`, a task when the call has a `task` param: `tasks/get`, `tasks/result`, `tasks/list`, `tasks/cancel`, `notifications/tasks/status` |
 //!
 //! `to_model_output` content: text and JSON are text content; image data
 //! (and `data:` image URLs) image content; other image and file URLs
