@@ -562,3 +562,47 @@ fn plain(status: StatusCode, text: &'static str) -> Response<BoxBody<Bytes, Infa
     *response.status_mut() = status;
     response
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rewritten(chunks: &[&str]) -> String {
+        let mut events = InitializeEvents::default();
+        chunks
+            .iter()
+            .map(|chunk| {
+                let frame = events.frame(hyper::body::Frame::data(Bytes::from(chunk.to_string())));
+                String::from_utf8(frame.into_data().unwrap().to_vec()).unwrap()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn an_initialize_result_gets_the_servers_tasks_wherever_the_frames_split() {
+        let result = r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{}}}"#;
+        let stream =
+            format!("data: \nid: 0\nretry: 3000\n\ndata: {result}\nid: 1\n\ndata: after\n\n");
+        let whole = rewritten(&[&stream]);
+        let bytes: Vec<String> = stream.chars().map(String::from).collect();
+        let bytes: Vec<&str> = bytes.iter().map(String::as_str).collect();
+        assert_eq!(rewritten(&bytes), whole);
+        assert!(
+            whole.starts_with("data: \nid: 0\nretry: 3000\n\n"),
+            "{whole}"
+        );
+        assert!(whole.ends_with("\nid: 1\n\ndata: after\n\n"), "{whole}");
+        let message = whole
+            .lines()
+            .find_map(|line| line.strip_prefix("data: {"))
+            .expect("the result");
+        let message: serde_json::Value = serde_json::from_str(&format!("{{{message}")).unwrap();
+        assert!(
+            message["result"]["capabilities"]["tasks"]["requests"]["tools"]["call"].is_object()
+        );
+        // Any other first message passes unchanged.
+        let other = "data: {\"jsonrpc\":\"2.0\",\"id\":0,\"error\":{\"code\":-32600,\"message\":\"no\"}}\n\n";
+        assert_eq!(rewritten(&[other]), other);
+        assert_eq!(rewritten(&["data: not json\n\n"]), "data: not json\n\n");
+    }
+}
