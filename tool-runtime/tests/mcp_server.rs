@@ -2616,6 +2616,7 @@ async fn a_2025_11_25_client_that_declares_tasks_gets_tasks_for_background_tools
         "{result}"
     );
     assert_eq!(result["result"]["isError"], false, "{result}");
+    assert!(result["result"].get("resultType").is_none(), "{result}");
     assert_eq!(
         result["result"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
         task_id.as_str()

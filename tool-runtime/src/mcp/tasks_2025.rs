@@ -387,7 +387,13 @@ async fn call(
         }
         // The call ended before it became a task (an approval declined...).
         CallToolResponse::Complete(result) => {
-            serde_json::to_value(result).map_err(|e| ErrorData::internal_error(e.to_string(), None))
+            let mut result = serde_json::to_value(result)
+                .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+            if let Some(result) = result.as_object_mut() {
+                // SEP-2322's, not a field of 2025-11-25 results.
+                result.remove("resultType");
+            }
+            Ok(result)
         }
         // Asked only of 2026-07-28 peers.
         _ => Err(ErrorData::internal_error(
@@ -450,6 +456,8 @@ async fn result(
         let status = task.status();
         match task.payload {
             TaskPayload::Completed { mut result } => {
+                // SEP-2322's, not a field of 2025-11-25 results.
+                result.remove("resultType");
                 let meta = result
                     .entry("_meta")
                     .or_insert_with(|| Value::Object(Map::new()));
