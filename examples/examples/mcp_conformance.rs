@@ -399,8 +399,9 @@ pub async fn greet(
 }
 
 /// Sleeps `seconds` seconds, then answers: a background tool, so a client
-/// that declares the tasks extension gets a task to poll, and cancelling
-/// the task ends the sleep
+/// that declares the tasks extension (or a 2025-11-25 client that declares
+/// `capabilities.tasks` and sends a `task` param) gets a task to poll, and
+/// cancelling the task ends the sleep
 #[tool(background)]
 pub async fn slow_compute(
     /// How long to work, in seconds

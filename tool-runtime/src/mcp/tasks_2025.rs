@@ -5,7 +5,7 @@
 //! ends, then gives the call's result), `tasks/list` (this session's tasks)
 //! and `tasks/cancel` read the same stored call as SEP-2663's `tasks/get`
 //! ([`tasks::detailed`]); `notifications/tasks/status` tells the session
-//! that created a task when it ends.
+//! that created a task of each status change it sees.
 //!
 //! rmcp 3.11 models SEP-2663 only: its types drop the client's
 //! `capabilities.tasks`, the `task` param and tools' `execution`, and its
@@ -51,7 +51,8 @@ const MAX_SESSION_TASKS: usize = 10_000;
 /// what became of it.
 const CANCEL_WAIT: Duration = Duration::from_secs(2);
 
-/// How often `tasks/result` reads again a task it cannot watch.
+/// How often `tasks/result`, and a task's watcher, read again a task the
+/// runtime cannot tell them about.
 const RESULT_POLL: Duration = Duration::from_millis(500);
 
 // --- the transport edge ----------------------------------------------------------
@@ -66,11 +67,10 @@ pub(crate) struct Inbound {
     pub(crate) declares_tasks: bool,
 }
 
-/// Keeps what rmcp's types would drop from a client message: a 2025-11-25
-/// `initialize`'s `capabilities.tasks` (copied under `experimental`) and a
-/// `tools/call`'s `task` param (copied under `_meta`). An entry a client
-/// sent under those keys itself is removed: only the protocol's own field
-/// counts.
+/// Keeps what rmcp's types would drop from a client's `initialize` (or a
+/// batch holding one): a 2025-11-25 `initialize`'s `capabilities.tasks`,
+/// copied under `experimental`. An entry a client sent under that key
+/// itself is removed: only the protocol's own field counts.
 pub(crate) fn inbound(message: &mut Value) -> Inbound {
     let mut seen = Inbound::default();
     match message {
