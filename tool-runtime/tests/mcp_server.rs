@@ -3027,3 +3027,82 @@ async fn a_2025_11_25_task_that_suspends_asks_through_tasks_result() {
         client.statuses
     );
 }
+
+static SHARED_JOB_GATE: AtomicBool = AtomicBool::new(false);
+
+/// A background job that ends once `SHARED_JOB_GATE` opens
+#[tool(id = "shared-job", background(timeout_ms = 20_000))]
+pub async fn shared_job() -> Result<String, ToolError> {
+    while !SHARED_JOB_GATE.load(Ordering::SeqCst) {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    Ok("shared done".to_owned())
+}
+
+/// A 2025-11-25 task lives in the runtime's store: another instance sharing
+/// it answers `tasks/get` and `tasks/result` for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_instance_answers_for_a_2025_11_25_task() {
+    let store = Arc::new(tool_runtime::MemoryStore::new());
+    let serve = || async {
+        let runtime = Runtime::builder()
+            .tool(SharedJobTool)
+            .store(Arc::clone(&store))
+            .build()
+            .unwrap();
+        McpServer::new(runtime)
+            .serve_http(HttpOptions::new(([127, 0, 0, 1], 0).into()))
+            .await
+            .unwrap()
+    };
+    let (here, there) = (serve().await, serve().await);
+    let creator = Session2025::open(&here, json!({ "tasks": {} })).await;
+    let reader = Session2025::open(&there, json!({ "tasks": {} })).await;
+    let created = creator
+        .request(
+            1,
+            "tools/call",
+            json!({ "name": "shared-job", "arguments": {}, "task": {} }),
+        )
+        .await;
+    let task_id = created["result"]["task"]["taskId"]
+        .as_str()
+        .expect("a task")
+        .to_owned();
+    let working = reader
+        .request(1, "tasks/get", json!({ "taskId": task_id }))
+        .await;
+    assert_eq!(working["result"]["status"], "working", "{working}");
+    let waiting = {
+        let (addr, host, headers) = (
+            reader.addr,
+            reader.host.clone(),
+            reader.headers().map(|(k, v)| (k.to_owned(), v.to_owned())),
+        );
+        let body = json!({ "jsonrpc": "2.0", "id": 2, "method": "tasks/result", "params": { "taskId": task_id } });
+        tokio::spawn(async move {
+            let headers: Vec<(&str, &str)> = headers
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect();
+            post(addr, &host, &headers, body).await.2
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(
+        !waiting.is_finished(),
+        "tasks/result answered before the task ended"
+    );
+    SHARED_JOB_GATE.store(true, Ordering::SeqCst);
+    let result = tokio::time::timeout(Duration::from_secs(10), waiting)
+        .await
+        .expect("tasks/result did not answer")
+        .unwrap()
+        .expect("a response");
+    assert_eq!(
+        result["result"]["content"][0]["text"], "shared done",
+        "{result}"
+    );
+    here.shutdown();
+    there.shutdown();
+}
