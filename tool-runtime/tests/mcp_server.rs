@@ -3106,3 +3106,52 @@ async fn another_instance_answers_for_a_2025_11_25_task() {
     here.shutdown();
     there.shutdown();
 }
+
+/// `tasks/cancel` of a suspended 2025-11-25 task answers at once that it is
+/// still `input_required` (nothing runs to be stopped).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_a_suspended_2025_11_25_task_leaves_it_asking() {
+    let runtime = Runtime::builder().tool(BookLaterTool).build().unwrap();
+    let mut client = LineClient::serve(runtime);
+    client
+        .request(
+            1,
+            "initialize",
+            json!({ "protocolVersion": "2025-11-25", "capabilities": { "tasks": {} },
+                "clientInfo": { "name": "raw", "version": "0" } }),
+        )
+        .await;
+    client
+        .send(json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }))
+        .await;
+    let created = client
+        .request(
+            2,
+            "tools/call",
+            json!({ "name": "book-later", "arguments": { "flight": "AZ 611" }, "task": {} }),
+        )
+        .await;
+    let task_id = created["result"]["task"]["taskId"].clone();
+    for n in 0..1000 {
+        let got = client
+            .request(10 + n, "tasks/get", json!({ "taskId": task_id }))
+            .await;
+        if got["result"]["status"] == "input_required" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let started = std::time::Instant::now();
+    let cancelled = client
+        .request(3, "tasks/cancel", json!({ "taskId": task_id }))
+        .await;
+    assert_eq!(
+        cancelled["result"]["status"], "input_required",
+        "{cancelled}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        started.elapsed()
+    );
+}
