@@ -5,8 +5,13 @@
 //! `execute` (`Tool::execute`) or `runtime` (`Runtime::call`). The cost of
 //! one call is (count at N calls − count at 0 calls) / N; see BENCHMARKS.md.
 //!
+//! `SUBSCRIBER` says who listens to the calls' spans and events: `none`
+//! (the default: no subscriber), `info` (a `fmt` subscriber at info, writing
+//! to a sink) or `warn` (the same subscriber filtering the calls' info-level
+//! spans out).
+//!
 //! Run: `cargo bench -p tool-runtime --bench instructions --no-run`, then the
-//! binary under callgrind with `CALL_PATH` and `CALLS` set.
+//! binary under callgrind with `CALL_PATH`, `CALLS` and `SUBSCRIBER` set.
 
 #[path = "../../tool-core/benches/weather/mod.rs"]
 mod weather;
@@ -20,6 +25,18 @@ use tool_runtime::{Runtime, ToolCall};
 use weather::{WeatherTool, bare, ready};
 
 fn main() {
+    let level = match std::env::var("SUBSCRIBER").as_deref() {
+        Err(_) | Ok("none") => None,
+        Ok("info") => Some(tracing::Level::INFO),
+        Ok("warn") => Some(tracing::Level::WARN),
+        Ok(other) => panic!("SUBSCRIBER must be none, info or warn, not {other}"),
+    };
+    if let Some(level) = level {
+        tracing_subscriber::fmt()
+            .with_max_level(level)
+            .with_writer(std::io::sink)
+            .init();
+    }
     let path = std::env::var("CALL_PATH").unwrap_or_else(|_| "bare".to_owned());
     let calls: usize = std::env::var("CALLS")
         .ok()

@@ -4,7 +4,10 @@
 //! on the async worker threads (what a synchronous store inside the call
 //! path did). Both in one run, on a 2-worker multi-thread runtime.
 //!
-//! Run: `cargo bench -p tool-runtime --bench ticker`
+//! With feature `postgres` and `DATABASE_URL` set, each round also runs the
+//! approvals through a runtime on a PostgreSQL store.
+//!
+//! Run: `cargo bench -p tool-runtime --bench ticker [--features postgres]`
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -40,6 +43,20 @@ fn temp_file(name: &str) -> std::path::PathBuf {
 }
 
 async fn approvals_through_the_runtime() -> (Duration, Duration) {
+    approvals_through(Runtime::builder().sqlite_store(temp_file("runtime.sqlite"))).await
+}
+
+/// The same through a runtime on a PostgreSQL store (`DATABASE_URL`), its
+/// tables fresh.
+#[cfg(feature = "postgres")]
+async fn approvals_through_postgres(url: &str) -> (Duration, Duration) {
+    let store = tool_runtime::PostgresStore::connect(url)
+        .await
+        .expect("PostgreSQL store");
+    approvals_through(Runtime::builder().store(store)).await
+}
+
+async fn approvals_through(builder: tool_runtime::RuntimeBuilder) -> (Duration, Duration) {
     let tool = Tool::builder("pay")
         .description("Pays")
         .require_approval(true)
@@ -48,11 +65,7 @@ async fn approvals_through_the_runtime() -> (Duration, Duration) {
         })
         .build()
         .expect("tool");
-    let runtime = Runtime::builder()
-        .tool(tool)
-        .sqlite_store(temp_file("runtime.sqlite"))
-        .build()
-        .expect("runtime");
+    let runtime = builder.tool(tool).build().expect("runtime");
     let stop = Arc::new(AtomicBool::new(false));
     let tick = tokio::spawn(ticker(Arc::clone(&stop)));
     let started = Instant::now();
@@ -130,6 +143,15 @@ fn main() {
                 late.as_secs_f64() * 1e3,
                 took.as_secs_f64() * 1e3
             );
+            #[cfg(feature = "postgres")]
+            if let Ok(url) = std::env::var("DATABASE_URL") {
+                let (late, took) = approvals_through_postgres(&url).await;
+                println!(
+                    "round {round}: {CALLS} concurrent PostgreSQL approvals through the runtime: ticker at most {:.2} ms late ({:.1} ms in all)",
+                    late.as_secs_f64() * 1e3,
+                    took.as_secs_f64() * 1e3
+                );
+            }
             let (late, took) = writes_on_the_async_workers().await;
             println!(
                 "round {round}: {CALLS} concurrent SQLite insert+delete on the async workers: ticker at most {:.2} ms late ({:.1} ms in all)",

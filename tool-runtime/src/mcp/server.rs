@@ -631,7 +631,10 @@ impl ServerHandler for McpServer {
         } else {
             TaskMode::None
         };
-        self.call(request, context, tasks).await
+        // Boxed, as every handler with real work here: rmcp spawns each
+        // request's future, whose size is that of the largest handler's,
+        // and moves it on the way; a box moves as one pointer.
+        Box::pin(self.call(request, context, tasks)).await
     }
 
     async fn get_task(
@@ -640,13 +643,13 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::GetTaskResult, ErrorData> {
         let served = |name: &str| self.served(name).cloned();
-        tasks::get(
+        Box::pin(tasks::get(
             &self.inner.runtime,
             served,
             &self.inner.inputs,
             &request.task_id,
             modern(&context),
-        )
+        ))
         .await
     }
 
@@ -655,12 +658,12 @@ impl ServerHandler for McpServer {
         request: rmcp::model::UpdateTaskParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        tasks::update(
+        Box::pin(tasks::update(
             &self.inner.runtime,
             &self.inner.inputs,
             &request.task_id,
             &request.input_responses,
-        )
+        ))
         .await
     }
 
@@ -669,7 +672,7 @@ impl ServerHandler for McpServer {
         request: rmcp::model::CancelTaskParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        tasks::cancel(&self.inner.runtime, &request.task_id).await
+        Box::pin(tasks::cancel(&self.inner.runtime, &request.task_id)).await
     }
 
     async fn on_custom_request(
@@ -677,7 +680,7 @@ impl ServerHandler for McpServer {
         request: rmcp::model::CustomRequest,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::CustomResult, ErrorData> {
-        tasks_2025::custom(self, request, context).await
+        Box::pin(tasks_2025::custom(self, request, context)).await
     }
 }
 

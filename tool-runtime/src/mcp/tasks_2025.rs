@@ -197,7 +197,13 @@ where
                 Ok(0) | Err(_) => break,
                 Ok(_) => {}
             }
-            let parsed = (line.len() <= MAX_LINE)
+            // Only an `initialize` or a message of a session that declared
+            // tasks can need a rewrite: any other line passes unparsed (the
+            // method's name, unescaped as every client writes it, tells).
+            let declared_tasks = told.load(std::sync::atomic::Ordering::SeqCst);
+            let may_initialize =
+                || std::str::from_utf8(&line).is_ok_and(|text| text.contains("\"initialize\""));
+            let parsed = (line.len() <= MAX_LINE && (declared_tasks || may_initialize()))
                 .then(|| serde_json::from_slice::<Value>(&line).ok())
                 .flatten();
             let rewritten = parsed.and_then(|mut message| {
