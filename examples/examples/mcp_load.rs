@@ -160,7 +160,6 @@ async fn drive(command: &[String], calls: usize, in_flight: usize) -> Result<Run
         }
     }
     let elapsed = started.elapsed();
-    drop(send);
     drop(stdin);
     child
         .wait()
