@@ -135,11 +135,11 @@ pub struct Answer {
     seats: u32,
 }
 
-/// Book a flight after the user confirms the price
-#[tool(id = "book-flight")]
-pub async fn book_flight(
+/// What `book-flight` and `book-later` do: ask for a confirmation of the
+/// price, then book with the answer.
+fn book_once_confirmed(
     flight: String,
-    ctx: ToolContext<Quote, Answer>,
+    ctx: &ToolContext<Quote, Answer>,
 ) -> Result<String, ToolError> {
     match ctx.resume_data() {
         None => ctx.suspend(Quote {
@@ -154,6 +154,15 @@ pub async fn book_flight(
             confirmed: false, ..
         }) => Ok("not booked".into()),
     }
+}
+
+/// Book a flight after the user confirms the price
+#[tool(id = "book-flight")]
+pub async fn book_flight(
+    flight: String,
+    ctx: ToolContext<Quote, Answer>,
+) -> Result<String, ToolError> {
+    book_once_confirmed(flight, &ctx)
 }
 
 /// A resume schema no form can ask for.
@@ -1078,19 +1087,7 @@ pub async fn book_later(
     flight: String,
     ctx: ToolContext<Quote, Answer>,
 ) -> Result<String, ToolError> {
-    match ctx.resume_data() {
-        None => ctx.suspend(Quote {
-            question: format!("Book {flight} for 249 EUR?"),
-            price_eur: 249,
-        }),
-        Some(Answer {
-            confirmed: true,
-            seats,
-        }) => Ok(format!("booked {seats} seat(s) on {flight}")),
-        Some(Answer {
-            confirmed: false, ..
-        }) => Ok("not booked".into()),
-    }
+    book_once_confirmed(flight, &ctx)
 }
 
 /// An accepted form with `content`, as `inputResponses` carry it.
@@ -2430,6 +2427,7 @@ pub async fn endless_job(ctx: ToolContext) -> Result<String, ToolError> {
 
 /// A streamable HTTP session of a 2025-11-25 client (`capabilities` as
 /// given): the server's address, host, and the session's headers.
+#[derive(Clone)]
 struct Session2025 {
     addr: std::net::SocketAddr,
     host: String,
@@ -2484,6 +2482,18 @@ impl Session2025 {
         let body = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
         let (_, _, message) = post(self.addr, &self.host, &self.headers(), body).await;
         message.unwrap_or_else(|| panic!("no response to {method}"))
+    }
+
+    /// [`request`](Self::request) on a task of its own, for a request that
+    /// waits (`tasks/result`): its response, once it comes.
+    fn request_later(
+        &self,
+        id: u32,
+        method: &str,
+        params: Value,
+    ) -> tokio::task::JoinHandle<Value> {
+        let (session, method) = (self.clone(), method.to_owned());
+        tokio::spawn(async move { session.request(id, &method, params).await })
     }
 
     /// The session's standalone SSE stream, read into `into` line by line.
@@ -2585,21 +2595,7 @@ async fn a_2025_11_25_client_that_declares_tasks_gets_tasks_for_background_tools
     assert!(working["result"].get("result").is_none(), "{working}");
 
     // tasks/result waits until the task ends.
-    let waiting = {
-        let (addr, host, headers) = (
-            session.addr,
-            session.host.clone(),
-            session.headers().map(|(k, v)| (k.to_owned(), v.to_owned())),
-        );
-        let body = json!({ "jsonrpc": "2.0", "id": 4, "method": "tasks/result", "params": { "taskId": task_id } });
-        tokio::spawn(async move {
-            let headers: Vec<(&str, &str)> = headers
-                .iter()
-                .map(|(k, v)| (k.as_str(), v.as_str()))
-                .collect();
-            post(addr, &host, &headers, body).await.2
-        })
-    };
+    let waiting = session.request_later(4, "tasks/result", json!({ "taskId": task_id }));
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(
         !waiting.is_finished(),
@@ -2609,7 +2605,6 @@ async fn a_2025_11_25_client_that_declares_tasks_gets_tasks_for_background_tools
     let result = tokio::time::timeout(Duration::from_secs(10), waiting)
         .await
         .expect("tasks/result did not answer")
-        .unwrap()
         .expect("a response");
     assert_eq!(
         result["result"]["content"][0]["text"], "done: a",
@@ -3073,21 +3068,7 @@ async fn another_instance_answers_for_a_2025_11_25_task() {
         .request(1, "tasks/get", json!({ "taskId": task_id }))
         .await;
     assert_eq!(working["result"]["status"], "working", "{working}");
-    let waiting = {
-        let (addr, host, headers) = (
-            reader.addr,
-            reader.host.clone(),
-            reader.headers().map(|(k, v)| (k.to_owned(), v.to_owned())),
-        );
-        let body = json!({ "jsonrpc": "2.0", "id": 2, "method": "tasks/result", "params": { "taskId": task_id } });
-        tokio::spawn(async move {
-            let headers: Vec<(&str, &str)> = headers
-                .iter()
-                .map(|(k, v)| (k.as_str(), v.as_str()))
-                .collect();
-            post(addr, &host, &headers, body).await.2
-        })
-    };
+    let waiting = reader.request_later(2, "tasks/result", json!({ "taskId": task_id }));
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(
         !waiting.is_finished(),
@@ -3097,7 +3078,6 @@ async fn another_instance_answers_for_a_2025_11_25_task() {
     let result = tokio::time::timeout(Duration::from_secs(10), waiting)
         .await
         .expect("tasks/result did not answer")
-        .unwrap()
         .expect("a response");
     assert_eq!(
         result["result"]["content"][0]["text"], "shared done",

@@ -630,12 +630,7 @@ impl Elicitor for PeerElicitor {
 
     fn elicit(&self, message: String, schema: Value) -> ElicitFuture<'_> {
         Box::pin(async move {
-            if !self.forms {
-                return Err("the client does not support form elicitation".to_owned());
-            }
-            let form = elicit::tool_form(message, &schema).ok_or_else(|| {
-                "MCP elicitation asks for flat forms: an object of string, number, integer, boolean or string-enum properties".to_owned()
-            })?;
+            let form = elicit::tool_form_for(self.forms, message, &schema)?;
             let result = ask(&self.peer, &self.ct, &self.call_id, form.clone()).await?;
             Ok(match form.answer(&result) {
                 Answer::Data(content) => Elicitation::Accepted(content),

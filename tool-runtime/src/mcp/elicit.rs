@@ -106,9 +106,21 @@ pub(crate) fn resume_form(
     })
 }
 
+/// The form a tool asks for itself (`ToolContext::mcp().elicit(..)`), for a
+/// client that may or may not take forms (`forms`): why it cannot be asked
+/// otherwise, in words for the tool.
+pub(crate) fn tool_form_for(forms: bool, message: String, schema: &Value) -> Result<Form, String> {
+    if !forms {
+        return Err("the client does not support form elicitation".to_owned());
+    }
+    tool_form(message, schema).ok_or_else(|| {
+        "MCP elicitation asks for flat forms: an object of string, number, integer, boolean or string-enum properties".to_owned()
+    })
+}
+
 /// The form a tool asks for itself (`ToolContext::mcp().elicit(..)`): its
 /// schema made flat as resume schemas are. `None` when it cannot be.
-pub(crate) fn tool_form(message: String, schema: &Value) -> Option<Form> {
+fn tool_form(message: String, schema: &Value) -> Option<Form> {
     let (schema, wrapped) = flat_schema(schema)?;
     Some(Form {
         message,

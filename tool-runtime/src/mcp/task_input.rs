@@ -215,12 +215,7 @@ impl TaskElicitor {
 impl Elicitor for TaskElicitor {
     fn elicit(&self, message: String, schema: Value) -> ElicitFuture<'_> {
         Box::pin(async move {
-            if !self.forms {
-                return Err("the client does not support form elicitation".to_owned());
-            }
-            let form = elicit::tool_form(message, &schema).ok_or_else(|| {
-                "MCP elicitation asks for flat forms: an object of string, number, integer, boolean or string-enum properties".to_owned()
-            })?;
+            let form = elicit::tool_form_for(self.forms, message, &schema)?;
             let params = ElicitRequestParams::FormElicitationParams {
                 meta: None,
                 message: form.message.clone(),
