@@ -27,40 +27,16 @@ use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::{Json, Parameters};
 use rmcp::model::{ServerCapabilities, ServerConfig};
 use rmcp::{ServerHandler, ServiceExt, tool, tool_handler, tool_router};
-use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tool_core::ToolError;
 use tool_runtime::Runtime;
 use tool_runtime::mcp::McpServer;
 
-#[derive(Deserialize, schemars::JsonSchema)]
-pub struct WeatherInput {
-    /// City name or coordinates
-    location: String,
-}
+// The weather tool the benches compare call paths with, shared by path.
+#[path = "../../tool-core/benches/weather/mod.rs"]
+mod weather;
 
-#[derive(Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Weather {
-    location: String,
-    temperature_celsius: f64,
-    conditions: String,
-}
-
-fn lookup(location: String) -> Weather {
-    Weather {
-        location,
-        temperature_celsius: 21.0,
-        conditions: "sunny".into(),
-    }
-}
-
-/// Get the current weather for a location
-#[tool_core::tool(id = "weather")]
-pub async fn weather(WeatherInput { location }: WeatherInput) -> Result<Weather, ToolError> {
-    Ok(lookup(location))
-}
+use weather::{Weather, WeatherInput, WeatherTool};
 
 /// The same tool on rmcp's own router.
 #[derive(Clone)]
@@ -72,14 +48,17 @@ struct PlainServer {
 #[tool_router]
 impl PlainServer {
     #[tool(
-        name = "weather",
+        name = "weather-tool",
         description = "Get the current weather for a location"
     )]
     async fn weather(
         &self,
-        Parameters(WeatherInput { location }): Parameters<WeatherInput>,
-    ) -> Json<Weather> {
-        Json(lookup(location))
+        Parameters(input): Parameters<WeatherInput>,
+    ) -> Result<Json<Weather>, String> {
+        weather::weather(input)
+            .await
+            .map(Json)
+            .map_err(|error| error.to_string())
     }
 }
 
@@ -133,7 +112,7 @@ async fn drive(command: &[String], calls: usize, in_flight: usize) -> Result<Run
     let request = |id: usize| {
         json!({
             "jsonrpc": "2.0", "id": id, "method": "tools/call",
-            "params": { "name": "weather", "arguments": { "location": format!("city {id}") } }
+            "params": { "name": "weather-tool", "arguments": { "location": format!("city {id}") } }
         })
     };
     let mut sent_at = Vec::with_capacity(calls);
