@@ -74,12 +74,14 @@ impl Drop for RunningGuard {
 /// Runs `fut`; if `limit` passes first, fires `abort` and lets the call wind
 /// down (the tool-core pipeline turns the fired signal into `Aborted`).
 /// Returns the output and whether the limit fired.
+///
+/// `fut` comes pinned by the caller: taken by value, it would be kept twice
+/// in this function's state (the argument and the pinned local).
 pub(crate) async fn with_limit<F: Future>(
-    fut: F,
+    mut fut: std::pin::Pin<&mut F>,
     limit: Duration,
     abort: &AbortSignal,
 ) -> (F::Output, bool) {
-    let mut fut = std::pin::pin!(fut);
     tokio::select! {
         biased;
         out = fut.as_mut() => (out, false),
@@ -122,16 +124,17 @@ mod tests {
         let abort = AbortSignal::new();
         let signal = abort.clone();
         let (out, timed_out) = with_limit(
-            async move {
+            std::pin::pin!(async move {
                 signal.aborted().await;
                 "wound down"
-            },
+            }),
             Duration::from_millis(1),
             &abort,
         )
         .await;
         assert_eq!((out, timed_out), ("wound down", true));
-        let (out, timed_out) = with_limit(async { 1 }, Duration::from_secs(60), &abort).await;
+        let (out, timed_out) =
+            with_limit(std::pin::pin!(async { 1 }), Duration::from_secs(60), &abort).await;
         assert_eq!((out, timed_out), (1, false));
     }
 }

@@ -293,7 +293,9 @@ impl Runtime {
                     Err(failed) => return failed,
                 }
             }
-            return self.run_background(record, admitted, config, guard).await;
+            // Boxed: a background run's state would otherwise size every
+            // call's future.
+            return Box::pin(self.run_background(record, admitted, config, guard)).await;
         }
         let ran = self
             .run_once(
@@ -320,12 +322,13 @@ impl Runtime {
         let running = async {
             match limit {
                 None => (admitted.run().await, false),
-                Some(limit) => with_limit(admitted.run(), limit, abort).await,
+                Some(limit) => with_limit(std::pin::pin!(admitted.run()), limit, abort).await,
             }
         };
+        let mut running = std::pin::pin!(running);
         let (outcome, timed_out) = match lease {
             None => running.await,
-            Some(lease) => lease.hold(running, abort).await,
+            Some(lease) => lease.hold(running.as_mut(), abort).await,
         };
         if abort.is_aborted() && outcome != Outcome::Aborted {
             // The tool wound down on its own after the signal fired (returned

@@ -286,15 +286,22 @@ impl Lease {
     /// the lease is lost (another instance recovered the call, believing this
     /// one dead), `abort` fires, so that the call does not run on two
     /// instances for long.
-    pub(crate) async fn hold<F: Future>(&self, work: F, abort: &AbortSignal) -> F::Output {
+    ///
+    /// `work` comes pinned by the caller: an async fn that takes a future by
+    /// value keeps it twice in its state (the argument and the pinned local),
+    /// and this one sits in every stored call's future.
+    pub(crate) async fn hold<F: Future>(
+        &self,
+        mut work: std::pin::Pin<&mut F>,
+        abort: &AbortSignal,
+    ) -> F::Output {
         let period = (self.calls.lease / 3).max(Duration::from_millis(1));
         let mut renewals = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
         renewals.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut work = std::pin::pin!(work);
         let mut held = true;
         loop {
             tokio::select! {
-                output = &mut work => return output,
+                output = work.as_mut() => return output,
                 _ = renewals.tick(), if held => {
                     match self.calls.store.renew(&self.call_id, &self.calls.owner, self.calls.lease).await {
                         Ok(true) => {}
