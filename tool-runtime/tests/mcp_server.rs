@@ -2496,6 +2496,29 @@ impl Session2025 {
         tokio::spawn(async move { session.request(id, &method, params).await })
     }
 
+    /// `tasks/result` of a task its tool holds until `gate` opens: the
+    /// request must still wait after `held`; then the gate opens and its
+    /// response comes.
+    async fn result_when_released(
+        &self,
+        id: u32,
+        task_id: &str,
+        held: Duration,
+        gate: &AtomicBool,
+    ) -> Value {
+        let waiting = self.request_later(id, "tasks/result", json!({ "taskId": task_id }));
+        tokio::time::sleep(held).await;
+        assert!(
+            !waiting.is_finished(),
+            "tasks/result answered before the task ended"
+        );
+        gate.store(true, Ordering::SeqCst);
+        tokio::time::timeout(Duration::from_secs(10), waiting)
+            .await
+            .expect("tasks/result did not answer")
+            .expect("a response")
+    }
+
     /// The session's standalone SSE stream, read into `into` line by line.
     async fn listen(&self, into: Arc<Mutex<String>>) {
         use tokio::io::AsyncBufReadExt as _;
@@ -2595,17 +2618,9 @@ async fn a_2025_11_25_client_that_declares_tasks_gets_tasks_for_background_tools
     assert!(working["result"].get("result").is_none(), "{working}");
 
     // tasks/result waits until the task ends.
-    let waiting = session.request_later(4, "tasks/result", json!({ "taskId": task_id }));
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    assert!(
-        !waiting.is_finished(),
-        "tasks/result answered before the task ended"
-    );
-    SLOW_JOB_GATE.store(true, Ordering::SeqCst);
-    let result = tokio::time::timeout(Duration::from_secs(10), waiting)
-        .await
-        .expect("tasks/result did not answer")
-        .expect("a response");
+    let result = session
+        .result_when_released(4, &task_id, Duration::from_millis(300), &SLOW_JOB_GATE)
+        .await;
     assert_eq!(
         result["result"]["content"][0]["text"], "done: a",
         "{result}"
@@ -3068,17 +3083,9 @@ async fn another_instance_answers_for_a_2025_11_25_task() {
         .request(1, "tasks/get", json!({ "taskId": task_id }))
         .await;
     assert_eq!(working["result"]["status"], "working", "{working}");
-    let waiting = reader.request_later(2, "tasks/result", json!({ "taskId": task_id }));
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    assert!(
-        !waiting.is_finished(),
-        "tasks/result answered before the task ended"
-    );
-    SHARED_JOB_GATE.store(true, Ordering::SeqCst);
-    let result = tokio::time::timeout(Duration::from_secs(10), waiting)
-        .await
-        .expect("tasks/result did not answer")
-        .expect("a response");
+    let result = reader
+        .result_when_released(2, &task_id, Duration::from_millis(200), &SHARED_JOB_GATE)
+        .await;
     assert_eq!(
         result["result"]["content"][0]["text"], "shared done",
         "{result}"

@@ -618,13 +618,7 @@ impl Elicitor for PeerElicitor {
                 })?,
                 () = self.ct.cancelled() => return Err("the request was cancelled".to_owned()),
             };
-            let text: Vec<String> = answer
-                .message
-                .content
-                .iter()
-                .filter_map(|part| part.as_text().map(|t| t.text.clone()))
-                .collect();
-            Ok(text.join(""))
+            Ok(sampled_text(&answer))
         })
     }
 
@@ -639,4 +633,19 @@ impl Elicitor for PeerElicitor {
             })
         })
     }
+}
+
+/// The text of the client's model's answer to `sampling/createMessage`, its
+/// text parts joined.
+#[allow(
+    deprecated,
+    reason = "MCP sampling (SEP-2577 deprecates it; older peers use it)"
+)]
+pub(crate) fn sampled_text(answer: &rmcp::model::CreateMessageResult) -> String {
+    answer
+        .message
+        .content
+        .iter()
+        .filter_map(|part| part.as_text().map(|t| t.text.as_str()))
+        .collect()
 }

@@ -245,13 +245,7 @@ impl Elicitor for TaskElicitor {
             let answer = self.wait(request, Expect::Sampling).await?;
             let result: CreateMessageResult =
                 serde_json::from_value(answer).map_err(|e| format!("a bad answer: {e}"))?;
-            let text: Vec<String> = result
-                .message
-                .content
-                .iter()
-                .filter_map(|part| part.as_text().map(|t| t.text.clone()))
-                .collect();
-            Ok(text.join(""))
+            Ok(super::call::sampled_text(&result))
         })
     }
 }

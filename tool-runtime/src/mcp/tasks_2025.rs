@@ -173,6 +173,17 @@ pub(crate) fn outbound_initialize(message: &mut Value) -> bool {
 /// ones pass unchanged).
 const MAX_LINE: usize = 4 * 1024 * 1024;
 
+/// Reads the next line into `line` (cleared first); false at the end of
+/// the input or on a read error.
+async fn next_line<R>(reader: &mut R, line: &mut Vec<u8>) -> bool
+where
+    R: tokio::io::AsyncBufRead + Unpin,
+{
+    use tokio::io::AsyncBufReadExt as _;
+    line.clear();
+    matches!(reader.read_until(b'\n', line).await, Ok(read) if read > 0)
+}
+
 /// The edge for newline-delimited JSON-RPC (stdio's framing) between the
 /// client's `reader` / `writer` and the server's end of `server`: what
 /// [`inbound`], [`rename`] and [`outbound_initialize`] do over HTTP, for
@@ -182,7 +193,7 @@ where
     R: tokio::io::AsyncRead + Unpin + Send + 'static,
     W: tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
-    use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
+    use tokio::io::AsyncWriteExt as _;
     let (from_server, mut to_server) = tokio::io::split(server);
     // The id of the `initialize` that declared tasks, until its result passed.
     let initialize: Arc<Mutex<Option<Value>>> = Arc::default();
@@ -191,12 +202,7 @@ where
     let inward = async move {
         let mut reader = tokio::io::BufReader::new(reader);
         let mut line = Vec::new();
-        loop {
-            line.clear();
-            match reader.read_until(b'\n', &mut line).await {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {}
-            }
+        while next_line(&mut reader, &mut line).await {
             // Only an `initialize` or a message of a session that declared
             // tasks can need a rewrite: any other line passes unparsed (the
             // method's name, unescaped as every client writes it, tells).
@@ -229,12 +235,7 @@ where
         let mut reader = tokio::io::BufReader::new(from_server);
         let mut writer = writer;
         let mut line = Vec::new();
-        loop {
-            line.clear();
-            match reader.read_until(b'\n', &mut line).await {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {}
-            }
+        while next_line(&mut reader, &mut line).await {
             let mut rewritten = None;
             let pending = initialize.lock().unwrap_or_else(|e| e.into_inner()).clone();
             if let Some(id) = pending
