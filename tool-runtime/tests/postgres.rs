@@ -400,6 +400,55 @@ async fn a_call_created_on_one_runtime_is_approved_on_another_and_runs_once() {
     schema.drop().await;
 }
 
+/// The server processes of the connections named `application_name`.
+async fn backends(admin: &tokio_postgres::Client, application_name: &str) -> Vec<i32> {
+    let rows = admin
+        .query(
+            "SELECT pid FROM pg_stat_activity WHERE application_name = $1 ORDER BY pid",
+            &[&application_name],
+        )
+        .await
+        .unwrap();
+    rows.iter().map(|row| row.get(0)).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connecting_opens_the_pool_so_a_burst_of_calls_opens_no_connection() {
+    let Some(url) = database_url() else { return };
+    let schema = Schema::new(&url, "warm_pool").await;
+    let name = format!("{}_pool", schema.name);
+    let store = PostgresStore::connect(&format!("{}&application_name={name}", schema.url))
+        .await
+        .unwrap();
+    let opened = backends(&schema.admin, &name).await;
+    assert_eq!(opened.len(), 8, "every connection of the pool: {opened:?}");
+
+    let (tool, runs) = echo_tool("pay", |b| b.require_approval(true));
+    let runtime = Runtime::builder().tool(tool).store(store).build().unwrap();
+    let calls: Vec<_> = (0..32)
+        .map(|i| {
+            let runtime = runtime.clone();
+            tokio::spawn(async move {
+                let call_id = format!("c{i}");
+                runtime
+                    .call(ToolCall::new(call_id.as_str(), "pay", json!({ "n": i })))
+                    .await;
+                runtime.approve(&call_id).await.unwrap()
+            })
+        })
+        .collect();
+    for call in calls {
+        assert!(call.await.unwrap().output().is_some());
+    }
+    assert_eq!(runs.lock().unwrap().len(), 32);
+    assert_eq!(
+        backends(&schema.admin, &name).await,
+        opened,
+        "the burst was served by the connections opened when connecting"
+    );
+    schema.drop().await;
+}
+
 // ---- child processes -------------------------------------------------------
 
 const ROLE: &str = "TOOL_RUNTIME_PG_CHILD_ROLE";
