@@ -275,26 +275,105 @@ pub(crate) fn drop_iteratively(value: Value) {
 
 /// The path to the first place where `value` nests deeper than `limit`
 /// (found without recursion), or `None`.
+///
+/// Depth first, keeping only the containers being walked: the path is built
+/// only when the walk finds one too deep. (Every call's input and every
+/// hand-written schema passes through here.)
 pub(crate) fn too_deep(value: &Value, limit: usize) -> Option<Vec<String>> {
-    let mut stack: Vec<(&Value, usize, Vec<String>)> = vec![(value, 0, Vec::new())];
-    while let Some((value, depth, path)) = stack.pop() {
-        let children: Box<dyn Iterator<Item = (String, &Value)>> = match value {
-            Value::Object(map) => Box::new(map.iter().map(|(k, v)| (k.clone(), v))),
-            Value::Array(items) => {
-                Box::new(items.iter().enumerate().map(|(i, v)| (i.to_string(), v)))
-            }
-            _ => continue,
+    let root = Children::of(value)?;
+    if limit == 0 {
+        return Some(Vec::new());
+    }
+    // `walking[i]` is the container at depth `i`, `keys[i]` the key of the
+    // one at depth `i + 1` within it.
+    let mut walking = vec![root];
+    let mut keys: Vec<Key<'_>> = Vec::new();
+    while let Some(container) = walking.last_mut() {
+        let Some((key, child)) = container.next() else {
+            walking.pop();
+            keys.pop();
+            continue;
         };
-        if depth + 1 > limit {
-            return Some(path);
+        let Some(grandchildren) = Children::of(child) else {
+            continue;
+        };
+        keys.push(key);
+        if walking.len() >= limit {
+            return Some(keys.iter().map(Key::to_string).collect());
         }
-        for (key, child) in children {
-            if child.is_object() || child.is_array() {
-                let mut child_path = path.clone();
-                child_path.push(key);
-                stack.push((child, depth + 1, child_path));
-            }
-        }
+        walking.push(grandchildren);
     }
     None
+}
+
+/// The entries of a container being walked by [`too_deep`].
+enum Children<'a> {
+    Object(serde_json::map::Iter<'a>),
+    Array(std::iter::Enumerate<std::slice::Iter<'a, Value>>),
+}
+
+impl<'a> Children<'a> {
+    fn of(value: &'a Value) -> Option<Self> {
+        match value {
+            Value::Object(map) => Some(Children::Object(map.iter())),
+            Value::Array(items) => Some(Children::Array(items.iter().enumerate())),
+            _ => None,
+        }
+    }
+
+    fn next(&mut self) -> Option<(Key<'a>, &'a Value)> {
+        match self {
+            Children::Object(entries) => entries.next().map(|(k, v)| (Key::Name(k), v)),
+            Children::Array(items) => items.next().map(|(i, v)| (Key::Index(i), v)),
+        }
+    }
+}
+
+/// Where a child sits in its container.
+enum Key<'a> {
+    Name(&'a str),
+    Index(usize),
+}
+
+impl std::fmt::Display for Key<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Key::Name(name) => f.write_str(name),
+            Key::Index(index) => write!(f, "{index}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::too_deep;
+
+    /// `{"a": [{"a": [...]}]}`, `levels` containers deep.
+    fn nested(levels: usize) -> Value {
+        (1..levels).fold(json!({}), |inner, level| {
+            if level % 2 == 0 {
+                json!({ "a": inner })
+            } else {
+                json!([1, inner])
+            }
+        })
+    }
+
+    #[test]
+    fn a_value_as_deep_as_the_limit_passes_and_one_level_more_is_located() {
+        assert_eq!(too_deep(&nested(4), 4), None);
+        assert_eq!(too_deep(&json!(1), 0), None);
+        assert_eq!(too_deep(&json!({}), 0), Some(vec![]));
+        // Depth 4 (the fifth container) is the first one beyond the limit.
+        let path = too_deep(&nested(5), 4).expect("too deep");
+        assert_eq!(path, ["a", "1", "a", "1"]);
+        // Siblings before and after a deep branch do not confuse the path.
+        let value = json!({ "x": [[]], "deep": nested(5), "y": {} });
+        assert_eq!(
+            too_deep(&value, 5).expect("too deep"),
+            ["deep", "a", "1", "a", "1"]
+        );
+    }
 }

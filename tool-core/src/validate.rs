@@ -77,7 +77,12 @@ impl LazyValidator {
         origin: SchemaOrigin,
     ) -> Result<Self, jsonschema::ValidationError<'static>> {
         if origin == SchemaOrigin::Given {
-            jsonschema::meta::validate(schema).map_err(jsonschema::ValidationError::to_owned)?;
+            let meta = jsonschema::meta::validator_for(schema)?;
+            // The yes-or-no check is the cheap one; the error only when it fails.
+            if !meta.is_valid(schema) {
+                meta.validate(schema)
+                    .map_err(jsonschema::ValidationError::to_owned)?;
+            }
         }
         Ok(LazyValidator {
             validator: OnceLock::new(),
