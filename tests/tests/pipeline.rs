@@ -629,5 +629,7 @@ fn a_schema_that_only_fails_to_compile_is_reported_by_its_first_call() {
         .input_schema(json!({ "type": "object", "properties": { "a": { "type": 5 } } }))
         .execute(|input, _ctx| async move { Ok::<_, ToolError>(input) })
         .build();
-    assert!(refused.is_err());
+    let error = refused.expect_err("the meta-schema refuses it").to_string();
+    assert!(error.contains("input schema"), "{error}");
+    assert!(error.contains("5"), "the refused value is quoted: {error}");
 }
