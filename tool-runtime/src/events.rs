@@ -4,11 +4,12 @@
 //! Without a subscriber, emitting costs one atomic load: events are built
 //! only when someone listens.
 
-use std::sync::Arc;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::Value;
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, mpsc};
 use tool_core::transform::{Phase, Target, TransformContext};
 use tool_core::{LogRecord, Progress, Tool};
 
@@ -244,13 +245,84 @@ pub(crate) struct EventBus {
     /// Live subscriptions; read with one atomic load on every emit
     /// (`Sender::receiver_count` takes a lock).
     subscribers: Arc<AtomicUsize>,
+    /// Watchers of single calls' notices, by call id: what an MCP request
+    /// forwards to its client. A watcher gets its call's notices only, and
+    /// the calls nobody subscribed to build no other events.
+    watchers: Arc<Watchers>,
+    /// The capacity of a watcher's queue, the broadcast channel's.
+    capacity: usize,
+}
+
+#[derive(Debug, Default)]
+struct Watchers {
+    /// How many watchers are registered; read with one atomic load.
+    count: AtomicUsize,
+    by_call: Mutex<HashMap<String, Vec<mpsc::Sender<Notice>>>>,
+}
+
+/// What a watcher of one call gets: its progress and log messages.
+#[derive(Debug, Clone)]
+pub(crate) enum Notice {
+    Progress(Progress),
+    Log(LogRecord),
+}
+
+impl From<Notice> for EventKind {
+    fn from(notice: Notice) -> Self {
+        match notice {
+            Notice::Progress(progress) => EventKind::Progress(progress),
+            Notice::Log(record) => EventKind::Log(record),
+        }
+    }
+}
+
+/// The notices of one call, from [`EventBus::watch`]; unregisters when
+/// dropped.
+#[derive(Debug)]
+pub(crate) struct CallWatch {
+    rx: mpsc::Receiver<Notice>,
+    call_id: String,
+    watchers: Arc<Watchers>,
+}
+
+impl CallWatch {
+    /// The next notice.
+    pub(crate) async fn next(&mut self) -> Option<Notice> {
+        self.rx.recv().await
+    }
+
+    /// The next notice if one is waiting, without waiting.
+    pub(crate) fn try_next(&mut self) -> Option<Notice> {
+        self.rx.try_recv().ok()
+    }
+}
+
+impl Drop for CallWatch {
+    fn drop(&mut self) {
+        self.rx.close();
+        let mut by_call = self
+            .watchers
+            .by_call
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(senders) = by_call.get_mut(&self.call_id) {
+            senders.retain(|sender| !sender.is_closed());
+            if senders.is_empty() {
+                by_call.remove(&self.call_id);
+            }
+        }
+        self.watchers.count.fetch_sub(1, Ordering::Release);
+    }
 }
 
 impl EventBus {
     pub(crate) fn new(capacity: usize) -> Self {
+        let capacity = capacity.max(1);
         EventBus {
-            tx: broadcast::channel(capacity.max(1)).0,
+            tx: broadcast::channel(capacity).0,
             subscribers: Arc::default(),
+            watchers: Arc::default(),
+            capacity,
         }
     }
 
@@ -263,10 +335,55 @@ impl EventBus {
         }
     }
 
+    /// Watches the progress and log messages of the call `call_id` (of
+    /// calls starting from now on), until the watch is dropped.
+    pub(crate) fn watch(&self, call_id: &str) -> CallWatch {
+        let (tx, rx) = mpsc::channel(self.capacity);
+        self.watchers
+            .by_call
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(call_id.to_owned())
+            .or_default()
+            .push(tx);
+        self.watchers.count.fetch_add(1, Ordering::AcqRel);
+        CallWatch {
+            rx,
+            call_id: call_id.to_owned(),
+            watchers: Arc::clone(&self.watchers),
+        }
+    }
+
     /// True when someone listens; events are only built then.
     #[inline]
     pub(crate) fn active(&self) -> bool {
         self.subscribers.load(Ordering::Acquire) > 0
+    }
+
+    /// True when someone takes the notices of `call_id`: a subscriber, or a
+    /// watcher of that call.
+    pub(crate) fn noticed(&self, call_id: &str) -> bool {
+        self.active()
+            || (self.watchers.count.load(Ordering::Acquire) > 0
+                && self
+                    .watchers
+                    .by_call
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .contains_key(call_id))
+    }
+
+    fn watchers_of(&self, call_id: &str) -> Vec<mpsc::Sender<Notice>> {
+        if self.watchers.count.load(Ordering::Acquire) == 0 {
+            return Vec::new();
+        }
+        self.watchers
+            .by_call
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(call_id)
+            .cloned()
+            .unwrap_or_default()
     }
 
     /// Sends the event `make` builds, if anyone listens.
@@ -278,6 +395,21 @@ impl EventBus {
                 tool_id: tool_id.to_owned(),
                 kind: make(),
             });
+        }
+    }
+
+    /// Sends a call's progress or log message to the subscribers and to the
+    /// watchers of the call. A watcher whose queue is full skips it (logged),
+    /// as a subscriber that falls behind does.
+    pub(crate) fn notice(&self, call_id: &str, tool_id: &str, notice: Notice) {
+        self.emit(call_id, tool_id, || notice.clone().into());
+        for watcher in self.watchers_of(call_id) {
+            if let Err(mpsc::error::TrySendError::Full(_)) = watcher.try_send(notice.clone()) {
+                tracing::warn!(
+                    call_id,
+                    "a watcher of the call fell behind; a notice was skipped"
+                );
+            }
         }
     }
 }

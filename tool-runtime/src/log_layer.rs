@@ -1,5 +1,5 @@
 //! A `tracing` layer that turns the events a tool's code emits inside its
-//! call into the runtime's [`EventKind::Log`] events, which the MCP server
+//! call into the runtime's [`EventKind::Log`](crate::EventKind::Log) events, which the MCP server
 //! forwards to its client as `notifications/message`.
 
 use std::fmt::Write as _;
@@ -10,7 +10,7 @@ use tracing::{Event, Subscriber};
 use tracing_subscriber::layer::{Context, Layer};
 use tracing_subscriber::registry::LookupSpan;
 
-use crate::events::EventKind;
+use crate::events::Notice;
 use crate::runtime::Runtime;
 
 /// Where this library's own events come from.
@@ -20,7 +20,7 @@ const OWN_TARGETS: [&str; 3] = ["tool_runtime", "tool_core", "rmcp"];
 const CALL_SPAN: &str = "tool.call";
 
 /// Forwards the `tracing` events the tool's code emits inside the calls of
-/// one runtime (not this library's own) as [`EventKind::Log`] events (so that an MCP client gets them as
+/// one runtime (not this library's own) as [`EventKind::Log`](crate::EventKind::Log) events (so that an MCP client gets them as
 /// `notifications/message`). Add it to your subscriber; made by
 /// [`Runtime::log_layer`]. Events written with `ctx.observe()` reach the
 /// runtime's events without it, and are not sent twice.
@@ -89,7 +89,7 @@ where
             return;
         };
         let inner = &self.runtime.inner;
-        if !inner.events.active() || !inner.running.is_running(&call_id) {
+        if !inner.events.noticed(&call_id) || !inner.running.is_running(&call_id) {
             return;
         }
         let mut message = Message::default();
@@ -98,9 +98,7 @@ where
             return;
         }
         let record = tool_core::LogRecord::new(*event.metadata().level(), message.text);
-        inner
-            .events
-            .emit(&call_id, &tool_id, || EventKind::Log(record));
+        inner.events.notice(&call_id, &tool_id, Notice::Log(record));
     }
 }
 

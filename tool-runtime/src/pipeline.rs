@@ -36,7 +36,7 @@ use tracing::Instrument as _;
 use crate::abort::{RunningGuard, with_limit};
 use crate::call::ToolCall;
 use crate::error::RuntimeError;
-use crate::events::{EventKind, payload};
+use crate::events::{EventKind, Notice, payload};
 use crate::outcome::CallOutcome;
 use crate::runtime::Runtime;
 use crate::store::{Claim, Lease, PendingCall, PendingKind, RecordedOutcome, Settlement, Verdict};
@@ -230,17 +230,18 @@ impl Runtime {
             ctx = ctx.with_shared_messages(Arc::clone(messages));
         }
         let events = &self.inner.events;
-        if events.active() {
-            // Progress reaches the subscribers present when the call started.
+        if events.noticed(&record.call_id) {
+            // Progress reaches the subscribers and the call's watchers
+            // present when the call started.
             let events = events.clone();
             let (call_id, tool_id) = (record.call_id.clone(), record.tool.id().to_owned());
             ctx = ctx.on_progress(move |progress| {
-                events.emit(&call_id, &tool_id, || EventKind::Progress(progress));
+                events.notice(&call_id, &tool_id, Notice::Progress(progress));
             });
             let events = self.inner.events.clone();
             let (call_id, tool_id) = (record.call_id.clone(), record.tool.id().to_owned());
             ctx = ctx.on_log(move |record| {
-                events.emit(&call_id, &tool_id, || EventKind::Log(record));
+                events.notice(&call_id, &tool_id, Notice::Log(record));
             });
         }
         let span = tracing::Span::current();
@@ -491,9 +492,11 @@ impl Runtime {
     /// Records the final outcome of a stored call, so that a decision asked
     /// again (from any instance) returns it. A new call has nothing to record.
     pub(crate) async fn record(&self, record: &CallRecord, outcome: CallOutcome) -> CallOutcome {
-        let (Some(lease), Some(recorded)) =
-            (&record.lease, RecordedOutcome::from_outcome(&outcome))
-        else {
+        // The lease first: copying the outcome is for stored calls only.
+        let Some(lease) = &record.lease else {
+            return outcome;
+        };
+        let Some(recorded) = RecordedOutcome::from_outcome(&outcome) else {
             return outcome;
         };
         match lease.finish(Settlement::Settled(recorded)).await {

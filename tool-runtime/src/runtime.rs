@@ -113,6 +113,14 @@ impl Runtime {
         self.inner.events.subscribe()
     }
 
+    /// Watches the progress and log messages of the call `call_id` (as
+    /// [`events`](Self::events) would show them, without building any other
+    /// call's events): what an MCP request forwards to its client.
+    #[cfg(feature = "mcp")]
+    pub(crate) fn watch(&self, call_id: &str) -> crate::events::CallWatch {
+        self.inner.events.watch(call_id)
+    }
+
     /// Every call waiting for approval or resume data, from the store.
     pub fn pending(
         &self,

@@ -2,6 +2,7 @@
 //! stream for both protocol eras, and over streamable HTTP with raw requests.
 #![cfg(feature = "mcp")]
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
@@ -679,6 +680,35 @@ async fn progress_reaches_the_client() {
             "modern: {modern}"
         );
     }
+}
+
+#[tokio::test]
+async fn concurrent_calls_each_get_their_own_progress_only() {
+    let client_handler = TestClient::default();
+    let progress = Arc::clone(&client_handler.progress);
+    let client = connect(runtime(), client_handler, false).await;
+    let (three, six) = tokio::join!(
+        call(&client, "count", json!({ "steps": 3 })),
+        call(&client, "count", json!({ "steps": 6 })),
+    );
+    assert_eq!(three.unwrap().structured_content, Some(json!({ "result": 3 })));
+    assert_eq!(six.unwrap().structured_content, Some(json!({ "result": 6 })));
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let mut by_token: HashMap<String, Vec<(f64, Option<f64>)>> = HashMap::new();
+    for p in progress.lock().unwrap().iter() {
+        by_token
+            .entry(format!("{:?}", p.progress_token))
+            .or_default()
+            .push((p.progress, p.total));
+    }
+    let mut seen: Vec<_> = by_token.into_values().collect();
+    seen.sort_by_key(Vec::len);
+    let expected = |steps: u32| {
+        (1..=steps)
+            .map(|i| (f64::from(i), Some(f64::from(steps))))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(seen, [expected(3), expected(6)], "one sequence per request");
 }
 
 /// Logs at two levels through `ctx.observe()` and through `tracing`

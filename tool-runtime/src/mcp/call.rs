@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 
 use rmcp::ErrorData;
 use rmcp::model::{
@@ -26,7 +27,7 @@ use crate::{CallOutcome, CallState};
 use super::convert::{self, ServedTool};
 use super::elicit::{self, Answer, Decision, Form};
 use super::logging::SessionLog;
-use crate::events::EventKind;
+use crate::events::Notice;
 use crate::outcome;
 use crate::store::PendingKind;
 use crate::{Runtime, RuntimeError};
@@ -75,13 +76,13 @@ enum Step<'a> {
 pub(crate) struct Call {
     pub(crate) runtime: Runtime,
     pub(crate) tool: Tool,
-    pub(crate) served: ServedTool,
+    pub(crate) served: Arc<ServedTool>,
     pub(crate) call_id: String,
     pub(crate) ct: CancellationToken,
     pub(crate) peer: Peer<RoleServer>,
     pub(crate) progress: Option<ProgressToken>,
     /// Where the call's log messages go, when the peer takes them.
-    pub(crate) log: Option<std::sync::Arc<SessionLog>>,
+    pub(crate) log: Option<Arc<SessionLog>>,
     /// Whether results wrap the output in `{"result": ...}` (every peer
     /// before 2026-07-28, for an output schema that is not an object).
     pub(crate) wraps_output: bool,
@@ -235,7 +236,7 @@ impl Call {
                     ..
                 } => {
                     return convert::completed(
-                        &output,
+                        output,
                         model_output.as_ref(),
                         self.tool.definition().output_schema.is_some(),
                         self.wraps_output,
@@ -448,7 +449,7 @@ impl Call {
         future.await
     }
 
-    /// Runs `work` while forwarding the call's progress events as
+    /// Runs `work` while forwarding the call's progress as
     /// `notifications/progress` (when the client sent a progress token) and
     /// its log messages as `notifications/message` (when the peer takes them).
     async fn forwarding_events<F: Future<Output = CallToolResponse>>(
@@ -458,38 +459,36 @@ impl Call {
         if self.progress.is_none() && self.log.is_none() {
             return work.await;
         }
-        let mut events = self.runtime.events();
+        // This call's notices only: other calls' events are not built for it.
+        let mut notices = self.runtime.watch(&self.call_id);
         let mut work = std::pin::pin!(work);
         loop {
             tokio::select! {
                 biased;
                 response = &mut work => {
                     // What was reported just before the end is still sent.
-                    while let Some(event) = events.try_next() {
-                        self.forward(event.call_id, event.kind).await;
+                    while let Some(notice) = notices.try_next() {
+                        self.forward(notice).await;
                     }
                     return response;
                 }
-                event = events.next() => match event {
-                    Some(event) => self.forward(event.call_id, event.kind).await,
+                notice = notices.next() => match notice {
+                    Some(notice) => self.forward(notice).await,
                     None => return work.await,
                 },
             }
         }
     }
 
-    async fn forward(&self, call_id: String, kind: EventKind) {
-        if call_id != self.call_id {
-            return;
-        }
-        let sent = match (kind, &self.progress, &self.log) {
-            (EventKind::Progress(progress), Some(token), _) => {
+    async fn forward(&self, notice: Notice) {
+        let sent = match (notice, &self.progress, &self.log) {
+            (Notice::Progress(progress), Some(token), _) => {
                 let mut params = ProgressNotificationParam::new(token.clone(), progress.value);
                 params.total = progress.total;
                 params.message = progress.message;
                 self.peer.notify_progress(params).await
             }
-            (EventKind::Log(record), _, Some(log)) => {
+            (Notice::Log(record), _, Some(log)) => {
                 let Some(message) = log.message(self.tool.id(), &record) else {
                     return;
                 };

@@ -268,21 +268,21 @@ fn json_object(value: Value) -> JsonObject {
 /// output schema or the output is an object), the content is the
 /// `to_model_output` form when the tool has one, else the output as text.
 pub(crate) fn completed(
-    output: &Value,
+    output: Value,
     model_output: Option<&ModelOutput>,
     has_output_schema: bool,
     wrapped: bool,
 ) -> CallToolResult {
+    let content = match model_output {
+        Some(model_output) => model_output_content(model_output),
+        None => vec![ContentBlock::text(value_text(&output))],
+    };
     let structured = if wrapped {
         Some(json!({ OUTPUT_WRAPPER: output }))
     } else if has_output_schema || output.is_object() {
-        Some(output.clone())
+        Some(output)
     } else {
         None
-    };
-    let content = match model_output {
-        Some(model_output) => model_output_content(model_output),
-        None => vec![ContentBlock::text(value_text(output))],
     };
     let mut result = CallToolResult::success(content);
     result.structured_content = structured;

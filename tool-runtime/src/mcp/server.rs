@@ -95,7 +95,7 @@ pub struct McpServer {
 
 pub(crate) struct ServerInner {
     pub(crate) runtime: Runtime,
-    tools: Vec<ServedTool>,
+    tools: Vec<Arc<ServedTool>>,
     by_name: HashMap<String, usize>,
     implementation: Implementation,
     instructions: Option<String>,
@@ -307,7 +307,7 @@ impl McpServer {
         let call = Call {
             runtime: self.inner.runtime.clone(),
             tool: tool.clone(),
-            served: served.clone(),
+            served: Arc::clone(served),
             call_id,
             ct: context.ct.clone(),
             peer: context.peer.clone(),
@@ -396,7 +396,7 @@ impl McpServer {
             .await)
     }
 
-    pub(crate) fn served(&self, name: &str) -> Option<&ServedTool> {
+    pub(crate) fn served(&self, name: &str) -> Option<&Arc<ServedTool>> {
         self.inner.by_name.get(name).map(|&i| &self.inner.tools[i])
     }
 
@@ -542,7 +542,12 @@ impl McpServerBuilder {
 
     /// Builds the server; each tool's MCP declaration is computed once, here.
     pub fn build(self) -> McpServer {
-        let tools: Vec<ServedTool> = self.runtime.tools().iter().map(served_tool).collect();
+        let tools: Vec<Arc<ServedTool>> = self
+            .runtime
+            .tools()
+            .iter()
+            .map(|tool| Arc::new(served_tool(tool)))
+            .collect();
         let by_name = tools
             .iter()
             .enumerate()

@@ -5,6 +5,7 @@
 //! task, a stored call: `tasks/get` reads the store, so it answers on any
 //! instance sharing it and after a restart.
 
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rmcp::ErrorData;
@@ -56,7 +57,7 @@ fn ttl(runtime: &Runtime, created: SystemTime, updated: SystemTime) -> u64 {
 /// (`wraps_output` as for the requesting peer's `tools/call` results).
 pub(crate) async fn get(
     runtime: &Runtime,
-    served: impl Fn(&str) -> Option<ServedTool>,
+    served: impl Fn(&str) -> Option<Arc<ServedTool>>,
     inputs: &TaskInputs,
     task_id: &str,
     modern: bool,
@@ -70,7 +71,7 @@ pub(crate) async fn get(
 /// and 2025-11-25's experimental tasks) are read from this.
 pub(crate) async fn detailed(
     runtime: &Runtime,
-    served: impl Fn(&str) -> Option<ServedTool>,
+    served: impl Fn(&str) -> Option<Arc<ServedTool>>,
     inputs: &TaskInputs,
     task_id: &str,
     modern: bool,
@@ -101,7 +102,7 @@ pub(crate) async fn detailed(
             settled_at,
         } => {
             let outcome: CallOutcome = outcome.into();
-            let payload = match &outcome {
+            let payload = match outcome {
                 CallOutcome::Aborted => TaskPayload::Cancelled,
                 CallOutcome::Completed {
                     output,
@@ -126,7 +127,7 @@ pub(crate) async fn detailed(
                 CallOutcome::Failed { error } if error.kind() == tool_core::ErrorKind::Panic => {
                     failed(ErrorData::internal_error(error.message().to_owned(), None))
                 }
-                other => completed(convert::not_completed(other)),
+                other => completed(convert::not_completed(&other)),
             };
             (payload, settled_at)
         }
