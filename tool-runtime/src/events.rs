@@ -4,12 +4,12 @@
 //! Without a subscriber, emitting costs one atomic load: events are built
 //! only when someone listens.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::Value;
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::{Notify, broadcast};
 use tool_core::transform::{Phase, Target, TransformContext};
 use tool_core::{LogRecord, Progress, Tool};
 
@@ -245,19 +245,34 @@ pub(crate) struct EventBus {
     /// Live subscriptions; read with one atomic load on every emit
     /// (`Sender::receiver_count` takes a lock).
     subscribers: Arc<AtomicUsize>,
-    /// Watchers of single calls' notices, by call id: what an MCP request
-    /// forwards to its client. A watcher gets its call's notices only, and
-    /// the calls nobody subscribed to build no other events.
+    /// Watchers of single calls' notices: what an MCP request forwards to
+    /// its client. A watcher gets its call's notices only, and calls nobody
+    /// subscribed to build no other events.
     watchers: Arc<Watchers>,
-    /// The capacity of a watcher's queue, the broadcast channel's.
+    /// How many notices a watcher keeps unread: the broadcast's capacity.
     capacity: usize,
 }
 
+/// The watchers of calls, by call id.
 #[derive(Debug, Default)]
 struct Watchers {
-    /// How many watchers are registered; read with one atomic load.
+    /// How many are registered; read with one atomic load.
     count: AtomicUsize,
-    by_call: Mutex<HashMap<String, Vec<mpsc::Sender<Notice>>>>,
+    by_call: Mutex<HashMap<Arc<str>, Vec<Arc<WatchQueue>>>>,
+}
+
+impl Watchers {
+    fn by_call(&self) -> std::sync::MutexGuard<'_, HashMap<Arc<str>, Vec<Arc<WatchQueue>>>> {
+        self.by_call.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The unread notices of one watcher.
+#[derive(Debug, Default)]
+struct WatchQueue {
+    notices: Mutex<VecDeque<Notice>>,
+    /// Woken on each notice (a permit is kept when nobody waits).
+    ready: Notify,
 }
 
 /// What a watcher of one call gets: its progress and log messages.
@@ -280,34 +295,38 @@ impl From<Notice> for EventKind {
 /// dropped.
 #[derive(Debug)]
 pub(crate) struct CallWatch {
-    rx: mpsc::Receiver<Notice>,
-    call_id: String,
+    queue: Arc<WatchQueue>,
+    call_id: Arc<str>,
     watchers: Arc<Watchers>,
 }
 
 impl CallWatch {
-    /// The next notice.
-    pub(crate) async fn next(&mut self) -> Option<Notice> {
-        self.rx.recv().await
+    /// The next notice, once there is one.
+    pub(crate) async fn next(&mut self) -> Notice {
+        loop {
+            if let Some(notice) = self.try_next() {
+                return notice;
+            }
+            self.queue.ready.notified().await;
+        }
     }
 
     /// The next notice if one is waiting, without waiting.
     pub(crate) fn try_next(&mut self) -> Option<Notice> {
-        self.rx.try_recv().ok()
+        self.queue
+            .notices
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop_front()
     }
 }
 
 impl Drop for CallWatch {
     fn drop(&mut self) {
-        self.rx.close();
-        let mut by_call = self
-            .watchers
-            .by_call
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if let Some(senders) = by_call.get_mut(&self.call_id) {
-            senders.retain(|sender| !sender.is_closed());
-            if senders.is_empty() {
+        let mut by_call = self.watchers.by_call();
+        if let Some(queues) = by_call.get_mut(&self.call_id) {
+            queues.retain(|queue| !Arc::ptr_eq(queue, &self.queue));
+            if queues.is_empty() {
                 by_call.remove(&self.call_id);
             }
         }
@@ -338,18 +357,17 @@ impl EventBus {
     /// Watches the progress and log messages of the call `call_id` (of
     /// calls starting from now on), until the watch is dropped.
     pub(crate) fn watch(&self, call_id: &str) -> CallWatch {
-        let (tx, rx) = mpsc::channel(self.capacity);
+        let call_id: Arc<str> = Arc::from(call_id);
+        let queue = Arc::new(WatchQueue::default());
         self.watchers
-            .by_call
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .entry(call_id.to_owned())
+            .by_call()
+            .entry(Arc::clone(&call_id))
             .or_default()
-            .push(tx);
+            .push(Arc::clone(&queue));
         self.watchers.count.fetch_add(1, Ordering::AcqRel);
         CallWatch {
-            rx,
-            call_id: call_id.to_owned(),
+            queue,
+            call_id,
             watchers: Arc::clone(&self.watchers),
         }
     }
@@ -363,27 +381,11 @@ impl EventBus {
     /// True when someone takes the notices of `call_id`: a subscriber, or a
     /// watcher of that call.
     pub(crate) fn noticed(&self, call_id: &str) -> bool {
-        self.active()
-            || (self.watchers.count.load(Ordering::Acquire) > 0
-                && self
-                    .watchers
-                    .by_call
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .contains_key(call_id))
+        self.active() || (self.watched() && self.watchers.by_call().contains_key(call_id))
     }
 
-    fn watchers_of(&self, call_id: &str) -> Vec<mpsc::Sender<Notice>> {
-        if self.watchers.count.load(Ordering::Acquire) == 0 {
-            return Vec::new();
-        }
-        self.watchers
-            .by_call
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(call_id)
-            .cloned()
-            .unwrap_or_default()
+    fn watched(&self) -> bool {
+        self.watchers.count.load(Ordering::Acquire) > 0
     }
 
     /// Sends the event `make` builds, if anyone listens.
@@ -399,17 +401,26 @@ impl EventBus {
     }
 
     /// Sends a call's progress or log message to the subscribers and to the
-    /// watchers of the call. A watcher whose queue is full skips it (logged),
-    /// as a subscriber that falls behind does.
+    /// watchers of the call. A watcher that has `capacity` notices unread
+    /// skips this one (logged), as a subscriber that falls behind does.
     pub(crate) fn notice(&self, call_id: &str, tool_id: &str, notice: Notice) {
         self.emit(call_id, tool_id, || notice.clone().into());
-        for watcher in self.watchers_of(call_id) {
-            if let Err(mpsc::error::TrySendError::Full(_)) = watcher.try_send(notice.clone()) {
+        if !self.watched() {
+            return;
+        }
+        let queues = self.watchers.by_call().get(call_id).cloned();
+        for queue in queues.into_iter().flatten() {
+            let mut notices = queue.notices.lock().unwrap_or_else(PoisonError::into_inner);
+            if notices.len() >= self.capacity {
                 tracing::warn!(
                     call_id,
                     "a watcher of the call fell behind; a notice was skipped"
                 );
+                continue;
             }
+            notices.push_back(notice.clone());
+            drop(notices);
+            queue.ready.notify_one();
         }
     }
 }
@@ -458,5 +469,49 @@ pub(crate) fn delta_display(
             call_id,
             payload: &raw,
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tool_core::LogRecord;
+
+    use super::{EventBus, Notice};
+
+    fn log(text: &str) -> Notice {
+        Notice::Log(LogRecord::new(tracing::Level::INFO, text))
+    }
+
+    fn text(notice: Option<Notice>) -> Option<String> {
+        match notice? {
+            Notice::Log(record) => Some(record.message),
+            Notice::Progress(_) => None,
+        }
+    }
+
+    #[test]
+    fn a_watcher_gets_its_calls_notices_up_to_the_capacity_until_dropped() {
+        let bus = EventBus::new(2);
+        assert!(!bus.noticed("c1"));
+        let mut watch = bus.watch("c1");
+        let mut again = bus.watch("c1");
+        assert!(bus.noticed("c1"));
+        assert!(!bus.noticed("c2"), "another call is not watched");
+        bus.notice("c2", "t", log("other call"));
+        for n in 1..=3 {
+            bus.notice("c1", "t", log(&format!("n{n}")));
+        }
+        // Each watcher of the call has its own queue; the third notice
+        // found them full.
+        for queue in [&mut watch, &mut again] {
+            assert_eq!(text(queue.try_next()).as_deref(), Some("n1"));
+            assert_eq!(text(queue.try_next()).as_deref(), Some("n2"));
+            assert_eq!(text(queue.try_next()), None);
+        }
+        drop(watch);
+        assert!(bus.noticed("c1"), "one watcher left");
+        drop(again);
+        assert!(!bus.noticed("c1"));
+        assert!(bus.watchers.by_call().is_empty(), "nothing left behind");
     }
 }

@@ -691,8 +691,14 @@ async fn concurrent_calls_each_get_their_own_progress_only() {
         call(&client, "count", json!({ "steps": 3 })),
         call(&client, "count", json!({ "steps": 6 })),
     );
-    assert_eq!(three.unwrap().structured_content, Some(json!({ "result": 3 })));
-    assert_eq!(six.unwrap().structured_content, Some(json!({ "result": 6 })));
+    assert_eq!(
+        three.unwrap().structured_content,
+        Some(json!({ "result": 3 }))
+    );
+    assert_eq!(
+        six.unwrap().structured_content,
+        Some(json!({ "result": 6 }))
+    );
     tokio::time::sleep(Duration::from_millis(50)).await;
     let mut by_token: HashMap<String, Vec<(f64, Option<f64>)>> = HashMap::new();
     for p in progress.lock().unwrap().iter() {

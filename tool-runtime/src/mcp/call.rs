@@ -99,7 +99,11 @@ impl Call {
         first: OutcomeFuture<'_>,
         suspension: Option<Suspension>,
     ) -> CallToolResponse {
-        self.forwarding_events(self.settle(first, suspension)).await
+        // Boxed, as the pauses below: an async fn's state holds every
+        // future it awaits side by side, and the request's future is moved
+        // whole (rmcp spawns it); a box moves as one pointer.
+        self.forwarding_events(Box::pin(self.settle(first, suspension)))
+            .await
     }
 
     /// The retry of an `input_required` result for the pending call
@@ -256,7 +260,9 @@ impl Call {
                         None,
                     )
                 }
-                CallOutcome::ApprovalRequired { input, .. } => self.ask_approval(&input).await,
+                CallOutcome::ApprovalRequired { input, .. } => {
+                    Box::pin(self.ask_approval(&input)).await
+                }
                 CallOutcome::Suspended {
                     payload,
                     resume_schema,
@@ -266,7 +272,7 @@ impl Call {
                         payload,
                         resume_schema,
                     };
-                    self.ask_resume(asked, note.take()).await
+                    Box::pin(self.ask_resume(asked, note.take())).await
                 }
                 CallOutcome::Failed { error }
                     if error.kind() == ErrorKind::ResumeValidation && suspension.is_some() =>
@@ -277,7 +283,7 @@ impl Call {
                         return convert::error_result(error.message()).into();
                     };
                     note = Some(error.message().to_owned());
-                    self.ask_resume(asked, note.take()).await
+                    Box::pin(self.ask_resume(asked, note.take())).await
                 }
                 other => return convert::not_completed(&other).into(),
             };
@@ -468,14 +474,11 @@ impl Call {
                 response = &mut work => {
                     // What was reported just before the end is still sent.
                     while let Some(notice) = notices.try_next() {
-                        self.forward(notice).await;
+                        Box::pin(self.forward(notice)).await;
                     }
                     return response;
                 }
-                notice = notices.next() => match notice {
-                    Some(notice) => self.forward(notice).await,
-                    None => return work.await,
-                },
+                notice = notices.next() => Box::pin(self.forward(notice)).await,
             }
         }
     }

@@ -56,6 +56,8 @@ const JSON_SCHEMA_2020_12: &str = "https://json-schema.org/draft/2020-12/schema"
 /// A tool as served: its MCP declaration and whether its output is wrapped.
 #[derive(Debug, Clone)]
 pub(crate) struct ServedTool {
+    /// The runtime's tool (one lookup per request serves both).
+    pub(crate) tool: Tool,
     pub(crate) declaration: rmcp::model::Tool,
     pub(crate) wrapped_output: bool,
     /// The output schema as declared, for peers of 2026-07-28 (which take a
@@ -132,6 +134,7 @@ pub(crate) fn served_tool(tool: &Tool) -> ServedTool {
     meta.insert(STRICT_META.to_owned(), Value::Bool(def.strict));
     declaration.meta = Some(MetaObject(meta));
     ServedTool {
+        tool: tool.clone(),
         declaration,
         wrapped_output,
         unwrapped_output_schema,

@@ -274,7 +274,7 @@ impl McpServer {
         tasks: TaskMode,
     ) -> Result<CallToolResponse, ErrorData> {
         let name = request.name.as_ref();
-        let (Some(served), Some(tool)) = (self.served(name), self.inner.runtime.tool(name)) else {
+        let Some(served) = self.served(name) else {
             let message = self
                 .inner
                 .runtime
@@ -284,6 +284,7 @@ impl McpServer {
                 .to_owned();
             return Err(ErrorData::invalid_params(message, None));
         };
+        let tool = &served.tool;
         let client_tasks = tasks != TaskMode::None;
         let background = tool.definition().background.as_ref().filter(|b| b.enabled);
         // A task at once (deferred), or once its client answered a question
