@@ -127,96 +127,94 @@ impl Runtime {
         async move { runtime.run_call(call, Entry::New, None).await }
     }
 
-    /// The pipeline (see the module docs), boxed: its state machine is
-    /// about 11 KB, and every caller's future (a spawned call, an MCP
-    /// request) would otherwise carry it and copy it on each move.
+    /// The pipeline (see the module docs), in the call's span and boxed:
+    /// its state machine is about 5 KB, and every caller's future (a
+    /// spawned call, an MCP request) would otherwise carry it and copy it
+    /// on each move.
     pub(crate) fn run_call(
         &self,
         call: ToolCall,
         entry: Entry,
         streamed: Option<Streamed>,
     ) -> Pin<Box<dyn Future<Output = CallOutcome> + Send + '_>> {
-        Box::pin(self.run_call_unboxed(call, entry, streamed))
-    }
-
-    async fn run_call_unboxed(
-        &self,
-        call: ToolCall,
-        entry: Entry,
-        streamed: Option<Streamed>,
-    ) -> CallOutcome {
         let (span, streamed) = match streamed {
             Some(Streamed { abort, guard, span }) => (span, Some((abort, guard))),
             None => (call_span(entry.step(), &call.tool_id, &call.call_id), None),
         };
-        let running = async move {
-            let Some(tool) = self.inner.tools.get(&call.tool_id).cloned() else {
-                let error = self.inner.tools.unknown_tool(&call.tool_id);
-                return self.failed(None, &call.call_id, &call.tool_id, error);
-            };
-            let (abort, guard) = match streamed {
-                Some((abort, guard)) => (abort, Some(guard)),
-                None => (AbortSignal::new(), None),
-            };
-            let ToolCall {
-                call_id,
-                input,
-                request_context,
-                messages,
-                timeout,
-                extensions,
-                agent,
-                workflow,
-                ..
-            } = call;
-            let is_new = matches!(entry, Entry::New);
-            // A resumed call finishes in the foreground: its caller waits for it.
-            let may_background = !matches!(entry, Entry::Resumed { .. });
-            let (lease, resume) = match entry {
-                Entry::New => (None, None),
-                Entry::Claimed(lease) => (Some(lease), None),
-                Entry::Resumed {
-                    data,
-                    payload,
-                    lease,
-                } => (Some(lease), Some((data, payload))),
-            };
-            let record = CallRecord {
-                timeout: timeout.or_else(|| self.timeout_of(&tool)),
-                tool,
-                call_id,
-                request_context,
-                messages: (!messages.is_empty()).then(|| Arc::from(messages)),
-                abort,
-                lease,
-            };
-            let mut ctx = self.call_context(&record).with_extensions(extensions);
-            if let Some((data, payload)) = resume {
-                ctx = ctx.resuming(data, payload);
-            }
-            if let Some(agent) = agent {
-                ctx = ctx.with_agent(agent);
-            }
-            if let Some(workflow) = workflow {
-                ctx = ctx.with_workflow(workflow);
-            }
-            let admitted = match record.tool.admit(input, ctx) {
-                Ok(admitted) => admitted,
-                Err(error) => {
-                    let outcome =
-                        self.failed(Some(&record.tool), &record.call_id, record.tool.id(), error);
-                    return self.record(&record, outcome).await;
-                }
-            };
-            if is_new {
-                self.input_available(&record, admitted.input());
-                if self.needs_approval(&record, admitted.input()) {
-                    return self.request_approval(&record, admitted.into_input()).await;
-                }
-            }
-            self.execute(record, admitted, guard, may_background).await
+        Box::pin(self.run_in_span(call, entry, streamed).instrument(span))
+    }
+
+    async fn run_in_span(
+        &self,
+        call: ToolCall,
+        entry: Entry,
+        streamed: Option<(AbortSignal, RunningGuard)>,
+    ) -> CallOutcome {
+        let Some(tool) = self.inner.tools.get(&call.tool_id).cloned() else {
+            let error = self.inner.tools.unknown_tool(&call.tool_id);
+            return self.failed(None, &call.call_id, &call.tool_id, error);
         };
-        running.instrument(span).await
+        let (abort, guard) = match streamed {
+            Some((abort, guard)) => (abort, Some(guard)),
+            None => (AbortSignal::new(), None),
+        };
+        let ToolCall {
+            call_id,
+            input,
+            request_context,
+            messages,
+            timeout,
+            extensions,
+            agent,
+            workflow,
+            ..
+        } = call;
+        let is_new = matches!(entry, Entry::New);
+        // A resumed call finishes in the foreground: its caller waits for it.
+        let may_background = !matches!(entry, Entry::Resumed { .. });
+        let (lease, resume) = match entry {
+            Entry::New => (None, None),
+            Entry::Claimed(lease) => (Some(lease), None),
+            Entry::Resumed {
+                data,
+                payload,
+                lease,
+            } => (Some(lease), Some((data, payload))),
+        };
+        let record = CallRecord {
+            timeout: timeout.or_else(|| self.timeout_of(&tool)),
+            tool,
+            call_id,
+            request_context,
+            messages: (!messages.is_empty()).then(|| Arc::from(messages)),
+            abort,
+            lease,
+        };
+        let mut ctx = self.call_context(&record).with_extensions(extensions);
+        if let Some((data, payload)) = resume {
+            ctx = ctx.resuming(data, payload);
+        }
+        if let Some(agent) = agent {
+            ctx = ctx.with_agent(agent);
+        }
+        if let Some(workflow) = workflow {
+            ctx = ctx.with_workflow(workflow);
+        }
+        let admitted = match record.tool.admit(input, ctx) {
+            Ok(admitted) => admitted,
+            Err(error) => {
+                let outcome =
+                    self.failed(Some(&record.tool), &record.call_id, record.tool.id(), error);
+                return self.record(&record, outcome).await;
+            }
+        };
+        if is_new {
+            self.input_available(&record, admitted.input());
+            if self.needs_approval(&record, admitted.input()) {
+                return self.request_approval(&record, admitted.into_input()).await;
+            }
+        }
+        self.execute(record, admitted, guard, may_background).await
     }
 
     /// The context a call's tool runs with: request context, messages,

@@ -202,17 +202,25 @@ where
     let inward = async move {
         let mut reader = tokio::io::BufReader::new(reader);
         let mut line = Vec::new();
+        // Whether the session's `initialize` passed: a session has one, and
+        // the lines after it are not searched for another.
+        let mut initialized = false;
         while next_line(&mut reader, &mut line).await {
             // Only an `initialize` or a message of a session that declared
             // tasks can need a rewrite: any other line passes unparsed (the
             // method's name, unescaped as every client writes it, tells).
             let declared_tasks = told.load(std::sync::atomic::Ordering::SeqCst);
-            let may_initialize =
-                || std::str::from_utf8(&line).is_ok_and(|text| text.contains("\"initialize\""));
+            let may_initialize = || {
+                !initialized
+                    && std::str::from_utf8(&line).is_ok_and(|text| text.contains("\"initialize\""))
+            };
             let parsed = (line.len() <= MAX_LINE && (declared_tasks || may_initialize()))
                 .then(|| serde_json::from_slice::<Value>(&line).ok())
                 .flatten();
             let rewritten = parsed.and_then(|mut message| {
+                if message.get("method").and_then(Value::as_str) == Some("initialize") {
+                    initialized = true;
+                }
                 let seen = inbound(&mut message);
                 if seen.declares_tasks {
                     *asked.lock().unwrap_or_else(|e| e.into_inner()) = message.get("id").cloned();
