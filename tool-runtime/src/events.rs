@@ -292,7 +292,8 @@ impl From<Notice> for EventKind {
 }
 
 /// The notices of one call, from [`EventBus::watch`]; unregisters when
-/// dropped.
+/// dropped. (The MCP server forwards them to its clients.)
+#[cfg(feature = "mcp")]
 #[derive(Debug)]
 pub(crate) struct CallWatch {
     queue: Arc<WatchQueue>,
@@ -300,6 +301,7 @@ pub(crate) struct CallWatch {
     watchers: Arc<Watchers>,
 }
 
+#[cfg(feature = "mcp")]
 impl CallWatch {
     /// The next notice, once there is one.
     pub(crate) async fn next(&mut self) -> Notice {
@@ -321,6 +323,7 @@ impl CallWatch {
     }
 }
 
+#[cfg(feature = "mcp")]
 impl Drop for CallWatch {
     fn drop(&mut self) {
         let mut by_call = self.watchers.by_call();
@@ -356,6 +359,7 @@ impl EventBus {
 
     /// Watches the progress and log messages of the call `call_id` (of
     /// calls starting from now on), until the watch is dropped.
+    #[cfg(feature = "mcp")]
     pub(crate) fn watch(&self, call_id: &str) -> CallWatch {
         let call_id: Arc<str> = Arc::from(call_id);
         let queue = Arc::new(WatchQueue::default());
@@ -472,7 +476,7 @@ pub(crate) fn delta_display(
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "mcp"))]
 mod tests {
     use tool_core::LogRecord;
 
