@@ -449,6 +449,49 @@ async fn connecting_opens_the_pool_so_a_burst_of_calls_opens_no_connection() {
     schema.drop().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_allows_fewer_connections_than_the_pool_still_serves_calls() {
+    let Some(url) = database_url() else { return };
+    let schema = Schema::new(&url, "few").await;
+    let role = format!("{}_few", schema.name);
+    schema
+        .admin
+        .batch_execute(&format!(
+            "CREATE ROLE {role} LOGIN CONNECTION LIMIT 3; GRANT ALL ON SCHEMA {} TO {role};",
+            schema.name
+        ))
+        .await
+        .unwrap();
+    let user = url
+        .split_once("://")
+        .and_then(|(_, rest)| rest.split_once('@'))
+        .map(|(user, _)| user.to_owned())
+        .expect("DATABASE_URL names a user");
+    let as_role = schema
+        .url
+        .replacen(&format!("{user}@"), &format!("{role}@"), 1);
+    let application_name = format!("{}_pool", schema.name);
+    let store = PostgresStore::connect(&format!("{as_role}&application_name={application_name}"))
+        .await
+        .expect("a store on the connections the server allows");
+    assert_eq!(backends(&schema.admin, &application_name).await.len(), 3);
+
+    let (tool, runs) = echo_tool("pay", |b| b.require_approval(true));
+    let runtime = Runtime::builder().tool(tool).store(store).build().unwrap();
+    let outcome = runtime
+        .call(ToolCall::new("c1", "pay", json!({ "n": 1 })))
+        .await;
+    assert!(
+        matches!(outcome, CallOutcome::ApprovalRequired { .. }),
+        "{outcome:?}"
+    );
+    let done = runtime.approve("c1").await.unwrap();
+    assert_eq!(done.output().unwrap()["echo"]["n"], 1);
+    assert_eq!(runs.lock().unwrap().len(), 1);
+    drop(runtime);
+    schema.drop().await;
+}
+
 // ---- child processes -------------------------------------------------------
 
 const ROLE: &str = "TOOL_RUNTIME_PG_CHILD_ROLE";

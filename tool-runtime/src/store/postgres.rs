@@ -102,7 +102,8 @@ const COLUMNS: &str = "call_id, kind, tool_id, state, owner, lease_expires_at, a
 /// newer than this build knows is refused. (So a build of version 1 refuses
 /// a schema that a newer build migrated: upgrade every instance.)
 ///
-/// The connections are a pool of 8, without TLS, opened when connecting. One unreadable
+/// The connections are a pool of 8, without TLS, opened when connecting (as
+/// many as the server allows; the others when needed). One unreadable
 /// call (its stored JSON edited by hand) does not stop the store: `list`
 /// logs it with its call id and serves the others, and `get` or a decision
 /// on it is an error naming it; it is left in place for the operator.
@@ -201,10 +202,7 @@ impl PostgresStore {
             .init_schema()
             .await
             .map_err(store.failed("cannot set up the store"))?;
-        store
-            .open_connections()
-            .await
-            .map_err(store.failed("cannot open the pool's connections"))?;
+        store.open_connections().await;
         // Reads every pending call once: an unreadable one is reported now,
         // with its call id, rather than when someone approves it.
         store.list().await?;
@@ -229,13 +227,24 @@ impl PostgresStore {
     /// they would open under the first burst of calls, where each costs the
     /// server a backend start beside the calls' own work: the async workers
     /// were then held up to 9 ms (BENCHMARKS.md, the ticker). A connection
-    /// that closes later is replaced when next needed.
-    async fn open_connections(&self) -> Result<(), Failure> {
+    /// that closes later is replaced when next needed. A server that refuses
+    /// some (its `max_connections` reached) is logged, not an error: the
+    /// store works with those it has, as it would with a pool opened on
+    /// demand.
+    async fn open_connections(&self) {
         let opening = (0..MAX_CONNECTIONS).map(|_| self.pool.get());
         // Held together, so that each `get` opens a connection of its own.
-        let open = futures_util::future::try_join_all(opening).await?;
-        drop(open);
-        Ok(())
+        let opened = futures_util::future::join_all(opening).await;
+        let refused: Vec<_> = opened.iter().filter_map(|r| r.as_ref().err()).collect();
+        if let Some(error) = refused.first() {
+            tracing::warn!(
+                database = %self.location,
+                opened = MAX_CONNECTIONS - refused.len(),
+                wanted = MAX_CONNECTIONS,
+                %error,
+                "the PostgreSQL store could not open all of its connections; the others open when needed"
+            );
+        }
     }
 
     /// Creates the tables in an empty schema, migrates a schema of version
