@@ -326,11 +326,15 @@ impl CallWatch {
 #[cfg(feature = "mcp")]
 impl Drop for CallWatch {
     fn drop(&mut self) {
-        let mut by_call = self.watchers.by_call();
-        if let Some(queues) = by_call.get_mut(&self.call_id) {
-            queues.retain(|queue| !Arc::ptr_eq(queue, &self.queue));
-            if queues.is_empty() {
-                by_call.remove(&self.call_id);
+        // One lookup (an `Arc` clone of the key, no copy of the id).
+        if let std::collections::hash_map::Entry::Occupied(mut queues) =
+            self.watchers.by_call().entry(Arc::clone(&self.call_id))
+        {
+            queues
+                .get_mut()
+                .retain(|queue| !Arc::ptr_eq(queue, &self.queue));
+            if queues.get().is_empty() {
+                queues.remove();
             }
         }
         self.watchers.count.fetch_sub(1, Ordering::Release);
