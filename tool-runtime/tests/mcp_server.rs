@@ -751,14 +751,12 @@ async fn a_calls_logs_reach_the_client_at_the_level_it_set() {
         call(&client, "chatty", json!({})).await.unwrap();
         // Notifications are handled as they arrive: wait for those expected.
         let arrived = |n: usize| {
-            let logged = Arc::clone(&logged);
+            let logged = &logged;
             async move {
-                for _ in 0..100 {
-                    if logged.lock().unwrap().len() >= n {
-                        break;
-                    }
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                }
+                let _ = eventually(100, |_| async move {
+                    (logged.lock().unwrap().len() >= n).then_some(()).ok_or(())
+                })
+                .await;
             }
         };
         arrived(if modern { 1 } else { 2 }).await;
@@ -906,19 +904,18 @@ async fn background_tools_are_mcp_tasks_for_clients_that_declare_the_extension()
             modern,
         )
         .await;
-        let mut done = None;
-        for _ in 0..1000 {
+        let (elsewhere, task_id) = (&elsewhere, &task_id);
+        let done = eventually(1000, |_| async move {
             let got = elsewhere
-                .get_task(GetTaskParams::new(&task_id))
+                .get_task(GetTaskParams::new(task_id))
                 .await
                 .unwrap();
-            if got.task.status() == TaskStatus::Completed {
-                done = Some(got);
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        let done = done.expect("the task completed");
+            (got.task.status() == TaskStatus::Completed)
+                .then_some(got)
+                .ok_or(())
+        })
+        .await
+        .expect("the task completed");
         let TaskPayload::Completed { result } = &done.task.payload else {
             panic!("{done:?}")
         };
@@ -959,17 +956,34 @@ pub async fn failing_job() -> Result<u32, ToolError> {
     Err(ToolError::new("the job failed"))
 }
 
-/// Polls `tasks/get` until the task leaves `working`.
-async fn settled(client: &Client, task_id: &str) -> rmcp::model::DetailedTask {
-    use rmcp::model::{GetTaskParams, TaskStatus};
-    for _ in 0..500 {
-        let got = client.get_task(GetTaskParams::new(task_id)).await.unwrap();
-        if got.task.status() != TaskStatus::Working {
-            return got.task;
+/// Calls `probe` with the attempt's number (from 0) every 10 ms until it
+/// succeeds, `tries` times at most; its last failure when it never did.
+async fn eventually<T, E, F>(tries: u32, mut probe: impl FnMut(u32) -> F) -> Result<T, E>
+where
+    F: Future<Output = Result<T, E>>,
+{
+    let mut attempt = 0;
+    loop {
+        match probe(attempt).await {
+            Ok(value) => return Ok(value),
+            Err(last) if attempt + 1 >= tries => return Err(last),
+            Err(_) => attempt += 1,
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    panic!("task {task_id} did not settle")
+}
+
+/// Polls `tasks/get` until the task leaves `working`.
+async fn settled(client: &Client, task_id: &str) -> rmcp::model::DetailedTask {
+    use rmcp::model::{GetTaskParams, TaskStatus};
+    eventually(500, |_| async move {
+        let got = client.get_task(GetTaskParams::new(task_id)).await.unwrap();
+        (got.task.status() != TaskStatus::Working)
+            .then_some(got.task)
+            .ok_or(())
+    })
+    .await
+    .unwrap_or_else(|()| panic!("task {task_id} did not settle"))
 }
 
 /// SEP-2663's error semantics: a tool that reports an error completes with
@@ -1160,19 +1174,20 @@ async fn questions(
     questions: usize,
 ) -> serde_json::Map<String, Value> {
     use rmcp::model::{GetTaskParams, TaskPayload};
-    for _ in 0..500 {
+    eventually(500, |_| async move {
         let got = client.get_task(GetTaskParams::new(task_id)).await.unwrap();
-        if let TaskPayload::InputRequired { input_requests } = &got.task.payload
-            && input_requests.len() >= questions
-        {
-            let Value::Object(asked) = serde_json::to_value(input_requests).unwrap() else {
-                panic!("a map")
-            };
-            return asked;
+        match &got.task.payload {
+            TaskPayload::InputRequired { input_requests } if input_requests.len() >= questions => {
+                let Value::Object(asked) = serde_json::to_value(input_requests).unwrap() else {
+                    panic!("a map")
+                };
+                Ok(asked)
+            }
+            _ => Err(()),
         }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("task {task_id} did not ask {questions} question(s)")
+    })
+    .await
+    .unwrap_or_else(|()| panic!("task {task_id} did not ask {questions} question(s)"))
 }
 
 /// The JSON-RPC error code and message of a refused request.
@@ -2520,6 +2535,22 @@ impl Session2025 {
         message.unwrap_or_else(|| panic!("no response to {method}"))
     }
 
+    /// Calls the background tool `name` (no arguments) as a task: the
+    /// task's id.
+    async fn start_task(&self, id: u32, name: &str) -> String {
+        let created = self
+            .request(
+                id,
+                "tools/call",
+                json!({ "name": name, "arguments": {}, "task": {} }),
+            )
+            .await;
+        created["result"]["task"]["taskId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("a task: {created}"))
+            .to_owned()
+    }
+
     /// [`request`](Self::request) on a task of its own, for a request that
     /// waits (`tasks/result`): its response, once it comes.
     fn request_later(
@@ -2572,17 +2603,18 @@ impl Session2025 {
 
 /// Polls `tasks/get` until the task has `status` (10 s at most).
 async fn task_reaches(session: &Session2025, task_id: &str, status: &str) -> Value {
-    let mut last = Value::Null;
-    for n in 0..1000 {
-        last = session
+    eventually(1000, |n| async move {
+        let got = session
             .request(1000 + n, "tasks/get", json!({ "taskId": task_id }))
             .await;
-        if last["result"]["status"] == status {
-            return last["result"].clone();
+        if got["result"]["status"] == status {
+            Ok(got["result"].clone())
+        } else {
+            Err(got)
         }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("task {task_id} did not reach {status}: {last}")
+    })
+    .await
+    .unwrap_or_else(|last| panic!("task {task_id} did not reach {status}: {last}"))
 }
 
 /// The 2025-11-25 point: a client of that version that declares
@@ -2693,19 +2725,18 @@ async fn a_2025_11_25_client_that_declares_tasks_gets_tasks_for_background_tools
     assert_eq!(by_id["result"]["status"], "completed", "{by_id}");
 
     // The session heard that the task completed.
-    let mut heard = false;
-    for _ in 0..500 {
+    let (notifications, task_id) = (&notifications, &task_id);
+    let heard = eventually(500, |_| async move {
         let seen = notifications.lock().unwrap().clone();
-        heard = seen.lines().any(|line| {
+        let heard = seen.lines().any(|line| {
             line.contains("notifications/tasks/status")
-                && line.contains(&task_id)
+                && line.contains(task_id.as_str())
                 && line.contains("\"completed\"")
         });
-        if heard {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+        heard.then_some(()).ok_or(())
+    })
+    .await
+    .is_ok();
     assert!(
         heard,
         "no status notification: {}",
@@ -2713,17 +2744,7 @@ async fn a_2025_11_25_client_that_declares_tasks_gets_tasks_for_background_tools
     );
 
     // tasks/cancel cancels a running task, and refuses an ended one.
-    let endless = session
-        .request(
-            7,
-            "tools/call",
-            json!({ "name": "endless-job", "arguments": {}, "task": {} }),
-        )
-        .await;
-    let endless_id = endless["result"]["task"]["taskId"]
-        .as_str()
-        .expect("a task")
-        .to_owned();
+    let endless_id = session.start_task(7, "endless-job").await;
     let cancelled = session
         .request(8, "tasks/cancel", json!({ "taskId": endless_id }))
         .await;
@@ -2962,6 +2983,23 @@ impl LineClient {
         message
     }
 
+    /// Polls `tasks/get` (ids from 10) until the task has `status`, 1,000
+    /// times at most; the task's last status either way.
+    async fn task_status(&mut self, task_id: &Value, status: &str) -> Value {
+        let mut last = Value::Null;
+        for n in 0..1000 {
+            let got = self
+                .request(10 + n, "tasks/get", json!({ "taskId": task_id }))
+                .await;
+            last = got["result"]["status"].clone();
+            if last == status {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        last
+    }
+
     /// Sends a request and returns its response (skipping notifications).
     async fn request(&mut self, id: u32, method: &str, params: Value) -> Value {
         self.send(json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }))
@@ -3008,17 +3046,7 @@ async fn a_2025_11_25_task_that_suspends_asks_through_tasks_result() {
         .await;
     let task_id = created["result"]["task"]["taskId"].clone();
     assert!(task_id.is_string(), "{created}");
-    let mut status = Value::Null;
-    for n in 0..1000 {
-        let got = client
-            .request(10 + n, "tasks/get", json!({ "taskId": task_id }))
-            .await;
-        status = got["result"]["status"].clone();
-        if status == "input_required" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let status = client.task_status(&task_id, "input_required").await;
     assert_eq!(status, "input_required");
 
     client
@@ -3104,17 +3132,7 @@ async fn another_instance_answers_for_a_2025_11_25_task() {
     let (here, there) = (serve().await, serve().await);
     let creator = Session2025::open(&here, json!({ "tasks": {} })).await;
     let reader = Session2025::open(&there, json!({ "tasks": {} })).await;
-    let created = creator
-        .request(
-            1,
-            "tools/call",
-            json!({ "name": "shared-job", "arguments": {}, "task": {} }),
-        )
-        .await;
-    let task_id = created["result"]["task"]["taskId"]
-        .as_str()
-        .expect("a task")
-        .to_owned();
+    let task_id = creator.start_task(1, "shared-job").await;
     let working = reader
         .request(1, "tasks/get", json!({ "taskId": task_id }))
         .await;
@@ -3155,15 +3173,7 @@ async fn cancelling_a_suspended_2025_11_25_task_leaves_it_asking() {
         )
         .await;
     let task_id = created["result"]["task"]["taskId"].clone();
-    for n in 0..1000 {
-        let got = client
-            .request(10 + n, "tasks/get", json!({ "taskId": task_id }))
-            .await;
-        if got["result"]["status"] == "input_required" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    client.task_status(&task_id, "input_required").await;
     let started = std::time::Instant::now();
     let cancelled = client
         .request(3, "tasks/cancel", json!({ "taskId": task_id }))

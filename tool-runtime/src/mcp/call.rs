@@ -75,7 +75,7 @@ enum Step<'a> {
 /// One `tools/call` request.
 pub(crate) struct Call {
     pub(crate) runtime: Runtime,
-    pub(crate) tool: Tool,
+    /// The tool called, with its MCP declaration.
     pub(crate) served: Arc<ServedTool>,
     pub(crate) call_id: String,
     pub(crate) ct: CancellationToken,
@@ -93,6 +93,10 @@ pub(crate) struct Call {
 }
 
 impl Call {
+    fn tool(&self) -> &Tool {
+        &self.served.tool
+    }
+
     /// Runs `first` (the runtime call) and settles it, forwarding progress.
     pub(crate) async fn run(
         &self,
@@ -117,7 +121,7 @@ impl Call {
                 format!(
                     "requestState {:?} does not name a call of tool {:?} this server asked about: it was already answered, or never asked",
                     self.call_id,
-                    self.tool.id()
+                    self.tool().id()
                 ),
                 None,
             )
@@ -127,7 +131,7 @@ impl Call {
             .stored(&self.call_id)
             .await
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?
-            .filter(|stored| stored.call.tool_id == self.tool.id())
+            .filter(|stored| stored.call.tool_id == self.tool().id())
             .ok_or_else(unknown)?;
         let pending = match stored.state {
             CallState::Pending => stored.call,
@@ -166,7 +170,7 @@ impl Call {
             PendingKind::Suspended => {
                 let suspension = Suspension {
                     payload: pending.payload.clone().unwrap_or(Value::Null),
-                    resume_schema: self.tool.definition().resume_schema.clone(),
+                    resume_schema: self.tool().definition().resume_schema.clone(),
                 };
                 let form = elicit::resume_form(
                     &suspension.payload,
@@ -242,7 +246,7 @@ impl Call {
                     return convert::completed(
                         output,
                         model_output.as_ref(),
-                        self.tool.definition().output_schema.is_some(),
+                        self.tool().definition().output_schema.is_some(),
                         self.wraps_output,
                     )
                     .into();
@@ -323,8 +327,8 @@ impl Call {
             .declaration
             .title
             .as_deref()
-            .unwrap_or(self.tool.id());
-        let form = elicit::approval_form(title, self.tool.id(), input);
+            .unwrap_or(self.tool().id());
+        let form = elicit::approval_form(title, self.tool().id(), input);
         match self.elicit {
             Elicit::Unsupported => Step::Respond(
                 self.pending_approval(
@@ -434,7 +438,7 @@ impl Call {
             key.to_owned(),
             InputRequest::Elicitation(ElicitRequest::new(params)),
         )]);
-        let state = self.states.issue(self.tool.id(), &self.call_id);
+        let state = self.states.issue(self.tool().id(), &self.call_id);
         InputRequiredResult::new(Some(requests), Some(state)).into()
     }
 
@@ -492,7 +496,7 @@ impl Call {
                 self.peer.notify_progress(params).await
             }
             (Notice::Log(record), _, Some(log)) => {
-                let Some(message) = log.message(self.tool.id(), &record) else {
+                let Some(message) = log.message(self.tool().id(), &record) else {
                     return;
                 };
                 #[allow(
@@ -510,14 +514,14 @@ impl Call {
 
     fn pending_approval(&self, why: &str) -> CallToolResult {
         let call_id = &self.call_id;
-        let text = outcome::approval_notice(self.tool.id(), call_id, why);
+        let text = outcome::approval_notice(self.tool().id(), call_id, why);
         self.pending(text, json!({ "callId": call_id, "kind": "approval" }))
     }
 
     fn pending_suspended(&self, suspension: &Suspension, why: &str) -> CallToolResult {
         let call_id = &self.call_id;
         let text = outcome::suspension_notice(
-            self.tool.id(),
+            self.tool().id(),
             call_id,
             &suspension.payload,
             suspension.resume_schema.as_ref(),
@@ -537,7 +541,7 @@ impl Call {
     /// An `isError` result (the tool produced no output) saying what is
     /// pending, with the details under `_meta`.
     fn pending(&self, text: String, details: Value) -> CallToolResult {
-        tracing::info!(call_id = %self.call_id, tool_id = self.tool.id(), "tool call left pending");
+        tracing::info!(call_id = %self.call_id, tool_id = self.tool().id(), "tool call left pending");
         let mut meta = MetaObject::new();
         meta.insert(PENDING_META.to_owned(), details);
         convert::error_result(text).with_meta(Some(meta))

@@ -307,7 +307,6 @@ impl McpServer {
         };
         let call = Call {
             runtime: self.inner.runtime.clone(),
-            tool: tool.clone(),
             served: Arc::clone(served),
             call_id,
             ct: context.ct.clone(),

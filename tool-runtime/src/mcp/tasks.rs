@@ -109,11 +109,11 @@ pub(crate) async fn detailed(
                     model_output,
                     ..
                 } => {
-                    let tool = served(&call.tool_id);
-                    let has_schema = runtime
-                        .tool(&call.tool_id)
-                        .is_some_and(|t| t.definition().output_schema.is_some());
-                    let wraps = tool.is_some_and(|t| t.wraps_output_for(modern));
+                    let served = served(&call.tool_id);
+                    let has_schema = served
+                        .as_ref()
+                        .is_some_and(|s| s.tool.definition().output_schema.is_some());
+                    let wraps = served.is_some_and(|s| s.wraps_output_for(modern));
                     completed(convert::completed(
                         output,
                         model_output.as_ref(),
