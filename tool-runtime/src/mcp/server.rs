@@ -647,15 +647,7 @@ impl ServerHandler for McpServer {
         request: rmcp::model::GetTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::GetTaskResult, ErrorData> {
-        let served = |name: &str| self.served(name).cloned();
-        Box::pin(tasks::get(
-            &self.inner.runtime,
-            served,
-            &self.inner.inputs,
-            &request.task_id,
-            modern(&context),
-        ))
-        .await
+        Box::pin(tasks::get(self, &request.task_id, modern(&context))).await
     }
 
     async fn update_task(

@@ -5,7 +5,6 @@
 //! task, a stored call: `tasks/get` reads the store, so it answers on any
 //! instance sharing it and after a restart.
 
-use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rmcp::ErrorData;
@@ -18,9 +17,10 @@ use serde_json::Value;
 use tool_core::ErrorKind;
 
 use super::call::RESUME_KEY;
-use super::convert::{self, ServedTool};
+use super::convert;
 use super::elicit::{self, Answer, Form};
 use super::request_state::hex;
+use super::server::McpServer;
 use super::task_input::TaskInputs;
 use crate::store::{CallState, PendingCall, PendingKind, StoredCall};
 use crate::{CallOutcome, Runtime, RuntimeError};
@@ -56,13 +56,11 @@ fn ttl(runtime: &Runtime, created: SystemTime, updated: SystemTime) -> u64 {
 /// `tasks/get`: the task's status, with the call's result once it settled
 /// (`wraps_output` as for the requesting peer's `tools/call` results).
 pub(crate) async fn get(
-    runtime: &Runtime,
-    served: impl Fn(&str) -> Option<Arc<ServedTool>>,
-    inputs: &TaskInputs,
+    server: &McpServer,
     task_id: &str,
     modern: bool,
 ) -> Result<GetTaskResult, ErrorData> {
-    let task = detailed(runtime, served, inputs, task_id, modern).await?;
+    let task = detailed(server, task_id, modern).await?;
     Ok(GetTaskResult::new(task))
 }
 
@@ -70,12 +68,11 @@ pub(crate) async fn get(
 /// settled, the call's result (or error). Both task protocols (SEP-2663,
 /// and 2025-11-25's experimental tasks) are read from this.
 pub(crate) async fn detailed(
-    runtime: &Runtime,
-    served: impl Fn(&str) -> Option<Arc<ServedTool>>,
-    inputs: &TaskInputs,
+    server: &McpServer,
     task_id: &str,
     modern: bool,
 ) -> Result<DetailedTask, ErrorData> {
+    let runtime = server.runtime();
     let stored = stored_task(runtime, task_id).await?;
     let created = created_time(task_id);
     let StoredCall { call, state, .. } = stored;
@@ -91,7 +88,7 @@ pub(crate) async fn detailed(
             )
         }
         CallState::Pending | CallState::Running { .. } => {
-            let payload = match inputs.outstanding(task_id) {
+            let payload = match server.inner.inputs.outstanding(task_id) {
                 Some(input_requests) => TaskPayload::InputRequired { input_requests },
                 None => TaskPayload::Working,
             };
@@ -109,7 +106,7 @@ pub(crate) async fn detailed(
                     model_output,
                     ..
                 } => {
-                    let served = served(&call.tool_id);
+                    let served = server.served(&call.tool_id);
                     let has_schema = served
                         .as_ref()
                         .is_some_and(|s| s.tool.definition().output_schema.is_some());

@@ -420,15 +420,7 @@ async fn call(
 
 /// The task `task_id` from the store (results as for 2025-11-25 peers).
 async fn get(server: &McpServer, task_id: &str) -> Result<DetailedTask, ErrorData> {
-    let served = |name: &str| server.served(name).cloned();
-    tasks::detailed(
-        server.runtime(),
-        served,
-        &server.inner.inputs,
-        task_id,
-        false,
-    )
-    .await
+    tasks::detailed(server, task_id, false).await
 }
 
 /// A task in 2025-11-25's shape: `ttl` and `pollInterval` (SEP-2663 has
