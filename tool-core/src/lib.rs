@@ -200,21 +200,8 @@ pub mod __private_0_1_0 {
 
     pub use crate::lone_input::{
         ByStruct, ByValue, Lone, LoneExamples, LoneParam, LonePolicy, LoneShape, lone_examples,
-        lone_policy,
+        lone_policy, typed_policy,
     };
-
-    /// Runs a typed approval policy over validated JSON input; input that no
-    /// longer fits the type needs approval.
-    pub fn typed_policy<I: serde::de::DeserializeOwned>(
-        input: &serde_json::Value,
-        request_context: &crate::RequestContext,
-        policy: fn(&I, &crate::RequestContext) -> bool,
-    ) -> bool {
-        match I::deserialize(input) {
-            Ok(input) => policy(&input, request_context),
-            Err(_) => true,
-        }
-    }
 
     // Helpers whose bounds carry `#[diagnostic::on_unimplemented]` messages,
     // so a type missing a trait is reported once, on that type, in words

@@ -61,8 +61,8 @@ fn shape<P: LoneParam + schemars::JsonSchema>() -> &'static LoneShape {
         let title = property
             .get("$ref")
             .and_then(Value::as_str)
-            .and_then(|reference| reference.rsplit('/').next())
-            .map_or_else(P::schema_name, |name| Cow::Owned(name.to_owned()));
+            .and_then(|reference| crate::schema::parse_ref(reference).ok()?.pop())
+            .map_or_else(P::schema_name, Cow::Owned);
         LoneShape { whole: true, title }
     })
 }
@@ -216,8 +216,20 @@ where
     }
 }
 
-/// Runs a [`LonePolicy`] over validated JSON input; input that no longer
-/// fits the type needs approval (as `typed_policy`).
+/// Runs a typed approval policy over validated JSON input; input that no
+/// longer fits the type needs approval.
+pub fn typed_policy<I: serde::de::DeserializeOwned>(
+    input: &Value,
+    request_context: &RequestContext,
+    policy: impl Fn(&I, &RequestContext) -> bool,
+) -> bool {
+    match I::deserialize(input) {
+        Ok(input) => policy(&input, request_context),
+        Err(_) => true,
+    }
+}
+
+/// Runs a [`LonePolicy`] over validated JSON input, as [`typed_policy`].
 pub fn lone_policy<P, M>(
     input: &Value,
     request_context: &RequestContext,
@@ -226,10 +238,9 @@ pub fn lone_policy<P, M>(
 where
     P: LoneParam + schemars::JsonSchema + serde::de::DeserializeOwned,
 {
-    match <Lone<P> as serde::Deserialize>::deserialize(input) {
-        Ok(Lone(input)) => policy.requires_approval(&input, request_context),
-        Err(_) => true,
-    }
+    typed_policy(input, request_context, |Lone(input): &Lone<P>, rc| {
+        policy.requires_approval(input, rc)
+    })
 }
 
 /// The input examples of a tool with one parameter ([`Lone`]): values of

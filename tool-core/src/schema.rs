@@ -50,16 +50,8 @@ fn root_schema(schema: schemars::Schema) -> Value {
 /// root then is the definition, so references to it become `#`, as
 /// schemars writes a recursive root.
 fn inline_root_ref(root: &mut serde_json::Map<String, Value>) {
-    let definitions = root
-        .get("$defs")
-        .and_then(Value::as_object)
-        .map_or(0, serde_json::Map::len);
-    // Each step inlines one definition; a cycle of bare `$ref`s stops.
-    for _ in 0..definitions {
-        if !inline_one_root_ref(root) {
-            return;
-        }
-    }
+    // Each step takes one definition out of `$defs`: the loop ends.
+    while inline_one_root_ref(root) {}
 }
 
 /// One step of [`inline_root_ref`]: false when the root is not a `$ref`
@@ -69,14 +61,16 @@ fn inline_one_root_ref(root: &mut serde_json::Map<String, Value>) -> bool {
         return false;
     };
     let reference = reference.clone();
-    let Some(name) = reference.strip_prefix("#/$defs/") else {
+    let Ok(tokens) = parse_ref(&reference) else {
         return false;
     };
-    let name = name.replace("~1", "/").replace("~0", "~");
-    let Some(Value::Object(definitions)) = root.get_mut("$defs") else {
+    let [defs, name] = tokens.as_slice() else {
         return false;
     };
-    let Some(Value::Object(target)) = definitions.remove(&name) else {
+    let Some(Value::Object(definitions)) = root.get_mut("$defs").filter(|_| defs == "$defs") else {
+        return false;
+    };
+    let Some(Value::Object(target)) = definitions.remove(name) else {
         return false;
     };
     if definitions.is_empty() {

@@ -279,15 +279,29 @@ impl ToolInner {
                 .into_iter()
                 .find_map(|(which, schema)| {
                     let error = schema?.compile_error()?;
-                    Some(BuildError::InvalidSchema {
-                        id: self.id.to_string(),
+                    Some(invalid_schema(
+                        self.id.to_string(),
                         which,
-                        reason: error.to_string(),
-                        source: Arc::clone(error) as Arc<dyn std::error::Error + Send + Sync>,
-                    })
+                        Arc::clone(error),
+                    ))
                 })
             })
             .as_ref()
+    }
+}
+
+/// The error of tool `id`'s `which` schema, refused by its meta-schema or
+/// its compiler.
+fn invalid_schema(
+    id: String,
+    which: &'static str,
+    error: Arc<jsonschema::ValidationError<'static>>,
+) -> BuildError {
+    BuildError::InvalidSchema {
+        id,
+        which,
+        reason: error.to_string(),
+        source: error,
     }
 }
 
@@ -825,12 +839,7 @@ impl ToolBuilder {
                 Ok(compiled) => Some(compiled),
                 Err(error) => {
                     // Every call reports this instead of running.
-                    config_error.get_or_insert(BuildError::InvalidSchema {
-                        id: id.clone(),
-                        which,
-                        reason: error.to_string(),
-                        source: Arc::new(error),
-                    });
+                    config_error.get_or_insert(invalid_schema(id.clone(), which, Arc::new(error)));
                     None
                 }
             }
