@@ -14,7 +14,7 @@ use tool_core::{ErrorKind, ModelError, RequestContext, Tool};
 
 use crate::decide::Decision;
 use crate::error::RuntimeError;
-use crate::events::{EventKind, payload};
+use crate::events::{EventKind, Payload};
 use crate::outcome::CallOutcome;
 use crate::pipeline::CallRecord;
 use crate::runtime::Runtime;
@@ -125,7 +125,7 @@ impl Runtime {
         self.inner
             .events
             .emit(call_id, tool_id, || EventKind::ApprovalRequired {
-                payload: payload(Some(tool), call_id, tool_id, Phase::Approval, &input),
+                payload: Payload::of(Some(tool), call_id, tool_id, Phase::Approval, &input),
                 resume_schema: decision_schema(),
             });
         CallOutcome::ApprovalRequired {
@@ -175,7 +175,7 @@ impl Runtime {
         &self,
         call_id: &str,
     ) -> impl Future<Output = Result<CallOutcome, RuntimeError>> + Send + 'static {
-        self.decision(call_id, Decision::Approve)
+        self.decide(call_id, Decision::Approve, None)
     }
 
     /// Declines a call that waits for approval: it never runs, and the model
@@ -206,7 +206,7 @@ impl Runtime {
         call_id: &str,
         reason: Option<&str>,
     ) -> impl Future<Output = Result<CallOutcome, RuntimeError>> + Send + 'static {
-        self.decision(call_id, Decision::Decline(reason.map(str::to_owned)))
+        self.decide(call_id, Decision::Decline(reason.map(str::to_owned)), None)
     }
 }
 

@@ -16,7 +16,7 @@ use tracing::Instrument as _;
 
 use crate::call::ToolCall;
 use crate::error::RuntimeError;
-use crate::events::{EventKind, payload};
+use crate::events::{EventKind, Payload};
 use crate::outcome::CallOutcome;
 use crate::pipeline::{Entry, call_span};
 use crate::runtime::Runtime;
@@ -25,10 +25,17 @@ use crate::store::{
     Verdict,
 };
 
-/// A human's (or a system's) decision on a stored call.
-pub(crate) enum Decision {
+/// A person's (or a system's) decision on a stored call, for
+/// [`Runtime::decide`]: what [`Runtime::approve`], [`Runtime::decline`] and
+/// [`Runtime::resume`] make.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Decision {
+    /// Run the call waiting for approval.
     Approve,
+    /// Do not run the call waiting for approval; the model reads the reason.
     Decline(Option<String>),
+    /// Continue the suspended call with this resume data.
     Resume(Value),
 }
 
@@ -67,19 +74,38 @@ pub struct Recovered {
 }
 
 impl Runtime {
-    /// Runs `decision` on the call `call_id` as a task of its own (see the
-    /// module docs) and waits for its answer.
-    pub(crate) fn decision(
-        &self,
-        call_id: &str,
-        decision: Decision,
-    ) -> impl Future<Output = Result<CallOutcome, RuntimeError>> + Send + 'static {
-        self.decision_as(call_id, decision, None)
-    }
-
-    /// [`decision`](Self::decision) made for `agent`, which the call then
-    /// runs for (`ToolContext::agent`: the context is not stored).
-    pub(crate) fn decision_as(
+    /// Makes `decision` on the stored call `call_id`, for `agent` when it is
+    /// given (the call then runs with it as `ToolContext::agent`; the context
+    /// is not stored), and waits for the call's outcome. Of concurrent
+    /// decisions on one call, across runtimes sharing a store, exactly one
+    /// wins; the others get the recorded outcome or
+    /// [`RuntimeError::AlreadyRunning`]. The decision runs as a task of its own:
+    /// dropping the future cannot leave the call half-run.
+    ///
+    /// [`approve`](Self::approve), [`decline`](Self::decline) and
+    /// [`resume`](Self::resume) are this without an agent; an agent loop
+    /// passes the run the call belongs to.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_core::{AgentContext, Tool, ToolError};
+    /// use tool_runtime::{CallOutcome, Decision, Runtime, ToolCall};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let delete = Tool::builder("delete-file").description("Delete a file")
+    ///     .require_approval(true)
+    ///     .execute(|_input, ctx| async move {
+    ///         Ok::<_, ToolError>(json!({ "run": ctx.agent().map(|agent| agent.run_id.clone()) }))
+    ///     })
+    ///     .build().unwrap();
+    /// let runtime = Runtime::builder().tool(delete).build().unwrap();
+    /// runtime.call(ToolCall::new("c1", "delete-file", json!({}))).await;
+    /// let agent = AgentContext::new("support", "run-7");
+    /// let outcome = runtime.decide("c1", Decision::Approve, Some(agent)).await.unwrap();
+    /// assert_eq!(outcome.output(), Some(&json!({ "run": "run-7" })));
+    /// # });
+    /// ```
+    pub fn decide(
         &self,
         call_id: &str,
         decision: Decision,
@@ -89,13 +115,13 @@ impl Runtime {
         async move {
             let id = call_id.clone();
             detached(&id, async move {
-                runtime.decide(&call_id, decision, agent).await
+                runtime.decide_here(&call_id, decision, agent).await
             })
             .await
         }
     }
 
-    async fn decide(
+    async fn decide_here(
         &self,
         call_id: &str,
         decision: Decision,
@@ -160,7 +186,7 @@ impl Runtime {
             self.inner
                 .events
                 .emit(call_id, &tool_id, || EventKind::Resumed {
-                    payload: payload(tool.as_ref(), call_id, &tool_id, Phase::Resume, &shown),
+                    payload: Payload::of(tool.as_ref(), call_id, &tool_id, Phase::Resume, &shown),
                 });
         }
         let resume_data = match decision {

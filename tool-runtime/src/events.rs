@@ -275,10 +275,16 @@ struct WatchQueue {
     ready: Notify,
 }
 
-/// What a watcher of one call gets: its progress and log messages.
+/// What a watcher of one call gets ([`Runtime::watch`](crate::Runtime::watch)):
+/// its progress and log messages, as [`EventKind::Progress`] and
+/// [`EventKind::Log`] would show them.
 #[derive(Debug, Clone)]
-pub(crate) enum Notice {
+#[non_exhaustive]
+pub enum Notice {
+    /// The tool reported progress (`ctx.progress`).
     Progress(Progress),
+    /// The tool logged (`ctx.log`, or a `tracing` record inside the call's
+    /// span with the runtime's `log_layer` installed, feature `log-layer`).
     Log(LogRecord),
 }
 
@@ -291,20 +297,20 @@ impl From<Notice> for EventKind {
     }
 }
 
-/// The notices of one call, from [`EventBus::watch`]; unregisters when
-/// dropped. (The MCP server forwards them to its clients.)
-#[cfg(feature = "mcp")]
+/// The notices of one call, from [`Runtime::watch`](crate::Runtime::watch);
+/// unregisters when dropped. A transport forwards them to its client (the
+/// MCP server sends them as progress and logging notifications).
 #[derive(Debug)]
-pub(crate) struct CallWatch {
+pub struct CallWatch {
     queue: Arc<WatchQueue>,
     call_id: Arc<str>,
     watchers: Arc<Watchers>,
 }
 
-#[cfg(feature = "mcp")]
 impl CallWatch {
-    /// The next notice, once there is one.
-    pub(crate) async fn next(&mut self) -> Notice {
+    /// The next notice, once there is one. Cancel-safe: a notice is taken
+    /// only by the poll that returns it.
+    pub async fn next(&mut self) -> Notice {
         loop {
             if let Some(notice) = self.try_next() {
                 return notice;
@@ -314,7 +320,7 @@ impl CallWatch {
     }
 
     /// The next notice if one is waiting, without waiting.
-    pub(crate) fn try_next(&mut self) -> Option<Notice> {
+    pub fn try_next(&mut self) -> Option<Notice> {
         self.queue
             .notices
             .lock()
@@ -323,7 +329,6 @@ impl CallWatch {
     }
 }
 
-#[cfg(feature = "mcp")]
 impl Drop for CallWatch {
     fn drop(&mut self) {
         // One lookup (an `Arc` clone of the key, no copy of the id).
@@ -363,7 +368,6 @@ impl EventBus {
 
     /// Watches the progress and log messages of the call `call_id` (of
     /// calls starting from now on), until the watch is dropped.
-    #[cfg(feature = "mcp")]
     pub(crate) fn watch(&self, call_id: &str) -> CallWatch {
         let call_id: Arc<str> = Arc::from(call_id);
         let queue = Arc::new(WatchQueue::default());
@@ -433,54 +437,87 @@ impl EventBus {
     }
 }
 
-/// The display and transcript projections of a phase's payload.
-pub(crate) fn payload(
-    tool: Option<&Tool>,
-    call_id: &str,
-    tool_id: &str,
-    phase: Phase,
-    raw: &Value,
-) -> Payload {
-    let project = |target| match tool {
-        None => raw.clone(),
-        Some(tool) => tool
-            .transform()
-            .apply(&TransformContext {
-                target,
-                phase,
+impl Payload {
+    /// The display and transcript projections of `raw`, the payload of
+    /// `phase` of the call `call_id` to `tool_id`, through `tool`'s
+    /// transforms (`None`: no tool, the raw value both ways). What events,
+    /// an agent's chunks and any UI built on the runtime show.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_core::transform::{Phase, ToolTransform};
+    /// use tool_core::{Tool, ToolError};
+    /// use tool_runtime::Payload;
+    ///
+    /// let login = Tool::builder("login")
+    ///     .description("Log in")
+    ///     .transform(ToolTransform::new().display(Phase::Input, |ctx| {
+    ///         Some(json!({ "user": ctx.payload["user"], "password": "***" }))
+    ///     }))
+    ///     .execute(|_input, _ctx| async move { Ok::<_, ToolError>(json!("ok")) })
+    ///     .build()
+    ///     .unwrap();
+    /// let raw = json!({ "user": "ada", "password": "hunter2" });
+    /// let shown = Payload::of(Some(&login), "c1", "login", Phase::Input, &raw);
+    /// assert_eq!(shown.display, json!({ "user": "ada", "password": "***" }));
+    /// assert_eq!(shown.transcript, raw);
+    /// ```
+    pub fn of(
+        tool: Option<&Tool>,
+        call_id: &str,
+        tool_id: &str,
+        phase: Phase,
+        raw: &Value,
+    ) -> Payload {
+        let project = |target| match tool {
+            None => raw.clone(),
+            Some(tool) => tool
+                .transform()
+                .apply(&TransformContext {
+                    target,
+                    phase,
+                    tool_id,
+                    call_id,
+                    payload: raw,
+                })
+                .unwrap_or(Value::Null),
+        };
+        Payload {
+            display: project(Target::Display),
+            transcript: project(Target::Transcript),
+        }
+    }
+
+    /// The display projection of `delta`, a fragment of streamed arguments;
+    /// `None` when `tool`'s display transform suppresses deltas.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_runtime::Payload;
+    ///
+    /// assert_eq!(Payload::delta_display(None, "c1", "search", r#"{"q":"#), Some(json!(r#"{"q":"#)));
+    /// ```
+    pub fn delta_display(
+        tool: Option<&Tool>,
+        call_id: &str,
+        tool_id: &str,
+        delta: &str,
+    ) -> Option<Value> {
+        let raw = Value::String(delta.to_owned());
+        match tool {
+            None => Some(raw),
+            Some(tool) => tool.transform().apply(&TransformContext {
+                target: Target::Display,
+                phase: Phase::InputDelta,
                 tool_id,
                 call_id,
-                payload: raw,
-            })
-            .unwrap_or(Value::Null),
-    };
-    Payload {
-        display: project(Target::Display),
-        transcript: project(Target::Transcript),
+                payload: &raw,
+            }),
+        }
     }
 }
 
-/// The display projection of an input delta; `None` when suppressed.
-pub(crate) fn delta_display(
-    tool: Option<&Tool>,
-    call_id: &str,
-    tool_id: &str,
-    delta: &str,
-) -> Option<Value> {
-    let raw = Value::String(delta.to_owned());
-    match tool {
-        None => Some(raw),
-        Some(tool) => tool.transform().apply(&TransformContext {
-            target: Target::Display,
-            phase: Phase::InputDelta,
-            tool_id,
-            call_id,
-            payload: &raw,
-        }),
-    }
-}
-
-#[cfg(all(test, feature = "mcp"))]
+#[cfg(test)]
 mod tests {
     use tool_core::LogRecord;
 

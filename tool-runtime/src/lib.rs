@@ -61,7 +61,7 @@ mod call;
 mod decide;
 mod error;
 mod events;
-#[cfg(feature = "mcp")]
+#[cfg(feature = "log-layer")]
 mod log_layer;
 #[cfg(feature = "mcp")]
 pub mod mcp;
@@ -73,6 +73,7 @@ mod pipeline;
 #[cfg(feature = "provider")]
 mod provider_stream;
 mod resume;
+mod runs;
 mod runtime;
 mod store;
 mod stream;
@@ -81,16 +82,17 @@ mod worker;
 pub use approval::ApprovalCheck;
 pub use background::BackgroundResult;
 pub use call::ToolCall;
-pub use decide::Recovered;
+pub use decide::{Decision, Recovered};
 pub use error::RuntimeError;
-pub use events::{EventKind, Events, Payload, ToolEvent, TranscriptEntry};
-#[cfg(feature = "mcp")]
-#[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
+pub use events::{CallWatch, EventKind, Events, Notice, Payload, ToolEvent, TranscriptEntry};
+#[cfg(feature = "log-layer")]
+#[cfg_attr(docsrs, doc(cfg(feature = "log-layer")))]
 pub use log_layer::CallLogLayer;
 pub use outcome::CallOutcome;
 #[cfg(feature = "provider")]
 #[cfg_attr(docsrs, doc(cfg(feature = "provider")))]
 pub use provider_stream::{ProviderStream, Pushed, StreamedCall};
+pub use runs::Runs;
 pub use runtime::{Runtime, RuntimeBuilder};
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]

@@ -14,7 +14,13 @@ use crate::events::Notice;
 use crate::runtime::Runtime;
 
 /// Where this library's own events come from.
-const OWN_TARGETS: [&str; 3] = ["tool_runtime", "tool_core", "rmcp"];
+const OWN_TARGETS: [&str; 5] = [
+    "tool_runtime",
+    "tool_core",
+    "tool_mcp",
+    "tool_agent",
+    "rmcp",
+];
 
 /// The name of the span the runtime opens for each call.
 const CALL_SPAN: &str = "tool.call";

@@ -171,14 +171,14 @@ impl CallOutcome {
     pub fn pending_notice(&self, tool_id: &str, why: &str) -> Option<String> {
         match self {
             CallOutcome::ApprovalRequired { call_id, .. } => {
-                Some(approval_notice(tool_id, call_id, why))
+                Some(Self::approval_notice(tool_id, call_id, why))
             }
             CallOutcome::Suspended {
                 call_id,
                 payload,
                 resume_schema,
                 ..
-            } => Some(suspension_notice(
+            } => Some(Self::suspension_notice(
                 tool_id,
                 call_id,
                 payload,
@@ -189,41 +189,59 @@ impl CallOutcome {
         }
     }
 
+    /// The notice of a call `call_id` to `tool_id` waiting for approval, for
+    /// a caller that cannot ask for it (see [`pending_notice`](Self::pending_notice)):
+    /// a transport that answers with text builds it from the call's parts.
+    ///
+    /// ```
+    /// use tool_runtime::CallOutcome;
+    ///
+    /// let text = CallOutcome::approval_notice("transfer", "c1", "the client cannot ask the user");
+    /// assert!(text.contains("Runtime::approve(\"c1\")"));
+    /// ```
+    pub fn approval_notice(tool_id: &str, call_id: &str, why: &str) -> String {
+        format!(
+            "Tool \"{tool_id}\" needs human approval before it runs, and {why}. \
+             The call is pending with call id \"{call_id}\": the application approves it with \
+             Runtime::approve(\"{call_id}\") or declines it with Runtime::decline(\"{call_id}\", reason)."
+        )
+    }
+
+    /// The notice of a call `call_id` to `tool_id` suspended with `payload`,
+    /// waiting for data matching `resume_schema` (see
+    /// [`pending_notice`](Self::pending_notice)).
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_runtime::CallOutcome;
+    ///
+    /// let text = CallOutcome::suspension_notice("book", "c1", &json!("Which seat?"), None, "no user is here");
+    /// assert!(text.starts_with("Tool \"book\" is suspended, waiting for input: Which seat?"));
+    /// assert!(text.contains("Runtime::resume(\"c1\", data), data matching any JSON value"));
+    /// ```
+    pub fn suspension_notice(
+        tool_id: &str,
+        call_id: &str,
+        payload: &Value,
+        resume_schema: Option<&Value>,
+        why: &str,
+    ) -> String {
+        let payload = value_text(payload);
+        let schema = resume_schema.map_or_else(
+            || "any JSON value".to_owned(),
+            |s| format!("the schema {s}"),
+        );
+        format!(
+            "Tool \"{tool_id}\" is suspended, waiting for input: {payload}\nIt was not asked for because {why}. \
+             The call is pending with call id \"{call_id}\": the application resumes it with \
+             Runtime::resume(\"{call_id}\", data), data matching {schema}."
+        )
+    }
+
     /// A failure with `error`.
     pub(crate) fn failed(error: ModelError) -> Self {
         CallOutcome::Failed { error }
     }
-}
-
-/// The notice of a call `call_id` to `tool_id` waiting for approval (see
-/// [`CallOutcome::pending_notice`]).
-pub(crate) fn approval_notice(tool_id: &str, call_id: &str, why: &str) -> String {
-    format!(
-        "Tool \"{tool_id}\" needs human approval before it runs, and {why}. \
-         The call is pending with call id \"{call_id}\": the application approves it with \
-         Runtime::approve(\"{call_id}\") or declines it with Runtime::decline(\"{call_id}\", reason)."
-    )
-}
-
-/// The notice of a call `call_id` to `tool_id` suspended with `payload`
-/// (see [`CallOutcome::pending_notice`]).
-pub(crate) fn suspension_notice(
-    tool_id: &str,
-    call_id: &str,
-    payload: &Value,
-    resume_schema: Option<&Value>,
-    why: &str,
-) -> String {
-    let payload = value_text(payload);
-    let schema = resume_schema.map_or_else(
-        || "any JSON value".to_owned(),
-        |s| format!("the schema {s}"),
-    );
-    format!(
-        "Tool \"{tool_id}\" is suspended, waiting for input: {payload}\nIt was not asked for because {why}. \
-         The call is pending with call id \"{call_id}\": the application resumes it with \
-         Runtime::resume(\"{call_id}\", data), data matching {schema}."
-    )
 }
 
 /// A string as its text, any other value as JSON.

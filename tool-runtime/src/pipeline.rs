@@ -36,7 +36,7 @@ use tracing::Instrument as _;
 use crate::abort::{RunningGuard, with_limit};
 use crate::call::ToolCall;
 use crate::error::RuntimeError;
-use crate::events::{EventKind, Notice, payload};
+use crate::events::{EventKind, Notice, Payload};
 use crate::outcome::CallOutcome;
 use crate::runtime::Runtime;
 use crate::store::{Claim, Lease, PendingCall, PendingKind, RecordedOutcome, Settlement, Verdict};
@@ -352,7 +352,7 @@ impl Runtime {
                 tool.hooks().output(&args);
                 self.inner.hooks.output(&args);
                 events.emit(call_id, tool_id, || EventKind::Output {
-                    payload: payload(Some(tool), call_id, tool_id, Phase::Output, output),
+                    payload: Payload::of(Some(tool), call_id, tool_id, Phase::Output, output),
                 });
             }
             Outcome::Suspended {
@@ -374,13 +374,19 @@ impl Runtime {
                 }
                 tracing::info!("tool call suspended");
                 events.emit(call_id, tool_id, || EventKind::Suspended {
-                    payload: payload(Some(tool), call_id, tool_id, Phase::Suspend, suspended),
+                    payload: Payload::of(Some(tool), call_id, tool_id, Phase::Suspend, suspended),
                     resume_schema: resume_schema.clone(),
                 });
             }
             Outcome::Failed { error } => {
                 events.emit(call_id, tool_id, || EventKind::Error {
-                    payload: payload(Some(tool), call_id, tool_id, Phase::Error, &error.to_json()),
+                    payload: Payload::of(
+                        Some(tool),
+                        call_id,
+                        tool_id,
+                        Phase::Error,
+                        &error.to_json(),
+                    ),
                 });
             }
             Outcome::Aborted => {
@@ -537,7 +543,7 @@ impl Runtime {
         self.inner
             .events
             .emit(call_id, tool_id, || EventKind::Error {
-                payload: payload(tool, call_id, tool_id, Phase::Error, &error.to_json()),
+                payload: Payload::of(tool, call_id, tool_id, Phase::Error, &error.to_json()),
             });
         CallOutcome::failed(error)
     }
@@ -552,7 +558,7 @@ impl Runtime {
         self.inner
             .events
             .emit(call_id, tool.id(), || EventKind::InputAvailable {
-                payload: payload(Some(tool), call_id, tool.id(), Phase::Input, input),
+                payload: Payload::of(Some(tool), call_id, tool.id(), Phase::Input, input),
             });
     }
 }

@@ -55,6 +55,6 @@ impl Runtime {
         call_id: &str,
         data: Value,
     ) -> impl Future<Output = Result<CallOutcome, RuntimeError>> + Send + 'static {
-        self.decision(call_id, Decision::Resume(data))
+        self.decide(call_id, Decision::Resume(data), None)
     }
 }

@@ -14,7 +14,8 @@ use crate::abort::CancelRegistry;
 use crate::approval::{ApprovalCheck, ApprovalPolicy};
 use crate::background::{BackgroundCallback, BackgroundResult, Tasks};
 use crate::error::RuntimeError;
-use crate::events::{EventBus, Events};
+use crate::events::{CallWatch, EventBus, Events};
+use crate::runs::Runs;
 #[cfg(feature = "sqlite")]
 use crate::store::SqliteStore;
 use crate::store::{
@@ -115,10 +116,52 @@ impl Runtime {
 
     /// Watches the progress and log messages of the call `call_id` (as
     /// [`events`](Self::events) would show them, without building any other
-    /// call's events): what an MCP request forwards to its client.
-    #[cfg(feature = "mcp")]
-    pub(crate) fn watch(&self, call_id: &str) -> crate::events::CallWatch {
+    /// call's events), from now on until the watch is dropped: what a
+    /// transport forwards to the client that made the call. Watch before
+    /// starting the call so that nothing is missed.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_core::{Tool, ToolError};
+    /// use tool_runtime::{Notice, Runtime, ToolCall};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let import = Tool::builder("import").description("Import rows")
+    ///     .execute(|_input, ctx| async move {
+    ///         ctx.progress(1.0, Some(2.0), Some("first half"));
+    ///         Ok::<_, ToolError>(json!("done"))
+    ///     })
+    ///     .build().unwrap();
+    /// let runtime = Runtime::builder().tool(import).build().unwrap();
+    /// let mut watch = runtime.watch("c1");
+    /// runtime.call(ToolCall::new("c1", "import", json!({}))).await;
+    /// let Notice::Progress(progress) = watch.next().await else { panic!("a progress notice") };
+    /// assert_eq!(progress.message.as_deref(), Some("first half"));
+    /// assert!(watch.try_next().is_none());
+    /// # });
+    /// ```
+    pub fn watch(&self, call_id: &str) -> CallWatch {
         self.inner.events.watch(call_id)
+    }
+
+    /// The agent runs kept in this runtime's store (see [`Runs`]).
+    pub fn runs(&self) -> Runs {
+        self.inner.calls.runs()
+    }
+
+    /// How long a settled call's outcome stays in the store
+    /// ([`RuntimeBuilder::settled_retention`]): how long after it ends a
+    /// client can still ask for it.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tool_runtime::Runtime;
+    ///
+    /// let runtime = Runtime::builder().settled_retention(Duration::from_secs(60)).build().unwrap();
+    /// assert_eq!(runtime.settled_retention(), Duration::from_secs(60));
+    /// ```
+    pub fn settled_retention(&self) -> Duration {
+        self.inner.calls.retention()
     }
 
     /// Every call waiting for approval or resume data, from the store.

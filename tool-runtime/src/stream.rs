@@ -12,7 +12,7 @@ use tool_core::{AbortSignal, AgentContext, Extensions, RawInput, RequestContext,
 
 use crate::abort::RunningGuard;
 use crate::call::ToolCall;
-use crate::events::{EventKind, delta_display};
+use crate::events::{EventKind, Payload};
 use crate::outcome::CallOutcome;
 use crate::pipeline::{Entry, Streamed, call_span};
 use crate::runtime::Runtime;
@@ -147,7 +147,7 @@ impl InputStream {
         }
         if runtime.events.active()
             && let Some(display) =
-                delta_display(self.tool.as_ref(), &self.call_id, &self.tool_id, delta)
+                Payload::delta_display(self.tool.as_ref(), &self.call_id, &self.tool_id, delta)
         {
             runtime
                 .events

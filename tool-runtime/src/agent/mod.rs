@@ -80,11 +80,7 @@ pub use model::{
 };
 pub use models::{AnthropicModel, OpenAiChatModel, OpenAiResponsesModel};
 
-use crate::decide::Decision;
-use crate::error::RuntimeError;
-use crate::outcome::CallOutcome;
-use crate::runtime::Runtime;
-use crate::store::StoreError;
+use crate::{CallOutcome, Decision, Runtime, RuntimeError, StoreError};
 use run::{Chunks, Gone, RunRecord, WaitingFor};
 
 /// Steps a run takes at most unless told otherwise.
@@ -516,7 +512,7 @@ impl Agent {
             Err(error) => return self.fail(run_id, chunks, error.to_string()).await,
         };
         let agent = Some(self.context(run_id, &thread, tool_name.as_deref()));
-        let decided = runtime.decision_as(&stored_id, decision, agent).await;
+        let decided = runtime.decide(&stored_id, decision, agent).await;
         let outcome = match decided {
             Ok(outcome) => outcome,
             Err(error) => return self.fail(run_id, chunks, error.to_string()).await,
@@ -639,9 +635,8 @@ impl Agent {
         let stored = self
             .inner
             .runtime
-            .inner
-            .calls
-            .load_run(run_id)
+            .runs()
+            .load(run_id)
             .await?
             .ok_or_else(|| AgentError::UnknownRun {
                 run_id: run_id.to_owned(),

@@ -16,10 +16,7 @@ use tool_core::transform::Phase;
 use super::chunk::{AgentChunk, FinishReason, approval_schema};
 use super::model::{Message, ModelEvent, ModelFinish, ModelRequest, ToolCallRequest};
 use super::{Agent, AgentError, Thread};
-use crate::decide::Decision;
-use crate::events::{delta_display, payload};
-use crate::outcome::CallOutcome;
-use crate::stream::InputStream;
+use crate::{CallOutcome, Decision, InputStream, Payload};
 
 /// The input fields that route a new call as the resume of a suspended one
 /// (auto-resume), stripped before the tool sees its input.
@@ -254,7 +251,9 @@ impl Agent {
                     };
                     stream.push(&delta);
                     let tool = inner.runtime.tool(stream.tool_id());
-                    if let Some(shown) = delta_display(tool, &call_id, stream.tool_id(), &delta) {
+                    if let Some(shown) =
+                        Payload::delta_display(tool, &call_id, stream.tool_id(), &delta)
+                    {
                         chunks
                             .send(AgentChunk::ToolCallInputDelta {
                                 call_id,
@@ -381,7 +380,8 @@ impl Agent {
         chunks: &Chunks,
     ) -> Result<(), Gone> {
         let tool = self.inner.runtime.tool(tool_name);
-        let shown = |phase, value: &Value| payload(tool, call_id, tool_name, phase, value).display;
+        let shown =
+            |phase, value: &Value| Payload::of(tool, call_id, tool_name, phase, value).display;
         let chunk = match &outcome {
             CallOutcome::ApprovalRequired { input, .. } => {
                 record.waiting.insert(
@@ -479,7 +479,7 @@ impl Agent {
                         .into_iter()
                         .map(|call| {
                             let tool = runtime.tool(&call.tool_name);
-                            let arguments = payload(
+                            let arguments = Payload::of(
                                 tool,
                                 &call.call_id,
                                 &call.tool_name,
@@ -503,7 +503,8 @@ impl Agent {
                         Phase::Output
                     };
                     let tool = runtime.tool(&tool_name);
-                    let content = payload(tool, &call_id, &tool_name, phase, &content).transcript;
+                    let content =
+                        Payload::of(tool, &call_id, &tool_name, phase, &content).transcript;
                     Message::ToolResult {
                         call_id,
                         tool_name,
@@ -588,7 +589,7 @@ impl Agent {
             export.restore_value(&mut input);
         }
         let (suspended, resume_data) = take_resume_fields(&mut input);
-        let shown = payload(
+        let shown = Payload::of(
             self.inner.runtime.tool(&tool_name),
             call_id,
             &tool_name,
@@ -625,7 +626,7 @@ impl Agent {
                     let agent = Some(self.context(run_id, &record.thread, Some(&tool_name)));
                     tokio::spawn(async move {
                         runtime
-                            .decision_as(&id, resume, agent)
+                            .decide(&id, resume, agent)
                             .await
                             .unwrap_or_else(|error| CallOutcome::Failed {
                                 error: tool_core::ModelError::new(
@@ -692,9 +693,8 @@ impl Agent {
         })?;
         self.inner
             .runtime
-            .inner
-            .calls
-            .save_run(run_id, revision, finished, value)
+            .runs()
+            .save(run_id, revision, finished, value)
             .await?
             .ok_or_else(|| AgentError::Conflict {
                 run_id: run_id.to_owned(),

@@ -27,10 +27,7 @@ use crate::{CallOutcome, CallState};
 use super::convert::{self, ServedTool};
 use super::elicit::{self, Answer, Decision, Form};
 use super::logging::SessionLog;
-use crate::events::Notice;
-use crate::outcome;
-use crate::store::PendingKind;
-use crate::{Runtime, RuntimeError};
+use crate::{Notice, PendingKind, Runtime, RuntimeError};
 
 /// How many times one request may ask the user before it reports the call
 /// as pending (approval, then suspensions, then corrections).
@@ -514,13 +511,13 @@ impl Call {
 
     fn pending_approval(&self, why: &str) -> CallToolResult {
         let call_id = &self.call_id;
-        let text = outcome::approval_notice(self.tool().id(), call_id, why);
+        let text = CallOutcome::approval_notice(self.tool().id(), call_id, why);
         self.pending(text, json!({ "callId": call_id, "kind": "approval" }))
     }
 
     fn pending_suspended(&self, suspension: &Suspension, why: &str) -> CallToolResult {
         let call_id = &self.call_id;
-        let text = outcome::suspension_notice(
+        let text = CallOutcome::suspension_notice(
             self.tool().id(),
             call_id,
             &suspension.payload,

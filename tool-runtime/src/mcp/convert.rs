@@ -306,7 +306,13 @@ pub(crate) fn not_completed(outcome: &CallOutcome) -> CallToolResult {
     }
 }
 
-pub(crate) use crate::outcome::value_text;
+/// A string as its text, any other value as JSON: a value as an MCP text block.
+pub(crate) fn value_text(value: &Value) -> String {
+    match value {
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    }
+}
 
 /// `to_model_output` as MCP content: text and JSON as text, images as image
 /// content (an `https:` image URL as a resource link, since MCP images are

@@ -22,8 +22,7 @@ use super::elicit::{self, Answer, Form};
 use super::request_state::hex;
 use super::server::McpServer;
 use super::task_input::TaskInputs;
-use crate::store::{CallState, PendingCall, PendingKind, StoredCall};
-use crate::{CallOutcome, Runtime, RuntimeError};
+use crate::{CallOutcome, CallState, PendingCall, PendingKind, Runtime, RuntimeError, StoredCall};
 
 /// The id prefix of a call that is (or may become) a task.
 const TASK_PREFIX: &str = "mcp-task-";
@@ -50,7 +49,7 @@ pub(crate) fn started(runtime: &Runtime, task_id: &str) -> CallToolResponse {
 /// while it works, when it settled after) plus the retention.
 fn ttl(runtime: &Runtime, created: SystemTime, updated: SystemTime) -> u64 {
     let lived = updated.duration_since(created).unwrap_or_default();
-    millis(lived.saturating_add(runtime.inner.calls.retention()))
+    millis(lived.saturating_add(runtime.settled_retention()))
 }
 
 /// `tasks/get`: the task's status, with the call's result once it settled
@@ -267,14 +266,15 @@ pub(crate) async fn resume_detached(
                     Ok(Ok(_)) => Ok(()),
                     // Another answer won the claim: it runs.
                     Ok(Err(RuntimeError::Running { .. })) => Ok(()),
-                    Ok(Err(error)) => Err(CallOutcome::failed(tool_core::ModelError::new(
-                        ErrorKind::Execution,
-                        error.to_string(),
-                    ))),
-                    Err(error) => Err(CallOutcome::failed(tool_core::ModelError::new(
-                        ErrorKind::Execution,
-                        format!("the resume failed: {error}"),
-                    ))),
+                    Ok(Err(error)) => Err(CallOutcome::Failed {
+                        error: tool_core::ModelError::new(ErrorKind::Execution, error.to_string()),
+                    }),
+                    Err(error) => Err(CallOutcome::Failed {
+                        error: tool_core::ModelError::new(
+                            ErrorKind::Execution,
+                            format!("the resume failed: {error}"),
+                        ),
+                    }),
                 };
             }
             () = tokio::time::sleep(pause) => {

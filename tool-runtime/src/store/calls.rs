@@ -15,6 +15,7 @@ use super::{
 };
 use crate::error::RuntimeError;
 use crate::outcome::CallOutcome;
+use crate::runs::Runs;
 
 /// How often settled calls beyond the retention are purged, at most.
 const PURGE_EVERY: Duration = Duration::from_secs(60);
@@ -78,9 +79,7 @@ impl StoredCalls {
         }
     }
 
-    /// How long a settled call is kept before it may be purged (what MCP
-    /// tasks say of their lifetime).
-    #[cfg(feature = "mcp")]
+    /// How long a settled call is kept before it may be purged.
     pub(crate) fn retention(&self) -> Duration {
         self.retention
     }
@@ -157,29 +156,9 @@ impl StoredCalls {
         }
     }
 
-    #[cfg(feature = "agent")]
-    /// The agent run `run_id` as last saved ([`PendingStore::load_run`](super::PendingStore::load_run)).
-    pub(crate) async fn load_run(
-        &self,
-        run_id: &str,
-    ) -> Result<Option<super::StoredRun>, StoreError> {
-        self.store.load_run(run_id).await
-    }
-
-    #[cfg(feature = "agent")]
-    /// Saves the agent run `run_id` if its revision is still
-    /// `expected_revision` (`None`: creates it); the new revision, or `None`
-    /// when another save came first ([`PendingStore::save_run`](super::PendingStore::save_run)).
-    pub(crate) async fn save_run(
-        &self,
-        run_id: &str,
-        expected_revision: Option<u64>,
-        finished: bool,
-        record: Value,
-    ) -> Result<Option<u64>, StoreError> {
-        self.store
-            .save_run(run_id, expected_revision, finished, record)
-            .await
+    /// The agent runs kept in the same store.
+    pub(crate) fn runs(&self) -> Runs {
+        Runs::new(Arc::clone(&self.store))
     }
 
     /// Claims the calls whose runtime died (their lease expired) among the

@@ -1,0 +1,206 @@
+//! The public API that transports and agent loops of other crates build on
+//! (tool-mcp and tool-agent use nothing else): a call's watch, decisions
+//! made for an agent run, the run records, the pending notices and the
+//! display projections.
+
+use std::time::Duration;
+
+use serde_json::json;
+use tool_core::transform::{Phase, ToolTransform};
+use tool_core::{AgentContext, Tool, ToolError};
+use tool_runtime::{
+    CallOutcome, Decision, Notice, Payload, Runtime, RuntimeError, StoredRun, ToolCall,
+};
+
+fn block_on<F: Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(future)
+}
+
+#[test]
+fn a_watch_gets_its_own_calls_progress_and_logs_in_order_and_nothing_of_other_calls() {
+    block_on(async {
+        let import = Tool::builder("import")
+            .description("Import rows")
+            .execute(|input, ctx| async move {
+                ctx.progress(1.0, Some(2.0), Some("half"));
+                ctx.observe().info("rows read");
+                ctx.progress(2.0, Some(2.0), None);
+                Ok::<_, ToolError>(input)
+            })
+            .build()
+            .unwrap();
+        let runtime = Runtime::builder().tool(import).build().unwrap();
+        let mut watch = runtime.watch("c1");
+        let watched = tokio::spawn(runtime.call(ToolCall::new("c1", "import", json!({}))));
+        runtime.call(ToolCall::new("c2", "import", json!({}))).await;
+        assert!(watched.await.unwrap().output().is_some());
+        let mut seen = Vec::new();
+        while let Some(notice) = watch.try_next() {
+            seen.push(match notice {
+                Notice::Progress(progress) => format!("progress {}", progress.value),
+                Notice::Log(record) => format!("log {}", record.message),
+                other => panic!("unexpected notice {other:?}"),
+            });
+        }
+        assert_eq!(seen, ["progress 1", "log rows read", "progress 2"]);
+    });
+}
+
+#[test]
+fn a_decision_for_an_agent_runs_the_call_with_that_agent_and_wins_once() {
+    block_on(async {
+        let delete = Tool::builder("delete-file")
+            .description("Delete a file")
+            .require_approval(true)
+            .execute(|_input, ctx| async move {
+                let agent = ctx.agent().map(|agent| agent.agent_id.clone());
+                Ok::<_, ToolError>(json!({ "agent": agent }))
+            })
+            .build()
+            .unwrap();
+        let runtime = Runtime::builder().tool(delete).build().unwrap();
+        runtime
+            .call(ToolCall::new("c1", "delete-file", json!({})))
+            .await;
+        let agent = AgentContext::new("support", "run-1");
+        let first = runtime
+            .decide("c1", Decision::Approve, Some(agent.clone()))
+            .await
+            .unwrap();
+        assert_eq!(first.output(), Some(&json!({ "agent": "support" })));
+        // The second decision finds the recorded outcome.
+        let again = runtime
+            .decide(
+                "c1",
+                Decision::Decline(Some("too late".into())),
+                Some(agent),
+            )
+            .await
+            .unwrap();
+        assert_eq!(again, first);
+        let unknown = runtime
+            .decide("nope", Decision::Resume(json!({})), None)
+            .await;
+        assert!(
+            matches!(unknown, Err(RuntimeError::UnknownCall { .. })),
+            "{unknown:?}"
+        );
+    });
+}
+
+#[test]
+fn runs_are_saved_compare_and_set_and_shared_by_runtimes_on_one_store() {
+    block_on(async {
+        let store = std::sync::Arc::new(tool_runtime::MemoryStore::new());
+        let one = Runtime::builder().store(store.clone()).build().unwrap();
+        let two = Runtime::builder().store(store).build().unwrap();
+        assert_eq!(one.runs().load("r1").await.unwrap(), None);
+        let first = one.runs().save("r1", None, false, json!({ "n": 1 })).await;
+        assert_eq!(first.unwrap(), Some(1));
+        // Creating it again loses: it exists.
+        let again = two.runs().save("r1", None, false, json!({ "n": 9 })).await;
+        assert_eq!(again.unwrap(), None);
+        assert_eq!(
+            two.runs()
+                .save("r1", Some(1), true, json!({ "n": 2 }))
+                .await
+                .unwrap(),
+            Some(2)
+        );
+        assert_eq!(
+            one.runs().load("r1").await.unwrap(),
+            Some(StoredRun::new("r1", 2, true, json!({ "n": 2 })))
+        );
+    });
+}
+
+#[test]
+fn the_settled_retention_is_the_builders() {
+    let runtime = Runtime::builder()
+        .settled_retention(Duration::from_secs(90))
+        .build()
+        .unwrap();
+    assert_eq!(runtime.settled_retention(), Duration::from_secs(90));
+    let default = Runtime::builder().build().unwrap();
+    assert_eq!(
+        default.settled_retention(),
+        Duration::from_secs(24 * 60 * 60)
+    );
+}
+
+#[test]
+fn the_notices_of_a_pending_call_are_those_its_outcome_gives() {
+    let approval = CallOutcome::ApprovalRequired {
+        call_id: "c1".into(),
+        input: json!({}),
+        resume_schema: None,
+    };
+    assert_eq!(
+        approval.pending_notice("transfer", "no user is here"),
+        Some(CallOutcome::approval_notice(
+            "transfer",
+            "c1",
+            "no user is here"
+        ))
+    );
+    let schema = json!({ "type": "object" });
+    let suspended = CallOutcome::Suspended {
+        call_id: "c2".into(),
+        input: json!({}),
+        payload: json!({ "question": "Which seat?" }),
+        resume_schema: Some(schema.clone()),
+    };
+    let text = CallOutcome::suspension_notice(
+        "book",
+        "c2",
+        &json!({ "question": "Which seat?" }),
+        Some(&schema),
+        "no user is here",
+    );
+    assert_eq!(
+        suspended.pending_notice("book", "no user is here"),
+        Some(text.clone())
+    );
+    assert!(text.contains(r#"{"question":"Which seat?"}"#), "{text}");
+    assert!(
+        text.contains(r#"data matching the schema {"type":"object"}"#),
+        "{text}"
+    );
+}
+
+#[test]
+fn payload_projections_follow_the_tools_transforms() {
+    let tool = Tool::builder("login")
+        .description("Log in")
+        .transform(
+            ToolTransform::new()
+                .display(Phase::Input, |ctx| {
+                    Some(json!({ "user": ctx.payload["user"] }))
+                })
+                .display(Phase::InputDelta, |_ctx| None),
+        )
+        .execute(|_input, _ctx| async move { Ok::<_, ToolError>(json!("ok")) })
+        .build()
+        .unwrap();
+    let raw = json!({ "user": "ada", "password": "hunter2" });
+    let shown = Payload::of(Some(&tool), "c1", "login", Phase::Input, &raw);
+    assert_eq!(shown.display, json!({ "user": "ada" }));
+    assert_eq!(shown.transcript, raw, "no transcript transform: raw");
+    // A phase without a display transformer is not shown raw once the tool
+    // has display transforms.
+    let output = Payload::of(Some(&tool), "c1", "login", Phase::Output, &json!("ok"));
+    assert_ne!(output.display, json!("ok"));
+    assert_eq!(
+        Payload::delta_display(Some(&tool), "c1", "login", "{\"pass"),
+        None
+    );
+    assert_eq!(
+        Payload::delta_display(None, "c1", "login", "{\"pass"),
+        Some(json!("{\"pass"))
+    );
+}
