@@ -47,8 +47,8 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tool_core::{ContentPart, ModelOutput, ToolContext, ToolError, schema_for, tool};
+use tool_mcp::{Elicitation, HttpOptions, McpServer, McpToolContext as _};
 use tool_runtime::Runtime;
-use tool_runtime::mcp::{Elicitation, HttpOptions, McpServer, McpToolContext as _};
 use tracing_subscriber::EnvFilter;
 
 /// A 1x1 red pixel, PNG, base64.

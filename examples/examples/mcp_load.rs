@@ -29,8 +29,8 @@ use rmcp::model::{ServerCapabilities, ServerConfig};
 use rmcp::{ServerHandler, ServiceExt, tool, tool_handler, tool_router};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tool_mcp::McpServer;
 use tool_runtime::Runtime;
-use tool_runtime::mcp::McpServer;
 
 // The weather tool the benches compare call paths with, shared by path.
 #[path = "../../tool-core/benches/weather/mod.rs"]

@@ -25,8 +25,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use tool_core::{ToolContext, ToolError, tool};
+use tool_mcp::{HttpOptions, McpServer};
 use tool_runtime::Runtime;
-use tool_runtime::mcp::{HttpOptions, McpServer};
 use tracing_subscriber::EnvFilter;
 
 #[derive(Deserialize, schemars::JsonSchema)]

@@ -49,7 +49,7 @@ impl CancelRegistry {
     }
 
     /// Whether `call_id` is running here.
-    #[cfg(feature = "mcp")]
+    #[cfg(feature = "log-layer")]
     pub(crate) fn is_running(&self, call_id: &str) -> bool {
         self.lock().contains_key(call_id)
     }

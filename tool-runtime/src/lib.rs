@@ -19,9 +19,12 @@
 //!   and transcript payloads.
 //! - Feature `provider`: [`ProviderStream`] drives streaming input from a
 //!   provider's streamed response (the decoders of `tool_core::provider`).
-//! - Feature `mcp`: `mcp::McpServer` serves a runtime's tools over MCP
-//!   (stdio, streamable HTTP) and `mcp::McpClient` turns a remote MCP
-//!   server's tools into dynamic tools, with the official `rmcp` crate.
+//! - Feature `log-layer`: [`Runtime::log_layer`], a `tracing` layer that
+//!   turns what a tool's code logs inside its call into the call's log
+//!   notices ([`Runtime::watch`]).
+//! - MCP is crate `tool-mcp`: it serves a runtime's tools over stdio and
+//!   streamable HTTP and uses a remote MCP server's tools, on this crate's
+//!   public API.
 //! - Feature `async-openai`: `openai` converts tools, tool calls and tool
 //!   results to and from async-openai's Chat Completions and Responses types.
 //!
@@ -63,8 +66,6 @@ mod error;
 mod events;
 #[cfg(feature = "log-layer")]
 mod log_layer;
-#[cfg(feature = "mcp")]
-pub mod mcp;
 #[cfg(feature = "async-openai")]
 #[cfg_attr(docsrs, doc(cfg(feature = "async-openai")))]
 pub mod openai;
@@ -105,20 +106,3 @@ pub use store::{
 };
 pub use stream::InputStream;
 pub use worker::Worker;
-
-/// The README's Rust blocks, compiled and run as doctests.
-///
-/// They use every feature (MCP, the SQLite store, provider streams, the
-/// agent, async-openai) and tool-rig, so they
-/// run with `--all-features` (as `cargo test --workspace --all-features`
-/// does); `cargo test -p tool-runtime` with fewer features skips them.
-#[cfg(all(
-    doctest,
-    feature = "mcp",
-    feature = "sqlite",
-    feature = "provider",
-    feature = "agent",
-    feature = "async-openai"
-))]
-#[doc = include_str!("../../README.md")]
-pub struct ReadmeDoctests;

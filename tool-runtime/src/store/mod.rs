@@ -529,9 +529,7 @@ pub(crate) trait DynPendingStore: Send + Sync + 'static {
     fn purge_settled(&self, age: Duration) -> StoreFuture<'_, usize>;
     fn get<'a>(&'a self, call_id: &'a str) -> StoreFuture<'a, Option<StoredCall>>;
     fn list(&self) -> StoreFuture<'_, Vec<PendingCall>>;
-    #[cfg(feature = "agent")]
     fn load_run<'a>(&'a self, run_id: &'a str) -> StoreFuture<'a, Option<StoredRun>>;
-    #[cfg(feature = "agent")]
     fn save_run<'a>(
         &'a self,
         run_id: &'a str,
@@ -605,12 +603,10 @@ impl<S: PendingStore> DynPendingStore for S {
         Box::pin(PendingStore::list(self))
     }
 
-    #[cfg(feature = "agent")]
     fn load_run<'a>(&'a self, run_id: &'a str) -> StoreFuture<'a, Option<StoredRun>> {
         Box::pin(PendingStore::load_run(self, run_id))
     }
 
-    #[cfg(feature = "agent")]
     fn save_run<'a>(
         &'a self,
         run_id: &'a str,

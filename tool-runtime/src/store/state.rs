@@ -17,8 +17,9 @@ use crate::outcome::CallOutcome;
 ///
 /// assert!(CallState::Pending.is_pending());
 /// ```
+/// Not `non_exhaustive`: the lifecycle is closed, stores of other crates
+/// build every state, and transports of other crates answer for each.
 #[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
 pub enum CallState {
     /// Waiting for a decision: approval, or resume data (see the call's
     /// [`kind`](PendingCall::kind)).

@@ -20,7 +20,7 @@ use tool_core::{Tool, ToolContext, ToolError};
 use super::McpError;
 use super::convert::{content_model_output, local_id, remote_mcp_options, remote_output};
 
-/// A connection to an MCP server whose tools can join a [`Runtime`](crate::Runtime).
+/// A connection to an MCP server whose tools can join a [`Runtime`](tool_runtime::Runtime).
 ///
 /// Each remote tool becomes a dynamic [`Tool`] (built with
 /// [`Tool::builder`]) with the remote input and output schemas, title,
@@ -41,7 +41,7 @@ use super::convert::{content_model_output, local_id, remote_mcp_options, remote_
 ///
 /// ```no_run
 /// use tool_runtime::{Runtime, ToolCall};
-/// use tool_runtime::mcp::McpClient;
+/// use tool_mcp::McpClient;
 ///
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 /// let mut command = tokio::process::Command::new("my-mcp-server");
@@ -163,7 +163,7 @@ impl McpClient {
     /// use serde_json::json;
     /// use tool_core::{Tool, ToolError};
     /// use tool_runtime::{Runtime, ToolCall};
-    /// use tool_runtime::mcp::{McpClient, McpServer};
+    /// use tool_mcp::{McpClient, McpServer};
     ///
     /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
     /// let echo = Tool::builder("echo").description("Echoes its input")

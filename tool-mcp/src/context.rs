@@ -52,7 +52,7 @@ pub trait Elicitor: Send + Sync + 'static {
 ///
 /// ```
 /// use serde_json::{json, Value};
-/// use tool_runtime::mcp::{ElicitFuture, Elicitation, Elicitor, McpContext};
+/// use tool_mcp::{ElicitFuture, Elicitation, Elicitor, McpContext};
 ///
 /// /// Always picks the window seat.
 /// struct Scripted;
@@ -108,7 +108,7 @@ impl McpContext {
     ///
     /// ```
     /// use serde_json::Value;
-    /// use tool_runtime::mcp::{ElicitFuture, Elicitor, McpContext, SampleFuture};
+    /// use tool_mcp::{ElicitFuture, Elicitor, McpContext, SampleFuture};
     ///
     /// /// A client whose model always agrees.
     /// struct Agreeable;
@@ -166,7 +166,7 @@ impl McpContext {
 ///
 /// ```
 /// use tool_core::{tool, ToolContext, ToolError};
-/// use tool_runtime::mcp::McpToolContext as _;
+/// use tool_mcp::McpToolContext as _;
 ///
 /// #[derive(serde::Deserialize, schemars::JsonSchema)]
 /// struct Seat { seat: String }

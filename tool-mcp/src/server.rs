@@ -23,7 +23,7 @@ use super::request_state::RequestStates;
 use super::task_input::{TaskElicitor, TaskInputs};
 use super::tasks;
 use super::tasks_2025::{self, SessionTasks};
-use crate::{CallOutcome, Runtime, ToolCall};
+use tool_runtime::{CallOutcome, Runtime, ToolCall};
 
 type RequestContextFn =
     dyn Fn(&RequestContext<RoleServer>) -> tool_core::RequestContext + Send + Sync;
@@ -67,7 +67,7 @@ type RequestContextFn =
 /// ```no_run
 /// use tool_core::{tool, ToolError};
 /// use tool_runtime::Runtime;
-/// use tool_runtime::mcp::McpServer;
+/// use tool_mcp::McpServer;
 ///
 /// /// Add two numbers
 /// #[tool]
@@ -121,7 +121,7 @@ impl McpServer {
     ///
     /// ```
     /// use tool_runtime::Runtime;
-    /// use tool_runtime::mcp::McpServer;
+    /// use tool_mcp::McpServer;
     ///
     /// let server = McpServer::new(Runtime::builder().build().unwrap());
     /// assert!(server.tools().is_empty());
@@ -156,7 +156,7 @@ impl McpServer {
     /// use serde_json::json;
     /// use tool_core::{McpOptions, Tool, ToolError};
     /// use tool_runtime::Runtime;
-    /// use tool_runtime::mcp::McpServer;
+    /// use tool_mcp::McpServer;
     ///
     /// let count = Tool::builder("count")
     ///     .description("Counts the items")
@@ -197,7 +197,7 @@ impl McpServer {
     ///
     /// ```
     /// use tool_runtime::Runtime;
-    /// use tool_runtime::mcp::McpServer;
+    /// use tool_mcp::McpServer;
     ///
     /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
     /// let (server_end, client_end) = tokio::io::duplex(64 * 1024);
@@ -232,7 +232,7 @@ impl McpServer {
     ///
     /// ```
     /// use tool_runtime::Runtime;
-    /// use tool_runtime::mcp::McpServer;
+    /// use tool_mcp::McpServer;
     ///
     /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
     /// let (server_end, client_end) = tokio::io::duplex(64 * 1024);
@@ -425,7 +425,7 @@ impl McpServer {
 ///
 /// ```
 /// use tool_runtime::Runtime;
-/// use tool_runtime::mcp::McpServer;
+/// use tool_mcp::McpServer;
 ///
 /// let server = McpServer::builder(Runtime::builder().build().unwrap())
 ///     .name("weather", "2.1.0")
@@ -520,7 +520,7 @@ impl McpServerBuilder {
     ///
     /// ```
     /// use tool_runtime::Runtime;
-    /// use tool_runtime::mcp::McpServer;
+    /// use tool_mcp::McpServer;
     ///
     /// let key = std::env::var("MCP_STATE_KEY").unwrap_or_else(|_| "a shared secret of 32+ bytes....".into());
     /// let server = McpServer::builder(Runtime::builder().build().unwrap())

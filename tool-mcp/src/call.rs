@@ -22,12 +22,12 @@ use tool_core::{ErrorKind, Tool};
 
 use super::context::{ElicitFuture, Elicitation, Elicitor, SampleFuture};
 use super::request_state::RequestStates;
-use crate::{CallOutcome, CallState};
+use tool_runtime::{CallOutcome, CallState};
 
 use super::convert::{self, ServedTool};
 use super::elicit::{self, Answer, Decision, Form};
 use super::logging::SessionLog;
-use crate::{Notice, PendingKind, Runtime, RuntimeError};
+use tool_runtime::{Notice, PendingKind, Runtime, RuntimeError};
 
 /// How many times one request may ask the user before it reports the call
 /// as pending (approval, then suspensions, then corrections).

@@ -12,7 +12,7 @@ use rmcp::model::{
 use serde_json::{Map, Value, json};
 use tool_core::{ContentPart, McpAnnotations, McpOptions, ModelOutput, Tool, ToolError};
 
-use crate::CallOutcome;
+use tool_runtime::CallOutcome;
 
 /// The property a non-object output is wrapped in, so that the MCP output
 /// schema and `structuredContent` have the object root MCP requires.
@@ -21,7 +21,7 @@ use crate::CallOutcome;
 /// use serde_json::json;
 /// use tool_core::{Tool, ToolError};
 /// use tool_runtime::Runtime;
-/// use tool_runtime::mcp::{McpServer, OUTPUT_WRAPPER};
+/// use tool_mcp::{McpServer, OUTPUT_WRAPPER};
 ///
 /// let tags = Tool::builder("tags").description("Lists tags")
 ///     .output_schema(json!({ "type": "array", "items": { "type": "string" } }))
@@ -39,7 +39,7 @@ pub const OUTPUT_WRAPPER: &str = "result";
 /// ```
 /// use tool_core::{Tool, ToolError};
 /// use tool_runtime::Runtime;
-/// use tool_runtime::mcp::{McpServer, STRICT_META};
+/// use tool_mcp::{McpServer, STRICT_META};
 ///
 /// let tool = Tool::builder("echo").description("Echoes").strict(true)
 ///     .execute(|input, _ctx| async move { Ok::<_, ToolError>(input) })

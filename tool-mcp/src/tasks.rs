@@ -22,7 +22,9 @@ use super::elicit::{self, Answer, Form};
 use super::request_state::hex;
 use super::server::McpServer;
 use super::task_input::TaskInputs;
-use crate::{CallOutcome, CallState, PendingCall, PendingKind, Runtime, RuntimeError, StoredCall};
+use tool_runtime::{
+    CallOutcome, CallState, PendingCall, PendingKind, Runtime, RuntimeError, StoredCall,
+};
 
 /// The id prefix of a call that is (or may become) a task.
 const TASK_PREFIX: &str = "mcp-task-";

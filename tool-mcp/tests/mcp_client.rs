@@ -1,7 +1,6 @@
 //! `McpClient` against the project's own example MCP server
 //! (`examples/examples/mcp_server.rs`), spawned over stdio: its tools join a
 //! runtime beside a local tool.
-#![cfg(feature = "mcp")]
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -9,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use tool_core::{ErrorKind, Tool, ToolError};
-use tool_runtime::mcp::McpClient;
+use tool_mcp::McpClient;
 use tool_runtime::{CallOutcome, EventKind, Runtime, ToolCall};
 
 /// The example server's executable, built with the cargo running this test

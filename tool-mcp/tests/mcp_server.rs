@@ -1,6 +1,5 @@
 //! `McpServer` against a real MCP client (rmcp's), in process over a duplex
 //! stream for both protocol eras, and over streamable HTTP with raw requests.
-#![cfg(feature = "mcp")]
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tool_core::{CallContext, ContentPart, ModelOutput, Tool, ToolContext, ToolError, tool};
-use tool_runtime::mcp::{
+use tool_mcp::{
     ElicitFuture, Elicitation, Elicitor, HttpOptions, McpContext, McpServer, McpToolContext as _,
     PENDING_META,
 };
@@ -2331,7 +2330,7 @@ async fn a_tool_asks_the_user_through_the_mcp_context_extension_when_there_is_on
 #[tokio::test]
 async fn mcp_errors_keep_the_sdks_error_as_their_source() {
     use std::error::Error as _;
-    use tool_runtime::mcp::{McpClient, McpError};
+    use tool_mcp::{McpClient, McpError};
 
     // A peer that hangs up before the handshake.
     let (server_end, client_end) = tokio::io::duplex(1 << 16);
@@ -2487,7 +2486,7 @@ struct Session2025 {
 }
 
 impl Session2025 {
-    async fn open(server: &tool_runtime::mcp::HttpServer, capabilities: Value) -> Session2025 {
+    async fn open(server: &tool_mcp::HttpServer, capabilities: Value) -> Session2025 {
         let (addr, host) = (server.local_addr(), server.local_addr().to_string());
         let (status, head, init) = post(
             addr,

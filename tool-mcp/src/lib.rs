@@ -1,7 +1,7 @@
 //! MCP (Model Context Protocol), with the official [`rmcp`] crate
 //! (feature `mcp`).
 //!
-//! - [`McpServer`] serves a [`Runtime`](crate::Runtime)'s tools over stdio
+//! - [`McpServer`] serves a [`Runtime`](tool_runtime::Runtime)'s tools over stdio
 //!   ([`McpServer::serve_stdio`]), streamable HTTP
 //!   ([`McpServer::serve_http`], loopback by default) or any rmcp
 //!   transport ([`McpServer::serve`]). Calls go through the runtime's whole
@@ -68,7 +68,7 @@ pub use server::{McpServer, McpServerBuilder};
 /// use tool_runtime::Runtime;
 /// use rmcp::model::CallToolRequestParams;
 /// use rmcp::ServiceExt as _;
-/// use tool_runtime::mcp::{McpServer, PENDING_META};
+/// use tool_mcp::{McpServer, PENDING_META};
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 /// let delete = Tool::builder("delete").description("Deletes").require_approval(true)
@@ -94,7 +94,7 @@ pub const PENDING_META: &str = call::PENDING_META;
 /// those are results the model reads).
 ///
 /// ```
-/// use tool_runtime::mcp::McpError;
+/// use tool_mcp::McpError;
 ///
 /// let error = McpError::from(std::io::Error::other("address in use"));
 /// assert_eq!(error.to_string(), "I/O error: address in use");

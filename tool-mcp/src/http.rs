@@ -49,7 +49,7 @@ const LOOPBACK_ORIGINS: [&str; 6] = [
 /// [`allowed_origins`](Self::allowed_origins) list.
 ///
 /// ```
-/// use tool_runtime::mcp::HttpOptions;
+/// use tool_mcp::HttpOptions;
 ///
 /// let options = HttpOptions::default();
 /// assert_eq!(options.addr().to_string(), "127.0.0.1:8000");
@@ -144,7 +144,7 @@ impl HttpOptions {
 ///
 /// ```
 /// use tool_runtime::Runtime;
-/// use tool_runtime::mcp::{HttpOptions, McpServer};
+/// use tool_mcp::{HttpOptions, McpServer};
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 /// let server = McpServer::new(Runtime::builder().build().unwrap())
@@ -194,9 +194,9 @@ impl McpServer {
     ///
     /// ```no_run
     /// use tool_runtime::Runtime;
-    /// use tool_runtime::mcp::{HttpOptions, McpServer};
+    /// use tool_mcp::{HttpOptions, McpServer};
     ///
-    /// # async fn run(runtime: Runtime) -> Result<(), tool_runtime::mcp::McpError> {
+    /// # async fn run(runtime: Runtime) -> Result<(), tool_mcp::McpError> {
     /// let server = McpServer::new(runtime)
     ///     .serve_http(HttpOptions::new(([127, 0, 0, 1], 0).into()))
     ///     .await?;
