@@ -11,12 +11,12 @@ use futures_util::StreamExt as _;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-use tool_core::{ToolError, tool};
-use tool_runtime::Runtime;
-use tool_runtime::agent::{
+use tool_agent::{
     Agent, AgentChunk, AgentStream, AnthropicModel, FinishReason, Message, Model, OpenAiChatModel,
     Thread,
 };
+use tool_core::{ToolError, tool};
+use tool_runtime::Runtime;
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct TransferInput {

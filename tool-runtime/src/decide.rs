@@ -40,8 +40,16 @@ pub enum Decision {
 }
 
 impl Decision {
-    /// What the call must be pending for.
-    fn kind(&self) -> PendingKind {
+    /// What the call must be pending for to take this decision.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_runtime::{Decision, PendingKind};
+    ///
+    /// assert_eq!(Decision::Approve.pending_kind(), PendingKind::Approval);
+    /// assert_eq!(Decision::Resume(json!({})).pending_kind(), PendingKind::Suspended);
+    /// ```
+    pub fn pending_kind(&self) -> PendingKind {
         match self {
             Decision::Approve | Decision::Decline(_) => PendingKind::Approval,
             Decision::Resume(_) => PendingKind::Suspended,
@@ -79,7 +87,7 @@ impl Runtime {
     /// is not stored), and waits for the call's outcome. Of concurrent
     /// decisions on one call, across runtimes sharing a store, exactly one
     /// wins; the others get the recorded outcome or
-    /// [`RuntimeError::AlreadyRunning`]. The decision runs as a task of its own:
+    /// [`RuntimeError::Running`]. The decision runs as a task of its own:
     /// dropping the future cannot leave the call half-run.
     ///
     /// [`approve`](Self::approve), [`decline`](Self::decline) and
@@ -127,7 +135,7 @@ impl Runtime {
         decision: Decision,
         agent: Option<AgentContext>,
     ) -> Result<CallOutcome, RuntimeError> {
-        let kind = decision.kind();
+        let kind = decision.pending_kind();
         let calls = &self.inner.calls;
         let stored = match calls.lookup(call_id, kind).await? {
             Lookup::Settled(outcome) => return Ok(outcome),

@@ -55,9 +55,6 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod abort;
-#[cfg(feature = "agent")]
-#[cfg_attr(docsrs, doc(cfg(feature = "agent")))]
-pub mod agent;
 mod approval;
 mod background;
 mod call;

@@ -152,5 +152,3 @@ impl Capture {
     }
 }
 pub mod contract;
-#[cfg(feature = "agent")]
-pub mod provider;

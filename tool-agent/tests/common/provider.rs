@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tool_runtime::agent::{AnthropicModel, Model, OpenAiChatModel, OpenAiResponsesModel};
+use tool_agent::{AnthropicModel, Model, OpenAiChatModel, OpenAiResponsesModel};
 
 /// An environment variable no test sets, for the missing-key tests.
 pub const UNSET_KEY_ENV: &str = "TOOL_RUNTIME_AGENT_MODELS_TEST_UNSET_KEY";

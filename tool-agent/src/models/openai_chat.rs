@@ -8,7 +8,7 @@ use super::{
     Auth, Call, Flow, HttpSettings, Item, Protocol, content_text, decoded, http_builder,
     parse_event, push_text, run,
 };
-use crate::agent::{Message, Model, ModelEvent, ModelFinish, ModelRequest, ModelStream};
+use crate::{Message, Model, ModelEvent, ModelFinish, ModelRequest, ModelStream};
 
 const PROVIDER: Provider = Provider::OpenAiChat;
 
@@ -26,7 +26,7 @@ const PROVIDER: Provider = Provider::OpenAiChat;
 ///
 /// ```no_run
 /// use futures_util::StreamExt;
-/// use tool_runtime::agent::{Message, Model, ModelEvent, ModelRequest, OpenAiChatModel};
+/// use tool_agent::{Message, Model, ModelEvent, ModelRequest, OpenAiChatModel};
 ///
 /// # async fn run() {
 /// let model = OpenAiChatModel::new("gpt-4.1"); // the key from OPENAI_API_KEY
@@ -51,7 +51,7 @@ impl OpenAiChatModel {
     /// The model `model` (e.g. `gpt-4.1`), at `https://api.openai.com/v1`.
     ///
     /// ```
-    /// use tool_runtime::agent::OpenAiChatModel;
+    /// use tool_agent::OpenAiChatModel;
     ///
     /// let model = OpenAiChatModel::new("gpt-4.1");
     /// # drop(model);

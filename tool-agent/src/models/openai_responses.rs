@@ -8,9 +8,7 @@ use super::{
     Auth, Call, Flow, HttpSettings, Item, MESSAGE_CHARS, Protocol, content_text, cut, decoded,
     http_builder, parse_event, push_text, run,
 };
-use crate::agent::{
-    Message, Model, ModelError, ModelEvent, ModelFinish, ModelRequest, ModelStream,
-};
+use crate::{Message, Model, ModelError, ModelEvent, ModelFinish, ModelRequest, ModelStream};
 
 const PROVIDER: Provider = Provider::OpenAiResponses;
 
@@ -29,7 +27,7 @@ const PROVIDER: Provider = Provider::OpenAiResponses;
 ///
 /// ```no_run
 /// use futures_util::StreamExt;
-/// use tool_runtime::agent::{Message, Model, ModelRequest, OpenAiResponsesModel};
+/// use tool_agent::{Message, Model, ModelRequest, OpenAiResponsesModel};
 ///
 /// # async fn run() {
 /// let model = OpenAiResponsesModel::new("gpt-5.1"); // the key from OPENAI_API_KEY
@@ -50,7 +48,7 @@ impl OpenAiResponsesModel {
     /// The model `model` (e.g. `gpt-5.1`), at `https://api.openai.com/v1`.
     ///
     /// ```
-    /// use tool_runtime::agent::OpenAiResponsesModel;
+    /// use tool_agent::OpenAiResponsesModel;
     ///
     /// let model = OpenAiResponsesModel::new("gpt-5.1");
     /// # drop(model);

@@ -12,9 +12,9 @@ use std::sync::{Arc, Mutex};
 
 use common::provider::{APIS, Api, Part, Received, Reply, Server};
 use serde_json::{Value, json};
+use tool_agent::{Agent, AgentChunk, FinishReason, Message, Thread};
 use tool_core::{Tool, ToolContext, ToolError};
 use tool_runtime::Runtime;
-use tool_runtime::agent::{Agent, AgentChunk, FinishReason, Message, Thread};
 
 type Runs = Arc<Mutex<Vec<Value>>>;
 

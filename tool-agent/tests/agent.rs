@@ -3,20 +3,19 @@
 //! declines the model reads and the tool never ran, auto-resume from the
 //! user's reply, parallel calls where one waits, decisions naming calls
 //! that do not wait, and model failures.
-#![cfg(feature = "agent")]
 
 use std::sync::{Arc, Mutex};
 
 use futures_util::stream;
 use serde_json::{Value, json};
+use tool_agent::{
+    Agent, AgentChunk, AgentError, FinishReason, Message, Model, ModelError, ModelEvent,
+    ModelFinish, ModelRequest, ModelStream, Thread,
+};
 use tool_core::decode::ToolCallEvent;
 use tool_core::provider::Provider;
 use tool_core::{Tool, ToolContext, ToolError};
 use tool_runtime::Runtime;
-use tool_runtime::agent::{
-    Agent, AgentChunk, AgentError, FinishReason, Message, Model, ModelError, ModelEvent,
-    ModelFinish, ModelRequest, ModelStream, Thread,
-};
 
 type Script = dyn Fn(&ModelRequest) -> Result<Vec<ModelEvent>, String> + Send + Sync;
 

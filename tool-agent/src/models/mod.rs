@@ -505,7 +505,7 @@ macro_rules! http_builder {
             #[doc = concat!("The API key to send (by default the environment variable `", $env, "` is read when a stream starts).")]
             ///
             /// ```
-            #[doc = concat!("use tool_runtime::agent::", stringify!($model), ";")]
+            #[doc = concat!("use tool_agent::", stringify!($model), ";")]
             ///
             #[doc = concat!("let model = ", stringify!($model), "::new(\"", $name, "\").api_key(\"my-key\");")]
             /// # drop(model);
@@ -518,7 +518,7 @@ macro_rules! http_builder {
             #[doc = concat!("The environment variable the API key is read from when none was given (default `", $env, "`).")]
             ///
             /// ```
-            #[doc = concat!("use tool_runtime::agent::", stringify!($model), ";")]
+            #[doc = concat!("use tool_agent::", stringify!($model), ";")]
             ///
             #[doc = concat!("let model = ", stringify!($model), "::new(\"", $name, "\").api_key_env(\"MY_PROXY_KEY\");")]
             /// # drop(model);
@@ -531,7 +531,7 @@ macro_rules! http_builder {
             #[doc = concat!("The API's base URL (default `", $base, "`), for a proxy or a compatible server.")]
             ///
             /// ```
-            #[doc = concat!("use tool_runtime::agent::", stringify!($model), ";")]
+            #[doc = concat!("use tool_agent::", stringify!($model), ";")]
             ///
             #[doc = concat!("let model = ", stringify!($model), "::new(\"", $name, "\").base_url(\"http://127.0.0.1:8080\");")]
             /// # drop(model);
@@ -546,7 +546,7 @@ macro_rules! http_builder {
             ///
             /// ```
             /// use std::time::Duration;
-            #[doc = concat!("use tool_runtime::agent::", stringify!($model), ";")]
+            #[doc = concat!("use tool_agent::", stringify!($model), ";")]
             ///
             #[doc = concat!("let model = ", stringify!($model), "::new(\"", $name, "\").timeout(Duration::from_secs(20));")]
             /// # drop(model);
@@ -560,7 +560,7 @@ macro_rules! http_builder {
             /// no answer, is sent again (default 3).
             ///
             /// ```
-            #[doc = concat!("use tool_runtime::agent::", stringify!($model), ";")]
+            #[doc = concat!("use tool_agent::", stringify!($model), ";")]
             ///
             #[doc = concat!("let model = ", stringify!($model), "::new(\"", $name, "\").max_retries(0);")]
             /// # drop(model);

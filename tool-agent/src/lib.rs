@@ -20,7 +20,7 @@
 //! use tool_core::provider::Provider;
 //! use tool_core::{Tool, ToolError};
 //! use tool_runtime::Runtime;
-//! use tool_runtime::agent::{Agent, AgentChunk, FinishReason, Message, Model, ModelEvent, ModelFinish, ModelRequest, ModelStream, Thread};
+//! use tool_agent::{Agent, AgentChunk, FinishReason, Message, Model, ModelEvent, ModelFinish, ModelRequest, ModelStream, Thread};
 //!
 //! /// Calls `delete` once, then says "done".
 //! struct Scripted;
@@ -80,8 +80,8 @@ pub use model::{
 };
 pub use models::{AnthropicModel, OpenAiChatModel, OpenAiResponsesModel};
 
-use crate::{CallOutcome, Decision, Runtime, RuntimeError, StoreError};
 use run::{Chunks, Gone, RunRecord, WaitingFor};
+use tool_runtime::{CallOutcome, Decision, PendingKind, Runtime, RuntimeError, StoreError};
 
 /// Steps a run takes at most unless told otherwise.
 const MAX_STEPS: usize = 10;
@@ -307,9 +307,10 @@ impl AgentBuilder {
 
 /// What a call must wait for to take `decision`.
 fn waiting_for(decision: &Decision) -> WaitingFor {
-    match decision {
-        Decision::Approve | Decision::Decline(_) => WaitingFor::Approval,
-        Decision::Resume(_) => WaitingFor::ResumeData,
+    if decision.pending_kind() == PendingKind::Suspended {
+        WaitingFor::ResumeData
+    } else {
+        WaitingFor::Approval
     }
 }
 

@@ -16,7 +16,7 @@ use tool_core::transform::Phase;
 use super::chunk::{AgentChunk, FinishReason, approval_schema};
 use super::model::{Message, ModelEvent, ModelFinish, ModelRequest, ToolCallRequest};
 use super::{Agent, AgentError, Thread};
-use crate::{CallOutcome, Decision, InputStream, Payload};
+use tool_runtime::{CallOutcome, Decision, InputStream, Payload};
 
 /// The input fields that route a new call as the resume of a suspended one
 /// (auto-resume), stripped before the tool sees its input.

@@ -5,7 +5,6 @@
 //! break off. The recorded provider streams of `../shared/fixtures/streams`
 //! are replayed too (skipped with a notice when absent, unless
 //! `REQUIRE_SHARED_FIXTURES=1`).
-#![cfg(feature = "agent")]
 
 mod common;
 
@@ -17,11 +16,11 @@ use common::provider::{APIS, Api, Reply, Server, UNSET_KEY_ENV, chat, typed};
 use futures_util::StreamExt;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
-use tool_core::decode::{DecodeError, ToolCallEvent};
-use tool_runtime::agent::{
+use tool_agent::{
     AnthropicModel, Message, Model, ModelError, ModelEvent, ModelFinish, ModelRequest,
     OpenAiChatModel, OpenAiResponsesModel, ToolCallRequest,
 };
+use tool_core::decode::{DecodeError, ToolCallEvent};
 
 /// An environment variable no test sets, for the missing-key tests.
 fn hello() -> ModelRequest {

@@ -8,7 +8,7 @@ use super::{
     Auth, Call, Flow, HttpSettings, Item, Protocol, content_text, decoded, http_builder,
     parse_event, push_text, run,
 };
-use crate::agent::{Message, Model, ModelEvent, ModelFinish, ModelRequest, ModelStream};
+use crate::{Message, Model, ModelEvent, ModelFinish, ModelRequest, ModelStream};
 
 const PROVIDER: Provider = Provider::Anthropic;
 
@@ -27,11 +27,11 @@ const DEFAULT_MAX_TOKENS: u32 = 4096;
 /// [`ModelFinish::Stop`], `tool_use` [`ModelFinish::ToolCalls`],
 /// `max_tokens` [`ModelFinish::Length`], others [`ModelFinish::Other`]. An
 /// `error` event ends the stream with
-/// [`ModelError::Decode`](crate::agent::ModelError::Decode).
+/// [`ModelError::Decode`](crate::ModelError::Decode).
 ///
 /// ```no_run
 /// use futures_util::StreamExt;
-/// use tool_runtime::agent::{AnthropicModel, Message, Model, ModelRequest};
+/// use tool_agent::{AnthropicModel, Message, Model, ModelRequest};
 ///
 /// # async fn run() {
 /// let model = AnthropicModel::new("claude-sonnet-4-5").max_tokens(1024); // the key from ANTHROPIC_API_KEY
@@ -54,7 +54,7 @@ impl AnthropicModel {
     /// `https://api.anthropic.com`.
     ///
     /// ```
-    /// use tool_runtime::agent::AnthropicModel;
+    /// use tool_agent::AnthropicModel;
     ///
     /// let model = AnthropicModel::new("claude-sonnet-4-5");
     /// # drop(model);
@@ -71,7 +71,7 @@ impl AnthropicModel {
     /// (the API requires one; default 4096).
     ///
     /// ```
-    /// use tool_runtime::agent::AnthropicModel;
+    /// use tool_agent::AnthropicModel;
     ///
     /// let model = AnthropicModel::new("claude-sonnet-4-5").max_tokens(8192);
     /// # drop(model);

@@ -16,7 +16,7 @@ use tool_core::provider::Provider;
 ///
 /// ```
 /// use serde_json::json;
-/// use tool_runtime::agent::{Message, ToolCallRequest};
+/// use tool_agent::{Message, ToolCallRequest};
 ///
 /// let conversation = vec![
 ///     Message::user("What's the weather in Rome?"),
@@ -142,7 +142,7 @@ pub type ModelStream = Pin<Box<dyn Stream<Item = Result<ModelEvent, ModelError>>
 /// ```
 /// use futures_util::stream;
 /// use tool_core::provider::Provider;
-/// use tool_runtime::agent::{Model, ModelEvent, ModelFinish, ModelRequest, ModelStream};
+/// use tool_agent::{Model, ModelEvent, ModelFinish, ModelRequest, ModelStream};
 ///
 /// /// Always answers "hello".
 /// struct Hello;
