@@ -638,7 +638,7 @@ impl<S, R> ToolContext<S, R> {
         Some(Workflow {
             context,
             state,
-            call: &self.state,
+            new_state: &self.state.new_state,
         })
     }
 

@@ -5,8 +5,6 @@
 use std::any::Any;
 use std::sync::OnceLock;
 
-use crate::tool::Tool;
-
 /// Values derived from one tool, at most one per type, shared by the tool's
 /// clones.
 ///
@@ -26,7 +24,7 @@ struct Node {
 }
 
 impl Derived {
-    fn get_or_init<T: Any + Send + Sync>(&self, init: impl FnOnce() -> T) -> &T {
+    pub(crate) fn get_or_init<T: Any + Send + Sync>(&self, init: impl FnOnce() -> T) -> &T {
         let mut link = &self.head;
         loop {
             let node = link.get_or_init(|| {
@@ -40,46 +38,6 @@ impl Derived {
             }
             link = &node.next;
         }
-    }
-}
-
-impl Tool {
-    /// The tool's value of type `T`, computed by `init` on the first call
-    /// for `T` and cached in the tool: clones share it, later calls are a
-    /// lookup. For add-ons that derive something from a tool once, such as
-    /// its provider exports (`Tool::export`, feature `provider`).
-    ///
-    /// The cache is keyed by type, so an add-on should use a type of its
-    /// own (a private newtype) rather than a shared one like `String`.
-    /// Concurrent first calls for the same `T` run `init` once and wait for
-    /// it; `init` must not ask the same tool for the same `T` (that
-    /// deadlocks, as with [`OnceLock`]).
-    ///
-    /// ```
-    /// use serde_json::json;
-    /// use tool_core::{Tool, ToolError};
-    ///
-    /// struct PropertyCount(usize);
-    ///
-    /// let tool = Tool::builder("weather")
-    ///     .description("Get the weather")
-    ///     .input_schema(json!({ "type": "object", "properties": { "city": { "type": "string" } } }))
-    ///     .execute(|input, _ctx| async move { Ok::<_, ToolError>(input) })
-    ///     .build()
-    ///     .unwrap();
-    ///
-    /// let count = |tool: &Tool| {
-    ///     let properties = tool.definition().input_schema["properties"].as_object().map_or(0, |p| p.len());
-    ///     PropertyCount(properties)
-    /// };
-    /// let first = tool.derived(|| count(&tool));
-    /// assert_eq!(first.0, 1);
-    /// // Cached: a clone sees the same value, `init` does not run again.
-    /// let clone = tool.clone();
-    /// assert!(std::ptr::eq(first, clone.derived::<PropertyCount>(|| unreachable!())));
-    /// ```
-    pub fn derived<T: Any + Send + Sync>(&self, init: impl FnOnce() -> T) -> &T {
-        self.inner.derived.get_or_init(init)
     }
 }
 

@@ -4,14 +4,12 @@
 
 use std::any::Any;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-
-use crate::context::CallState;
 
 /// The agent running a tool: set by the host with
 /// [`CallContext::with_agent`](crate::CallContext::with_agent), read by the
@@ -168,7 +166,7 @@ impl StateType {
             decode: |value| match serde_path_to_error::deserialize::<_, T>(value) {
                 Ok(state) => Ok(Arc::new(state)),
                 Err(error) => Err((
-                    crate::tool::path_tokens(error.path()),
+                    crate::validate::path_tokens(error.path()),
                     error.into_inner().to_string(),
                 )),
             },
@@ -212,7 +210,9 @@ impl fmt::Debug for StateType {
 pub struct Workflow<'a, T> {
     pub(crate) context: &'a WorkflowContext,
     pub(crate) state: &'a T,
-    pub(crate) call: &'a CallState,
+    /// The call's slot for the new state (`CallState::new_state`), which
+    /// the pipeline reads when the call completes.
+    pub(crate) new_state: &'a Mutex<Option<Result<Value, String>>>,
 }
 
 impl<T> fmt::Debug for Workflow<'_, T> {
@@ -255,7 +255,6 @@ impl<'a, T: WorkflowState> Workflow<'a, T> {
     pub fn set_state(&self, state: T) {
         let serialized = serde_json::to_value(&state).map_err(|e| e.to_string());
         *self
-            .call
             .new_state
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(serialized);

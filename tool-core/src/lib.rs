@@ -178,11 +178,6 @@ pub mod __private_0_1_0 {
     pub use serde_json;
     pub use std::sync::OnceLock;
 
-    /// Serializes an input example; one that cannot be serialized becomes `null`.
-    pub fn example_to_value<T: serde::Serialize>(example: &T) -> serde_json::Value {
-        serde_json::to_value(example).unwrap_or(serde_json::Value::Null)
-    }
-
     /// The entries of a JSON object returned by a `provider_options` or
     /// `meta` function; anything else is reported and ignored.
     pub fn json_object(
@@ -199,8 +194,8 @@ pub mod __private_0_1_0 {
     }
 
     pub use crate::lone_input::{
-        ByStruct, ByValue, Lone, LoneExamples, LoneParam, LonePolicy, LoneShape, lone_examples,
-        lone_policy, typed_policy,
+        ByStruct, ByValue, Lone, LoneExamples, LoneParam, LonePolicy, LoneShape, example_to_value,
+        lone_examples, lone_policy, typed_policy,
     };
 
     // Helpers whose bounds carry `#[diagnostic::on_unimplemented]` messages,

@@ -267,6 +267,11 @@ impl<P: LoneParam> LoneExamples<P, ByValue> for Vec<P::Value> {
     }
 }
 
+/// Serializes an input example; one that cannot be serialized becomes `null`.
+pub fn example_to_value<T: serde::Serialize>(example: &T) -> Value {
+    serde_json::to_value(example).unwrap_or(Value::Null)
+}
+
 /// Input examples of a [`Lone`] tool, in the input's decided shape.
 pub fn lone_examples<P, M>(examples: impl LoneExamples<P, M>) -> Vec<Value>
 where
@@ -276,11 +281,9 @@ where
     examples
         .into_structs()
         .iter()
-        .map(
-            |example| match super::__private_0_1_0::example_to_value(example) {
-                Value::Object(mut object) if whole => object.remove(P::NAME).unwrap_or(Value::Null),
-                other => other,
-            },
-        )
+        .map(|example| match example_to_value(example) {
+            Value::Object(mut object) if whole => object.remove(P::NAME).unwrap_or(Value::Null),
+            other => other,
+        })
         .collect()
 }

@@ -1,6 +1,7 @@
 //! The erased [`Tool`], its [`ToolBuilder`] (the analogue of `createTool`),
 //! and the [`TypedTool`] trait the `#[tool]` attribute implements.
 
+use std::any::Any;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -21,7 +22,7 @@ use crate::model_output::ModelOutput;
 use crate::request_context::RequestContext;
 use crate::schema::{escape_token, mentions_integers, schema_for};
 use crate::transform::ToolTransform;
-use crate::validate::{LazyValidator, Schema, SchemaOrigin};
+use crate::validate::{LazyValidator, Schema, SchemaOrigin, path_tokens};
 
 /// What an execute function produced.
 pub(crate) struct Executed {
@@ -231,6 +232,44 @@ impl Tool {
             None => self.inner.definition.require_approval,
         }
     }
+
+    /// The tool's value of type `T`, computed by `init` on the first call
+    /// for `T` and cached in the tool: clones share it, later calls are a
+    /// lookup. For add-ons that derive something from a tool once, such as
+    /// its provider exports (`Tool::export`, feature `provider`).
+    ///
+    /// The cache is keyed by type, so an add-on should use a type of its
+    /// own (a private newtype) rather than a shared one like `String`.
+    /// Concurrent first calls for the same `T` run `init` once and wait for
+    /// it; `init` must not ask the same tool for the same `T` (that
+    /// deadlocks, as with [`OnceLock`]).
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_core::{Tool, ToolError};
+    ///
+    /// struct PropertyCount(usize);
+    ///
+    /// let tool = Tool::builder("weather")
+    ///     .description("Get the weather")
+    ///     .input_schema(json!({ "type": "object", "properties": { "city": { "type": "string" } } }))
+    ///     .execute(|input, _ctx| async move { Ok::<_, ToolError>(input) })
+    ///     .build()
+    ///     .unwrap();
+    ///
+    /// let count = |tool: &Tool| {
+    ///     let properties = tool.definition().input_schema["properties"].as_object().map_or(0, |p| p.len());
+    ///     PropertyCount(properties)
+    /// };
+    /// let first = tool.derived(|| count(&tool));
+    /// assert_eq!(first.0, 1);
+    /// // Cached: a clone sees the same value, `init` does not run again.
+    /// let clone = tool.clone();
+    /// assert!(std::ptr::eq(first, clone.derived::<PropertyCount>(|| unreachable!())));
+    /// ```
+    pub fn derived<T: Any + Send + Sync>(&self, init: impl FnOnce() -> T) -> &T {
+        self.inner.derived.get_or_init(init)
+    }
 }
 
 impl ToolInner {
@@ -377,20 +416,6 @@ async fn execute_typed<T: TypedTool>(tool: Arc<T>, input: Value, state: Arc<Call
         },
     };
     Exec { result, input }
-}
-
-/// The tokens of a deserialization error's path: property names, array
-/// indexes, enum variants.
-pub(crate) fn path_tokens(path: &serde_path_to_error::Path) -> Vec<String> {
-    use serde_path_to_error::Segment;
-    path.iter()
-        .map(|segment| match segment {
-            Segment::Seq { index } => index.to_string(),
-            Segment::Map { key } => key.clone(),
-            Segment::Enum { variant } => variant.clone(),
-            Segment::Unknown => "?".to_owned(),
-        })
-        .collect()
 }
 
 /// A typed tool's output, serialized, with its model-facing form.

@@ -1,6 +1,8 @@
 //! [`Export`]: one tool's definition for one provider, and what maps the
 //! model's arguments back to the tool's own schema.
 
+use std::sync::OnceLock;
+
 use serde_json::{Map, Value, json};
 
 use super::error::ExportError;
@@ -8,6 +10,7 @@ use super::{Provider, anthropic, gemini, openai};
 use crate::definition::ToolDefinition;
 use crate::input::{RawInput, parse_text};
 use crate::strict::{NullMap, StrictOptions};
+use crate::tool::Tool;
 
 /// A tool exported for one provider: the definition to send, and how to turn
 /// the arguments the model sends back into what the tool's schema expects.
@@ -272,6 +275,67 @@ impl Export {
                 None => RawInput::Text(text),
             },
         }
+    }
+}
+
+/// Each provider's export of one tool, converted on first use; kept in the
+/// tool with [`Tool::derived`].
+#[derive(Default)]
+struct Exports {
+    openai_chat: OnceLock<Result<Export, ExportError>>,
+    openai_responses: OnceLock<Result<Export, ExportError>>,
+    anthropic: OnceLock<Result<Export, ExportError>>,
+    gemini: OnceLock<Result<Export, ExportError>>,
+}
+
+impl Exports {
+    fn slot(&self, provider: Provider) -> &OnceLock<Result<Export, ExportError>> {
+        match provider {
+            Provider::OpenAiChat => &self.openai_chat,
+            Provider::OpenAiResponses => &self.openai_responses,
+            Provider::Anthropic => &self.anthropic,
+            Provider::Gemini => &self.gemini,
+        }
+    }
+}
+
+impl Tool {
+    /// The tool's definition for `provider`, with that provider's schema
+    /// rules applied. Converted on the first call per provider and cached in
+    /// the tool (clones share the cache), so later calls are a lookup.
+    ///
+    /// # Errors
+    ///
+    /// [`ExportError`] when the provider cannot take the tool (see
+    /// [`Export::from_definition`]); the error is cached too.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_core::provider::Provider;
+    /// use tool_core::{Tool, ToolError};
+    ///
+    /// let tool = Tool::builder("weather")
+    ///     .description("Get the weather")
+    ///     .input_schema(json!({ "type": "object", "properties": { "city": { "type": "string" } }, "required": ["city"] }))
+    ///     .input_examples([json!({ "city": "Paris" })])
+    ///     .execute(|input, _ctx| async move { Ok::<_, ToolError>(input) })
+    ///     .build()
+    ///     .unwrap();
+    ///
+    /// let anthropic = tool.export(Provider::Anthropic).unwrap();
+    /// assert_eq!(anthropic.definition()["input_examples"], json!([{ "city": "Paris" }]));
+    /// let gemini = tool.export(Provider::Gemini).unwrap();
+    /// assert_eq!(gemini.definition()["description"], "Get the weather\n\nExamples:\n{\"city\":\"Paris\"}");
+    /// // Cached: the same export, not a new conversion.
+    /// assert!(std::ptr::eq(gemini, tool.clone().export(Provider::Gemini).unwrap()));
+    /// ```
+    #[cfg_attr(docsrs, doc(cfg(feature = "provider")))]
+    pub fn export(&self, provider: Provider) -> Result<&Export, ExportError> {
+        self.derived(Exports::default)
+            .slot(provider)
+            .get_or_init(|| Export::from_definition(&self.inner.definition, provider))
+            .as_ref()
+            .map_err(Clone::clone)
     }
 }
 

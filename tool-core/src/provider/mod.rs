@@ -1,7 +1,8 @@
 //! Exporting tools to model providers, and their results back.
 //!
-//! One source of truth, [`Tool::definition`], becomes each provider's tool
-//! definition with that provider's schema rules applied:
+//! One source of truth, [`Tool::definition`](crate::Tool::definition),
+//! becomes each provider's tool definition with that provider's schema rules
+//! applied:
 //!
 //! | [`Provider`] | definition | schema rules | `strict` |
 //! |---|---|---|---|
@@ -10,8 +11,9 @@
 //! | [`Anthropic`](Provider::Anthropic) | `{name, description, input_schema, strict?, input_examples?}` | strict: closed objects, optional properties kept, no bounds, `$ref`s inlined, no recursion | Anthropic strict tool use |
 //! | [`Gemini`](Provider::Gemini) | `{name, description, parameters?}` (a `functionDeclarations` entry) | OpenAPI subset: `$ref`s inlined, recursion cut, `nullable`, string enums | ignored |
 //!
-//! Conversions are cached per tool and provider: [`Tool::export`] converts
-//! once, later calls are a lookup. A schema a provider cannot take is an
+//! Conversions are cached per tool and provider:
+//! [`Tool::export`](crate::Tool::export) converts once, later calls are a
+//! lookup. A schema a provider cannot take is an
 //! [`ExportError`] naming the provider, the tool, the JSON path and the rule,
 //! never a silently different schema. Where a provider cannot express a
 //! constraint that only narrows what is valid (a numeric bound under
@@ -115,7 +117,6 @@ mod schema;
 mod tools;
 
 use std::fmt;
-use std::sync::OnceLock;
 
 use serde_json::Value;
 
@@ -128,7 +129,6 @@ use crate::decode::{
     AnthropicDecoder, DecodeError, OpenAiChatDecoder, OpenAiResponsesDecoder, StreamDecoder,
     ToolCallEvent,
 };
-use crate::tool::Tool;
 
 /// A model provider API a tool can be exported to.
 ///
@@ -218,66 +218,5 @@ impl<D: StreamDecoder + ?Sized> StreamDecoder for Box<D> {
 
     fn finish(&mut self) -> Vec<ToolCallEvent> {
         (**self).finish()
-    }
-}
-
-/// Each provider's export of one tool, converted on first use; kept in the
-/// tool with [`Tool::derived`].
-#[derive(Default)]
-struct Exports {
-    openai_chat: OnceLock<Result<Export, ExportError>>,
-    openai_responses: OnceLock<Result<Export, ExportError>>,
-    anthropic: OnceLock<Result<Export, ExportError>>,
-    gemini: OnceLock<Result<Export, ExportError>>,
-}
-
-impl Exports {
-    fn slot(&self, provider: Provider) -> &OnceLock<Result<Export, ExportError>> {
-        match provider {
-            Provider::OpenAiChat => &self.openai_chat,
-            Provider::OpenAiResponses => &self.openai_responses,
-            Provider::Anthropic => &self.anthropic,
-            Provider::Gemini => &self.gemini,
-        }
-    }
-}
-
-impl Tool {
-    /// The tool's definition for `provider`, with that provider's schema
-    /// rules applied. Converted on the first call per provider and cached in
-    /// the tool (clones share the cache), so later calls are a lookup.
-    ///
-    /// # Errors
-    ///
-    /// [`ExportError`] when the provider cannot take the tool (see
-    /// [`Export::from_definition`]); the error is cached too.
-    ///
-    /// ```
-    /// use serde_json::json;
-    /// use tool_core::provider::Provider;
-    /// use tool_core::{Tool, ToolError};
-    ///
-    /// let tool = Tool::builder("weather")
-    ///     .description("Get the weather")
-    ///     .input_schema(json!({ "type": "object", "properties": { "city": { "type": "string" } }, "required": ["city"] }))
-    ///     .input_examples([json!({ "city": "Paris" })])
-    ///     .execute(|input, _ctx| async move { Ok::<_, ToolError>(input) })
-    ///     .build()
-    ///     .unwrap();
-    ///
-    /// let anthropic = tool.export(Provider::Anthropic).unwrap();
-    /// assert_eq!(anthropic.definition()["input_examples"], json!([{ "city": "Paris" }]));
-    /// let gemini = tool.export(Provider::Gemini).unwrap();
-    /// assert_eq!(gemini.definition()["description"], "Get the weather\n\nExamples:\n{\"city\":\"Paris\"}");
-    /// // Cached: the same export, not a new conversion.
-    /// assert!(std::ptr::eq(gemini, tool.clone().export(Provider::Gemini).unwrap()));
-    /// ```
-    #[cfg_attr(docsrs, doc(cfg(feature = "provider")))]
-    pub fn export(&self, provider: Provider) -> Result<&Export, ExportError> {
-        self.derived(Exports::default)
-            .slot(provider)
-            .get_or_init(|| Export::from_definition(&self.inner.definition, provider))
-            .as_ref()
-            .map_err(Clone::clone)
     }
 }

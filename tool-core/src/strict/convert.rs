@@ -8,7 +8,7 @@ use serde_json::{Map, Value, json};
 use super::error::{StrictError, StrictRule};
 use super::null_map::{ANY, Kinds, Node, NullMap, Prop, kind_of, kind_of_type_name};
 use super::nullable::{allows_null, make_nullable};
-use super::{StrictOptions, StrictSchema};
+use super::options::{StrictOptions, StrictSchema};
 use crate::schema::{escape_token, parse_ref};
 use crate::schema_rewrite::keywords::{Action, Dialect, Out, Table, rewrite};
 use crate::schema_rewrite::{Limits, RewriteError, Walker, is_annotation, merge};

@@ -2,8 +2,8 @@
 
 use serde_json::Value;
 
-use super::StrictOptions;
 use super::error::{StrictError, StrictRule};
+use super::options::StrictOptions;
 use crate::schema::escape_token;
 
 #[derive(Default)]
