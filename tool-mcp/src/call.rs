@@ -25,7 +25,7 @@ use super::request_state::RequestStates;
 use tool_runtime::{CallOutcome, CallState};
 
 use super::convert::{self, ServedTool};
-use super::elicit::{self, Answer, Decision, Form};
+use super::elicit::{self, APPROVAL_KEY, Answer, ApprovalAnswer, Form, RESUME_KEY};
 use super::logging::SessionLog;
 use tool_runtime::{Notice, PendingKind, Runtime, RuntimeError};
 
@@ -33,13 +33,36 @@ use tool_runtime::{Notice, PendingKind, Runtime, RuntimeError};
 /// as pending (approval, then suspensions, then corrections).
 const MAX_ROUNDS: usize = 8;
 
-/// The `_meta` key of a result describing a pending call.
-pub(crate) const PENDING_META: &str = "tool-runtime/pending";
-
-/// The `inputRequests` key of an approval question.
-const APPROVAL_KEY: &str = "approval";
-/// The `inputRequests` key of a resume-data question.
-pub(crate) const RESUME_KEY: &str = "resume";
+/// The `_meta` key of a result that reports a pending call:
+/// `{"callId", "kind": "approval" | "suspended", "payload", "resumeSchema"}`.
+///
+/// ```
+/// use serde_json::json;
+/// use tool_core::{Tool, ToolError};
+/// use tool_runtime::Runtime;
+/// use rmcp::model::CallToolRequestParams;
+/// use rmcp::ServiceExt as _;
+/// use tool_mcp::{McpServer, PENDING_META};
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let delete = Tool::builder("delete").description("Deletes").require_approval(true)
+///     .execute(|_input, _ctx| async move { Ok::<_, ToolError>(json!("deleted")) })
+///     .build().unwrap();
+/// let runtime = Runtime::builder().tool(delete).build().unwrap();
+/// let (server_end, client_end) = tokio::io::duplex(64 * 1024);
+/// tokio::spawn(McpServer::new(runtime.clone()).serve(server_end));
+/// let client = ().serve(client_end).await.unwrap(); // no elicitation support
+///
+/// let result = client.call_tool(CallToolRequestParams::new("delete")).await.unwrap();
+/// assert_eq!(result.is_error, Some(true));
+/// let pending = &result.meta.unwrap()[PENDING_META];
+/// assert_eq!(pending["kind"], "approval");
+/// // The application decides.
+/// let outcome = runtime.approve(pending["callId"].as_str().unwrap()).await.unwrap();
+/// assert_eq!(outcome.output(), Some(&json!("deleted")));
+/// # });
+/// ```
+pub const PENDING_META: &str = "tool-runtime/pending";
 
 /// How the client of a request can be asked for input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -342,21 +365,21 @@ impl Call {
     }
 
     /// Applies an approval decision.
-    fn decide(&self, decision: Decision) -> Step<'_> {
+    fn decide(&self, decision: ApprovalAnswer) -> Step<'_> {
         let runtime = self.runtime.clone();
         let call_id = self.call_id.clone();
         match decision {
-            Decision::Approve => Step::Next(
+            ApprovalAnswer::Approve => Step::Next(
                 Box::pin(async move { or_failed(runtime.approve(&call_id).await) }),
                 None,
             ),
-            Decision::Decline(reason) => Step::Next(
+            ApprovalAnswer::Decline(reason) => Step::Next(
                 Box::pin(
                     async move { or_failed(runtime.decline(&call_id, reason.as_deref()).await) },
                 ),
                 None,
             ),
-            Decision::Dismissed => Step::Respond(
+            ApprovalAnswer::Dismissed => Step::Respond(
                 self.pending_approval("the user dismissed the approval request")
                     .into(),
             ),
@@ -621,7 +644,7 @@ impl Elicitor for PeerElicitor {
                 })?,
                 () = self.ct.cancelled() => return Err("the request was cancelled".to_owned()),
             };
-            Ok(sampled_text(&answer))
+            Ok(convert::sampled_text(&answer))
         })
     }
 
@@ -636,19 +659,4 @@ impl Elicitor for PeerElicitor {
             })
         })
     }
-}
-
-/// The text of the client's model's answer to `sampling/createMessage`, its
-/// text parts joined.
-#[allow(
-    deprecated,
-    reason = "MCP sampling (SEP-2577 deprecates it; older peers use it)"
-)]
-pub(crate) fn sampled_text(answer: &rmcp::model::CreateMessageResult) -> String {
-    answer
-        .message
-        .content
-        .iter()
-        .filter_map(|part| part.as_text().map(|t| t.text.as_str()))
-        .collect()
 }

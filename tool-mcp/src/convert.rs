@@ -532,6 +532,21 @@ pub(crate) fn local_id(prefix: &str, name: &str) -> String {
         .collect()
 }
 
+/// The text of the client's model's answer to `sampling/createMessage`, its
+/// text parts joined.
+#[allow(
+    deprecated,
+    reason = "MCP sampling (SEP-2577 deprecates it; older peers use it)"
+)]
+pub(crate) fn sampled_text(answer: &rmcp::model::CreateMessageResult) -> String {
+    answer
+        .message
+        .content
+        .iter()
+        .filter_map(|part| part.as_text().map(|t| t.text.as_str()))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

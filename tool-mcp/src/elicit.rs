@@ -16,6 +16,11 @@ use serde_json::{Map, Value, json};
 
 use super::convert::value_text;
 
+/// The `inputRequests` key of an approval question.
+pub(crate) const APPROVAL_KEY: &str = "approval";
+/// The `inputRequests` key of a resume-data question.
+pub(crate) const RESUME_KEY: &str = "resume";
+
 /// The property a primitive resume schema is asked for as.
 const VALUE_PROPERTY: &str = "value";
 
@@ -33,7 +38,7 @@ pub(crate) struct Form {
 
 /// What the user answered to an approval form.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Decision {
+pub(crate) enum ApprovalAnswer {
     /// Run the call.
     Approve,
     /// Do not run it; the reason, when given, is what the model reads.
@@ -131,7 +136,7 @@ fn tool_form(message: String, schema: &Value) -> Option<Form> {
 
 impl Form {
     /// Reads the answer to an approval form.
-    pub(crate) fn decision(result: &ElicitResult) -> Decision {
+    pub(crate) fn decision(result: &ElicitResult) -> ApprovalAnswer {
         match result.action {
             ElicitationAction::Accept => {
                 let content = result.content.as_ref();
@@ -140,7 +145,7 @@ impl Form {
                     .and_then(Value::as_bool)
                     .unwrap_or(true);
                 if approved {
-                    Decision::Approve
+                    ApprovalAnswer::Approve
                 } else {
                     let reason = content
                         .and_then(|c| c.get("reason"))
@@ -148,11 +153,11 @@ impl Form {
                         .map(str::trim)
                         .filter(|r| !r.is_empty())
                         .map(str::to_owned);
-                    Decision::Decline(reason)
+                    ApprovalAnswer::Decline(reason)
                 }
             }
-            ElicitationAction::Decline => Decision::Decline(None),
-            _ => Decision::Dismissed,
+            ElicitationAction::Decline => ApprovalAnswer::Decline(None),
+            _ => ApprovalAnswer::Dismissed,
         }
     }
 
@@ -456,20 +461,20 @@ mod tests {
     fn approval_answers() {
         let accept =
             ElicitResult::new(ElicitationAction::Accept).with_content(json!({ "approved": true }));
-        assert_eq!(Form::decision(&accept), Decision::Approve);
+        assert_eq!(Form::decision(&accept), ApprovalAnswer::Approve);
         let no = ElicitResult::new(ElicitationAction::Accept)
             .with_content(json!({ "approved": false, "reason": " too expensive " }));
         assert_eq!(
             Form::decision(&no),
-            Decision::Decline(Some("too expensive".into()))
+            ApprovalAnswer::Decline(Some("too expensive".into()))
         );
         assert_eq!(
             Form::decision(&ElicitResult::new(ElicitationAction::Decline)),
-            Decision::Decline(None)
+            ApprovalAnswer::Decline(None)
         );
         assert_eq!(
             Form::decision(&ElicitResult::new(ElicitationAction::Cancel)),
-            Decision::Dismissed
+            ApprovalAnswer::Dismissed
         );
         let form = approval_form("Delete File", "delete-file", &json!({ "path": "/tmp/x" }));
         assert_eq!(

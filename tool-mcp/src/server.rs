@@ -1,11 +1,9 @@
 //! [`McpServer`]: a runtime's tools as an MCP server (an rmcp
 //! [`ServerHandler`]), served over stdio or any rmcp transport.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
-use super::context::McpContext;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
     PaginatedRequestParams, ServerCapabilities, ServerConfig,
@@ -13,20 +11,17 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::transport::IntoTransport;
 use rmcp::{ErrorData, ServerHandler, ServiceExt};
-use serde_json::Value;
 
 use super::McpError;
-use super::call::{Call, Elicit, PeerElicitor};
 use super::convert::{ServedTool, served_tool};
+use super::dispatch::{self, TaskMode, modern};
 use super::logging::SessionLog;
 use super::request_state::RequestStates;
-use super::task_input::{TaskElicitor, TaskInputs};
+use super::shared::{RequestContextFn, Shared};
+use super::task_input::TaskInputs;
 use super::tasks;
 use super::tasks_2025::{self, SessionTasks};
-use tool_runtime::{CallOutcome, Runtime, ToolCall};
-
-type RequestContextFn =
-    dyn Fn(&RequestContext<RoleServer>) -> tool_core::RequestContext + Send + Sync;
+use tool_runtime::Runtime;
 
 /// Serves a [`Runtime`]'s tools over MCP, with the official `rmcp` crate.
 ///
@@ -51,7 +46,7 @@ type RequestContextFn =
 ///   runtime's store for [`Runtime::approve`] / [`Runtime::resume`].
 /// - For a client of the tasks extension (SEP-2663), a background tool's
 ///   call is a task: `tasks/get` reads it from the store; a task that asks
-///   (it suspended, or its tool asks through [`McpContext`] while it runs)
+///   (it suspended, or its tool asks through [`McpContext`](crate::McpContext) while it runs)
 ///   is `input_required` with its questions, answered by `tasks/update`;
 ///   `tasks/cancel` fires its abort signal.
 /// - For a 2025-11-25 client that declares `capabilities.tasks` (over
@@ -86,24 +81,11 @@ type RequestContextFn =
 /// ```
 #[derive(Clone)]
 pub struct McpServer {
-    pub(crate) inner: Arc<ServerInner>,
+    pub(crate) inner: Arc<Shared>,
     /// The session's state (its logging level); each HTTP session gets its own.
     pub(crate) session: Arc<SessionLog>,
     /// The 2025-11-25 tasks this session created, for its `tasks/list`.
     pub(crate) session_tasks: Arc<SessionTasks>,
-}
-
-pub(crate) struct ServerInner {
-    pub(crate) runtime: Runtime,
-    tools: Vec<Arc<ServedTool>>,
-    by_name: HashMap<String, usize>,
-    implementation: Implementation,
-    instructions: Option<String>,
-    elicitation: bool,
-    request_context: Option<Arc<RequestContextFn>>,
-    states: RequestStates,
-    /// What the tasks running here ask their clients.
-    pub(crate) inputs: TaskInputs,
 }
 
 impl fmt::Debug for McpServer {
@@ -263,162 +245,6 @@ impl McpServer {
             session_tasks: Arc::default(),
         }
     }
-
-    /// One `tools/call`, served for `tasks`: a deferred background tool's
-    /// call is a task for a client of either task protocol (the response's
-    /// handle is SEP-2663's, which the 2025-11-25 path reshapes).
-    pub(crate) async fn call(
-        &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-        tasks: TaskMode,
-    ) -> Result<CallToolResponse, ErrorData> {
-        let name = request.name.as_ref();
-        let Some(served) = self.served(name) else {
-            let message = self
-                .inner
-                .runtime
-                .tools()
-                .unknown_tool(name)
-                .message()
-                .to_owned();
-            return Err(ErrorData::invalid_params(message, None));
-        };
-        let tool = &served.tool;
-        let client_tasks = tasks != TaskMode::None;
-        let background = tool.definition().background.as_ref().filter(|b| b.enabled);
-        // A task at once (deferred), or once its client answered a question
-        // on the way (foreground: waited for until then).
-        let taskable = client_tasks && background.is_some();
-        let as_task = taskable
-            && background.is_some_and(|b| b.disposition == tool_core::Disposition::Deferred);
-        let call_id = match &request.request_state {
-            None => tasks::new_call_id(taskable),
-            // The retry of an `input_required` result: the state names the
-            // pending call, signed by a server with this key.
-            Some(state) => self.inner.states.verify(name, state).ok_or_else(|| {
-                ErrorData::invalid_params(
-                    format!(
-                        "requestState {state:?} does not name a call of tool {name:?} this server asked about: it was never issued, is for another tool, or expired"
-                    ),
-                    None,
-                )
-            })?,
-        };
-        let call = Call {
-            runtime: self.inner.runtime.clone(),
-            served: Arc::clone(served),
-            call_id,
-            ct: context.ct.clone(),
-            peer: context.peer.clone(),
-            progress: context.meta.get_progress_token(),
-            // Logging is not part of the 2026-07-28 protocol (SEP-2577).
-            log: (!modern(&context)).then(|| Arc::clone(&self.session)),
-            wraps_output: served.wraps_output_for(modern(&context)),
-            elicit: self.elicit_mode(&context),
-            states: self.inner.states.clone(),
-            tasks: client_tasks,
-        };
-        if request.request_state.is_some() {
-            // The responses carry the user's answer.
-            tracing::debug!(call_id = %call.call_id, "MCP input responses for a pending call");
-            return call
-                .answered(request.input_responses.unwrap_or_default())
-                .await;
-        }
-        let request_context = self
-            .inner
-            .request_context
-            .as_ref()
-            .map(|from_request| from_request(&context))
-            .unwrap_or_default();
-        let input = request.arguments.map_or(Value::Null, Value::Object);
-        let mut tool_call =
-            ToolCall::new(call.call_id.clone(), name, input).with_request_context(request_context);
-        // Sampling is not part of the 2026-07-28 protocol.
-        let sampling = !modern(&context)
-            && context
-                .client_capabilities()
-                .is_some_and(|caps| caps.sampling.is_some());
-        if as_task
-            && tasks == TaskMode::Extension
-            && (call.elicit != Elicit::Unsupported || sampling)
-        {
-            // A task's questions wait for `tasks/update` (no request is open).
-            let asker = TaskElicitor {
-                inputs: self.inner.inputs.clone(),
-                task_id: call.call_id.clone(),
-                forms: call.elicit != Elicit::Unsupported,
-                sampling,
-            };
-            tool_call = tool_call.with_extension(McpContext::new(asker));
-        } else if call.elicit == Elicit::Request || sampling {
-            // The tool itself may ask this client's user, or its model (`ToolContext::mcp`).
-            let asker = PeerElicitor::new(&call, sampling);
-            tool_call = tool_call.with_extension(McpContext::new(asker));
-        }
-        let runtime = self.inner.runtime.clone();
-        let task_required = tool
-            .definition()
-            .mcp
-            .as_ref()
-            .is_some_and(|mcp| mcp.task_required);
-        if task_required && !client_tasks && tasks_2025::peer_declared(&context) {
-            // 2025-11-25: a tool whose taskSupport is "required" called
-            // without a `task` param is method not found.
-            return Err(ErrorData::new(
-                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
-                format!(
-                    "tool {:?} runs only as a task: call it with a `task` param (its execution.taskSupport is \"required\")",
-                    tasks::quote(name)
-                ),
-                None,
-            ));
-        }
-        if task_required && !client_tasks {
-            // Served only as a task (SEP-2663, "Required Capabilities").
-            return Err(ErrorData::missing_required_client_capability(
-                rmcp::model::ClientCapabilities::builder()
-                    .enable_tasks()
-                    .build(),
-            ));
-        }
-        if as_task {
-            // A task handle at once; a pause (approval) is settled as usual.
-            let outcome = runtime.call(tool_call).await;
-            if let CallOutcome::BackgroundStarted { task_id } = &outcome {
-                return Ok(tasks::started(&runtime, task_id));
-            }
-            return Ok(call.run(Box::pin(std::future::ready(outcome)), None).await);
-        }
-        Ok(call
-            .run(Box::pin(async move { runtime.call(tool_call).await }), None)
-            .await)
-    }
-
-    pub(crate) fn served(&self, name: &str) -> Option<&Arc<ServedTool>> {
-        self.inner.by_name.get(name).map(|&i| &self.inner.tools[i])
-    }
-
-    /// How this request's client can be asked for input.
-    fn elicit_mode(&self, context: &RequestContext<RoleServer>) -> Elicit {
-        if !self.inner.elicitation {
-            return Elicit::Unsupported;
-        }
-        let form = context
-            .client_capabilities()
-            .and_then(|caps| caps.elicitation)
-            // No mode named means form (2025-06-18).
-            .is_some_and(|e| e.form.is_some() || e.url.is_none());
-        if !form {
-            return Elicit::Unsupported;
-        }
-        if modern(context) {
-            Elicit::InputRequired
-        } else {
-            Elicit::Request
-        }
-    }
 }
 
 /// Configures an [`McpServer`].
@@ -558,7 +384,7 @@ impl McpServerBuilder {
         McpServer {
             session: Arc::default(),
             session_tasks: Arc::default(),
-            inner: Arc::new(ServerInner {
+            inner: Arc::new(Shared {
                 runtime: self.runtime,
                 tools,
                 by_name,
@@ -601,9 +427,7 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let modern = modern(&context);
-        let tools = self.inner.tools.iter().map(|t| t.declaration_for(modern));
-        Ok(ListToolsResult::with_all_items(tools.collect()))
+        Ok(self.inner.list_tools(modern(&context)))
     }
 
     #[allow(
@@ -620,7 +444,7 @@ impl ServerHandler for McpServer {
     }
 
     fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
-        self.served(name).map(|t| t.declaration.clone())
+        self.inner.served(name).map(|t| t.declaration.clone())
     }
 
     async fn call_tool(
@@ -636,10 +460,19 @@ impl ServerHandler for McpServer {
         } else {
             TaskMode::None
         };
+        let declared_2025 = tasks_2025::peer_declared(&context);
         // Boxed, as every handler with real work here: rmcp spawns each
         // request's future, whose size is that of the largest handler's,
         // and moves it on the way; a box moves as one pointer.
-        Box::pin(self.call(request, context, tasks)).await
+        Box::pin(dispatch::call(
+            &self.inner,
+            &self.session,
+            request,
+            context,
+            tasks,
+            declared_2025,
+        ))
+        .await
     }
 
     async fn get_task(
@@ -647,7 +480,7 @@ impl ServerHandler for McpServer {
         request: rmcp::model::GetTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::GetTaskResult, ErrorData> {
-        Box::pin(tasks::get(self, &request.task_id, modern(&context))).await
+        Box::pin(tasks::get(&self.inner, &request.task_id, modern(&context))).await
     }
 
     async fn update_task(
@@ -677,25 +510,13 @@ impl ServerHandler for McpServer {
         request: rmcp::model::CustomRequest,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::CustomResult, ErrorData> {
-        Box::pin(tasks_2025::custom(self, request, context)).await
+        Box::pin(tasks_2025::custom(
+            &self.inner,
+            &self.session,
+            &self.session_tasks,
+            request,
+            context,
+        ))
+        .await
     }
-}
-
-/// Which task protocol a `tools/call` is served under.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum TaskMode {
-    /// No tasks: the request waits for the call's outcome.
-    None,
-    /// The tasks extension (SEP-2663): questions wait for `tasks/update`.
-    Extension,
-    /// 2025-11-25's experimental tasks (SEP-1686), asked for by the
-    /// request's `task` param: questions are requests to the client.
-    Experimental,
-}
-
-/// Whether the request's peer speaks the 2026-07-28 protocol or newer.
-pub(crate) fn modern(context: &RequestContext<RoleServer>) -> bool {
-    context
-        .protocol_version()
-        .is_some_and(|v| v.as_str() >= rmcp::model::ProtocolVersion::V_2026_07_28.as_str())
 }

@@ -24,6 +24,7 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 
 use super::context::{ElicitFuture, Elicitation, Elicitor, SampleFuture};
+use super::convert;
 use super::elicit::{self, Answer};
 
 /// What an answer must be.
@@ -245,7 +246,7 @@ impl Elicitor for TaskElicitor {
             let answer = self.wait(request, Expect::Sampling).await?;
             let result: CreateMessageResult =
                 serde_json::from_value(answer).map_err(|e| format!("a bad answer: {e}"))?;
-            Ok(super::call::sampled_text(&result))
+            Ok(convert::sampled_text(&result))
         })
     }
 }

@@ -16,11 +16,10 @@ use rmcp::model::{
 use serde_json::Value;
 use tool_core::ErrorKind;
 
-use super::call::RESUME_KEY;
 use super::convert;
-use super::elicit::{self, Answer, Form};
+use super::elicit::{self, Answer, Form, RESUME_KEY};
 use super::request_state::hex;
-use super::server::McpServer;
+use super::shared::Shared;
 use super::task_input::TaskInputs;
 use tool_runtime::{
     CallOutcome, CallState, PendingCall, PendingKind, Runtime, RuntimeError, StoredCall,
@@ -57,11 +56,11 @@ fn ttl(runtime: &Runtime, created: SystemTime, updated: SystemTime) -> u64 {
 /// `tasks/get`: the task's status, with the call's result once it settled
 /// (`wraps_output` as for the requesting peer's `tools/call` results).
 pub(crate) async fn get(
-    server: &McpServer,
+    shared: &Shared,
     task_id: &str,
     modern: bool,
 ) -> Result<GetTaskResult, ErrorData> {
-    let task = detailed(server, task_id, modern).await?;
+    let task = detailed(shared, task_id, modern).await?;
     Ok(GetTaskResult::new(task))
 }
 
@@ -69,11 +68,11 @@ pub(crate) async fn get(
 /// settled, the call's result (or error). Both task protocols (SEP-2663,
 /// and 2025-11-25's experimental tasks) are read from this.
 pub(crate) async fn detailed(
-    server: &McpServer,
+    shared: &Shared,
     task_id: &str,
     modern: bool,
 ) -> Result<DetailedTask, ErrorData> {
-    let runtime = server.runtime();
+    let runtime = &shared.runtime;
     let stored = stored_task(runtime, task_id).await?;
     let created = created_time(task_id);
     let StoredCall { call, state, .. } = stored;
@@ -89,7 +88,7 @@ pub(crate) async fn detailed(
             )
         }
         CallState::Pending | CallState::Running { .. } => {
-            let payload = match server.inner.inputs.outstanding(task_id) {
+            let payload = match shared.inputs.outstanding(task_id) {
                 Some(input_requests) => TaskPayload::InputRequired { input_requests },
                 None => TaskPayload::Working,
             };
@@ -107,7 +106,7 @@ pub(crate) async fn detailed(
                     model_output,
                     ..
                 } => {
-                    let served = server.served(&call.tool_id);
+                    let served = shared.served(&call.tool_id);
                     let has_schema = served
                         .as_ref()
                         .is_some_and(|s| s.tool.definition().output_schema.is_some());

@@ -22,7 +22,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::ErrorData;
-use rmcp::ServerHandler;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CustomNotification, CustomRequest, CustomResult,
     DetailedTask, ElicitRequestParams, ErrorCode, InputRequest, ProtocolVersion,
@@ -31,7 +30,9 @@ use rmcp::model::{
 use rmcp::service::{Peer, RequestContext, RoleServer};
 use serde_json::{Map, Value, json};
 
-use super::server::{McpServer, TaskMode};
+use super::dispatch::{self, TaskMode};
+use super::logging::SessionLog;
+use super::shared::Shared;
 use super::tasks;
 
 /// Where [`inbound`] keeps a 2025-11-25 client's `capabilities.tasks`:
@@ -308,7 +309,9 @@ impl SessionTasks {
 /// other client, or method, method not found (as SEP-2663 wants of
 /// `tasks/result` and `tasks/list`).
 pub(crate) async fn custom(
-    server: &McpServer,
+    shared: &Arc<Shared>,
+    session: &Arc<SessionLog>,
+    session_tasks: &SessionTasks,
     request: CustomRequest,
     context: RequestContext<RoleServer>,
 ) -> Result<CustomResult, ErrorData> {
@@ -319,12 +322,14 @@ pub(crate) async fn custom(
     }
     let task_id = || task_id_param(&method, params.as_ref());
     let answer = match method.strip_prefix(RENAMED).unwrap_or(&method) {
-        "tools/call" if method.starts_with(RENAMED) => call(server, params, context).await,
-        "tools/list" if method.starts_with(RENAMED) => list_tools(server, context).await,
-        "tasks/get" if method.starts_with(RENAMED) => get(server, &task_id()?).await.map(task_json),
-        "tasks/cancel" if method.starts_with(RENAMED) => cancel(server, &task_id()?).await,
-        "tasks/result" => result(server, &task_id()?, &context).await,
-        "tasks/list" => list(server, params.as_ref()).await,
+        "tools/call" if method.starts_with(RENAMED) => {
+            call(shared, session, session_tasks, params, context).await
+        }
+        "tools/list" if method.starts_with(RENAMED) => list_tools(shared, &context),
+        "tasks/get" if method.starts_with(RENAMED) => get(shared, &task_id()?).await.map(task_json),
+        "tasks/cancel" if method.starts_with(RENAMED) => cancel(shared, &task_id()?).await,
+        "tasks/result" => result(shared, &task_id()?, &context).await,
+        "tasks/list" => list(shared, session_tasks, params.as_ref()).await,
         _ => Err(not_found()),
     };
     answer.map(CustomResult::new)
@@ -333,8 +338,8 @@ pub(crate) async fn custom(
 /// Whether the tool `name` is served as a 2025-11-25 task: `Some(true)`
 /// when only as one (`mcp(task_required)`), `Some(false)` when the client
 /// may ask for one (a deferred background tool), `None` when it is not.
-fn task_support(server: &McpServer, name: &str) -> Option<bool> {
-    let definition = server.runtime().tool(name)?.definition();
+fn task_support(shared: &Shared, name: &str) -> Option<bool> {
+    let definition = shared.runtime.tool(name)?.definition();
     let background = definition.background.as_ref().filter(|b| b.enabled)?;
     if background.disposition != tool_core::Disposition::Deferred {
         return None;
@@ -343,11 +348,8 @@ fn task_support(server: &McpServer, name: &str) -> Option<bool> {
 }
 
 /// `tools/list`, each task tool with its `execution.taskSupport`.
-async fn list_tools(
-    server: &McpServer,
-    context: RequestContext<RoleServer>,
-) -> Result<Value, ErrorData> {
-    let listed = ServerHandler::list_tools(server, None, context).await?;
+fn list_tools(shared: &Shared, context: &RequestContext<RoleServer>) -> Result<Value, ErrorData> {
+    let listed = shared.list_tools(dispatch::modern(context));
     let mut value = serde_json::to_value(&listed)
         .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
     if let Some(listed) = value.as_object_mut() {
@@ -359,7 +361,7 @@ async fn list_tools(
         let support = tool
             .get("name")
             .and_then(Value::as_str)
-            .and_then(|name| task_support(server, name));
+            .and_then(|name| task_support(shared, name));
         if let (Some(required), Some(tool)) = (support, tool.as_object_mut()) {
             let support = if required { "required" } else { "optional" };
             tool.insert("execution".to_owned(), json!({ "taskSupport": support }));
@@ -370,14 +372,16 @@ async fn list_tools(
 
 /// A `tools/call` with a `task` param: a task, for a tool served as one.
 async fn call(
-    server: &McpServer,
+    shared: &Arc<Shared>,
+    session: &Arc<SessionLog>,
+    session_tasks: &SessionTasks,
     params: Option<Value>,
     context: RequestContext<RoleServer>,
 ) -> Result<Value, ErrorData> {
     let params: CallToolRequestParams = serde_json::from_value(params.unwrap_or_default())
         .map_err(|e| ErrorData::invalid_params(format!("tools/call params: {e}"), None))?;
-    if task_support(server, &params.name).is_none() {
-        return Err(if server.served(&params.name).is_some() {
+    if task_support(shared, &params.name).is_none() {
+        return Err(if shared.served(&params.name).is_some() {
             ErrorData::new(
                 ErrorCode::METHOD_NOT_FOUND,
                 format!(
@@ -387,17 +391,26 @@ async fn call(
                 None,
             )
         } else {
-            let unknown = server.runtime().tools().unknown_tool(&params.name);
+            let unknown = shared.runtime.tools().unknown_tool(&params.name);
             ErrorData::invalid_params(unknown.message().to_owned(), None)
         });
     }
     let peer = context.peer.clone();
-    let response = server.call(params, context, TaskMode::Experimental).await?;
+    let declared = peer_declared(&context);
+    let response = dispatch::call(
+        shared,
+        session,
+        params,
+        context,
+        TaskMode::Experimental,
+        declared,
+    )
+    .await?;
     match response {
         CallToolResponse::Task(created) => {
             let task_id = created.task.task_id.clone();
-            server.session_tasks.add(&task_id);
-            watch(server.clone(), peer, task_id);
+            session_tasks.add(&task_id);
+            watch(Arc::clone(shared), peer, task_id);
             Ok(json!({ "task": legacy_task(&created.task) }))
         }
         // The call ended before it became a task (an approval declined...).
@@ -419,8 +432,8 @@ async fn call(
 }
 
 /// The task `task_id` from the store (results as for 2025-11-25 peers).
-async fn get(server: &McpServer, task_id: &str) -> Result<DetailedTask, ErrorData> {
-    tasks::detailed(server, task_id, false).await
+async fn get(shared: &Shared, task_id: &str) -> Result<DetailedTask, ErrorData> {
+    tasks::detailed(shared, task_id, false).await
 }
 
 /// A task in 2025-11-25's shape: `ttl` and `pollInterval` (SEP-2663 has
@@ -452,14 +465,14 @@ fn task_json(task: DetailedTask) -> Value {
 /// task is `input_required`, its questions go to the client as requests of
 /// their own ([`ask`]).
 async fn result(
-    server: &McpServer,
+    shared: &Shared,
     task_id: &str,
     context: &RequestContext<RoleServer>,
 ) -> Result<Value, ErrorData> {
     let mut asked = HashSet::new();
     let mut last = None;
     loop {
-        let task = get(server, task_id).await?;
+        let task = get(shared, task_id).await?;
         let status = task.status();
         match task.payload {
             TaskPayload::Completed { mut result } => {
@@ -487,7 +500,7 @@ async fn result(
                 ));
             }
             TaskPayload::InputRequired { input_requests }
-                if ask(server, task_id, &input_requests, &mut asked, context).await? =>
+                if ask(shared, task_id, &input_requests, &mut asked, context).await? =>
             {
                 continue;
             }
@@ -498,7 +511,7 @@ async fn result(
         let watched = status == TaskStatus::Working
             && last != Some(status)
             && tokio::select! {
-                waited = server.runtime().wait(task_id) => waited.is_ok(),
+                waited = shared.runtime.wait(task_id) => waited.is_ok(),
                 () = context.ct.cancelled() => return Err(cancelled()),
             };
         if !watched {
@@ -519,7 +532,7 @@ async fn result(
 /// refused (resume data the resume schema rejects) ends `tasks/result`
 /// with the reason; the question stays.
 async fn ask(
-    server: &McpServer,
+    shared: &Shared,
     task_id: &str,
     requests: &rmcp::model::InputRequests,
     asked: &mut HashSet<String>,
@@ -553,7 +566,7 @@ async fn ask(
                 let answer = serde_json::to_value(answer)
                     .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
                 let responses = rmcp::model::InputResponses::from([(key.clone(), answer)]);
-                tasks::update(server.runtime(), &server.inner.inputs, task_id, &responses).await?;
+                tasks::update(&shared.runtime, &shared.inputs, task_id, &responses).await?;
                 answered = true;
             }
             Err(error) => {
@@ -571,8 +584,8 @@ fn cancelled() -> ErrorData {
 /// `tasks/cancel`: fires the task's abort signal, waits a little for it to
 /// wind down, and answers the task as it then is. A task that ended
 /// already is refused, as 2025-11-25 says.
-async fn cancel(server: &McpServer, task_id: &str) -> Result<Value, ErrorData> {
-    let before = get(server, task_id).await?;
+async fn cancel(shared: &Shared, task_id: &str) -> Result<Value, ErrorData> {
+    let before = get(shared, task_id).await?;
     if before.status().is_terminal() {
         return Err(ErrorData::invalid_params(
             format!(
@@ -582,9 +595,9 @@ async fn cancel(server: &McpServer, task_id: &str) -> Result<Value, ErrorData> {
             None,
         ));
     }
-    tasks::cancel(server.runtime(), task_id).await?;
-    let _ = tokio::time::timeout(CANCEL_WAIT, server.runtime().wait(task_id)).await;
-    get(server, task_id).await.map(task_json)
+    tasks::cancel(&shared.runtime, task_id).await?;
+    let _ = tokio::time::timeout(CANCEL_WAIT, shared.runtime.wait(task_id)).await;
+    get(shared, task_id).await.map(task_json)
 }
 
 fn status_name(task: &Task) -> String {
@@ -596,7 +609,11 @@ fn status_name(task: &Task) -> String {
 
 /// `tasks/list`: this session's tasks still in the store, a page at a time
 /// (the cursor is where the next page starts).
-async fn list(server: &McpServer, params: Option<&Value>) -> Result<Value, ErrorData> {
+async fn list(
+    shared: &Shared,
+    session_tasks: &SessionTasks,
+    params: Option<&Value>,
+) -> Result<Value, ErrorData> {
     let cursor = params.and_then(|p| p.get("cursor"));
     let start = match cursor {
         None | Some(Value::Null) => 0,
@@ -611,11 +628,11 @@ async fn list(server: &McpServer, params: Option<&Value>) -> Result<Value, Error
         })?,
         Some(_) => return Err(ErrorData::invalid_params("cursor must be a string", None)),
     };
-    let (ids, next) = server.session_tasks.page(start);
+    let (ids, next) = session_tasks.page(start);
     let mut listed = Vec::with_capacity(ids.len());
     for task_id in ids {
         // Forgotten by the store (its retention passed): not listed.
-        if let Ok(task) = get(server, &task_id).await {
+        if let Ok(task) = get(shared, &task_id).await {
             listed.push(task_json(task));
         }
     }
@@ -643,7 +660,7 @@ fn task_id_param(method: &str, params: Option<&Value>) -> Result<String, ErrorDa
 /// end), while the session is connected: the runtime says when the task
 /// ends where it runs here; the store, read every poll interval, says the
 /// rest (and what another instance did).
-fn watch(server: McpServer, peer: Peer<RoleServer>, task_id: String) {
+fn watch(shared: Arc<Shared>, peer: Peer<RoleServer>, task_id: String) {
     tokio::spawn(async move {
         let mut last = TaskStatus::Working;
         // Whether to wait on the runtime too: not once its wait returned
@@ -652,7 +669,7 @@ fn watch(server: McpServer, peer: Peer<RoleServer>, task_id: String) {
         while !peer.is_transport_closed() {
             let waited = async {
                 if waiting {
-                    let _ = server.runtime().wait(&task_id).await;
+                    let _ = shared.runtime.wait(&task_id).await;
                 } else {
                     std::future::pending::<()>().await;
                 }
@@ -661,7 +678,7 @@ fn watch(server: McpServer, peer: Peer<RoleServer>, task_id: String) {
                 () = waited => true,
                 () = tokio::time::sleep(RESULT_POLL) => false,
             };
-            let Ok(task) = get(&server, &task_id).await else {
+            let Ok(task) = get(&shared, &task_id).await else {
                 // Forgotten by the store.
                 return;
             };

@@ -862,7 +862,7 @@ static REPORT_GATE: AtomicBool = AtomicBool::new(false);
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn background_tools_are_mcp_tasks_for_clients_that_declare_the_extension() {
     use rmcp::model::{GetTaskParams, TaskPayload, TaskStatus};
-    let store = Arc::new(tool_runtime::MemoryStore::new());
+    let store = Arc::new(tool_runtime::store::MemoryStore::new());
     let runtime = || {
         Runtime::builder()
             .tool(ReportTool)
@@ -1207,7 +1207,7 @@ fn refusal<T: std::fmt::Debug>(result: Result<T, ServiceError>) -> (i32, String)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_suspended_task_asks_through_tasks_get_and_resumes_with_tasks_update() {
     use rmcp::model::{TaskPayload, UpdateTaskParams};
-    let store = Arc::new(tool_runtime::MemoryStore::new());
+    let store = Arc::new(tool_runtime::store::MemoryStore::new());
     let runtime = || {
         Runtime::builder()
             .tool(BookLaterTool)
@@ -3116,7 +3116,7 @@ pub async fn shared_job() -> Result<String, ToolError> {
 /// it answers `tasks/get` and `tasks/result` for it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn another_instance_answers_for_a_2025_11_25_task() {
-    let store = Arc::new(tool_runtime::MemoryStore::new());
+    let store = Arc::new(tool_runtime::store::MemoryStore::new());
     let serve = || async {
         let runtime = Runtime::builder()
             .tool(SharedJobTool)
