@@ -26,6 +26,7 @@ use tool_runtime::{CallOutcome, CallState};
 
 use super::convert::{self, ServedTool};
 use super::elicit::{self, APPROVAL_KEY, Answer, ApprovalAnswer, Form, RESUME_KEY};
+use super::generation::Elicit;
 use super::logging::SessionLog;
 use tool_runtime::{Notice, PendingKind, Runtime, RuntimeError};
 
@@ -63,17 +64,6 @@ const MAX_ROUNDS: usize = 8;
 /// # });
 /// ```
 pub const PENDING_META: &str = "tool-runtime/pending";
-
-/// How the client of a request can be asked for input.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Elicit {
-    /// It cannot: report pending calls.
-    Unsupported,
-    /// Send it an `elicitation/create` request (protocol before 2026-07-28).
-    Request,
-    /// Return an `input_required` result; it retries with the answer.
-    InputRequired,
-}
 
 type OutcomeFuture<'a> = Pin<Box<dyn Future<Output = CallOutcome> + Send + 'a>>;
 

@@ -1,189 +1,261 @@
-//! One `tools/call`, as a client of its protocol expects it served: the
-//! tool looked up, its call (a new one, or the retry of an
-//! `input_required` result) set up with what the client can take
-//! (elicitation, sampling, logging, tasks), then run and settled by
-//! [`Call`].
+//! `tools/call`, dispatched on the request's [`Generation`]: one handler
+//! per generation sets the call up as its clients expect (how the tool may
+//! ask them, whether the call is a task), then [`Call`] runs and settles
+//! it. The retry of an `input_required` result is served alike in every
+//! generation.
 
 use std::sync::Arc;
 
 use rmcp::ErrorData;
-use rmcp::model::{CallToolRequestParams, CallToolResponse};
+use rmcp::model::{CallToolRequestParams, CallToolResponse, InputResponses};
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::Value;
+use tool_core::{BackgroundConfig, Disposition};
 use tool_runtime::{CallOutcome, ToolCall};
 
-use super::call::{Call, Elicit, PeerElicitor};
+use super::call::{Call, PeerElicitor};
 use super::context::McpContext;
+use super::convert::ServedTool;
+use super::generation::{Elicit, Generation, Protocol};
 use super::logging::SessionLog;
 use super::shared::Shared;
 use super::task_input::TaskElicitor;
 use super::tasks;
 
-/// One `tools/call`, served for `tasks`: a deferred background tool's
-/// call is a task for a client of either task protocol (the response's
-/// handle is SEP-2663's, which the 2025-11-25 path reshapes). `declared_2025`:
-/// the client negotiated 2025-11-25 and declared `capabilities.tasks`.
+/// Serves one `tools/call` under `protocol`.
 pub(crate) async fn call(
     shared: &Shared,
     session: &Arc<SessionLog>,
     request: CallToolRequestParams,
     context: RequestContext<RoleServer>,
-    tasks: TaskMode,
-    declared_2025: bool,
+    protocol: Protocol,
 ) -> Result<CallToolResponse, ErrorData> {
     let name = request.name.as_ref();
     let Some(served) = shared.served(name) else {
-        let message = shared
-            .runtime
-            .tools()
-            .unknown_tool(name)
-            .message()
-            .to_owned();
-        return Err(ErrorData::invalid_params(message, None));
+        let unknown = shared.runtime.tools().unknown_tool(name);
+        return Err(ErrorData::invalid_params(
+            unknown.message().to_owned(),
+            None,
+        ));
     };
-    let tool = &served.tool;
-    let client_tasks = tasks != TaskMode::None;
-    let background = tool.definition().background.as_ref().filter(|b| b.enabled);
-    // A task at once (deferred), or once its client answered a question
-    // on the way (foreground: waited for until then).
-    let taskable = client_tasks && background.is_some();
-    let as_task =
-        taskable && background.is_some_and(|b| b.disposition == tool_core::Disposition::Deferred);
-    let call_id = match &request.request_state {
-        None => tasks::new_call_id(taskable),
-        // The retry of an `input_required` result: the state names the
-        // pending call, signed by a server with this key.
-        Some(state) => shared.states.verify(name, state).ok_or_else(|| {
+    let this = ToolsCall {
+        shared,
+        session,
+        name,
+        served,
+        context,
+        protocol,
+    };
+    if let Some(state) = &request.request_state {
+        let responses = request.input_responses.unwrap_or_default();
+        return this.retried(state, responses).await;
+    }
+    let input = request.arguments.map_or(Value::Null, Value::Object);
+    match protocol.generation {
+        Generation::Handshake { declared_tasks } => this.handshake(input, declared_tasks).await,
+        Generation::Stateless2026 => this.stateless_2026(input).await,
+        Generation::Sep2663 => Ok(this.sep2663(input).await),
+        Generation::Tasks2025 => Ok(this.tasks_2025(input).await),
+    }
+}
+
+/// One `tools/call` request whose tool is served here.
+struct ToolsCall<'a> {
+    shared: &'a Shared,
+    session: &'a Arc<SessionLog>,
+    name: &'a str,
+    served: &'a Arc<ServedTool>,
+    context: RequestContext<RoleServer>,
+    protocol: Protocol,
+}
+
+impl ToolsCall<'_> {
+    /// [`Generation::Handshake`]: the request waits; the tool may ask the
+    /// client's user, or its model, with requests on the session.
+    async fn handshake(
+        &self,
+        input: Value,
+        declared_tasks: bool,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let call = self.call(tasks::new_call_id(false));
+        let tool_call = self.peer_asks(self.tool_call(&call, input), &call);
+        if self.task_required() && declared_tasks {
+            // 2025-11-25: a tool whose taskSupport is "required" called
+            // without a `task` param is method not found.
+            return Err(ErrorData::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                format!(
+                    "tool {:?} runs only as a task: call it with a `task` param (its execution.taskSupport is \"required\")",
+                    tasks::quote(self.name)
+                ),
+                None,
+            ));
+        }
+        if self.task_required() {
+            return Err(tasks_extension_required());
+        }
+        Ok(waited(&call, tool_call).await)
+    }
+
+    /// [`Generation::Stateless2026`]: the request waits; its client takes
+    /// no requests, so the tool cannot ask it (a pause becomes an
+    /// `input_required` result).
+    async fn stateless_2026(&self, input: Value) -> Result<CallToolResponse, ErrorData> {
+        let call = self.call(tasks::new_call_id(false));
+        let tool_call = self.tool_call(&call, input);
+        if self.task_required() {
+            return Err(tasks_extension_required());
+        }
+        Ok(waited(&call, tool_call).await)
+    }
+
+    /// [`Generation::Sep2663`]: a deferred background tool's call is a
+    /// task, whose questions wait for `tasks/update`; any other call is
+    /// waited for (a background one becomes a task once its client
+    /// answered a question on the way).
+    async fn sep2663(&self, input: Value) -> CallToolResponse {
+        let background = self.background();
+        let call = self.call(tasks::new_call_id(background.is_some()));
+        let tool_call = self.tool_call(&call, input);
+        let as_task = deferred(background);
+        if as_task && (call.elicit != Elicit::Unsupported || self.protocol.sampling) {
+            // A task's questions wait for `tasks/update` (no request is open).
+            let asker = TaskElicitor {
+                inputs: self.shared.inputs.clone(),
+                task_id: call.call_id.clone(),
+                forms: call.elicit != Elicit::Unsupported,
+                sampling: self.protocol.sampling,
+            };
+            return started(&call, tool_call.with_extension(McpContext::new(asker))).await;
+        }
+        let tool_call = self.peer_asks(tool_call, &call);
+        if as_task {
+            started(&call, tool_call).await
+        } else {
+            waited(&call, tool_call).await
+        }
+    }
+
+    /// [`Generation::Tasks2025`]: a deferred background tool's call is a
+    /// task; the tool asks with requests on the session, as in
+    /// [`Generation::Handshake`].
+    async fn tasks_2025(&self, input: Value) -> CallToolResponse {
+        let background = self.background();
+        let call = self.call(tasks::new_call_id(background.is_some()));
+        let tool_call = self.peer_asks(self.tool_call(&call, input), &call);
+        if deferred(background) {
+            started(&call, tool_call).await
+        } else {
+            waited(&call, tool_call).await
+        }
+    }
+
+    /// The retry of an `input_required` result: `state` names the pending
+    /// call, signed by a server with this key; `responses` carry the user's
+    /// answer.
+    async fn retried(
+        &self,
+        state: &str,
+        responses: InputResponses,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let name = self.name;
+        let call_id = self.shared.states.verify(name, state).ok_or_else(|| {
             ErrorData::invalid_params(
                 format!(
                     "requestState {state:?} does not name a call of tool {name:?} this server asked about: it was never issued, is for another tool, or expired"
                 ),
                 None,
             )
-        })?,
-    };
-    let call = Call {
-        runtime: shared.runtime.clone(),
-        served: Arc::clone(served),
-        call_id,
-        ct: context.ct.clone(),
-        peer: context.peer.clone(),
-        progress: context.meta.get_progress_token(),
-        // Logging is not part of the 2026-07-28 protocol (SEP-2577).
-        log: (!modern(&context)).then(|| Arc::clone(session)),
-        wraps_output: served.wraps_output_for(modern(&context)),
-        elicit: elicit_mode(shared, &context),
-        states: shared.states.clone(),
-        tasks: client_tasks,
-    };
-    if request.request_state.is_some() {
-        // The responses carry the user's answer.
+        })?;
+        let call = self.call(call_id);
         tracing::debug!(call_id = %call.call_id, "MCP input responses for a pending call");
-        return call
-            .answered(request.input_responses.unwrap_or_default())
-            .await;
+        call.answered(responses).await
     }
-    let request_context = shared
-        .request_context
-        .as_ref()
-        .map(|from_request| from_request(&context))
-        .unwrap_or_default();
-    let input = request.arguments.map_or(Value::Null, Value::Object);
-    let mut tool_call =
-        ToolCall::new(call.call_id.clone(), name, input).with_request_context(request_context);
-    // Sampling is not part of the 2026-07-28 protocol.
-    let sampling = !modern(&context)
-        && context
-            .client_capabilities()
-            .is_some_and(|caps| caps.sampling.is_some());
-    if as_task && tasks == TaskMode::Extension && (call.elicit != Elicit::Unsupported || sampling) {
-        // A task's questions wait for `tasks/update` (no request is open).
-        let asker = TaskElicitor {
-            inputs: shared.inputs.clone(),
-            task_id: call.call_id.clone(),
-            forms: call.elicit != Elicit::Unsupported,
-            sampling,
-        };
-        tool_call = tool_call.with_extension(McpContext::new(asker));
-    } else if call.elicit == Elicit::Request || sampling {
-        // The tool itself may ask this client's user, or its model (`ToolContext::mcp`).
-        let asker = PeerElicitor::new(&call, sampling);
-        tool_call = tool_call.with_extension(McpContext::new(asker));
-    }
-    let runtime = shared.runtime.clone();
-    let task_required = tool
-        .definition()
-        .mcp
-        .as_ref()
-        .is_some_and(|mcp| mcp.task_required);
-    if task_required && !client_tasks && declared_2025 {
-        // 2025-11-25: a tool whose taskSupport is "required" called
-        // without a `task` param is method not found.
-        return Err(ErrorData::new(
-            rmcp::model::ErrorCode::METHOD_NOT_FOUND,
-            format!(
-                "tool {:?} runs only as a task: call it with a `task` param (its execution.taskSupport is \"required\")",
-                tasks::quote(name)
-            ),
-            None,
-        ));
-    }
-    if task_required && !client_tasks {
-        // Served only as a task (SEP-2663, "Required Capabilities").
-        return Err(ErrorData::missing_required_client_capability(
-            rmcp::model::ClientCapabilities::builder()
-                .enable_tasks()
-                .build(),
-        ));
-    }
-    if as_task {
-        // A task handle at once; a pause (approval) is settled as usual.
-        let outcome = runtime.call(tool_call).await;
-        if let CallOutcome::BackgroundStarted { task_id } = &outcome {
-            return Ok(tasks::started(&runtime, task_id));
+
+    /// The call `call_id` of this request, as its protocol has it settled.
+    fn call(&self, call_id: String) -> Call {
+        let modern = self.protocol.modern;
+        Call {
+            runtime: self.shared.runtime.clone(),
+            served: Arc::clone(self.served),
+            call_id,
+            ct: self.context.ct.clone(),
+            peer: self.context.peer.clone(),
+            progress: self.context.meta.get_progress_token(),
+            // Logging is not part of the 2026-07-28 protocol (SEP-2577).
+            log: (!modern).then(|| Arc::clone(self.session)),
+            wraps_output: self.served.wraps_output_for(modern),
+            elicit: self.protocol.elicit,
+            states: self.shared.states.clone(),
+            tasks: self.protocol.tasks(),
         }
-        return Ok(call.run(Box::pin(std::future::ready(outcome)), None).await);
     }
-    Ok(call
-        .run(Box::pin(async move { runtime.call(tool_call).await }), None)
-        .await)
+
+    /// The runtime's call for `call`, with the request context the
+    /// application builds from this request.
+    fn tool_call(&self, call: &Call, input: Value) -> ToolCall {
+        let request_context = self
+            .shared
+            .request_context
+            .as_ref()
+            .map(|from_request| from_request(&self.context))
+            .unwrap_or_default();
+        ToolCall::new(call.call_id.clone(), self.name, input).with_request_context(request_context)
+    }
+
+    /// `tool_call`, letting the tool ask this client's user, or its model
+    /// (`ToolContext::mcp`), with requests on the session, as far as the
+    /// client takes them.
+    fn peer_asks(&self, tool_call: ToolCall, call: &Call) -> ToolCall {
+        let sampling = self.protocol.sampling;
+        if call.elicit == Elicit::Request || sampling {
+            tool_call.with_extension(McpContext::new(PeerElicitor::new(call, sampling)))
+        } else {
+            tool_call
+        }
+    }
+
+    /// The tool runs in the background (a call of it may be a task).
+    fn background(&self) -> Option<&BackgroundConfig> {
+        let definition = self.served.tool.definition();
+        definition.background.as_ref().filter(|b| b.enabled)
+    }
+
+    /// The tool is served only as a task (`mcp(task_required)`).
+    fn task_required(&self) -> bool {
+        let definition = self.served.tool.definition();
+        definition.mcp.as_ref().is_some_and(|mcp| mcp.task_required)
+    }
 }
 
-/// How this request's client can be asked for input.
-fn elicit_mode(shared: &Shared, context: &RequestContext<RoleServer>) -> Elicit {
-    if !shared.elicitation {
-        return Elicit::Unsupported;
-    }
-    let form = context
-        .client_capabilities()
-        .and_then(|caps| caps.elicitation)
-        // No mode named means form (2025-06-18).
-        .is_some_and(|e| e.form.is_some() || e.url.is_none());
-    if !form {
-        return Elicit::Unsupported;
-    }
-    if modern(context) {
-        Elicit::InputRequired
-    } else {
-        Elicit::Request
-    }
+/// A background tool that starts deferred: its call is a task at once.
+fn deferred(background: Option<&BackgroundConfig>) -> bool {
+    background.is_some_and(|b| b.disposition == Disposition::Deferred)
 }
 
-/// Which task protocol a `tools/call` is served under.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum TaskMode {
-    /// No tasks: the request waits for the call's outcome.
-    None,
-    /// The tasks extension (SEP-2663): questions wait for `tasks/update`.
-    Extension,
-    /// 2025-11-25's experimental tasks (SEP-1686), asked for by the
-    /// request's `task` param: questions are requests to the client.
-    Experimental,
+/// The refusal of a task-only tool to a client without a task protocol
+/// (SEP-2663, "Required Capabilities").
+fn tasks_extension_required() -> ErrorData {
+    ErrorData::missing_required_client_capability(
+        rmcp::model::ClientCapabilities::builder()
+            .enable_tasks()
+            .build(),
+    )
 }
 
-/// Whether the request's peer speaks the 2026-07-28 protocol or newer.
-pub(crate) fn modern(context: &RequestContext<RoleServer>) -> bool {
-    context
-        .protocol_version()
-        .is_some_and(|v| v.as_str() >= rmcp::model::ProtocolVersion::V_2026_07_28.as_str())
+/// Runs `tool_call` and waits for its outcome, settled as `call`'s.
+async fn waited(call: &Call, tool_call: ToolCall) -> CallToolResponse {
+    let runtime = call.runtime.clone();
+    call.run(Box::pin(async move { runtime.call(tool_call).await }), None)
+        .await
+}
+
+/// Runs `tool_call` as a task: its handle once it started; a pause on the
+/// way (an approval) is settled as usual.
+async fn started(call: &Call, tool_call: ToolCall) -> CallToolResponse {
+    let outcome = call.runtime.call(tool_call).await;
+    if let CallOutcome::BackgroundStarted { task_id } = &outcome {
+        return tasks::started(&call.runtime, task_id);
+    }
+    call.run(Box::pin(std::future::ready(outcome)), None).await
 }

@@ -42,6 +42,7 @@ mod convert;
 mod dispatch;
 mod elicit;
 mod error;
+mod generation;
 mod http;
 mod logging;
 mod request_state;

@@ -14,7 +14,8 @@ use rmcp::{ErrorData, ServerHandler, ServiceExt};
 
 use super::McpError;
 use super::convert::{ServedTool, served_tool};
-use super::dispatch::{self, TaskMode, modern};
+use super::dispatch;
+use super::generation::{Protocol, modern};
 use super::logging::SessionLog;
 use super::request_state::RequestStates;
 use super::shared::{RequestContextFn, Shared};
@@ -452,15 +453,8 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let tasks = if context
-            .client_capabilities()
-            .is_some_and(|caps| caps.supports_tasks())
-        {
-            TaskMode::Extension
-        } else {
-            TaskMode::None
-        };
         let declared_2025 = tasks_2025::peer_declared(&context);
+        let protocol = Protocol::of_call(&context, self.inner.elicitation, declared_2025);
         // Boxed, as every handler with real work here: rmcp spawns each
         // request's future, whose size is that of the largest handler's,
         // and moves it on the way; a box moves as one pointer.
@@ -469,8 +463,7 @@ impl ServerHandler for McpServer {
             &self.session,
             request,
             context,
-            tasks,
-            declared_2025,
+            protocol,
         ))
         .await
     }

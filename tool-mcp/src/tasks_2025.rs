@@ -30,7 +30,8 @@ use rmcp::model::{
 use rmcp::service::{Peer, RequestContext, RoleServer};
 use serde_json::{Map, Value, json};
 
-use super::dispatch::{self, TaskMode};
+use super::dispatch;
+use super::generation::{self, Protocol};
 use super::logging::SessionLog;
 use super::shared::Shared;
 use super::tasks;
@@ -349,7 +350,7 @@ fn task_support(shared: &Shared, name: &str) -> Option<bool> {
 
 /// `tools/list`, each task tool with its `execution.taskSupport`.
 fn list_tools(shared: &Shared, context: &RequestContext<RoleServer>) -> Result<Value, ErrorData> {
-    let listed = shared.list_tools(dispatch::modern(context));
+    let listed = shared.list_tools(generation::modern(context));
     let mut value = serde_json::to_value(&listed)
         .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
     if let Some(listed) = value.as_object_mut() {
@@ -396,16 +397,8 @@ async fn call(
         });
     }
     let peer = context.peer.clone();
-    let declared = peer_declared(&context);
-    let response = dispatch::call(
-        shared,
-        session,
-        params,
-        context,
-        TaskMode::Experimental,
-        declared,
-    )
-    .await?;
+    let protocol = Protocol::of_task_2025(&context, shared.elicitation);
+    let response = dispatch::call(shared, session, params, context, protocol).await?;
     match response {
         CallToolResponse::Task(created) => {
             let task_id = created.task.task_id.clone();
