@@ -8,7 +8,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
-use tool_runtime::{PendingCall, PendingKind, PendingStore, SqliteStore};
+use tool_runtime::store::{CallStore, SqliteStore};
+use tool_runtime::{PendingCall, PendingKind};
 
 fn store() -> &'static SqliteStore {
     static STORE: OnceLock<SqliteStore> = OnceLock::new();

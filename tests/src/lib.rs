@@ -51,13 +51,3 @@ pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
         .expect("a current-thread runtime")
         .block_on(future)
 }
-
-/// The README's Rust blocks, compiled and run as doctests (this crate's
-/// dev-dependencies are every crate the README shows).
-///
-/// They use the SQLite store, provider streams, the agent, async-openai, MCP
-/// and tool-rig, so they run with `--all-features` (as
-/// `cargo test --workspace --all-features` does).
-#[cfg(all(doctest, feature = "readme"))]
-#[doc = include_str!("../../README.md")]
-pub struct ReadmeDoctests;

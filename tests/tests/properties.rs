@@ -121,7 +121,8 @@ proptest! {
 
     #[test]
     fn the_sqlite_store_reads_back_what_it_stores(value in json_value(), id in "[a-z0-9]{1,12}") {
-        use tool_runtime::{PendingCall, PendingKind, PendingStore, SqliteStore};
+        use tool_runtime::store::{CallStore, SqliteStore};
+        use tool_runtime::{PendingCall, PendingKind};
         let dir = std::env::temp_dir().join(format!("tool-proptest-store-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let store = SqliteStore::open(dir.join("pending.sqlite")).unwrap();

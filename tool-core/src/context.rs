@@ -324,7 +324,7 @@ impl CallContext {
 }
 
 /// State shared between the pipeline and the tool's context during one call.
-pub(crate) struct CallState {
+pub(crate) struct CallShared {
     pub(crate) tool_id: Arc<str>,
     pub(crate) ctx: CallContext,
     pub(crate) span: tracing::Span,
@@ -339,7 +339,7 @@ pub(crate) struct CallState {
     pub(crate) new_state: Mutex<Option<Result<Value, String>>>,
 }
 
-impl CallState {
+impl CallShared {
     pub(crate) fn take_suspension(&self) -> Option<Result<Value, String>> {
         self.suspended
             .lock()
@@ -453,7 +453,7 @@ use observe_event;
 /// }
 /// ```
 pub struct ToolContext<S = NoSuspend, R = NoSuspend> {
-    state: Arc<CallState>,
+    state: Arc<CallShared>,
     resume_data: Option<R>,
     suspend_payload: Option<S>,
     observer: Observer,
@@ -473,7 +473,7 @@ impl<S, R> fmt::Debug for ToolContext<S, R> {
 impl<S: DeserializeOwned, R: DeserializeOwned> ToolContext<S, R> {
     /// Builds the typed view of a call; fails when stored resume data or
     /// payload no longer fit the tool's types.
-    pub(crate) fn from_state(state: Arc<CallState>) -> Result<Self, String> {
+    pub(crate) fn from_state(state: Arc<CallShared>) -> Result<Self, String> {
         let (resume_data, suspend_payload) = match &state.ctx.resume {
             None => (None, None),
             Some(resume) => {

@@ -210,7 +210,7 @@ impl fmt::Debug for StateType {
 pub struct Workflow<'a, T> {
     pub(crate) context: &'a WorkflowContext,
     pub(crate) state: &'a T,
-    /// The call's slot for the new state (`CallState::new_state`), which
+    /// The call's slot for the new state (`CallShared::new_state`), which
     /// the pipeline reads when the call completes.
     pub(crate) new_state: &'a Mutex<Option<Result<Value, String>>>,
 }

@@ -18,7 +18,7 @@ use std::task::Poll;
 
 use serde_json::Value;
 
-use crate::context::{CallContext, CallState};
+use crate::context::{CallContext, CallShared};
 use crate::definition::OutputValidation;
 use crate::error::{ErrorKind, ModelError};
 use crate::host::DecodedState;
@@ -360,7 +360,7 @@ impl Tool {
             }
         };
         let abort = ctx.abort.clone();
-        let state = Arc::new(CallState {
+        let state = Arc::new(CallShared {
             tool_id: Arc::clone(&inner.id),
             ctx,
             span,
@@ -401,7 +401,7 @@ impl Tool {
     }
 
     /// Maps how the execute step ended to the call's outcome.
-    fn conclude(&self, state: &CallState, run: Run) -> Outcome {
+    fn conclude(&self, state: &CallShared, run: Run) -> Outcome {
         let inner = &self.inner;
         let _entered = state.span.enter();
         let Exec { result, input } = match run {

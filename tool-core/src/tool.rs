@@ -12,7 +12,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use crate::context::{CallState, ToolContext};
+use crate::context::{CallShared, ToolContext};
 use crate::definition::{BackgroundConfig, McpOptions, OutputValidation, ToolDefinition};
 use crate::error::{BuildError, ToolError, is_valid_tool_id};
 use crate::hooks::Hooks;
@@ -51,7 +51,7 @@ pub(crate) struct Exec {
 }
 
 pub(crate) type ExecFuture = Pin<Box<dyn Future<Output = Exec> + Send>>;
-pub(crate) type ExecFn = dyn Fn(Value, Arc<CallState>) -> ExecFuture + Send + Sync;
+pub(crate) type ExecFn = dyn Fn(Value, Arc<CallShared>) -> ExecFuture + Send + Sync;
 type ModelOutputFn = dyn Fn(&Value) -> ModelOutput + Send + Sync;
 type ApprovalPolicy = dyn Fn(&Value, &RequestContext) -> bool + Send + Sync;
 
@@ -392,7 +392,7 @@ fn typed_tool(parts: TypedParts) -> Tool {
 
 /// The execute function of a typed tool.
 fn typed_executor<T: TypedTool>(tool: Arc<T>) -> Arc<ExecFn> {
-    Arc::new(move |input: Value, state: Arc<CallState>| -> ExecFuture {
+    Arc::new(move |input: Value, state: Arc<CallShared>| -> ExecFuture {
         Box::pin(execute_typed(Arc::clone(&tool), input, state))
     })
 }
@@ -401,7 +401,7 @@ fn typed_executor<T: TypedTool>(tool: Arc<T>) -> Arc<ExecFn> {
 /// deserialized by reference, the one deserialization path of every typed
 /// input: they stay available to store with a suspension and to quote in a
 /// type-level error.
-async fn execute_typed<T: TypedTool>(tool: Arc<T>, input: Value, state: Arc<CallState>) -> Exec {
+async fn execute_typed<T: TypedTool>(tool: Arc<T>, input: Value, state: Arc<CallShared>) -> Exec {
     let result = match serde_path_to_error::deserialize::<_, T::Input>(&input) {
         Err(error) => Err(ExecFailure::Input {
             path: path_tokens(error.path()),
@@ -760,7 +760,7 @@ impl ToolBuilder {
     {
         self.executor =
             Some(Arc::new(
-                move |input: Value, state: Arc<CallState>| match ToolContext::from_state(state) {
+                move |input: Value, state: Arc<CallShared>| match ToolContext::from_state(state) {
                     Ok(ctx) => {
                         // The function takes the arguments; a copy is kept
                         // in case the call suspends (as a typed tool keeps

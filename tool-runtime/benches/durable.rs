@@ -34,10 +34,12 @@ fn temp_file(name: &str) -> PathBuf {
 }
 
 fn runtime(path: PathBuf) -> Runtime {
-    runtime_with(tool_runtime::SqliteStore::open(path).expect("store"))
+    runtime_with(tool_runtime::store::SqliteStore::open(path).expect("store"))
 }
 
-fn runtime_with(store: impl tool_runtime::PendingStore) -> Runtime {
+fn runtime_with(
+    store: impl tool_runtime::store::CallStore + tool_runtime::store::RunStore,
+) -> Runtime {
     let pay = Tool::builder("pay")
         .description("Pays")
         .require_approval(true)
@@ -119,7 +121,7 @@ fn raw_call(conn: &Mutex<Connection>, n: u64) {
 fn raw_connection(path: PathBuf) -> Arc<Mutex<Connection>> {
     // The store creates the file and its table; the raw side then uses its
     // own connection with the store's durability settings.
-    drop(tool_runtime::SqliteStore::open(&path).expect("store"));
+    drop(tool_runtime::store::SqliteStore::open(&path).expect("store"));
     let conn = Connection::open(&path).expect("open");
     conn.busy_timeout(std::time::Duration::from_secs(10))
         .expect("busy timeout");
@@ -177,7 +179,7 @@ mod postgres {
     //! The PostgreSQL half: skipped without `DATABASE_URL`.
 
     use super::*;
-    use tool_runtime::PostgresStore;
+    use tool_runtime::store::PostgresStore;
 
     /// A fresh schema for one side of the benchmark, so both start empty.
     async fn schema_url(url: &str, schema: &str) -> String {

@@ -50,7 +50,7 @@ async fn approvals_through_the_runtime() -> (Duration, Duration) {
 /// tables fresh.
 #[cfg(feature = "postgres")]
 async fn approvals_through_postgres(url: &str) -> (Duration, Duration) {
-    let store = tool_runtime::PostgresStore::connect(url)
+    let store = tool_runtime::store::PostgresStore::connect(url)
         .await
         .expect("PostgreSQL store");
     approvals_through(Runtime::builder().store(store)).await

@@ -8,7 +8,7 @@
 //!   `on_input_start` / `on_input_delta` / `on_input_available` / `on_output` hooks.
 //! - Human approval: [`Runtime::approve`] / [`Runtime::decline`];
 //!   suspend/resume: [`Runtime::resume`]. Stored calls live in a
-//!   [`PendingStore`] ([`MemoryStore`], or the durable [`SqliteStore`] of
+//!   [`store::CallStore`] ([`store::MemoryStore`], or the durable `SqliteStore` of
 //!   feature `sqlite` and `PostgresStore` of feature `postgres`) through
 //!   their lifecycle, pending → running (claimed under a lease) → settled
 //!   ([`CallState`]); [`Runtime::recover`] takes over the calls of a runtime
@@ -73,7 +73,7 @@ mod provider_stream;
 mod resume;
 mod runs;
 mod runtime;
-mod store;
+pub mod store;
 mod stream;
 mod worker;
 
@@ -92,14 +92,8 @@ pub use outcome::CallOutcome;
 pub use provider_stream::{ProviderStream, Pushed, StreamedCall};
 pub use runs::Runs;
 pub use runtime::{Runtime, RuntimeBuilder};
-#[cfg(feature = "postgres")]
-#[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
-pub use store::PostgresStore;
-#[cfg(feature = "sqlite")]
-pub use store::SqliteStore;
-pub use store::{
-    CallState, Decided, MemoryStore, PendingCall, PendingKind, PendingStore, RecordedOutcome,
-    Settlement, StoreError, StoredCall, StoredRun, TaskSignal, TaskSignaller, Transition,
-};
+// The stores' vocabulary that `Runtime`'s own methods speak; the rest of
+// what a store implementer needs is under `store`.
+pub use store::{CallState, PendingCall, PendingKind, StoreError, StoredCall};
 pub use stream::InputStream;
 pub use worker::Worker;

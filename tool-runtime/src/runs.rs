@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::store::{DynPendingStore, StoreError, StoredRun};
+use crate::store::{DynRunStore, StoreError, StoredRun};
 
 /// The agent runs kept in a runtime's store, from [`Runtime::runs`](crate::Runtime::runs):
 /// what an agent loop saves between steps so that another instance sharing
@@ -29,7 +29,7 @@ use crate::store::{DynPendingStore, StoreError, StoredRun};
 /// ```
 #[derive(Clone)]
 pub struct Runs {
-    store: Arc<dyn DynPendingStore>,
+    store: Arc<dyn DynRunStore>,
 }
 
 impl std::fmt::Debug for Runs {
@@ -39,7 +39,7 @@ impl std::fmt::Debug for Runs {
 }
 
 impl Runs {
-    pub(crate) fn new(store: Arc<dyn DynPendingStore>) -> Self {
+    pub(crate) fn new(store: Arc<dyn DynRunStore>) -> Self {
         Runs { store }
     }
 

@@ -19,7 +19,8 @@ use crate::runs::Runs;
 #[cfg(feature = "sqlite")]
 use crate::store::SqliteStore;
 use crate::store::{
-    DynPendingStore, MemoryStore, PendingCall, PendingKind, PendingStore, StoredCall, StoredCalls,
+    CallStore, DynCallStore, DynRunStore, MemoryStore, PendingCall, PendingKind, RunStore,
+    StoredCall, StoredCalls,
 };
 
 /// Default capacity of the event channel, per subscriber.
@@ -69,6 +70,7 @@ pub(crate) struct Inner {
     pub(crate) hooks: Hooks,
     pub(crate) approval: ApprovalPolicy,
     pub(crate) calls: StoredCalls,
+    runs: Runs,
     pub(crate) events: EventBus,
     pub(crate) running: Arc<CancelRegistry>,
     pub(crate) tasks: Tasks,
@@ -146,7 +148,7 @@ impl Runtime {
 
     /// The agent runs kept in this runtime's store (see [`Runs`]).
     pub fn runs(&self) -> Runs {
-        self.inner.calls.runs()
+        self.inner.runs.clone()
     }
 
     /// How long a settled call's outcome stays in the store
@@ -294,10 +296,33 @@ pub struct RuntimeBuilder {
 
 /// The pending store a [`RuntimeBuilder`] was given: the last call wins.
 enum StoreChoice {
-    Given(Arc<dyn DynPendingStore>),
+    /// The same store, as each of its two jobs.
+    Given(Arc<dyn DynCallStore>, Arc<dyn DynRunStore>),
     /// Opened by `build`.
     #[cfg(feature = "sqlite")]
     Sqlite(PathBuf),
+}
+
+/// A runtime's store as each of its jobs: the calls' lifecycle, the runs.
+type Stores = (Arc<dyn DynCallStore>, Arc<dyn DynRunStore>);
+
+impl StoreChoice {
+    fn given<S: CallStore + RunStore>(store: S) -> Self {
+        let store = Arc::new(store);
+        StoreChoice::Given(store.clone(), store)
+    }
+
+    /// The chosen store (by default a memory store), a file opened now.
+    fn open(choice: Option<Self>) -> Result<Stores, RuntimeError> {
+        match choice.unwrap_or_else(|| StoreChoice::given(MemoryStore::new())) {
+            StoreChoice::Given(calls, runs) => Ok((calls, runs)),
+            #[cfg(feature = "sqlite")]
+            StoreChoice::Sqlite(path) => {
+                let store = Arc::new(SqliteStore::open(path)?);
+                Ok((store.clone(), store))
+            }
+        }
+    }
 }
 
 impl fmt::Debug for RuntimeBuilder {
@@ -358,8 +383,8 @@ impl RuntimeBuilder {
 
     /// Where pending calls are kept (default: in memory). Replaces an
     /// earlier `store` or `sqlite_store`.
-    pub fn store(mut self, store: impl PendingStore) -> Self {
-        self.store = Some(StoreChoice::Given(Arc::new(store)));
+    pub fn store(mut self, store: impl CallStore + RunStore) -> Self {
+        self.store = Some(StoreChoice::given(store));
         self
     }
 
@@ -481,12 +506,7 @@ impl RuntimeBuilder {
     /// file that cannot be opened or is corrupt.
     pub fn build(self) -> Result<Runtime, RuntimeError> {
         let tools = ToolSet::new(self.tools)?;
-        let store: Arc<dyn DynPendingStore> = match self.store {
-            Some(StoreChoice::Given(store)) => store,
-            #[cfg(feature = "sqlite")]
-            Some(StoreChoice::Sqlite(path)) => Arc::new(SqliteStore::open(path)?),
-            None => Arc::new(MemoryStore::new()),
-        };
+        let (store, runs) = StoreChoice::open(self.store)?;
         Ok(Runtime {
             inner: Arc::new(Inner {
                 tools,
@@ -498,6 +518,7 @@ impl RuntimeBuilder {
                     self.lease.unwrap_or(LEASE),
                     self.settled_retention.unwrap_or(SETTLED_RETENTION),
                 ),
+                runs: Runs::new(runs),
                 events: EventBus::new(self.event_capacity.unwrap_or(EVENT_CAPACITY)),
                 running: Arc::default(),
                 tasks: Tasks::new(

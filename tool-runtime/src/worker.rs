@@ -3,7 +3,7 @@
 //! died.
 //!
 //! A worker claims a task the moment one is stored when its store can tell
-//! it ([`PendingStore::task_signal`](crate::PendingStore::task_signal):
+//! it ([`CallStore::task_signal`](crate::store::CallStore::task_signal):
 //! the memory store, SQLite within one process, PostgreSQL through
 //! `LISTEN`/`NOTIFY`), and otherwise finds it on its next poll. Each claimed
 //! task runs as a tokio task of its own, under the runtime's lease, with its
@@ -35,7 +35,8 @@ const CONCURRENCY: usize = 16;
 /// use std::time::Duration;
 /// use serde_json::json;
 /// use tool_core::{BackgroundConfig, Tool, ToolError};
-/// use tool_runtime::{CallOutcome, MemoryStore, Runtime, ToolCall};
+/// use tool_runtime::store::MemoryStore;
+/// use tool_runtime::{CallOutcome, Runtime, ToolCall};
 ///
 /// fn report() -> Tool {
 ///     Tool::builder("report").description("Builds a report")

@@ -13,9 +13,12 @@ use common::echo_tool;
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 use tool_core::{Tool, ToolContext, ToolError};
+use tool_runtime::store::{
+    CallStore, Decided, MemoryStore, RunStore, Settlement, StoredRun, Transition,
+};
 use tool_runtime::{
-    CallOutcome, CallState, Decided, MemoryStore, PendingCall, PendingKind, PendingStore, Runtime,
-    RuntimeError, Settlement, StoreError, StoredCall, StoredRun, ToolCall, Transition,
+    CallOutcome, CallState, PendingCall, PendingKind, Runtime, RuntimeError, StoreError,
+    StoredCall, ToolCall,
 };
 
 /// Waits (up to 5 s) until the call `call_id` is settled and returns its
@@ -282,7 +285,7 @@ async fn racing_approvals_and_declines_from_two_runtimes_settle_each_call_once()
 /// took the call over.
 struct TakenOver(MemoryStore);
 
-impl PendingStore for TakenOver {
+impl CallStore for TakenOver {
     async fn insert(&self, call: PendingCall) -> Result<(), StoreError> {
         self.0.insert(call).await
     }
@@ -331,6 +334,9 @@ impl PendingStore for TakenOver {
     async fn list(&self) -> Result<Vec<PendingCall>, StoreError> {
         self.0.list().await
     }
+}
+
+impl RunStore for TakenOver {
     async fn load_run(&self, run_id: &str) -> Result<Option<StoredRun>, StoreError> {
         self.0.load_run(run_id).await
     }

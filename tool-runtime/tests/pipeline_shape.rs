@@ -143,10 +143,10 @@ async fn invalid_resume_data_is_refused_before_the_call_leaves_the_store() {
 
 #[tokio::test]
 async fn a_decision_for_a_tool_this_runtime_lacks_leaves_the_call_stored() {
-    let store = tool_runtime::MemoryStore::new();
+    let store = tool_runtime::store::MemoryStore::new();
     let mut call = tool_runtime::PendingCall::new("c1", "gone", PendingKind::Approval, json!({}));
     call.messages = vec![json!({ "role": "user", "content": "hi" })];
-    tool_runtime::PendingStore::insert(&store, call.clone())
+    tool_runtime::store::CallStore::insert(&store, call.clone())
         .await
         .unwrap();
     let runtime = Runtime::builder().store(store).build().unwrap();
@@ -161,14 +161,14 @@ async fn a_decision_for_a_tool_this_runtime_lacks_leaves_the_call_stored() {
 async fn an_approved_call_is_admitted_again_from_what_was_stored() {
     // A stored call that no longer fits the schema (edited, or the tool
     // changed between deploys) fails validation instead of running.
-    let store = tool_runtime::MemoryStore::new();
+    let store = tool_runtime::store::MemoryStore::new();
     let stored = tool_runtime::PendingCall::new(
         "c1",
         "typed",
         PendingKind::Approval,
         json!({ "n": "not a number" }),
     );
-    tool_runtime::PendingStore::insert(&store, stored)
+    tool_runtime::store::CallStore::insert(&store, stored)
         .await
         .unwrap();
     let runs = Arc::new(Mutex::new(0));

@@ -22,9 +22,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use common::echo_tool;
 use serde_json::{Value, json};
 use tool_core::{BackgroundConfig, Tool, ToolContext, ToolError};
+use tool_runtime::store::{CallStore, PostgresStore, RunStore};
 use tool_runtime::{
-    CallOutcome, CallState, PendingCall, PendingKind, PendingStore, PostgresStore, Runtime,
-    RuntimeError, StoreError, ToolCall,
+    CallOutcome, CallState, PendingCall, PendingKind, Runtime, RuntimeError, StoreError, ToolCall,
 };
 
 /// The server's URL, or `None` (after a notice) to skip.

@@ -8,9 +8,8 @@ use std::time::Duration;
 use serde_json::json;
 use tool_core::transform::{Phase, ToolTransform};
 use tool_core::{AgentContext, Tool, ToolError};
-use tool_runtime::{
-    CallOutcome, Decision, Notice, Payload, Runtime, RuntimeError, StoredRun, ToolCall,
-};
+use tool_runtime::store::StoredRun;
+use tool_runtime::{CallOutcome, Decision, Notice, Payload, Runtime, RuntimeError, ToolCall};
 
 fn block_on<F: Future>(future: F) -> F::Output {
     tokio::runtime::Builder::new_multi_thread()
@@ -96,7 +95,7 @@ fn a_decision_for_an_agent_runs_the_call_with_that_agent_and_wins_once() {
 #[test]
 fn runs_are_saved_compare_and_set_and_shared_by_runtimes_on_one_store() {
     block_on(async {
-        let store = std::sync::Arc::new(tool_runtime::MemoryStore::new());
+        let store = std::sync::Arc::new(tool_runtime::store::MemoryStore::new());
         let one = Runtime::builder().store(store.clone()).build().unwrap();
         let two = Runtime::builder().store(store).build().unwrap();
         assert_eq!(one.runs().load("r1").await.unwrap(), None);

@@ -12,9 +12,9 @@ use std::process::{Command, Stdio};
 use common::echo_tool;
 use serde_json::{Value, json};
 use tool_core::{Tool, ToolContext, ToolError};
+use tool_runtime::store::{CallStore, Decided, MemoryStore, RunStore, SqliteStore, Transition};
 use tool_runtime::{
-    CallOutcome, CallState, Decided, MemoryStore, PendingCall, PendingKind, PendingStore, Runtime,
-    SqliteStore, StoreError, ToolCall, Transition,
+    CallOutcome, CallState, PendingCall, PendingKind, Runtime, StoreError, ToolCall,
 };
 
 fn temp_dir(name: &str) -> PathBuf {

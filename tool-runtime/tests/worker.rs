@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use tool_core::{BackgroundConfig, Tool, ToolContext, ToolError};
-use tool_runtime::{CallOutcome, CallState, MemoryStore, PendingStore, Runtime, ToolCall};
+use tool_runtime::store::{CallStore, MemoryStore, RunStore};
+use tool_runtime::{CallOutcome, CallState, Runtime, ToolCall};
 
 /// Far beyond any test: a task that runs was found through the signal.
 const NEVER: Duration = Duration::from_secs(3600);
@@ -39,7 +40,7 @@ fn report(instance: &'static str, runs: &Arc<Mutex<Vec<String>>>) -> Tool {
         .unwrap()
 }
 
-fn front(store: impl PendingStore, runs: &Arc<Mutex<Vec<String>>>) -> Runtime {
+fn front(store: impl CallStore + RunStore, runs: &Arc<Mutex<Vec<String>>>) -> Runtime {
     Runtime::builder()
         .tool(report("front", runs))
         .store(store)
@@ -50,7 +51,7 @@ fn front(store: impl PendingStore, runs: &Arc<Mutex<Vec<String>>>) -> Runtime {
 
 fn back(
     instance: &'static str,
-    store: impl PendingStore,
+    store: impl CallStore + RunStore,
     runs: &Arc<Mutex<Vec<String>>>,
 ) -> Runtime {
     Runtime::builder()
@@ -206,7 +207,7 @@ fn temp_file(name: &str) -> PathBuf {
 async fn on_sqlite_a_worker_is_woken_within_its_process_and_polls_for_other_connections() {
     let runs = Arc::default();
     let path = temp_file("tasks.sqlite");
-    let shared = tool_runtime::SqliteStore::open(&path).unwrap();
+    let shared = tool_runtime::store::SqliteStore::open(&path).unwrap();
     let near = front(shared.clone(), &runs);
     let woken = back("woken", shared, &runs);
     let woken = tokio::spawn(woken.worker().poll_every(NEVER).run());
@@ -221,10 +222,13 @@ async fn on_sqlite_a_worker_is_woken_within_its_process_and_polls_for_other_conn
     // Other connections to the file, as other processes have: a task stored
     // through one reaches the first worker by no signal, and a worker on
     // another finds it by polling.
-    let far = front(tool_runtime::SqliteStore::open(&path).unwrap(), &runs);
+    let far = front(
+        tool_runtime::store::SqliteStore::open(&path).unwrap(),
+        &runs,
+    );
     let polling = back(
         "polling",
-        tool_runtime::SqliteStore::open(&path).unwrap(),
+        tool_runtime::store::SqliteStore::open(&path).unwrap(),
         &runs,
     );
     let polling = tokio::spawn(

@@ -10,12 +10,11 @@ use serde_json::Value;
 use tool_core::AbortSignal;
 
 use super::{
-    CallState, Decided, DynPendingStore, PendingCall, PendingKind, RecordedOutcome, Settlement,
+    CallState, Decided, DynCallStore, PendingCall, PendingKind, RecordedOutcome, Settlement,
     StoreError, StoredCall, TaskSignal, Transition,
 };
 use crate::error::RuntimeError;
 use crate::outcome::CallOutcome;
-use crate::runs::Runs;
 
 /// How often settled calls beyond the retention are purged, at most.
 const PURGE_EVERY: Duration = Duration::from_secs(60);
@@ -23,7 +22,7 @@ const PURGE_EVERY: Duration = Duration::from_secs(60);
 /// The runtime's stored calls.
 #[derive(Clone)]
 pub(crate) struct StoredCalls {
-    store: Arc<dyn DynPendingStore>,
+    store: Arc<dyn DynCallStore>,
     /// This instance, as the owner of the calls it claims.
     owner: Arc<str>,
     lease: Duration,
@@ -65,7 +64,7 @@ pub(crate) enum Claim {
 
 impl StoredCalls {
     pub(crate) fn new(
-        store: Arc<dyn DynPendingStore>,
+        store: Arc<dyn DynCallStore>,
         owner: String,
         lease: Duration,
         retention: Duration,
@@ -154,11 +153,6 @@ impl StoredCalls {
             Decided::Won(stored) => Ok(Verdict::Settled(stored)),
             Decided::Lost(found) => settled_outcome(call_id, found).map(Verdict::AlreadySettled),
         }
-    }
-
-    /// The agent runs kept in the same store.
-    pub(crate) fn runs(&self) -> Runs {
-        Runs::new(Arc::clone(&self.store))
     }
 
     /// Claims the calls whose runtime died (their lease expired) among the

@@ -7,20 +7,21 @@ use std::time::{Duration, SystemTime};
 use serde_json::Value;
 
 use super::{
-    CallState, Decided, PendingCall, PendingKind, PendingStore, Settlement, StoreError, StoredCall,
-    StoredRun, TaskSignal, TaskSignaller, Transition, storable_run_record,
+    CallState, CallStore, Decided, PendingCall, PendingKind, RunStore, Settlement, StoreError,
+    StoredCall, StoredRun, TaskSignal, TaskSignaller, Transition, storable_run_record,
 };
 
-/// A [`PendingStore`] in memory, the default when no store is configured:
+/// A [`CallStore`] in memory, the default when no store is configured:
 /// one runtime (and its clones) shares it; nothing survives the process.
 ///
-/// Run records ([`save_run`](PendingStore::save_run)) are checked as the
+/// Run records ([`save_run`](CallStore::save_run)) are checked as the
 /// durable stores check them: one that JSON would not read back (nested
 /// deeper than 127 levels) is refused here too, so that an agent tested on
 /// this store does not meet the refusal first in production.
 ///
 /// ```
-/// use tool_runtime::{MemoryStore, Runtime};
+/// use tool_runtime::store::MemoryStore;
+/// use tool_runtime::Runtime;
 ///
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// let runtime = Runtime::builder().store(MemoryStore::new()).build().unwrap();
@@ -63,7 +64,7 @@ impl MemoryStore {
     }
 }
 
-impl PendingStore for MemoryStore {
+impl CallStore for MemoryStore {
     async fn insert(&self, call: PendingCall) -> Result<(), StoreError> {
         let mut state = self.state();
         let calls = &mut state.calls;
@@ -238,6 +239,12 @@ impl PendingStore for MemoryStore {
             .collect())
     }
 
+    fn task_signal(&self) -> Option<TaskSignal> {
+        Some(self.tasks_stored.subscribe())
+    }
+}
+
+impl RunStore for MemoryStore {
     async fn load_run(&self, run_id: &str) -> Result<Option<StoredRun>, StoreError> {
         Ok(self.state().runs.get(run_id).map(|(run, _)| run.clone()))
     }
@@ -262,9 +269,5 @@ impl PendingStore for MemoryStore {
             .runs
             .insert(run_id.to_owned(), (run, SystemTime::now()));
         Ok(Some(revision))
-    }
-
-    fn task_signal(&self) -> Option<TaskSignal> {
-        Some(self.tasks_stored.subscribe())
     }
 }

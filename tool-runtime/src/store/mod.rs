@@ -1,9 +1,9 @@
 //! Where calls that wait for a human decision or for resume data are kept,
 //! through their lifecycle (pending → running → settled): the
-//! [`PendingStore`] trait, an in-memory store, a durable SQLite store
+//! [`CallStore`] trait, an in-memory store, a durable SQLite store
 //! (feature `sqlite`) and a PostgreSQL store (feature `postgres`).
 //!
-//! A decision is one atomic transition of the store ([`PendingStore::decide`]),
+//! A decision is one atomic transition of the store ([`CallStore::decide`]),
 //! so an approval or a resume runs a call at most once, even when several
 //! runtimes share one store; a running call holds a lease, so a call whose
 //! runtime died is recovered rather than lost.
@@ -31,7 +31,8 @@ pub use memory::MemoryStore;
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 pub use postgres::PostgresStore;
-pub use run::StoredRun;
+pub(crate) use run::DynRunStore;
+pub use run::{RunStore, StoredRun};
 pub use signal::{TaskSignal, TaskSignaller};
 #[cfg(feature = "sqlite")]
 #[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
@@ -233,17 +234,15 @@ pub enum StoreError {
 /// - [`renew`](Self::renew) and [`finish`](Self::finish) act only for the
 ///   call's current owner: an instance whose lease was taken over changes
 ///   nothing.
-/// - [`save_run`](Self::save_run) is a compare-and-set: of any number of
-///   concurrent saves of one run naming the same revision (or creating the
-///   same run), exactly one wins; the others change nothing.
-/// - Lease times, and the times runs were saved, are the store's own clock.
+/// - Lease times are the store's own clock.
 /// - A store whose I/O blocks runs it off the async worker threads (as
 ///   [`SqliteStore`] does, on tokio's blocking pool).
 ///
 /// ```
 /// use std::time::Duration;
 /// use serde_json::json;
-/// use tool_runtime::{Decided, MemoryStore, PendingCall, PendingKind, PendingStore, Transition};
+/// use tool_runtime::store::{Decided, MemoryStore, CallStore, Transition};
+/// use tool_runtime::{PendingCall, PendingKind};
 ///
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// let store = MemoryStore::new();
@@ -254,7 +253,7 @@ pub enum StoreError {
 /// assert!(matches!(store.decide("c1", PendingKind::Suspended, run()).await.unwrap(), Decided::Lost(Some(_)))); // once
 /// # });
 /// ```
-pub trait PendingStore: Send + Sync + 'static {
+pub trait CallStore: Send + Sync + 'static {
     /// Stores a new pending call; fails with [`StoreError::Duplicate`] if a
     /// call with its id is stored, in any state.
     fn insert(&self, call: PendingCall) -> impl Future<Output = Result<(), StoreError>> + Send;
@@ -328,54 +327,6 @@ pub trait PendingStore: Send + Sync + 'static {
     /// Every pending call, ordered by call id.
     fn list(&self) -> impl Future<Output = Result<Vec<PendingCall>, StoreError>> + Send;
 
-    /// The run `run_id` as last saved; `None` when no run has that id (or
-    /// it finished and was purged). A stored record that does not read back
-    /// is an error naming the run.
-    fn load_run(
-        &self,
-        run_id: &str,
-    ) -> impl Future<Output = Result<Option<StoredRun>, StoreError>> + Send;
-
-    /// Saves the run `run_id`, compare-and-set: with `expected_revision`
-    /// `None` it creates the run, unless a run with that id exists; with
-    /// `Some(r)` it replaces the run only if its revision is still `r`.
-    /// Returns the new revision (1 for a created run, `r + 1` for a
-    /// replaced one), or `None` when nothing changed: someone else saved
-    /// (or created) it first, or there is no such run to replace. Of any
-    /// number of concurrent saves naming one revision, from any number of
-    /// runtimes sharing the store, exactly one wins.
-    ///
-    /// `record` is opaque to the store; one nested deeper than a JSON
-    /// parser reads back (127 levels) is refused with an error naming the
-    /// run, and nothing is saved.
-    ///
-    /// ```
-    /// use serde_json::json;
-    /// use tool_runtime::{MemoryStore, PendingStore};
-    ///
-    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-    /// let store = MemoryStore::new();
-    /// let first = store.save_run("run-1", None, false, json!({ "step": 1 })).await.unwrap();
-    /// assert_eq!(first, Some(1));
-    /// assert_eq!(store.save_run("run-1", None, false, json!({})).await.unwrap(), None); // exists
-    ///
-    /// let run = store.load_run("run-1").await.unwrap().unwrap();
-    /// assert_eq!((run.revision, run.record), (1, json!({ "step": 1 })));
-    /// // Two instances read revision 1 and save: the first wins, the second
-    /// // is told to load again.
-    /// assert_eq!(store.save_run("run-1", Some(1), false, json!({ "step": 2 })).await.unwrap(), Some(2));
-    /// assert_eq!(store.save_run("run-1", Some(1), false, json!({ "step": 9 })).await.unwrap(), None);
-    /// assert_eq!(store.load_run("run-1").await.unwrap().unwrap().record, json!({ "step": 2 }));
-    /// # });
-    /// ```
-    fn save_run(
-        &self,
-        run_id: &str,
-        expected_revision: Option<u64>,
-        finished: bool,
-        record: Value,
-    ) -> impl Future<Output = Result<Option<u64>, StoreError>> + Send;
-
     /// A signal that resolves when a task ([`PendingKind::Task`]) was
     /// stored through any runtime this store can hear of, so that a
     /// [`Worker`](crate::Worker) claims it at once; `None` (the default)
@@ -390,14 +341,15 @@ pub trait PendingStore: Send + Sync + 'static {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use tool_runtime::{MemoryStore, Runtime};
+/// use tool_runtime::store::MemoryStore;
+/// use tool_runtime::Runtime;
 ///
 /// let store = Arc::new(MemoryStore::new());
 /// let first = Runtime::builder().store(Arc::clone(&store)).build().unwrap();
 /// let second = Runtime::builder().store(store).build().unwrap();
 /// assert_ne!(first.instance_id(), second.instance_id());
 /// ```
-impl<S: PendingStore> PendingStore for std::sync::Arc<S> {
+impl<S: CallStore> CallStore for std::sync::Arc<S> {
     fn insert(&self, call: PendingCall) -> impl Future<Output = Result<(), StoreError>> + Send {
         S::insert(self, call)
     }
@@ -466,34 +418,17 @@ impl<S: PendingStore> PendingStore for std::sync::Arc<S> {
         S::list(self)
     }
 
-    fn load_run(
-        &self,
-        run_id: &str,
-    ) -> impl Future<Output = Result<Option<StoredRun>, StoreError>> + Send {
-        S::load_run(self, run_id)
-    }
-
-    fn save_run(
-        &self,
-        run_id: &str,
-        expected_revision: Option<u64>,
-        finished: bool,
-        record: Value,
-    ) -> impl Future<Output = Result<Option<u64>, StoreError>> + Send {
-        S::save_run(self, run_id, expected_revision, finished, record)
-    }
-
     fn task_signal(&self) -> Option<TaskSignal> {
         S::task_signal(self)
     }
 }
 
-/// A boxed store future, for the object-safe form of [`PendingStore`].
+/// A boxed store future, for the object-safe form of [`CallStore`].
 type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
 
-/// [`PendingStore`] in a form that can be a trait object (`Arc<dyn ..>`):
+/// [`CallStore`] in a form that can be a trait object (`Arc<dyn ..>`):
 /// what the runtime keeps, for any store it is given.
-pub(crate) trait DynPendingStore: Send + Sync + 'static {
+pub(crate) trait DynCallStore: Send + Sync + 'static {
     fn insert(&self, call: PendingCall) -> StoreFuture<'_, ()>;
     fn decide<'a>(
         &'a self,
@@ -529,20 +464,12 @@ pub(crate) trait DynPendingStore: Send + Sync + 'static {
     fn purge_settled(&self, age: Duration) -> StoreFuture<'_, usize>;
     fn get<'a>(&'a self, call_id: &'a str) -> StoreFuture<'a, Option<StoredCall>>;
     fn list(&self) -> StoreFuture<'_, Vec<PendingCall>>;
-    fn load_run<'a>(&'a self, run_id: &'a str) -> StoreFuture<'a, Option<StoredRun>>;
-    fn save_run<'a>(
-        &'a self,
-        run_id: &'a str,
-        expected_revision: Option<u64>,
-        finished: bool,
-        record: Value,
-    ) -> StoreFuture<'a, Option<u64>>;
     fn task_signal(&self) -> Option<TaskSignal>;
 }
 
-impl<S: PendingStore> DynPendingStore for S {
+impl<S: CallStore> DynCallStore for S {
     fn insert(&self, call: PendingCall) -> StoreFuture<'_, ()> {
-        Box::pin(PendingStore::insert(self, call))
+        Box::pin(CallStore::insert(self, call))
     }
 
     fn decide<'a>(
@@ -551,7 +478,7 @@ impl<S: PendingStore> DynPendingStore for S {
         kind: PendingKind,
         transition: Transition,
     ) -> StoreFuture<'a, Decided> {
-        Box::pin(PendingStore::decide(self, call_id, kind, transition))
+        Box::pin(CallStore::decide(self, call_id, kind, transition))
     }
 
     fn renew<'a>(
@@ -560,7 +487,7 @@ impl<S: PendingStore> DynPendingStore for S {
         owner: &'a str,
         lease: Duration,
     ) -> StoreFuture<'a, bool> {
-        Box::pin(PendingStore::renew(self, call_id, owner, lease))
+        Box::pin(CallStore::renew(self, call_id, owner, lease))
     }
 
     fn finish<'a>(
@@ -569,7 +496,7 @@ impl<S: PendingStore> DynPendingStore for S {
         owner: &'a str,
         settlement: Settlement,
     ) -> StoreFuture<'a, bool> {
-        Box::pin(PendingStore::finish(self, call_id, owner, settlement))
+        Box::pin(CallStore::finish(self, call_id, owner, settlement))
     }
 
     fn recover_expired<'a>(
@@ -578,7 +505,7 @@ impl<S: PendingStore> DynPendingStore for S {
         lease: Duration,
         tool_ids: &'a [String],
     ) -> StoreFuture<'a, Vec<StoredCall>> {
-        Box::pin(PendingStore::recover_expired(self, owner, lease, tool_ids))
+        Box::pin(CallStore::recover_expired(self, owner, lease, tool_ids))
     }
 
     fn claim_next<'a>(
@@ -588,42 +515,22 @@ impl<S: PendingStore> DynPendingStore for S {
         lease: Duration,
         tool_ids: &'a [String],
     ) -> StoreFuture<'a, Option<StoredCall>> {
-        Box::pin(PendingStore::claim_next(self, kind, owner, lease, tool_ids))
+        Box::pin(CallStore::claim_next(self, kind, owner, lease, tool_ids))
     }
 
     fn purge_settled(&self, age: Duration) -> StoreFuture<'_, usize> {
-        Box::pin(PendingStore::purge_settled(self, age))
+        Box::pin(CallStore::purge_settled(self, age))
     }
 
     fn get<'a>(&'a self, call_id: &'a str) -> StoreFuture<'a, Option<StoredCall>> {
-        Box::pin(PendingStore::get(self, call_id))
+        Box::pin(CallStore::get(self, call_id))
     }
 
     fn list(&self) -> StoreFuture<'_, Vec<PendingCall>> {
-        Box::pin(PendingStore::list(self))
-    }
-
-    fn load_run<'a>(&'a self, run_id: &'a str) -> StoreFuture<'a, Option<StoredRun>> {
-        Box::pin(PendingStore::load_run(self, run_id))
-    }
-
-    fn save_run<'a>(
-        &'a self,
-        run_id: &'a str,
-        expected_revision: Option<u64>,
-        finished: bool,
-        record: Value,
-    ) -> StoreFuture<'a, Option<u64>> {
-        Box::pin(PendingStore::save_run(
-            self,
-            run_id,
-            expected_revision,
-            finished,
-            record,
-        ))
+        Box::pin(CallStore::list(self))
     }
 
     fn task_signal(&self) -> Option<TaskSignal> {
-        PendingStore::task_signal(self)
+        CallStore::task_signal(self)
     }
 }

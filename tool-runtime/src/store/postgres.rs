@@ -14,8 +14,9 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::{AsyncMessage, Config, NoTls, Row};
 
 use super::{
-    CallState, Decided, PendingCall, PendingKind, PendingStore, Settlement, StoreError, StoredCall,
-    StoredRun, TaskSignal, TaskSignaller, Transition, storable_json, storable_run_record,
+    CallState, CallStore, Decided, PendingCall, PendingKind, RunStore, Settlement, StoreError,
+    StoredCall, StoredRun, TaskSignal, TaskSignaller, Transition, storable_json,
+    storable_run_record,
 };
 
 /// The schema version this build creates and reads, recorded in
@@ -84,7 +85,7 @@ CREATE INDEX tool_runtime_runs_finished ON tool_runtime_runs (saved_at) WHERE fi
 const COLUMNS: &str = "call_id, kind, tool_id, state, owner, lease_expires_at, attempt, \
      input, request_context, messages, payload, resume_data, outcome, settled_at";
 
-/// A durable [`PendingStore`] in a PostgreSQL database, for runtimes on
+/// A durable [`CallStore`] in a PostgreSQL database, for runtimes on
 /// several hosts: pending approvals and suspensions, running calls and
 /// recorded outcomes survive the death of any process, and every runtime
 /// connected to the database sees every call. Each transition is one atomic
@@ -93,7 +94,7 @@ const COLUMNS: &str = "call_id, kind, tool_id, state, owner, lease_expires_at, a
 /// disagree still agree on when a lease ends.
 ///
 /// The store keeps its calls in the table `tool_runtime_calls`, agent runs
-/// ([`save_run`](PendingStore::save_run)) in `tool_runtime_runs` and the
+/// ([`save_run`](CallStore::save_run)) in `tool_runtime_runs` and the
 /// schema version in `tool_runtime_schema`, all created by
 /// [`connect`](Self::connect) when missing, in the connection's current
 /// schema (the first of its `search_path`; a URL can set another, as
@@ -111,7 +112,8 @@ const COLUMNS: &str = "call_id, kind, tool_id, state, owner, lease_expires_at, a
 /// Cloning is cheap: clones share the pool.
 ///
 /// ```no_run
-/// use tool_runtime::{PostgresStore, Runtime};
+/// use tool_runtime::store::PostgresStore;
+/// use tool_runtime::Runtime;
 ///
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 /// let store = PostgresStore::connect("postgres://app@db.internal/app").await?;
@@ -151,7 +153,7 @@ impl PostgresStore {
     /// Connections are made on the tokio runtime this is called on.
     ///
     /// ```no_run
-    /// use tool_runtime::PostgresStore;
+    /// use tool_runtime::store::PostgresStore;
     ///
     /// # async fn run() {
     /// match PostgresStore::connect("postgres://app:secret@localhost:5432/app").await {
@@ -214,7 +216,7 @@ impl PostgresStore {
     ///
     /// ```no_run
     /// # async fn run() -> Result<(), tool_runtime::StoreError> {
-    /// let store = tool_runtime::PostgresStore::connect("postgres://app:secret@localhost/app").await?;
+    /// let store = tool_runtime::store::PostgresStore::connect("postgres://app:secret@localhost/app").await?;
     /// assert_eq!(store.location(), "postgres://app@localhost:5432/app");
     /// # Ok(())
     /// # }
@@ -823,7 +825,7 @@ impl PostgresStore {
     }
 }
 
-impl PendingStore for PostgresStore {
+impl CallStore for PostgresStore {
     async fn insert(&self, call: PendingCall) -> Result<(), StoreError> {
         self.try_insert(&call)
             .await
@@ -902,24 +904,6 @@ impl PendingStore for PostgresStore {
             .map_err(self.failed("listing pending calls"))
     }
 
-    async fn load_run(&self, run_id: &str) -> Result<Option<StoredRun>, StoreError> {
-        self.try_load_run(run_id)
-            .await
-            .map_err(self.failed(format_args!("loading run {run_id:?}")))
-    }
-
-    async fn save_run(
-        &self,
-        run_id: &str,
-        expected_revision: Option<u64>,
-        finished: bool,
-        record: Value,
-    ) -> Result<Option<u64>, StoreError> {
-        self.try_save_run(run_id, expected_revision, finished, &record)
-            .await
-            .map_err(self.failed(format_args!("saving run {run_id:?}")))
-    }
-
     /// Notifications from a connection of its own that `LISTEN`s while
     /// anyone subscribes (reconnecting when it is lost): a task inserted by
     /// any instance on the database wakes every worker. `None` outside a
@@ -940,6 +924,26 @@ impl PendingStore for PostgresStore {
             signaller,
         ));
         Some(signal)
+    }
+}
+
+impl RunStore for PostgresStore {
+    async fn load_run(&self, run_id: &str) -> Result<Option<StoredRun>, StoreError> {
+        self.try_load_run(run_id)
+            .await
+            .map_err(self.failed(format_args!("loading run {run_id:?}")))
+    }
+
+    async fn save_run(
+        &self,
+        run_id: &str,
+        expected_revision: Option<u64>,
+        finished: bool,
+        record: Value,
+    ) -> Result<Option<u64>, StoreError> {
+        self.try_save_run(run_id, expected_revision, finished, &record)
+            .await
+            .map_err(self.failed(format_args!("saving run {run_id:?}")))
     }
 }
 

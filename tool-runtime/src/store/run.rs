@@ -1,11 +1,16 @@
-//! An agent run's record, as a store keeps it: opaque JSON under a revision
-//! that every save bumps, so that two instances saving one run at once
-//! cannot lose each other's update ([`PendingStore::save_run`]).
+//! Agent runs as a store keeps them: the [`RunStore`] trait, and a run's
+//! record, opaque JSON under a revision that every save bumps, so that two
+//! instances saving one run at once cannot lose each other's update
+//! ([`RunStore::save_run`]).
+
+use std::future::Future;
+use std::pin::Pin;
 
 use serde_json::Value;
 
 #[cfg(doc)]
-use super::PendingStore;
+use super::CallStore;
+use super::StoreError;
 
 /// An agent run's record, as a store keeps it.
 ///
@@ -13,7 +18,7 @@ use super::PendingStore;
 ///
 /// ```
 /// use serde_json::json;
-/// use tool_runtime::StoredRun;
+/// use tool_runtime::store::StoredRun;
 ///
 /// let run = StoredRun::new("run-1", 1, false, json!({ "messages": [] }));
 /// assert_eq!((run.run_id.as_str(), run.revision, run.finished), ("run-1", 1, false));
@@ -27,7 +32,7 @@ pub struct StoredRun {
     /// save (the one that creates the run) makes revision 1.
     pub revision: u64,
     /// Whether the run has finished (finished runs are purged with settled
-    /// calls, [`PendingStore::purge_settled`]).
+    /// calls, [`CallStore::purge_settled`]).
     pub finished: bool,
     /// The agent's record, opaque to the store.
     pub record: Value,
@@ -42,5 +47,123 @@ impl StoredRun {
             finished,
             record,
         }
+    }
+}
+
+/// Storage of agent runs' records, keyed by run id: what an agent loop saves
+/// between steps (through [`Runs`](crate::Runs)) so that a paused run is
+/// continued by any instance sharing the store. A job of its own beside the
+/// calls' lifecycle ([`CallStore`]); the stores of this crate do both, and a
+/// runtime's store must (`RuntimeBuilder::store`). Finished runs are purged
+/// with settled calls ([`CallStore::purge_settled`]).
+///
+/// The contract (the contract tests run it against every store):
+/// - [`save_run`](Self::save_run) is a compare-and-set: of any number of
+///   concurrent saves of one run naming the same revision (or creating the
+///   same run), exactly one wins; the others change nothing.
+/// - The times runs were saved are the store's own clock.
+pub trait RunStore: Send + Sync + 'static {
+    /// The run `run_id` as last saved; `None` when no run has that id (or
+    /// it finished and was purged). A stored record that does not read back
+    /// is an error naming the run.
+    fn load_run(
+        &self,
+        run_id: &str,
+    ) -> impl Future<Output = Result<Option<StoredRun>, StoreError>> + Send;
+
+    /// Saves the run `run_id`, compare-and-set: with `expected_revision`
+    /// `None` it creates the run, unless a run with that id exists; with
+    /// `Some(r)` it replaces the run only if its revision is still `r`.
+    /// Returns the new revision (1 for a created run, `r + 1` for a
+    /// replaced one), or `None` when nothing changed: someone else saved
+    /// (or created) it first, or there is no such run to replace. Of any
+    /// number of concurrent saves naming one revision, from any number of
+    /// runtimes sharing the store, exactly one wins.
+    ///
+    /// `record` is opaque to the store; one nested deeper than a JSON
+    /// parser reads back (127 levels) is refused with an error naming the
+    /// run, and nothing is saved.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_runtime::store::{MemoryStore, RunStore};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let store = MemoryStore::new();
+    /// let first = store.save_run("run-1", None, false, json!({ "step": 1 })).await.unwrap();
+    /// assert_eq!(first, Some(1));
+    /// assert_eq!(store.save_run("run-1", None, false, json!({})).await.unwrap(), None); // exists
+    ///
+    /// let run = store.load_run("run-1").await.unwrap().unwrap();
+    /// assert_eq!((run.revision, run.record), (1, json!({ "step": 1 })));
+    /// // Two instances read revision 1 and save: the first wins, the second
+    /// // is told to load again.
+    /// assert_eq!(store.save_run("run-1", Some(1), false, json!({ "step": 2 })).await.unwrap(), Some(2));
+    /// assert_eq!(store.save_run("run-1", Some(1), false, json!({ "step": 9 })).await.unwrap(), None);
+    /// assert_eq!(store.load_run("run-1").await.unwrap().unwrap().record, json!({ "step": 2 }));
+    /// # });
+    /// ```
+    fn save_run(
+        &self,
+        run_id: &str,
+        expected_revision: Option<u64>,
+        finished: bool,
+        record: Value,
+    ) -> impl Future<Output = Result<Option<u64>, StoreError>> + Send;
+}
+
+/// A shared store is a store (see `CallStore`'s impl for `Arc`).
+impl<S: RunStore> RunStore for std::sync::Arc<S> {
+    fn load_run(
+        &self,
+        run_id: &str,
+    ) -> impl Future<Output = Result<Option<StoredRun>, StoreError>> + Send {
+        S::load_run(self, run_id)
+    }
+
+    fn save_run(
+        &self,
+        run_id: &str,
+        expected_revision: Option<u64>,
+        finished: bool,
+        record: Value,
+    ) -> impl Future<Output = Result<Option<u64>, StoreError>> + Send {
+        S::save_run(self, run_id, expected_revision, finished, record)
+    }
+}
+
+type RunFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
+
+/// [`RunStore`] in a form that can be a trait object: what [`Runs`](crate::Runs) keeps.
+pub(crate) trait DynRunStore: Send + Sync + 'static {
+    fn load_run<'a>(&'a self, run_id: &'a str) -> RunFuture<'a, Option<StoredRun>>;
+    fn save_run<'a>(
+        &'a self,
+        run_id: &'a str,
+        expected_revision: Option<u64>,
+        finished: bool,
+        record: Value,
+    ) -> RunFuture<'a, Option<u64>>;
+}
+
+impl<S: RunStore> DynRunStore for S {
+    fn load_run<'a>(&'a self, run_id: &'a str) -> RunFuture<'a, Option<StoredRun>> {
+        Box::pin(RunStore::load_run(self, run_id))
+    }
+
+    fn save_run<'a>(
+        &'a self,
+        run_id: &'a str,
+        expected_revision: Option<u64>,
+        finished: bool,
+        record: Value,
+    ) -> RunFuture<'a, Option<u64>> {
+        Box::pin(RunStore::save_run(
+            self,
+            run_id,
+            expected_revision,
+            finished,
+            record,
+        ))
     }
 }

@@ -8,7 +8,7 @@ use tokio::sync::watch;
 /// same subscribers.
 ///
 /// ```
-/// use tool_runtime::TaskSignaller;
+/// use tool_runtime::store::TaskSignaller;
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 /// let signaller = TaskSignaller::new();
@@ -64,7 +64,7 @@ impl TaskSignaller {
     }
 }
 
-/// The receiving side, held by a worker ([`PendingStore::task_signal`](super::PendingStore::task_signal)).
+/// The receiving side, held by a worker ([`CallStore::task_signal`](super::CallStore::task_signal)).
 #[derive(Debug)]
 pub struct TaskSignal {
     receiver: watch::Receiver<u64>,

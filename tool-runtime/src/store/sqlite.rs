@@ -12,7 +12,7 @@ use rusqlite::{
 use serde_json::Value;
 
 use super::{
-    CallState, Decided, PendingCall, PendingKind, PendingStore, RecordedOutcome, Settlement,
+    CallState, CallStore, Decided, PendingCall, PendingKind, RecordedOutcome, RunStore, Settlement,
     StoreError, StoredCall, StoredRun, TaskSignal, TaskSignaller, Transition, storable_json,
     storable_run_record,
 };
@@ -26,7 +26,7 @@ const LAYOUT_VERSION: i32 = 3;
 /// How long a write waits for another process holding the file.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// A durable [`PendingStore`] in one SQLite file (WAL mode, synchronous
+/// A durable [`CallStore`] in one SQLite file (WAL mode, synchronous
 /// commits; the I/O runs on tokio's blocking pool, off the async workers):
 /// pending approvals and suspensions, running calls and recorded outcomes
 /// survive a crash of the process, and several runtimes (in one or several
@@ -37,7 +37,7 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 /// file of an older layout is migrated when opened (its calls kept), a
 /// newer one is refused with an error naming both versions.
 ///
-/// Agent runs ([`save_run`](PendingStore::save_run)) are rows of their own
+/// Agent runs ([`save_run`](CallStore::save_run)) are rows of their own
 /// table; each save is one immediate transaction. A run whose record does
 /// not read back is an error naming it when it is loaded; the file still
 /// opens and every other run and call is served.
@@ -50,7 +50,8 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 /// error naming it; every other call is served.
 ///
 /// ```
-/// use tool_runtime::{Runtime, SqliteStore};
+/// use tool_runtime::store::SqliteStore;
+/// use tool_runtime::Runtime;
 ///
 /// let dir = std::env::temp_dir().join(format!("tool-runtime-doc-{}", std::process::id()));
 /// std::fs::create_dir_all(&dir).unwrap();
@@ -122,7 +123,7 @@ impl SqliteStore {
     }
 }
 
-impl PendingStore for SqliteStore {
+impl CallStore for SqliteStore {
     fn insert(&self, call: PendingCall) -> impl Future<Output = Result<(), StoreError>> + Send {
         let signaller = (call.kind == PendingKind::Task).then(|| self.tasks_stored.clone());
         let inserting = self.blocking(move |file| file.insert(&call));
@@ -193,6 +194,24 @@ impl PendingStore for SqliteStore {
         self.blocking(move |file| file.purge_settled(age))
     }
 
+    fn get(
+        &self,
+        call_id: &str,
+    ) -> impl Future<Output = Result<Option<StoredCall>, StoreError>> + Send {
+        let call_id = call_id.to_owned();
+        self.blocking(move |file| file.get(&call_id))
+    }
+
+    fn list(&self) -> impl Future<Output = Result<Vec<PendingCall>, StoreError>> + Send {
+        self.blocking(SqliteFile::list)
+    }
+
+    fn task_signal(&self) -> Option<TaskSignal> {
+        Some(self.tasks_stored.subscribe())
+    }
+}
+
+impl RunStore for SqliteStore {
     fn load_run(
         &self,
         run_id: &str,
@@ -210,22 +229,6 @@ impl PendingStore for SqliteStore {
     ) -> impl Future<Output = Result<Option<u64>, StoreError>> + Send {
         let run_id = run_id.to_owned();
         self.blocking(move |file| file.save_run(&run_id, expected_revision, finished, &record))
-    }
-
-    fn get(
-        &self,
-        call_id: &str,
-    ) -> impl Future<Output = Result<Option<StoredCall>, StoreError>> + Send {
-        let call_id = call_id.to_owned();
-        self.blocking(move |file| file.get(&call_id))
-    }
-
-    fn list(&self) -> impl Future<Output = Result<Vec<PendingCall>, StoreError>> + Send {
-        self.blocking(SqliteFile::list)
-    }
-
-    fn task_signal(&self) -> Option<TaskSignal> {
-        Some(self.tasks_stored.subscribe())
     }
 }
 

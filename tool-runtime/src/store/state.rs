@@ -98,7 +98,7 @@ pub enum Transition {
     Settle(RecordedOutcome),
 }
 
-/// The answer of [`PendingStore::decide`](super::PendingStore::decide).
+/// The answer of [`CallStore::decide`](super::CallStore::decide).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Decided {
     /// This decision made the transition; the call as it is now.
@@ -108,7 +108,7 @@ pub enum Decided {
     Lost(Option<StoredCall>),
 }
 
-/// How a running call ends, given to [`PendingStore::finish`](super::PendingStore::finish).
+/// How a running call ends, given to [`CallStore::finish`](super::CallStore::finish).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Settlement {
     /// It finished: running → settled with this outcome.
@@ -125,7 +125,8 @@ pub enum Settlement {
 ///
 /// ```
 /// use serde_json::json;
-/// use tool_runtime::{CallOutcome, RecordedOutcome};
+/// use tool_runtime::store::RecordedOutcome;
+/// use tool_runtime::CallOutcome;
 ///
 /// let outcome = CallOutcome::Completed { output: json!(3), model_output: None, state: None };
 /// let recorded = RecordedOutcome::from_outcome(&outcome).unwrap();

@@ -1,4 +1,4 @@
-//! The contract every `PendingStore` meets, run against each store (memory,
+//! The contract every `CallStore` meets, run against each store (memory,
 //! SQLite, PostgreSQL): the lifecycle transitions, ownership of running
 //! calls, recovery of expired leases, retention, and that of concurrent
 //! decisions on one call exactly one wins; agent runs saved by
@@ -9,10 +9,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
-use tool_runtime::{
-    CallState, Decided, PendingCall, PendingKind, PendingStore, RecordedOutcome, Settlement,
-    StoreError, StoredCall, StoredRun, Transition,
+use tool_runtime::store::{
+    CallStore, Decided, RecordedOutcome, RunStore, Settlement, StoredRun, Transition,
 };
+use tool_runtime::{CallState, PendingCall, PendingKind, StoreError, StoredCall};
 
 const LONG: Duration = Duration::from_secs(60);
 
@@ -49,7 +49,7 @@ fn lost(decided: Decided) -> Option<StoredCall> {
 
 /// Runs the whole contract on stores made by `fresh` (each call: an empty store;
 /// `prefix` keeps call ids apart when the stores share a database).
-pub async fn store_contract<S: PendingStore>(prefix: &str, fresh: impl Fn() -> S) {
+pub async fn store_contract<S: CallStore + RunStore>(prefix: &str, fresh: impl Fn() -> S) {
     lifecycle(&fresh(), prefix).await;
     ownership_and_recovery(&fresh(), prefix).await;
     decline_and_retention(&fresh(), prefix).await;
@@ -58,7 +58,7 @@ pub async fn store_contract<S: PendingStore>(prefix: &str, fresh: impl Fn() -> S
     runs(Arc::new(fresh()), prefix).await;
 }
 
-async fn lifecycle(store: &impl PendingStore, p: &str) {
+async fn lifecycle(store: &(impl CallStore + RunStore), p: &str) {
     let id = format!("{p}-life");
     let mut call = PendingCall::new(&id, "tool", PendingKind::Suspended, json!({ "a": 1 }));
     call.payload = Some(json!({ "p": false }));
@@ -176,7 +176,7 @@ async fn lifecycle(store: &impl PendingStore, p: &str) {
     );
 }
 
-async fn ownership_and_recovery(store: &impl PendingStore, p: &str) {
+async fn ownership_and_recovery(store: &(impl CallStore + RunStore), p: &str) {
     let (short, other) = (format!("{p}-short"), format!("{p}-other-tool"));
     for (id, tool) in [(&short, "tool"), (&other, "elsewhere")] {
         store
@@ -248,7 +248,7 @@ async fn ownership_and_recovery(store: &impl PendingStore, p: &str) {
     );
 }
 
-async fn decline_and_retention(store: &impl PendingStore, p: &str) {
+async fn decline_and_retention(store: &(impl CallStore + RunStore), p: &str) {
     let id = format!("{p}-declined");
     store
         .insert(PendingCall::new(
@@ -308,7 +308,7 @@ async fn decline_and_retention(store: &impl PendingStore, p: &str) {
     );
 }
 
-async fn concurrent_decisions<S: PendingStore>(store: Arc<S>, p: &str) {
+async fn concurrent_decisions<S: CallStore + RunStore>(store: Arc<S>, p: &str) {
     let ids: Vec<String> = (0..20).map(|i| format!("{p}-race-{i}")).collect();
     for id in &ids {
         store
@@ -346,7 +346,7 @@ async fn concurrent_decisions<S: PendingStore>(store: Arc<S>, p: &str) {
     assert_eq!(wins, ids.len(), "each call won by exactly one decision");
 }
 
-async fn claiming_tasks<S: PendingStore>(store: Arc<S>, p: &str) {
+async fn claiming_tasks<S: CallStore + RunStore>(store: Arc<S>, p: &str) {
     let tools = ["tool".to_owned()];
     assert!(
         store
@@ -419,7 +419,7 @@ fn nested(levels: usize) -> serde_json::Value {
     (1..levels).fold(json!(1), |inner, _| json!([inner]))
 }
 
-async fn runs<S: PendingStore>(store: Arc<S>, p: &str) {
+async fn runs<S: CallStore + RunStore>(store: Arc<S>, p: &str) {
     let id = format!("{p}-run");
     assert_eq!(store.load_run(&id).await.unwrap(), None, "no such run");
     assert_eq!(
@@ -581,7 +581,7 @@ async fn runs<S: PendingStore>(store: Arc<S>, p: &str) {
 /// Stores sharing one database (separate connections, as separate processes
 /// have) each add 1 to a run's counter, `rounds` times, by load and save,
 /// loading again when another save came first: no update is lost.
-pub async fn run_updates_from_several_stores_lose_nothing<S: PendingStore + Clone>(
+pub async fn run_updates_from_several_stores_lose_nothing<S: CallStore + RunStore + Clone>(
     stores: Vec<S>,
     run_id: &str,
     rounds: u64,
