@@ -58,8 +58,12 @@
 //! ```
 
 mod chunk;
+mod error;
+mod machine;
 mod model;
 mod models;
+mod record;
+mod resume_fields;
 mod run;
 
 use std::collections::BTreeMap;
@@ -69,151 +73,35 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use futures_core::Stream;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::mpsc;
-use tool_core::provider::{Export, ExportError};
+use tool_core::transform::Phase;
+use tool_runtime::{Decision, Payload, Runtime};
 
 pub use chunk::{AgentChunk, FinishReason, approval_schema};
+pub use error::AgentError;
 pub use model::{
-    Message, Model, ModelError, ModelEvent, ModelFinish, ModelRequest, ModelStream, ToolCallRequest,
+    Message, Model, ModelCallError, ModelEvent, ModelFinish, ModelRequest, ModelStream,
+    ToolCallRequest,
 };
 pub use models::{AnthropicModel, OpenAiChatModel, OpenAiResponsesModel};
+pub use record::Thread;
 
-use run::{Chunks, Gone, RunRecord, WaitingFor};
-use tool_runtime::{CallOutcome, Decision, PendingKind, Runtime, RuntimeError, StoreError};
+use machine::RunSettings;
+use record::{RunRecord, WaitingFor};
+use run::{Chunks, Gone, Runner};
 
 /// Steps a run takes at most unless told otherwise.
 const MAX_STEPS: usize = 10;
 /// Chunks buffered ahead of the reader.
 const CHUNK_BUFFER: usize = 64;
 
-/// The conversation a run belongs to: given to the tools
-/// (`ToolContext::agent`) and kept with the run.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct Thread {
-    /// The thread's id.
-    pub thread_id: String,
-    /// Whose it is (a user, an account), if known.
-    pub resource_id: Option<String>,
-}
-
-impl Thread {
-    /// The thread `thread_id`.
-    pub fn new(thread_id: impl Into<String>) -> Self {
-        Thread {
-            thread_id: thread_id.into(),
-            resource_id: None,
-        }
-    }
-
-    /// Whose thread it is.
-    #[must_use]
-    pub fn with_resource(mut self, resource_id: impl Into<String>) -> Self {
-        self.resource_id = Some(resource_id.into());
-        self
-    }
-}
-
-/// Why an agent could not be built, or a run not continued.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum AgentError {
-    /// A tool cannot be exported for the model's provider.
-    #[error(transparent)]
-    Export(#[from] ExportError),
-    /// No run with this id is stored.
-    #[error("no agent run {run_id:?} is stored")]
-    UnknownRun {
-        /// The run.
-        run_id: String,
-    },
-    /// The run is another agent's.
-    #[error("run {run_id:?} belongs to agent {owner:?}, not {agent:?}")]
-    OtherAgent {
-        /// The run.
-        run_id: String,
-        /// The agent whose run it is.
-        owner: String,
-        /// This agent.
-        agent: String,
-    },
-    /// The decision names a call that does not wait in the run (for this
-    /// kind of decision).
-    #[error(
-        "call {call_id:?} is not waiting for {expected} in run {run_id:?}{}",
-        describe_waiting(waiting)
-    )]
-    NotWaiting {
-        /// The run.
-        run_id: String,
-        /// The call named.
-        call_id: String,
-        /// What the decision needed it to wait for.
-        expected: &'static str,
-        /// The calls that do wait, and for what.
-        waiting: Vec<(String, &'static str)>,
-    },
-    /// A reply came while calls wait for approval: approval is a consent
-    /// boundary, decided only by a decision.
-    #[error("run {run_id:?} has calls waiting for approval ({}): approve or decline them first", call_ids.join(", "))]
-    ApprovalPending {
-        /// The run.
-        run_id: String,
-        /// The calls.
-        call_ids: Vec<String>,
-    },
-    /// Another instance changed the run at the same time, again and again.
-    #[error("run {run_id:?} was changed by another instance while this one saved it")]
-    Conflict {
-        /// The run.
-        run_id: String,
-    },
-    /// The stored run could not be read.
-    #[error("the record of run {run_id:?} cannot be read: {reason}")]
-    Record {
-        /// The run.
-        run_id: String,
-        /// Why.
-        reason: String,
-    },
-    /// The runtime refused the decision.
-    #[error(transparent)]
-    Runtime(#[from] RuntimeError),
-    /// The store failed.
-    #[error(transparent)]
-    Store(#[from] StoreError),
-}
-
-fn describe_waiting(waiting: &[(String, &'static str)]) -> String {
-    if waiting.is_empty() {
-        return "; no call waits in it".to_owned();
-    }
-    let calls: Vec<String> = waiting
-        .iter()
-        .map(|(id, what)| format!("{id} ({what})"))
-        .collect();
-    format!("; waiting: {}", calls.join(", "))
-}
-
 /// An agent: instructions, a [`Model`] and a [`Runtime`] whose tools it
 /// calls. Cheap to clone; every clone is the same agent. See the
 /// [module docs](self).
 #[derive(Clone)]
 pub struct Agent {
-    inner: Arc<AgentInner>,
-}
-
-struct AgentInner {
-    id: String,
-    instructions: String,
-    model: Arc<dyn Model>,
-    runtime: Runtime,
-    max_steps: usize,
-    max_tokens: Option<u32>,
-    auto_resume: bool,
-    /// The tools' exports for the model's provider, by name.
-    exports: BTreeMap<String, Export>,
+    inner: Arc<Runner>,
 }
 
 impl fmt::Debug for Agent {
@@ -284,40 +172,26 @@ impl AgentBuilder {
         for tool in self.runtime.tools().iter() {
             let definition = tool.definition();
             let export = if self.auto_resume && definition.resume_schema.is_some() {
-                run::with_resume_fields(definition.clone(), provider)?
+                resume_fields::with_resume_fields(definition.clone(), provider)?
             } else {
                 tool.export(provider)?.clone()
             };
             exports.insert(tool.id().to_owned(), export);
         }
         Ok(Agent {
-            inner: Arc::new(AgentInner {
+            inner: Arc::new(Runner {
                 id: self.id,
                 instructions: self.instructions,
                 model: self.model,
                 runtime: self.runtime,
-                max_steps: self.max_steps,
+                settings: RunSettings {
+                    max_steps: self.max_steps,
+                    auto_resume: self.auto_resume,
+                },
                 max_tokens: self.max_tokens,
-                auto_resume: self.auto_resume,
                 exports,
             }),
         })
-    }
-}
-
-/// What a call must wait for to take `decision`.
-fn waiting_for(decision: &Decision) -> WaitingFor {
-    if decision.pending_kind() == PendingKind::Suspended {
-        WaitingFor::ResumeData
-    } else {
-        WaitingFor::Approval
-    }
-}
-
-fn describe(waiting_for: WaitingFor) -> &'static str {
-    match waiting_for {
-        WaitingFor::Approval => "approval",
-        WaitingFor::ResumeData => "resume data",
     }
 }
 
@@ -349,14 +223,16 @@ impl Agent {
     /// user's last): its chunks, until it finishes or pauses.
     pub fn stream(&self, thread: Thread, messages: Vec<Message>) -> AgentStream {
         let run_id = new_run_id();
-        let record = RunRecord::new(&self.inner.id, thread, messages);
-        self.spawn(run_id.clone(), move |agent, chunks| async move {
+        let run = self
+            .inner
+            .machine(RunRecord::new(&self.inner.id, thread, messages));
+        self.spawn(run_id.clone(), move |runner, chunks| async move {
             chunks
                 .send(AgentChunk::Start {
                     run_id: run_id.clone(),
                 })
                 .await?;
-            agent.run_steps(&run_id, record, None, &chunks).await
+            runner.run_steps(&run_id, run, None, &chunks).await
         })
     }
 
@@ -413,56 +289,29 @@ impl Agent {
         run_id: &str,
         text: impl Into<String>,
     ) -> Result<AgentStream, AgentError> {
-        let (mut record, revision) = self.load(run_id).await?;
-        let approvals: Vec<String> = record
-            .waiting
-            .iter()
-            .filter(|(_, w)| w.waiting_for == WaitingFor::Approval)
-            .map(|(id, _)| id.clone())
-            .collect();
-        if !approvals.is_empty() {
-            return Err(AgentError::ApprovalPending {
-                run_id: run_id.to_owned(),
-                call_ids: approvals,
-            });
-        }
-        if !record.waiting.is_empty() && !self.inner.auto_resume {
-            return Err(self.not_waiting(run_id, "", WaitingFor::ResumeData, &record));
-        }
-        // The suspended calls get a result saying so, so the conversation
-        // reads as a whole; the suspensions stay resumable.
-        for (call_id, waiting) in std::mem::take(&mut record.waiting) {
-            record.settled.insert(
-                call_id.clone(),
-                run::Settled {
-                    tool_name: waiting.tool_name.clone(),
-                    content: serde_json::json!({ "status": "suspended", "waitingFor": "resume data", "payload": waiting.payload }),
-                    is_error: false,
-                },
-            );
-            record.suspensions.insert(call_id, waiting);
-        }
-        record.close_step();
-        record.messages.push(Message::user(text));
-        record.steps = 0;
+        let (record, revision) = self.inner.load(run_id).await?;
+        let mut run = self.inner.machine(record);
+        run.on_reply(run_id, text.into())?;
         let run_id = run_id.to_owned();
-        Ok(self.spawn(run_id.clone(), move |agent, chunks| async move {
-            chunks
-                .send(AgentChunk::Start {
-                    run_id: run_id.clone(),
-                })
-                .await?;
-            agent
-                .run_steps(&run_id, record, Some(revision), &chunks)
-                .await
-        }))
+        Ok(
+            self.spawn(run_id.clone(), move |runner, chunks| async move {
+                chunks
+                    .send(AgentChunk::Start {
+                        run_id: run_id.clone(),
+                    })
+                    .await?;
+                runner
+                    .run_steps(&run_id, run, Some(revision), &chunks)
+                    .await
+            }),
+        )
     }
 
     /// The conversation of run `run_id` so far, as a thread's history
     /// keeps it: each tool's transcript transform applied to its calls'
     /// arguments and results (the model reads them raw).
     pub async fn transcript(&self, run_id: &str) -> Result<Vec<Message>, AgentError> {
-        let (record, _) = self.load(run_id).await?;
+        let (record, _) = self.inner.load(run_id).await?;
         Ok(self.transcript_of(record.messages))
     }
 
@@ -472,209 +321,89 @@ impl Agent {
         call_id: &str,
         decision: Decision,
     ) -> Result<AgentStream, AgentError> {
-        let (record, _) = self.load(run_id).await?;
-        let expected = waiting_for(&decision);
-        let waits = record
-            .waiting
-            .get(call_id)
-            .is_some_and(|w| w.waiting_for == expected);
-        if !waits {
-            return Err(self.not_waiting(run_id, call_id, expected, &record));
-        }
+        let (record, _) = self.inner.load(run_id).await?;
+        record.expect_waiting(run_id, call_id, WaitingFor::needed_by(&decision))?;
         let (run_id, call_id) = (run_id.to_owned(), call_id.to_owned());
-        Ok(self.spawn(run_id.clone(), move |agent, chunks| async move {
-            chunks
-                .send(AgentChunk::Start {
-                    run_id: run_id.clone(),
-                })
-                .await?;
-            agent
-                .continue_after(&run_id, &call_id, decision, &chunks)
-                .await
-        }))
+        Ok(
+            self.spawn(run_id.clone(), move |runner, chunks| async move {
+                chunks
+                    .send(AgentChunk::Start {
+                        run_id: run_id.clone(),
+                    })
+                    .await?;
+                runner
+                    .continue_after(&run_id, &call_id, decision, &chunks)
+                    .await
+            }),
+        )
     }
 
-    /// Makes the decision through the runtime, records it in the run
-    /// (again on a concurrent change), and goes on when no call waits.
-    async fn continue_after(
-        &self,
-        run_id: &str,
-        call_id: &str,
-        decision: Decision,
-        chunks: &Chunks,
-    ) -> Result<(), Gone> {
+    /// `messages` with each tool's transcript transform applied to the
+    /// arguments and results of its calls.
+    fn transcript_of(&self, messages: Vec<Message>) -> Vec<Message> {
         let runtime = &self.inner.runtime;
-        let stored_id = run::runtime_call_id(run_id, call_id);
-        let (thread, tool_name) = match self.load(run_id).await {
-            Ok((record, _)) => {
-                let tool_name = record.waiting.get(call_id).map(|w| w.tool_name.clone());
-                (record.thread, tool_name)
-            }
-            Err(error) => return self.fail(run_id, chunks, error.to_string()).await,
-        };
-        let agent = Some(self.context(run_id, &thread, tool_name.as_deref()));
-        let decided = runtime.decide(&stored_id, decision, agent).await;
-        let outcome = match decided {
-            Ok(outcome) => outcome,
-            Err(error) => return self.fail(run_id, chunks, error.to_string()).await,
-        };
-        // Invalid resume data leaves the call suspended: the run still waits.
-        let still_pending = matches!(
-            runtime.stored(&stored_id).await,
-            Ok(Some(stored)) if stored.state.is_pending()
-        );
-        for _ in 0..SAVE_ATTEMPTS {
-            let (mut record, revision) = match self.load(run_id).await {
-                Ok(loaded) => loaded,
-                Err(error) => return self.fail(run_id, chunks, error.to_string()).await,
-            };
-            let tool_name = match record.waiting.get(call_id) {
-                Some(waiting) => waiting.tool_name.clone(),
-                // Another decision on it was recorded first.
-                None => {
-                    let message = format!("call {call_id:?} was decided by another decision");
-                    return self.fail(run_id, chunks, message).await;
-                }
-            };
-            if still_pending {
-                return self
-                    .pause_again(run_id, &record, call_id, &tool_name, outcome, chunks)
-                    .await;
-            }
-            record.apply(self, call_id, &outcome);
-            let mut shown = record.clone();
-            self.report(&mut shown, call_id, &tool_name, outcome.clone(), chunks)
-                .await?;
-            if !record.waiting.is_empty() {
-                match self.save(run_id, Some(revision), false, &record).await {
-                    Ok(_) => {
-                        return chunks
-                            .send(AgentChunk::Finish {
-                                run_id: run_id.to_owned(),
-                                reason: FinishReason::Suspended,
-                            })
-                            .await;
+        messages
+            .into_iter()
+            .map(|message| match message {
+                Message::Assistant { text, tool_calls } => Message::Assistant {
+                    text,
+                    tool_calls: tool_calls
+                        .into_iter()
+                        .map(|call| {
+                            let tool = runtime.tool(&call.tool_name);
+                            let arguments = Payload::of(
+                                tool,
+                                &call.call_id,
+                                &call.tool_name,
+                                Phase::Input,
+                                &call.arguments,
+                            )
+                            .transcript;
+                            ToolCallRequest { arguments, ..call }
+                        })
+                        .collect(),
+                },
+                Message::ToolResult {
+                    call_id,
+                    tool_name,
+                    content,
+                    is_error,
+                } => {
+                    let phase = if is_error {
+                        Phase::Error
+                    } else {
+                        Phase::Output
+                    };
+                    let tool = runtime.tool(&tool_name);
+                    let content =
+                        Payload::of(tool, &call_id, &tool_name, phase, &content).transcript;
+                    Message::ToolResult {
+                        call_id,
+                        tool_name,
+                        content,
+                        is_error,
                     }
-                    Err(AgentError::Conflict { .. }) => continue,
-                    Err(error) => return self.fail(run_id, chunks, error.to_string()).await,
                 }
-            }
-            record.close_step();
-            // Claims the continuation: of concurrent last decisions, the
-            // one whose save wins goes on.
-            match self.save(run_id, Some(revision), false, &record).await {
-                Ok(saved) => return self.run_steps(run_id, record, Some(saved), chunks).await,
-                Err(AgentError::Conflict { .. }) => continue,
-                Err(error) => return self.fail(run_id, chunks, error.to_string()).await,
-            }
-        }
-        let message = AgentError::Conflict {
-            run_id: run_id.to_owned(),
-        }
-        .to_string();
-        self.fail(run_id, chunks, message).await
-    }
-
-    /// The call stays waiting (resume data refused): its error, and the run pauses again.
-    async fn pause_again(
-        &self,
-        run_id: &str,
-        record: &RunRecord,
-        call_id: &str,
-        tool_name: &str,
-        outcome: CallOutcome,
-        chunks: &Chunks,
-    ) -> Result<(), Gone> {
-        let mut shown = record.clone();
-        shown.waiting.remove(call_id);
-        self.report(&mut shown, call_id, tool_name, outcome, chunks)
-            .await?;
-        chunks
-            .send(AgentChunk::Finish {
-                run_id: run_id.to_owned(),
-                reason: FinishReason::Suspended,
+                other => other,
             })
-            .await
-    }
-
-    pub(crate) async fn fail(
-        &self,
-        run_id: &str,
-        chunks: &Chunks,
-        message: String,
-    ) -> Result<(), Gone> {
-        chunks.send(AgentChunk::Error { message }).await?;
-        chunks
-            .send(AgentChunk::Finish {
-                run_id: run_id.to_owned(),
-                reason: FinishReason::Error,
-            })
-            .await
-    }
-
-    fn not_waiting(
-        &self,
-        run_id: &str,
-        call_id: &str,
-        expected: WaitingFor,
-        record: &RunRecord,
-    ) -> AgentError {
-        AgentError::NotWaiting {
-            run_id: run_id.to_owned(),
-            call_id: call_id.to_owned(),
-            expected: describe(expected),
-            waiting: record
-                .waiting
-                .iter()
-                .map(|(id, w)| (id.clone(), describe(w.waiting_for)))
-                .collect(),
-        }
-    }
-
-    /// The stored run `run_id` of this agent, and its revision.
-    async fn load(&self, run_id: &str) -> Result<(RunRecord, u64), AgentError> {
-        let stored = self
-            .inner
-            .runtime
-            .runs()
-            .load(run_id)
-            .await?
-            .ok_or_else(|| AgentError::UnknownRun {
-                run_id: run_id.to_owned(),
-            })?;
-        let record: RunRecord =
-            serde_json::from_value(stored.record).map_err(|e| AgentError::Record {
-                run_id: run_id.to_owned(),
-                reason: e.to_string(),
-            })?;
-        if record.agent_id != self.inner.id {
-            return Err(AgentError::OtherAgent {
-                run_id: run_id.to_owned(),
-                owner: record.agent_id,
-                agent: self.inner.id.clone(),
-            });
-        }
-        Ok((record, stored.revision))
+            .collect()
     }
 
     /// Runs `work` as a task sending the stream's chunks.
     fn spawn<F, Fut>(&self, run_id: String, work: F) -> AgentStream
     where
-        F: FnOnce(Agent, Chunks) -> Fut + Send + 'static,
+        F: FnOnce(Arc<Runner>, Chunks) -> Fut + Send + 'static,
         Fut: Future<Output = Result<(), Gone>> + Send + 'static,
     {
         let (tx, rx) = mpsc::channel(CHUNK_BUFFER);
-        let agent = self.clone();
+        let runner = Arc::clone(&self.inner);
         tokio::spawn(async move {
             // A reader that went away stops the run at its next chunk.
-            let _ = work(agent, Chunks::new(tx)).await;
+            let _ = work(runner, Chunks::new(tx)).await;
         });
         AgentStream { run_id, rx }
     }
 }
-
-/// How often a decision re-reads and saves a run another instance changed meanwhile.
-const SAVE_ATTEMPTS: usize = 8;
 
 /// A new run id: unique per process and run (std's random hasher keys).
 fn new_run_id() -> String {

@@ -132,7 +132,7 @@ pub enum ModelEvent {
 }
 
 /// A model's streamed answer.
-pub type ModelStream = Pin<Box<dyn Stream<Item = Result<ModelEvent, ModelError>> + Send>>;
+pub type ModelStream = Pin<Box<dyn Stream<Item = Result<ModelEvent, ModelCallError>> + Send>>;
 
 /// A chat model: the agent calls [`stream`](Self::stream) once per step.
 /// The HTTP models of this module implement it for OpenAI Chat Completions,
@@ -194,7 +194,7 @@ impl<M: Model + ?Sized> Model for std::sync::Arc<M> {
 /// Why a model call failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum ModelError {
+pub enum ModelCallError {
     /// No API key was given, nor found in the environment.
     #[error("no API key for {provider}: set {env} or give one to the model's builder")]
     MissingApiKey {

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use futures_util::stream;
 use serde_json::{Value, json};
 use tool_agent::{
-    Agent, AgentChunk, AgentError, FinishReason, Message, Model, ModelError, ModelEvent,
+    Agent, AgentChunk, AgentError, FinishReason, Message, Model, ModelCallError, ModelEvent,
     ModelFinish, ModelRequest, ModelStream, Thread,
 };
 use tool_core::decode::ToolCallEvent;
@@ -52,7 +52,7 @@ impl Model for Scripted {
         self.requests.lock().unwrap().push(request);
         match answer {
             Ok(events) => Box::pin(stream::iter(events.into_iter().map(Ok))),
-            Err(message) => Box::pin(stream::iter([Err(ModelError::Other(message))])),
+            Err(message) => Box::pin(stream::iter([Err(ModelCallError::Other(message))])),
         }
     }
 }

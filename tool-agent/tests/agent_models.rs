@@ -17,7 +17,7 @@ use futures_util::StreamExt;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tool_agent::{
-    AnthropicModel, Message, Model, ModelError, ModelEvent, ModelFinish, ModelRequest,
+    AnthropicModel, Message, Model, ModelCallError, ModelEvent, ModelFinish, ModelRequest,
     OpenAiChatModel, OpenAiResponsesModel, ToolCallRequest,
 };
 use tool_core::decode::{DecodeError, ToolCallEvent};
@@ -27,14 +27,14 @@ fn hello() -> ModelRequest {
     ModelRequest::new("Be brief.", vec![Message::user("Hello")], vec![])
 }
 
-type Item = Result<ModelEvent, ModelError>;
+type Item = Result<ModelEvent, ModelCallError>;
 
 async fn collect(model: &dyn Model, request: ModelRequest) -> Vec<Item> {
     model.stream(request).collect().await
 }
 
 /// The events before the last item, which must be an error; and that error.
-fn events_then_error(items: Vec<Item>) -> (Vec<ModelEvent>, ModelError) {
+fn events_then_error(items: Vec<Item>) -> (Vec<ModelEvent>, ModelCallError) {
     let mut items = items;
     let last = items.pop().expect("at least one item");
     let error = last.expect_err("the last item is an error");
@@ -328,7 +328,7 @@ async fn responses_failed_is_an_error_after_the_open_call() {
         "{events:?}"
     );
     match error {
-        ModelError::Decode {
+        ModelCallError::Decode {
             source: DecodeError::Provider { message },
             ..
         } => assert_eq!(message, "server_error: The model crashed"),
@@ -457,7 +457,7 @@ async fn anthropic_error_event_is_an_error_after_the_open_call() {
         "{events:?}"
     );
     match error {
-        ModelError::Decode {
+        ModelCallError::Decode {
             source: DecodeError::Provider { message },
             ..
         } => assert_eq!(message, "overloaded_error: Overloaded"),
@@ -518,7 +518,7 @@ async fn a_500_beyond_max_retries_is_a_status_error() {
         let (events, error) = events_then_error(collect(&*model, hello()).await);
         assert!(events.is_empty(), "{api:?}: {events:?}");
         match error {
-            ModelError::Status {
+            ModelCallError::Status {
                 status, message, ..
             } => {
                 assert_eq!(status, 500, "{api:?}");
@@ -546,7 +546,7 @@ async fn a_400_is_a_status_error_at_once_with_the_providers_message() {
         let items = collect(&*model, hello()).await;
         assert_eq!(items.len(), 1, "{api:?}");
         match events_then_error(items).1 {
-            ModelError::Status {
+            ModelCallError::Status {
                 status, message, ..
             } => {
                 assert_eq!(status, 400, "{api:?}");
@@ -563,7 +563,7 @@ async fn a_long_error_message_is_cut_at_500_characters() {
     let server = Server::start(vec![Reply::status(422, &"x".repeat(2_000))]).await;
     let model = Api::Anthropic.model(&server, Some("key"), 0);
     match events_then_error(collect(&*model, hello()).await).1 {
-        ModelError::Status { message, .. } => assert_eq!(message.chars().count(), 503),
+        ModelCallError::Status { message, .. } => assert_eq!(message.chars().count(), 503),
         other => panic!("expected a status error, got {other:?}"),
     }
 }
@@ -577,7 +577,7 @@ async fn a_missing_api_key_is_the_only_item_and_nothing_is_sent() {
         let items = collect(&*model, hello()).await;
         assert_eq!(items.len(), 1, "{api:?}");
         match events_then_error(items).1 {
-            ModelError::MissingApiKey { provider, env } => {
+            ModelCallError::MissingApiKey { provider, env } => {
                 assert_eq!(provider, model.provider());
                 assert_eq!(env, UNSET_KEY_ENV);
             }
@@ -617,7 +617,7 @@ async fn a_stream_closed_mid_call_reports_it_incomplete_then_a_transport_error()
         let (events, error) = events_then_error(collect(&*model, hello()).await);
         assert_cut_call(api, &events);
         match error {
-            ModelError::Transport { reason, .. } => {
+            ModelCallError::Transport { reason, .. } => {
                 assert!(
                     reason.contains("ended before the answer finished"),
                     "{api:?}: {reason}"
@@ -638,7 +638,7 @@ async fn a_stream_broken_off_mid_call_reports_it_incomplete_then_a_transport_err
         let (events, error) = events_then_error(collect(&*model, hello()).await);
         assert_cut_call(api, &events);
         match error {
-            ModelError::Transport { reason, source, .. } => {
+            ModelCallError::Transport { reason, source, .. } => {
                 assert!(reason.contains("broke off"), "{api:?}: {reason}");
                 assert!(source.is_some(), "{api:?}");
             }
@@ -662,7 +662,7 @@ async fn a_stalled_stream_times_out_after_the_idle_timeout() {
     );
     assert_cut_call(Api::Anthropic, &events);
     assert!(
-        matches!(error, ModelError::Timeout { after, .. } if after == Duration::from_millis(300)),
+        matches!(error, ModelCallError::Timeout { after, .. } if after == Duration::from_millis(300)),
         "{error:?}"
     );
 }
@@ -681,7 +681,10 @@ async fn an_unreachable_server_is_a_transport_error_after_the_retries() {
         .max_retries(1);
     let (events, error) = events_then_error(collect(&model, hello()).await);
     assert!(events.is_empty());
-    assert!(matches!(error, ModelError::Transport { .. }), "{error:?}");
+    assert!(
+        matches!(error, ModelCallError::Transport { .. }),
+        "{error:?}"
+    );
 }
 
 #[tokio::test]

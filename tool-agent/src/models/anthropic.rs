@@ -27,7 +27,7 @@ const DEFAULT_MAX_TOKENS: u32 = 4096;
 /// [`ModelFinish::Stop`], `tool_use` [`ModelFinish::ToolCalls`],
 /// `max_tokens` [`ModelFinish::Length`], others [`ModelFinish::Other`]. An
 /// `error` event ends the stream with
-/// [`ModelError::Decode`](crate::ModelError::Decode).
+/// [`ModelCallError::Decode`](crate::ModelCallError::Decode).
 ///
 /// ```no_run
 /// use futures_util::StreamExt;

@@ -16,7 +16,7 @@ use serde_json::Value;
 use tool_core::decode::{DecodeError, SseParser, StreamDecoder, ToolCallEvent};
 use tool_core::provider::Provider;
 
-use super::{ModelError, ModelEvent, ModelFinish, ModelStream};
+use super::{ModelCallError, ModelEvent, ModelFinish, ModelStream};
 
 pub use anthropic::AnthropicModel;
 pub use openai_chat::OpenAiChatModel;
@@ -38,7 +38,7 @@ const MESSAGE_CHARS: usize = 500;
 const ERROR_BODY_BYTES: usize = 64 * 1024;
 
 /// One item of a model stream.
-type Item = Result<ModelEvent, ModelError>;
+type Item = Result<ModelEvent, ModelCallError>;
 
 /// The HTTP settings every model's builder sets.
 #[derive(Clone)]
@@ -79,13 +79,13 @@ impl HttpSettings {
     }
 
     /// The key given, or the environment's (read now).
-    fn api_key(&self) -> Result<String, ModelError> {
+    fn api_key(&self) -> Result<String, ModelCallError> {
         if let Some(key) = &self.api_key {
             return Ok(key.clone());
         }
         match std::env::var(self.api_key_env) {
             Ok(key) if !key.trim().is_empty() => Ok(key.trim().to_owned()),
-            _ => Err(ModelError::MissingApiKey {
+            _ => Err(ModelCallError::MissingApiKey {
                 provider: self.provider,
                 env: self.api_key_env,
             }),
@@ -93,7 +93,7 @@ impl HttpSettings {
     }
 
     /// The model's client, built the first time.
-    fn client(&self) -> Result<reqwest::Client, ModelError> {
+    fn client(&self) -> Result<reqwest::Client, ModelCallError> {
         if let Some(client) = self.client.get() {
             return Ok(client.clone());
         }
@@ -200,7 +200,7 @@ impl<P: Protocol> Body<P> {
         self.cut(out);
         match self.protocol.announced_finish() {
             Some(finish) => out.push(Ok(ModelEvent::Finish(finish))),
-            None => out.push(Err(ModelError::Transport {
+            None => out.push(Err(ModelCallError::Transport {
                 provider: self.provider,
                 reason: "the stream ended before the answer finished".into(),
                 source: None,
@@ -250,7 +250,7 @@ async fn step<P: Protocol>(state: State<P>) -> Option<(Vec<Item>, State<P>)> {
                 }
                 Err(_) => {
                     body.cut(&mut out);
-                    out.push(Err(ModelError::Timeout {
+                    out.push(Err(ModelCallError::Timeout {
                         provider: body.provider,
                         after: body.timeout,
                     }));
@@ -262,14 +262,14 @@ async fn step<P: Protocol>(state: State<P>) -> Option<(Vec<Item>, State<P>)> {
 }
 
 /// Sends the request, with the retries; the response has a success status.
-async fn connect(call: &Call) -> Result<reqwest::Response, ModelError> {
+async fn connect(call: &Call) -> Result<reqwest::Response, ModelCallError> {
     let settings = &call.settings;
     let provider = settings.provider;
     let key = settings.api_key()?;
     let client = settings.client()?;
     let url = settings.url(call.path);
     let body =
-        serde_json::to_vec(&call.body).map_err(|error| ModelError::Other(error.to_string()))?;
+        serde_json::to_vec(&call.body).map_err(|error| ModelCallError::Other(error.to_string()))?;
     let mut attempt = 0;
     loop {
         let request = client
@@ -286,7 +286,7 @@ async fn connect(call: &Call) -> Result<reqwest::Response, ModelError> {
         let retryable = attempt < settings.max_retries;
         let wait = match tokio::time::timeout(settings.timeout, request.send()).await {
             Err(_) => {
-                return Err(ModelError::Timeout {
+                return Err(ModelCallError::Timeout {
                     provider,
                     after: settings.timeout,
                 });
@@ -307,7 +307,7 @@ async fn connect(call: &Call) -> Result<reqwest::Response, ModelError> {
                     wait
                 } else {
                     let message = error_message(response, settings.timeout).await;
-                    return Err(ModelError::Status {
+                    return Err(ModelCallError::Status {
                         provider,
                         status: status.as_u16(),
                         message,
@@ -374,9 +374,9 @@ fn cut(text: &str, chars: usize) -> String {
     }
 }
 
-/// A [`ModelError::Transport`] from an HTTP client error.
-fn transport(provider: Provider, what: &str, error: reqwest::Error) -> ModelError {
-    ModelError::Transport {
+/// A [`ModelCallError::Transport`] from an HTTP client error.
+fn transport(provider: Provider, what: &str, error: reqwest::Error) -> ModelCallError {
+    ModelCallError::Transport {
         provider,
         reason: format!("{what}: {}", error_chain(&error)),
         source: Some(Box::new(error)),
@@ -463,7 +463,7 @@ fn decoded(
         }
         Err(source @ DecodeError::Provider { .. }) => {
             push_calls(out, decoder.finish());
-            out.push(Err(ModelError::Decode { provider, source }));
+            out.push(Err(ModelCallError::Decode { provider, source }));
             Flow::Done
         }
         Err(error) => {

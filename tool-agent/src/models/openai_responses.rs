@@ -8,7 +8,7 @@ use super::{
     Auth, Call, Flow, HttpSettings, Item, MESSAGE_CHARS, Protocol, content_text, cut, decoded,
     http_builder, parse_event, push_text, run,
 };
-use crate::{Message, Model, ModelError, ModelEvent, ModelFinish, ModelRequest, ModelStream};
+use crate::{Message, Model, ModelCallError, ModelEvent, ModelFinish, ModelRequest, ModelStream};
 
 const PROVIDER: Provider = Provider::OpenAiResponses;
 
@@ -23,7 +23,7 @@ const PROVIDER: Provider = Provider::OpenAiResponses;
 /// a function, [`ModelFinish::Stop`] otherwise; `response.incomplete` for
 /// `max_output_tokens` is [`ModelFinish::Length`], for another reason
 /// [`ModelFinish::Other`]; `response.failed` and `error` events end the
-/// stream with [`ModelError::Decode`].
+/// stream with [`ModelCallError::Decode`].
 ///
 /// ```no_run
 /// use futures_util::StreamExt;
@@ -202,7 +202,7 @@ impl Protocol for Responses {
                         }
                     })
                     .unwrap_or_else(|| "response.failed without an error".into());
-                out.push(Err(ModelError::Decode {
+                out.push(Err(ModelCallError::Decode {
                     provider: PROVIDER,
                     source: DecodeError::Provider {
                         message: cut(&message, MESSAGE_CHARS),

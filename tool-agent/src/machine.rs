@@ -1,0 +1,1276 @@
+//! A run's transitions, without I/O: whether another step comes or the run
+//! ends (and why), what the model's answer and its calls' outcomes change
+//! in the [`RunRecord`], which calls wait and which settled, when a step
+//! ends, what a decision or a reply does to a stored run, what must be
+//! saved before going on, and which chunks are due.
+//!
+//! The driver (`run.rs`) streams the model's answer, turns its tool-call
+//! events into runtime calls, runs them, sends the chunks and saves the
+//! record; it asks this module what each event means. Nothing here awaits,
+//! spawns or reads a store, so the tests below need no model, runtime or
+//! store.
+
+use serde_json::{Value, json};
+use tool_core::transform::Phase;
+use tool_core::{ErrorKind, ModelError};
+use tool_runtime::CallOutcome;
+
+use crate::chunk::{AgentChunk, FinishReason, approval_schema};
+use crate::error::AgentError;
+use crate::model::{Message, ModelFinish, ToolCallRequest};
+use crate::record::{RunRecord, Settled, Waiting, WaitingFor};
+use crate::resume_fields::take_resume_fields;
+
+/// The agent's settings a run's transitions depend on.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RunSettings {
+    /// Steps (model answers) a run takes at most, counted from its start or
+    /// from the user's last reply.
+    pub(crate) max_steps: usize,
+    /// Whether a call naming a suspended call resumes it, and a reply gets
+    /// past calls waiting for resume data.
+    pub(crate) auto_resume: bool,
+}
+
+/// A run as a state machine: its [`RunRecord`] and where it stands.
+/// [`next_action`](Self::next_action) says what to do next; the [`Step`]
+/// it hands out takes the model's answer and its calls' outcomes;
+/// [`on_decision`](Self::on_decision) and [`on_reply`](Self::on_reply)
+/// continue a stored run.
+#[derive(Debug)]
+pub(crate) struct RunMachine {
+    record: RunRecord,
+    settings: RunSettings,
+    progress: Progress,
+}
+
+/// Where a run stands between two transitions.
+#[derive(Debug)]
+enum Progress {
+    /// No step runs: the next may start.
+    BetweenSteps,
+    /// The last step ended so.
+    StepEnded(StepEnd),
+    /// The run ended.
+    Ended(FinishReason),
+}
+
+/// How a step ended.
+#[derive(Debug)]
+enum StepEnd {
+    /// Its calls settled: the next step goes on.
+    Calls,
+    /// A call waits.
+    Waiting,
+    /// The model stopped (or failed).
+    Done(FinishReason),
+}
+
+/// What the driver does next.
+#[derive(Debug)]
+pub(crate) enum Next<'a> {
+    /// Ask the model for this step's answer; feed the answer, then its
+    /// calls' outcomes, to the step.
+    Step(Step<'a>),
+    /// Save the run, then end the stream.
+    End(RunEnd),
+}
+
+/// How a run's stream ends.
+#[derive(Debug)]
+pub(crate) struct RunEnd {
+    /// Why (the `finish` chunk's reason).
+    pub(crate) reason: FinishReason,
+    /// Whether the run is saved as finished (purged with settled calls):
+    /// all but a suspended run, which decisions continue.
+    pub(crate) finished: bool,
+}
+
+/// What a decision on a waiting call did to the run.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Decided {
+    /// The call no longer waits: another decision on it was recorded first.
+    NotWaiting,
+    /// The call still waits (its resume data was refused): the chunk says
+    /// why, the stored run stays as it is, and the stream ends suspended.
+    CallStillPending(AgentChunk),
+    /// The call settled or suspended again, and calls of its step wait:
+    /// the chunk shows it; save the run, then the stream ends suspended.
+    CallsWait(AgentChunk),
+    /// The step's last waiting call settled and the step is closed: the
+    /// chunk shows it; save the run, then take the next steps. The save
+    /// claims the continuation: of concurrent last decisions, the one whose
+    /// save wins goes on.
+    StepSettled(AgentChunk),
+}
+
+/// How a call whose arguments are complete starts.
+#[derive(Debug, PartialEq)]
+pub(crate) enum CallStart {
+    /// Run it on this input (the auto-resume fields taken out).
+    Run(Value),
+    /// Resume the run's suspended call `suspended` with `data` instead
+    /// (auto-resume): that call's result is this call's.
+    Resume {
+        /// The suspended call.
+        suspended: String,
+        /// Its resume data.
+        data: Value,
+    },
+    /// Do not run it (it names a suspension it cannot resume): this is its
+    /// outcome.
+    Refuse(CallOutcome),
+}
+
+/// A call of the step that runs: its outcome is still to come.
+#[derive(Debug)]
+struct RunningCall {
+    call_id: String,
+    tool_name: String,
+    /// The suspension it resumes (auto-resume).
+    resumes: Option<String>,
+}
+
+/// The step under way: the model's answer, then its calls' outcomes. It
+/// borrows the machine, so the run moves on only once the step is over.
+#[derive(Debug)]
+pub(crate) struct Step<'a> {
+    run: &'a mut RunMachine,
+    text: String,
+    calls: Vec<ToolCallRequest>,
+    running: Vec<RunningCall>,
+    finish: Option<ModelFinish>,
+    failed: bool,
+    /// Whether the answer made calls, once it ended.
+    made_calls: Option<bool>,
+}
+
+impl RunMachine {
+    pub(crate) fn new(record: RunRecord, settings: RunSettings) -> Self {
+        RunMachine {
+            record,
+            settings,
+            progress: Progress::BetweenSteps,
+        }
+    }
+
+    /// The run as the store keeps it.
+    pub(crate) fn record(&self) -> &RunRecord {
+        &self.record
+    }
+
+    /// The next step, or how the run ends: suspended when a call waits,
+    /// with the model's reason when it stopped, `ToolCalls` at `max_steps`.
+    /// A step whose calls all settled is closed first (its results join the
+    /// conversation).
+    pub(crate) fn next_action(&mut self) -> Next<'_> {
+        match std::mem::replace(&mut self.progress, Progress::BetweenSteps) {
+            Progress::BetweenSteps => {}
+            Progress::StepEnded(StepEnd::Calls) => self.close_step(),
+            Progress::StepEnded(StepEnd::Waiting) => return self.end(FinishReason::Suspended),
+            Progress::StepEnded(StepEnd::Done(reason)) | Progress::Ended(reason) => {
+                return self.end(reason);
+            }
+        }
+        if self.record.steps >= self.settings.max_steps {
+            return self.end(FinishReason::ToolCalls);
+        }
+        self.record.steps += 1;
+        Next::Step(Step {
+            run: self,
+            text: String::new(),
+            calls: Vec::new(),
+            running: Vec::new(),
+            finish: None,
+            failed: false,
+            made_calls: None,
+        })
+    }
+
+    fn end(&mut self, reason: FinishReason) -> Next<'_> {
+        self.progress = Progress::Ended(reason.clone());
+        Next::End(RunEnd {
+            finished: reason != FinishReason::Suspended,
+            reason,
+        })
+    }
+
+    /// A decision on the waiting call `call_id` ended with `outcome`;
+    /// `still_pending` when the runtime keeps the call waiting (refused
+    /// resume data). `show` is the chunks' display projection.
+    pub(crate) fn on_decision(
+        &mut self,
+        call_id: &str,
+        outcome: &CallOutcome,
+        still_pending: bool,
+        show: impl Fn(&str, &str, Phase, &Value) -> Value,
+    ) -> Decided {
+        let Some(waiting) = self.record.waiting.get(call_id) else {
+            return Decided::NotWaiting;
+        };
+        let tool_name = waiting.tool_name.clone();
+        if still_pending {
+            self.progress = Progress::Ended(FinishReason::Suspended);
+            return Decided::CallStillPending(
+                self.outcome_chunk(call_id, &tool_name, outcome, &show),
+            );
+        }
+        self.apply(call_id, outcome);
+        let chunk = self.outcome_chunk(call_id, &tool_name, outcome, &show);
+        if !self.record.waiting.is_empty() {
+            self.progress = Progress::Ended(FinishReason::Suspended);
+            return Decided::CallsWait(chunk);
+        }
+        self.close_step();
+        self.progress = Progress::BetweenSteps;
+        Decided::StepSettled(chunk)
+    }
+
+    /// The user's next message: the conversation goes on, unless calls
+    /// wait for approval (a consent boundary only a decision crosses) or,
+    /// without auto-resume, for resume data. With auto-resume, the
+    /// suspended calls get a result saying so, so the conversation reads
+    /// as a whole, and stay resumable by a call that names them.
+    pub(crate) fn on_reply(&mut self, run_id: &str, text: String) -> Result<(), AgentError> {
+        let approvals: Vec<String> = self
+            .record
+            .waiting
+            .iter()
+            .filter(|(_, w)| w.waiting_for == WaitingFor::Approval)
+            .map(|(id, _)| id.clone())
+            .collect();
+        if !approvals.is_empty() {
+            return Err(AgentError::ApprovalPending {
+                run_id: run_id.to_owned(),
+                call_ids: approvals,
+            });
+        }
+        if !self.record.waiting.is_empty() && !self.settings.auto_resume {
+            return Err(self.record.not_waiting(run_id, "", WaitingFor::ResumeData));
+        }
+        for (call_id, waiting) in std::mem::take(&mut self.record.waiting) {
+            self.record.settled.insert(
+                call_id.clone(),
+                Settled {
+                    tool_name: waiting.tool_name.clone(),
+                    content: json!({ "status": "suspended", "waitingFor": "resume data", "payload": waiting.payload }),
+                    is_error: false,
+                },
+            );
+            self.record.suspensions.insert(call_id, waiting);
+        }
+        self.close_step();
+        self.record.messages.push(Message::user(text));
+        self.record.steps = 0;
+        self.progress = Progress::BetweenSteps;
+        Ok(())
+    }
+
+    /// Appends the last step's results in the order of its calls, once none waits.
+    fn close_step(&mut self) {
+        let record = &mut self.record;
+        let Some(Message::Assistant { tool_calls, .. }) = record.messages.last() else {
+            return;
+        };
+        let order: Vec<String> = tool_calls.iter().map(|c| c.call_id.clone()).collect();
+        for call_id in order {
+            if let Some(settled) = record.settled.remove(&call_id) {
+                record.messages.push(Message::ToolResult {
+                    call_id,
+                    tool_name: settled.tool_name,
+                    content: settled.content,
+                    is_error: settled.is_error,
+                });
+            }
+        }
+        record.settled.clear();
+    }
+
+    /// Settles the waiting or suspended call `call_id` with `outcome` (or
+    /// keeps it waiting, suspended again), as a decision or an auto-resume
+    /// found it.
+    fn apply(&mut self, call_id: &str, outcome: &CallOutcome) {
+        let record = &mut self.record;
+        let Some(mut waiting) = record
+            .waiting
+            .remove(call_id)
+            .or_else(|| record.suspensions.remove(call_id))
+        else {
+            return;
+        };
+        if let CallOutcome::Suspended {
+            payload,
+            resume_schema,
+            ..
+        } = outcome
+        {
+            waiting.payload = Some(payload.clone());
+            waiting.resume_schema.clone_from(resume_schema);
+            record.waiting.insert(call_id.to_owned(), waiting);
+            return;
+        }
+        let settled = Settled::of(&waiting.tool_name, outcome);
+        record.settled.insert(call_id.to_owned(), settled);
+    }
+
+    /// Records the outcome of a call of the step: it waits for approval, or
+    /// for resume data (unless it resumed a suspension already waiting), or
+    /// it settled (unless its result is already there).
+    fn record_outcome(&mut self, call_id: &str, tool_name: &str, outcome: &CallOutcome) {
+        let record = &mut self.record;
+        match outcome {
+            CallOutcome::ApprovalRequired { input, .. } => {
+                record.waiting.insert(
+                    call_id.to_owned(),
+                    Waiting {
+                        tool_name: tool_name.to_owned(),
+                        waiting_for: WaitingFor::Approval,
+                        args: input.clone(),
+                        payload: None,
+                        resume_schema: Some(approval_schema()),
+                    },
+                );
+            }
+            CallOutcome::Suspended {
+                input,
+                payload,
+                resume_schema,
+                ..
+            } => {
+                record
+                    .waiting
+                    .entry(call_id.to_owned())
+                    .or_insert_with(|| Waiting {
+                        tool_name: tool_name.to_owned(),
+                        waiting_for: WaitingFor::ResumeData,
+                        args: input.clone(),
+                        payload: Some(payload.clone()),
+                        resume_schema: resume_schema.clone(),
+                    });
+            }
+            other => {
+                record
+                    .settled
+                    .entry(call_id.to_owned())
+                    .or_insert_with(|| Settled::of(tool_name, other));
+            }
+        }
+    }
+
+    /// The chunk that shows a call's outcome (a result already recorded for
+    /// it wins over `outcome`'s).
+    fn outcome_chunk(
+        &self,
+        call_id: &str,
+        tool_name: &str,
+        outcome: &CallOutcome,
+        show: &impl Fn(&str, &str, Phase, &Value) -> Value,
+    ) -> AgentChunk {
+        let (id, tool) = (call_id.to_owned(), tool_name.to_owned());
+        match outcome {
+            CallOutcome::ApprovalRequired { input, .. } => AgentChunk::ToolCallApproval {
+                args: show(call_id, tool_name, Phase::Approval, input),
+                call_id: id,
+                tool_name: tool,
+                resume_schema: approval_schema(),
+            },
+            CallOutcome::Suspended {
+                input,
+                payload,
+                resume_schema,
+                ..
+            } => AgentChunk::ToolCallSuspended {
+                payload: show(call_id, tool_name, Phase::Suspend, payload),
+                call_id: id,
+                tool_name: tool,
+                args: input.clone(),
+                resume_schema: resume_schema.clone(),
+            },
+            other => {
+                let fresh;
+                let settled = match self.record.settled.get(call_id) {
+                    Some(settled) => settled,
+                    None => {
+                        fresh = Settled::of(tool_name, other);
+                        &fresh
+                    }
+                };
+                if settled.is_error {
+                    AgentChunk::ToolError {
+                        error: show(call_id, tool_name, Phase::Error, &settled.content),
+                        call_id: id,
+                        tool_name: tool,
+                    }
+                } else {
+                    AgentChunk::ToolResult {
+                        result: show(call_id, tool_name, Phase::Output, &settled.content),
+                        call_id: id,
+                        tool_name: tool,
+                    }
+                }
+            }
+        }
+    }
+
+    /// Why a call of `tool_name` cannot resume `suspended`, if it cannot:
+    /// only a suspension of the same tool in this run is resumed.
+    fn resume_refusal(&self, suspended: &str, tool_name: &str) -> Option<String> {
+        let record = &self.record;
+        match record
+            .suspensions
+            .get(suspended)
+            .or_else(|| record.waiting.get(suspended))
+        {
+            Some(waiting)
+                if waiting.tool_name == tool_name
+                    && waiting.waiting_for == WaitingFor::ResumeData =>
+            {
+                None
+            }
+            Some(_) => Some(format!(
+                "Call {suspended} is not a suspended call of tool {tool_name} in this run: it was not resumed."
+            )),
+            None => Some(format!(
+                "No suspended call {suspended} waits in this run: nothing was resumed."
+            )),
+        }
+    }
+}
+
+impl Step<'_> {
+    /// The run as it stands (the conversation the model answers).
+    pub(crate) fn record(&self) -> &RunRecord {
+        &self.run.record
+    }
+
+    /// A piece of the model's text.
+    pub(crate) fn on_text(&mut self, delta: String) -> AgentChunk {
+        self.text.push_str(&delta);
+        AgentChunk::TextDelta { text: delta }
+    }
+
+    /// The model could not be called, or its answer broke off: the run ends
+    /// with an error once the calls already running settled.
+    pub(crate) fn on_model_error(&mut self, message: String) -> AgentChunk {
+        self.failed = true;
+        AgentChunk::Error { message }
+    }
+
+    /// The model said why its answer ended.
+    pub(crate) fn on_finish(&mut self, reason: ModelFinish) {
+        self.finish = Some(reason);
+    }
+
+    /// A call's arguments are complete: `request` as the model wrote them
+    /// (the conversation keeps it), `input` as the tool reads them. How the
+    /// call starts (the driver starts it before sending the chunk), and its
+    /// `tool-call` chunk.
+    pub(crate) fn on_call_input(
+        &mut self,
+        request: ToolCallRequest,
+        mut input: Value,
+        show: impl Fn(&str, &str, Phase, &Value) -> Value,
+    ) -> (CallStart, AgentChunk) {
+        let (call_id, tool_name) = (request.call_id.clone(), request.tool_name.clone());
+        let (suspended, resume_data) = take_resume_fields(&mut input);
+        let args = show(&call_id, &tool_name, Phase::Input, &input);
+        let start = match suspended.filter(|_| self.run.settings.auto_resume) {
+            None => CallStart::Run(input),
+            Some(suspended) => match self.run.resume_refusal(&suspended, &tool_name) {
+                None => CallStart::Resume {
+                    suspended,
+                    data: resume_data.unwrap_or(Value::Null),
+                },
+                Some(message) => CallStart::Refuse(CallOutcome::Failed {
+                    error: ModelError::new(ErrorKind::InputValidation, message),
+                }),
+            },
+        };
+        let resumes = match &start {
+            CallStart::Resume { suspended, .. } => Some(suspended.clone()),
+            _ => None,
+        };
+        self.calls.push(request);
+        self.running.push(RunningCall {
+            call_id: call_id.clone(),
+            tool_name: tool_name.clone(),
+            resumes,
+        });
+        let chunk = AgentChunk::ToolCall {
+            call_id,
+            tool_name,
+            args,
+        };
+        (start, chunk)
+    }
+
+    /// A call was cut off before its arguments were complete: it never
+    /// runs, and the model reads `message` as its result.
+    pub(crate) fn on_call_cut_off(
+        &mut self,
+        call_id: String,
+        tool_name: String,
+        partial_text: String,
+        message: String,
+    ) -> AgentChunk {
+        self.calls.push(ToolCallRequest {
+            call_id: call_id.clone(),
+            tool_name: tool_name.clone(),
+            arguments: Value::String(partial_text),
+        });
+        self.run.record.settled.insert(
+            call_id.clone(),
+            Settled {
+                tool_name: tool_name.clone(),
+                content: Value::String(message.clone()),
+                is_error: true,
+            },
+        );
+        AgentChunk::ToolError {
+            call_id,
+            tool_name,
+            error: Value::String(message),
+        }
+    }
+
+    /// The answer ended (its last event, or a failure): it joins the
+    /// conversation. The step ends now, with its `step-finish` chunk,
+    /// unless calls still run.
+    pub(crate) fn end_answer(&mut self) -> Vec<AgentChunk> {
+        self.made_calls = Some(!self.calls.is_empty());
+        self.run.record.messages.push(Message::Assistant {
+            text: std::mem::take(&mut self.text),
+            tool_calls: std::mem::take(&mut self.calls),
+        });
+        self.end_if_settled().into_iter().collect()
+    }
+
+    /// The running call `call_id` ended with `outcome`: its chunk, then the
+    /// `step-finish` chunk if it was the step's last. An outcome of a call
+    /// that does not run (already reported) changes nothing.
+    pub(crate) fn on_outcome(
+        &mut self,
+        call_id: &str,
+        outcome: &CallOutcome,
+        show: impl Fn(&str, &str, Phase, &Value) -> Value,
+    ) -> Vec<AgentChunk> {
+        let Some(index) = self.running.iter().position(|c| c.call_id == call_id) else {
+            return Vec::new();
+        };
+        let call = self.running.remove(index);
+        let run = &mut *self.run;
+        if let Some(suspended) = &call.resumes {
+            run.apply(suspended, outcome);
+            // The resumed call's result is this call's.
+            if let Some(settled) = run.record.settled.remove(suspended) {
+                run.record.settled.insert(call.call_id.clone(), settled);
+            }
+        }
+        run.record_outcome(&call.call_id, &call.tool_name, outcome);
+        let chunk = run.outcome_chunk(&call.call_id, &call.tool_name, outcome, &show);
+        let mut due = vec![chunk];
+        due.extend(self.end_if_settled());
+        due
+    }
+
+    /// Ends the step once its answer ended and no call runs: how it ended
+    /// decides the run's next action.
+    fn end_if_settled(&mut self) -> Option<AgentChunk> {
+        let made_calls = self.made_calls?;
+        if !self.running.is_empty() {
+            return None;
+        }
+        let reason = self.finish.clone().unwrap_or(ModelFinish::Stop);
+        let end = if self.failed {
+            StepEnd::Done(FinishReason::Error)
+        } else if !self.run.record.waiting.is_empty() {
+            StepEnd::Waiting
+        } else if made_calls {
+            StepEnd::Calls
+        } else if reason == ModelFinish::Length {
+            StepEnd::Done(FinishReason::Length)
+        } else {
+            StepEnd::Done(FinishReason::Stop)
+        };
+        self.run.progress = Progress::StepEnded(end);
+        Some(AgentChunk::StepFinish {
+            step: self.run.record.steps,
+            reason,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::record::Thread;
+
+    /// Shows a payload tagged with its phase, so the tests see which
+    /// projection each chunk asked for.
+    fn shown(_call_id: &str, _tool_name: &str, phase: Phase, value: &Value) -> Value {
+        json!({ format!("{phase:?}"): value })
+    }
+
+    fn machine(max_steps: usize, auto_resume: bool) -> RunMachine {
+        let record = RunRecord::new("banker", Thread::new("t1"), vec![Message::user("go")]);
+        let settings = RunSettings {
+            max_steps,
+            auto_resume,
+        };
+        RunMachine::new(record, settings)
+    }
+
+    fn next_step(run: &mut RunMachine) -> Step<'_> {
+        match run.next_action() {
+            Next::Step(step) => step,
+            Next::End(end) => panic!("a step, not the end {end:?}"),
+        }
+    }
+
+    fn run_end(run: &mut RunMachine) -> RunEnd {
+        match run.next_action() {
+            Next::End(end) => end,
+            Next::Step(step) => panic!("the end, not step {}", step.record().steps),
+        }
+    }
+
+    fn request(call_id: &str, tool_name: &str, arguments: Value) -> ToolCallRequest {
+        ToolCallRequest {
+            call_id: call_id.into(),
+            tool_name: tool_name.into(),
+            arguments,
+        }
+    }
+
+    /// Starts the call: its arguments are complete, and need no restoring.
+    fn call(step: &mut Step<'_>, call_id: &str, tool_name: &str, args: Value) -> CallStart {
+        let (start, _) = step.on_call_input(request(call_id, tool_name, args.clone()), args, shown);
+        start
+    }
+
+    fn completed(output: Value) -> CallOutcome {
+        CallOutcome::Completed {
+            output,
+            model_output: None,
+            state: None,
+        }
+    }
+
+    fn approval(call_id: &str, input: Value) -> CallOutcome {
+        CallOutcome::ApprovalRequired {
+            call_id: call_id.into(),
+            input,
+            resume_schema: Some(approval_schema()),
+        }
+    }
+
+    fn suspended(call_id: &str, input: Value) -> CallOutcome {
+        CallOutcome::Suspended {
+            call_id: call_id.into(),
+            input,
+            payload: json!({ "question": "how many seats?" }),
+            resume_schema: Some(json!({ "type": "object" })),
+        }
+    }
+
+    fn declined(reason: &str) -> CallOutcome {
+        CallOutcome::Declined {
+            reason: Some(reason.into()),
+        }
+    }
+
+    fn results(record: &RunRecord) -> Vec<(String, Value, bool)> {
+        record
+            .messages
+            .iter()
+            .filter_map(|m| match m {
+                Message::ToolResult {
+                    call_id,
+                    content,
+                    is_error,
+                    ..
+                } => Some((call_id.clone(), content.clone(), *is_error)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn step_finish(step: usize, reason: ModelFinish) -> AgentChunk {
+        AgentChunk::StepFinish { step, reason }
+    }
+
+    /// A run whose first step waits on `transfer`'s approval while `lookup` completed.
+    fn waiting_on_transfer() -> RunMachine {
+        let mut run = machine(10, false);
+        let mut step = next_step(&mut run);
+        call(&mut step, "c-transfer", "transfer", json!({ "amount": 10 }));
+        call(&mut step, "c-lookup", "lookup", json!({}));
+        step.on_finish(ModelFinish::ToolCalls);
+        step.end_answer();
+        step.on_outcome(
+            "c-transfer",
+            &approval("c-transfer", json!({ "amount": 10 })),
+            shown,
+        );
+        step.on_outcome("c-lookup", &completed(json!({ "balance": 100 })), shown);
+        assert_eq!(run_end(&mut run).reason, FinishReason::Suspended);
+        run
+    }
+
+    #[test]
+    fn an_answer_without_calls_ends_the_run_with_the_models_reason() {
+        for (finish, reason) in [
+            (ModelFinish::Stop, FinishReason::Stop),
+            (ModelFinish::Length, FinishReason::Length),
+            (
+                ModelFinish::Other("content_filter".into()),
+                FinishReason::Stop,
+            ),
+        ] {
+            let mut run = machine(10, false);
+            let mut step = next_step(&mut run);
+            assert_eq!(step.record().steps, 1);
+            assert_eq!(
+                step.on_text("Hello".into()),
+                AgentChunk::TextDelta {
+                    text: "Hello".into()
+                }
+            );
+            step.on_text(", world".into());
+            step.on_finish(finish.clone());
+            assert_eq!(step.end_answer(), [step_finish(1, finish)]);
+            let end = run_end(&mut run);
+            assert_eq!((end.reason, end.finished), (reason, true));
+            assert_eq!(
+                run.record().messages.last(),
+                Some(&Message::Assistant {
+                    text: "Hello, world".into(),
+                    tool_calls: vec![],
+                })
+            );
+        }
+    }
+
+    #[test]
+    fn an_answer_that_does_not_say_why_it_ended_stopped() {
+        let mut run = machine(10, false);
+        let mut step = next_step(&mut run);
+        step.on_text("hi".into());
+        assert_eq!(step.end_answer(), [step_finish(1, ModelFinish::Stop)]);
+        assert_eq!(run_end(&mut run).reason, FinishReason::Stop);
+    }
+
+    #[test]
+    fn parallel_calls_where_one_waits_for_approval_and_one_completes_end_suspended() {
+        let mut run = machine(10, false);
+        let mut step = next_step(&mut run);
+        let (start, chunk) = step.on_call_input(
+            request("c-transfer", "transfer", json!({ "amount": 10 })),
+            json!({ "amount": 10 }),
+            shown,
+        );
+        assert_eq!(start, CallStart::Run(json!({ "amount": 10 })));
+        assert_eq!(
+            chunk,
+            AgentChunk::ToolCall {
+                call_id: "c-transfer".into(),
+                tool_name: "transfer".into(),
+                args: json!({ "Input": { "amount": 10 } }),
+            }
+        );
+        call(&mut step, "c-lookup", "lookup", json!({}));
+        step.on_finish(ModelFinish::ToolCalls);
+        assert_eq!(step.end_answer(), [], "the calls still run");
+        let waits = step.on_outcome(
+            "c-transfer",
+            &approval("c-transfer", json!({ "amount": 10 })),
+            shown,
+        );
+        assert_eq!(
+            waits,
+            [AgentChunk::ToolCallApproval {
+                call_id: "c-transfer".into(),
+                tool_name: "transfer".into(),
+                args: json!({ "Approval": { "amount": 10 } }),
+                resume_schema: approval_schema(),
+            }]
+        );
+        let settles = step.on_outcome("c-lookup", &completed(json!({ "balance": 100 })), shown);
+        assert_eq!(
+            settles,
+            [
+                AgentChunk::ToolResult {
+                    call_id: "c-lookup".into(),
+                    tool_name: "lookup".into(),
+                    result: json!({ "Output": { "balance": 100 } }),
+                },
+                step_finish(1, ModelFinish::ToolCalls),
+            ]
+        );
+        let end = run_end(&mut run);
+        assert_eq!((end.reason, end.finished), (FinishReason::Suspended, false));
+        let record = run.record();
+        assert_eq!(
+            record.waiting["c-transfer"],
+            Waiting {
+                tool_name: "transfer".into(),
+                waiting_for: WaitingFor::Approval,
+                args: json!({ "amount": 10 }),
+                payload: None,
+                resume_schema: Some(approval_schema()),
+            }
+        );
+        assert_eq!(
+            record.settled["c-lookup"].content,
+            json!({ "balance": 100 })
+        );
+        assert!(
+            results(record).is_empty(),
+            "the step stays open while a call waits"
+        );
+    }
+
+    #[test]
+    fn once_every_call_settled_the_next_step_reads_their_results_in_call_order() {
+        let mut run = machine(10, false);
+        let mut step = next_step(&mut run);
+        call(&mut step, "c1", "lookup", json!({}));
+        call(&mut step, "c2", "transfer", json!({ "amount": 1 }));
+        step.end_answer();
+        step.on_outcome("c2", &declined("no"), shown);
+        let last = step.on_outcome("c1", &completed(json!(1)), shown);
+        assert_eq!(last[1], step_finish(1, ModelFinish::Stop));
+        let next = next_step(&mut run);
+        assert_eq!(next.record().steps, 2);
+        assert_eq!(
+            results(next.record()),
+            [
+                ("c1".to_owned(), json!(1), false),
+                ("c2".to_owned(), json!("no"), true),
+            ]
+        );
+        assert!(next.record().settled.is_empty());
+    }
+
+    #[test]
+    fn a_decision_settling_the_last_waiting_call_closes_the_step_and_goes_on() {
+        let mut run = waiting_on_transfer();
+        let decided = run.on_decision(
+            "c-transfer",
+            &completed(json!({ "sent": 10 })),
+            false,
+            shown,
+        );
+        assert_eq!(
+            decided,
+            Decided::StepSettled(AgentChunk::ToolResult {
+                call_id: "c-transfer".into(),
+                tool_name: "transfer".into(),
+                result: json!({ "Output": { "sent": 10 } }),
+            })
+        );
+        assert!(run.record().waiting.is_empty());
+        assert_eq!(
+            results(run.record()),
+            [
+                ("c-transfer".to_owned(), json!({ "sent": 10 }), false),
+                ("c-lookup".to_owned(), json!({ "balance": 100 }), false),
+            ],
+            "both results, in the order of the calls"
+        );
+        assert_eq!(next_step(&mut run).record().steps, 2);
+    }
+
+    #[test]
+    fn a_decision_while_another_call_waits_keeps_the_run_suspended() {
+        let mut run = machine(10, false);
+        let mut step = next_step(&mut run);
+        call(&mut step, "c-a", "transfer", json!({ "amount": 1 }));
+        call(&mut step, "c-b", "transfer", json!({ "amount": 2 }));
+        step.end_answer();
+        step.on_outcome("c-a", &approval("c-a", json!({ "amount": 1 })), shown);
+        step.on_outcome("c-b", &approval("c-b", json!({ "amount": 2 })), shown);
+        run_end(&mut run);
+
+        let decided = run.on_decision("c-a", &completed(json!({ "sent": 1 })), false, shown);
+        assert!(matches!(
+            decided,
+            Decided::CallsWait(AgentChunk::ToolResult { .. })
+        ));
+        assert_eq!(run.record().settled["c-a"].content, json!({ "sent": 1 }));
+        assert_eq!(run.record().waiting.keys().collect::<Vec<_>>(), ["c-b"]);
+        assert_eq!(run_end(&mut run).reason, FinishReason::Suspended);
+
+        let decided = run.on_decision("c-b", &declined("no"), false, shown);
+        assert!(matches!(
+            decided,
+            Decided::StepSettled(AgentChunk::ToolError { .. })
+        ));
+        assert_eq!(
+            results(run.record()),
+            [
+                ("c-a".to_owned(), json!({ "sent": 1 }), false),
+                ("c-b".to_owned(), json!("no"), true),
+            ]
+        );
+    }
+
+    #[test]
+    fn refused_resume_data_keeps_the_call_waiting_and_the_stored_run_unchanged() {
+        let mut run = machine(10, false);
+        let mut step = next_step(&mut run);
+        call(&mut step, "c-book", "book", json!({ "restaurant": "Roma" }));
+        step.end_answer();
+        step.on_outcome(
+            "c-book",
+            &suspended("c-book", json!({ "restaurant": "Roma" })),
+            shown,
+        );
+        run_end(&mut run);
+        let before = run.record().clone();
+
+        let refused = CallOutcome::Failed {
+            error: ModelError::new(ErrorKind::InputValidation, "seats: 0 is less than 1"),
+        };
+        let decided = run.on_decision("c-book", &refused, true, shown);
+        let Decided::CallStillPending(AgentChunk::ToolError { call_id, error, .. }) = decided
+        else {
+            panic!("the refusal's error: {decided:?}");
+        };
+        assert_eq!(call_id, "c-book");
+        assert_eq!(error["Error"], refused.to_model_value());
+        assert_eq!(run.record(), &before);
+        assert_eq!(run_end(&mut run).reason, FinishReason::Suspended);
+    }
+
+    #[test]
+    fn a_call_suspended_again_by_its_resume_waits_with_the_new_payload() {
+        let mut run = machine(10, false);
+        let mut step = next_step(&mut run);
+        call(&mut step, "c-book", "book", json!({ "restaurant": "Roma" }));
+        step.end_answer();
+        step.on_outcome(
+            "c-book",
+            &suspended("c-book", json!({ "restaurant": "Roma" })),
+            shown,
+        );
+        run_end(&mut run);
+
+        let again = CallOutcome::Suspended {
+            call_id: "c-book".into(),
+            input: json!({ "restaurant": "Roma" }),
+            payload: json!({ "question": "which day?" }),
+            resume_schema: None,
+        };
+        let decided = run.on_decision("c-book", &again, false, shown);
+        assert!(matches!(
+            decided,
+            Decided::CallsWait(AgentChunk::ToolCallSuspended { .. })
+        ));
+        let waiting = &run.record().waiting["c-book"];
+        assert_eq!(waiting.payload, Some(json!({ "question": "which day?" })));
+        assert_eq!(waiting.resume_schema, None);
+    }
+
+    #[test]
+    fn a_decision_on_a_call_that_no_longer_waits_changes_nothing() {
+        let mut run = waiting_on_transfer();
+        let before = run.record().clone();
+        for call_id in ["c-lookup", "c-unknown"] {
+            let decided = run.on_decision(call_id, &completed(json!(1)), false, shown);
+            assert_eq!(decided, Decided::NotWaiting);
+        }
+        assert_eq!(run.record(), &before);
+    }
+
+    #[test]
+    fn a_suspension_without_auto_resume_ends_the_run_suspended_after_the_other_calls_settle() {
+        let mut run = machine(10, false);
+        let mut step = next_step(&mut run);
+        call(&mut step, "c-book", "book", json!({ "restaurant": "Roma" }));
+        call(&mut step, "c-lookup", "lookup", json!({}));
+        step.on_finish(ModelFinish::ToolCalls);
+        step.end_answer();
+        let suspends = step.on_outcome(
+            "c-book",
+            &suspended("c-book", json!({ "restaurant": "Roma" })),
+            shown,
+        );
+        assert_eq!(
+            suspends,
+            [AgentChunk::ToolCallSuspended {
+                call_id: "c-book".into(),
+                tool_name: "book".into(),
+                payload: json!({ "Suspend": { "question": "how many seats?" } }),
+                args: json!({ "restaurant": "Roma" }),
+                resume_schema: Some(json!({ "type": "object" })),
+            }],
+            "the step goes on while c-lookup runs"
+        );
+        let last = step.on_outcome("c-lookup", &completed(json!(1)), shown);
+        assert_eq!(last.last(), Some(&step_finish(1, ModelFinish::ToolCalls)));
+        let end = run_end(&mut run);
+        assert_eq!((end.reason, end.finished), (FinishReason::Suspended, false));
+        assert_eq!(
+            run.record().waiting["c-book"].waiting_for,
+            WaitingFor::ResumeData
+        );
+
+        let reply = run.on_reply("run-1", "4 people".into());
+        assert!(
+            matches!(&reply, Err(AgentError::NotWaiting { expected: "resume data", waiting, .. }) if waiting == &[("c-book".to_owned(), "resume data")]),
+            "{reply:?}"
+        );
+    }
+
+    #[test]
+    fn a_reply_gets_past_no_approval() {
+        let mut run = waiting_on_transfer();
+        let before = run.record().clone();
+        let reply = run.on_reply("run-1", "yes, do it".into());
+        assert!(
+            matches!(&reply, Err(AgentError::ApprovalPending { call_ids, .. }) if call_ids == &["c-transfer"]),
+            "{reply:?}"
+        );
+        assert_eq!(run.record(), &before);
+    }
+
+    /// A run whose `book` call c1 is suspended, with auto-resume.
+    fn suspended_booking() -> RunMachine {
+        let mut run = machine(10, true);
+        let mut step = next_step(&mut run);
+        call(&mut step, "c1", "book", json!({ "restaurant": "Roma" }));
+        step.end_answer();
+        step.on_outcome(
+            "c1",
+            &suspended("c1", json!({ "restaurant": "Roma" })),
+            shown,
+        );
+        run_end(&mut run);
+        run
+    }
+
+    #[test]
+    fn a_reply_with_auto_resume_answers_the_suspension_and_keeps_it_resumable() {
+        let mut run = suspended_booking();
+        run.on_reply("run-1", "4 people".into()).unwrap();
+        let record = run.record();
+        assert!(record.waiting.is_empty());
+        assert_eq!(record.suspensions["c1"].tool_name, "book");
+        assert_eq!(
+            results(record),
+            [(
+                "c1".to_owned(),
+                json!({ "status": "suspended", "waitingFor": "resume data", "payload": { "question": "how many seats?" } }),
+                false
+            )]
+        );
+        assert_eq!(record.messages.last(), Some(&Message::user("4 people")));
+        assert_eq!(
+            next_step(&mut run).record().steps,
+            1,
+            "a reply starts counting steps anew"
+        );
+    }
+
+    #[test]
+    fn a_call_naming_a_suspension_resumes_it_and_its_result_is_the_calls() {
+        let mut run = suspended_booking();
+        run.on_reply("run-1", "4 people".into()).unwrap();
+        let mut step = next_step(&mut run);
+        let args = json!({ "restaurant": "Roma", "suspendedToolCallId": "c1", "resumeData": { "seats": 4 } });
+        let (start, chunk) =
+            step.on_call_input(request("c2", "book", args.clone()), args.clone(), shown);
+        assert_eq!(
+            start,
+            CallStart::Resume {
+                suspended: "c1".into(),
+                data: json!({ "seats": 4 }),
+            }
+        );
+        assert_eq!(
+            chunk,
+            AgentChunk::ToolCall {
+                call_id: "c2".into(),
+                tool_name: "book".into(),
+                args: json!({ "Input": { "restaurant": "Roma" } }),
+            },
+            "the chunk shows the input the tool reads"
+        );
+        step.end_answer();
+        let booked = json!({ "booked": 4 });
+        let chunks = step.on_outcome("c2", &completed(booked.clone()), shown);
+        assert!(matches!(&chunks[0], AgentChunk::ToolResult { call_id, .. } if call_id == "c2"));
+        assert!(
+            step.record().suspensions.is_empty(),
+            "the suspension settled"
+        );
+        assert!(
+            next_step(&mut run)
+                .record()
+                .messages
+                .contains(&Message::Assistant {
+                    text: String::new(),
+                    tool_calls: vec![request("c2", "book", args)],
+                })
+        );
+        assert_eq!(
+            results(run.record()).last(),
+            Some(&("c2".to_owned(), booked, false))
+        );
+    }
+
+    #[test]
+    fn a_call_naming_a_suspension_it_cannot_resume_is_refused_and_without_auto_resume_just_runs() {
+        let mut run = suspended_booking();
+        run.on_reply("run-1", "4 people".into()).unwrap();
+        let mut step = next_step(&mut run);
+        let other_tool = call(
+            &mut step,
+            "c2",
+            "lookup",
+            json!({ "suspendedToolCallId": "c1" }),
+        );
+        let unknown = call(
+            &mut step,
+            "c3",
+            "book",
+            json!({ "suspendedToolCallId": "c9" }),
+        );
+        for (start, message) in [
+            (
+                other_tool,
+                "Call c1 is not a suspended call of tool lookup in this run: it was not resumed.",
+            ),
+            (
+                unknown,
+                "No suspended call c9 waits in this run: nothing was resumed.",
+            ),
+        ] {
+            let CallStart::Refuse(CallOutcome::Failed { error }) = start else {
+                panic!("a refusal: {start:?}");
+            };
+            assert_eq!(
+                (error.kind(), error.message()),
+                (ErrorKind::InputValidation, message)
+            );
+        }
+
+        let mut run = machine(10, false);
+        let mut step = next_step(&mut run);
+        let start = call(
+            &mut step,
+            "c1",
+            "book",
+            json!({ "restaurant": "Roma", "suspendedToolCallId": "c0", "resumeData": null }),
+        );
+        assert_eq!(start, CallStart::Run(json!({ "restaurant": "Roma" })));
+    }
+
+    #[test]
+    fn a_call_cut_off_never_runs_and_the_model_reads_why() {
+        let mut run = machine(10, false);
+        let mut step = next_step(&mut run);
+        let message = "Tool call c1 to transfer was cut off (the stream ended); it did not run.";
+        let chunk = step.on_call_cut_off(
+            "c1".into(),
+            "transfer".into(),
+            "{\"amou".into(),
+            message.into(),
+        );
+        assert_eq!(
+            chunk,
+            AgentChunk::ToolError {
+                call_id: "c1".into(),
+                tool_name: "transfer".into(),
+                error: json!(message),
+            },
+            "the message as the model reads it"
+        );
+        step.on_finish(ModelFinish::Length);
+        assert_eq!(
+            step.end_answer(),
+            [step_finish(1, ModelFinish::Length)],
+            "nothing runs: the step ends with the answer"
+        );
+        let next = next_step(&mut run);
+        assert_eq!(
+            next.record().messages[1..],
+            [
+                Message::Assistant {
+                    text: String::new(),
+                    tool_calls: vec![request("c1", "transfer", json!("{\"amou"))],
+                },
+                Message::ToolResult {
+                    call_id: "c1".into(),
+                    tool_name: "transfer".into(),
+                    content: json!(message),
+                    is_error: true,
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn max_steps_ends_the_run_with_tool_calls_and_the_last_results_kept() {
+        let mut run = machine(2, false);
+        for n in 1..=2 {
+            let mut step = next_step(&mut run);
+            call(&mut step, &format!("c{n}"), "lookup", json!({}));
+            step.on_finish(ModelFinish::ToolCalls);
+            step.end_answer();
+            step.on_outcome(&format!("c{n}"), &completed(json!(n)), shown);
+        }
+        let end = run_end(&mut run);
+        assert_eq!((end.reason, end.finished), (FinishReason::ToolCalls, true));
+        assert_eq!(run.record().steps, 2);
+        assert_eq!(results(run.record()).len(), 2, "the last step is closed");
+        assert_eq!(
+            run_end(&mut run).reason,
+            FinishReason::ToolCalls,
+            "it stays ended"
+        );
+    }
+
+    #[test]
+    fn a_model_failure_ends_the_run_with_an_error_once_the_running_calls_settle() {
+        let mut run = machine(10, false);
+        let mut step = next_step(&mut run);
+        call(&mut step, "c1", "lookup", json!({}));
+        assert_eq!(
+            step.on_model_error("provider down".into()),
+            AgentChunk::Error {
+                message: "provider down".into()
+            }
+        );
+        assert_eq!(step.end_answer(), []);
+        let last = step.on_outcome("c1", &completed(json!(1)), shown);
+        assert_eq!(last.last(), Some(&step_finish(1, ModelFinish::Stop)));
+        let end = run_end(&mut run);
+        assert_eq!((end.reason, end.finished), (FinishReason::Error, true));
+        assert!(
+            run.record().settled.contains_key("c1"),
+            "a failed step is not closed: a reply closes it"
+        );
+    }
+
+    #[test]
+    fn the_same_outcome_reported_twice_is_reported_once() {
+        let mut run = machine(10, false);
+        let mut step = next_step(&mut run);
+        call(&mut step, "c1", "lookup", json!({}));
+        call(&mut step, "c2", "lookup", json!({}));
+        step.end_answer();
+        assert_eq!(step.on_outcome("c1", &completed(json!(1)), shown).len(), 1);
+        assert_eq!(step.on_outcome("c1", &completed(json!(2)), shown), []);
+        assert_eq!(step.record().settled["c1"].content, json!(1));
+        assert_eq!(step.on_outcome("c2", &completed(json!(2)), shown).len(), 2);
+        assert_eq!(
+            step.on_outcome("c2", &completed(json!(2)), shown),
+            [],
+            "no second step-finish"
+        );
+    }
+}

@@ -1,0 +1,292 @@
+//! What the store keeps of a run, so that any instance can go on with it:
+//! its thread, conversation, steps, and the calls of its last step that
+//! settled or wait. Runs saved by earlier versions load: fields are only
+//! ever added, with a default.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tool_runtime::{CallOutcome, Decision, PendingKind};
+
+use crate::error::AgentError;
+use crate::model::Message;
+
+/// The conversation a run belongs to: given to the tools
+/// (`ToolContext::agent`) and kept with the run.
+///
+/// ```
+/// use tool_agent::Thread;
+///
+/// let thread = Thread::new("t-7").with_resource("user-3");
+/// assert_eq!((thread.thread_id.as_str(), thread.resource_id.as_deref()), ("t-7", Some("user-3")));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Thread {
+    /// The thread's id.
+    pub thread_id: String,
+    /// Whose it is (a user, an account), if known.
+    pub resource_id: Option<String>,
+}
+
+impl Thread {
+    /// The thread `thread_id`.
+    pub fn new(thread_id: impl Into<String>) -> Self {
+        Thread {
+            thread_id: thread_id.into(),
+            resource_id: None,
+        }
+    }
+
+    /// Whose thread it is.
+    #[must_use]
+    pub fn with_resource(mut self, resource_id: impl Into<String>) -> Self {
+        self.resource_id = Some(resource_id.into());
+        self
+    }
+}
+
+/// What a call waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum WaitingFor {
+    Approval,
+    ResumeData,
+}
+
+impl WaitingFor {
+    /// What a call must wait for to take `decision`.
+    pub(crate) fn needed_by(decision: &Decision) -> Self {
+        if decision.pending_kind() == PendingKind::Suspended {
+            WaitingFor::ResumeData
+        } else {
+            WaitingFor::Approval
+        }
+    }
+
+    fn describe(self) -> &'static str {
+        match self {
+            WaitingFor::Approval => "approval",
+            WaitingFor::ResumeData => "resume data",
+        }
+    }
+}
+
+/// A call of the run that waits for a decision.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Waiting {
+    pub(crate) tool_name: String,
+    pub(crate) waiting_for: WaitingFor,
+    pub(crate) args: Value,
+    #[serde(default)]
+    pub(crate) payload: Option<Value>,
+    #[serde(default)]
+    pub(crate) resume_schema: Option<Value>,
+}
+
+/// A call's result, as the conversation will hold it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Settled {
+    pub(crate) tool_name: String,
+    pub(crate) content: Value,
+    pub(crate) is_error: bool,
+}
+
+impl Settled {
+    /// What the conversation keeps of a call of `tool_name` that ended with
+    /// `outcome`: what the model reads (raw; the transcript applies the
+    /// tools' transcript transforms).
+    pub(crate) fn of(tool_name: &str, outcome: &CallOutcome) -> Self {
+        let is_error = !matches!(
+            outcome,
+            CallOutcome::Completed { .. } | CallOutcome::BackgroundStarted { .. }
+        );
+        Settled {
+            tool_name: tool_name.to_owned(),
+            content: outcome.to_model_value(),
+            is_error,
+        }
+    }
+}
+
+/// Everything needed to go on with a run, on any instance: what the store keeps.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct RunRecord {
+    pub(crate) agent_id: String,
+    pub(crate) thread: Thread,
+    /// The conversation up to the last assistant message.
+    pub(crate) messages: Vec<Message>,
+    /// Steps taken.
+    pub(crate) steps: usize,
+    /// Results of the last step's calls that settled, by call id.
+    pub(crate) settled: BTreeMap<String, Settled>,
+    /// The last step's calls that wait, by call id.
+    pub(crate) waiting: BTreeMap<String, Waiting>,
+    /// Suspensions the conversation moved on from (a reply came): resumed
+    /// by a call that names them (auto-resume).
+    #[serde(default)]
+    pub(crate) suspensions: BTreeMap<String, Waiting>,
+}
+
+impl RunRecord {
+    pub(crate) fn new(agent_id: &str, thread: Thread, messages: Vec<Message>) -> Self {
+        RunRecord {
+            agent_id: agent_id.to_owned(),
+            thread,
+            messages,
+            steps: 0,
+            settled: BTreeMap::new(),
+            waiting: BTreeMap::new(),
+            suspensions: BTreeMap::new(),
+        }
+    }
+
+    /// Fails unless `call_id` waits for `expected`: a decision names a
+    /// waiting call of its run.
+    pub(crate) fn expect_waiting(
+        &self,
+        run_id: &str,
+        call_id: &str,
+        expected: WaitingFor,
+    ) -> Result<(), AgentError> {
+        match self.waiting.get(call_id) {
+            Some(waiting) if waiting.waiting_for == expected => Ok(()),
+            _ => Err(self.not_waiting(run_id, call_id, expected)),
+        }
+    }
+
+    /// The error of a decision (or reply) that needed `call_id` to wait for
+    /// `expected`, listing what does wait.
+    pub(crate) fn not_waiting(
+        &self,
+        run_id: &str,
+        call_id: &str,
+        expected: WaitingFor,
+    ) -> AgentError {
+        AgentError::NotWaiting {
+            run_id: run_id.to_owned(),
+            call_id: call_id.to_owned(),
+            expected: expected.describe(),
+            waiting: self
+                .waiting
+                .iter()
+                .map(|(id, w)| (id.clone(), w.waiting_for.describe()))
+                .collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::model::ToolCallRequest;
+
+    /// A run waiting on one approval and one suspension, as the store
+    /// holds it: the shape earlier versions saved.
+    fn stored() -> Value {
+        json!({
+            "agent_id": "banker",
+            "thread": { "thread_id": "t1", "resource_id": "user-3" },
+            "messages": [
+                { "role": "user", "text": "send 10 and book" },
+                { "role": "assistant", "text": "", "tool_calls": [
+                    { "call_id": "c-transfer", "tool_name": "transfer", "arguments": { "amount": 10 } },
+                    { "call_id": "c-book", "tool_name": "book", "arguments": { "restaurant": "Roma" } },
+                    { "call_id": "c-lookup", "tool_name": "lookup", "arguments": {} }
+                ] }
+            ],
+            "steps": 1,
+            "settled": {
+                "c-lookup": { "tool_name": "lookup", "content": { "balance": 100 }, "is_error": false }
+            },
+            "waiting": {
+                "c-book": { "tool_name": "book", "waiting_for": "resume_data", "args": { "restaurant": "Roma" }, "payload": { "question": "how many seats?" }, "resume_schema": null },
+                "c-transfer": { "tool_name": "transfer", "waiting_for": "approval", "args": { "amount": 10 }, "payload": null, "resume_schema": { "type": "object" } }
+            },
+            "suspensions": {}
+        })
+    }
+
+    #[test]
+    fn a_stored_run_loads_and_saves_in_the_same_shape() {
+        let record: RunRecord = serde_json::from_value(stored()).unwrap();
+        assert_eq!(record.thread, Thread::new("t1").with_resource("user-3"));
+        assert_eq!(
+            record.messages[1],
+            Message::Assistant {
+                text: String::new(),
+                tool_calls: vec![
+                    ToolCallRequest {
+                        call_id: "c-transfer".into(),
+                        tool_name: "transfer".into(),
+                        arguments: json!({ "amount": 10 }),
+                    },
+                    ToolCallRequest {
+                        call_id: "c-book".into(),
+                        tool_name: "book".into(),
+                        arguments: json!({ "restaurant": "Roma" }),
+                    },
+                    ToolCallRequest {
+                        call_id: "c-lookup".into(),
+                        tool_name: "lookup".into(),
+                        arguments: json!({}),
+                    },
+                ],
+            }
+        );
+        assert_eq!(
+            record.waiting["c-transfer"].waiting_for,
+            WaitingFor::Approval
+        );
+        assert_eq!(record.waiting["c-book"].waiting_for, WaitingFor::ResumeData);
+        assert_eq!(serde_json::to_value(&record).unwrap(), stored());
+    }
+
+    #[test]
+    fn a_run_saved_before_suspensions_and_payloads_were_kept_loads() {
+        let mut old = stored();
+        old.as_object_mut().unwrap().remove("suspensions");
+        for waiting in old["waiting"].as_object_mut().unwrap().values_mut() {
+            let waiting = waiting.as_object_mut().unwrap();
+            waiting.remove("payload");
+            waiting.remove("resume_schema");
+        }
+        let record: RunRecord = serde_json::from_value(old).unwrap();
+        assert!(record.suspensions.is_empty());
+        assert_eq!(record.waiting["c-book"].payload, None);
+        assert_eq!(record.waiting["c-transfer"].resume_schema, None);
+    }
+
+    #[test]
+    fn a_decision_names_a_call_waiting_for_it() {
+        let record: RunRecord = serde_json::from_value(stored()).unwrap();
+        assert!(
+            record
+                .expect_waiting("run-1", "c-transfer", WaitingFor::Approval)
+                .is_ok()
+        );
+        let wrong_kind = record.expect_waiting("run-1", "c-transfer", WaitingFor::ResumeData);
+        let settled = record.expect_waiting("run-1", "c-lookup", WaitingFor::Approval);
+        assert_eq!(
+            settled.unwrap_err().to_string(),
+            "call \"c-lookup\" is not waiting for approval in run \"run-1\"; waiting: c-book (resume data), c-transfer (approval)"
+        );
+        assert!(matches!(
+            wrong_kind,
+            Err(AgentError::NotWaiting {
+                expected: "resume data",
+                ..
+            })
+        ));
+        assert_eq!(
+            WaitingFor::needed_by(&Decision::Decline(None)),
+            WaitingFor::Approval
+        );
+        assert_eq!(
+            WaitingFor::needed_by(&Decision::Resume(json!({}))),
+            WaitingFor::ResumeData
+        );
+    }
+}
