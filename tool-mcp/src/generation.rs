@@ -9,6 +9,8 @@
 use rmcp::model::ProtocolVersion;
 use rmcp::service::{RequestContext, RoleServer};
 
+use super::compat_2025;
+
 /// How one `tools/call` is served: its generation, and what its client can
 /// be asked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,8 +50,8 @@ pub(crate) enum Generation {
     Sep2663,
     /// 2025-11-25's tasks (SEP-1686): a `tools/call` with a `task` param
     /// from a client that declared `capabilities.tasks`, which reaches the
-    /// server through the 2025-11-25 edge (rmcp 3.11 does not model it): a
-    /// task at once, whose questions `tasks/result` asks.
+    /// server through `compat_2025` (rmcp 3.11 does not model it): a task
+    /// at once, whose questions `tasks/result` asks.
     Tasks2025,
 }
 
@@ -66,15 +68,10 @@ pub(crate) enum Elicit {
 
 impl Protocol {
     /// A `tools/call` as rmcp hands it over. `elicitation`: the server asks
-    /// clients that can show forms ([`McpServerBuilder::elicitation`]);
-    /// `declared_tasks_2025`: see [`Generation::Handshake`].
+    /// clients that can show forms ([`McpServerBuilder::elicitation`]).
     ///
     /// [`McpServerBuilder::elicitation`]: crate::McpServerBuilder::elicitation
-    pub(crate) fn of_call(
-        context: &RequestContext<RoleServer>,
-        elicitation: bool,
-        declared_tasks_2025: bool,
-    ) -> Self {
+    pub(crate) fn of_call(context: &RequestContext<RoleServer>, elicitation: bool) -> Self {
         let generation = if context
             .client_capabilities()
             .is_some_and(|caps| caps.supports_tasks())
@@ -84,13 +81,13 @@ impl Protocol {
             Generation::Stateless2026
         } else {
             Generation::Handshake {
-                declared_tasks: declared_tasks_2025,
+                declared_tasks: compat_2025::peer_declared(context),
             }
         };
         Protocol::new(generation, context, elicitation)
     }
 
-    /// A 2025-11-25 `tools/call` with a `task` param (the 2025-11-25 edge).
+    /// A 2025-11-25 `tools/call` with a `task` param (`compat_2025`).
     pub(crate) fn of_task_2025(context: &RequestContext<RoleServer>, elicitation: bool) -> Self {
         Protocol::new(Generation::Tasks2025, context, elicitation)
     }

@@ -18,8 +18,8 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use super::compat_2025::{self, HttpEdge};
 use super::resumption::SkipReceived;
-use super::tasks_2025;
 use super::{McpError, McpServer};
 
 type Service = StreamableHttpService<McpServer, LocalSessionManager>;
@@ -230,7 +230,7 @@ impl McpServer {
 }
 
 async fn accept(listener: TcpListener, service: Service, path: Arc<str>, stop: CancellationToken) {
-    let tasks_sessions = Arc::new(TasksSessions::default());
+    let edge = Arc::new(HttpEdge::default());
     loop {
         let stream = tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -243,14 +243,12 @@ async fn accept(listener: TcpListener, service: Service, path: Arc<str>, stop: C
             () = stop.cancelled() => break,
         };
         let (service, path, stop) = (service.clone(), Arc::clone(&path), stop.clone());
-        let tasks_sessions = Arc::clone(&tasks_sessions);
+        let edge = Arc::clone(&edge);
         tokio::spawn(async move {
             let handler = hyper::service::service_fn(move |request: Request<Incoming>| {
                 let (service, path) = (service.clone(), Arc::clone(&path));
-                let tasks_sessions = Arc::clone(&tasks_sessions);
-                async move {
-                    Ok::<_, Infallible>(route(&service, &path, &tasks_sessions, request).await)
-                }
+                let edge = Arc::clone(&edge);
+                async move { Ok::<_, Infallible>(route(&service, &path, &edge, request).await) }
             });
             let connection = hyper::server::conn::http1::Builder::new()
                 .serve_connection(TokioIo::new(stream), handler);
@@ -276,7 +274,7 @@ const MAX_BODY: usize = 4 * 1024 * 1024;
 async fn route(
     service: &Service,
     path: &str,
-    tasks_sessions: &TasksSessions,
+    edge: &HttpEdge,
     request: Request<Incoming>,
 ) -> Response<BoxBody<Bytes, Infallible>> {
     if request.uri().path() != path {
@@ -288,7 +286,7 @@ async fn route(
             .get(SESSION_HEADER)
             .and_then(|v| v.to_str().ok())
     {
-        tasks_sessions.remove(session);
+        edge.closed(session);
     }
     if request.method() != hyper::Method::POST {
         let resumed_after = request
@@ -323,17 +321,16 @@ async fn route(
     if let Some(response) = protocol_error(&message) {
         return response;
     }
-    // What rmcp's types would drop of 2025-11-25's tasks is kept, and a
-    // session that declared them has its task requests renamed.
-    let seen = tasks_2025::inbound(&mut message);
+    // 2025-11-25's tasks, which rmcp does not model: what its types would
+    // drop is kept, and a session that declared them has its task requests
+    // renamed (`compat_2025`).
     let session = parts
         .headers
         .get(SESSION_HEADER)
         .and_then(|v| v.to_str().ok());
-    let renamed =
-        session.is_some_and(|id| tasks_sessions.contains(id)) && tasks_2025::rename(&mut message);
+    let posted = edge.request(&mut message, session);
     let mut parts = parts;
-    let body = if seen.changed || renamed {
+    let body = if posted.changed {
         let body = Bytes::from(message.to_string());
         parts
             .headers
@@ -350,10 +347,8 @@ async fn route(
         .get(SESSION_HEADER)
         .and_then(|v| v.to_str().ok());
     match created {
-        // Only a session can have its requests renamed.
-        Some(session) if seen.declares_tasks => {
-            tasks_sessions.insert(session);
-            with_server_tasks(response).await
+        Some(session) if edge.opened(posted, session) => {
+            compat_2025::with_server_tasks(response).await
         }
         _ => response,
     }
@@ -361,153 +356,6 @@ async fn route(
 
 /// The header naming a streamable HTTP session.
 const SESSION_HEADER: &str = "mcp-session-id";
-
-/// Most sessions remembered as having declared 2025-11-25 tasks (the
-/// oldest are forgotten first: their task requests are then refused).
-const MAX_TASKS_SESSIONS: usize = 10_000;
-
-/// The sessions whose `initialize` declared 2025-11-25 tasks: their task
-/// requests are [renamed](tasks_2025::rename).
-#[derive(Debug, Default)]
-struct TasksSessions(
-    std::sync::Mutex<(
-        std::collections::HashSet<String>,
-        std::collections::VecDeque<String>,
-    )>,
-);
-
-impl TasksSessions {
-    fn insert(&self, session: &str) {
-        let mut guard = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        let (set, order) = &mut *guard;
-        if !set.insert(session.to_owned()) {
-            return;
-        }
-        order.push_back(session.to_owned());
-        if order.len() > MAX_TASKS_SESSIONS
-            && let Some(oldest) = order.pop_front()
-        {
-            set.remove(&oldest);
-        }
-    }
-
-    fn contains(&self, session: &str) -> bool {
-        let guard = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        guard.0.contains(session)
-    }
-
-    fn remove(&self, session: &str) {
-        let mut guard = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        let (set, order) = &mut *guard;
-        if set.remove(session) {
-            order.retain(|s| s != session);
-        }
-    }
-}
-
-/// An `initialize` response (JSON, or an SSE stream) with the server's
-/// 2025-11-25 `capabilities.tasks` in its result.
-async fn with_server_tasks(
-    response: Response<BoxBody<Bytes, Infallible>>,
-) -> Response<BoxBody<Bytes, Infallible>> {
-    let sse = response
-        .headers()
-        .get(hyper::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("text/event-stream"));
-    let (mut parts, body) = response.into_parts();
-    if sse {
-        let mut events = InitializeEvents::default();
-        return Response::from_parts(parts, body.map_frame(move |f| events.frame(f)).boxed());
-    }
-    // A JSON response: one message, complete.
-    let Ok(collected) = body.collect().await;
-    let bytes = collected.to_bytes();
-    let body = match serde_json::from_slice::<serde_json::Value>(&bytes) {
-        Ok(mut message) => match tasks_2025::outbound_initialize(&mut message) {
-            true => Bytes::from(message.to_string()),
-            false => bytes,
-        },
-        Err(_) => bytes,
-    };
-    parts.headers.remove(hyper::header::CONTENT_LENGTH);
-    Response::from_parts(parts, Full::new(body).boxed())
-}
-
-/// Rewrites the first message event of an SSE stream (the `initialize`
-/// result) with [`tasks_2025::outbound_initialize`]; every other byte
-/// passes unchanged.
-#[derive(Debug, Default)]
-struct InitializeEvents {
-    partial: Vec<u8>,
-    done: bool,
-}
-
-impl InitializeEvents {
-    fn frame(&mut self, frame: hyper::body::Frame<Bytes>) -> hyper::body::Frame<Bytes> {
-        match frame.into_data() {
-            Ok(data) if !self.done => hyper::body::Frame::data(self.data(&data)),
-            Ok(data) => hyper::body::Frame::data(data),
-            Err(frame) => frame,
-        }
-    }
-
-    fn data(&mut self, data: &[u8]) -> Bytes {
-        self.partial.extend_from_slice(data);
-        let mut out = Vec::with_capacity(self.partial.len());
-        let mut start = 0;
-        while !self.done {
-            let Some(end) = self.partial[start..]
-                .windows(2)
-                .position(|w| w == b"\n\n")
-                .map(|at| start + at + 2)
-            else {
-                break;
-            };
-            let event = &self.partial[start..end];
-            match std::str::from_utf8(event).ok().and_then(rewrite_event) {
-                Some(rewritten) => {
-                    out.extend_from_slice(rewritten.as_bytes());
-                    self.done = true;
-                }
-                None => out.extend_from_slice(event),
-            }
-            start = end;
-        }
-        if self.done {
-            out.extend_from_slice(&self.partial[start..]);
-            self.partial = Vec::new();
-        } else {
-            self.partial.drain(..start);
-        }
-        Bytes::from(out)
-    }
-}
-
-/// The event with its `data` (a JSON-RPC message) rewritten, when it
-/// carries an `initialize` result.
-fn rewrite_event(event: &str) -> Option<String> {
-    let mut out = String::with_capacity(event.len() + 96);
-    let mut rewritten = false;
-    for line in event.split_inclusive('\n') {
-        let data = line
-            .strip_prefix("data:")
-            .map(|d| d.trim_end_matches(['\r', '\n']).trim_start());
-        let message = data.and_then(|d| serde_json::from_str::<serde_json::Value>(d).ok());
-        match message {
-            Some(mut message) if !rewritten => {
-                if tasks_2025::outbound_initialize(&mut message) {
-                    out.push_str(&format!("data: {message}\n"));
-                    rewritten = true;
-                } else {
-                    out.push_str(line);
-                }
-            }
-            _ => out.push_str(line),
-        }
-    }
-    rewritten.then_some(out)
-}
 
 /// The JSON-RPC error for a `tools/call` whose params are not a tool name
 /// with an object of arguments (`-32602`, with the request's id); `None`
@@ -561,48 +409,4 @@ fn plain(status: StatusCode, text: &'static str) -> Response<BoxBody<Bytes, Infa
     let mut response = Response::new(Full::new(Bytes::from_static(text.as_bytes())).boxed());
     *response.status_mut() = status;
     response
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn rewritten(chunks: &[&str]) -> String {
-        let mut events = InitializeEvents::default();
-        chunks
-            .iter()
-            .map(|chunk| {
-                let frame = events.frame(hyper::body::Frame::data(Bytes::from(chunk.to_string())));
-                String::from_utf8(frame.into_data().unwrap().to_vec()).unwrap()
-            })
-            .collect()
-    }
-
-    #[test]
-    fn an_initialize_result_gets_the_servers_tasks_wherever_the_frames_split() {
-        let result = r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{}}}"#;
-        let stream =
-            format!("data: \nid: 0\nretry: 3000\n\ndata: {result}\nid: 1\n\ndata: after\n\n");
-        let whole = rewritten(&[&stream]);
-        let bytes: Vec<String> = stream.chars().map(String::from).collect();
-        let bytes: Vec<&str> = bytes.iter().map(String::as_str).collect();
-        assert_eq!(rewritten(&bytes), whole);
-        assert!(
-            whole.starts_with("data: \nid: 0\nretry: 3000\n\n"),
-            "{whole}"
-        );
-        assert!(whole.ends_with("\nid: 1\n\ndata: after\n\n"), "{whole}");
-        let message = whole
-            .lines()
-            .find_map(|line| line.strip_prefix("data: {"))
-            .expect("the result");
-        let message: serde_json::Value = serde_json::from_str(&format!("{{{message}")).unwrap();
-        assert!(
-            message["result"]["capabilities"]["tasks"]["requests"]["tools"]["call"].is_object()
-        );
-        // Any other first message passes unchanged.
-        let other = "data: {\"jsonrpc\":\"2.0\",\"id\":0,\"error\":{\"code\":-32600,\"message\":\"no\"}}\n\n";
-        assert_eq!(rewritten(&[other]), other);
-        assert_eq!(rewritten(&["data: not json\n\n"]), "data: not json\n\n");
-    }
 }

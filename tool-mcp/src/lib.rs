@@ -37,6 +37,7 @@
 
 mod call;
 mod client;
+mod compat_2025;
 mod context;
 mod convert;
 mod dispatch;
@@ -49,13 +50,13 @@ mod request_state;
 mod resumption;
 mod server;
 mod shared;
+mod stdio;
 #[allow(
     deprecated,
     reason = "MCP sampling in a task's questions (SEP-2577 deprecates sampling; older peers use it)"
 )]
 mod task_input;
 mod tasks;
-mod tasks_2025;
 
 pub use call::PENDING_META;
 pub use client::McpClient;

@@ -13,15 +13,16 @@ use rmcp::transport::IntoTransport;
 use rmcp::{ErrorData, ServerHandler, ServiceExt};
 
 use super::McpError;
+use super::compat_2025::{self, SessionTasks, StdioEdge};
 use super::convert::{ServedTool, served_tool};
 use super::dispatch;
 use super::generation::{Protocol, modern};
 use super::logging::SessionLog;
 use super::request_state::RequestStates;
 use super::shared::{RequestContextFn, Shared};
+use super::stdio;
 use super::task_input::TaskInputs;
 use super::tasks;
-use super::tasks_2025::{self, SessionTasks};
 use tool_runtime::Runtime;
 
 /// Serves a [`Runtime`]'s tools over MCP, with the official `rmcp` crate.
@@ -196,16 +197,16 @@ impl McpServer {
         R: tokio::io::AsyncRead + Unpin + Send + 'static,
         W: tokio::io::AsyncWrite + Unpin + Send + 'static,
     {
-        let (server_end, edge_end) = tokio::io::duplex(LINE_BUFFER);
-        let mut edge = tokio::spawn(tasks_2025::line_edge(reader, writer, edge_end));
+        // 2025-11-25's tasks need lines rewritten in front of rmcp (`compat_2025`).
+        let (server_end, mut relay) = stdio::relay(reader, writer, StdioEdge::default());
         let served = self.serve(server_end).await;
         // What the server wrote last still reaches the client; a client
         // that did not close its end is not waited for.
-        if tokio::time::timeout(std::time::Duration::from_secs(1), &mut edge)
+        if tokio::time::timeout(std::time::Duration::from_secs(1), &mut relay)
             .await
             .is_err()
         {
-            edge.abort();
+            relay.abort();
         }
         served
     }
@@ -277,9 +278,6 @@ pub struct McpServerBuilder {
     request_state_key: Option<Vec<u8>>,
     request_state_lifetime: std::time::Duration,
 }
-
-/// The buffer between [`McpServer::serve_lines`]'s edge and the server.
-const LINE_BUFFER: usize = 1 << 16;
 
 /// How long an `input_required` result's `requestState` is accepted by default.
 const REQUEST_STATE_LIFETIME: std::time::Duration = std::time::Duration::from_secs(60 * 60);
@@ -453,8 +451,7 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let declared_2025 = tasks_2025::peer_declared(&context);
-        let protocol = Protocol::of_call(&context, self.inner.elicitation, declared_2025);
+        let protocol = Protocol::of_call(&context, self.inner.elicitation);
         // Boxed, as every handler with real work here: rmcp spawns each
         // request's future, whose size is that of the largest handler's,
         // and moves it on the way; a box moves as one pointer.
@@ -503,7 +500,7 @@ impl ServerHandler for McpServer {
         request: rmcp::model::CustomRequest,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::CustomResult, ErrorData> {
-        Box::pin(tasks_2025::custom(
+        Box::pin(compat_2025::custom(
             &self.inner,
             &self.session,
             &self.session_tasks,

@@ -1,21 +1,12 @@
-//! The 2025-11-25 protocol's tasks (SEP-1686, "experimental tasks"), for its
-//! clients that declare `capabilities.tasks`: a `tools/call` with a `task`
-//! param of a deferred background tool answers with a `CreateTaskResult`
-//! (`{"task": Task}`); `tasks/get`, `tasks/result` (waits until the task
-//! ends, then gives the call's result), `tasks/list` (this session's tasks)
-//! and `tasks/cancel` read the same stored call as SEP-2663's `tasks/get`
-//! ([`tasks::detailed`]); `notifications/tasks/status` tells the session
-//! that created a task of each status change it sees.
-//!
-//! rmcp 3.11 models SEP-2663 only: its types drop the client's
-//! `capabilities.tasks`, the `task` param and tools' `execution`, and its
-//! `tasks/get` and `tasks/cancel` answer SEP-2663's shapes to SEP-2663
-//! clients alone. So the transport edge keeps the client's declaration
-//! where rmcp keeps it ([`inbound`]), adds the server's `capabilities.tasks`
-//! to the `initialize` result ([`outbound_initialize`]), and, for a session
-//! that declared tasks, renames the requests rmcp would answer in other
-//! shapes ([`rename`]) to methods rmcp hands over as they came
-//! (`on_custom_request`), served here ([`custom`]).
+//! Serving the 2025-11-25 task requests rmcp hands over as they came
+//! (`on_custom_request`): a `tools/call` with a `task` param of a deferred
+//! background tool answers with a `CreateTaskResult` (`{"task": Task}`);
+//! `tasks/get`, `tasks/result` (waits until the task ends, then gives the
+//! call's result), `tasks/list` (this session's tasks) and `tasks/cancel`
+//! read the same stored call as SEP-2663's `tasks/get`
+//! ([`tasks::detailed`]), answered in 2025-11-25's shapes;
+//! `notifications/tasks/status` tells the session that created a task of
+//! each status change it sees.
 
 use std::collections::{HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -24,21 +15,18 @@ use std::time::Duration;
 use rmcp::ErrorData;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CustomNotification, CustomRequest, CustomResult,
-    DetailedTask, ElicitRequestParams, ErrorCode, InputRequest, ProtocolVersion,
-    ServerNotification, Task, TaskPayload, TaskStatus,
+    DetailedTask, ElicitRequestParams, ErrorCode, InputRequest, ServerNotification, Task,
+    TaskPayload, TaskStatus,
 };
 use rmcp::service::{Peer, RequestContext, RoleServer};
 use serde_json::{Map, Value, json};
 
-use super::dispatch;
-use super::generation::{self, Protocol};
-use super::logging::SessionLog;
-use super::shared::Shared;
-use super::tasks;
-
-/// Where [`inbound`] keeps a 2025-11-25 client's `capabilities.tasks`:
-/// under `capabilities.experimental`, which rmcp keeps.
-const CLIENT_TASKS_KEY: &str = "tool-runtime/tasks-2025-11-25";
+use super::wire::{RENAMED, peer_declared};
+use crate::dispatch;
+use crate::generation::{self, Protocol};
+use crate::logging::SessionLog;
+use crate::shared::Shared;
+use crate::tasks;
 
 /// The `_meta` key tying a message to its task.
 const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
@@ -56,229 +44,6 @@ const CANCEL_WAIT: Duration = Duration::from_secs(2);
 /// How often `tasks/result`, and a task's watcher, read again a task the
 /// runtime cannot tell them about.
 const RESULT_POLL: Duration = Duration::from_millis(500);
-
-// --- the transport edge ----------------------------------------------------------
-
-/// What [`inbound`] did to a message (or batch).
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Inbound {
-    /// It changed: serialize it again.
-    pub(crate) changed: bool,
-    /// It holds a 2025-11-25 `initialize` that declares `capabilities.tasks`:
-    /// its result gets the server's ([`outbound_initialize`]).
-    pub(crate) declares_tasks: bool,
-}
-
-/// Keeps what rmcp's types would drop from a client's `initialize` (or a
-/// batch holding one): a 2025-11-25 `initialize`'s `capabilities.tasks`,
-/// copied under `experimental`. An entry a client sent under that key
-/// itself is removed: only the protocol's own field counts.
-pub(crate) fn inbound(message: &mut Value) -> Inbound {
-    let mut seen = Inbound::default();
-    match message {
-        Value::Array(batch) => batch.iter_mut().for_each(|m| inbound_one(m, &mut seen)),
-        message => inbound_one(message, &mut seen),
-    }
-    seen
-}
-
-fn inbound_one(message: &mut Value, seen: &mut Inbound) {
-    if message.get("method").and_then(Value::as_str) != Some("initialize") {
-        return;
-    }
-    let Some(params) = message.get_mut("params").and_then(Value::as_object_mut) else {
-        return;
-    };
-    let version = params.get("protocolVersion").and_then(Value::as_str);
-    let legacy = version == Some(ProtocolVersion::V_2025_11_25.as_str());
-    let Some(capabilities) = params
-        .get_mut("capabilities")
-        .and_then(Value::as_object_mut)
-    else {
-        return;
-    };
-    let tasks = capabilities.get("tasks").filter(|t| t.is_object()).cloned();
-    let experimental = capabilities
-        .entry("experimental")
-        .or_insert_with(|| Value::Object(Map::new()));
-    let Some(experimental) = experimental.as_object_mut() else {
-        return;
-    };
-    seen.changed |= experimental.remove(CLIENT_TASKS_KEY).is_some();
-    if let (true, Some(tasks)) = (legacy, tasks) {
-        experimental.insert(CLIENT_TASKS_KEY.to_owned(), tasks);
-        seen.changed = true;
-        seen.declares_tasks = true;
-    }
-}
-
-/// The method a request of a session that declared 2025-11-25 tasks is
-/// renamed to: one rmcp hands to `on_custom_request` as it came.
-const RENAMED: &str = "tool-runtime/2025-11-25/";
-
-/// Renames, in a message (or batch) of a session that declared 2025-11-25
-/// tasks, the requests rmcp would answer in other shapes: `tools/list`
-/// (tools get `execution`), a `tools/call` with a `task` param, `tasks/get`
-/// and `tasks/cancel`. Whether any was.
-pub(crate) fn rename(message: &mut Value) -> bool {
-    match message {
-        Value::Array(batch) => batch
-            .iter_mut()
-            .fold(false, |renamed, m| rename_one(m) | renamed),
-        message => rename_one(message),
-    }
-}
-
-fn rename_one(message: &mut Value) -> bool {
-    let Some(method) = message.get("method").and_then(Value::as_str) else {
-        return false;
-    };
-    let renamed = match method {
-        "tools/list" | "tasks/get" | "tasks/cancel" => true,
-        "tools/call" => message
-            .get("params")
-            .and_then(|p| p.get("task"))
-            .is_some_and(Value::is_object),
-        _ => false,
-    };
-    if renamed {
-        message["method"] = Value::String(format!("{RENAMED}{method}"));
-    }
-    renamed
-}
-
-/// Adds the server's `capabilities.tasks` to a 2025-11-25 `initialize`
-/// result (for a client that declared its own); whether it changed.
-pub(crate) fn outbound_initialize(message: &mut Value) -> bool {
-    let Some(result) = message.get_mut("result").and_then(Value::as_object_mut) else {
-        return false;
-    };
-    if result.get("protocolVersion").and_then(Value::as_str)
-        != Some(ProtocolVersion::V_2025_11_25.as_str())
-    {
-        return false;
-    }
-    let Some(capabilities) = result
-        .get_mut("capabilities")
-        .and_then(Value::as_object_mut)
-    else {
-        return false;
-    };
-    capabilities.insert(
-        "tasks".to_owned(),
-        json!({ "list": {}, "cancel": {}, "requests": { "tools": { "call": {} } } }),
-    );
-    true
-}
-
-/// Longest line the stdio edge reads as a message to look into (longer
-/// ones pass unchanged).
-const MAX_LINE: usize = 4 * 1024 * 1024;
-
-/// Reads the next line into `line` (cleared first); false at the end of
-/// the input or on a read error.
-async fn next_line<R>(reader: &mut R, line: &mut Vec<u8>) -> bool
-where
-    R: tokio::io::AsyncBufRead + Unpin,
-{
-    use tokio::io::AsyncBufReadExt as _;
-    line.clear();
-    matches!(reader.read_until(b'\n', line).await, Ok(read) if read > 0)
-}
-
-/// The edge for newline-delimited JSON-RPC (stdio's framing) between the
-/// client's `reader` / `writer` and the server's end of `server`: what
-/// [`inbound`], [`rename`] and [`outbound_initialize`] do over HTTP, for
-/// the one session of the connection. Runs until both directions close.
-pub(crate) async fn line_edge<R, W>(reader: R, writer: W, server: tokio::io::DuplexStream)
-where
-    R: tokio::io::AsyncRead + Unpin + Send + 'static,
-    W: tokio::io::AsyncWrite + Unpin + Send + 'static,
-{
-    use tokio::io::AsyncWriteExt as _;
-    let (from_server, mut to_server) = tokio::io::split(server);
-    // The id of the `initialize` that declared tasks, until its result passed.
-    let initialize: Arc<Mutex<Option<Value>>> = Arc::default();
-    let declared = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let (asked, told) = (Arc::clone(&initialize), Arc::clone(&declared));
-    let inward = async move {
-        let mut reader = tokio::io::BufReader::new(reader);
-        let mut line = Vec::new();
-        // Whether the session's `initialize` passed: a session has one, and
-        // the lines after it are not searched for another.
-        let mut initialized = false;
-        while next_line(&mut reader, &mut line).await {
-            // Only an `initialize` or a message of a session that declared
-            // tasks can need a rewrite: any other line passes unparsed (the
-            // method's name, unescaped as every client writes it, tells).
-            let declared_tasks = told.load(std::sync::atomic::Ordering::SeqCst);
-            let may_initialize = || {
-                !initialized
-                    && std::str::from_utf8(&line).is_ok_and(|text| text.contains("\"initialize\""))
-            };
-            let parsed = (line.len() <= MAX_LINE && (declared_tasks || may_initialize()))
-                .then(|| serde_json::from_slice::<Value>(&line).ok())
-                .flatten();
-            let rewritten = parsed.and_then(|mut message| {
-                if message.get("method").and_then(Value::as_str) == Some("initialize") {
-                    initialized = true;
-                }
-                let seen = inbound(&mut message);
-                if seen.declares_tasks {
-                    *asked.lock().unwrap_or_else(|e| e.into_inner()) = message.get("id").cloned();
-                    told.store(true, std::sync::atomic::Ordering::SeqCst);
-                }
-                let renamed = told.load(std::sync::atomic::Ordering::SeqCst)
-                    && !seen.declares_tasks
-                    && rename(&mut message);
-                (seen.changed || renamed).then(|| format!("{message}\n").into_bytes())
-            });
-            let out = rewritten.as_deref().unwrap_or(&line);
-            if to_server.write_all(out).await.is_err() {
-                break;
-            }
-        }
-        // The client closed its end: so does the server's.
-        let _ = to_server.shutdown().await;
-    };
-    let outward = async move {
-        let mut reader = tokio::io::BufReader::new(from_server);
-        let mut writer = writer;
-        let mut line = Vec::new();
-        while next_line(&mut reader, &mut line).await {
-            let mut rewritten = None;
-            let pending = initialize.lock().unwrap_or_else(|e| e.into_inner()).clone();
-            if let Some(id) = pending
-                && let Ok(mut message) = serde_json::from_slice::<Value>(&line)
-                && message.get("id") == Some(&id)
-            {
-                *initialize.lock().unwrap_or_else(|e| e.into_inner()) = None;
-                if outbound_initialize(&mut message) {
-                    rewritten = Some(format!("{message}\n").into_bytes());
-                }
-            }
-            let out = rewritten.as_deref().unwrap_or(&line);
-            if writer.write_all(out).await.is_err() || writer.flush().await.is_err() {
-                break;
-            }
-        }
-    };
-    tokio::join!(inward, outward);
-}
-
-// --- serving -------------------------------------------------------------------------
-
-/// Whether the request's peer negotiated 2025-11-25 and declared
-/// `capabilities.tasks`.
-pub(crate) fn peer_declared(context: &RequestContext<RoleServer>) -> bool {
-    context.protocol_version() == Some(ProtocolVersion::V_2025_11_25)
-        && context.peer.peer_info().is_some_and(|info| {
-            info.capabilities
-                .experimental
-                .as_ref()
-                .is_some_and(|e| e.contains_key(CLIENT_TASKS_KEY))
-        })
-}
 
 /// The task ids a session created, for `tasks/list`; their states are read
 /// from the store. Only this session lists them (a session lives on one
@@ -305,7 +70,7 @@ impl SessionTasks {
 }
 
 /// A request rmcp does not know (`on_custom_request`): 2025-11-25's task
-/// requests ([`rename`]d ones, `tasks/result`, `tasks/list`) from a client
+/// requests ([renamed](super::wire::rename) ones, `tasks/result`, `tasks/list`) from a client
 /// that declared `capabilities.tasks`, in that protocol's shapes; for any
 /// other client, or method, method not found (as SEP-2663 wants of
 /// `tasks/result` and `tasks/list`).
@@ -701,62 +466,6 @@ fn watch(shared: Arc<Shared>, peer: Peer<RoleServer>, task_id: String) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_edge_keeps_the_declaration_and_renames_what_rmcp_would_answer_otherwise() {
-        let mut initialize = json!({
-            "jsonrpc": "2.0", "id": 1, "method": "initialize",
-            "params": { "protocolVersion": "2025-11-25", "capabilities": { "tasks": { "list": {} } },
-                "clientInfo": { "name": "c", "version": "1" } }
-        });
-        let seen = inbound(&mut initialize);
-        assert!(seen.changed && seen.declares_tasks);
-        assert_eq!(
-            initialize["params"]["capabilities"]["experimental"][CLIENT_TASKS_KEY],
-            json!({ "list": {} })
-        );
-        // Another version's initialize, or a client's own entry, declares nothing.
-        let mut older = json!({ "method": "initialize", "params": { "protocolVersion": "2025-06-18",
-            "capabilities": { "tasks": {}, "experimental": { CLIENT_TASKS_KEY: {} } } } });
-        let seen = inbound(&mut older);
-        assert!(seen.changed && !seen.declares_tasks);
-        assert_eq!(older["params"]["capabilities"]["experimental"], json!({}));
-        let mut batch = json!([
-            { "method": "tools/call", "params": { "name": "t", "task": { "ttl": 5 } } },
-            { "method": "tools/call", "params": { "name": "t" } },
-            { "method": "tasks/get", "params": { "taskId": "x" } },
-            { "method": "tasks/result", "params": { "taskId": "x" } },
-            { "method": "tools/list" },
-        ]);
-        assert!(!inbound(&mut batch).changed);
-        assert!(rename(&mut batch));
-        let methods: Vec<&str> = (0..5)
-            .map(|i| batch[i]["method"].as_str().unwrap())
-            .collect();
-        assert_eq!(
-            methods,
-            [
-                "tool-runtime/2025-11-25/tools/call",
-                "tools/call",
-                "tool-runtime/2025-11-25/tasks/get",
-                "tasks/result",
-                "tool-runtime/2025-11-25/tools/list"
-            ]
-        );
-        let mut plain = json!({ "method": "tools/call", "params": { "name": "t" } });
-        assert!(!rename(&mut plain));
-
-        let mut result =
-            json!({ "id": 1, "result": { "protocolVersion": "2025-11-25", "capabilities": {} } });
-        assert!(outbound_initialize(&mut result));
-        assert_eq!(
-            result["result"]["capabilities"]["tasks"]["requests"]["tools"]["call"],
-            json!({})
-        );
-        let mut newer =
-            json!({ "id": 1, "result": { "protocolVersion": "2026-07-28", "capabilities": {} } });
-        assert!(!outbound_initialize(&mut newer));
-    }
 
     #[test]
     fn a_sessions_task_list_pages_and_stays_bounded() {
