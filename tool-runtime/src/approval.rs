@@ -1,24 +1,14 @@
-//! Human approval: the gate (tool flag OR runtime policy, a tool's policy
-//! function authoritative), the stored pending call, `approve` and `decline`.
-//!
-//! Decisions come only from [`Runtime::approve`] and [`Runtime::decline`],
-//! never from the model's arguments; how a decision claims the stored call
-//! (once, atomically) is in `decide.rs`.
+//! Human approval's rule: the tool flag OR the runtime policy, a tool's
+//! policy function authoritative. The call path asks it at its gate
+//! (`pipeline.rs`); decisions come only from [`Runtime::approve`](crate::Runtime::approve)
+//! and [`Runtime::decline`](crate::Runtime::decline), never from the model's
+//! arguments, and claim the stored call once, atomically (`decide.rs`).
 
 use std::fmt;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use tool_core::transform::Phase;
-use tool_core::{ErrorKind, ModelError, RequestContext, Tool};
-
-use crate::decide::Decision;
-use crate::error::RuntimeError;
-use crate::events::{EventKind, Payload};
-use crate::outcome::CallOutcome;
-use crate::pipeline::CallRecord;
-use crate::runtime::Runtime;
-use crate::store::PendingKind;
+use tool_core::{RequestContext, Tool};
 
 /// What a runtime-wide approval policy decides on.
 #[derive(Debug, Clone, Copy)]
@@ -95,119 +85,6 @@ pub(crate) fn decision_schema() -> Value {
         },
         "required": ["approved"]
     })
-}
-
-impl Runtime {
-    /// Whether a call needs approval (see [`ApprovalPolicy::requires`]).
-    pub(crate) fn needs_approval(&self, record: &CallRecord, input: &Value) -> bool {
-        self.inner.approval.requires(&ApprovalCheck {
-            tool: &record.tool,
-            call_id: &record.call_id,
-            input,
-            request_context: &record.request_context,
-        })
-    }
-
-    /// Stores the call and asks for a decision.
-    pub(crate) async fn request_approval(&self, record: &CallRecord, input: Value) -> CallOutcome {
-        let (tool, call_id) = (&record.tool, record.call_id.as_str());
-        let tool_id = tool.id();
-        let pending = self.pending_call(record, PendingKind::Approval, input.clone(), None);
-        if let Err(error) = self.inner.calls.insert(pending).await {
-            tracing::error!(%error, "could not store the call awaiting approval");
-            let error = ModelError::new(
-                ErrorKind::Execution,
-                format!("Tool {tool_id} needs approval, but the call could not be stored: {error}"),
-            );
-            return self.failed(Some(tool), call_id, tool_id, error);
-        }
-        tracing::info!("tool call waits for approval");
-        self.inner
-            .events
-            .emit(call_id, tool_id, || EventKind::ApprovalRequired {
-                payload: Payload::of(Some(tool), call_id, tool_id, Phase::Approval, &input),
-                resume_schema: decision_schema(),
-            });
-        CallOutcome::ApprovalRequired {
-            call_id: record.call_id.clone(),
-            input,
-            resume_schema: Some(decision_schema()),
-        }
-    }
-
-    /// Approves a call that waits for approval and runs it (once): its
-    /// outcome is what the call would have returned without the gate. The
-    /// stored arguments are admitted again (validated) before they run.
-    ///
-    /// The approval is one atomic transition of the store (pending →
-    /// running, claimed by this instance), and the call then runs as a task
-    /// of its own: dropping this future does not stop it, and its outcome is
-    /// recorded. Asked again once the call settled (from any instance
-    /// sharing the store), approve returns the recorded outcome; while the
-    /// call runs, [`RuntimeError::Running`].
-    ///
-    /// Errors: no such stored call, the call is suspended rather than
-    /// awaiting approval, it is running, this runtime lacks its tool (it
-    /// stays pending), the store failed.
-    ///
-    /// ```
-    /// use serde_json::json;
-    /// use tool_core::{Tool, ToolError};
-    /// use tool_runtime::{CallOutcome, Runtime, RuntimeError, ToolCall};
-    ///
-    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-    /// let delete = Tool::builder("delete-file").description("Delete a file")
-    ///     .require_approval(true)
-    ///     .execute(|input, _ctx| async move { Ok::<_, ToolError>(json!({ "deleted": input["path"] })) })
-    ///     .build().unwrap();
-    /// let runtime = Runtime::builder().tool(delete).build().unwrap();
-    ///
-    /// let outcome = runtime.call(ToolCall::new("c1", "delete-file", json!({ "path": "/tmp/x" }))).await;
-    /// assert!(matches!(outcome, CallOutcome::ApprovalRequired { .. }));
-    /// let outcome = tokio::spawn(runtime.approve("c1")).await.unwrap().unwrap();
-    /// assert_eq!(outcome.output(), Some(&json!({ "deleted": "/tmp/x" })));
-    /// // Asked again (a client that lost the answer): the recorded outcome, not a second run.
-    /// assert_eq!(runtime.approve("c1").await.unwrap(), outcome);
-    /// assert!(matches!(runtime.approve("c2").await, Err(RuntimeError::UnknownCall { .. })));
-    /// # });
-    /// ```
-    pub fn approve(
-        &self,
-        call_id: &str,
-    ) -> impl Future<Output = Result<CallOutcome, RuntimeError>> + Send + 'static {
-        self.decide(call_id, Decision::Approve, None)
-    }
-
-    /// Declines a call that waits for approval: it never runs, and the model
-    /// receives `reason` or `Tool call was not approved by the user`. The
-    /// decline is recorded in one atomic transition (pending → settled), so
-    /// an approval that races it, or comes later, gets the decline.
-    ///
-    /// ```
-    /// use serde_json::json;
-    /// use tool_core::{ModelFacing, Tool, ToolError};
-    /// use tool_runtime::{Runtime, ToolCall};
-    ///
-    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-    /// let delete = Tool::builder("delete-file").description("Delete a file")
-    ///     .require_approval(true)
-    ///     .execute(|_input, _ctx| async move { Ok::<_, ToolError>(json!("deleted")) })
-    ///     .build().unwrap();
-    /// let runtime = Runtime::builder().tool(delete).build().unwrap();
-    /// runtime.call(ToolCall::new("c1", "delete-file", json!({}))).await;
-    /// let outcome = runtime.decline("c1", None).await.unwrap();
-    /// assert_eq!(outcome.to_model_value(), "Tool call was not approved by the user");
-    /// // An approval that comes too late gets the decline: the call never runs.
-    /// assert_eq!(runtime.approve("c1").await.unwrap(), outcome);
-    /// # });
-    /// ```
-    pub fn decline(
-        &self,
-        call_id: &str,
-        reason: Option<&str>,
-    ) -> impl Future<Output = Result<CallOutcome, RuntimeError>> + Send + 'static {
-        self.decide(call_id, Decision::Decline(reason.map(str::to_owned)), None)
-    }
 }
 
 #[cfg(test)]

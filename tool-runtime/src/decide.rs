@@ -18,12 +18,9 @@ use crate::call::ToolCall;
 use crate::error::RuntimeError;
 use crate::events::{EventKind, Payload};
 use crate::outcome::CallOutcome;
-use crate::pipeline::{Entry, call_span};
-use crate::runtime::Runtime;
-use crate::store::{
-    Claim, Lease, Lookup, PendingCall, PendingKind, RecordedOutcome, Settlement, StoredCall,
-    Verdict,
-};
+use crate::pipeline::{CallPath, Entry, call_span};
+use crate::store::{PendingCall, PendingKind, RecordedOutcome, Settlement, StoredCall};
+use crate::stored::{Claim, Lease, Lookup, Verdict};
 
 /// A person's (or a system's) decision on a stored call, for
 /// [`Runtime::decide`]: what [`Runtime::approve`], [`Runtime::decline`] and
@@ -81,49 +78,37 @@ pub struct Recovered {
     pub outcome: CallOutcome,
 }
 
-impl Runtime {
-    /// Makes `decision` on the stored call `call_id`, for `agent` when it is
-    /// given (the call then runs with it as `ToolContext::agent`; the context
-    /// is not stored), and waits for the call's outcome. Of concurrent
-    /// decisions on one call, across runtimes sharing a store, exactly one
-    /// wins; the others get the recorded outcome or
-    /// [`RuntimeError::Running`]. The decision runs as a task of its own:
-    /// dropping the future cannot leave the call half-run.
-    ///
-    /// [`approve`](Self::approve), [`decline`](Self::decline) and
-    /// [`resume`](Self::resume) are this without an agent; an agent loop
-    /// passes the run the call belongs to.
-    ///
-    /// ```
-    /// use serde_json::json;
-    /// use tool_core::{AgentContext, Tool, ToolError};
-    /// use tool_runtime::{CallOutcome, Decision, Runtime, ToolCall};
-    ///
-    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-    /// let delete = Tool::builder("delete-file").description("Delete a file")
-    ///     .require_approval(true)
-    ///     .execute(|_input, ctx| async move {
-    ///         Ok::<_, ToolError>(json!({ "run": ctx.agent().map(|agent| agent.run_id.clone()) }))
-    ///     })
-    ///     .build().unwrap();
-    /// let runtime = Runtime::builder().tool(delete).build().unwrap();
-    /// runtime.call(ToolCall::new("c1", "delete-file", json!({}))).await;
-    /// let agent = AgentContext::new("support", "run-7");
-    /// let outcome = runtime.decide("c1", Decision::Approve, Some(agent)).await.unwrap();
-    /// assert_eq!(outcome.output(), Some(&json!({ "run": "run-7" })));
-    /// # });
-    /// ```
-    pub fn decide(
+/// The decisions on stored calls: approve, decline, resume, and the
+/// recovery of calls whose instance died. Each claims the call in one atomic
+/// store transition and hands it to the call path. Cheap to clone.
+#[derive(Debug, Clone)]
+pub(crate) struct Decisions {
+    path: CallPath,
+}
+
+impl Decisions {
+    pub(crate) fn new(path: CallPath) -> Self {
+        Decisions { path }
+    }
+
+    /// The call path the decided calls run on.
+    pub(crate) fn path(&self) -> &CallPath {
+        &self.path
+    }
+
+    /// Makes `decision` on the stored call `call_id` as a task of its own
+    /// ([`Runtime::decide`](crate::Runtime::decide)).
+    pub(crate) fn decide(
         &self,
         call_id: &str,
         decision: Decision,
         agent: Option<AgentContext>,
     ) -> impl Future<Output = Result<CallOutcome, RuntimeError>> + Send + 'static {
-        let (runtime, call_id) = (self.clone(), call_id.to_owned());
+        let (decisions, call_id) = (self.clone(), call_id.to_owned());
         async move {
             let id = call_id.clone();
             detached(&id, async move {
-                runtime.decide_here(&call_id, decision, agent).await
+                decisions.decide_here(&call_id, decision, agent).await
             })
             .await
         }
@@ -136,7 +121,7 @@ impl Runtime {
         agent: Option<AgentContext>,
     ) -> Result<CallOutcome, RuntimeError> {
         let kind = decision.pending_kind();
-        let calls = &self.inner.calls;
+        let calls = self.path.stored();
         let stored = match calls.lookup(call_id, kind).await? {
             Lookup::Settled(outcome) => return Ok(outcome),
             Lookup::Pending(stored) => stored,
@@ -159,7 +144,7 @@ impl Runtime {
                 if let Err(error) = tool.admit(stored.call.input.clone(), check) {
                     let _entered = span.enter();
                     tracing::info!(%error, "resume data rejected; the call stays suspended");
-                    return Ok(self.failed(Some(&tool), call_id, tool.id(), error));
+                    return Ok(self.path.failed(Some(&tool), call_id, tool.id(), error));
                 }
                 Claim::Run(Some(data.clone()))
             }
@@ -173,8 +158,8 @@ impl Runtime {
                 };
                 let _entered = span.enter();
                 tracing::info!(reason, "tool call declined");
-                self.inner
-                    .events
+                self.path
+                    .events()
                     .emit(call_id, &stored.call.tool_id, || EventKind::Declined {
                         reason: reason.clone(),
                     });
@@ -183,7 +168,7 @@ impl Runtime {
             Verdict::Claimed(stored, lease) => (stored, lease),
         };
         let tool_id = stored.call.tool_id.clone();
-        let tool = self.tool(&tool_id).cloned();
+        let tool = self.path.tool(&tool_id).cloned();
         let shown = match &decision {
             Decision::Resume(data) => data.clone(),
             _ => json!({ "approved": true }),
@@ -191,8 +176,8 @@ impl Runtime {
         {
             let _entered = span.enter();
             tracing::info!("tool call {}", decision.step_past());
-            self.inner
-                .events
+            self.path
+                .events()
                 .emit(call_id, &tool_id, || EventKind::Resumed {
                     payload: Payload::of(tool.as_ref(), call_id, &tool_id, Phase::Resume, &shown),
                 });
@@ -222,7 +207,7 @@ impl Runtime {
         };
         let mut call = to_tool_call(stored.call);
         call.agent = agent;
-        self.run_call(call, entry, None).await
+        self.path.run_call(call, entry, None).await
     }
 
     /// Runs a claimed stored call (with the resume data it was resumed
@@ -230,14 +215,15 @@ impl Runtime {
     pub(crate) async fn run_to_end(&self, stored: StoredCall, lease: Lease) -> CallOutcome {
         let resume_data = stored.resume_data.clone();
         match self.run_stored(stored, lease, resume_data, None).await {
-            CallOutcome::BackgroundStarted { task_id } => self.task_outcome(&task_id).await,
+            CallOutcome::BackgroundStarted { task_id } => self.path.tasks().outcome(&task_id).await,
             outcome => outcome,
         }
     }
 
     /// The tool a stored call names, if this runtime has it; the call stays stored either way.
     fn tool_of(&self, call: &PendingCall) -> Result<Tool, RuntimeError> {
-        self.tool(&call.tool_id)
+        self.path
+            .tool(&call.tool_id)
             .cloned()
             .ok_or_else(|| RuntimeError::MissingTool {
                 call_id: call.call_id.clone(),
@@ -245,48 +231,15 @@ impl Runtime {
             })
     }
 
-    /// Recovers the stored calls whose runtime died while running them
-    /// (their lease expired), among the tools this runtime has: a call of a
-    /// tool declared `retry_safe` runs again (as attempt 2, 3, ...; with the
-    /// resume data it was resumed with); any other is settled as failed with
-    /// an "interrupted" error the model can read, and never runs again.
-    /// Either way the outcome is recorded, so a decision asked again returns
-    /// it. Also forgets settled calls (and finished agent runs) beyond the
-    /// retention.
-    ///
-    /// Call it when a runtime starts and then periodically (every lease
-    /// length is enough), or run a [`Worker`](crate::Worker), which does
-    /// this on its own and also runs stored tasks; several instances may
-    /// call it at once: each expired call is recovered by exactly one.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use tool_runtime::Runtime;
-    ///
-    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-    /// let runtime = Runtime::builder().lease(Duration::from_secs(10)).build().unwrap();
-    /// assert!(runtime.recover().await.unwrap().is_empty()); // nothing was interrupted
-    ///
-    /// let sweeper = runtime.clone();
-    /// let sweeping = tokio::spawn(async move {
-    ///     loop {
-    ///         if let Err(error) = sweeper.recover().await {
-    ///             eprintln!("recovery failed: {error}");
-    ///         }
-    ///         tokio::time::sleep(Duration::from_secs(10)).await;
-    ///     }
-    /// });
-    /// # sweeping.abort();
-    /// # });
-    /// ```
-    pub fn recover(
+    /// Recovers the calls whose runtime died ([`Runtime::recover`](crate::Runtime::recover)).
+    pub(crate) fn recover(
         &self,
     ) -> impl Future<Output = Result<Vec<Recovered>, RuntimeError>> + Send + 'static {
-        let runtime = self.clone();
+        let decisions = self.clone();
         async move {
-            let calls = &runtime.inner.calls;
+            let calls = decisions.path.stored();
             calls.purge_if_due().await;
-            let tool_ids: Vec<String> = runtime.tools().iter().map(|t| t.id().to_owned()).collect();
+            let tool_ids = decisions.path.tool_ids();
             let mut claimed = calls.recover_expired(&tool_ids).await?;
             // Tasks whose creator died before claiming them.
             while let Some(orphan) = calls.claim_next(PendingKind::Task, &tool_ids).await? {
@@ -297,8 +250,8 @@ impl Runtime {
             let recoveries: Vec<_> = claimed
                 .into_iter()
                 .map(|(stored, lease)| {
-                    let (runtime, call_id) = (runtime.clone(), stored.call.call_id.clone());
-                    let recovering = async move { Ok(runtime.recover_one(stored, lease).await) };
+                    let (decisions, call_id) = (decisions.clone(), stored.call.call_id.clone());
+                    let recovering = async move { Ok(decisions.recover_one(stored, lease).await) };
                     async move { detached(&call_id, recovering).await }
                 })
                 .collect();
@@ -313,7 +266,7 @@ impl Runtime {
     pub(crate) async fn recover_one(&self, stored: StoredCall, lease: Lease) -> Recovered {
         let (call_id, tool_id) = (stored.call.call_id.clone(), stored.call.tool_id.clone());
         let span = call_span("recover", &tool_id, &call_id);
-        let definition = self.tool(&tool_id).map(Tool::definition);
+        let definition = self.path.tool(&tool_id).map(Tool::definition);
         let retry_safe = definition.is_some_and(|d| d.retry_safe);
         // A task's declared retries are consent to run it again, each
         // recovery counting as one attempt.
@@ -342,8 +295,8 @@ impl Runtime {
         span.in_scope(|| {
             tracing::error!("interrupted call settled as failed; it is not retry-safe")
         });
-        let tool = self.tool(&tool_id).cloned();
-        let outcome = self.failed(tool.as_ref(), &call_id, &tool_id, error);
+        let tool = self.path.tool(&tool_id).cloned();
+        let outcome = self.path.failed(tool.as_ref(), &call_id, &tool_id, error);
         if let Some(recorded) = RecordedOutcome::from_outcome(&outcome) {
             match lease.finish(Settlement::Settled(recorded)).await {
                 Ok(true) => {}
@@ -403,4 +356,95 @@ pub(crate) fn to_tool_call(pending: PendingCall) -> ToolCall {
     ToolCall::new(pending.call_id, pending.tool_id, pending.input)
         .with_request_context(RequestContext::from(pending.request_context))
         .with_messages(pending.messages)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+    use tool_core::ToolError;
+
+    use super::*;
+    use crate::pipeline::test_path;
+
+    fn decisions() -> Decisions {
+        let delete = Tool::builder("delete")
+            .description("Deletes")
+            .require_approval(true)
+            .execute(|input, _ctx| async move {
+                Ok::<_, ToolError>(json!({ "deleted": input["path"] }))
+            })
+            .build()
+            .unwrap();
+        Decisions::new(test_path(vec![delete]))
+    }
+
+    async fn pending(decisions: &Decisions, call_id: &str) {
+        let call = ToolCall::new(call_id, "delete", json!({ "path": "/x" }));
+        let outcome = decisions.path().call(call).await;
+        assert!(
+            matches!(outcome, CallOutcome::ApprovalRequired { .. }),
+            "{outcome:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_approval_runs_the_call_once_and_a_later_decision_gets_its_outcome() {
+        let decisions = decisions();
+        pending(&decisions, "c1").await;
+        let ran = decisions
+            .decide("c1", Decision::Approve, None)
+            .await
+            .unwrap();
+        assert_eq!(ran.output(), Some(&json!({ "deleted": "/x" })));
+        let again = decisions
+            .decide("c1", Decision::Decline(None), None)
+            .await
+            .unwrap();
+        assert_eq!(again, ran, "the recorded outcome, not a decline");
+    }
+
+    #[tokio::test]
+    async fn a_decline_settles_the_call_without_running_it() {
+        let decisions = decisions();
+        pending(&decisions, "c1").await;
+        let declined = decisions
+            .decide("c1", Decision::Decline(Some("no".into())), None)
+            .await
+            .unwrap();
+        assert_eq!(
+            declined,
+            CallOutcome::Declined {
+                reason: Some("no".into())
+            }
+        );
+        assert_eq!(
+            decisions
+                .decide("c1", Decision::Approve, None)
+                .await
+                .unwrap(),
+            declined
+        );
+    }
+
+    #[tokio::test]
+    async fn a_decision_of_the_wrong_kind_or_on_no_call_is_refused() {
+        let decisions = decisions();
+        pending(&decisions, "c1").await;
+        let resume = decisions
+            .decide("c1", Decision::Resume(json!(1)), None)
+            .await;
+        assert!(
+            matches!(resume, Err(RuntimeError::NotSuspended { .. })),
+            "{resume:?}"
+        );
+        let unknown = decisions.decide("c9", Decision::Approve, None).await;
+        assert!(
+            matches!(unknown, Err(RuntimeError::UnknownCall { .. })),
+            "{unknown:?}"
+        );
+        assert!(
+            decisions.recover().await.unwrap().is_empty(),
+            "nothing was interrupted"
+        );
+    }
 }

@@ -70,10 +70,10 @@ mod outcome;
 mod pipeline;
 #[cfg(feature = "provider")]
 mod provider_stream;
-mod resume;
 mod runs;
 mod runtime;
 pub mod store;
+mod stored;
 mod stream;
 mod worker;
 

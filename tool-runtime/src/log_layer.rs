@@ -10,8 +10,10 @@ use tracing::{Event, Subscriber};
 use tracing_subscriber::layer::{Context, Layer};
 use tracing_subscriber::registry::LookupSpan;
 
-use crate::events::Notice;
-use crate::runtime::Runtime;
+use std::sync::Arc;
+
+use crate::abort::CancelRegistry;
+use crate::events::{EventBus, Notice};
 
 /// Where this library's own events come from.
 const OWN_TARGETS: [&str; 5] = [
@@ -28,7 +30,7 @@ const CALL_SPAN: &str = "tool.call";
 /// Forwards the `tracing` events the tool's code emits inside the calls of
 /// one runtime (not this library's own) as [`EventKind::Log`](crate::EventKind::Log) events (so that an MCP client gets them as
 /// `notifications/message`). Add it to your subscriber; made by
-/// [`Runtime::log_layer`]. Events written with `ctx.observe()` reach the
+/// [`Runtime::log_layer`](crate::Runtime::log_layer). Events written with `ctx.observe()` reach the
 /// runtime's events without it, and are not sent twice.
 ///
 /// ```
@@ -41,16 +43,14 @@ const CALL_SPAN: &str = "tool.call";
 /// ```
 #[derive(Debug, Clone)]
 pub struct CallLogLayer {
-    runtime: Runtime,
+    events: EventBus,
+    running: Arc<CancelRegistry>,
 }
 
-impl Runtime {
-    /// A `tracing` layer that forwards events inside this runtime's calls
-    /// to its events ([`CallLogLayer`]).
-    pub fn log_layer(&self) -> CallLogLayer {
-        CallLogLayer {
-            runtime: self.clone(),
-        }
+impl CallLogLayer {
+    /// The layer of the calls running in `running`, noticed on `events`.
+    pub(crate) fn new(events: EventBus, running: Arc<CancelRegistry>) -> Self {
+        CallLogLayer { events, running }
     }
 }
 
@@ -94,8 +94,7 @@ where
         let Some((call_id, tool_id)) = call else {
             return;
         };
-        let inner = &self.runtime.inner;
-        if !inner.events.noticed(&call_id) || !inner.running.is_running(&call_id) {
+        if !self.events.noticed(&call_id) || !self.running.is_running(&call_id) {
             return;
         }
         let mut message = Message::default();
@@ -104,7 +103,7 @@ where
             return;
         }
         let record = tool_core::LogRecord::new(*event.metadata().level(), message.text);
-        inner.events.notice(&call_id, &tool_id, Notice::Log(record));
+        self.events.notice(&call_id, &tool_id, Notice::Log(record));
     }
 }
 

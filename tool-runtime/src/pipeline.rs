@@ -1,6 +1,6 @@
-//! The runtime's call path, written once. Every entry point goes through
-//! [`Runtime::run_call`]: `call`, streamed input's `finish`, `approve`,
-//! `resume` (and so the MCP server and `ProviderStream`, which use them).
+//! The call path, written once: [`CallPath`], the component every call runs
+//! through, from `call`, streamed input's `finish`, and the decisions
+//! (`approve`, `resume`, recovery and workers) that run a stored call.
 //!
 //! 1. Look up the tool.
 //! 2. Admit ([`tool_core::Tool::admit`]): parse and repair the input,
@@ -33,13 +33,53 @@ use tool_core::{
 };
 use tracing::Instrument as _;
 
-use crate::abort::{RunningGuard, with_limit};
+use std::collections::HashMap;
+
+use tokio::sync::watch;
+use tool_core::{Hooks, ToolSet};
+
+use crate::abort::{CancelRegistry, RunningGuard, with_limit};
+use crate::approval::{ApprovalCheck, ApprovalPolicy, decision_schema};
+use crate::background::{BackgroundResult, Tasks};
 use crate::call::ToolCall;
 use crate::error::RuntimeError;
-use crate::events::{EventKind, Notice, Payload};
+use crate::events::{EventBus, EventKind, Notice, Payload};
 use crate::outcome::CallOutcome;
-use crate::runtime::Runtime;
-use crate::store::{Claim, Lease, PendingCall, PendingKind, RecordedOutcome, Settlement, Verdict};
+use crate::store::{PendingCall, PendingKind, RecordedOutcome, Settlement};
+use crate::stored::{Claim, Lease, StoredCalls, Verdict};
+
+/// The call path: admission, hooks, the approval gate, execution (in the
+/// foreground, or as a background task with retries), settlement and the
+/// recorded outcome of a stored call. Cheap to clone; clones share it. A
+/// `Runtime` holds one, and so do the decisions and workers it hands calls to.
+#[derive(Clone)]
+pub(crate) struct CallPath {
+    parts: Arc<PathParts>,
+}
+
+impl std::fmt::Debug for CallPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallPath")
+            .field("tools", &self.tool_ids())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What the call path is made of, given by the runtime's builder.
+pub(crate) struct PathParts {
+    pub(crate) tools: ToolSet,
+    pub(crate) hooks: Hooks,
+    pub(crate) approval: ApprovalPolicy,
+    pub(crate) stored: StoredCalls,
+    pub(crate) events: EventBus,
+    pub(crate) running: Arc<CancelRegistry>,
+    pub(crate) tasks: Tasks,
+    /// The runtime's time limit of a call, unless the tool has its own.
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) tool_timeouts: HashMap<String, Duration>,
+    /// Background calls are stored and left to a [`Worker`](crate::Worker).
+    pub(crate) leave_tasks_to_workers: bool,
+}
 
 /// How a call reaches the pipeline, which decides the stages it goes through.
 pub(crate) enum Entry {
@@ -90,41 +130,71 @@ pub(crate) fn call_span(step: &'static str, tool_id: &str, call_id: &str) -> tra
     tracing::info_span!("tool.call", step, tool_id = %tool_id, call_id = %call_id)
 }
 
-impl Runtime {
-    /// Runs one tool call and returns its outcome.
-    ///
-    /// Order: look up the tool → parse (with safe repairs) and validate the
-    /// input → validate the request context → `on_input_available` → approval
-    /// gate → execute (in the background for background tools) → validate
-    /// the suspend payload or the output → `to_model_output` → `on_output`.
-    /// Never panics and never returns an error: a failure is
-    /// [`CallOutcome::Failed`] with the error object the model reads.
-    ///
-    /// Nothing happens until the returned future is first polled, and it
-    /// owns what it needs: it can be spawned.
-    ///
-    /// ```
-    /// use serde_json::json;
-    /// use tool_core::{ErrorKind, Tool, ToolError};
-    /// use tool_runtime::{Runtime, ToolCall};
-    ///
-    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-    /// let weather = Tool::builder("weather-tool").description("Get the weather")
-    ///     .input_schema(json!({ "type": "object", "properties": { "location": { "type": "string" } }, "required": ["location"] }))
-    ///     .execute(|input, _ctx| async move { Ok::<_, ToolError>(json!({ "location": input["location"], "celsius": 21 })) })
-    ///     .build().unwrap();
-    /// let runtime = Runtime::builder().tool(weather).build().unwrap();
-    ///
-    /// let ok = tokio::spawn(runtime.call(ToolCall::new("c1", "weather-tool", r#"{"location": "Paris"}"#)));
-    /// assert_eq!(ok.await.unwrap().output().unwrap()["celsius"], 21);
-    ///
-    /// let bad = runtime.call(ToolCall::new("c2", "weather-tool", "{}")).await;
-    /// assert_eq!(bad.error().unwrap().kind(), ErrorKind::InputValidation);
-    /// # });
-    /// ```
-    pub fn call(&self, call: ToolCall) -> impl Future<Output = CallOutcome> + Send + 'static {
-        let runtime = self.clone();
-        async move { runtime.run_call(call, Entry::New, None).await }
+impl CallPath {
+    pub(crate) fn new(parts: PathParts) -> Self {
+        CallPath {
+            parts: Arc::new(parts),
+        }
+    }
+
+    pub(crate) fn tools(&self) -> &ToolSet {
+        &self.parts.tools
+    }
+
+    pub(crate) fn tool(&self, id: &str) -> Option<&Tool> {
+        self.parts.tools.get(id)
+    }
+
+    /// The ids of the tools, which the stored calls it claims must name.
+    pub(crate) fn tool_ids(&self) -> Vec<String> {
+        self.parts.tools.iter().map(|t| t.id().to_owned()).collect()
+    }
+
+    pub(crate) fn hooks(&self) -> &Hooks {
+        &self.parts.hooks
+    }
+
+    pub(crate) fn stored(&self) -> &StoredCalls {
+        &self.parts.stored
+    }
+
+    pub(crate) fn events(&self) -> &EventBus {
+        &self.parts.events
+    }
+
+    pub(crate) fn running(&self) -> &Arc<CancelRegistry> {
+        &self.parts.running
+    }
+
+    pub(crate) fn tasks(&self) -> &Tasks {
+        &self.parts.tasks
+    }
+
+    /// Fires the abort signal of the call `call_id` running here
+    /// ([`Runtime::cancel`](crate::Runtime::cancel)).
+    pub(crate) fn cancel(&self, call_id: &str) -> Result<(), RuntimeError> {
+        if self.parts.running.cancel(call_id) {
+            tracing::info!(call_id, "tool call cancelled");
+            Ok(())
+        } else {
+            Err(RuntimeError::NotRunning {
+                call_id: call_id.to_owned(),
+            })
+        }
+    }
+
+    /// The runtime-wide time limit of a call.
+    pub(crate) fn timeout(&self) -> Option<Duration> {
+        self.parts.timeout
+    }
+
+    /// Runs a new call to its outcome ([`Runtime::call`](crate::Runtime::call)).
+    pub(crate) fn call(
+        &self,
+        call: ToolCall,
+    ) -> impl Future<Output = CallOutcome> + Send + 'static {
+        let path = self.clone();
+        async move { path.run_call(call, Entry::New, None).await }
     }
 
     /// The pipeline (see the module docs), in the call's span and boxed:
@@ -150,8 +220,8 @@ impl Runtime {
         entry: Entry,
         streamed: Option<(AbortSignal, RunningGuard)>,
     ) -> CallOutcome {
-        let Some(tool) = self.inner.tools.get(&call.tool_id).cloned() else {
-            let error = self.inner.tools.unknown_tool(&call.tool_id);
+        let Some(tool) = self.parts.tools.get(&call.tool_id).cloned() else {
+            let error = self.parts.tools.unknown_tool(&call.tool_id);
             return self.failed(None, &call.call_id, &call.tool_id, error);
         };
         let (abort, guard) = match streamed {
@@ -227,7 +297,7 @@ impl Runtime {
         if let Some(messages) = &record.messages {
             ctx = ctx.with_shared_messages(Arc::clone(messages));
         }
-        let events = &self.inner.events;
+        let events = &self.parts.events;
         if events.noticed(&record.call_id) {
             // Progress reaches the subscribers and the call's watchers
             // present when the call started.
@@ -236,7 +306,7 @@ impl Runtime {
             ctx = ctx.on_progress(move |progress| {
                 events.notice(&call_id, &tool_id, Notice::Progress(progress));
             });
-            let events = self.inner.events.clone();
+            let events = self.parts.events.clone();
             let (call_id, tool_id) = (record.call_id.clone(), record.tool.id().to_owned());
             ctx = ctx.on_log(move |record| {
                 events.notice(&call_id, &tool_id, Notice::Log(record));
@@ -251,11 +321,11 @@ impl Runtime {
 
     /// The time limit of a tool's calls: its own, else the runtime's.
     pub(crate) fn timeout_of(&self, tool: &Tool) -> Option<Duration> {
-        self.inner
+        self.parts
             .tool_timeouts
             .get(tool.id())
             .copied()
-            .or(self.inner.timeout)
+            .or(self.parts.timeout)
     }
 
     /// Executes an admitted call, in the background when the tool says so
@@ -270,7 +340,7 @@ impl Runtime {
         // Registered for `cancel` until the call ends (across the attempts of
         // a background task).
         let guard = guard.unwrap_or_else(|| {
-            self.inner
+            self.parts
                 .running
                 .register(&record.call_id, record.abort.clone())
         });
@@ -345,12 +415,12 @@ impl Runtime {
     pub(crate) async fn settle(&self, record: &CallRecord, ran: Ran) -> CallOutcome {
         let tool = &record.tool;
         let (call_id, tool_id) = (record.call_id.as_str(), tool.id());
-        let events = &self.inner.events;
+        let events = &self.parts.events;
         match &ran.outcome {
             Outcome::Completed { output, .. } => {
                 let args = OutputAvailable::new(output, call_id, tool_id, &record.abort);
                 tool.hooks().output(&args);
-                self.inner.hooks.output(&args);
+                self.parts.hooks.output(&args);
                 events.emit(call_id, tool_id, || EventKind::Output {
                     payload: Payload::of(Some(tool), call_id, tool_id, Phase::Output, output),
                 });
@@ -418,8 +488,8 @@ impl Runtime {
                 Some(payload.clone()),
             );
             return self
-                .inner
-                .calls
+                .parts
+                .stored
                 .insert(pending)
                 .await
                 .map_err(|e| e.to_string());
@@ -454,12 +524,12 @@ impl Runtime {
             self.failed(Some(tool), call_id, tool.id(), error)
         };
         let task = self.pending_call(record, PendingKind::Task, input.clone(), None);
-        let calls = &self.inner.calls;
+        let calls = &self.parts.stored;
         calls
             .insert(task)
             .await
             .map_err(|e| not_stored(e.to_string()))?;
-        if self.inner.leave_tasks_to_workers {
+        if self.parts.leave_tasks_to_workers {
             return Ok(None);
         }
         match calls
@@ -480,7 +550,7 @@ impl Runtime {
             task_id,
             "tool call stored as a background task for a worker"
         );
-        self.inner
+        self.parts
             .events
             .emit(&record.call_id, record.tool.id(), || {
                 EventKind::BackgroundStarted {
@@ -489,7 +559,7 @@ impl Runtime {
             });
         match config.disposition {
             Disposition::Deferred => CallOutcome::BackgroundStarted { task_id },
-            Disposition::Foreground => self.task_outcome(&task_id).await,
+            Disposition::Foreground => self.parts.tasks.outcome(&task_id).await,
         }
     }
 
@@ -540,7 +610,7 @@ impl Runtime {
         tool_id: &str,
         error: ModelError,
     ) -> CallOutcome {
-        self.inner
+        self.parts
             .events
             .emit(call_id, tool_id, || EventKind::Error {
                 payload: Payload::of(tool, call_id, tool_id, Phase::Error, &error.to_json()),
@@ -554,13 +624,193 @@ impl Runtime {
         let messages = record.messages.as_deref().unwrap_or_default();
         let args = InputAvailable::new(input, call_id, messages, &record.abort);
         tool.hooks().input_available(&args);
-        self.inner.hooks.input_available(&args);
-        self.inner
+        self.parts.hooks.input_available(&args);
+        self.parts
             .events
             .emit(call_id, tool.id(), || EventKind::InputAvailable {
                 payload: Payload::of(Some(tool), call_id, tool.id(), Phase::Input, input),
             });
     }
+
+    /// Whether a call needs approval (see [`ApprovalPolicy::requires`]).
+    pub(crate) fn needs_approval(&self, record: &CallRecord, input: &Value) -> bool {
+        self.parts.approval.requires(&ApprovalCheck {
+            tool: &record.tool,
+            call_id: &record.call_id,
+            input,
+            request_context: &record.request_context,
+        })
+    }
+
+    /// Stores the call and asks for a decision.
+    pub(crate) async fn request_approval(&self, record: &CallRecord, input: Value) -> CallOutcome {
+        let (tool, call_id) = (&record.tool, record.call_id.as_str());
+        let tool_id = tool.id();
+        let pending = self.pending_call(record, PendingKind::Approval, input.clone(), None);
+        if let Err(error) = self.parts.stored.insert(pending).await {
+            tracing::error!(%error, "could not store the call awaiting approval");
+            let error = ModelError::new(
+                ErrorKind::Execution,
+                format!("Tool {tool_id} needs approval, but the call could not be stored: {error}"),
+            );
+            return self.failed(Some(tool), call_id, tool_id, error);
+        }
+        tracing::info!("tool call waits for approval");
+        self.parts
+            .events
+            .emit(call_id, tool_id, || EventKind::ApprovalRequired {
+                payload: Payload::of(Some(tool), call_id, tool_id, Phase::Approval, &input),
+                resume_schema: decision_schema(),
+            });
+        CallOutcome::ApprovalRequired {
+            call_id: record.call_id.clone(),
+            input,
+            resume_schema: Some(decision_schema()),
+        }
+    }
+
+    /// Runs an admitted call as a background task (registered for `cancel`
+    /// by `guard` until it ends).
+    pub(crate) async fn run_background(
+        &self,
+        record: CallRecord,
+        admitted: Admitted,
+        config: BackgroundConfig,
+        guard: RunningGuard,
+    ) -> CallOutcome {
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            tracing::warn!(
+                "no tokio runtime to run a background task on; running it in the foreground"
+            );
+            let ran = self
+                .run_once(
+                    admitted,
+                    &record.abort,
+                    record.timeout,
+                    record.lease.as_ref(),
+                )
+                .await;
+            drop(guard);
+            return self.settle(&record, ran).await;
+        };
+        let tasks = &self.parts.tasks;
+        let task_id = record.call_id.clone();
+        let (tx, slot) = watch::channel(None);
+        tasks.start(task_id.clone(), slot);
+        tracing::info!(task_id, "tool call started as a background task");
+        let (call_id, tool_id) = (record.call_id.clone(), record.tool.id().to_owned());
+        self.parts
+            .events
+            .emit(&call_id, &tool_id, || EventKind::BackgroundStarted {
+                task_id: task_id.clone(),
+            });
+        let path = self.clone();
+        let disposition = config.disposition;
+        let task = {
+            let task_id = task_id.clone();
+            async move {
+                let attempts = path.attempts(&record, admitted, &config).await;
+                drop(guard);
+                let outcome = path.settle(&record, attempts.last).await;
+                let _ = tx.send(Some(outcome.clone()));
+                let result = BackgroundResult {
+                    task_id,
+                    call_id,
+                    tool_id,
+                    outcome,
+                    attempts: attempts.count,
+                };
+                tracing::info!(task_id = %result.task_id, attempts = result.attempts, "background task finished");
+                path.parts.tasks.callback(&result);
+                path.parts.tasks.finished(result.task_id.clone());
+                path.parts
+                    .events
+                    .emit(&result.call_id, &result.tool_id, || {
+                        EventKind::BackgroundCompleted {
+                            task_id: result.task_id.clone(),
+                            outcome: result.outcome.clone(),
+                        }
+                    });
+            }
+        };
+        handle.spawn(task.instrument(tracing::Span::current()));
+        match disposition {
+            Disposition::Deferred => CallOutcome::BackgroundStarted { task_id },
+            Disposition::Foreground => self.parts.tasks.outcome(&task_id).await,
+        }
+    }
+
+    /// Runs the attempts of a background call: each under the time limit
+    /// with an abort signal of its own, retried after a failure or a timeout
+    /// (not after a cancel).
+    async fn attempts(
+        &self,
+        record: &CallRecord,
+        admitted: Admitted,
+        config: &BackgroundConfig,
+    ) -> Attempts {
+        let limit = config
+            .timeout_ms
+            .map(Duration::from_millis)
+            .or(record.timeout);
+        // A recovered task goes on counting from the attempts before the crash.
+        let mut count = record.lease.as_ref().map_or(0, |lease| lease.attempt() - 1);
+        loop {
+            count += 1;
+            // Cancel fires the call's signal, and so this child; a timeout fires only the child.
+            let abort = record.abort.child();
+            let attempt = admitted
+                .clone()
+                .with_abort_signal(abort.clone())
+                .with_attempt(count);
+            let ran = self
+                .run_once(attempt, &abort, limit, record.lease.as_ref())
+                .await;
+            let timed_out =
+                ran.timed_out && !record.abort.is_aborted() && ran.outcome == Outcome::Aborted;
+            let retryable = timed_out
+                || ran
+                    .outcome
+                    .error()
+                    .is_some_and(|e| matches!(e.kind(), ErrorKind::Execution | ErrorKind::Panic));
+            if retryable && count <= config.max_retries {
+                tracing::warn!(
+                    attempt = count,
+                    timed_out,
+                    "background attempt failed; retrying"
+                );
+                continue;
+            }
+            let last = if timed_out {
+                let ms = limit.map_or(0, |l| l.as_millis());
+                let error = ModelError::new(
+                    ErrorKind::Execution,
+                    format!(
+                        "Tool {} timed out after {ms} ms ({count} attempt{})",
+                        record.tool.id(),
+                        if count == 1 { "" } else { "s" }
+                    ),
+                );
+                tracing::warn!(call_id = %record.call_id, "background tool call aborted: timed out");
+                // Reported as the failure it is, not as an abort.
+                Ran {
+                    outcome: Outcome::Failed { error },
+                    timed_out: false,
+                }
+            } else {
+                ran
+            };
+            return Attempts { last, count };
+        }
+    }
+}
+
+/// The attempts of a background call.
+struct Attempts {
+    /// How the last attempt ended.
+    last: Ran,
+    /// How many ran (1 + retries used).
+    count: u32,
 }
 
 impl Entry {
@@ -571,5 +821,110 @@ impl Entry {
             Entry::Claimed(_) => "run",
             Entry::Resumed { .. } => "resume",
         }
+    }
+}
+
+/// A call path on a memory store with `tools` and defaults otherwise, for
+/// the components' unit tests (no `Runtime`).
+#[cfg(test)]
+pub(crate) fn test_path(tools: Vec<Tool>) -> CallPath {
+    let stored = StoredCalls::in_memory();
+    CallPath::new(PathParts {
+        tools: ToolSet::new(tools).expect("distinct tool ids"),
+        hooks: Hooks::new(),
+        approval: ApprovalPolicy::default(),
+        events: EventBus::new(16),
+        running: Arc::default(),
+        tasks: Tasks::new(stored.clone(), 16, None, None),
+        stored,
+        timeout: None,
+        tool_timeouts: HashMap::new(),
+        leave_tasks_to_workers: false,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+    use tool_core::{BackgroundConfig, ToolError};
+
+    use super::*;
+
+    fn tool(id: &str, approval: bool) -> Tool {
+        Tool::builder(id)
+            .description("Echoes its input")
+            .require_approval(approval)
+            .execute(|input, _ctx| async move { Ok::<_, ToolError>(input) })
+            .build()
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_call_runs_to_its_outcome_and_an_unknown_tool_fails_for_the_model() {
+        let path = test_path(vec![tool("echo", false)]);
+        let outcome = path
+            .call(ToolCall::new("c1", "echo", json!({ "n": 1 })))
+            .await;
+        assert_eq!(outcome.output(), Some(&json!({ "n": 1 })));
+        let unknown = path.call(ToolCall::new("c2", "nope", json!({}))).await;
+        assert_eq!(unknown.error().unwrap().kind(), ErrorKind::UnknownTool);
+        assert!(
+            path.stored().get("c1").await.unwrap().is_none(),
+            "a plain call is not stored"
+        );
+    }
+
+    #[tokio::test]
+    async fn the_approval_gate_stores_the_call_and_runs_nothing() {
+        let path = test_path(vec![tool("delete", true)]);
+        let outcome = path
+            .call(ToolCall::new("c1", "delete", json!({ "path": "/x" })))
+            .await;
+        assert!(
+            matches!(outcome, CallOutcome::ApprovalRequired { .. }),
+            "{outcome:?}"
+        );
+        let pending = path.stored().pending().await.unwrap();
+        assert_eq!(pending.len(), 1);
+        assert_eq!(
+            (pending[0].kind, &pending[0].input),
+            (PendingKind::Approval, &json!({ "path": "/x" }))
+        );
+    }
+
+    #[tokio::test]
+    async fn a_background_call_is_a_stored_task_whose_outcome_the_tasks_give() {
+        let report = Tool::builder("report")
+            .description("Builds a report")
+            .background(BackgroundConfig::new())
+            .execute(|_input, _ctx| async move { Ok::<_, ToolError>(json!("ready")) })
+            .build()
+            .unwrap();
+        let path = test_path(vec![report]);
+        let started = path.call(ToolCall::new("t1", "report", json!({}))).await;
+        assert_eq!(
+            started,
+            CallOutcome::BackgroundStarted {
+                task_id: "t1".into()
+            }
+        );
+        assert_eq!(
+            path.tasks().wait("t1").await.unwrap().output(),
+            Some(&json!("ready"))
+        );
+        let stored = path.stored().get("t1").await.unwrap().unwrap();
+        assert!(
+            matches!(stored.state, crate::CallState::Settled { .. }),
+            "recorded: {stored:?}"
+        );
+    }
+
+    #[test]
+    fn cancel_names_a_call_that_is_not_running() {
+        let path = test_path(vec![]);
+        assert!(matches!(
+            path.cancel("c1"),
+            Err(RuntimeError::NotRunning { .. })
+        ));
     }
 }

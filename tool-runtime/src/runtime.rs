@@ -10,18 +10,28 @@ use std::time::Duration;
 
 use tool_core::{Hooks, Tool, ToolSet};
 
-use crate::abort::CancelRegistry;
+use serde_json::Value;
+use tool_core::AgentContext;
+
 use crate::approval::{ApprovalCheck, ApprovalPolicy};
 use crate::background::{BackgroundCallback, BackgroundResult, Tasks};
+use crate::call::ToolCall;
+use crate::decide::{Decision, Decisions, Recovered};
 use crate::error::RuntimeError;
 use crate::events::{CallWatch, EventBus, Events};
+#[cfg(feature = "log-layer")]
+use crate::log_layer::CallLogLayer;
+use crate::outcome::CallOutcome;
+use crate::pipeline::{CallPath, PathParts};
 use crate::runs::Runs;
 #[cfg(feature = "sqlite")]
 use crate::store::SqliteStore;
 use crate::store::{
-    CallStore, DynCallStore, DynRunStore, MemoryStore, PendingCall, PendingKind, RunStore,
-    StoredCall, StoredCalls,
+    CallStore, DynCallStore, DynRunStore, MemoryStore, PendingCall, RunStore, StoredCall,
 };
+use crate::stored::StoredCalls;
+use crate::stream::InputStream;
+use crate::worker::Worker;
 
 /// Default capacity of the event channel, per subscriber.
 const EVENT_CAPACITY: usize = 1024;
@@ -62,33 +72,27 @@ const TASK_RETENTION: usize = 10_000;
 /// ```
 #[derive(Clone)]
 pub struct Runtime {
-    pub(crate) inner: Arc<Inner>,
+    inner: Arc<Inner>,
 }
 
-pub(crate) struct Inner {
-    pub(crate) tools: ToolSet,
-    pub(crate) hooks: Hooks,
-    pub(crate) approval: ApprovalPolicy,
-    pub(crate) calls: StoredCalls,
+/// The runtime's components; every public method of [`Runtime`] is one of
+/// theirs.
+struct Inner {
+    /// Every call runs through it; it owns the tools, hooks, approval gate,
+    /// background tasks, events and the store's call lifecycle.
+    path: CallPath,
+    /// Approve, decline, resume, recover: on the same call path.
+    decisions: Decisions,
+    /// The agent runs kept in the store.
     runs: Runs,
-    pub(crate) events: EventBus,
-    pub(crate) running: Arc<CancelRegistry>,
-    pub(crate) tasks: Tasks,
-    pub(crate) timeout: Option<Duration>,
-    pub(crate) tool_timeouts: HashMap<String, Duration>,
-    /// Background calls are stored and left to a [`Worker`](crate::Worker).
-    pub(crate) leave_tasks_to_workers: bool,
 }
 
 impl fmt::Debug for Runtime {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Runtime")
-            .field(
-                "tools",
-                &self.inner.tools.iter().map(Tool::id).collect::<Vec<_>>(),
-            )
-            .field("hooks", &self.inner.hooks)
-            .field("timeout", &self.inner.timeout)
+            .field("tools", &self.inner.path.tool_ids())
+            .field("hooks", self.inner.path.hooks())
+            .field("timeout", &self.inner.path.timeout())
             .finish_non_exhaustive()
     }
 }
@@ -101,19 +105,313 @@ impl Runtime {
 
     /// The runtime's tools.
     pub fn tools(&self) -> &ToolSet {
-        &self.inner.tools
+        self.inner.path.tools()
     }
 
     /// The tool named `id`.
     pub fn tool(&self, id: &str) -> Option<&Tool> {
-        self.inner.tools.get(id)
+        self.inner.path.tool(id)
+    }
+
+    /// Runs one tool call and returns its outcome.
+    ///
+    /// Order: look up the tool → parse (with safe repairs) and validate the
+    /// input → validate the request context → `on_input_available` → approval
+    /// gate → execute (in the background for background tools) → validate
+    /// the suspend payload or the output → `to_model_output` → `on_output`.
+    /// Never panics and never returns an error: a failure is
+    /// [`CallOutcome::Failed`] with the error object the model reads.
+    ///
+    /// Nothing happens until the returned future is first polled, and it
+    /// owns what it needs: it can be spawned.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_core::{ErrorKind, Tool, ToolError};
+    /// use tool_runtime::{Runtime, ToolCall};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let weather = Tool::builder("weather-tool").description("Get the weather")
+    ///     .input_schema(json!({ "type": "object", "properties": { "location": { "type": "string" } }, "required": ["location"] }))
+    ///     .execute(|input, _ctx| async move { Ok::<_, ToolError>(json!({ "location": input["location"], "celsius": 21 })) })
+    ///     .build().unwrap();
+    /// let runtime = Runtime::builder().tool(weather).build().unwrap();
+    ///
+    /// let ok = tokio::spawn(runtime.call(ToolCall::new("c1", "weather-tool", r#"{"location": "Paris"}"#)));
+    /// assert_eq!(ok.await.unwrap().output().unwrap()["celsius"], 21);
+    ///
+    /// let bad = runtime.call(ToolCall::new("c2", "weather-tool", "{}")).await;
+    /// assert_eq!(bad.error().unwrap().kind(), ErrorKind::InputValidation);
+    /// # });
+    /// ```
+    pub fn call(&self, call: ToolCall) -> impl Future<Output = CallOutcome> + Send + 'static {
+        self.inner.path.call(call)
+    }
+
+    /// Starts receiving the arguments of call `call_id` to `tool_id`: fires
+    /// `on_input_start` (the tool's, then the runtime's) and emits
+    /// `InputStart`. The call can be cancelled from now on.
+    pub fn begin(
+        &self,
+        call_id: impl Into<String>,
+        tool_id: impl Into<String>,
+        messages: Vec<Value>,
+    ) -> InputStream {
+        InputStream::begin(&self.inner.path, call_id, tool_id, messages)
+    }
+
+    /// Approves a call that waits for approval and runs it (once): its
+    /// outcome is what the call would have returned without the gate. The
+    /// stored arguments are admitted again (validated) before they run.
+    ///
+    /// The approval is one atomic transition of the store (pending →
+    /// running, claimed by this instance), and the call then runs as a task
+    /// of its own: dropping this future does not stop it, and its outcome is
+    /// recorded. Asked again once the call settled (from any instance
+    /// sharing the store), approve returns the recorded outcome; while the
+    /// call runs, [`RuntimeError::Running`].
+    ///
+    /// Errors: no such stored call, the call is suspended rather than
+    /// awaiting approval, it is running, this runtime lacks its tool (it
+    /// stays pending), the store failed.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_core::{Tool, ToolError};
+    /// use tool_runtime::{CallOutcome, Runtime, RuntimeError, ToolCall};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let delete = Tool::builder("delete-file").description("Delete a file")
+    ///     .require_approval(true)
+    ///     .execute(|input, _ctx| async move { Ok::<_, ToolError>(json!({ "deleted": input["path"] })) })
+    ///     .build().unwrap();
+    /// let runtime = Runtime::builder().tool(delete).build().unwrap();
+    ///
+    /// let outcome = runtime.call(ToolCall::new("c1", "delete-file", json!({ "path": "/tmp/x" }))).await;
+    /// assert!(matches!(outcome, CallOutcome::ApprovalRequired { .. }));
+    /// let outcome = tokio::spawn(runtime.approve("c1")).await.unwrap().unwrap();
+    /// assert_eq!(outcome.output(), Some(&json!({ "deleted": "/tmp/x" })));
+    /// // Asked again (a client that lost the answer): the recorded outcome, not a second run.
+    /// assert_eq!(runtime.approve("c1").await.unwrap(), outcome);
+    /// assert!(matches!(runtime.approve("c2").await, Err(RuntimeError::UnknownCall { .. })));
+    /// # });
+    /// ```
+    pub fn approve(
+        &self,
+        call_id: &str,
+    ) -> impl Future<Output = Result<CallOutcome, RuntimeError>> + Send + 'static {
+        self.decide(call_id, Decision::Approve, None)
+    }
+
+    /// Declines a call that waits for approval: it never runs, and the model
+    /// receives `reason` or `Tool call was not approved by the user`. The
+    /// decline is recorded in one atomic transition (pending → settled), so
+    /// an approval that races it, or comes later, gets the decline.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_core::{ModelFacing, Tool, ToolError};
+    /// use tool_runtime::{Runtime, ToolCall};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let delete = Tool::builder("delete-file").description("Delete a file")
+    ///     .require_approval(true)
+    ///     .execute(|_input, _ctx| async move { Ok::<_, ToolError>(json!("deleted")) })
+    ///     .build().unwrap();
+    /// let runtime = Runtime::builder().tool(delete).build().unwrap();
+    /// runtime.call(ToolCall::new("c1", "delete-file", json!({}))).await;
+    /// let outcome = runtime.decline("c1", None).await.unwrap();
+    /// assert_eq!(outcome.to_model_value(), "Tool call was not approved by the user");
+    /// // An approval that comes too late gets the decline: the call never runs.
+    /// assert_eq!(runtime.approve("c1").await.unwrap(), outcome);
+    /// # });
+    /// ```
+    pub fn decline(
+        &self,
+        call_id: &str,
+        reason: Option<&str>,
+    ) -> impl Future<Output = Result<CallOutcome, RuntimeError>> + Send + 'static {
+        self.decide(call_id, Decision::Decline(reason.map(str::to_owned)), None)
+    }
+
+    /// Resumes the suspended call `call_id` with `data`: the data is
+    /// validated against the tool's resume schema (`false`, `0` and `""` are
+    /// data; only `null` means none), then execute runs again with the resume
+    /// data and the payload the call suspended with, in the foreground.
+    ///
+    /// The data is validated before anything changes in the store: data
+    /// that fails returns the model-facing error and leaves the call
+    /// suspended, to be resumed again. Valid data claims the call in one
+    /// atomic transition, and it runs as a task of its own (dropping this
+    /// future does not stop it); a second resume gets
+    /// [`RuntimeError::Running`] while it runs and the recorded outcome once
+    /// it settled, never a second run.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_core::{Tool, ToolError};
+    /// use tool_runtime::{CallOutcome, Runtime, RuntimeError, ToolCall};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let confirm = Tool::builder("confirm").description("Asks before acting")
+    ///     .resume_schema(json!({ "type": "boolean" }))
+    ///     .execute(|_input, ctx| async move {
+    ///         match ctx.resume_data() {
+    ///             None => ctx.suspend(json!({ "question": "Proceed?" })),
+    ///             Some(answer) => Ok::<_, ToolError>(json!({ "proceeded": answer })),
+    ///         }
+    ///     })
+    ///     .build().unwrap();
+    /// let runtime = Runtime::builder().tool(confirm).build().unwrap();
+    ///
+    /// let outcome = runtime.call(ToolCall::new("c1", "confirm", json!({}))).await;
+    /// assert!(matches!(outcome, CallOutcome::Suspended { .. }));
+    /// let invalid = runtime.resume("c1", json!("yes")).await.unwrap();
+    /// assert!(invalid.error().is_some()); // still suspended
+    /// let outcome = tokio::spawn(runtime.resume("c1", json!(false))).await.unwrap().unwrap();
+    /// assert_eq!(outcome.output(), Some(&json!({ "proceeded": false })));
+    /// assert_eq!(runtime.resume("c1", json!(true)).await.unwrap(), outcome); // recorded, not run again
+    /// assert!(matches!(runtime.resume("c2", json!(true)).await, Err(RuntimeError::UnknownCall { .. })));
+    /// # });
+    /// ```
+    pub fn resume(
+        &self,
+        call_id: &str,
+        data: Value,
+    ) -> impl Future<Output = Result<CallOutcome, RuntimeError>> + Send + 'static {
+        self.decide(call_id, Decision::Resume(data), None)
+    }
+
+    /// Makes `decision` on the stored call `call_id`, for `agent` when it is
+    /// given (the call then runs with it as `ToolContext::agent`; the context
+    /// is not stored), and waits for the call's outcome. Of concurrent
+    /// decisions on one call, across runtimes sharing a store, exactly one
+    /// wins; the others get the recorded outcome or
+    /// [`RuntimeError::Running`]. The decision runs as a task of its own:
+    /// dropping the future cannot leave the call half-run.
+    ///
+    /// [`approve`](Self::approve), [`decline`](Self::decline) and
+    /// [`resume`](Self::resume) are this without an agent; an agent loop
+    /// passes the run the call belongs to.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_core::{AgentContext, Tool, ToolError};
+    /// use tool_runtime::{CallOutcome, Decision, Runtime, ToolCall};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let delete = Tool::builder("delete-file").description("Delete a file")
+    ///     .require_approval(true)
+    ///     .execute(|_input, ctx| async move {
+    ///         Ok::<_, ToolError>(json!({ "run": ctx.agent().map(|agent| agent.run_id.clone()) }))
+    ///     })
+    ///     .build().unwrap();
+    /// let runtime = Runtime::builder().tool(delete).build().unwrap();
+    /// runtime.call(ToolCall::new("c1", "delete-file", json!({}))).await;
+    /// let agent = AgentContext::new("support", "run-7");
+    /// let outcome = runtime.decide("c1", Decision::Approve, Some(agent)).await.unwrap();
+    /// assert_eq!(outcome.output(), Some(&json!({ "run": "run-7" })));
+    /// # });
+    /// ```
+    pub fn decide(
+        &self,
+        call_id: &str,
+        decision: Decision,
+        agent: Option<AgentContext>,
+    ) -> impl Future<Output = Result<CallOutcome, RuntimeError>> + Send + 'static {
+        self.inner.decisions.decide(call_id, decision, agent)
+    }
+
+    /// Recovers the stored calls whose runtime died while running them
+    /// (their lease expired), among the tools this runtime has: a call of a
+    /// tool declared `retry_safe` runs again (as attempt 2, 3, ...; with the
+    /// resume data it was resumed with); any other is settled as failed with
+    /// an "interrupted" error the model can read, and never runs again.
+    /// Either way the outcome is recorded, so a decision asked again returns
+    /// it. Also forgets settled calls (and finished agent runs) beyond the
+    /// retention.
+    ///
+    /// Call it when a runtime starts and then periodically (every lease
+    /// length is enough), or run a [`Worker`](crate::Worker), which does
+    /// this on its own and also runs stored tasks; several instances may
+    /// call it at once: each expired call is recovered by exactly one.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tool_runtime::Runtime;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let runtime = Runtime::builder().lease(Duration::from_secs(10)).build().unwrap();
+    /// assert!(runtime.recover().await.unwrap().is_empty()); // nothing was interrupted
+    ///
+    /// let sweeper = runtime.clone();
+    /// let sweeping = tokio::spawn(async move {
+    ///     loop {
+    ///         if let Err(error) = sweeper.recover().await {
+    ///             eprintln!("recovery failed: {error}");
+    ///         }
+    ///         tokio::time::sleep(Duration::from_secs(10)).await;
+    ///     }
+    /// });
+    /// # sweeping.abort();
+    /// # });
+    /// ```
+    pub fn recover(
+        &self,
+    ) -> impl Future<Output = Result<Vec<Recovered>, RuntimeError>> + Send + 'static {
+        self.inner.decisions.recover()
+    }
+
+    /// Waits for a background task and returns its final outcome (any
+    /// number of times, while its outcome is kept). A task this runtime
+    /// runs is watched in memory; any other (run by another runtime sharing
+    /// the store, or before a restart) is read from the store until it
+    /// settles.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_core::{BackgroundConfig, ModelFacing, Tool, ToolError};
+    /// use tool_runtime::{CallOutcome, Runtime, ToolCall};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let report = Tool::builder("report").description("Builds a long report")
+    ///     .background(BackgroundConfig::new().timeout_ms(5_000).max_retries(1))
+    ///     .execute(|_input, _ctx| async move { Ok::<_, ToolError>(json!("report ready")) })
+    ///     .build().unwrap();
+    /// let runtime = Runtime::builder().tool(report).build().unwrap();
+    ///
+    /// let started = runtime.call(ToolCall::new("c1", "report", json!({}))).await;
+    /// let CallOutcome::BackgroundStarted { task_id } = &started else { panic!("{started:?}") };
+    /// assert!(started.to_model_value().as_str().unwrap().starts_with("Background task started. Task ID: "));
+    /// let done = runtime.wait(task_id).await.unwrap();
+    /// assert_eq!(done.output(), Some(&json!("report ready")));
+    /// # });
+    /// ```
+    pub fn wait(
+        &self,
+        task_id: &str,
+    ) -> impl Future<Output = Result<CallOutcome, RuntimeError>> + Send + 'static {
+        self.inner.path.tasks().wait(task_id)
+    }
+
+    /// A worker for this runtime's tasks (see [`Worker`]).
+    pub fn worker(&self) -> Worker {
+        Worker::new(self.inner.decisions.clone())
+    }
+
+    /// A `tracing` layer that forwards events inside this runtime's calls
+    /// to its events ([`CallLogLayer`]).
+    #[cfg(feature = "log-layer")]
+    pub fn log_layer(&self) -> CallLogLayer {
+        let path = &self.inner.path;
+        CallLogLayer::new(path.events().clone(), Arc::clone(path.running()))
     }
 
     /// Subscribes to the runtime's events, from now on. Progress events reach
     /// the subscribers present when the call started (a call started with no
     /// subscriber builds no events at all).
     pub fn events(&self) -> Events {
-        self.inner.events.subscribe()
+        self.inner.path.events().subscribe()
     }
 
     /// Watches the progress and log messages of the call `call_id` (as
@@ -143,7 +441,7 @@ impl Runtime {
     /// # });
     /// ```
     pub fn watch(&self, call_id: &str) -> CallWatch {
-        self.inner.events.watch(call_id)
+        self.inner.path.events().watch(call_id)
     }
 
     /// The agent runs kept in this runtime's store (see [`Runs`]).
@@ -163,19 +461,14 @@ impl Runtime {
     /// assert_eq!(runtime.settled_retention(), Duration::from_secs(60));
     /// ```
     pub fn settled_retention(&self) -> Duration {
-        self.inner.calls.retention()
+        self.inner.path.stored().retention()
     }
 
     /// Every call waiting for approval or resume data, from the store.
     pub fn pending(
         &self,
     ) -> impl Future<Output = Result<Vec<PendingCall>, RuntimeError>> + Send + 'static {
-        let runtime = self.clone();
-        async move {
-            let mut pending = runtime.inner.calls.list().await?;
-            pending.retain(|call| call.kind != PendingKind::Task);
-            Ok(pending)
-        }
+        self.inner.path.stored().pending()
     }
 
     /// The stored call `call_id` in whatever state it is (pending, running,
@@ -204,13 +497,12 @@ impl Runtime {
         &self,
         call_id: &str,
     ) -> impl Future<Output = Result<Option<StoredCall>, RuntimeError>> + Send + 'static {
-        let (runtime, call_id) = (self.clone(), call_id.to_owned());
-        async move { Ok(runtime.inner.calls.get(&call_id).await?) }
+        self.inner.path.stored().stored(call_id)
     }
 
     /// This runtime instance's id, the owner of the stored calls it runs.
     pub fn instance_id(&self) -> &str {
-        self.inner.calls.owner()
+        self.inner.path.stored().owner()
     }
 
     /// Fires the abort signal of a running call (or of a call whose input is
@@ -239,14 +531,7 @@ impl Runtime {
     /// # });
     /// ```
     pub fn cancel(&self, call_id: &str) -> Result<(), RuntimeError> {
-        if self.inner.running.cancel(call_id) {
-            tracing::info!(call_id, "tool call cancelled");
-            Ok(())
-        } else {
-            Err(RuntimeError::NotRunning {
-                call_id: call_id.to_owned(),
-            })
-        }
+        self.inner.path.cancel(call_id)
     }
 }
 
@@ -507,28 +792,34 @@ impl RuntimeBuilder {
     pub fn build(self) -> Result<Runtime, RuntimeError> {
         let tools = ToolSet::new(self.tools)?;
         let (store, runs) = StoreChoice::open(self.store)?;
+        let stored = StoredCalls::new(
+            store,
+            self.instance_id.unwrap_or_else(unique_instance_id),
+            self.lease.unwrap_or(LEASE),
+            self.settled_retention.unwrap_or(SETTLED_RETENTION),
+        );
+        let path = CallPath::new(PathParts {
+            tools,
+            hooks: self.hooks,
+            approval: self.approval,
+            events: EventBus::new(self.event_capacity.unwrap_or(EVENT_CAPACITY)),
+            running: Arc::default(),
+            tasks: Tasks::new(
+                stored.clone(),
+                self.task_retention.unwrap_or(TASK_RETENTION),
+                self.on_complete,
+                self.on_failed,
+            ),
+            stored,
+            timeout: self.timeout,
+            tool_timeouts: self.tool_timeouts,
+            leave_tasks_to_workers: self.leave_tasks_to_workers,
+        });
         Ok(Runtime {
             inner: Arc::new(Inner {
-                tools,
-                hooks: self.hooks,
-                approval: self.approval,
-                calls: StoredCalls::new(
-                    store,
-                    self.instance_id.unwrap_or_else(unique_instance_id),
-                    self.lease.unwrap_or(LEASE),
-                    self.settled_retention.unwrap_or(SETTLED_RETENTION),
-                ),
+                decisions: Decisions::new(path.clone()),
+                path,
                 runs: Runs::new(runs),
-                events: EventBus::new(self.event_capacity.unwrap_or(EVENT_CAPACITY)),
-                running: Arc::default(),
-                tasks: Tasks::new(
-                    self.task_retention.unwrap_or(TASK_RETENTION),
-                    self.on_complete,
-                    self.on_failed,
-                ),
-                timeout: self.timeout,
-                tool_timeouts: self.tool_timeouts,
-                leave_tasks_to_workers: self.leave_tasks_to_workers,
             }),
         })
     }

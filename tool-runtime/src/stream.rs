@@ -14,10 +14,9 @@ use crate::abort::RunningGuard;
 use crate::call::ToolCall;
 use crate::events::{EventKind, Payload};
 use crate::outcome::CallOutcome;
-use crate::pipeline::{Entry, Streamed, call_span};
-use crate::runtime::Runtime;
+use crate::pipeline::{CallPath, Entry, Streamed, call_span};
 
-/// A call whose arguments are still streaming, from [`Runtime::begin`].
+/// A call whose arguments are still streaming, from [`Runtime::begin`](crate::Runtime::begin).
 ///
 /// ```
 /// use serde_json::json;
@@ -40,7 +39,7 @@ use crate::runtime::Runtime;
 /// ```
 #[derive(Debug)]
 pub struct InputStream {
-    runtime: Runtime,
+    path: CallPath,
     tool: Option<Tool>,
     call_id: String,
     tool_id: String,
@@ -55,34 +54,31 @@ pub struct InputStream {
     span: tracing::Span,
 }
 
-impl Runtime {
-    /// Starts receiving the arguments of call `call_id` to `tool_id`: fires
-    /// `on_input_start` (the tool's, then the runtime's) and emits
-    /// `InputStart`. The call can be cancelled from now on.
-    pub fn begin(
-        &self,
+impl InputStream {
+    /// Starts the call on `path` ([`Runtime::begin`](crate::Runtime::begin)).
+    pub(crate) fn begin(
+        path: &CallPath,
         call_id: impl Into<String>,
         tool_id: impl Into<String>,
         messages: Vec<Value>,
     ) -> InputStream {
         let (call_id, tool_id) = (call_id.into(), tool_id.into());
-        let tool = self.inner.tools.get(&tool_id).cloned();
+        let tool = path.tool(&tool_id).cloned();
         let span = call_span("call", &tool_id, &call_id);
         let abort = AbortSignal::new();
-        let guard = self.inner.running.register(&call_id, abort.clone());
+        let guard = path.running().register(&call_id, abort.clone());
         {
             let _entered = span.enter();
             let args = InputStart::new(&call_id, &messages, &abort);
             if let Some(tool) = &tool {
                 tool.hooks().input_start(&args);
             }
-            self.inner.hooks.input_start(&args);
-            self.inner
-                .events
+            path.hooks().input_start(&args);
+            path.events()
                 .emit(&call_id, &tool_id, || EventKind::InputStart);
         }
         InputStream {
-            runtime: self.clone(),
+            path: path.clone(),
             tool,
             call_id,
             tool_id,
@@ -97,9 +93,7 @@ impl Runtime {
             span,
         }
     }
-}
 
-impl InputStream {
     /// Sets the request context the call will run with.
     #[must_use]
     pub fn with_request_context(mut self, request_context: RequestContext) -> Self {
@@ -135,7 +129,7 @@ impl InputStream {
     /// `InputDelta` (unless the tool's display transform suppresses deltas).
     pub fn push(&mut self, delta: &str) {
         self.parser.push(delta);
-        let runtime = &self.runtime.inner;
+        let path = &self.path;
         let tool_hooks = self.tool.as_ref().map(Tool::hooks);
         {
             let _entered = self.span.enter();
@@ -143,14 +137,13 @@ impl InputStream {
             if let Some(hooks) = tool_hooks {
                 hooks.input_delta(&args);
             }
-            runtime.hooks.input_delta(&args);
+            path.hooks().input_delta(&args);
         }
-        if runtime.events.active()
+        if path.events().active()
             && let Some(display) =
                 Payload::delta_display(self.tool.as_ref(), &self.call_id, &self.tool_id, delta)
         {
-            runtime
-                .events
+            path.events()
                 .emit(&self.call_id, &self.tool_id, || EventKind::InputDelta {
                     display,
                 });
@@ -203,7 +196,7 @@ impl InputStream {
 
     async fn finish_raw(self, input: RawInput) -> CallOutcome {
         let InputStream {
-            runtime,
+            path,
             call_id,
             tool_id,
             messages,
@@ -222,9 +215,7 @@ impl InputStream {
                 reason = "cancelled",
                 "tool call aborted while its input streamed"
             );
-            runtime
-                .inner
-                .events
+            path.events()
                 .emit(&call_id, &tool_id, || EventKind::Aborted);
             return CallOutcome::Aborted;
         }
@@ -240,6 +231,6 @@ impl InputStream {
             workflow: None,
         };
         let streamed = Streamed { abort, guard, span };
-        runtime.run_call(call, Entry::New, Some(streamed)).await
+        path.run_call(call, Entry::New, Some(streamed)).await
     }
 }

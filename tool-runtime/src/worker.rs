@@ -17,7 +17,7 @@ use tokio::sync::Semaphore;
 use tokio::time::Instant;
 use tracing::Instrument as _;
 
-use crate::runtime::Runtime;
+use crate::decide::Decisions;
 use crate::store::{PendingKind, TaskSignal};
 
 /// Tasks a worker runs at once unless told otherwise.
@@ -69,23 +69,21 @@ const CONCURRENCY: usize = 16;
 #[derive(Debug, Clone)]
 #[must_use = "a worker does nothing until its `run` future is awaited or spawned"]
 pub struct Worker {
-    runtime: Runtime,
+    decisions: Decisions,
     concurrency: usize,
     poll_every: Option<Duration>,
 }
 
-impl Runtime {
-    /// A worker for this runtime's tasks (see [`Worker`]).
-    pub fn worker(&self) -> Worker {
+impl Worker {
+    /// A worker running the stored tasks of `decisions`' call path.
+    pub(crate) fn new(decisions: Decisions) -> Self {
         Worker {
-            runtime: self.clone(),
+            decisions,
             concurrency: CONCURRENCY,
             poll_every: None,
         }
     }
-}
 
-impl Worker {
     /// How many tasks it runs at once, at least one (default 16). Calls
     /// recovered from a dead instance run beside them, uncounted.
     pub fn concurrency(mut self, tasks: usize) -> Self {
@@ -123,14 +121,14 @@ impl Worker {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> impl Future<Output = ()> + Send + 'static {
         let Worker {
-            runtime,
+            decisions,
             concurrency,
             poll_every,
         } = self;
-        let poll_every = poll_every.unwrap_or_else(|| runtime.inner.calls.lease());
+        let poll_every = poll_every.unwrap_or_else(|| decisions.path().stored().lease());
         async move {
             let slots = Arc::new(Semaphore::new(concurrency));
-            let working = work(&runtime, &slots, poll_every);
+            let working = work(&decisions, &slots, poll_every);
             tokio::select! {
                 () = working => {}
                 () = shutdown => {}
@@ -145,14 +143,14 @@ impl Worker {
 
 /// The worker's loop: sweep when due, claim while slots are free, then wait
 /// for a signal, a free slot or the next sweep.
-async fn work(runtime: &Runtime, slots: &Arc<Semaphore>, poll_every: Duration) {
-    let calls = &runtime.inner.calls;
-    let tool_ids: Vec<String> = runtime.tools().iter().map(|t| t.id().to_owned()).collect();
+async fn work(decisions: &Decisions, slots: &Arc<Semaphore>, poll_every: Duration) {
+    let calls = decisions.path().stored();
+    let tool_ids = decisions.path().tool_ids();
     let mut signal = calls.task_signal();
     let mut next_sweep = Instant::now();
     loop {
         if Instant::now() >= next_sweep {
-            sweep(runtime, &tool_ids).await;
+            sweep(decisions, &tool_ids).await;
             next_sweep = Instant::now() + poll_every;
         }
         let full = loop {
@@ -161,10 +159,10 @@ async fn work(runtime: &Runtime, slots: &Arc<Semaphore>, poll_every: Duration) {
             };
             match calls.claim_next(PendingKind::Task, &tool_ids).await {
                 Ok(Some((stored, lease))) => {
-                    let runtime = runtime.clone();
+                    let decisions = decisions.clone();
                     tokio::spawn(
                         async move {
-                            runtime.run_to_end(stored, lease).await;
+                            decisions.run_to_end(stored, lease).await;
                             drop(slot);
                         }
                         .in_current_span(),
@@ -195,16 +193,16 @@ async fn stored(signal: &mut Option<TaskSignal>) {
 
 /// Recovers the calls whose lease expired (each as a tokio task of its own)
 /// and purges settled calls (and finished agent runs) beyond the retention.
-async fn sweep(runtime: &Runtime, tool_ids: &[String]) {
-    let calls = &runtime.inner.calls;
+async fn sweep(decisions: &Decisions, tool_ids: &[String]) {
+    let calls = decisions.path().stored();
     calls.purge_if_due().await;
     match calls.recover_expired(tool_ids).await {
         Ok(expired) => {
             for (stored, lease) in expired {
-                let runtime = runtime.clone();
+                let decisions = decisions.clone();
                 tokio::spawn(
                     async move {
-                        runtime.recover_one(stored, lease).await;
+                        decisions.recover_one(stored, lease).await;
                     }
                     .in_current_span(),
                 );

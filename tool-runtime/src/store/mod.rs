@@ -8,7 +8,6 @@
 //! runtimes share one store; a running call holds a lease, so a call whose
 //! runtime died is recovered rather than lost.
 
-mod calls;
 mod memory;
 #[cfg(feature = "postgres")]
 mod postgres;
@@ -26,7 +25,6 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-pub(crate) use calls::{Claim, Lease, Lookup, StoredCalls, Verdict};
 pub use memory::MemoryStore;
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]

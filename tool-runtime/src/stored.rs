@@ -9,12 +9,12 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tool_core::AbortSignal;
 
-use super::{
+use crate::error::RuntimeError;
+use crate::outcome::CallOutcome;
+use crate::store::{
     CallState, Decided, DynCallStore, PendingCall, PendingKind, RecordedOutcome, Settlement,
     StoreError, StoredCall, TaskSignal, Transition,
 };
-use crate::error::RuntimeError;
-use crate::outcome::CallOutcome;
 
 /// How often settled calls beyond the retention are purged, at most.
 const PURGE_EVERY: Duration = Duration::from_secs(60);
@@ -78,6 +78,18 @@ impl StoredCalls {
         }
     }
 
+    /// Calls in a fresh memory store, for the components' unit tests.
+    #[cfg(test)]
+    pub(crate) fn in_memory() -> Self {
+        let store: Arc<dyn DynCallStore> = Arc::new(crate::store::MemoryStore::new());
+        StoredCalls::new(
+            store,
+            "test-instance".to_owned(),
+            Duration::from_secs(30),
+            Duration::from_secs(60),
+        )
+    }
+
     /// How long a settled call is kept before it may be purged.
     pub(crate) fn retention(&self) -> Duration {
         self.retention
@@ -86,6 +98,27 @@ impl StoredCalls {
     /// This instance's id.
     pub(crate) fn owner(&self) -> &str {
         &self.owner
+    }
+
+    /// Every call waiting for approval or resume data ([`Runtime::pending`](crate::Runtime::pending)).
+    pub(crate) fn pending(
+        &self,
+    ) -> impl Future<Output = Result<Vec<PendingCall>, RuntimeError>> + Send + 'static {
+        let stored = self.clone();
+        async move {
+            let mut pending = stored.list().await?;
+            pending.retain(|call| call.kind != PendingKind::Task);
+            Ok(pending)
+        }
+    }
+
+    /// The call `call_id` in whatever state ([`Runtime::stored`](crate::Runtime::stored)).
+    pub(crate) fn stored(
+        &self,
+        call_id: &str,
+    ) -> impl Future<Output = Result<Option<StoredCall>, RuntimeError>> + Send + 'static {
+        let (stored, call_id) = (self.clone(), call_id.to_owned());
+        async move { Ok(stored.get(&call_id).await?) }
     }
 
     /// Stores a paused call.
