@@ -189,7 +189,7 @@ impl AgentBuilder {
                     auto_resume: self.auto_resume,
                 },
                 max_tokens: self.max_tokens,
-                exports,
+                exports: Arc::new(exports),
             }),
         })
     }

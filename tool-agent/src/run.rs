@@ -3,18 +3,20 @@
 //! them as tasks, sends the chunks the machine says are due, and loads and
 //! saves the run through `Runtime::runs`; the machine decides the rest.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use futures_util::StreamExt as _;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
-use tool_core::decode::ToolCallEvent;
 use tool_core::provider::Export;
 use tool_core::transform::Phase;
 use tool_core::{AgentContext, ErrorKind, ModelError};
-use tool_runtime::{CallOutcome, Decision, InputStream, Payload, Runtime};
+use tool_runtime::{
+    Assembled, CallOutcome, CompleteCall, Decision, InputStream, Payload, Runtime,
+    ToolCallAssembler,
+};
 
 use crate::chunk::{AgentChunk, FinishReason};
 use crate::error::AgentError;
@@ -34,7 +36,7 @@ pub(crate) struct Runner {
     pub(crate) settings: RunSettings,
     pub(crate) max_tokens: Option<u32>,
     /// The tools' exports for the model's provider, by name.
-    pub(crate) exports: BTreeMap<String, Export>,
+    pub(crate) exports: Arc<BTreeMap<String, Export>>,
 }
 
 impl Runner {
@@ -72,13 +74,13 @@ impl Runner {
     /// outcomes in the order of the calls.
     async fn step(&self, run_id: &str, mut step: Step<'_>, chunks: &Chunks) -> Result<(), Gone> {
         let mut answer = self.model.stream(self.request(step.record()));
-        let mut assembler = CallAssembler::new(run_id, step.record());
+        let mut assembler = self.assembler(run_id, step.record());
         let mut tasks = Vec::new();
         while let Some(event) = answer.next().await {
             match event {
                 Ok(ModelEvent::TextDelta(delta)) => chunks.send(step.on_text(delta)).await?,
                 Ok(ModelEvent::ToolCall(event)) => {
-                    if let Some(assembled) = assembler.apply(self, event) {
+                    if let Some(assembled) = assembler.apply(event) {
                         self.on_assembled(run_id, &mut step, assembled, &mut tasks, chunks)
                             .await?;
                     }
@@ -115,14 +117,17 @@ impl Runner {
         chunks: &Chunks,
     ) -> Result<(), Gone> {
         match assembled {
-            Assembled::Started { call_id, tool_name } => {
+            Assembled::Started { call_id, tool_id } => {
                 chunks
-                    .send(AgentChunk::ToolCallInputStart { call_id, tool_name })
+                    .send(AgentChunk::ToolCallInputStart {
+                        call_id,
+                        tool_name: tool_id,
+                    })
                     .await
             }
             Assembled::Delta {
                 call_id,
-                tool_name,
+                tool_id: tool_name,
                 delta,
             } => {
                 let tool = self.runtime.tool(&tool_name);
@@ -135,26 +140,38 @@ impl Runner {
                     None => Ok(()),
                 }
             }
-            Assembled::Complete {
-                request,
-                input,
-                stream,
-            } => {
-                let (call_id, tool_name) = (request.call_id.clone(), request.tool_name.clone());
+            Assembled::Complete(call) => {
+                let CompleteCall {
+                    call_id,
+                    tool_id: tool_name,
+                    arguments,
+                    input,
+                    stream,
+                    ..
+                } = *call;
+                let request = ToolCallRequest {
+                    call_id: call_id.clone(),
+                    tool_name: tool_name.clone(),
+                    arguments,
+                };
                 let (start, chunk) = step.on_call_input(request, input, self.show());
                 let thread = &step.record().thread;
-                tasks.push(self.start(run_id, thread, call_id, tool_name, start, *stream));
+                tasks.push(self.start(run_id, thread, call_id, tool_name, start, stream));
                 chunks.send(chunk).await
             }
             Assembled::CutOff {
                 call_id,
-                tool_name,
+                tool_id,
                 partial_text,
-                message,
+                error,
+                ..
             } => {
-                let chunk = step.on_call_cut_off(call_id, tool_name, partial_text, message);
+                let message = error.message().to_owned();
+                let chunk = step.on_call_cut_off(call_id, tool_id, partial_text, message);
                 chunks.send(chunk).await
             }
+            // A later kind of event changes no call the step knows of.
+            _ => Ok(()),
         }
     }
 
@@ -321,20 +338,31 @@ impl Runner {
             .collect()
     }
 
-    /// What a tool the agent runs reads with `ToolContext::agent` (with
-    /// `background` set for a tool that runs as a background task).
+    /// What a tool the agent runs reads with `ToolContext::agent`.
     fn context(&self, run_id: &str, thread: &Thread, tool_name: Option<&str>) -> AgentContext {
-        let background = tool_name
-            .and_then(|name| self.runtime.tool(name))
-            .and_then(|tool| tool.definition().background.as_ref())
-            .is_some_and(|b| b.enabled);
-        let mut context = AgentContext::new(self.id.as_str(), run_id)
-            .with_thread(thread.thread_id.as_str())
-            .with_background(background);
-        if let Some(resource) = &thread.resource_id {
-            context = context.with_resource(resource.as_str());
-        }
-        context
+        agent_context(&self.runtime, &self.id, run_id, thread, tool_name)
+    }
+
+    /// Turns the model's decoded tool-call events of one step into runtime
+    /// calls: named after the run, run for this agent, their arguments
+    /// restored through the exports the model was offered.
+    fn assembler(&self, run_id: &str, record: &RunRecord) -> ToolCallAssembler {
+        let messages = record
+            .messages
+            .iter()
+            .filter_map(|m| serde_json::to_value(m).ok())
+            .collect();
+        let (runtime, agent_id) = (self.runtime.clone(), self.id.clone());
+        let (run_id, thread) = (run_id.to_owned(), record.thread.clone());
+        ToolCallAssembler::new(&self.runtime, self.model.provider())
+            .with_messages(messages)
+            .with_exports(Arc::clone(&self.exports))
+            .with_head(move |mut head| {
+                let agent =
+                    agent_context(&runtime, &agent_id, &run_id, &thread, Some(&head.tool_id));
+                head.call_id = runtime_call_id(&run_id, &head.call_id);
+                head.with_agent(agent)
+            })
     }
 
     /// The stored run `run_id` of this agent, and its revision.
@@ -405,126 +433,6 @@ impl Task {
     }
 }
 
-/// A decoded tool-call event, applied to the runtime's calls.
-enum Assembled {
-    /// A call's arguments started streaming.
-    Started { call_id: String, tool_name: String },
-    /// A fragment of a call's arguments.
-    Delta {
-        call_id: String,
-        tool_name: String,
-        delta: String,
-    },
-    /// A call's arguments are complete: `request` as the model wrote them,
-    /// `input` restored to the tool's own schema, `stream` to finish the
-    /// call with (boxed: it is much larger than the other variants).
-    Complete {
-        request: ToolCallRequest,
-        input: Value,
-        stream: Box<InputStream>,
-    },
-    /// A call was cut off before its arguments were complete: it never
-    /// runs, and the model reads `message`.
-    CutOff {
-        call_id: String,
-        tool_name: String,
-        partial_text: String,
-        message: String,
-    },
-}
-
-/// Turns the decoder's tool-call events into runtime calls: `begin` on a
-/// start (the tool's hooks fire as the arguments stream), `push` on each
-/// fragment, the complete arguments restored from the provider's shape, and
-/// the message of a call cut off. The one place that adapts decoded events
-/// to runtime calls, so that a shared assembler can take its place.
-struct CallAssembler<'a> {
-    run_id: &'a str,
-    thread: Thread,
-    /// The conversation before this step's answer, as the hooks read it.
-    messages: Vec<Value>,
-    /// The calls whose arguments stream.
-    open: HashMap<String, InputStream>,
-}
-
-impl<'a> CallAssembler<'a> {
-    fn new(run_id: &'a str, record: &RunRecord) -> Self {
-        CallAssembler {
-            run_id,
-            thread: record.thread.clone(),
-            messages: record
-                .messages
-                .iter()
-                .filter_map(|m| serde_json::to_value(m).ok())
-                .collect(),
-            open: HashMap::new(),
-        }
-    }
-
-    /// Applies `event`; nothing for a fragment or end of a call that is
-    /// not open.
-    fn apply(&mut self, runner: &Runner, event: ToolCallEvent) -> Option<Assembled> {
-        match event {
-            ToolCallEvent::Start { call_id, tool_name } => {
-                let agent = runner.context(self.run_id, &self.thread, Some(&tool_name));
-                let stream = runner
-                    .runtime
-                    .begin(
-                        runtime_call_id(self.run_id, &call_id),
-                        tool_name.as_str(),
-                        self.messages.clone(),
-                    )
-                    .with_agent(agent);
-                self.open.insert(call_id.clone(), stream);
-                Some(Assembled::Started { call_id, tool_name })
-            }
-            ToolCallEvent::InputDelta { call_id, delta } => {
-                let stream = self.open.get_mut(&call_id)?;
-                stream.push(&delta);
-                Some(Assembled::Delta {
-                    tool_name: stream.tool_id().to_owned(),
-                    call_id,
-                    delta,
-                })
-            }
-            ToolCallEvent::InputEnd { call_id, input } => {
-                let stream = self.open.remove(&call_id)?;
-                let tool_name = stream.tool_id().to_owned();
-                let mut restored = input.clone();
-                if let Some(export) = runner.exports.get(&tool_name) {
-                    export.restore_value(&mut restored);
-                }
-                Some(Assembled::Complete {
-                    request: ToolCallRequest {
-                        call_id,
-                        tool_name,
-                        arguments: input,
-                    },
-                    input: restored,
-                    stream: Box::new(stream),
-                })
-            }
-            ToolCallEvent::Incomplete {
-                call_id,
-                tool_name,
-                partial_text,
-                reason,
-            } => {
-                self.open.remove(&call_id);
-                let message = format!(
-                    "Tool call {call_id} to {tool_name} was cut off before its arguments were complete ({reason}); it did not run."
-                );
-                Some(Assembled::CutOff {
-                    call_id,
-                    tool_name,
-                    partial_text,
-                    message,
-                })
-            }
-        }
-    }
-}
-
 /// Sends chunks to the run's stream; a stream that was dropped stops the run
 /// at its next chunk (calls already running settle in the runtime).
 pub(crate) struct Chunks {
@@ -569,6 +477,28 @@ pub(crate) struct Gone;
 /// The id of a run's call in the runtime (and its store): the provider's
 /// call id within the run, so that calls of two runs never collide, even
 /// when a provider reuses ids.
+/// What a tool an agent runs reads with `ToolContext::agent` (with
+/// `background` set for a tool that runs as a background task).
+fn agent_context(
+    runtime: &Runtime,
+    agent_id: &str,
+    run_id: &str,
+    thread: &Thread,
+    tool_name: Option<&str>,
+) -> AgentContext {
+    let background = tool_name
+        .and_then(|name| runtime.tool(name))
+        .and_then(|tool| tool.definition().background.as_ref())
+        .is_some_and(|b| b.enabled);
+    let mut context = AgentContext::new(agent_id, run_id)
+        .with_thread(thread.thread_id.as_str())
+        .with_background(background);
+    if let Some(resource) = &thread.resource_id {
+        context = context.with_resource(resource.as_str());
+    }
+    context
+}
+
 fn runtime_call_id(run_id: &str, call_id: &str) -> String {
     format!("{run_id}/{call_id}")
 }

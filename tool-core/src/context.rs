@@ -93,9 +93,8 @@ pub struct CallContext {
     /// Which run of the call this is: 1, or more for a retry-safe stored
     /// call run again after a crash.
     pub(crate) attempt: u32,
-    /// The agent running the call, when one does.
-    pub(crate) agent: Option<Arc<AgentContext>>,
-    /// The workflow step the call is, when it is one.
+    /// The workflow step the call is, when it is one. Typed rather than an
+    /// extension: admission decodes its state into the tool's state type.
     pub(crate) workflow: Option<Arc<WorkflowContext>>,
 }
 
@@ -114,7 +113,7 @@ impl fmt::Debug for CallContext {
             .field("messages", &self.messages().len())
             .field("aborted", &self.abort.is_aborted())
             .field("resume", &self.resume)
-            .field("agent", &self.agent)
+            .field("agent", &self.agent())
             .field("workflow", &self.workflow)
             .finish_non_exhaustive()
     }
@@ -134,7 +133,6 @@ impl CallContext {
             parent_span: None,
             extensions: Extensions::new(),
             attempt: 1,
-            agent: None,
             workflow: None,
         }
     }
@@ -272,7 +270,7 @@ impl CallContext {
 
     /// The agent running the call (see [`with_agent`](Self::with_agent)).
     pub fn agent(&self) -> Option<&AgentContext> {
-        self.agent.as_deref()
+        self.extensions.get::<AgentContext>()
     }
 
     /// Says which agent runs the call; the tool reads it with
@@ -287,7 +285,9 @@ impl CallContext {
     /// ```
     #[must_use]
     pub fn with_agent(mut self, agent: AgentContext) -> Self {
-        self.agent = Some(Arc::new(agent));
+        // An extension like any host's value: the agent is not part of the
+        // tool contract, only something a tool may read.
+        self.extensions.insert(agent);
         self
     }
 
@@ -596,7 +596,7 @@ impl<S, R> ToolContext<S, R> {
     /// # });
     /// ```
     pub fn agent(&self) -> Option<&AgentContext> {
-        self.state.ctx.agent.as_deref()
+        self.state.ctx.agent()
     }
 
     /// The workflow step this call is, with its state as `T`, when the host

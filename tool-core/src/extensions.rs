@@ -1,6 +1,9 @@
 //! Typed values that a transport or host attaches to a call, for the tool
-//! to read: how MCP elicitation, and agent or workflow context, reach a
-//! running tool without tool-core knowing about them.
+//! to read: how MCP elicitation and the agent running a call
+//! ([`AgentContext`](crate::AgentContext), set by `CallContext::with_agent`)
+//! reach a running tool without the contract depending on them. The
+//! workflow context is a typed field instead: admission decodes its state
+//! into the tool's declared state type.
 
 use std::any::{Any, TypeId};
 use std::collections::HashMap;

@@ -22,6 +22,9 @@ pub struct ApprovalCheck<'a> {
     pub input: &'a Value,
     /// The request context.
     pub request_context: &'a RequestContext,
+    /// Who asked for the call ([`CallHead::requester`](crate::CallHead::requester)),
+    /// when the caller said.
+    pub requester: Option<&'a str>,
 }
 
 type PolicyFn = Arc<dyn Fn(&ApprovalCheck<'_>) -> bool + Send + Sync>;
@@ -106,6 +109,7 @@ mod tests {
             call_id: "c1",
             input: &input,
             request_context: &RequestContext::default(),
+            requester: None,
         })
     }
 

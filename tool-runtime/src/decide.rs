@@ -206,7 +206,9 @@ impl Decisions {
             },
         };
         let mut call = to_tool_call(stored.call);
-        call.agent = agent;
+        if let Some(agent) = agent {
+            call = call.with_agent(agent);
+        }
         self.path.run_call(call, entry, None).await
     }
 

@@ -17,7 +17,9 @@
 //!   cancellation and time limits ([`Runtime::cancel`], [`CallOutcome::Aborted`]).
 //! - [`Runtime::events`] streams a [`ToolEvent`] for every phase, with display
 //!   and transcript payloads.
-//! - Feature `provider`: [`ProviderStream`] drives streaming input from a
+//! - Feature `provider`: [`ToolCallAssembler`] turns a provider's decoded
+//!   tool-call events into runtime calls, and [`ProviderStream`] drives
+//!   streaming input with it from a
 //!   provider's streamed response (the decoders of `tool_core::provider`).
 //! - Feature `log-layer`: [`Runtime::log_layer`], a `tracing` layer that
 //!   turns what a tool's code logs inside its call into the call's log
@@ -56,6 +58,8 @@
 
 mod abort;
 mod approval;
+#[cfg(feature = "provider")]
+mod assembler;
 mod background;
 mod call;
 mod decide;
@@ -78,8 +82,11 @@ mod stream;
 mod worker;
 
 pub use approval::ApprovalCheck;
+#[cfg(feature = "provider")]
+#[cfg_attr(docsrs, doc(cfg(feature = "provider")))]
+pub use assembler::{Assembled, CompleteCall, ToolCallAssembler};
 pub use background::BackgroundResult;
-pub use call::ToolCall;
+pub use call::{CallHead, ToolCall};
 pub use decide::{Decision, Recovered};
 pub use error::RuntimeError;
 pub use events::{CallWatch, EventKind, Events, Notice, Payload, ToolEvent, TranscriptEntry};

@@ -144,7 +144,7 @@ pub fn responses_tool(tool: &Tool) -> Result<responses::Tool, ExportError> {
 ///     function: FunctionCall { name: "find".into(), arguments: r#"{"near": null}"#.into() },
 /// };
 /// let call = tool_runtime::openai::chat_tool_call(&tools, &call);
-/// assert_eq!((call.call_id.as_str(), call.tool_id.as_str()), ("call_7", "find"));
+/// assert_eq!((call.head.call_id.as_str(), call.head.tool_id.as_str()), ("call_7", "find"));
 /// assert_eq!(call.input, RawInput::Json(json!({})));
 /// ```
 pub fn chat_tool_call(tools: &ProviderTools, call: &ChatCompletionMessageToolCall) -> ToolCall {
@@ -178,7 +178,7 @@ pub fn chat_tool_call(tools: &ProviderTools, call: &ChatCompletionMessageToolCal
 ///     ..Default::default()
 /// };
 /// let call = tool_runtime::openai::responses_tool_call(&tools, &item);
-/// assert_eq!(call.call_id, "call_7");
+/// assert_eq!(call.head.call_id, "call_7");
 /// assert_eq!(call.input, RawInput::Json(json!({ "near": "Lyon" })));
 /// ```
 pub fn responses_tool_call(tools: &ProviderTools, call: &FunctionToolCall) -> ToolCall {

@@ -36,12 +36,12 @@ use tracing::Instrument as _;
 use std::collections::HashMap;
 
 use tokio::sync::watch;
-use tool_core::{Hooks, ToolSet};
+use tool_core::{Extensions, Hooks, ToolSet, WorkflowContext};
 
 use crate::abort::{CancelRegistry, RunningGuard, with_limit};
 use crate::approval::{ApprovalCheck, ApprovalPolicy, decision_schema};
 use crate::background::{BackgroundResult, Tasks};
-use crate::call::ToolCall;
+use crate::call::{CallHead, ToolCall};
 use crate::error::RuntimeError;
 use crate::events::{EventBus, EventKind, Notice, Payload};
 use crate::outcome::CallOutcome;
@@ -113,6 +113,8 @@ pub(crate) struct CallRecord {
     pub(crate) call_id: String,
     pub(crate) request_context: RequestContext,
     pub(crate) messages: Option<Arc<[Value]>>,
+    /// Who asked for the call, for the approval policy.
+    pub(crate) requester: Option<String>,
     pub(crate) abort: AbortSignal,
     pub(crate) timeout: Option<Duration>,
     /// For a stored call, the claim it runs under.
@@ -209,7 +211,10 @@ impl CallPath {
     ) -> Pin<Box<dyn Future<Output = CallOutcome> + Send + '_>> {
         let (span, streamed) = match streamed {
             Some(Streamed { abort, guard, span }) => (span, Some((abort, guard))),
-            None => (call_span(entry.step(), &call.tool_id, &call.call_id), None),
+            None => (
+                call_span(entry.step(), &call.head.tool_id, &call.head.call_id),
+                None,
+            ),
         };
         Box::pin(self.run_in_span(call, entry, streamed).instrument(span))
     }
@@ -220,25 +225,28 @@ impl CallPath {
         entry: Entry,
         streamed: Option<(AbortSignal, RunningGuard)>,
     ) -> CallOutcome {
-        let Some(tool) = self.parts.tools.get(&call.tool_id).cloned() else {
-            let error = self.parts.tools.unknown_tool(&call.tool_id);
-            return self.failed(None, &call.call_id, &call.tool_id, error);
+        let ToolCall {
+            head,
+            input,
+            workflow,
+        } = call;
+        let Some(tool) = self.parts.tools.get(&head.tool_id).cloned() else {
+            let error = self.parts.tools.unknown_tool(&head.tool_id);
+            return self.failed(None, &head.call_id, &head.tool_id, error);
         };
         let (abort, guard) = match streamed {
             Some((abort, guard)) => (abort, Some(guard)),
             None => (AbortSignal::new(), None),
         };
-        let ToolCall {
+        let CallHead {
             call_id,
-            input,
             request_context,
             messages,
             timeout,
             extensions,
-            agent,
-            workflow,
+            requester,
             ..
-        } = call;
+        } = head;
         let is_new = matches!(entry, Entry::New);
         // A resumed call finishes in the foreground: its caller waits for it.
         let may_background = !matches!(entry, Entry::Resumed { .. });
@@ -257,19 +265,11 @@ impl CallPath {
             call_id,
             request_context,
             messages: (!messages.is_empty()).then(|| Arc::from(messages)),
+            requester,
             abort,
             lease,
         };
-        let mut ctx = self.call_context(&record).with_extensions(extensions);
-        if let Some((data, payload)) = resume {
-            ctx = ctx.resuming(data, payload);
-        }
-        if let Some(agent) = agent {
-            ctx = ctx.with_agent(agent);
-        }
-        if let Some(workflow) = workflow {
-            ctx = ctx.with_workflow(workflow);
-        }
+        let ctx = self.call_context(&record, extensions, resume, workflow);
         let admitted = match record.tool.admit(input, ctx) {
             Ok(admitted) => admitted,
             Err(error) => {
@@ -287,13 +287,28 @@ impl CallPath {
         self.execute(record, admitted, guard, may_background).await
     }
 
-    /// The context a call's tool runs with: request context, messages,
-    /// abort signal, progress to events, the call span as parent.
-    fn call_context(&self, record: &CallRecord) -> CallContext {
+    /// The context a call's tool runs with, the one place a call's head
+    /// becomes it: request context, messages, extensions (the agent among
+    /// them), abort signal, attempt, resume data, workflow step, progress
+    /// and logs to events, the call span as parent.
+    fn call_context(
+        &self,
+        record: &CallRecord,
+        extensions: Extensions,
+        resume: Option<(Value, Option<Value>)>,
+        workflow: Option<WorkflowContext>,
+    ) -> CallContext {
         let mut ctx = CallContext::new(record.call_id.as_str())
             .with_request_context(record.request_context.clone())
+            .with_extensions(extensions)
             .with_abort_signal(record.abort.clone())
             .with_attempt(record.lease.as_ref().map_or(1, Lease::attempt));
+        if let Some((data, payload)) = resume {
+            ctx = ctx.resuming(data, payload);
+        }
+        if let Some(workflow) = workflow {
+            ctx = ctx.with_workflow(workflow);
+        }
         if let Some(messages) = &record.messages {
             ctx = ctx.with_shared_messages(Arc::clone(messages));
         }
@@ -639,6 +654,7 @@ impl CallPath {
             call_id: &record.call_id,
             input,
             request_context: &record.request_context,
+            requester: record.requester.as_deref(),
         })
     }
 

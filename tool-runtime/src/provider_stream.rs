@@ -3,17 +3,13 @@
 //! `push` and `finish`, so the lifecycle hooks fire in order while the model
 //! is still writing.
 
-use std::collections::HashMap;
-
 use serde_json::Value;
 use tool_core::decode::{DecodeError, SseParser, StreamDecoder, ToolCallEvent};
 use tool_core::provider::Provider;
-use tool_core::{ErrorKind, ModelError};
 
+use crate::assembler::{Assembled, ToolCallAssembler};
 use crate::outcome::CallOutcome;
-
 use crate::runtime::Runtime;
-use crate::stream::InputStream;
 
 /// One tool call of a streamed response, finished.
 #[derive(Debug, Clone, PartialEq)]
@@ -89,19 +85,15 @@ pub struct Pushed {
 /// # });
 /// ```
 pub struct ProviderStream {
-    runtime: Runtime,
-    provider: Provider,
     decoder: Box<dyn StreamDecoder + Send>,
     sse: SseParser,
-    messages: Vec<Value>,
-    open: HashMap<String, InputStream>,
+    calls: ToolCallAssembler,
 }
 
 impl std::fmt::Debug for ProviderStream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ProviderStream")
-            .field("provider", &self.provider)
-            .field("open", &self.open.keys().collect::<Vec<_>>())
+            .field("calls", &self.calls)
             .finish_non_exhaustive()
     }
 }
@@ -113,25 +105,22 @@ impl ProviderStream {
     /// argument fragments: run those with [`Runtime::call`].
     pub fn new(runtime: &Runtime, provider: Provider) -> Option<Self> {
         Some(ProviderStream {
-            runtime: runtime.clone(),
-            provider,
             decoder: provider.decoder()?,
             sse: SseParser::new(),
-            messages: Vec::new(),
-            open: HashMap::new(),
+            calls: ToolCallAssembler::new(runtime, provider),
         })
     }
 
     /// The conversation so far, given to the hooks and the tools.
     #[must_use]
     pub fn with_messages(mut self, messages: Vec<Value>) -> Self {
-        self.messages = messages;
+        self.calls = self.calls.with_messages(messages);
         self
     }
 
     /// The best-effort arguments of an open call.
     pub fn partial(&self, call_id: &str) -> Option<&Value> {
-        self.open.get(call_id).and_then(InputStream::partial)
+        self.calls.partial(call_id)
     }
 
     /// Feeds raw `text/event-stream` text (any split); returns the calls that
@@ -182,58 +171,30 @@ impl ProviderStream {
         }
     }
 
+    /// Runs the calls `events` complete; a call cut off is its failure.
     async fn apply(&mut self, events: Vec<ToolCallEvent>) -> Vec<StreamedCall> {
         let mut finished = Vec::new();
         for event in events {
-            match event {
-                ToolCallEvent::Start { call_id, tool_name } => {
-                    let stream =
-                        self.runtime
-                            .begin(call_id.clone(), tool_name, self.messages.clone());
-                    self.open.insert(call_id, stream);
-                }
-                ToolCallEvent::InputDelta { call_id, delta } => {
-                    if let Some(stream) = self.open.get_mut(&call_id) {
-                        stream.push(&delta);
-                    }
-                }
-                ToolCallEvent::InputEnd { call_id, mut input } => {
-                    let Some(stream) = self.open.remove(&call_id) else {
-                        continue;
-                    };
-                    let tool_id = stream.tool_id().to_owned();
-                    if let Some(export) = self
-                        .runtime
-                        .tool(&tool_id)
-                        .and_then(|tool| tool.export(self.provider).ok())
-                    {
-                        export.restore_value(&mut input);
-                    }
-                    let outcome = stream.finish_with(input).await;
+            match self.calls.apply(event) {
+                Some(Assembled::Complete(call)) => {
+                    let call = *call;
                     finished.push(StreamedCall {
-                        call_id,
-                        tool_id,
-                        outcome,
+                        outcome: call.stream.finish_with(call.input).await,
+                        call_id: call.call_id,
+                        tool_id: call.tool_id,
                     });
                 }
-                ToolCallEvent::Incomplete {
+                Some(Assembled::CutOff {
                     call_id,
-                    tool_name,
-                    reason,
+                    tool_id,
+                    error,
                     ..
-                } => {
-                    self.open.remove(&call_id);
-                    let message = format!(
-                        "Tool call {call_id} to {tool_name} was cut off before its arguments were complete ({reason}); it did not run."
-                    );
-                    finished.push(StreamedCall {
-                        call_id,
-                        tool_id: tool_name,
-                        outcome: CallOutcome::Failed {
-                            error: ModelError::new(ErrorKind::InvalidJson, message),
-                        },
-                    });
-                }
+                }) => finished.push(StreamedCall {
+                    call_id,
+                    tool_id,
+                    outcome: CallOutcome::Failed { error },
+                }),
+                _ => {}
             }
         }
         finished

@@ -15,7 +15,7 @@ use tool_core::AgentContext;
 
 use crate::approval::{ApprovalCheck, ApprovalPolicy};
 use crate::background::{BackgroundCallback, BackgroundResult, Tasks};
-use crate::call::ToolCall;
+use crate::call::{CallHead, ToolCall};
 use crate::decide::{Decision, Decisions, Recovered};
 use crate::error::RuntimeError;
 use crate::events::{CallWatch, EventBus, Events};
@@ -157,7 +157,29 @@ impl Runtime {
         tool_id: impl Into<String>,
         messages: Vec<Value>,
     ) -> InputStream {
-        InputStream::begin(&self.inner.path, call_id, tool_id, messages)
+        self.begin_call(CallHead::new(call_id, tool_id).with_messages(messages))
+    }
+
+    /// [`begin`](Self::begin) with the whole envelope given up front (the
+    /// requester, the agent, extensions): its hooks see the call as it is.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_core::{Tool, ToolError};
+    /// use tool_runtime::{CallHead, Runtime};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let echo = Tool::builder("echo").description("Echo")
+    ///     .execute(|input, _ctx| async move { Ok::<_, ToolError>(input) })
+    ///     .build().unwrap();
+    /// let runtime = Runtime::builder().tool(echo).build().unwrap();
+    /// let mut stream = runtime.begin_call(CallHead::new("c1", "echo").with_requester("user:ada"));
+    /// stream.push(r#"{"n": 1}"#);
+    /// assert_eq!(stream.finish().await.output(), Some(&json!({ "n": 1 })));
+    /// # });
+    /// ```
+    pub fn begin_call(&self, head: CallHead) -> InputStream {
+        InputStream::begin(&self.inner.path, head)
     }
 
     /// Approves a call that waits for approval and runs it (once): its

@@ -3,15 +3,13 @@
 //! `on_input_delta` and updates a best-effort parse of the text so far
 //! (incremental: linear in the total input), `finish` runs the call.
 
-use std::time::Duration;
-
 use serde_json::Value;
 use tool_core::hooks::{InputDelta, InputStart};
 use tool_core::partial_json::PartialJson;
-use tool_core::{AbortSignal, AgentContext, Extensions, RawInput, RequestContext, Tool};
+use tool_core::{AbortSignal, RawInput, Tool};
 
 use crate::abort::RunningGuard;
-use crate::call::ToolCall;
+use crate::call::{CallHead, ToolCall, head_builders};
 use crate::events::{EventKind, Payload};
 use crate::outcome::CallOutcome;
 use crate::pipeline::{CallPath, Entry, Streamed, call_span};
@@ -41,87 +39,43 @@ use crate::pipeline::{CallPath, Entry, Streamed, call_span};
 pub struct InputStream {
     path: CallPath,
     tool: Option<Tool>,
-    call_id: String,
-    tool_id: String,
-    messages: Vec<Value>,
-    request_context: RequestContext,
-    extensions: Extensions,
-    timeout: Option<Duration>,
-    agent: Option<AgentContext>,
+    /// The envelope; its builder methods are `ToolCall`'s (`call.rs`).
+    head: CallHead,
     parser: PartialJson,
     abort: AbortSignal,
     guard: RunningGuard,
     span: tracing::Span,
 }
 
+head_builders!(InputStream, head);
+
 impl InputStream {
     /// Starts the call on `path` ([`Runtime::begin`](crate::Runtime::begin)).
-    pub(crate) fn begin(
-        path: &CallPath,
-        call_id: impl Into<String>,
-        tool_id: impl Into<String>,
-        messages: Vec<Value>,
-    ) -> InputStream {
-        let (call_id, tool_id) = (call_id.into(), tool_id.into());
-        let tool = path.tool(&tool_id).cloned();
-        let span = call_span("call", &tool_id, &call_id);
+    pub(crate) fn begin(path: &CallPath, head: CallHead) -> InputStream {
+        let (call_id, tool_id) = (&head.call_id, &head.tool_id);
+        let tool = path.tool(tool_id).cloned();
+        let span = call_span("call", tool_id, call_id);
         let abort = AbortSignal::new();
-        let guard = path.running().register(&call_id, abort.clone());
+        let guard = path.running().register(call_id, abort.clone());
         {
             let _entered = span.enter();
-            let args = InputStart::new(&call_id, &messages, &abort);
+            let args = InputStart::new(call_id, &head.messages, &abort);
             if let Some(tool) = &tool {
                 tool.hooks().input_start(&args);
             }
             path.hooks().input_start(&args);
             path.events()
-                .emit(&call_id, &tool_id, || EventKind::InputStart);
+                .emit(call_id, tool_id, || EventKind::InputStart);
         }
         InputStream {
             path: path.clone(),
             tool,
-            call_id,
-            tool_id,
-            messages,
-            request_context: RequestContext::default(),
-            extensions: Extensions::new(),
-            timeout: None,
-            agent: None,
+            head,
             parser: PartialJson::new(),
             abort,
             guard,
             span,
         }
-    }
-
-    /// Sets the request context the call will run with.
-    #[must_use]
-    pub fn with_request_context(mut self, request_context: RequestContext) -> Self {
-        self.request_context = request_context;
-        self
-    }
-
-    /// Attaches a typed value for the tool (`ToolContext::extension`), as
-    /// [`ToolCall::with_extension`] does.
-    #[must_use]
-    pub fn with_extension<T: Send + Sync + 'static>(mut self, value: T) -> Self {
-        self.extensions.insert(value);
-        self
-    }
-
-    /// Says which agent makes the call (`ToolContext::agent`), as
-    /// [`ToolCall::with_agent`] does.
-    #[must_use]
-    pub fn with_agent(mut self, agent: AgentContext) -> Self {
-        self.agent = Some(agent);
-        self
-    }
-
-    /// Sets the call's time limit (from `finish` on).
-    #[must_use]
-    pub fn with_timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = Some(timeout);
-        self
     }
 
     /// Adds a fragment of the arguments: updates [`partial`](Self::partial)
@@ -133,19 +87,24 @@ impl InputStream {
         let tool_hooks = self.tool.as_ref().map(Tool::hooks);
         {
             let _entered = self.span.enter();
-            let args = InputDelta::new(delta, &self.call_id, &self.messages, &self.abort);
+            let head = &self.head;
+            let args = InputDelta::new(delta, &head.call_id, &head.messages, &self.abort);
             if let Some(hooks) = tool_hooks {
                 hooks.input_delta(&args);
             }
             path.hooks().input_delta(&args);
         }
         if path.events().active()
-            && let Some(display) =
-                Payload::delta_display(self.tool.as_ref(), &self.call_id, &self.tool_id, delta)
+            && let Some(display) = Payload::delta_display(
+                self.tool.as_ref(),
+                &self.head.call_id,
+                &self.head.tool_id,
+                delta,
+            )
         {
             path.events()
-                .emit(&self.call_id, &self.tool_id, || EventKind::InputDelta {
-                    display,
+                .emit(&self.head.call_id, &self.head.tool_id, || {
+                    EventKind::InputDelta { display }
                 });
         }
     }
@@ -164,12 +123,12 @@ impl InputStream {
 
     /// The call's id.
     pub fn call_id(&self) -> &str {
-        &self.call_id
+        &self.head.call_id
     }
 
     /// The tool's id.
     pub fn tool_id(&self) -> &str {
-        &self.tool_id
+        &self.head.tool_id
     }
 
     /// The call's abort signal (fired by `Runtime::cancel`).
@@ -197,13 +156,7 @@ impl InputStream {
     async fn finish_raw(self, input: RawInput) -> CallOutcome {
         let InputStream {
             path,
-            call_id,
-            tool_id,
-            messages,
-            request_context,
-            extensions,
-            timeout,
-            agent,
+            head,
             abort,
             guard,
             span,
@@ -216,18 +169,12 @@ impl InputStream {
                 "tool call aborted while its input streamed"
             );
             path.events()
-                .emit(&call_id, &tool_id, || EventKind::Aborted);
+                .emit(&head.call_id, &head.tool_id, || EventKind::Aborted);
             return CallOutcome::Aborted;
         }
         let call = ToolCall {
-            call_id,
-            tool_id,
+            head,
             input,
-            request_context,
-            messages,
-            timeout,
-            extensions,
-            agent,
             workflow: None,
         };
         let streamed = Streamed { abort, guard, span };

@@ -1,7 +1,7 @@
 //! The public API that transports and agent loops of other crates build on
 //! (tool-mcp and tool-agent use nothing else): a call's watch, decisions
 //! made for an agent run, the run records, the pending notices and the
-//! display projections.
+//! display projections; and the call's envelope.
 
 use std::time::Duration;
 
@@ -202,4 +202,49 @@ fn payload_projections_follow_the_tools_transforms() {
         Payload::delta_display(None, "c1", "login", "{\"pass"),
         Some(json!("{\"pass"))
     );
+}
+
+#[test]
+fn the_envelope_carries_the_agent_as_an_extension_and_the_requester_to_the_policy() {
+    block_on(async {
+        let report = Tool::builder("report")
+            .description("Reports who runs it")
+            .execute(|_input, ctx| async move {
+                let run = ctx.agent().map(|agent| agent.run_id.clone());
+                let by_extension = ctx.extension::<AgentContext>().map(|a| a.run_id.clone());
+                Ok::<_, ToolError>(json!({ "run": run, "extension": by_extension }))
+            })
+            .build()
+            .unwrap();
+        let runtime = Runtime::builder()
+            .tool(report)
+            .approval_policy(|check| check.requester == Some("intern"))
+            .build()
+            .unwrap();
+        let call = ToolCall::new("c1", "report", json!({}))
+            .with_agent(AgentContext::new("support", "run-3"))
+            .with_requester("lead");
+        assert_eq!(call.head.requester.as_deref(), Some("lead"));
+        let outcome = runtime.call(call).await;
+        assert_eq!(
+            outcome.output(),
+            Some(&json!({ "run": "run-3", "extension": "run-3" }))
+        );
+        let asked = runtime
+            .call(ToolCall::new("c2", "report", json!({})).with_requester("intern"))
+            .await;
+        assert!(
+            matches!(asked, CallOutcome::ApprovalRequired { .. }),
+            "{asked:?}"
+        );
+        // Streamed input carries the same envelope.
+        let mut stream = runtime
+            .begin("c3", "report", Vec::new())
+            .with_requester("intern");
+        stream.push("{}");
+        assert!(matches!(
+            stream.finish().await,
+            CallOutcome::ApprovalRequired { .. }
+        ));
+    });
 }
