@@ -1,4 +1,4 @@
-//! The agent side (feature `agent`): a loop that calls a model, runs the
+//! The agent side of tool-runtime: a loop that calls a model, runs the
 //! tool calls it makes through a [`Runtime`], pauses for approval and
 //! suspension, and goes on when they are decided.
 //!

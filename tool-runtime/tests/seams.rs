@@ -248,3 +248,100 @@ fn the_envelope_carries_the_agent_as_an_extension_and_the_requester_to_the_polic
         ));
     });
 }
+
+#[test]
+fn the_assembler_shapes_each_calls_head_and_a_cut_off_call_never_runs() {
+    use tool_core::decode::ToolCallEvent;
+    use tool_core::provider::Provider;
+    use tool_runtime::{Assembled, ToolCallAssembler};
+
+    block_on(async {
+        let ran = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counter = ran.clone();
+        let search = Tool::builder("search")
+            .description("Searches")
+            .execute(move |input, ctx| {
+                let counter = counter.clone();
+                async move {
+                    counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    Ok::<_, ToolError>(json!({ "q": input["q"], "call": ctx.call_id() }))
+                }
+            })
+            .build()
+            .unwrap();
+        let runtime = Runtime::builder().tool(search).build().unwrap();
+        let mut calls =
+            ToolCallAssembler::new(&runtime, Provider::OpenAiChat).with_head(|mut head| {
+                head.call_id = format!("run-1/{}", head.call_id);
+                head
+            });
+        let start = |id: &str| ToolCallEvent::Start {
+            call_id: id.into(),
+            tool_name: "search".into(),
+        };
+        assert!(matches!(
+            calls.apply(start("a")),
+            Some(Assembled::Started { .. })
+        ));
+        assert!(matches!(
+            calls.apply(start("b")),
+            Some(Assembled::Started { .. })
+        ));
+        let delta = ToolCallEvent::InputDelta {
+            call_id: "a".into(),
+            delta: r#"{"q":"ru"#.into(),
+        };
+        assert!(matches!(calls.apply(delta), Some(Assembled::Delta { .. })));
+        assert_eq!(calls.partial("a"), Some(&json!({ "q": "ru" })));
+        let end = ToolCallEvent::InputEnd {
+            call_id: "a".into(),
+            input: json!({ "q": "rust" }),
+        };
+        let Some(Assembled::Complete(call)) = calls.apply(end) else {
+            panic!("complete")
+        };
+        assert_eq!(
+            (call.call_id.as_str(), call.stream.call_id()),
+            ("a", "run-1/a")
+        );
+        let outcome = call.stream.finish_with(call.input).await;
+        assert_eq!(
+            outcome.output(),
+            Some(&json!({ "q": "rust", "call": "run-1/a" }))
+        );
+        let cut = ToolCallEvent::Incomplete {
+            call_id: "b".into(),
+            tool_name: "search".into(),
+            partial_text: r#"{"q":"#.into(),
+            reason: "the response ended".into(),
+        };
+        let Some(Assembled::CutOff {
+            error,
+            partial_text,
+            ..
+        }) = calls.apply(cut)
+        else {
+            panic!("cut off")
+        };
+        assert_eq!(error.kind(), tool_core::ErrorKind::InvalidJson);
+        assert!(
+            error
+                .message()
+                .contains("was cut off before its arguments were complete"),
+            "{}",
+            error.message()
+        );
+        assert_eq!(partial_text, r#"{"q":"#);
+        // An end for a call that is no longer open changes nothing.
+        let late = ToolCallEvent::InputEnd {
+            call_id: "b".into(),
+            input: json!({}),
+        };
+        assert!(calls.apply(late).is_none());
+        assert_eq!(
+            ran.load(std::sync::atomic::Ordering::SeqCst),
+            1,
+            "only the complete call ran"
+        );
+    });
+}
