@@ -1,5 +1,5 @@
-//! MCP (Model Context Protocol), with the official [`rmcp`] crate
-//! (feature `mcp`).
+//! MCP (Model Context Protocol) for tool-runtime, with the official
+//! [`rmcp`] crate, on the runtime's public API.
 //!
 //! - [`McpServer`] serves a [`Runtime`](tool_runtime::Runtime)'s tools over stdio
 //!   ([`McpServer::serve_stdio`]), streamable HTTP
