@@ -381,6 +381,16 @@ impl CallPath {
             // call's future.
             return Box::pin(self.run_background(record, admitted, config, guard)).await;
         }
+        self.run_here(record, admitted, guard).await
+    }
+
+    /// Runs an admitted call once, in this task, and settles it.
+    async fn run_here(
+        &self,
+        record: CallRecord,
+        admitted: Admitted,
+        guard: RunningGuard,
+    ) -> CallOutcome {
         let ran = self
             .run_once(
                 admitted,
@@ -698,16 +708,7 @@ impl CallPath {
             tracing::warn!(
                 "no tokio runtime to run a background task on; running it in the foreground"
             );
-            let ran = self
-                .run_once(
-                    admitted,
-                    &record.abort,
-                    record.timeout,
-                    record.lease.as_ref(),
-                )
-                .await;
-            drop(guard);
-            return self.settle(&record, ran).await;
+            return self.run_here(record, admitted, guard).await;
         };
         let tasks = &self.parts.tasks;
         let task_id = record.call_id.clone();
