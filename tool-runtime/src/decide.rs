@@ -23,8 +23,8 @@ use crate::store::{PendingCall, PendingKind, RecordedOutcome, Settlement, Stored
 use crate::stored::{Claim, Lease, Lookup, Verdict};
 
 /// A person's (or a system's) decision on a stored call, for
-/// [`Runtime::decide`]: what [`Runtime::approve`], [`Runtime::decline`] and
-/// [`Runtime::resume`] make.
+/// [`Runtime::decide`](crate::Runtime::decide): what [`Runtime::approve`](crate::Runtime::approve), [`Runtime::decline`](crate::Runtime::decline) and
+/// [`Runtime::resume`](crate::Runtime::resume) make.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum Decision {
@@ -63,7 +63,7 @@ impl Decision {
     }
 }
 
-/// A call [`Runtime::recover`] found interrupted, and what became of it.
+/// A call [`Runtime::recover`](crate::Runtime::recover) found interrupted, and what became of it.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct Recovered {

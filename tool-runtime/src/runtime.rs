@@ -23,13 +23,11 @@ use crate::events::{CallWatch, EventBus, Events};
 use crate::log_layer::CallLogLayer;
 use crate::outcome::CallOutcome;
 use crate::pipeline::{CallPath, PathParts};
-use crate::runs::Runs;
+use crate::runs::{DynRunStore, Runs};
 #[cfg(feature = "sqlite")]
 use crate::store::SqliteStore;
-use crate::store::{
-    CallStore, DynCallStore, DynRunStore, MemoryStore, PendingCall, RunStore, StoredCall,
-};
-use crate::stored::StoredCalls;
+use crate::store::{CallStore, MemoryStore, PendingCall, RunStore, StoredCall};
+use crate::stored::{DynCallStore, StoredCalls};
 use crate::stream::InputStream;
 use crate::worker::Worker;
 

@@ -3,6 +3,7 @@
 //! under, and recovery. Every store call of the runtime goes through here,
 //! and so does the mapping of a call's state to what a decision answers.
 
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -12,9 +13,121 @@ use tool_core::AbortSignal;
 use crate::error::RuntimeError;
 use crate::outcome::CallOutcome;
 use crate::store::{
-    CallState, Decided, DynCallStore, PendingCall, PendingKind, RecordedOutcome, Settlement,
+    CallState, CallStore, Decided, PendingCall, PendingKind, RecordedOutcome, Settlement,
     StoreError, StoredCall, TaskSignal, Transition,
 };
+
+/// A boxed store future, for the object-safe form of [`CallStore`].
+type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
+
+/// [`CallStore`] in a form that can be a trait object (`Arc<dyn ..>`):
+/// what the runtime keeps, for any store it is given.
+pub(crate) trait DynCallStore: Send + Sync + 'static {
+    fn insert(&self, call: PendingCall) -> StoreFuture<'_, ()>;
+    fn decide<'a>(
+        &'a self,
+        call_id: &'a str,
+        kind: PendingKind,
+        transition: Transition,
+    ) -> StoreFuture<'a, Decided>;
+    fn renew<'a>(
+        &'a self,
+        call_id: &'a str,
+        owner: &'a str,
+        lease: Duration,
+    ) -> StoreFuture<'a, bool>;
+    fn finish<'a>(
+        &'a self,
+        call_id: &'a str,
+        owner: &'a str,
+        settlement: Settlement,
+    ) -> StoreFuture<'a, bool>;
+    fn recover_expired<'a>(
+        &'a self,
+        owner: &'a str,
+        lease: Duration,
+        tool_ids: &'a [String],
+    ) -> StoreFuture<'a, Vec<StoredCall>>;
+    fn claim_next<'a>(
+        &'a self,
+        kind: PendingKind,
+        owner: &'a str,
+        lease: Duration,
+        tool_ids: &'a [String],
+    ) -> StoreFuture<'a, Option<StoredCall>>;
+    fn purge_settled(&self, age: Duration) -> StoreFuture<'_, usize>;
+    fn get<'a>(&'a self, call_id: &'a str) -> StoreFuture<'a, Option<StoredCall>>;
+    fn list(&self) -> StoreFuture<'_, Vec<PendingCall>>;
+    fn task_signal(&self) -> Option<TaskSignal>;
+}
+
+impl<S: CallStore> DynCallStore for S {
+    fn insert(&self, call: PendingCall) -> StoreFuture<'_, ()> {
+        Box::pin(CallStore::insert(self, call))
+    }
+
+    fn decide<'a>(
+        &'a self,
+        call_id: &'a str,
+        kind: PendingKind,
+        transition: Transition,
+    ) -> StoreFuture<'a, Decided> {
+        Box::pin(CallStore::decide(self, call_id, kind, transition))
+    }
+
+    fn renew<'a>(
+        &'a self,
+        call_id: &'a str,
+        owner: &'a str,
+        lease: Duration,
+    ) -> StoreFuture<'a, bool> {
+        Box::pin(CallStore::renew(self, call_id, owner, lease))
+    }
+
+    fn finish<'a>(
+        &'a self,
+        call_id: &'a str,
+        owner: &'a str,
+        settlement: Settlement,
+    ) -> StoreFuture<'a, bool> {
+        Box::pin(CallStore::finish(self, call_id, owner, settlement))
+    }
+
+    fn recover_expired<'a>(
+        &'a self,
+        owner: &'a str,
+        lease: Duration,
+        tool_ids: &'a [String],
+    ) -> StoreFuture<'a, Vec<StoredCall>> {
+        Box::pin(CallStore::recover_expired(self, owner, lease, tool_ids))
+    }
+
+    fn claim_next<'a>(
+        &'a self,
+        kind: PendingKind,
+        owner: &'a str,
+        lease: Duration,
+        tool_ids: &'a [String],
+    ) -> StoreFuture<'a, Option<StoredCall>> {
+        Box::pin(CallStore::claim_next(self, kind, owner, lease, tool_ids))
+    }
+
+    fn purge_settled(&self, age: Duration) -> StoreFuture<'_, usize> {
+        Box::pin(CallStore::purge_settled(self, age))
+    }
+
+    fn get<'a>(&'a self, call_id: &'a str) -> StoreFuture<'a, Option<StoredCall>> {
+        Box::pin(CallStore::get(self, call_id))
+    }
+
+    fn list(&self) -> StoreFuture<'_, Vec<PendingCall>> {
+        Box::pin(CallStore::list(self))
+    }
+
+    fn task_signal(&self) -> Option<TaskSignal> {
+        CallStore::task_signal(self)
+    }
+}
 
 /// How often settled calls beyond the retention are purged, at most.
 const PURGE_EVERY: Duration = Duration::from_secs(60);

@@ -23,8 +23,8 @@ use crate::store::{PendingKind, TaskSignal};
 /// Tasks a worker runs at once unless told otherwise.
 const CONCURRENCY: usize = 16;
 
-/// Claims and runs the stored background tasks of a [`Runtime`]'s tools,
-/// and recovers interrupted calls; made by [`Runtime::worker`].
+/// Claims and runs the stored background tasks of a [`Runtime`](crate::Runtime)'s tools,
+/// and recovers interrupted calls; made by [`Runtime::worker`](crate::Runtime::worker).
 ///
 /// Run one (or more) per instance that should execute tasks. Several
 /// workers on any number of instances sharing a store never run a task

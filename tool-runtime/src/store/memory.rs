@@ -14,7 +14,7 @@ use super::{
 /// A [`CallStore`] in memory, the default when no store is configured:
 /// one runtime (and its clones) shares it; nothing survives the process.
 ///
-/// Run records ([`save_run`](CallStore::save_run)) are checked as the
+/// Run records ([`save_run`](super::RunStore::save_run)) are checked as the
 /// durable stores check them: one that JSON would not read back (nested
 /// deeper than 127 levels) is refused here too, so that an agent tested on
 /// this store does not meet the refusal first in production.

@@ -94,7 +94,7 @@ const COLUMNS: &str = "call_id, kind, tool_id, state, owner, lease_expires_at, a
 /// disagree still agree on when a lease ends.
 ///
 /// The store keeps its calls in the table `tool_runtime_calls`, agent runs
-/// ([`save_run`](CallStore::save_run)) in `tool_runtime_runs` and the
+/// ([`save_run`](super::RunStore::save_run)) in `tool_runtime_runs` and the
 /// schema version in `tool_runtime_schema`, all created by
 /// [`connect`](Self::connect) when missing, in the connection's current
 /// schema (the first of its `search_path`; a URL can set another, as

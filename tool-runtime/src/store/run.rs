@@ -4,7 +4,6 @@
 //! ([`RunStore::save_run`]).
 
 use std::future::Future;
-use std::pin::Pin;
 
 use serde_json::Value;
 
@@ -129,41 +128,5 @@ impl<S: RunStore> RunStore for std::sync::Arc<S> {
         record: Value,
     ) -> impl Future<Output = Result<Option<u64>, StoreError>> + Send {
         S::save_run(self, run_id, expected_revision, finished, record)
-    }
-}
-
-type RunFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
-
-/// [`RunStore`] in a form that can be a trait object: what [`Runs`](crate::Runs) keeps.
-pub(crate) trait DynRunStore: Send + Sync + 'static {
-    fn load_run<'a>(&'a self, run_id: &'a str) -> RunFuture<'a, Option<StoredRun>>;
-    fn save_run<'a>(
-        &'a self,
-        run_id: &'a str,
-        expected_revision: Option<u64>,
-        finished: bool,
-        record: Value,
-    ) -> RunFuture<'a, Option<u64>>;
-}
-
-impl<S: RunStore> DynRunStore for S {
-    fn load_run<'a>(&'a self, run_id: &'a str) -> RunFuture<'a, Option<StoredRun>> {
-        Box::pin(RunStore::load_run(self, run_id))
-    }
-
-    fn save_run<'a>(
-        &'a self,
-        run_id: &'a str,
-        expected_revision: Option<u64>,
-        finished: bool,
-        record: Value,
-    ) -> RunFuture<'a, Option<u64>> {
-        Box::pin(RunStore::save_run(
-            self,
-            run_id,
-            expected_revision,
-            finished,
-            record,
-        ))
     }
 }

@@ -37,7 +37,7 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 /// file of an older layout is migrated when opened (its calls kept), a
 /// newer one is refused with an error naming both versions.
 ///
-/// Agent runs ([`save_run`](CallStore::save_run)) are rows of their own
+/// Agent runs ([`save_run`](super::RunStore::save_run)) are rows of their own
 /// table; each save is one immediate transaction. A run whose record does
 /// not read back is an error naming it when it is loaded; the file still
 /// opens and every other run and call is served.
