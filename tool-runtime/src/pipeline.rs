@@ -225,28 +225,30 @@ impl CallPath {
         entry: Entry,
         streamed: Option<(AbortSignal, RunningGuard)>,
     ) -> CallOutcome {
+        // Taken apart in one pattern: the head is not moved as a whole
+        // between the steps of this future's state.
         let ToolCall {
-            head,
+            head:
+                CallHead {
+                    call_id,
+                    tool_id,
+                    request_context,
+                    messages,
+                    timeout,
+                    extensions,
+                    requester,
+                },
             input,
             workflow,
         } = call;
-        let Some(tool) = self.parts.tools.get(&head.tool_id).cloned() else {
-            let error = self.parts.tools.unknown_tool(&head.tool_id);
-            return self.failed(None, &head.call_id, &head.tool_id, error);
+        let Some(tool) = self.parts.tools.get(&tool_id).cloned() else {
+            let error = self.parts.tools.unknown_tool(&tool_id);
+            return self.failed(None, &call_id, &tool_id, error);
         };
         let (abort, guard) = match streamed {
             Some((abort, guard)) => (abort, Some(guard)),
             None => (AbortSignal::new(), None),
         };
-        let CallHead {
-            call_id,
-            request_context,
-            messages,
-            timeout,
-            extensions,
-            requester,
-            ..
-        } = head;
         let is_new = matches!(entry, Entry::New);
         // A resumed call finishes in the foreground: its caller waits for it.
         let may_background = !matches!(entry, Entry::Resumed { .. });
@@ -381,13 +383,15 @@ impl CallPath {
             // call's future.
             return Box::pin(self.run_background(record, admitted, config, guard)).await;
         }
-        self.run_here(record, admitted, guard).await
+        self.run_here(&record, admitted, guard).await
     }
 
-    /// Runs an admitted call once, in this task, and settles it.
+    /// Runs an admitted call once, in this task, and settles it. The record
+    /// is borrowed: its caller's future keeps it, and it is not copied into
+    /// this one's.
     async fn run_here(
         &self,
-        record: CallRecord,
+        record: &CallRecord,
         admitted: Admitted,
         guard: RunningGuard,
     ) -> CallOutcome {
@@ -400,7 +404,7 @@ impl CallPath {
             )
             .await;
         drop(guard);
-        self.settle(&record, ran).await
+        self.settle(record, ran).await
     }
 
     /// One execution of an admitted call under a time limit (and, for a
@@ -708,7 +712,7 @@ impl CallPath {
             tracing::warn!(
                 "no tokio runtime to run a background task on; running it in the foreground"
             );
-            return self.run_here(record, admitted, guard).await;
+            return self.run_here(&record, admitted, guard).await;
         };
         let tasks = &self.parts.tasks;
         let task_id = record.call_id.clone();
