@@ -4,14 +4,19 @@
 //! input and the output against their schemas; the plain one deserializes
 //! with serde.
 //!
-//!     cargo run --release -p examples --example mcp_load -- bench [--calls N] [--rounds R]
+//!     cargo run --release -p examples --example mcp_load -- bench [--calls N] [--rounds R] [--stdio pipe|socket]
 //!         every round runs both servers (alternating which goes first) at 1
 //!         and at 32 calls in flight; prints calls/s, p50 and p99 per run and
 //!         the medians.
-//!     cargo run --release -p examples --example mcp_load -- drive [--calls N] [--in-flight K] -- <server command...>
+//!     cargo run --release -p examples --example mcp_load -- drive [--calls N] [--in-flight K] [--stdio pipe|socket] -- <server command...>
 //!         one run against any stdio server (e.g. under valgrind).
 //!     mcp_load serve-ours | serve-rmcp
 //!         the servers themselves.
+//!
+//! `--stdio socket` connects the server's stdin and stdout to Unix sockets,
+//! as Node.js starts a child (its `child_process`, and so the TypeScript
+//! SDK's stdio client); the default, two pipes, is how a shell,
+//! `std::process` or Python's asyncio does.
 //!
 //! Instructions per call (callgrind counts the server's instructions; the
 //! count at 0 calls is the start-up and handshake):
@@ -79,20 +84,73 @@ struct Run {
     p99: Duration,
 }
 
+/// How the driver connects to the server's stdin and stdout.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum StdioKind {
+    /// Two pipes (FIFOs), as a shell or `std::process` gives a child.
+    Pipe,
+    /// A Unix socket pair for both, as Node.js gives a child it starts
+    /// with piped stdio.
+    #[cfg(unix)]
+    Socket,
+}
+
+type ServerReader = Box<dyn tokio::io::AsyncRead + Unpin + Send>;
+type ServerWriter = Box<dyn tokio::io::AsyncWrite + Unpin + Send>;
+
+/// Starts `command` with its stdin and stdout connected as `stdio` says;
+/// the ends the driver reads and writes.
+fn start(
+    command: &[String],
+    stdio: StdioKind,
+) -> Result<(tokio::process::Child, ServerReader, ServerWriter), String> {
+    let (program, args) = command.split_first().ok_or("no server command")?;
+    let mut server = tokio::process::Command::new(program);
+    server.args(args).stderr(Stdio::inherit());
+    let cannot_start = |error| format!("cannot start {program}: {error}");
+    match stdio {
+        StdioKind::Pipe => {
+            server.stdin(Stdio::piped()).stdout(Stdio::piped());
+            let mut child = server.spawn().map_err(cannot_start)?;
+            let stdin = child.stdin.take().ok_or("no stdin")?;
+            let stdout = child.stdout.take().ok_or("no stdout")?;
+            Ok((child, Box::new(stdout), Box::new(stdin)))
+        }
+        #[cfg(unix)]
+        StdioKind::Socket => {
+            let pair = || -> std::io::Result<_> {
+                let (ours, theirs) = std::os::unix::net::UnixStream::pair()?;
+                let theirs_out = theirs.try_clone()?;
+                ours.set_nonblocking(true)?;
+                Ok((ours, theirs, theirs_out))
+            };
+            let (ours, theirs, theirs_out) =
+                pair().map_err(|error| format!("socket pair: {error}"))?;
+            server
+                .stdin(Stdio::from(std::os::fd::OwnedFd::from(theirs)))
+                .stdout(Stdio::from(std::os::fd::OwnedFd::from(theirs_out)));
+            let child = server.spawn().map_err(cannot_start)?;
+            let ours = tokio::net::UnixStream::from_std(ours)
+                .map_err(|error| format!("socket pair: {error}"))?;
+            // Dropping the write half shuts the socket down for writing:
+            // the server reads the end of its stdin.
+            let (read, write) = ours.into_split();
+            Ok((child, Box::new(read), Box::new(write)))
+        }
+    }
+}
+
 /// Starts `command` as a stdio MCP server, initializes, makes `calls`
 /// tools/call requests with `in_flight` outstanding, and waits for the
 /// server to exit once its stdin closes.
-async fn drive(command: &[String], calls: usize, in_flight: usize) -> Result<Run, String> {
-    let (program, args) = command.split_first().ok_or("no server command")?;
-    let mut child = tokio::process::Command::new(program)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .map_err(|error| format!("cannot start {program}: {error}"))?;
-    let mut stdin = child.stdin.take().ok_or("no stdin")?;
-    let mut lines = BufReader::new(child.stdout.take().ok_or("no stdout")?).lines();
+async fn drive(
+    command: &[String],
+    calls: usize,
+    in_flight: usize,
+    stdio: StdioKind,
+) -> Result<Run, String> {
+    let (mut child, stdout, mut stdin) = start(command, stdio)?;
+    let mut lines = BufReader::new(stdout).lines();
     let mut send = async |message: Value| -> Result<(), String> {
         let mut line = message.to_string();
         line.push('\n');
@@ -162,7 +220,7 @@ async fn drive(command: &[String], calls: usize, in_flight: usize) -> Result<Run
 
 /// The next line that is a response (has an id); notifications are skipped.
 async fn read_response(
-    lines: &mut tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
+    lines: &mut tokio::io::Lines<BufReader<ServerReader>>,
 ) -> Result<Value, String> {
     loop {
         let line = lines
@@ -183,7 +241,7 @@ fn median(mut values: Vec<f64>) -> f64 {
     values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
-async fn bench(calls: usize, rounds: usize) -> Result<(), String> {
+async fn bench(calls: usize, rounds: usize, stdio: StdioKind) -> Result<(), String> {
     let exe = std::env::current_exe()
         .map_err(|error| format!("current exe: {error}"))?
         .to_string_lossy()
@@ -204,7 +262,7 @@ async fn bench(calls: usize, rounds: usize) -> Result<(), String> {
             };
             for server in order {
                 let command = [exe.clone(), format!("serve-{server}")];
-                let run = drive(&command, calls, in_flight).await?;
+                let run = drive(&command, calls, in_flight, stdio).await?;
                 println!(
                     "| {round} | {in_flight} | {server} | {:.0} | {:.1} µs | {:.1} µs |",
                     run.calls_per_second,
@@ -270,7 +328,7 @@ async fn serve_rmcp() -> Result<(), String> {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: mcp_load bench [--calls N] [--rounds R]\n       mcp_load drive [--calls N] [--in-flight K] -- <server command...>\n       mcp_load serve-ours | serve-rmcp"
+        "usage: mcp_load bench [--calls N] [--rounds R] [--stdio pipe|socket]\n       mcp_load drive [--calls N] [--in-flight K] [--stdio pipe|socket] -- <server command...>\n       mcp_load serve-ours | serve-rmcp"
     );
     std::process::exit(2)
 }
@@ -280,6 +338,7 @@ async fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (mut calls, mut rounds, mut in_flight) = (10_000, 3, 1);
     let mut command = Vec::new();
+    let mut stdio = StdioKind::Pipe;
     let mut options = args.iter().skip(1);
     while let Some(option) = options.next() {
         let mut number = || {
@@ -292,6 +351,14 @@ async fn main() {
             "--calls" => calls = number(),
             "--rounds" => rounds = number(),
             "--in-flight" => in_flight = number(),
+            "--stdio" => {
+                stdio = match options.next().map(String::as_str) {
+                    Some("pipe") => StdioKind::Pipe,
+                    #[cfg(unix)]
+                    Some("socket") => StdioKind::Socket,
+                    _ => usage(),
+                }
+            }
             "--" => {
                 command = options.by_ref().cloned().collect();
             }
@@ -299,8 +366,8 @@ async fn main() {
         }
     }
     let result = match args.first().map(String::as_str) {
-        Some("bench") => bench(calls, rounds).await,
-        Some("drive") => drive(&command, calls, in_flight).await.map(|run| {
+        Some("bench") => bench(calls, rounds, stdio).await,
+        Some("drive") => drive(&command, calls, in_flight, stdio).await.map(|run| {
             println!(
                 "{calls} calls, {in_flight} in flight: {:.0} calls/s, p50 {:.1} µs, p99 {:.1} µs",
                 run.calls_per_second,

@@ -169,7 +169,7 @@ impl McpServer {
     /// Serves over stdin/stdout until stdin closes (or the client goes
     /// away). Only JSON-RPC goes to stdout: send logs to stderr.
     pub async fn serve_stdio(self) -> Result<(), McpError> {
-        let (stdin, stdout) = rmcp::transport::stdio_pipes();
+        let (stdin, stdout) = stdio::standard_streams();
         self.serve_lines(stdin, stdout).await
     }
 

@@ -1,10 +1,14 @@
 //! The stdio transport's framing: newline-delimited JSON-RPC between a
 //! client's reader and writer and the server, relayed a line at a time so
 //! that a [`LineHook`] can rewrite lines on their way (the 2025-11-25 edge
-//! does, `compat_2025`).
+//! does, `compat_2025`); and the process's stdin and stdout as the client's
+//! ends ([`standard_streams`]).
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
 
 use tokio::io::{AsyncBufRead, AsyncBufReadExt as _, AsyncRead, AsyncWrite, AsyncWriteExt as _};
-use tokio::io::{BufReader, DuplexStream};
+use tokio::io::{BufReader, DuplexStream, ReadBuf};
 use tokio::task::JoinHandle;
 
 /// The buffer between the relay and the server.
@@ -76,4 +80,225 @@ where
 async fn next_line<R: AsyncBufRead + Unpin>(reader: &mut R, line: &mut Vec<u8>) -> bool {
     line.clear();
     matches!(reader.read_until(b'\n', line).await, Ok(read) if read > 0)
+}
+
+/// The process's stdin and stdout as the relay's client ends, on the IO
+/// reactor where that leaves the process's own descriptors as they are:
+/// two FIFOs (how a shell or `std::process` starts a child) through rmcp's
+/// `stdio_pipes`, which reopens them; two sockets (how Node.js starts a
+/// child) read and written with `MSG_DONTWAIT`. Anything else gets tokio's
+/// blocking stdio, which hands every read, write and flush to a thread of
+/// the blocking pool and waits for it.
+pub(crate) fn standard_streams() -> (StdinReader, StdoutWriter) {
+    #[cfg(unix)]
+    if let (Some(stdin), Some(stdout)) = (
+        socket::Socket::new(&std::io::stdin(), tokio::io::Interest::READABLE),
+        socket::Socket::new(&std::io::stdout(), tokio::io::Interest::WRITABLE),
+    ) {
+        return (StdinReader::Socket(stdin), StdoutWriter::Socket(stdout));
+    }
+    let (reader, writer) = rmcp::transport::stdio_pipes();
+    (StdinReader::Stdio(reader), StdoutWriter::Stdio(writer))
+}
+
+/// Stdin as the relay reads it ([`standard_streams`]).
+pub(crate) enum StdinReader {
+    Stdio(rmcp::transport::StdioReader),
+    #[cfg(unix)]
+    Socket(socket::Socket),
+}
+
+impl AsyncRead for StdinReader {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            StdinReader::Stdio(stdin) => Pin::new(stdin).poll_read(cx, buf),
+            #[cfg(unix)]
+            StdinReader::Socket(stdin) => stdin.poll_read(cx, buf),
+        }
+    }
+}
+
+/// Stdout as the relay writes it ([`standard_streams`]).
+pub(crate) enum StdoutWriter {
+    Stdio(rmcp::transport::StdioWriter),
+    #[cfg(unix)]
+    Socket(socket::Socket),
+}
+
+impl AsyncWrite for StdoutWriter {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        match self.get_mut() {
+            StdoutWriter::Stdio(stdout) => Pin::new(stdout).poll_write(cx, buf),
+            #[cfg(unix)]
+            StdoutWriter::Socket(stdout) => stdout.poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            StdoutWriter::Stdio(stdout) => Pin::new(stdout).poll_flush(cx),
+            // A socket holds no buffer of ours.
+            #[cfg(unix)]
+            StdoutWriter::Socket(_) => Poll::Ready(Ok(())),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            StdoutWriter::Stdio(stdout) => Pin::new(stdout).poll_shutdown(cx),
+            #[cfg(unix)]
+            StdoutWriter::Socket(_) => Poll::Ready(Ok(())),
+        }
+    }
+}
+
+#[cfg(unix)]
+mod socket {
+    use std::io;
+    use std::os::fd::{AsFd, AsRawFd as _, OwnedFd};
+    use std::os::unix::fs::FileTypeExt as _;
+    use std::task::{Context, Poll, ready};
+
+    use nix::sys::socket::{MsgFlags, recv, send};
+    use tokio::io::unix::AsyncFd;
+    use tokio::io::{Interest, ReadBuf};
+
+    /// `fd` on the reactor. tokio deprecates the safe registration because
+    /// an arbitrary `AsRawFd` may change or close its descriptor while
+    /// registered; an `OwnedFd` owned by the registration cannot.
+    #[allow(
+        deprecated,
+        reason = "sound for an OwnedFd; the unsafe replacement is forbidden here"
+    )]
+    fn register(fd: OwnedFd, interest: Interest) -> io::Result<AsyncFd<OwnedFd>> {
+        AsyncFd::with_interest(fd, interest)
+    }
+
+    /// A standard stream that is a socket, on the IO reactor. Each read and
+    /// write is non-blocking by its flags (`MSG_DONTWAIT`), not by the
+    /// descriptor's: the process's own stdin and stdout, which share the
+    /// descriptor's open file description with any child that inherits
+    /// them, stay blocking.
+    pub(crate) struct Socket(AsyncFd<OwnedFd>);
+
+    impl Socket {
+        /// `stream` on the reactor, for `interest`, if it is a socket.
+        pub(crate) fn new(stream: &impl AsFd, interest: Interest) -> Option<Socket> {
+            let fd = stream.as_fd().try_clone_to_owned().ok()?;
+            let metadata = std::fs::File::from(fd.try_clone().ok()?).metadata().ok()?;
+            if !metadata.file_type().is_socket() {
+                return None;
+            }
+            register(fd, interest).ok().map(Socket)
+        }
+
+        pub(crate) fn poll_read(
+            &mut self,
+            cx: &mut Context<'_>,
+            buf: &mut ReadBuf<'_>,
+        ) -> Poll<io::Result<()>> {
+            loop {
+                let mut ready = ready!(self.0.poll_read_ready(cx))?;
+                let unfilled = buf.initialize_unfilled();
+                let read = ready.try_io(|fd| {
+                    recv(fd.as_raw_fd(), unfilled, MsgFlags::MSG_DONTWAIT).map_err(io::Error::from)
+                });
+                if let Ok(read) = read {
+                    buf.advance(read?);
+                    return Poll::Ready(Ok(()));
+                }
+            }
+        }
+
+        pub(crate) fn poll_write(
+            &mut self,
+            cx: &mut Context<'_>,
+            buf: &[u8],
+        ) -> Poll<io::Result<usize>> {
+            loop {
+                let mut ready = ready!(self.0.poll_write_ready(cx))?;
+                let flags = MsgFlags::MSG_DONTWAIT;
+                if let Ok(written) =
+                    ready.try_io(|fd| send(fd.as_raw_fd(), buf, flags).map_err(io::Error::from))
+                {
+                    return Poll::Ready(written);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use std::io::{BufRead as _, BufReader as StdBufReader, Write as _};
+    use std::os::unix::net::UnixStream;
+    use std::time::Duration;
+
+    use tokio::io::Interest;
+
+    use super::*;
+
+    struct Unchanged;
+
+    impl LineHook for Unchanged {
+        fn inbound(&self, _: &[u8]) -> Option<Vec<u8>> {
+            None
+        }
+        fn outbound(&self, _: &[u8]) -> Option<Vec<u8>> {
+            None
+        }
+    }
+
+    /// A client on a socket pair (as Node.js starts a child) and a server
+    /// that echoes lines: a line larger than the socket's buffers passes
+    /// both ways whole, and the client closing its end ends the relay.
+    #[tokio::test]
+    async fn socket_ends_carry_lines_both_ways_and_end_with_the_client() {
+        let (client, ends) = UnixStream::pair().unwrap();
+        let dev_null = std::fs::File::open("/dev/null").unwrap();
+        assert!(socket::Socket::new(&dev_null, Interest::READABLE).is_none());
+        let reader = socket::Socket::new(&ends, Interest::READABLE).expect("a socket");
+        let writer = socket::Socket::new(&ends, Interest::WRITABLE).expect("a socket");
+        let (server_end, relay_task) = relay(
+            StdinReader::Socket(reader),
+            StdoutWriter::Socket(writer),
+            Unchanged,
+        );
+        let echo = tokio::spawn(async move {
+            let (from_client, mut to_client) = tokio::io::split(server_end);
+            let mut from_client = BufReader::new(from_client);
+            let mut line = Vec::new();
+            while next_line(&mut from_client, &mut line).await {
+                to_client.write_all(&line).await.unwrap();
+            }
+        });
+        let big = format!("{}\n", "x".repeat(1 << 20));
+        let client = tokio::task::spawn_blocking(move || {
+            let mut lines = StdBufReader::new(client.try_clone().unwrap());
+            let mut writer = &client;
+            for sent in ["{}\n", big.as_str()] {
+                writer.write_all(sent.as_bytes()).unwrap();
+                let mut echoed = String::new();
+                lines.read_line(&mut echoed).unwrap();
+                assert_eq!(echoed, sent);
+            }
+            client.shutdown(std::net::Shutdown::Write).unwrap();
+        });
+        let ended = async {
+            client.await.unwrap();
+            echo.await.unwrap();
+            relay_task.await.unwrap();
+        };
+        tokio::time::timeout(Duration::from_secs(10), ended)
+            .await
+            .expect("the relay ends once the client closed its end");
+    }
 }
