@@ -15,6 +15,7 @@ use crate::extensions::Extensions;
 use crate::host::{
     AgentContext, DecodedState, StateType, Workflow, WorkflowContext, WorkflowState,
 };
+use crate::idempotency::IdempotencyKey;
 use crate::request_context::RequestContext;
 use crate::suspend::{NoSuspend, SuspendPayload};
 
@@ -140,6 +141,23 @@ impl CallContext {
     /// The call's id.
     pub fn call_id(&self) -> &str {
         &self.call_id
+    }
+
+    /// The idempotency key of this call of tool `tool_id` (see
+    /// [`IdempotencyKey`]): derived from `tool_id` and the call id, so the
+    /// same on every run of the call. A `CallContext` is not bound to a
+    /// tool until [`Tool::admit`](crate::Tool::admit), hence the argument;
+    /// it is the key the tool reads from
+    /// [`ToolContext::idempotency_key`] when it runs as `tool_id`.
+    ///
+    /// ```
+    /// use tool_core::{CallContext, IdempotencyKey};
+    ///
+    /// let ctx = CallContext::new("call-1");
+    /// assert_eq!(ctx.idempotency_key("charge"), IdempotencyKey::derive("charge", "call-1"));
+    /// ```
+    pub fn idempotency_key(&self, tool_id: &str) -> IdempotencyKey {
+        IdempotencyKey::derive(tool_id, &self.call_id)
     }
 
     /// The conversation so far (empty when not set).
@@ -514,6 +532,35 @@ impl<S, R> ToolContext<S, R> {
     /// The id of the tool being called.
     pub fn tool_id(&self) -> &str {
         &self.state.tool_id
+    }
+
+    /// The idempotency key of this call (see [`IdempotencyKey`]), for the
+    /// external APIs that take one (payments, email): derived from the tool
+    /// id and the call id, it is the same on every run of the call (a
+    /// retry, a recovery after a crash, another instance of the
+    /// application), so the API applies the call's effect once. A call id
+    /// the application reuses for a different call gets the same key: give
+    /// each call its own id.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_core::{CallContext, IdempotencyKey, Tool, ToolError};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let charge = Tool::builder("charge").description("Charge a card")
+    ///     .execute(|_input, ctx| async move {
+    ///         // e.g. the `Idempotency-Key` header of the payment API's request
+    ///         Ok::<_, ToolError>(json!({ "key": ctx.idempotency_key() }))
+    ///     })
+    ///     .build().unwrap();
+    /// let first = charge.execute("{}", CallContext::new("call-1")).await;
+    /// let again = charge.execute("{}", CallContext::new("call-1").with_attempt(2)).await;
+    /// assert_eq!(first.output(), again.output());
+    /// assert_eq!(first.output().unwrap()["key"], IdempotencyKey::derive("charge", "call-1").as_str());
+    /// # });
+    /// ```
+    pub fn idempotency_key(&self) -> IdempotencyKey {
+        IdempotencyKey::derive(&self.state.tool_id, &self.state.ctx.call_id)
     }
 
     /// The request context, already validated against the tool's schema.

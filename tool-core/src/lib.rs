@@ -61,6 +61,7 @@ mod error;
 mod extensions;
 pub mod hooks;
 mod host;
+mod idempotency;
 mod input;
 mod lone_input;
 mod model_output;
@@ -96,6 +97,7 @@ pub use error::{BuildError, ErrorKind, ModelError, ToolError, ValidationErrors, 
 pub use extensions::Extensions;
 pub use hooks::Hooks;
 pub use host::{AgentContext, Workflow, WorkflowContext, WorkflowState};
+pub use idempotency::IdempotencyKey;
 pub use input::{MAX_NESTING, MAX_SCHEMA_DEPTH, RawInput};
 pub use model_output::{ContentPart, ModelOutput};
 pub use outcome::{ModelFacing, Outcome};

@@ -22,6 +22,7 @@ use crate::context::{CallContext, CallShared};
 use crate::definition::OutputValidation;
 use crate::error::{ErrorKind, ModelError};
 use crate::host::DecodedState;
+use crate::idempotency::IdempotencyKey;
 use crate::input::{
     MAX_NESTING, RawInput, coerce_stringified, integral_floats_to_integers, normalize_top,
     parse_text, strip_failing_nulls, too_deep,
@@ -101,6 +102,23 @@ impl Admitted {
     /// The call's context.
     pub fn call_context(&self) -> &CallContext {
         &self.ctx
+    }
+
+    /// The call's idempotency key (see [`IdempotencyKey`]), the one its
+    /// tool reads from [`ToolContext::idempotency_key`](crate::ToolContext::idempotency_key).
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_core::{CallContext, IdempotencyKey, Tool, ToolError};
+    ///
+    /// let tool = Tool::builder("charge").description("Charge a card")
+    ///     .execute(|input, _ctx| async move { Ok::<_, ToolError>(input) })
+    ///     .build().unwrap();
+    /// let admitted = tool.admit("{}", CallContext::new("call-1")).unwrap();
+    /// assert_eq!(admitted.idempotency_key(), IdempotencyKey::derive("charge", "call-1"));
+    /// ```
+    pub fn idempotency_key(&self) -> IdempotencyKey {
+        self.ctx.idempotency_key(self.tool.id())
     }
 
     /// Runs the call under `abort` instead of the abort signal it was
