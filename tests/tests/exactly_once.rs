@@ -5,7 +5,7 @@
 use integration_tests::block_on;
 use serde_json::json;
 use sha2::{Digest, Sha256};
-use tool_core::{CallContext, IdempotencyKey, Tool, ToolError};
+use tool_core::{CallContext, IdempotencyKey, Tool, ToolError, tool};
 
 // --- the idempotency key ---------------------------------------------------
 
@@ -92,4 +92,45 @@ fn the_key_serializes_and_displays_as_its_text() {
     assert_eq!(serde_json::to_value(&key).unwrap(), json!(key.as_str()));
     assert_eq!(key.to_string(), key.as_str());
     assert_eq!(AsRef::<str>::as_ref(&key), key.as_str());
+}
+
+// --- transactional ---------------------------------------------------------
+
+/// Move money between two accounts
+#[tool(transactional)]
+async fn transfer(from: String, to: String) -> String {
+    format!("{from} -> {to}")
+}
+
+/// Move money, declared explicitly not transactional
+#[tool(transactional = false)]
+async fn transfer_later(from: String, to: String) -> String {
+    format!("{from} -> {to}")
+}
+
+#[test]
+fn transactional_is_declared_by_the_attribute_and_the_builder() {
+    assert!(Tool::from(TransferTool).definition().transactional);
+    assert!(!Tool::from(TransferLaterTool).definition().transactional);
+    let builder = |transactional: Option<bool>| {
+        let builder = Tool::builder("transfer")
+            .description("Move money")
+            .execute(|input, _ctx| async move { Ok::<_, ToolError>(input) });
+        match transactional {
+            Some(flag) => builder.transactional(flag),
+            None => builder,
+        }
+        .build()
+        .unwrap()
+    };
+    assert!(!builder(None).definition().transactional);
+    assert!(builder(Some(true)).definition().transactional);
+    // A flag of the definition like the others, serialized with them.
+    let definition = serde_json::to_value(builder(Some(true)).definition()).unwrap();
+    assert_eq!(definition["transactional"], true);
+    // Running the tool is unchanged: the runtime owns the transaction.
+    let outcome = block_on(
+        Tool::from(TransferTool).execute(r#"{"from": "a", "to": "b"}"#, CallContext::new("c1")),
+    );
+    assert_eq!(outcome.output(), Some(&json!("a -> b")));
 }

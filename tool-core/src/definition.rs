@@ -62,6 +62,12 @@ pub struct ToolDefinition {
     /// as failed with an "interrupted" error instead. A tool that sets this
     /// should make its side effects idempotent, keyed by the call id.
     pub retry_safe: bool,
+    /// Whether the tool's database work runs in the runtime's own
+    /// transaction and commits together with the call's outcome (see
+    /// [`ToolBuilder::transactional`](crate::ToolBuilder::transactional)).
+    /// Only the effects inside that transaction are exactly-once; the
+    /// tool's other effects are at-least-once, as for any tool.
+    pub transactional: bool,
     /// MCP annotations and `_meta`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mcp: Option<McpOptions>,

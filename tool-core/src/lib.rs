@@ -159,6 +159,10 @@ pub use transform::ToolTransform;
 ///
 /// The context parameter is recognized by its name too: write
 /// `ToolContext<S, R>` (any path to it) in the signature, not an alias.
+///
+/// `#[tool(transactional)]` (a flag, like `retry_safe`; also `transactional
+/// = false`) declares that the tool's database work runs in the runtime's
+/// own transaction: see [`ToolBuilder::transactional`].
 #[cfg(feature = "macros")]
 #[cfg_attr(docsrs, doc(cfg(feature = "macros")))]
 pub use tool_macros::tool;

@@ -471,6 +471,7 @@ pub struct ToolBuilder {
     strict: bool,
     require_approval: bool,
     retry_safe: bool,
+    transactional: bool,
     approval_policy: Option<Arc<ApprovalPolicy>>,
     mcp: Option<McpOptions>,
     provider_options: Map<String, Value>,
@@ -520,6 +521,7 @@ impl ToolBuilder {
             strict: false,
             require_approval: false,
             retry_safe: false,
+            transactional: false,
             approval_policy: None,
             mcp: None,
             provider_options: Map::new(),
@@ -671,9 +673,11 @@ impl ToolBuilder {
 
     /// Declares that an approved or resumed call may run again when the
     /// process running it died before it settled (default `false`: such a
-    /// call is settled as failed, "interrupted", and never re-run). The call
-    /// id is the same on every run: use it as the idempotency key of the
-    /// tool's side effects. `ToolContext::attempt` tells which run it is.
+    /// call is settled as failed, "interrupted", and never re-run). The
+    /// idempotency key
+    /// ([`ToolContext::idempotency_key`](crate::ToolContext::idempotency_key))
+    /// is the same on every run: give it to the external APIs the tool
+    /// calls. `ToolContext::attempt` tells which run it is.
     ///
     /// ```
     /// use serde_json::json;
@@ -681,12 +685,41 @@ impl ToolBuilder {
     ///
     /// let charge = Tool::builder("charge").description("Charge a card")
     ///     .retry_safe(true)
-    ///     .execute(|_input, ctx| async move { Ok::<_, ToolError>(json!({ "idempotency_key": ctx.call_id() })) })
+    ///     .execute(|_input, ctx| async move { Ok::<_, ToolError>(json!({ "idempotency_key": ctx.idempotency_key() })) })
     ///     .build().unwrap();
     /// assert!(charge.definition().retry_safe);
     /// ```
     pub fn retry_safe(mut self, retry_safe: bool) -> Self {
         self.retry_safe = retry_safe;
+        self
+    }
+
+    /// Declares that the tool's database work runs in the runtime's own
+    /// transaction and commits together with the call's outcome (default
+    /// `false`): the work and the record that the call completed are
+    /// stored at once, or neither is, so a call interrupted by a crash
+    /// left none of that work behind and a settled call did all of it. A
+    /// runtime whose store cannot do it refuses to build with a
+    /// transactional tool (the runtime crate's docs say which stores can).
+    ///
+    /// Only the effects inside that transaction are exactly-once. The
+    /// tool's other effects (an HTTP request, an email) are at-least-once,
+    /// as for any tool: key them with
+    /// [`ToolContext::idempotency_key`](crate::ToolContext::idempotency_key).
+    /// `#[tool(transactional)]` sets it.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_core::{Tool, ToolError};
+    ///
+    /// let transfer = Tool::builder("transfer").description("Move money between two accounts")
+    ///     .transactional(true)
+    ///     .execute(|_input, _ctx| async move { Ok::<_, ToolError>(json!("moved")) })
+    ///     .build().unwrap();
+    /// assert!(transfer.definition().transactional);
+    /// ```
+    pub fn transactional(mut self, transactional: bool) -> Self {
+        self.transactional = transactional;
         self
     }
 
@@ -908,6 +941,7 @@ impl ToolBuilder {
             strict: self.strict,
             require_approval: self.require_approval,
             retry_safe: self.retry_safe,
+            transactional: self.transactional,
             mcp: self.mcp,
             provider_options: self.provider_options,
             input_examples: self.input_examples,

@@ -18,6 +18,7 @@ pub const KEYS: &[&str] = &[
     "strict",
     "require_approval",
     "retry_safe",
+    "transactional",
     "suspend",
     "resume",
     "request_context",
@@ -114,6 +115,7 @@ pub struct Attrs {
     pub title: Option<LitStr>,
     pub strict: Option<bool>,
     pub retry_safe: Option<bool>,
+    pub transactional: Option<bool>,
     pub approval: Option<Approval>,
     pub suspend: Option<Type>,
     pub resume: Option<Type>,
@@ -263,6 +265,7 @@ fn parse_key(
         "title" => attrs.title = Some(string_value(meta, key, "Weather Lookup")?),
         "strict" => attrs.strict = Some(flag(meta, key)?),
         "retry_safe" => attrs.retry_safe = Some(flag(meta, key)?),
+        "transactional" => attrs.transactional = Some(flag(meta, key)?),
         "require_approval" => {
             let value = if meta.input.peek(Token![=]) {
                 let input = meta.value()?;

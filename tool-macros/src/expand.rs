@@ -493,6 +493,9 @@ fn configure(krate: &Path, attrs: &Attrs, input_ty: &Type, lone: Option<&Ident>)
     if let Some(retry_safe) = attrs.retry_safe {
         steps.push(quote!(.retry_safe(#retry_safe)));
     }
+    if let Some(transactional) = attrs.transactional {
+        steps.push(quote!(.transactional(#transactional)));
+    }
     match &attrs.approval {
         Some(Approval::Always(required)) => steps.push(quote!(.require_approval(#required))),
         // The coercion to the expected fn pointer, spanned on the path, is

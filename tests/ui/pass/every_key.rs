@@ -60,6 +60,8 @@ fn output(_: &OutputAvailable<'_>) {}
     title = "Purge rows",
     strict = true,
     require_approval,
+    retry_safe = false,
+    transactional,
     suspend = Question,
     resume = Answer,
     request_context = Tenant,
@@ -116,6 +118,8 @@ fn main() {
     assert_eq!(d.title.as_deref(), Some("Purge rows"));
     assert!(d.strict);
     assert!(d.require_approval);
+    assert!(!d.retry_safe);
+    assert!(d.transactional);
     assert!(d.suspend_schema.is_some() && d.resume_schema.is_some());
     assert!(d.request_context_schema.as_ref().unwrap()["properties"]["tenant_id"].is_object());
     assert_eq!(d.provider_options["anthropic"]["cacheControl"]["type"], "ephemeral");
@@ -144,6 +148,7 @@ fn main() {
     assert!(!tool.requires_approval(&json!({ "days": 1 }), &RequestContext::new().with("tenant", "a")));
     let d = tool.definition();
     assert!(!d.strict);
+    assert!(!d.transactional);
     assert_eq!(d.output_validation, OutputValidation::Strict);
     assert!(!d.background.as_ref().unwrap().enabled);
     assert_eq!(d.background.as_ref().unwrap().disposition, Disposition::Deferred);
