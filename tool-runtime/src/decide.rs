@@ -186,17 +186,19 @@ impl Decisions {
             Decision::Resume(data) => Some(data),
             _ => None,
         };
-        Ok(self.run_stored(stored, lease, resume_data, agent).await)
+        self.run_stored(stored, lease, resume_data, agent).await
     }
 
-    /// Runs a claimed stored call through the pipeline (for `agent`, if one decided it).
+    /// Runs a claimed stored call through the pipeline (for `agent`, if one
+    /// decided it): its outcome as the store recorded it, or why it is not.
     async fn run_stored(
         &self,
         stored: StoredCall,
         lease: Lease,
         resume_data: Option<Value>,
         agent: Option<AgentContext>,
-    ) -> CallOutcome {
+    ) -> Result<CallOutcome, RuntimeError> {
+        let held = lease.clone();
         let entry = match (stored.call.kind, resume_data) {
             (PendingKind::Approval | PendingKind::Task, _) => Entry::Claimed(lease),
             (PendingKind::Suspended, data) => Entry::Resumed {
@@ -209,16 +211,23 @@ impl Decisions {
         if let Some(agent) = agent {
             call = call.with_agent(agent);
         }
-        self.path.run_call(call, entry, None).await
+        let outcome = self.path.run_call(call, entry, None).await;
+        recorded(&held, outcome)
     }
 
     /// Runs a claimed stored call (with the resume data it was resumed
     /// with, if any) and, when it is a background task, waits for its end.
-    pub(crate) async fn run_to_end(&self, stored: StoredCall, lease: Lease) -> CallOutcome {
+    pub(crate) async fn run_to_end(
+        &self,
+        stored: StoredCall,
+        lease: Lease,
+    ) -> Result<CallOutcome, RuntimeError> {
         let resume_data = stored.resume_data.clone();
-        match self.run_stored(stored, lease, resume_data, None).await {
-            CallOutcome::BackgroundStarted { task_id } => self.path.tasks().outcome(&task_id).await,
-            outcome => outcome,
+        match self.run_stored(stored, lease, resume_data, None).await? {
+            CallOutcome::BackgroundStarted { task_id } => {
+                Ok(self.path.tasks().outcome(&task_id).await)
+            }
+            outcome => Ok(outcome),
         }
     }
 
@@ -259,13 +268,25 @@ impl Decisions {
                 .collect();
             let mut recovered = Vec::with_capacity(recoveries.len());
             for recovery in recoveries {
-                recovered.push(recovery.await?);
+                match recovery.await? {
+                    Ok(call) => recovered.push(call),
+                    // Logged where it happened; recovered again, or
+                    // recorded later, by whichever instance has it.
+                    Err(RuntimeError::NotRecorded { .. }) => {}
+                    Err(error) => return Err(error),
+                }
             }
             Ok(recovered)
         }
     }
 
-    pub(crate) async fn recover_one(&self, stored: StoredCall, lease: Lease) -> Recovered {
+    /// Recovers one interrupted call: runs it again when that is allowed,
+    /// settles it as interrupted otherwise.
+    pub(crate) async fn recover_one(
+        &self,
+        stored: StoredCall,
+        lease: Lease,
+    ) -> Result<Recovered, RuntimeError> {
         let (call_id, tool_id) = (stored.call.call_id.clone(), stored.call.tool_id.clone());
         let span = call_span("recover", &tool_id, &call_id);
         let definition = self.path.tool(&tool_id).map(Tool::definition);
@@ -280,12 +301,12 @@ impl Decisions {
             span.in_scope(|| {
                 tracing::warn!(attempt = lease.attempt(), "interrupted call runs again");
             });
-            return Recovered {
+            return Ok(Recovered {
                 call_id,
                 tool_id,
                 rerun: true,
-                outcome: self.run_to_end(stored, lease).await,
-            };
+                outcome: self.run_to_end(stored, lease).await?,
+            });
         }
         let error = ModelError::new(
             ErrorKind::Execution,
@@ -299,24 +320,32 @@ impl Decisions {
         });
         let tool = self.path.tool(&tool_id).cloned();
         let outcome = self.path.failed(tool.as_ref(), &call_id, &tool_id, error);
-        if let Some(recorded) = RecordedOutcome::from_outcome(&outcome) {
-            match lease.finish(Settlement::Settled(recorded)).await {
-                Ok(true) => {}
-                Ok(false) => tracing::error!(
-                    call_id,
-                    "an interrupted call was taken over while being settled"
-                ),
-                Err(error) => {
-                    tracing::error!(%error, call_id, "could not settle an interrupted call")
-                }
-            }
+        if let Some(recorded) = RecordedOutcome::from_outcome(&outcome)
+            && let Err(why) = lease.finish(Settlement::Settled(recorded)).await
+        {
+            return Err(RuntimeError::NotRecorded {
+                call_id,
+                reason: why.reason().to_owned(),
+            });
         }
-        Recovered {
+        Ok(Recovered {
             call_id,
             tool_id,
             rerun: false,
             outcome,
-        }
+        })
+    }
+}
+
+/// `outcome`, the end of an execution under `lease`, if the store recorded
+/// it; otherwise why not.
+fn recorded(lease: &Lease, outcome: CallOutcome) -> Result<CallOutcome, RuntimeError> {
+    match lease.not_recorded() {
+        None => Ok(outcome),
+        Some(why) => Err(RuntimeError::NotRecorded {
+            call_id: lease.call_id().to_owned(),
+            reason: why.reason().to_owned(),
+        }),
     }
 }
 

@@ -78,6 +78,22 @@ pub enum RuntimeError {
         /// The tool it names.
         tool_id: String,
     },
+    /// The call ran on this instance, but how it ended here is not what the
+    /// store records, or not yet: its claim was taken over or ran out while
+    /// the store could not be reached (the call was stopped here), or the
+    /// store has not taken the outcome within one lease (this instance goes
+    /// on offering it in the background). Ask again with the call id
+    /// (`approve`, `resume`, `wait`, `stored`): a decision on a settled
+    /// call answers with the outcome the store recorded.
+    #[error(
+        "the outcome of call {call_id:?} is not recorded: {reason}; ask again with its id for the outcome the store records"
+    )]
+    NotRecorded {
+        /// The call.
+        call_id: String,
+        /// Why.
+        reason: String,
+    },
     /// The pending store failed.
     #[error(transparent)]
     Store(#[from] StoreError),

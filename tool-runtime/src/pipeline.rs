@@ -46,7 +46,7 @@ use crate::error::RuntimeError;
 use crate::events::{EventBus, EventKind, Notice, Payload};
 use crate::outcome::CallOutcome;
 use crate::store::{PendingCall, PendingKind, RecordedOutcome, Settlement};
-use crate::stored::{Claim, Lease, StoredCalls, Verdict};
+use crate::stored::{Claim, Lease, LeaseLost, NotRecorded, StoredCalls, Verdict};
 
 /// The call path: admission, hooks, the approval gate, execution (in the
 /// foreground, or as a background task with retries), settlement and the
@@ -121,10 +121,12 @@ pub(crate) struct CallRecord {
     pub(crate) lease: Option<Lease>,
 }
 
-/// One execution of a call: its outcome, and whether its time limit fired.
+/// One execution of a call: its outcome, whether its time limit fired, and
+/// whether it was stopped because its claim ended first.
 pub(crate) struct Ran {
     pub(crate) outcome: Outcome,
     pub(crate) timed_out: bool,
+    pub(crate) lost: Option<LeaseLost>,
 }
 
 /// The span every step of a call runs in.
@@ -349,7 +351,7 @@ impl CallPath {
     /// (and `may_background`), and settles it.
     async fn execute(
         &self,
-        mut record: CallRecord,
+        record: CallRecord,
         admitted: Admitted,
         guard: Option<RunningGuard>,
         may_background: bool,
@@ -369,15 +371,12 @@ impl CallPath {
             .filter(|b| b.enabled && may_background)
         {
             let config = config.clone();
-            if record.lease.is_none() {
-                // A new call: the task is a stored call first, claimed by
-                // this runtime, so that a crash cannot lose it.
-                match self.store_task(&record, admitted.input()).await {
-                    Ok(Some(lease)) => record.lease = Some(lease),
-                    // Left to workers, or a worker claimed it first.
-                    Ok(None) => return self.left_to_worker(&record, &config).await,
-                    Err(failed) => return failed,
-                }
+            if record.lease.is_none() && self.parts.leave_tasks_to_workers {
+                // Stored for a worker: one insert, made or not.
+                return match self.store_task(&record, admitted.input()).await {
+                    Ok(_) => self.left_to_worker(&record, &config).await,
+                    Err(failed) => failed,
+                };
             }
             // Boxed: a background run's state would otherwise size every
             // call's future.
@@ -426,7 +425,16 @@ impl CallPath {
         let mut running = std::pin::pin!(running);
         let (outcome, timed_out) = match lease {
             None => running.await,
-            Some(lease) => lease.hold(running.as_mut(), abort).await,
+            Some(lease) => match lease.hold(running.as_mut(), abort).await {
+                Ok(ran) => ran,
+                Err(lost) => {
+                    return Ran {
+                        outcome: Outcome::Aborted,
+                        timed_out: false,
+                        lost: Some(lost),
+                    };
+                }
+            },
         };
         if abort.is_aborted() && outcome != Outcome::Aborted {
             // The tool wound down on its own after the signal fired (returned
@@ -434,9 +442,14 @@ impl CallPath {
             return Ran {
                 outcome: Outcome::Aborted,
                 timed_out,
+                lost: None,
             };
         }
-        Ran { outcome, timed_out }
+        Ran {
+            outcome,
+            timed_out,
+            lost: None,
+        }
     }
 
     /// Side effects of how a call ended: store a suspension, fire
@@ -445,6 +458,13 @@ impl CallPath {
         let tool = &record.tool;
         let (call_id, tool_id) = (record.call_id.as_str(), tool.id());
         let events = &self.parts.events;
+        if let (Some(lost), Some(lease)) = (ran.lost, &record.lease) {
+            // Stopped because the claim ended: the call is another
+            // instance's (or recovery's) to settle; nothing is recorded here.
+            lease.mark_not_recorded(NotRecorded::Lost(lost));
+            events.emit(call_id, tool_id, || EventKind::Aborted);
+            return CallOutcome::Aborted;
+        }
         match &ran.outcome {
             Outcome::Completed { output, .. } => {
                 let args = OutputAvailable::new(output, call_id, tool_id, &record.abort);
@@ -462,6 +482,11 @@ impl CallPath {
             } => {
                 if let Err(error) = self.store_suspension(record, input, suspended).await {
                     tracing::error!(%error, "could not store the suspended call");
+                    if record.lease.is_some() {
+                        // The lease says why; its suspension is still offered
+                        // to the store, so no other outcome is.
+                        return ran.outcome.into();
+                    }
                     let error = ModelError::new(
                         ErrorKind::Execution,
                         format!(
@@ -526,11 +551,10 @@ impl CallPath {
         let settlement = Settlement::Suspended {
             payload: payload.clone(),
         };
-        match lease.finish(settlement).await {
-            Ok(true) => Ok(()),
-            Ok(false) => Err("its claim was taken over by another instance".to_owned()),
-            Err(error) => Err(error.to_string()),
-        }
+        lease
+            .finish(settlement)
+            .await
+            .map_err(|why| why.reason().to_owned())
     }
 
     /// Stores a new background call as a task and claims it; `None` when it
@@ -593,7 +617,9 @@ impl CallPath {
     }
 
     /// Records the final outcome of a stored call, so that a decision asked
-    /// again (from any instance) returns it. A new call has nothing to record.
+    /// again (from any instance) returns it. A new call has nothing to
+    /// record. When the store does not take it, the lease says why
+    /// ([`Lease::not_recorded`]), and a decider answers with that instead.
     pub(crate) async fn record(&self, record: &CallRecord, outcome: CallOutcome) -> CallOutcome {
         // The lease first: copying the outcome is for stored calls only.
         let Some(lease) = &record.lease else {
@@ -602,13 +628,8 @@ impl CallPath {
         let Some(recorded) = RecordedOutcome::from_outcome(&outcome) else {
             return outcome;
         };
-        match lease.finish(Settlement::Settled(recorded)).await {
-            Ok(true) => {}
-            Ok(false) => tracing::error!(
-                "the call's claim was taken over by another instance; its outcome here is not recorded"
-            ),
-            Err(error) => tracing::error!(%error, "could not record the outcome of a stored call"),
-        }
+        // Why not, the lease keeps and logged.
+        let _ = lease.finish(Settlement::Settled(recorded)).await;
         outcome
     }
 
@@ -700,10 +721,13 @@ impl CallPath {
     }
 
     /// Runs an admitted call as a background task (registered for `cancel`
-    /// by `guard` until it ends).
+    /// by `guard` until it ends). A new call's task is stored and claimed
+    /// inside the spawned task, so a caller that stops waiting cannot leave
+    /// it stored but never started, or claimed but never run; the caller
+    /// waits only until it is stored.
     pub(crate) async fn run_background(
         &self,
-        record: CallRecord,
+        mut record: CallRecord,
         admitted: Admitted,
         config: BackgroundConfig,
         guard: RunningGuard,
@@ -712,49 +736,86 @@ impl CallPath {
             tracing::warn!(
                 "no tokio runtime to run a background task on; running it in the foreground"
             );
+            if record.lease.is_none() {
+                match self.store_task(&record, admitted.input()).await {
+                    Ok(Some(lease)) => record.lease = Some(lease),
+                    Ok(None) => return self.left_to_worker(&record, &config).await,
+                    Err(failed) => return failed,
+                }
+            }
             return self.run_here(&record, admitted, guard).await;
         };
-        let tasks = &self.parts.tasks;
         let task_id = record.call_id.clone();
         let (tx, slot) = watch::channel(None);
-        tasks.start(task_id.clone(), slot);
-        tracing::info!(task_id, "tool call started as a background task");
-        let (call_id, tool_id) = (record.call_id.clone(), record.tool.id().to_owned());
-        self.parts
-            .events
-            .emit(&call_id, &tool_id, || EventKind::BackgroundStarted {
-                task_id: task_id.clone(),
-            });
+        self.parts.tasks.start(task_id.clone(), slot);
+        let (stored_tx, stored) = tokio::sync::oneshot::channel();
         let path = self.clone();
         let disposition = config.disposition;
-        let task = {
-            let task_id = task_id.clone();
-            async move {
-                let attempts = path.attempts(&record, admitted, &config).await;
-                drop(guard);
-                let outcome = path.settle(&record, attempts.last).await;
-                let _ = tx.send(Some(outcome.clone()));
-                let result = BackgroundResult {
-                    task_id,
-                    call_id,
-                    tool_id,
-                    outcome,
-                    attempts: attempts.count,
-                };
-                tracing::info!(task_id = %result.task_id, attempts = result.attempts, "background task finished");
-                path.parts.tasks.callback(&result);
-                path.parts.tasks.finished(result.task_id.clone());
-                path.parts
-                    .events
-                    .emit(&result.call_id, &result.tool_id, || {
-                        EventKind::BackgroundCompleted {
-                            task_id: result.task_id.clone(),
-                            outcome: result.outcome.clone(),
-                        }
-                    });
+        let task = async move {
+            let task_id = record.call_id.clone();
+            if record.lease.is_none() {
+                match path.store_task(&record, admitted.input()).await {
+                    Ok(Some(lease)) => record.lease = Some(lease),
+                    Ok(None) => {
+                        // A worker claimed it in between: its outcome will
+                        // be in the store, where `wait` reads it.
+                        let _ = stored_tx.send(Ok(()));
+                        path.parts.tasks.finished(task_id);
+                        return;
+                    }
+                    Err(failed) => {
+                        let _ = tx.send(Some(failed.clone()));
+                        let _ = stored_tx.send(Err(failed));
+                        path.parts.tasks.finished(task_id);
+                        return;
+                    }
+                }
             }
+            tracing::info!(task_id, "tool call started as a background task");
+            let (call_id, tool_id) = (record.call_id.clone(), record.tool.id().to_owned());
+            path.parts
+                .events
+                .emit(&call_id, &tool_id, || EventKind::BackgroundStarted {
+                    task_id: task_id.clone(),
+                });
+            let _ = stored_tx.send(Ok(()));
+            let attempts = path.attempts(&record, admitted, &config).await;
+            drop(guard);
+            let outcome = path.settle(&record, attempts.last).await;
+            if let Some(why) = record.lease.as_ref().and_then(Lease::not_recorded) {
+                // Not what the store records: `wait` reads the store instead.
+                tracing::warn!(
+                    task_id,
+                    reason = why.reason(),
+                    "background task ended here without its outcome recorded"
+                );
+                path.parts.tasks.finished(task_id);
+                return;
+            }
+            let _ = tx.send(Some(outcome.clone()));
+            let result = BackgroundResult {
+                task_id,
+                call_id,
+                tool_id,
+                outcome,
+                attempts: attempts.count,
+            };
+            tracing::info!(task_id = %result.task_id, attempts = result.attempts, "background task finished");
+            path.parts.tasks.callback(&result);
+            path.parts.tasks.finished(result.task_id.clone());
+            path.parts
+                .events
+                .emit(&result.call_id, &result.tool_id, || {
+                    EventKind::BackgroundCompleted {
+                        task_id: result.task_id.clone(),
+                        outcome: result.outcome.clone(),
+                    }
+                });
         };
         handle.spawn(task.instrument(tracing::Span::current()));
+        if let Ok(Err(failed)) = stored.await {
+            return failed;
+        }
         match disposition {
             Disposition::Deferred => CallOutcome::BackgroundStarted { task_id },
             Disposition::Foreground => self.parts.tasks.outcome(&task_id).await,
@@ -787,6 +848,9 @@ impl CallPath {
             let ran = self
                 .run_once(attempt, &abort, limit, record.lease.as_ref())
                 .await;
+            if ran.lost.is_some() {
+                return Attempts { last: ran, count };
+            }
             let timed_out =
                 ran.timed_out && !record.abort.is_aborted() && ran.outcome == Outcome::Aborted;
             let retryable = timed_out
@@ -817,6 +881,7 @@ impl CallPath {
                 Ran {
                     outcome: Outcome::Failed { error },
                     timed_out: false,
+                    lost: None,
                 }
             } else {
                 ran

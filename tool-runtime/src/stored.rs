@@ -30,16 +30,11 @@ pub(crate) trait DynCallStore: Send + Sync + 'static {
         kind: PendingKind,
         transition: Transition,
     ) -> StoreFuture<'a, Decided>;
-    fn renew<'a>(
-        &'a self,
-        call_id: &'a str,
-        owner: &'a str,
-        lease: Duration,
-    ) -> StoreFuture<'a, bool>;
+    fn renew<'a>(&'a self, call_id: &'a str, epoch: u64, lease: Duration) -> StoreFuture<'a, bool>;
     fn finish<'a>(
         &'a self,
         call_id: &'a str,
-        owner: &'a str,
+        epoch: u64,
         settlement: Settlement,
     ) -> StoreFuture<'a, bool>;
     fn recover_expired<'a>(
@@ -75,22 +70,17 @@ impl<S: CallStore> DynCallStore for S {
         Box::pin(CallStore::decide(self, call_id, kind, transition))
     }
 
-    fn renew<'a>(
-        &'a self,
-        call_id: &'a str,
-        owner: &'a str,
-        lease: Duration,
-    ) -> StoreFuture<'a, bool> {
-        Box::pin(CallStore::renew(self, call_id, owner, lease))
+    fn renew<'a>(&'a self, call_id: &'a str, epoch: u64, lease: Duration) -> StoreFuture<'a, bool> {
+        Box::pin(CallStore::renew(self, call_id, epoch, lease))
     }
 
     fn finish<'a>(
         &'a self,
         call_id: &'a str,
-        owner: &'a str,
+        epoch: u64,
         settlement: Settlement,
     ) -> StoreFuture<'a, bool> {
-        Box::pin(CallStore::finish(self, call_id, owner, settlement))
+        Box::pin(CallStore::finish(self, call_id, epoch, settlement))
     }
 
     fn recover_expired<'a>(
@@ -131,6 +121,20 @@ impl<S: CallStore> DynCallStore for S {
 
 /// How often settled calls beyond the retention are purged, at most.
 const PURGE_EVERY: Duration = Duration::from_secs(60);
+
+/// The first wait before an outcome the store refused is offered again; it
+/// doubles up to [`RECORD_RETRY_MAX`].
+const RECORD_RETRY_FIRST: Duration = Duration::from_millis(50);
+/// The longest wait between two tries to record an outcome.
+const RECORD_RETRY_MAX: Duration = Duration::from_secs(2);
+
+/// How long past a claim's lease another instance waits before it takes the
+/// call over: the instance running it stops the call when the lease runs
+/// out by its own clock, and the grace covers the moment it takes to stop
+/// and a clock that runs a little slow. A quarter of the lease (at least 1 ms).
+pub(crate) fn takeover_grace(lease: Duration) -> Duration {
+    (lease / 4).max(Duration::from_millis(1))
+}
 
 /// The runtime's stored calls.
 #[derive(Clone)]
@@ -286,14 +290,15 @@ impl StoredCalls {
         let transition = match claim {
             Claim::Run(resume_data) => Transition::Run {
                 owner: self.owner.to_string(),
-                lease: self.lease,
+                lease: self.claimed_for(),
                 resume_data,
             },
             Claim::Settle(outcome) => Transition::Settle(outcome),
         };
+        let asked = Instant::now();
         match self.store.decide(call_id, kind, transition).await? {
             Decided::Won(stored) if matches!(stored.state, CallState::Running { .. }) => {
-                let lease = self.lease_of(&stored);
+                let lease = self.lease_of(&stored, asked);
                 Ok(Verdict::Claimed(stored, lease))
             }
             Decided::Won(stored) => Ok(Verdict::Settled(stored)),
@@ -307,14 +312,15 @@ impl StoredCalls {
         &self,
         tool_ids: &[String],
     ) -> Result<Vec<(StoredCall, Lease)>, StoreError> {
+        let asked = Instant::now();
         let claimed = self
             .store
-            .recover_expired(&self.owner, self.lease, tool_ids)
+            .recover_expired(&self.owner, self.claimed_for(), tool_ids)
             .await?;
         Ok(claimed
             .into_iter()
             .map(|stored| {
-                let lease = self.lease_of(&stored);
+                let lease = self.lease_of(&stored, asked);
                 (stored, lease)
             })
             .collect())
@@ -326,12 +332,13 @@ impl StoredCalls {
         kind: PendingKind,
         tool_ids: &[String],
     ) -> Result<Option<(StoredCall, Lease)>, StoreError> {
+        let asked = Instant::now();
         let claimed = self
             .store
-            .claim_next(kind, &self.owner, self.lease, tool_ids)
+            .claim_next(kind, &self.owner, self.claimed_for(), tool_ids)
             .await?;
         Ok(claimed.map(|stored| {
-            let lease = self.lease_of(&stored);
+            let lease = self.lease_of(&stored, asked);
             (stored, lease)
         }))
     }
@@ -358,11 +365,24 @@ impl StoredCalls {
         }
     }
 
-    fn lease_of(&self, stored: &StoredCall) -> Lease {
+    /// How long the store keeps a claim: the lease and the takeover grace.
+    fn claimed_for(&self) -> Duration {
+        self.lease + takeover_grace(self.lease)
+    }
+
+    /// The lease on `stored`, claimed by a request sent at `asked`: held
+    /// until a lease after it by this instance's clock (the store's claim
+    /// began after the request left).
+    fn lease_of(&self, stored: &StoredCall, asked: Instant) -> Lease {
         Lease {
             calls: self.clone(),
             call_id: stored.call.call_id.clone(),
             attempt: stored.attempt,
+            epoch: stored.epoch,
+            shared: Arc::new(LeaseState {
+                held_until: Mutex::new(asked + self.lease),
+                not_recorded: Mutex::new(None),
+            }),
         }
     }
 }
@@ -386,13 +406,68 @@ fn settled_outcome(call_id: &str, found: Option<StoredCall>) -> Result<CallOutco
     }
 }
 
-/// The claim of one instance on one running call: renewed while the call
-/// runs, released by [`finish`](Self::finish).
+/// The claim of one instance on one running call, under a fencing token:
+/// renewed while the call runs, ended by [`finish`](Self::finish). Clones
+/// share it.
 #[derive(Clone)]
 pub(crate) struct Lease {
     calls: StoredCalls,
     call_id: String,
     attempt: u32,
+    epoch: u64,
+    shared: Arc<LeaseState>,
+}
+
+/// What the clones of a lease share.
+struct LeaseState {
+    /// When this instance stops holding the claim, by its own monotonic
+    /// clock, unless a renewal moves it.
+    held_until: Mutex<Instant>,
+    /// Why the call's outcome is not recorded, once that is known.
+    not_recorded: Mutex<Option<NotRecorded>>,
+}
+
+/// Why a claim ended before its call did: the call was stopped here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LeaseLost {
+    /// The store answered that another claim replaced this one.
+    TakenOver,
+    /// The lease ran out by this instance's clock before a renewal reached
+    /// the store.
+    Expired,
+}
+
+/// Why the outcome of an execution is not (or not yet) what the store records.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum NotRecorded {
+    /// The claim ended before the call did; the execution was stopped.
+    Lost(LeaseLost),
+    /// The store answered that another instance took the call over before
+    /// this one's outcome reached it.
+    Superseded,
+    /// The store has not taken the outcome yet; this instance goes on
+    /// offering it in the background.
+    Pending,
+}
+
+impl NotRecorded {
+    /// The reason, as [`RuntimeError::NotRecorded`] says it.
+    pub(crate) fn reason(&self) -> &'static str {
+        match self {
+            NotRecorded::Lost(LeaseLost::TakenOver) => {
+                "its claim was taken over by another instance while it ran here, so it was stopped here; the store records the other instance's outcome"
+            }
+            NotRecorded::Lost(LeaseLost::Expired) => {
+                "this instance could not renew its claim before the lease ran out, so the call was stopped here; recovery (a worker or Runtime::recover) settles or runs it again"
+            }
+            NotRecorded::Superseded => {
+                "another instance took the call over before this one's outcome reached the store; the store records the other instance's outcome"
+            }
+            NotRecorded::Pending => {
+                "the store could not be reached to record it; this instance keeps offering it in the background"
+            }
+        }
+    }
 }
 
 impl Lease {
@@ -401,10 +476,43 @@ impl Lease {
         self.attempt
     }
 
-    /// Runs `work` while renewing the lease every third of its length. When
-    /// the lease is lost (another instance recovered the call, believing this
-    /// one dead), `abort` fires, so that the call does not run on two
-    /// instances for long.
+    /// The call this lease is on.
+    pub(crate) fn call_id(&self) -> &str {
+        &self.call_id
+    }
+
+    fn held_until(&self) -> Instant {
+        *self
+            .shared
+            .held_until
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Why the call's outcome is not what the store records, if it is not.
+    pub(crate) fn not_recorded(&self) -> Option<NotRecorded> {
+        self.shared
+            .not_recorded
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Notes that this execution's outcome is not recorded, and why.
+    pub(crate) fn mark_not_recorded(&self, why: NotRecorded) {
+        *self
+            .shared
+            .not_recorded
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(why);
+    }
+
+    /// Runs `work` while renewing the lease every third of its length.
+    /// `work` is dropped (and `abort` fired) when the claim ends first: the
+    /// store says another claim replaced it, or the lease runs out by this
+    /// instance's clock because no renewal reached the store, before the
+    /// store lets anyone else take the call over (see [`takeover_grace`]).
+    /// A renewal in flight does not hold `work` up.
     ///
     /// `work` comes pinned by the caller: an async fn that takes a future by
     /// value keeps it twice in its state (the argument and the pinned local),
@@ -413,38 +521,128 @@ impl Lease {
         &self,
         mut work: std::pin::Pin<&mut F>,
         abort: &AbortSignal,
-    ) -> F::Output {
-        let period = (self.calls.lease / 3).max(Duration::from_millis(1));
-        let mut renewals = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
-        renewals.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut held = true;
+    ) -> Result<F::Output, LeaseLost> {
+        let calls = &self.calls;
+        let period = (calls.lease / 3).max(Duration::from_millis(1));
+        let mut next_renewal = Instant::now() + period;
+        let mut renewal: Option<(Instant, StoreFuture<'_, bool>)> = None;
         loop {
+            let held_until = tokio::time::Instant::from_std(self.held_until());
+            let renewing = renewal.is_some();
             tokio::select! {
-                output = work.as_mut() => return output,
-                _ = renewals.tick(), if held => {
-                    match self.calls.store.renew(&self.call_id, &self.calls.owner, self.calls.lease).await {
-                        Ok(true) => {}
-                        Ok(false) => {
-                            tracing::error!(call_id = %self.call_id, "lease of a running call lost to another instance; aborting it here");
-                            held = false;
-                            abort.abort();
+                output = work.as_mut() => return Ok(output),
+                () = tokio::time::sleep_until(held_until) => {
+                    tracing::error!(call_id = %self.call_id, "the lease of a running call ran out before it could be renewed; stopping the call here");
+                    abort.abort();
+                    return Err(LeaseLost::Expired);
+                }
+                () = tokio::time::sleep_until(next_renewal.into()), if !renewing => {
+                    let renew = calls.store.renew(&self.call_id, self.epoch, calls.claimed_for());
+                    renewal = Some((Instant::now(), renew));
+                }
+                renewed = renewal_of(&mut renewal), if renewing => {
+                    let Some((sent, _)) = renewal.take() else { continue };
+                    match renewed {
+                        Ok(true) => {
+                            *self.shared.held_until.lock().unwrap_or_else(PoisonError::into_inner) = sent + calls.lease;
+                            next_renewal = Instant::now() + period;
                         }
-                        Err(error) => tracing::warn!(%error, call_id = %self.call_id, "could not renew the lease of a running call"),
+                        Ok(false) => {
+                            tracing::error!(call_id = %self.call_id, "the claim of a running call was taken over by another instance; stopping the call here");
+                            abort.abort();
+                            return Err(LeaseLost::TakenOver);
+                        }
+                        Err(error) => {
+                            tracing::warn!(%error, call_id = %self.call_id, "could not renew the lease of a running call; trying again");
+                            next_renewal = Instant::now() + (period / 4).max(Duration::from_millis(1));
+                        }
                     }
                 }
             }
         }
     }
 
-    /// Records how the call ended. `false` when the lease was lost and so
-    /// the record is another instance's to make.
-    pub(crate) async fn finish(&self, settlement: Settlement) -> Result<bool, StoreError> {
-        let finished = self
+    /// Records how the call ended, for the current claim only. A store that
+    /// fails is asked again (with backoff, in a task of its own, for as long
+    /// as the process lives) until it takes the settlement or says another
+    /// instance took the call over; this waits for that at most one lease,
+    /// then answers [`NotRecorded::Pending`] while the offering goes on.
+    /// A claim whose lease ran out is still recorded if nobody took the call.
+    pub(crate) async fn finish(&self, settlement: Settlement) -> Result<(), NotRecorded> {
+        let result = match tokio::runtime::Handle::try_current() {
+            Ok(handle) => {
+                let lease = self.clone();
+                let offering = handle.spawn(async move { lease.offer(settlement).await });
+                match tokio::time::timeout(self.calls.lease, offering).await {
+                    Ok(Ok(result)) => result,
+                    Ok(Err(_cancelled)) => Err(NotRecorded::Pending),
+                    Err(_elapsed) => {
+                        tracing::warn!(call_id = %self.call_id, "the outcome of a call is not recorded yet; offering it again in the background");
+                        Err(NotRecorded::Pending)
+                    }
+                }
+            }
+            // No tokio runtime to retry on (a memory store used without
+            // one): one try.
+            Err(_) => self.offer_once(settlement).await,
+        };
+        if let Err(why) = &result {
+            self.mark_not_recorded(why.clone());
+        }
+        result
+    }
+
+    /// Offers `settlement` until the store takes it or refuses it.
+    async fn offer(&self, settlement: Settlement) -> Result<(), NotRecorded> {
+        let mut pause = RECORD_RETRY_FIRST;
+        loop {
+            match self
+                .calls
+                .store
+                .finish(&self.call_id, self.epoch, settlement.clone())
+                .await
+            {
+                Ok(finished) => return self.finished(finished).await,
+                Err(error) => {
+                    tracing::warn!(%error, call_id = %self.call_id, retry_in_ms = pause.as_millis(), "could not record the outcome of a call; trying again");
+                }
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(RECORD_RETRY_MAX);
+        }
+    }
+
+    async fn offer_once(&self, settlement: Settlement) -> Result<(), NotRecorded> {
+        match self
             .calls
             .store
-            .finish(&self.call_id, &self.calls.owner, settlement)
-            .await?;
+            .finish(&self.call_id, self.epoch, settlement)
+            .await
+        {
+            Ok(finished) => self.finished(finished).await,
+            Err(error) => {
+                tracing::error!(%error, call_id = %self.call_id, "could not record the outcome of a call");
+                Err(NotRecorded::Pending)
+            }
+        }
+    }
+
+    async fn finished(&self, finished: bool) -> Result<(), NotRecorded> {
+        if !finished {
+            tracing::error!(call_id = %self.call_id, "the call was taken over by another instance; its outcome here is not recorded");
+            return Err(NotRecorded::Superseded);
+        }
         self.calls.purge_if_due().await;
-        Ok(finished)
+        Ok(())
+    }
+}
+
+/// The answer of the renewal in flight (never ready when there is none).
+async fn renewal_of(
+    renewal: &mut Option<(Instant, StoreFuture<'_, bool>)>,
+) -> Result<bool, StoreError> {
+    match renewal {
+        Some((_, renew)) => renew.as_mut().await,
+        None => std::future::pending().await,
     }
 }

@@ -162,7 +162,8 @@ async fn work(decisions: &Decisions, slots: &Arc<Semaphore>, poll_every: Duratio
                     let decisions = decisions.clone();
                     tokio::spawn(
                         async move {
-                            decisions.run_to_end(stored, lease).await;
+                            // Its outcome is in the store (or why not, in the log).
+                            let _ = decisions.run_to_end(stored, lease).await;
                             drop(slot);
                         }
                         .in_current_span(),
@@ -202,7 +203,8 @@ async fn sweep(decisions: &Decisions, tool_ids: &[String]) {
                 let decisions = decisions.clone();
                 tokio::spawn(
                     async move {
-                        decisions.recover_one(stored, lease).await;
+                        // Its outcome is in the store (or why not, in the log).
+                        let _ = decisions.recover_one(stored, lease).await;
                     }
                     .in_current_span(),
                 );

@@ -581,7 +581,7 @@ fn a_store_file_of_the_previous_layout_is_migrated_and_a_newer_one_refused() {
     drop(conn);
     let store = SqliteStore::open(&old).expect("layout 1 is migrated");
     assert_eq!(block_on(store.list()).unwrap(), [call]);
-    assert_eq!(user_version(&old), 3);
+    assert_eq!(user_version(&old), 4);
     assert_eq!(
         block_on(store.save_run("r1", None, false, json!({}))).unwrap(),
         Some(1),
@@ -598,7 +598,7 @@ fn a_store_file_of_the_previous_layout_is_migrated_and_a_newer_one_refused() {
     assert!(
         error.contains("layout-9.sqlite")
             && error.contains("version 9")
-            && error.contains("reads 3"),
+            && error.contains("reads 4"),
         "{error}"
     );
 }
@@ -660,24 +660,33 @@ fn a_store_file_of_layout_2_gains_the_runs_table_and_keeps_its_calls() {
     drop(conn);
 
     let store = SqliteStore::open(&path).expect("layout 2 is migrated");
-    assert_eq!(user_version(&path), 3);
+    assert_eq!(user_version(&path), 4);
     assert_eq!(block_on(store.list()).unwrap(), [pending]);
     let kept = block_on(store.get("c-running")).unwrap().unwrap();
     assert!(
         matches!(&kept.state, CallState::Running { owner, .. } if owner == "dead"),
         "{kept:?}"
     );
-    assert_eq!((kept.call, kept.attempt), (running, 1));
+    assert_eq!((kept.call, kept.attempt, kept.epoch), (running, 1, 0));
+    // Layout 4's fencing tokens: taking the old claim over draws one.
+    let taken = block_on(store.recover_expired(
+        "new",
+        std::time::Duration::from_secs(60),
+        &["t".to_owned()],
+    ))
+    .unwrap();
+    assert_eq!(taken.len(), 1);
+    assert!(taken[0].epoch > 0);
     // The runs table is there, and survives reopening.
     assert_eq!(
         block_on(store.save_run("r1", None, false, json!({ "step": 1 }))).unwrap(),
         Some(1)
     );
     drop(store);
-    let reopened = SqliteStore::open(&path).expect("layout 3 opens as it is");
+    let reopened = SqliteStore::open(&path).expect("layout 4 opens as it is");
     let run = block_on(reopened.load_run("r1")).unwrap().unwrap();
     assert_eq!((run.revision, run.record), (1, json!({ "step": 1 })));
-    assert_eq!(user_version(&path), 3);
+    assert_eq!(user_version(&path), 4);
 }
 
 #[test]

@@ -38,6 +38,8 @@ pub struct MemoryStore {
 #[derive(Debug, Default)]
 struct Memory {
     calls: BTreeMap<String, StoredCall>,
+    /// The last fencing token drawn.
+    last_epoch: u64,
     /// Each run with when it was last saved.
     runs: BTreeMap<String, (StoredRun, SystemTime)>,
 }
@@ -52,15 +54,30 @@ impl MemoryStore {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The call `call_id` if `owner` runs it.
-    fn owned<'a>(
+    /// The call `call_id` if it runs under the claim with token `epoch`.
+    fn claimed<'a>(
         calls: &'a mut BTreeMap<String, StoredCall>,
         call_id: &str,
-        owner: &str,
+        epoch: u64,
     ) -> Option<&'a mut StoredCall> {
-        calls.get_mut(call_id).filter(
-            |stored| matches!(&stored.state, CallState::Running { owner: o, .. } if o == owner),
-        )
+        calls.get_mut(call_id).filter(|stored| {
+            matches!(stored.state, CallState::Running { .. }) && stored.epoch == epoch
+        })
+    }
+}
+
+impl Memory {
+    /// Claims `call_id` for `owner` until `expires_at`, with a new token.
+    fn claim(&mut self, call_id: &str, owner: &str, expires_at: SystemTime) -> Option<StoredCall> {
+        self.last_epoch += 1;
+        let stored = self.calls.get_mut(call_id)?;
+        stored.state = CallState::Running {
+            owner: owner.to_owned(),
+            lease_expires_at: expires_at,
+        };
+        stored.attempt += 1;
+        stored.epoch = self.last_epoch;
+        Some(stored.clone())
     }
 }
 
@@ -89,8 +106,7 @@ impl CallStore for MemoryStore {
         transition: Transition,
     ) -> Result<Decided, StoreError> {
         let mut state = self.state();
-        let calls = &mut state.calls;
-        let Some(stored) = calls.get_mut(call_id) else {
+        let Some(stored) = state.calls.get_mut(call_id) else {
             return Ok(Decided::Lost(None));
         };
         if !stored.state.is_pending() || stored.call.kind != kind {
@@ -103,45 +119,42 @@ impl CallStore for MemoryStore {
                 lease,
                 resume_data,
             } => {
-                stored.state = CallState::Running {
-                    owner,
-                    lease_expires_at: now + lease,
-                };
-                stored.attempt += 1;
                 stored.resume_data = resume_data;
+                let claimed = state.claim(call_id, &owner, now + lease);
+                Ok(claimed.map_or(Decided::Lost(None), Decided::Won))
             }
             Transition::Settle(outcome) => {
                 stored.state = CallState::Settled {
                     outcome,
                     settled_at: now,
                 };
+                Ok(Decided::Won(stored.clone()))
             }
         }
-        Ok(Decided::Won(stored.clone()))
     }
 
-    async fn renew(&self, call_id: &str, owner: &str, lease: Duration) -> Result<bool, StoreError> {
+    async fn renew(&self, call_id: &str, epoch: u64, lease: Duration) -> Result<bool, StoreError> {
         let mut state = self.state();
-        let calls = &mut state.calls;
-        let Some(stored) = Self::owned(calls, call_id, owner) else {
+        let Some(stored) = Self::claimed(&mut state.calls, call_id, epoch) else {
             return Ok(false);
         };
-        stored.state = CallState::Running {
-            owner: owner.to_owned(),
-            lease_expires_at: SystemTime::now() + lease,
-        };
+        if let CallState::Running {
+            lease_expires_at, ..
+        } = &mut stored.state
+        {
+            *lease_expires_at = SystemTime::now() + lease;
+        }
         Ok(true)
     }
 
     async fn finish(
         &self,
         call_id: &str,
-        owner: &str,
+        epoch: u64,
         settlement: Settlement,
     ) -> Result<bool, StoreError> {
         let mut state = self.state();
-        let calls = &mut state.calls;
-        let Some(stored) = Self::owned(calls, call_id, owner) else {
+        let Some(stored) = Self::claimed(&mut state.calls, call_id, epoch) else {
             return Ok(false);
         };
         match settlement {
@@ -170,20 +183,16 @@ impl CallStore for MemoryStore {
     ) -> Result<Vec<StoredCall>, StoreError> {
         let now = SystemTime::now();
         let mut state = self.state();
-        let calls = &mut state.calls;
-        let recovered = calls
-            .values_mut()
+        let expired: Vec<String> = state
+            .calls
+            .values()
             .filter(|stored| stored.lease_expired(now) && tool_ids.contains(&stored.call.tool_id))
-            .map(|stored| {
-                stored.state = CallState::Running {
-                    owner: owner.to_owned(),
-                    lease_expires_at: now + lease,
-                };
-                stored.attempt += 1;
-                stored.clone()
-            })
+            .map(|stored| stored.call.call_id.clone())
             .collect();
-        Ok(recovered)
+        Ok(expired
+            .iter()
+            .filter_map(|call_id| state.claim(call_id, owner, now + lease))
+            .collect())
     }
 
     async fn claim_next(
@@ -194,20 +203,19 @@ impl CallStore for MemoryStore {
         tool_ids: &[String],
     ) -> Result<Option<StoredCall>, StoreError> {
         let mut state = self.state();
-        let calls = &mut state.calls;
-        let Some(stored) = calls.values_mut().find(|stored| {
-            stored.state.is_pending()
-                && stored.call.kind == kind
-                && tool_ids.contains(&stored.call.tool_id)
-        }) else {
+        let Some(call_id) = state
+            .calls
+            .values()
+            .find(|stored| {
+                stored.state.is_pending()
+                    && stored.call.kind == kind
+                    && tool_ids.contains(&stored.call.tool_id)
+            })
+            .map(|stored| stored.call.call_id.clone())
+        else {
             return Ok(None);
         };
-        stored.state = CallState::Running {
-            owner: owner.to_owned(),
-            lease_expires_at: SystemTime::now() + lease,
-        };
-        stored.attempt += 1;
-        Ok(Some(stored.clone()))
+        Ok(state.claim(&call_id, owner, SystemTime::now() + lease))
     }
 
     async fn purge_settled(&self, age: Duration) -> Result<usize, StoreError> {

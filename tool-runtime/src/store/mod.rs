@@ -227,9 +227,14 @@ pub enum StoreError {
 ///   are atomic: of any number of concurrent decisions on one id (from any
 ///   number of runtimes sharing the store) exactly one wins; nothing is ever
 ///   removed and re-inserted.
-/// - [`renew`](Self::renew) and [`finish`](Self::finish) act only for the
-///   call's current owner: an instance whose lease was taken over changes
-///   nothing.
+/// - Every claim ([`decide`](Self::decide) with [`Transition::Run`],
+///   [`claim_next`](Self::claim_next), [`recover_expired`](Self::recover_expired))
+///   draws a new fencing token ([`StoredCall::epoch`]), larger than any the
+///   store drew before. [`renew`](Self::renew) and [`finish`](Self::finish)
+///   act only for the call's current token, checked in the same atomic
+///   write: an execution whose claim was taken over changes nothing, even
+///   on the instance that took it over. A finish for the current token
+///   succeeds after its lease ran out, as long as nobody took the call.
 /// - Lease times are the store's own clock.
 /// - A store whose I/O blocks runs it off the async worker threads (as
 ///   [`SqliteStore`] does, on tokio's blocking pool).
@@ -264,22 +269,24 @@ pub trait CallStore: Send + Sync + 'static {
         transition: Transition,
     ) -> impl Future<Output = Result<Decided, StoreError>> + Send;
 
-    /// Extends the lease of a call that `owner` runs to `lease` from now;
-    /// `false` (and nothing changed) when `owner` no longer runs it.
+    /// Extends the lease of the running call `call_id` to `lease` from now,
+    /// if its claim is still the one with fencing token `epoch`; `false`
+    /// (and nothing changed) when it is not.
     fn renew(
         &self,
         call_id: &str,
-        owner: &str,
+        epoch: u64,
         lease: Duration,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send;
 
-    /// Ends a call that `owner` runs: settled with its outcome, or pending
-    /// again (suspended); `false` (and nothing changed) when `owner` no
-    /// longer runs it.
+    /// Ends the running call `call_id` (settled with its outcome, or pending
+    /// again, suspended) if its claim is still the one with fencing token
+    /// `epoch`, whether or not its lease ran out; `false` (and nothing
+    /// changed) when it is not.
     fn finish(
         &self,
         call_id: &str,
-        owner: &str,
+        epoch: u64,
         settlement: Settlement,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send;
 
@@ -362,19 +369,19 @@ impl<S: CallStore> CallStore for std::sync::Arc<S> {
     fn renew(
         &self,
         call_id: &str,
-        owner: &str,
+        epoch: u64,
         lease: Duration,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send {
-        S::renew(self, call_id, owner, lease)
+        S::renew(self, call_id, epoch, lease)
     }
 
     fn finish(
         &self,
         call_id: &str,
-        owner: &str,
+        epoch: u64,
         settlement: Settlement,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send {
-        S::finish(self, call_id, owner, settlement)
+        S::finish(self, call_id, epoch, settlement)
     }
 
     fn recover_expired(

@@ -20,9 +20,10 @@ use super::{
 };
 
 /// The schema version this build creates and reads, recorded in
-/// `tool_runtime_schema`: 2 adds agent runs (`tool_runtime_runs`) to the
-/// calls of version 1, which is migrated.
-const SCHEMA_VERSION: i32 = 2;
+/// `tool_runtime_schema`: 3 adds fencing tokens ([`ADD_FENCING`]); 2 adds
+/// agent runs (`tool_runtime_runs`) to the calls of version 1. Versions 1
+/// and 2 are migrated.
+const SCHEMA_VERSION: i32 = 3;
 /// Connections the pool keeps at most: every store operation is one short
 /// statement or transaction, so a few serve many concurrent calls.
 const MAX_CONNECTIONS: usize = 8;
@@ -81,9 +82,16 @@ CREATE TABLE tool_runtime_runs (
 );
 CREATE INDEX tool_runtime_runs_finished ON tool_runtime_runs (saved_at) WHERE finished;";
 
+/// What schema version 3 adds: each call's fencing token, drawn from a
+/// sequence on every claim, so that a token never repeats, even for a call
+/// id purged and used again.
+const ADD_FENCING: &str = "
+ALTER TABLE tool_runtime_calls ADD COLUMN epoch bigint NOT NULL DEFAULT 0;
+CREATE SEQUENCE tool_runtime_epochs;";
+
 /// The columns a [`StoredCall`] is read from ([`PostgresStore::stored`]).
 const COLUMNS: &str = "call_id, kind, tool_id, state, owner, lease_expires_at, attempt, \
-     input, request_context, messages, payload, resume_data, outcome, settled_at";
+     input, request_context, messages, payload, resume_data, outcome, settled_at, epoch";
 
 /// A durable [`CallStore`] in a PostgreSQL database, for runtimes on
 /// several hosts: pending approvals and suspensions, running calls and
@@ -264,6 +272,7 @@ impl PostgresStore {
         if !exists {
             tx.batch_execute(CREATE_TABLES).await?;
             tx.batch_execute(CREATE_RUNS).await?;
+            tx.batch_execute(ADD_FENCING).await?;
             tx.execute(
                 "INSERT INTO tool_runtime_schema (version) VALUES ($1)",
                 &[&SCHEMA_VERSION],
@@ -286,16 +295,20 @@ impl PostgresStore {
         };
         match version {
             Some(SCHEMA_VERSION) => Ok(()),
-            Some(1) => {
-                // Version 1 had no runs; its calls are as they were.
-                tx.batch_execute(CREATE_RUNS).await?;
+            Some(version @ (1 | 2)) => {
+                if version == 1 {
+                    // Version 1 had no runs; its calls are as they were.
+                    tx.batch_execute(CREATE_RUNS).await?;
+                }
+                // Version 2 had no fencing tokens.
+                tx.batch_execute(ADD_FENCING).await?;
                 tx.execute(
                     "UPDATE tool_runtime_schema SET version = $1",
                     &[&SCHEMA_VERSION],
                 )
                 .await?;
                 tx.commit().await?;
-                tracing::info!(database = %self.location, version = SCHEMA_VERSION, "pending store schema migrated from version 1");
+                tracing::info!(database = %self.location, version = SCHEMA_VERSION, "pending store schema migrated from version {version}");
                 Ok(())
             }
             Some(version) if version > SCHEMA_VERSION => Err(refused(format!(
@@ -404,6 +417,7 @@ impl PostgresStore {
             .map(|text| self.parse::<Value>(&call_id, "resume data", text))
             .transpose()?;
         let attempt: i32 = row.try_get("attempt")?;
+        let epoch: i64 = row.try_get("epoch")?;
         let call = PendingCall {
             tool_id: row.try_get("tool_id")?,
             kind,
@@ -421,6 +435,7 @@ impl PostgresStore {
             call,
             state,
             attempt: u32::try_from(attempt).unwrap_or(0),
+            epoch: u64::try_from(epoch).unwrap_or(0),
             resume_data,
         })
     }
@@ -497,7 +512,8 @@ impl PostgresStore {
                     .prepare_cached(&format!(
                         "UPDATE tool_runtime_calls SET state = 'running', owner = $3,
                              lease_expires_at = now() + $4::bigint * interval '1 millisecond',
-                             attempt = attempt + 1, resume_data = $5
+                             attempt = attempt + 1, resume_data = $5,
+                             epoch = nextval('tool_runtime_epochs')
                          WHERE call_id = $1 AND state = 'pending' AND kind = $2
                          RETURNING {COLUMNS}"
                     ))
@@ -557,22 +573,17 @@ impl PostgresStore {
             .transpose()
     }
 
-    async fn try_renew(
-        &self,
-        call_id: &str,
-        owner: &str,
-        lease: Duration,
-    ) -> Result<bool, Failure> {
+    async fn try_renew(&self, call_id: &str, epoch: u64, lease: Duration) -> Result<bool, Failure> {
         let client = self.pool.get().await?;
         let statement = client
             .prepare_cached(
                 "UPDATE tool_runtime_calls
                  SET lease_expires_at = now() + $3::bigint * interval '1 millisecond'
-                 WHERE call_id = $1 AND state = 'running' AND owner = $2",
+                 WHERE call_id = $1 AND state = 'running' AND epoch = $2",
             )
             .await?;
         let changed = client
-            .execute(&statement, &[&call_id, &owner, &millis(lease)])
+            .execute(&statement, &[&call_id, &epoch_value(epoch), &millis(lease)])
             .await?;
         Ok(changed == 1)
     }
@@ -580,10 +591,11 @@ impl PostgresStore {
     async fn try_finish(
         &self,
         call_id: &str,
-        owner: &str,
+        epoch: u64,
         settlement: Settlement,
     ) -> Result<bool, Failure> {
         let client = self.pool.get().await?;
+        let epoch = epoch_value(epoch);
         let changed = match settlement {
             Settlement::Settled(outcome) => {
                 let outcome = self.json_text(call_id, "outcome", &outcome)?;
@@ -591,11 +603,11 @@ impl PostgresStore {
                     .prepare_cached(
                         "UPDATE tool_runtime_calls SET state = 'settled', owner = NULL,
                              lease_expires_at = NULL, outcome = $3, settled_at = now()
-                         WHERE call_id = $1 AND state = 'running' AND owner = $2",
+                         WHERE call_id = $1 AND state = 'running' AND epoch = $2",
                     )
                     .await?;
                 client
-                    .execute(&statement, &[&call_id, &owner, &outcome])
+                    .execute(&statement, &[&call_id, &epoch, &outcome])
                     .await?
             }
             Settlement::Suspended { payload } => {
@@ -605,11 +617,11 @@ impl PostgresStore {
                         "UPDATE tool_runtime_calls SET state = 'pending', kind = 'suspended',
                              owner = NULL, lease_expires_at = NULL, attempt = 0,
                              resume_data = NULL, payload = $3
-                         WHERE call_id = $1 AND state = 'running' AND owner = $2",
+                         WHERE call_id = $1 AND state = 'running' AND epoch = $2",
                     )
                     .await?;
                 client
-                    .execute(&statement, &[&call_id, &owner, &payload])
+                    .execute(&statement, &[&call_id, &epoch, &payload])
                     .await?
             }
         };
@@ -630,7 +642,7 @@ impl PostgresStore {
             .prepare_cached(&format!(
                 "UPDATE tool_runtime_calls SET state = 'running', owner = $3,
                      lease_expires_at = now() + $4::bigint * interval '1 millisecond',
-                     attempt = attempt + 1
+                     attempt = attempt + 1, epoch = nextval('tool_runtime_epochs')
                  WHERE call_id = (
                      SELECT call_id FROM tool_runtime_calls
                      WHERE state = 'pending' AND kind = $1 AND tool_id = ANY($2)
@@ -683,7 +695,7 @@ impl PostgresStore {
             .prepare_cached(&format!(
                 "UPDATE tool_runtime_calls SET owner = $2,
                      lease_expires_at = now() + $3::bigint * interval '1 millisecond',
-                     attempt = attempt + 1
+                     attempt = attempt + 1, epoch = nextval('tool_runtime_epochs')
                  WHERE call_id = ANY($1)
                  RETURNING {COLUMNS}"
             ))
@@ -843,8 +855,8 @@ impl CallStore for PostgresStore {
             .map_err(self.failed(format_args!("deciding call {call_id:?}")))
     }
 
-    async fn renew(&self, call_id: &str, owner: &str, lease: Duration) -> Result<bool, StoreError> {
-        self.try_renew(call_id, owner, lease)
+    async fn renew(&self, call_id: &str, epoch: u64, lease: Duration) -> Result<bool, StoreError> {
+        self.try_renew(call_id, epoch, lease)
             .await
             .map_err(self.failed(format_args!("renewing the lease of call {call_id:?}")))
     }
@@ -852,10 +864,10 @@ impl CallStore for PostgresStore {
     async fn finish(
         &self,
         call_id: &str,
-        owner: &str,
+        epoch: u64,
         settlement: Settlement,
     ) -> Result<bool, StoreError> {
-        self.try_finish(call_id, owner, settlement)
+        self.try_finish(call_id, epoch, settlement)
             .await
             .map_err(self.failed(format_args!("finishing call {call_id:?}")))
     }
@@ -1048,6 +1060,12 @@ fn db_reason(error: &tokio_postgres::Error) -> String {
         Some(db) => format!("{} ({})", db.message(), db.code().code()),
         None => error.to_string(),
     }
+}
+
+/// A fencing token as PostgreSQL keeps it (`bigint`); a token beyond its
+/// range matches no row.
+fn epoch_value(epoch: u64) -> i64 {
+    i64::try_from(epoch).unwrap_or(-1)
 }
 
 /// A lease or an age in whole milliseconds, as the queries take it.

@@ -19,10 +19,11 @@ use super::{
 
 /// `PRAGMA application_id` of a pending store: "tool" in ASCII.
 const APPLICATION_ID: i32 = 0x746F_6F6C;
-/// `PRAGMA user_version` of the current layout: 3 adds agent runs (table
-/// `runs`); 2 has the call lifecycle (state, owner, lease, outcome); 1
-/// (pending calls only). Files of layouts 1 and 2 are migrated.
-const LAYOUT_VERSION: i32 = 3;
+/// `PRAGMA user_version` of the current layout: 4 adds fencing tokens
+/// (column `epoch`, table `fencing`); 3 adds agent runs (table `runs`); 2
+/// has the call lifecycle (state, owner, lease, outcome); 1 (pending calls
+/// only). Files of layouts 1 to 3 are migrated.
+const LAYOUT_VERSION: i32 = 4;
 /// How long a write waits for another process holding the file.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -149,21 +150,21 @@ impl CallStore for SqliteStore {
     fn renew(
         &self,
         call_id: &str,
-        owner: &str,
+        epoch: u64,
         lease: Duration,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send {
-        let (call_id, owner) = (call_id.to_owned(), owner.to_owned());
-        self.blocking(move |file| file.renew(&call_id, &owner, lease))
+        let call_id = call_id.to_owned();
+        self.blocking(move |file| file.renew(&call_id, epoch, lease))
     }
 
     fn finish(
         &self,
         call_id: &str,
-        owner: &str,
+        epoch: u64,
         settlement: Settlement,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send {
-        let (call_id, owner) = (call_id.to_owned(), owner.to_owned());
-        self.blocking(move |file| file.finish(&call_id, &owner, settlement))
+        let call_id = call_id.to_owned();
+        self.blocking(move |file| file.finish(&call_id, epoch, settlement))
     }
 
     fn recover_expired(
@@ -362,9 +363,9 @@ impl Record {
     }
 }
 
-/// The calls table (of layouts 2 and 3). `lease_expires_at` and `settled_at` are
-/// milliseconds since the Unix epoch; `record`, `resume_data` and `outcome`
-/// are JSON text.
+/// The calls table (of layouts 2 and 3; layout 4 adds [`ADD_FENCING`]).
+/// `lease_expires_at` and `settled_at` are milliseconds since the Unix
+/// epoch; `record`, `resume_data` and `outcome` are JSON text.
 const CREATE_CALLS: &str = "CREATE TABLE calls (
     call_id TEXT PRIMARY KEY NOT NULL,
     kind TEXT NOT NULL,
@@ -391,6 +392,13 @@ const CREATE_RUNS: &str = "CREATE TABLE runs (
 );
 CREATE INDEX runs_finished ON runs (finished, saved_at);";
 
+/// What layout 4 adds: each call's fencing token, and the last token drawn
+/// (one row), so that a token never repeats, even for a call id purged and
+/// used again.
+const ADD_FENCING: &str = "ALTER TABLE calls ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE fencing (last INTEGER NOT NULL);
+INSERT INTO fencing (last) VALUES (0);";
+
 /// Creates the tables in a new file, migrates a file of an older layout (in
 /// the same transaction: a failed migration leaves the file as it was), or
 /// checks that an existing file is a pending store of this layout.
@@ -412,6 +420,7 @@ fn init_layout(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
         tx.execute_batch(&format!(
             "{CREATE_CALLS}
             {CREATE_RUNS}
+            {ADD_FENCING}
             PRAGMA application_id = {APPLICATION_ID};
             PRAGMA user_version = {LAYOUT_VERSION};"
         ))
@@ -427,9 +436,13 @@ fn init_layout(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
             ))
             .map_err(err)?;
         }
-        // Layout 2 had no runs.
+        if version <= 2 {
+            // Layout 2 had no runs.
+            tx.execute_batch(CREATE_RUNS).map_err(err)?;
+        }
+        // Layout 3 had no fencing tokens.
         tx.execute_batch(&format!(
-            "{CREATE_RUNS}
+            "{ADD_FENCING}
             PRAGMA user_version = {LAYOUT_VERSION};"
         ))
         .map_err(err)?;
@@ -472,8 +485,7 @@ fn classify(path: &Path, error: rusqlite::Error) -> StoreError {
 }
 
 /// The columns a [`StoredCall`] is read from, in [`SqliteFile::stored`]'s order.
-const COLUMNS: &str =
-    "call_id, record, state, owner, lease_expires_at, attempt, resume_data, outcome, settled_at";
+const COLUMNS: &str = "call_id, record, state, owner, lease_expires_at, attempt, resume_data, outcome, settled_at, epoch";
 
 impl SqliteFile {
     fn insert(&self, call: &PendingCall) -> Result<(), StoreError> {
@@ -548,18 +560,11 @@ impl SqliteFile {
                         .map(|data| self.json_text(call_id, "resume data", data))
                         .transpose()?;
                     tx.execute(
-                        "UPDATE calls SET state = 'running', owner = ?2, lease_expires_at = ?3,
-                             attempt = attempt + 1, resume_data = ?4
-                         WHERE call_id = ?1",
-                        params![call_id, owner, millis(now + lease), resume_text],
+                        "UPDATE calls SET resume_data = ?2 WHERE call_id = ?1",
+                        params![call_id, resume_text],
                     )
                     .map_err(|e| self.io(e))?;
-                    stored.state = CallState::Running {
-                        owner,
-                        lease_expires_at: time(millis(now + lease)),
-                    };
-                    stored.attempt += 1;
-                    stored.resume_data = resume_data;
+                    stored = self.claim(tx, call_id, &owner, millis(now + lease))?;
                 }
                 Transition::Settle(outcome) => {
                     self.settle(tx, call_id, &outcome, now)?;
@@ -592,14 +597,44 @@ impl SqliteFile {
         Ok(())
     }
 
-    fn renew(&self, call_id: &str, owner: &str, lease: Duration) -> Result<bool, StoreError> {
+    /// Claims `call_id` for `owner` until `expires` (milliseconds) with a
+    /// new fencing token, counting one more attempt; the call as it is now.
+    fn claim(
+        &self,
+        tx: &Transaction<'_>,
+        call_id: &str,
+        owner: &str,
+        expires: i64,
+    ) -> Result<StoredCall, StoreError> {
+        let epoch: i64 = tx
+            .query_row(
+                "UPDATE fencing SET last = last + 1 RETURNING last",
+                [],
+                |row| row.get(0),
+            )
+            .map_err(|e| self.io(e))?;
+        tx.execute(
+            "UPDATE calls SET state = 'running', owner = ?2, lease_expires_at = ?3,
+                 attempt = attempt + 1, epoch = ?4
+             WHERE call_id = ?1",
+            params![call_id, owner, expires, epoch],
+        )
+        .map_err(|e| self.io(e))?;
+        self.read(tx, call_id)?.ok_or_else(|| StoreError::Io {
+            location: self.path.display().to_string(),
+            reason: format!("call {call_id:?} vanished while being claimed"),
+            source: None,
+        })
+    }
+
+    fn renew(&self, call_id: &str, epoch: u64, lease: Duration) -> Result<bool, StoreError> {
         let expires = millis(SystemTime::now() + lease);
         let changed = self
             .conn()
             .execute(
                 "UPDATE calls SET lease_expires_at = ?3
-                 WHERE call_id = ?1 AND state = 'running' AND owner = ?2",
-                params![call_id, owner, expires],
+                 WHERE call_id = ?1 AND state = 'running' AND epoch = ?2",
+                params![call_id, epoch_value(epoch), expires],
             )
             .map_err(|e| self.io(e))?;
         Ok(changed == 1)
@@ -608,14 +643,14 @@ impl SqliteFile {
     fn finish(
         &self,
         call_id: &str,
-        owner: &str,
+        epoch: u64,
         settlement: Settlement,
     ) -> Result<bool, StoreError> {
         self.write(|tx| {
             let owned: Option<String> = tx
                 .query_row(
-                    "SELECT record FROM calls WHERE call_id = ?1 AND state = 'running' AND owner = ?2",
-                    params![call_id, owner],
+                    "SELECT record FROM calls WHERE call_id = ?1 AND state = 'running' AND epoch = ?2",
+                    params![call_id, epoch_value(epoch)],
                     |row| row.get(0),
                 )
                 .optional()
@@ -653,43 +688,32 @@ impl SqliteFile {
         let now = SystemTime::now();
         self.write(|tx| {
             let mut stmt = tx
-                .prepare(&format!(
-                    "SELECT {COLUMNS}, tool_id FROM calls
-                     WHERE state = 'running' AND lease_expires_at <= ?1 ORDER BY call_id"
-                ))
+                .prepare(
+                    "SELECT call_id, tool_id FROM calls
+                     WHERE state = 'running' AND lease_expires_at <= ?1 ORDER BY call_id",
+                )
                 .map_err(|e| self.io(e))?;
-            let rows = stmt
+            let expired_ids = stmt
                 .query_map(params![millis(now)], |row| {
-                    Ok((RawRow::read(row)?, row.get::<_, String>(9)?))
+                    Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
                 })
+                .map_err(|e| self.io(e))?
+                .collect::<Result<Vec<_>, _>>()
                 .map_err(|e| self.io(e))?;
+            let expires = millis(now + lease);
             let mut expired = Vec::new();
-            for row in rows {
-                let (row, tool_id) = row.map_err(|e| self.io(e))?;
+            for (call_id, tool_id) in expired_ids {
                 if !tool_ids.contains(&tool_id) {
                     continue;
                 }
-                let call_id = row.call_id.clone();
-                match self.stored(row) {
+                match self.claim(tx, &call_id, owner, expires) {
                     Ok(stored) => expired.push(stored),
-                    Err(error) => {
+                    Err(error @ StoreError::Corrupt { .. }) => {
+                        // Claimed but unreadable: left to the operator, like a pending one.
                         tracing::error!(call_id, %error, "unreadable running call left in the store");
                     }
+                    Err(error) => return Err(error),
                 }
-            }
-            let expires = millis(now + lease);
-            for stored in &mut expired {
-                tx.execute(
-                    "UPDATE calls SET owner = ?2, lease_expires_at = ?3, attempt = attempt + 1
-                     WHERE call_id = ?1",
-                    params![stored.call.call_id, owner, expires],
-                )
-                .map_err(|e| self.io(e))?;
-                stored.state = CallState::Running {
-                    owner: owner.to_owned(),
-                    lease_expires_at: time(expires),
-                };
-                stored.attempt += 1;
             }
             Ok(expired)
         })
@@ -726,14 +750,7 @@ impl SqliteFile {
                 return Ok(None);
             };
             let expires = millis(SystemTime::now() + lease);
-            tx.execute(
-                "UPDATE calls SET state = 'running', owner = ?2, lease_expires_at = ?3,
-                     attempt = attempt + 1
-                 WHERE call_id = ?1",
-                params![call_id, owner, expires],
-            )
-            .map_err(|e| self.io(e))?;
-            self.read(tx, &call_id)
+            self.claim(tx, &call_id, owner, expires).map(Some)
         })
     }
 
@@ -888,6 +905,7 @@ impl SqliteFile {
             call,
             state,
             attempt: u32::try_from(row.attempt).unwrap_or(0),
+            epoch: u64::try_from(row.epoch).unwrap_or(0),
             resume_data,
         })
     }
@@ -914,6 +932,7 @@ struct RawRow {
     resume_data: Option<String>,
     outcome: Option<String>,
     settled_at: Option<i64>,
+    epoch: i64,
 }
 
 impl RawRow {
@@ -928,8 +947,15 @@ impl RawRow {
             resume_data: row.get(6)?,
             outcome: row.get(7)?,
             settled_at: row.get(8)?,
+            epoch: row.get(9)?,
         })
     }
+}
+
+/// A fencing token as SQLite keeps it (a signed 64-bit integer); a token
+/// beyond its range matches no row.
+fn epoch_value(epoch: u64) -> i64 {
+    i64::try_from(epoch).unwrap_or(-1)
 }
 
 /// Milliseconds since the Unix epoch (what the table keeps).

@@ -60,6 +60,14 @@ pub struct StoredCall {
     /// Runs started since it last became pending: 0 while pending, 1 once
     /// claimed, more after recoveries.
     pub attempt: u32,
+    /// The fencing token of its latest claim (0 before the first): a
+    /// number the store draws anew for every claim and takeover, larger
+    /// than every one it drew before and never repeated, across suspend and
+    /// resume too. [`renew`](super::CallStore::renew) and
+    /// [`finish`](super::CallStore::finish) act only for the current one, so
+    /// an execution whose claim was taken over (even by the same instance)
+    /// changes nothing.
+    pub epoch: u64,
     /// The resume data of the resume that claimed it, kept so that a
     /// recovered call runs with it again.
     pub resume_data: Option<Value>,
@@ -72,6 +80,7 @@ impl StoredCall {
             call,
             state: CallState::Pending,
             attempt: 0,
+            epoch: 0,
             resume_data: None,
         }
     }

@@ -1,5 +1,5 @@
 //! The contract every `CallStore` meets, run against each store (memory,
-//! SQLite, PostgreSQL): the lifecycle transitions, ownership of running
+//! SQLite, PostgreSQL): the lifecycle transitions, fencing tokens of running
 //! calls, recovery of expired leases, retention, and that of concurrent
 //! decisions on one call exactly one wins; agent runs saved by
 //! compare-and-set (of concurrent saves of one revision exactly one wins),
@@ -52,6 +52,7 @@ fn lost(decided: Decided) -> Option<StoredCall> {
 pub async fn store_contract<S: CallStore + RunStore>(prefix: &str, fresh: impl Fn() -> S) {
     lifecycle(&fresh(), prefix).await;
     ownership_and_recovery(&fresh(), prefix).await;
+    fencing(&fresh(), prefix).await;
     decline_and_retention(&fresh(), prefix).await;
     concurrent_decisions(Arc::new(fresh()), prefix).await;
     claiming_tasks(Arc::new(fresh()), prefix).await;
@@ -93,6 +94,7 @@ async fn lifecycle(store: &(impl CallStore + RunStore), p: &str) {
         .unwrap());
     assert!(matches!(&claimed.state, CallState::Running { owner, .. } if owner == "a"));
     assert_eq!(claimed.attempt, 1);
+    assert!(claimed.epoch > 0, "a claim draws a fencing token");
     assert_eq!(claimed.resume_data, Some(json!("yes")));
     assert_eq!(store.get(&id).await.unwrap().unwrap(), claimed);
     assert!(store.list().await.unwrap().is_empty(), "no longer pending");
@@ -109,7 +111,11 @@ async fn lifecycle(store: &(impl CallStore + RunStore), p: &str) {
     // Suspends again: pending for resume, with the new payload, never run.
     assert!(
         store
-            .finish(&id, "a", Settlement::Suspended { payload: json!(2) })
+            .finish(
+                &id,
+                claimed.epoch,
+                Settlement::Suspended { payload: json!(2) }
+            )
             .await
             .unwrap()
     );
@@ -119,21 +125,27 @@ async fn lifecycle(store: &(impl CallStore + RunStore), p: &str) {
     assert_eq!(again.call.payload, Some(json!(2)));
     assert_eq!(again.call.input, call.input);
 
+    assert_eq!(again.epoch, claimed.epoch, "suspending draws no token");
+
     // Resumed and settled: the outcome is kept.
-    won(store
+    let resumed = won(store
         .decide(&id, PendingKind::Suspended, run("b", LONG, Some(json!(1))))
         .await
         .unwrap());
     assert!(
+        resumed.epoch > claimed.epoch,
+        "a token never repeats across suspend and resume"
+    );
+    assert!(
         !store
-            .finish(&id, "a", Settlement::Settled(completed(0)))
+            .finish(&id, claimed.epoch, Settlement::Settled(completed(0)))
             .await
             .unwrap(),
-        "only the owner settles"
+        "only the current claim settles"
     );
     assert!(
         store
-            .finish(&id, "b", Settlement::Settled(completed(7)))
+            .finish(&id, resumed.epoch, Settlement::Settled(completed(7)))
             .await
             .unwrap()
     );
@@ -152,7 +164,7 @@ async fn lifecycle(store: &(impl CallStore + RunStore), p: &str) {
     assert_eq!(found.state, settled.state, "a settled call stays settled");
     assert!(
         !store
-            .finish(&id, "b", Settlement::Settled(completed(8)))
+            .finish(&id, resumed.epoch, Settlement::Settled(completed(8)))
             .await
             .unwrap(),
         "settled once"
@@ -178,12 +190,13 @@ async fn lifecycle(store: &(impl CallStore + RunStore), p: &str) {
 
 async fn ownership_and_recovery(store: &(impl CallStore + RunStore), p: &str) {
     let (short, other) = (format!("{p}-short"), format!("{p}-other-tool"));
+    let mut epochs = Vec::new();
     for (id, tool) in [(&short, "tool"), (&other, "elsewhere")] {
         store
             .insert(PendingCall::new(id, tool, PendingKind::Approval, json!({})))
             .await
             .unwrap();
-        won(store
+        let claimed = won(store
             .decide(
                 id,
                 PendingKind::Approval,
@@ -191,7 +204,9 @@ async fn ownership_and_recovery(store: &(impl CallStore + RunStore), p: &str) {
             )
             .await
             .unwrap());
+        epochs.push(claimed.epoch);
     }
+    let dead = epochs[0];
     let tools = ["tool".to_owned()];
     assert!(
         store
@@ -203,13 +218,13 @@ async fn ownership_and_recovery(store: &(impl CallStore + RunStore), p: &str) {
     );
     assert!(
         store
-            .renew(&short, "dead", Duration::from_millis(50))
+            .renew(&short, dead, Duration::from_millis(50))
             .await
             .unwrap()
     );
     assert!(
-        !store.renew(&short, "b", LONG).await.unwrap(),
-        "only the owner renews"
+        !store.renew(&short, epochs[1], LONG).await.unwrap(),
+        "only the current claim renews"
     );
     tokio::time::sleep(Duration::from_millis(120)).await;
 
@@ -222,6 +237,7 @@ async fn ownership_and_recovery(store: &(impl CallStore + RunStore), p: &str) {
     assert_eq!(recovered[0].call.call_id, short);
     assert_eq!(recovered[0].attempt, 2);
     assert!(matches!(&recovered[0].state, CallState::Running { owner, .. } if owner == "b"));
+    assert!(recovered[0].epoch > dead, "a takeover draws a new token");
     assert!(
         store
             .recover_expired("c", LONG, &tools)
@@ -231,21 +247,120 @@ async fn ownership_and_recovery(store: &(impl CallStore + RunStore), p: &str) {
         "recovered once"
     );
     assert!(
-        !store.renew(&short, "dead", LONG).await.unwrap(),
+        !store.renew(&short, dead, LONG).await.unwrap(),
         "the dead owner lost it"
     );
     assert!(
         !store
-            .finish(&short, "dead", Settlement::Settled(completed(1)))
+            .finish(&short, dead, Settlement::Settled(completed(1)))
             .await
             .unwrap()
     );
     assert!(
         store
-            .finish(&short, "b", Settlement::Settled(completed(2)))
+            .finish(
+                &short,
+                recovered[0].epoch,
+                Settlement::Settled(completed(2))
+            )
             .await
             .unwrap()
     );
+}
+
+/// Fencing tokens: an instance that takes its own expired call over again
+/// fences off its earlier execution; a finish for the current token
+/// succeeds after the lease ran out, as long as nobody took the call; and
+/// the tokens of one store never repeat.
+async fn fencing(store: &(impl CallStore + RunStore), p: &str) {
+    let tools = ["tool".to_owned()];
+    let id = format!("{p}-fenced");
+    store
+        .insert(PendingCall::new(
+            &id,
+            "tool",
+            PendingKind::Approval,
+            json!({}),
+        ))
+        .await
+        .unwrap();
+    let first = won(store
+        .decide(
+            &id,
+            PendingKind::Approval,
+            run("a", Duration::from_millis(20), None),
+        )
+        .await
+        .unwrap());
+    tokio::time::sleep(Duration::from_millis(60)).await;
+    let again = store.recover_expired("a", LONG, &tools).await.unwrap();
+    assert_eq!(again.len(), 1, "{again:?}");
+    assert!(again[0].epoch > first.epoch);
+    assert!(
+        !store
+            .finish(&id, first.epoch, Settlement::Settled(completed(1)))
+            .await
+            .unwrap(),
+        "the same owner's stale execution settles nothing"
+    );
+    assert!(!store.renew(&id, first.epoch, LONG).await.unwrap());
+
+    let late = format!("{p}-late");
+    store
+        .insert(PendingCall::new(
+            &late,
+            "tool",
+            PendingKind::Task,
+            json!({}),
+        ))
+        .await
+        .unwrap();
+    let claimed = store
+        .claim_next(PendingKind::Task, "a", Duration::from_millis(20), &tools)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(claimed.epoch > again[0].epoch, "tokens only grow");
+    tokio::time::sleep(Duration::from_millis(60)).await;
+    assert!(
+        store
+            .finish(&late, claimed.epoch, Settlement::Settled(completed(3)))
+            .await
+            .unwrap(),
+        "a lease that ran out with nobody taking the call still settles"
+    );
+    let settled = store.get(&late).await.unwrap().unwrap();
+    assert!(
+        matches!(&settled.state, CallState::Settled { outcome, .. } if *outcome == completed(3))
+    );
+
+    // A call id purged and used again never meets an old token.
+    store
+        .finish(&id, again[0].epoch, Settlement::Settled(completed(2)))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    store
+        .purge_settled(Duration::from_millis(10))
+        .await
+        .unwrap();
+    store
+        .insert(PendingCall::new(
+            &id,
+            "tool",
+            PendingKind::Approval,
+            json!({}),
+        ))
+        .await
+        .unwrap();
+    let reused = won(store
+        .decide(&id, PendingKind::Approval, run("a", LONG, None))
+        .await
+        .unwrap());
+    assert!(reused.epoch > claimed.epoch);
+    for stale in [first.epoch, again[0].epoch, claimed.epoch] {
+        assert!(!store.renew(&id, stale, LONG).await.unwrap());
+    }
 }
 
 async fn decline_and_retention(store: &(impl CallStore + RunStore), p: &str) {
