@@ -342,6 +342,14 @@ async fn a_schema_of_version_1_is_migrated_to_version_3_and_keeps_its_calls() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn futures_dropped_at_random_points_lose_no_call_on_the_postgres_store() {
+    let Some(url) = database_url() else { return };
+    let schema = Schema::new(&url, "drops").await;
+    common::drops::dropped_futures_lose_nothing(schema.store().await, "pg", 60).await;
+    schema.drop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn run_saves_from_four_stores_on_one_database_lose_no_update() {
     let Some(url) = database_url() else { return };
     let schema = Schema::new(&url, "run_updates").await;

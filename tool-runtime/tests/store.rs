@@ -60,6 +60,14 @@ async fn memory_and_sqlite_stores_meet_the_store_contract() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn futures_dropped_at_random_points_lose_no_call_on_the_memory_and_sqlite_stores() {
+    common::drops::dropped_futures_lose_nothing(MemoryStore::new(), "memory", 60).await;
+    let dir = temp_dir("drops");
+    let store = SqliteStore::open(dir.join("drops.sqlite")).unwrap();
+    common::drops::dropped_futures_lose_nothing(store, "sqlite", 60).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_decisions_from_two_connections_to_one_file_claim_each_call_once() {
     let dir = temp_dir("concurrent-decisions");
     let path = dir.join("pending.sqlite");

@@ -152,3 +152,4 @@ impl Capture {
     }
 }
 pub mod contract;
+pub mod drops;
