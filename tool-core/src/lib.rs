@@ -74,6 +74,7 @@ mod pipeline;
 #[cfg(feature = "provider")]
 #[cfg_attr(docsrs, doc(cfg(feature = "provider")))]
 pub mod provider;
+mod reconcile;
 mod request_context;
 mod schema;
 // The engine of `strict` and `provider` (which turns `strict` on).
@@ -103,6 +104,7 @@ pub use model_output::{ContentPart, ModelOutput};
 pub use outcome::{ModelFacing, Outcome};
 pub use panic::catch_panic;
 pub use pipeline::Admitted;
+pub use reconcile::Reconciled;
 pub use request_context::RequestContext;
 pub use schema::schema_for;
 pub use suspend::{NoSuspend, SuspendPayload};
@@ -163,6 +165,43 @@ pub use transform::ToolTransform;
 /// `#[tool(transactional)]` (a flag, like `retry_safe`; also `transactional
 /// = false`) declares that the tool's database work runs in the runtime's
 /// own transaction: see [`ToolBuilder::transactional`].
+///
+/// `#[tool(reconcile = path)]` sets the tool's reconcile hook (see
+/// [`ToolBuilder::reconcile`]): `path` names an `async fn(Input,
+/// IdempotencyKey, ToolContext<S, R>) -> Result<Reconciled<Output>, E>`
+/// taking what the tool's function takes and returning its output type.
+/// `Input` is the function's one parameter's type, or, for several (or
+/// none), the generated `XxxToolInput` struct (one field per parameter);
+/// the context is the tool's (`ToolContext` when the function takes none);
+/// `E` converts into [`ToolError`]. A function of another signature is a
+/// compile error on `path`.
+///
+/// ```
+/// use tool_core::{tool, CallContext, IdempotencyKey, Reconciled, Tool, ToolContext, ToolError};
+///
+/// /// Send an email
+/// #[tool(reconcile = find_sent)]
+/// async fn send_email(to: String, body: String) -> Result<String, ToolError> {
+///     Ok(format!("sent to {to}: {body}"))
+/// }
+///
+/// async fn find_sent(
+///     input: SendEmailToolInput,
+///     key: IdempotencyKey,
+///     _ctx: ToolContext,
+/// ) -> Result<Reconciled<String>, ToolError> {
+///     // Ask the mail service for a message sent with `key`.
+///     let _ = key;
+///     Ok(Reconciled::Happened(format!("sent to {}: {}", input.to, input.body)))
+/// }
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let tool = Tool::from(SendEmailTool);
+/// let input = serde_json::json!({ "to": "ann@example.com", "body": "hi" });
+/// let found = tool.reconcile(input, CallContext::new("c1")).unwrap().await.unwrap();
+/// assert_eq!(found.output().and_then(|outcome| outcome.output()), Some(&serde_json::json!("sent to ann@example.com: hi")));
+/// # });
+/// ```
 #[cfg(feature = "macros")]
 #[cfg_attr(docsrs, doc(cfg(feature = "macros")))]
 pub use tool_macros::tool;
@@ -486,6 +525,11 @@ pub mod __private_0_1_0 {
     ) -> crate::ToolBuilder {
         builder.request_context_type::<C>()
     }
+
+    /// The `reconcile = path` of a `#[tool]`: the function's signature,
+    /// checked where the path is written, and the wiring of it.
+    pub use crate::reconcile::ReconcileFunction;
+    pub use crate::tool::typed_reconcile;
 
     /// The `state = Type` of a `#[tool]`: declares the workflow state type
     /// (its bound's message is reported on the user's type).

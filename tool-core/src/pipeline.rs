@@ -12,7 +12,7 @@
 
 use std::fmt;
 use std::future::{Future, poll_fn};
-use std::pin::pin;
+use std::pin::{Pin, pin};
 use std::sync::{Arc, Mutex};
 use std::task::Poll;
 
@@ -29,17 +29,25 @@ use crate::input::{
 };
 use crate::outcome::Outcome;
 use crate::panic::catch_panic;
-use crate::tool::{Exec, ExecFailure, Executed, Tool};
+use crate::reconcile::Reconciled;
+use crate::tool::{Exec, ExecFailure, Executed, ReconcileExec, Tool};
 use crate::validate::{Issue, Schema, Subject, failure};
 
 /// One safe repair: the repaired value, or `None` when it changes nothing.
 type Repair<'a> = &'a dyn Fn(&Value, &[Issue]) -> Option<Value>;
 
-/// How the execute step ended.
-enum Run {
-    Done(Exec),
+/// How the execute step (or the reconcile step) ended.
+enum Run<T = Exec> {
+    Done(T),
     Panicked(String),
     Aborted,
+}
+
+/// Which of the tool's functions a call runs: names its span.
+#[derive(Clone, Copy)]
+enum Step {
+    Execute,
+    Reconcile,
 }
 
 /// A call that passed validation and may run: its arguments fit the input
@@ -360,25 +368,44 @@ impl Tool {
     }
 
     /// The second stage: starts the execute function and drives it to its
-    /// end, turning a panic into [`Run::Panicked`] and a fired abort signal
-    /// into [`Run::Aborted`], then concludes.
+    /// end, then concludes.
     async fn run_admitted(
         &self,
         input: Value,
         ctx: CallContext,
         workflow_state: Option<DecodedState>,
     ) -> Outcome {
+        let state = self.call_state(Step::Execute, ctx, workflow_state);
+        let executor = &self.inner.executor;
+        let run = drive(&state, || executor(input, Arc::clone(&state))).await;
+        self.conclude(&state, run)
+    }
+
+    /// What the call's functions share: its context, its span (a child of
+    /// the context's parent span, named after `step`), what it suspends
+    /// with and the workflow state.
+    fn call_state(
+        &self,
+        step: Step,
+        ctx: CallContext,
+        workflow_state: Option<DecodedState>,
+    ) -> Arc<CallShared> {
         let inner = &self.inner;
-        let span = match &ctx.parent_span {
-            Some(parent) => {
+        let span = match (step, &ctx.parent_span) {
+            (Step::Execute, Some(parent)) => {
                 tracing::info_span!(parent: &**parent, "tool.execute", tool_id = %inner.id, call_id = %ctx.call_id)
             }
-            None => {
+            (Step::Execute, None) => {
                 tracing::info_span!("tool.execute", tool_id = %inner.id, call_id = %ctx.call_id)
             }
+            (Step::Reconcile, Some(parent)) => {
+                tracing::info_span!(parent: &**parent, "tool.reconcile", tool_id = %inner.id, call_id = %ctx.call_id)
+            }
+            (Step::Reconcile, None) => {
+                tracing::info_span!("tool.reconcile", tool_id = %inner.id, call_id = %ctx.call_id)
+            }
         };
-        let abort = ctx.abort.clone();
-        let state = Arc::new(CallShared {
+        Arc::new(CallShared {
             tool_id: Arc::clone(&inner.id),
             ctx,
             span,
@@ -386,36 +413,120 @@ impl Tool {
             workflow_state,
             state_type: inner.state_type,
             new_state: Mutex::new(None),
-        });
-        if abort.is_aborted() {
-            return self.conclude(&state, Run::Aborted);
-        }
-        let started = {
-            let _entered = state.span.enter();
-            catch_panic(|| (inner.executor)(input, Arc::clone(&state)))
-        };
-        let run = match started {
-            Err(message) => Run::Panicked(message),
-            Ok(mut running) => {
-                let mut aborted = pin!(abort.aborted());
-                poll_fn(|cx| {
-                    let _entered = state.span.enter();
-                    // The tool first: a tool that finishes at once never
-                    // registers with the abort signal.
-                    match catch_panic(|| running.as_mut().poll(cx)) {
-                        Ok(Poll::Ready(result)) => return Poll::Ready(Run::Done(result)),
-                        Ok(Poll::Pending) => {}
-                        Err(message) => return Poll::Ready(Run::Panicked(message)),
-                    }
-                    match aborted.as_mut().poll(cx) {
-                        Poll::Ready(()) => Poll::Ready(Run::Aborted),
-                        Poll::Pending => Poll::Pending,
-                    }
-                })
-                .await
+        })
+    }
+
+    /// Runs the recovery question of an interrupted call: whether its effect
+    /// happened, as the tool's reconcile hook finds out
+    /// ([`ToolBuilder::reconcile`](crate::ToolBuilder::reconcile),
+    /// `#[tool(reconcile = path)]`). `None` when the tool has no hook.
+    ///
+    /// For a runtime recovering a call that is not retry-safe: `input` is
+    /// the input the call was stored with, `ctx` the context it would run
+    /// with (its call id is the stored call's, so the hook sees the key the
+    /// interrupted run gave the systems it called). The input, the request
+    /// context and the resume data are validated as [`admit`](Self::admit)
+    /// does, and the hook runs as execute does: in a span of its own
+    /// (`tool.reconcile`), with panics and the abort signal contained.
+    ///
+    /// Resolves to:
+    /// - `Ok(Reconciled::Happened(outcome))`: the effect happened, and
+    ///   `outcome` is [`Outcome::Completed`] with the output the hook gave,
+    ///   validated against the output schema and mapped for the model as an
+    ///   executed call's output is (and the workflow state it set);
+    /// - `Ok(Reconciled::NotHappened)`: it did not;
+    /// - `Err(error)`: the hook could not tell. It failed, panicked, was
+    ///   aborted or suspended, its input did not validate, or its output
+    ///   did not fit the output schema (an
+    ///   [`ErrorKind::OutputValidation`] error, as for execute; under
+    ///   [`OutputValidation::Warn`] the mismatch is logged instead).
+    ///
+    /// Nothing happens until the future is first polled; it owns what it
+    /// needs, so it can be spawned.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_core::{CallContext, ErrorKind, Reconciled, Tool, ToolError};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let send = Tool::builder("send-email").description("Send an email")
+    ///     .output_schema(json!({ "type": "string" }))
+    ///     .execute(|_input, _ctx| async move { Ok::<_, ToolError>(json!("sent")) })
+    ///     .reconcile(|input, _key, _ctx| async move {
+    ///         Ok::<_, ToolError>(match input["to"].as_str() {
+    ///             Some("ann@example.com") => Reconciled::Happened(json!("sent")),
+    ///             Some("bad@example.com") => Reconciled::Happened(json!(42)),
+    ///             _ => Reconciled::NotHappened,
+    ///         })
+    ///     })
+    ///     .build().unwrap();
+    /// let ask = |to: &str| send.reconcile(json!({ "to": to }), CallContext::new("c1")).unwrap();
+    /// let found = ask("ann@example.com").await.unwrap();
+    /// assert_eq!(found.output().and_then(|outcome| outcome.output()), Some(&json!("sent")));
+    /// assert_eq!(ask("bob@example.com").await.unwrap(), Reconciled::NotHappened);
+    /// assert_eq!(ask("bad@example.com").await.unwrap_err().kind(), ErrorKind::OutputValidation);
+    /// # });
+    /// ```
+    pub fn reconcile(
+        &self,
+        input: impl Into<RawInput>,
+        ctx: CallContext,
+    ) -> Option<impl Future<Output = Result<Reconciled<Outcome>, ModelError>> + Send + 'static>
+    {
+        let reconciler = Arc::clone(self.inner.reconciler.as_ref()?);
+        let tool = self.clone();
+        let input = input.into();
+        Some(async move {
+            let Admitted {
+                input,
+                ctx,
+                workflow_state,
+                ..
+            } = tool.admit(input, ctx)?;
+            let key = ctx.idempotency_key(&tool.inner.id);
+            let state = tool.call_state(Step::Reconcile, ctx, workflow_state);
+            let run = drive(&state, || reconciler(input, key, Arc::clone(&state))).await;
+            tool.reconciled(&state, run)
+        })
+    }
+
+    /// Maps how the reconcile step ended to its answer.
+    fn reconciled(
+        &self,
+        state: &CallShared,
+        run: Run<ReconcileExec>,
+    ) -> Result<Reconciled<Outcome>, ModelError> {
+        let id = &self.inner.id;
+        let _entered = state.span.enter();
+        let Exec { result, input } = match run {
+            Run::Done(exec) => exec,
+            Run::Panicked(message) => {
+                tracing::error!(panic = %message, "reconcile panicked");
+                return Err(ModelError::new(
+                    ErrorKind::Panic,
+                    format!("Tool {id} failed unexpectedly while reconciling: {message}"),
+                ));
+            }
+            Run::Aborted => {
+                return Err(ModelError::new(
+                    ErrorKind::Execution,
+                    format!("Tool {id} was aborted while reconciling"),
+                ));
             }
         };
-        self.conclude(&state, run)
+        if state.take_suspension().is_some() {
+            return Err(ModelError::new(
+                ErrorKind::Execution,
+                format!("Tool {id} suspended while reconciling: a reconcile hook cannot suspend"),
+            ));
+        }
+        match result {
+            Ok(Reconciled::NotHappened) => Ok(Reconciled::NotHappened),
+            Ok(Reconciled::Happened(executed)) => self
+                .completed(executed, state.take_new_state())
+                .map(Reconciled::Happened),
+            Err(failure) => Err(self.failed(failure, &input)),
+        }
     }
 
     /// Maps how the execute step ended to the call's outcome.
@@ -441,41 +552,42 @@ impl Tool {
         if let Some(suspension) = state.take_suspension() {
             return self.suspended(state.ctx.call_id.clone(), input, suspension);
         }
-        match result {
+        let result = match result {
             Ok(executed) => self.completed(executed, state.take_new_state()),
-            Err(ExecFailure::Tool(error)) => {
+            Err(exec_failure) => Err(self.failed(exec_failure, &input)),
+        };
+        result.unwrap_or_else(|error| Outcome::Failed { error })
+    }
+
+    /// The model-facing error of a function that produced no output;
+    /// `input` is what it ran on.
+    fn failed(&self, exec_failure: ExecFailure, input: &Value) -> ModelError {
+        let id = &self.inner.id;
+        match exec_failure {
+            ExecFailure::Tool(error) => {
                 if let Some(source) = error.source() {
                     tracing::info!(error = source, "tool returned an error");
                 }
-                Outcome::Failed {
-                    error: ModelError::new(ErrorKind::Execution, error.message())
-                        .with_data(error.data().cloned()),
-                }
+                ModelError::new(ErrorKind::Execution, error.message())
+                    .with_data(error.data().cloned())
             }
-            Err(ExecFailure::Input { path, reason }) => {
+            ExecFailure::Input { path, reason } => {
                 let issue = Issue {
                     path,
                     message: reason,
                 };
-                Outcome::Failed {
-                    error: failure(Subject::Input, &inner.id, &[issue], Some(&input)),
-                }
+                failure(Subject::Input, id, &[issue], Some(input))
             }
-            Err(ExecFailure::Output(reason)) => Outcome::Failed {
-                error: ModelError::new(
-                    ErrorKind::OutputValidation,
-                    format!(
-                        "Tool output validation failed for {}. The output could not be serialized: {reason}",
-                        inner.id
-                    ),
+            ExecFailure::Output(reason) => ModelError::new(
+                ErrorKind::OutputValidation,
+                format!(
+                    "Tool output validation failed for {id}. The output could not be serialized: {reason}"
                 ),
-            },
-            Err(ExecFailure::Context(reason)) => Outcome::Failed {
-                error: ModelError::new(
-                    ErrorKind::ResumeValidation,
-                    format!("Tool {} could not resume: stored {reason}", inner.id),
-                ),
-            },
+            ),
+            ExecFailure::Context(reason) => ModelError::new(
+                ErrorKind::ResumeValidation,
+                format!("Tool {id} could not resume: stored {reason}"),
+            ),
         }
     }
 
@@ -512,7 +624,14 @@ impl Tool {
         }
     }
 
-    fn completed(&self, executed: Executed, new_state: Option<Result<Value, String>>) -> Outcome {
+    /// The output validated against the output schema and mapped for the
+    /// model, with the new workflow state validated: the call's
+    /// [`Outcome::Completed`], or the error it fails with.
+    fn completed(
+        &self,
+        executed: Executed,
+        new_state: Option<Result<Value, String>>,
+    ) -> Result<Outcome, ModelError> {
         let Executed {
             output,
             model_output,
@@ -521,7 +640,7 @@ impl Tool {
             && let Err(error) = check(schema, Subject::Output, &self.inner.id, &output)
         {
             match self.inner.definition.output_validation {
-                OutputValidation::Strict => return Outcome::Failed { error },
+                OutputValidation::Strict => return Err(error),
                 OutputValidation::Warn => {
                     tracing::warn!(error = %error, "tool output does not match its schema");
                 }
@@ -532,15 +651,13 @@ impl Tool {
             (None, Some(map)) => match catch_panic(|| map(&output)) {
                 Ok(mapped) => Some(mapped),
                 Err(message) => {
-                    return Outcome::Failed {
-                        error: ModelError::new(
-                            ErrorKind::Panic,
-                            format!(
-                                "Tool {} failed unexpectedly in to_model_output: {message}",
-                                self.inner.id
-                            ),
+                    return Err(ModelError::new(
+                        ErrorKind::Panic,
+                        format!(
+                            "Tool {} failed unexpectedly in to_model_output: {message}",
+                            self.inner.id
                         ),
-                    };
+                    ));
                 }
             },
             (None, None) => None,
@@ -548,37 +665,72 @@ impl Tool {
         let state = match new_state {
             None => None,
             Some(Err(reason)) => {
-                return Outcome::Failed {
-                    error: ModelError::new(
-                        ErrorKind::WorkflowStateValidation,
-                        format!(
-                            "Workflow state validation failed for {}. The state the tool set could not be serialized: {reason}",
-                            self.inner.id
-                        ),
+                return Err(ModelError::new(
+                    ErrorKind::WorkflowStateValidation,
+                    format!(
+                        "Workflow state validation failed for {}. The state the tool set could not be serialized: {reason}",
+                        self.inner.id
                     ),
-                };
+                ));
             }
             Some(Ok(state)) => {
                 if let Some(path) = too_deep(&state, MAX_NESTING) {
-                    let error =
-                        nesting_failure(Subject::NewWorkflowState, &self.inner.id, path, &state);
-                    return Outcome::Failed { error };
+                    return Err(nesting_failure(
+                        Subject::NewWorkflowState,
+                        &self.inner.id,
+                        path,
+                        &state,
+                    ));
                 }
-                if let Some(schema) = self.inner.state_schema()
-                    && let Err(error) =
-                        check(schema, Subject::NewWorkflowState, &self.inner.id, &state)
-                {
-                    return Outcome::Failed { error };
+                if let Some(schema) = self.inner.state_schema() {
+                    check(schema, Subject::NewWorkflowState, &self.inner.id, &state)?;
                 }
                 Some(state)
             }
         };
-        Outcome::Completed {
+        Ok(Outcome::Completed {
             output,
             model_output,
             state,
-        }
+        })
     }
+}
+
+/// Starts a function of the call with `start` and drives it to its end,
+/// turning a panic into [`Run::Panicked`] and a fired abort signal into
+/// [`Run::Aborted`].
+async fn drive<T>(
+    state: &Arc<CallShared>,
+    start: impl FnOnce() -> Pin<Box<dyn Future<Output = T> + Send>>,
+) -> Run<T> {
+    let abort = state.ctx.abort.clone();
+    if abort.is_aborted() {
+        return Run::Aborted;
+    }
+    let started = {
+        let _entered = state.span.enter();
+        catch_panic(start)
+    };
+    let mut running = match started {
+        Err(message) => return Run::Panicked(message),
+        Ok(running) => running,
+    };
+    let mut aborted = pin!(abort.aborted());
+    poll_fn(|cx| {
+        let _entered = state.span.enter();
+        // The tool first: a tool that finishes at once never
+        // registers with the abort signal.
+        match catch_panic(|| running.as_mut().poll(cx)) {
+            Ok(Poll::Ready(result)) => return Poll::Ready(Run::Done(result)),
+            Ok(Poll::Pending) => {}
+            Err(message) => return Poll::Ready(Run::Panicked(message)),
+        }
+        match aborted.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Run::Aborted),
+            Poll::Pending => Poll::Pending,
+        }
+    })
+    .await
 }
 
 /// The model-facing error for a value that nests beyond [`MAX_NESTING`].

@@ -17,8 +17,10 @@ use crate::definition::{BackgroundConfig, McpOptions, OutputValidation, ToolDefi
 use crate::error::{BuildError, ToolError, is_valid_tool_id};
 use crate::hooks::Hooks;
 use crate::host::{StateType, WorkflowState};
+use crate::idempotency::IdempotencyKey;
 use crate::input::{MAX_SCHEMA_DEPTH, drop_iteratively, too_deep};
 use crate::model_output::ModelOutput;
+use crate::reconcile::{ReconcileFunction, Reconciled};
 use crate::request_context::RequestContext;
 use crate::schema::{escape_token, mentions_integers, schema_for};
 use crate::transform::ToolTransform;
@@ -43,15 +45,21 @@ pub(crate) enum ExecFailure {
     Context(String),
 }
 
-/// How an execute function ended, with the arguments it ran on: a
-/// suspended call is stored with them, type-level input errors quote them.
-pub(crate) struct Exec {
-    pub(crate) result: Result<Executed, ExecFailure>,
+/// How an execute function (or, with `T = Reconciled<Executed>`, a
+/// reconcile hook) ended, with the arguments it ran on: a suspended call is
+/// stored with them, type-level input errors quote them.
+pub(crate) struct Exec<T = Executed> {
+    pub(crate) result: Result<T, ExecFailure>,
     pub(crate) input: Value,
 }
 
 pub(crate) type ExecFuture = Pin<Box<dyn Future<Output = Exec> + Send>>;
 pub(crate) type ExecFn = dyn Fn(Value, Arc<CallShared>) -> ExecFuture + Send + Sync;
+/// How a reconcile hook ended: what it found, its output serialized.
+pub(crate) type ReconcileExec = Exec<Reconciled<Executed>>;
+pub(crate) type ReconcileFuture = Pin<Box<dyn Future<Output = ReconcileExec> + Send>>;
+pub(crate) type ReconcileFn =
+    dyn Fn(Value, IdempotencyKey, Arc<CallShared>) -> ReconcileFuture + Send + Sync;
 type ModelOutputFn = dyn Fn(&Value) -> ModelOutput + Send + Sync;
 type ApprovalPolicy = dyn Fn(&Value, &RequestContext) -> bool + Send + Sync;
 
@@ -161,6 +169,8 @@ pub(crate) struct ToolInner {
     /// call); calls fail with it too.
     pub(crate) compile_error: OnceLock<Option<BuildError>>,
     pub(crate) executor: Arc<ExecFn>,
+    /// The reconcile hook, when the tool has one.
+    pub(crate) reconciler: Option<Arc<ReconcileFn>>,
     pub(crate) to_model_output: Option<Arc<ModelOutputFn>>,
     pub(crate) approval_policy: Option<Arc<ApprovalPolicy>>,
     pub(crate) transform: ToolTransform,
@@ -212,6 +222,26 @@ impl Tool {
             .config_error
             .as_ref()
             .or_else(|| self.inner.compile_validators())
+    }
+
+    /// True when the tool has a reconcile hook
+    /// ([`ToolBuilder::reconcile`], `#[tool(reconcile = path)]`), which
+    /// [`Tool::reconcile`] runs.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_core::{Reconciled, Tool, ToolError};
+    ///
+    /// let builder = || Tool::builder("charge").description("Charge a card")
+    ///     .execute(|_input, _ctx| async move { Ok::<_, ToolError>(json!("charged")) });
+    /// assert!(!builder().build().unwrap().has_reconcile());
+    /// let reconciling = builder()
+    ///     .reconcile(|_input, _key, _ctx| async move { Ok::<_, ToolError>(Reconciled::NotHappened) })
+    ///     .build().unwrap();
+    /// assert!(reconciling.has_reconcile());
+    /// ```
+    pub fn has_reconcile(&self) -> bool {
+        self.inner.reconciler.is_some()
     }
 
     /// True when the tool has an approval policy function (it is authoritative).
@@ -402,17 +432,87 @@ fn typed_executor<T: TypedTool>(tool: Arc<T>) -> Arc<ExecFn> {
 /// input: they stay available to store with a suspension and to quote in a
 /// type-level error.
 async fn execute_typed<T: TypedTool>(tool: Arc<T>, input: Value, state: Arc<CallShared>) -> Exec {
-    let result = match serde_path_to_error::deserialize::<_, T::Input>(&input) {
-        Err(error) => Err(ExecFailure::Input {
+    let result = match typed_call::<T>(&input, state) {
+        Err(failure) => Err(failure),
+        Ok((typed, ctx)) => match tool.execute(typed, ctx).await {
+            Err(error) => Err(ExecFailure::Tool(error)),
+            Ok(output) => executed::<T>(&output),
+        },
+    };
+    Exec { result, input }
+}
+
+/// What a typed tool's functions take: its input and its context.
+type TypedCall<T> = (
+    <T as TypedTool>::Input,
+    ToolContext<<T as TypedTool>::Suspend, <T as TypedTool>::Resume>,
+);
+
+/// What a typed tool's functions take: the input deserialized into its
+/// type, and the typed view of the call.
+fn typed_call<T: TypedTool>(
+    input: &Value,
+    state: Arc<CallShared>,
+) -> Result<TypedCall<T>, ExecFailure> {
+    let typed = serde_path_to_error::deserialize::<_, T::Input>(input).map_err(|error| {
+        ExecFailure::Input {
             path: path_tokens(error.path()),
             reason: error.into_inner().to_string(),
-        }),
-        Ok(typed) => match ToolContext::from_state(state) {
-            Err(reason) => Err(ExecFailure::Context(reason)),
-            Ok(ctx) => match tool.execute(typed, ctx).await {
-                Err(error) => Err(ExecFailure::Tool(error)),
-                Ok(output) => executed::<T>(&output),
-            },
+        }
+    })?;
+    let ctx = ToolContext::from_state(state).map_err(ExecFailure::Context)?;
+    Ok((typed, ctx))
+}
+
+/// Sets the reconcile hook of a typed tool `T`: `reconcile` takes what the
+/// tool's function takes, `I` (its one parameter, or the generated input
+/// struct), made from `T::Input` by `input`. What `#[tool(reconcile =
+/// path)]` generates, through `__private`; its bound is reported on the
+/// user's path.
+pub fn typed_reconcile<T, I, F>(
+    mut builder: ToolBuilder,
+    reconcile: F,
+    input: fn(T::Input) -> I,
+) -> ToolBuilder
+where
+    T: TypedTool,
+    I: 'static,
+    F: ReconcileFunction<I, T::Output, T::Suspend, T::Resume>,
+{
+    let reconcile = Arc::new(reconcile);
+    builder.reconciler = Some(Arc::new(
+        move |value: Value, key: IdempotencyKey, state: Arc<CallShared>| -> ReconcileFuture {
+            Box::pin(reconcile_typed::<T, I, F>(
+                Arc::clone(&reconcile),
+                input,
+                value,
+                key,
+                state,
+            ))
+        },
+    ));
+    builder
+}
+
+/// One reconcile of a typed tool: the input deserialized as for execute,
+/// the output serialized as for execute.
+async fn reconcile_typed<T, I, F>(
+    reconcile: Arc<F>,
+    to_input: fn(T::Input) -> I,
+    input: Value,
+    key: IdempotencyKey,
+    state: Arc<CallShared>,
+) -> ReconcileExec
+where
+    T: TypedTool,
+    F: ReconcileFunction<I, T::Output, T::Suspend, T::Resume>,
+{
+    let result = match typed_call::<T>(&input, state) {
+        Err(failure) => Err(failure),
+        Ok((typed, ctx)) => match reconcile.call(to_input(typed), key, ctx).await {
+            Err(error) => Err(ExecFailure::Tool(error)),
+            Ok(Reconciled::NotHappened) => Ok(Reconciled::NotHappened),
+            Ok(Reconciled::Happened(output)) => executed::<T>(&output).map(Reconciled::Happened),
         },
     };
     Exec { result, input }
@@ -481,6 +581,7 @@ pub struct ToolBuilder {
     transform: ToolTransform,
     hooks: Hooks,
     executor: Option<Arc<ExecFn>>,
+    reconciler: Option<Arc<ReconcileFn>>,
     to_model_output: Option<Arc<ModelOutputFn>>,
 }
 
@@ -531,6 +632,7 @@ impl ToolBuilder {
             transform: ToolTransform::default(),
             hooks: Hooks::default(),
             executor: None,
+            reconciler: None,
             to_model_output: None,
         }
     }
@@ -673,8 +775,9 @@ impl ToolBuilder {
 
     /// Declares that an approved or resumed call may run again when the
     /// process running it died before it settled (default `false`: such a
-    /// call is settled as failed, "interrupted", and never re-run). The
-    /// idempotency key
+    /// call is settled as failed, "interrupted", and never re-run; a tool
+    /// with a [`reconcile`](Self::reconcile) hook is asked instead what
+    /// became of it). The idempotency key
     /// ([`ToolContext::idempotency_key`](crate::ToolContext::idempotency_key))
     /// is the same on every run: give it to the external APIs the tool
     /// calls. `ToolContext::attempt` tells which run it is.
@@ -821,6 +924,81 @@ impl ToolBuilder {
         self
     }
 
+    /// The reconcile hook, over JSON values: what a runtime asks, when it
+    /// recovers a call whose run was interrupted (the process running it
+    /// died) and whose tool is not retry-safe, whether the call's effect
+    /// happened. Without a hook such a call can only be settled as failed,
+    /// "interrupted", its effects unknown.
+    ///
+    /// The hook takes the call's input (validated, as execute's is), its
+    /// [`IdempotencyKey`] and its context, asks the system the tool acts on
+    /// (was a payment with this key made?), and answers
+    /// [`Reconciled::Happened`] with the output the call produced, which is
+    /// validated against the output schema and mapped for the model as an
+    /// executed call's is, or [`Reconciled::NotHappened`]. An error means
+    /// it could not tell. [`Tool::reconcile`] runs it;
+    /// `#[tool(reconcile = path)]` sets a typed one.
+    ///
+    /// ```
+    /// use serde_json::{json, Value};
+    /// use tool_core::{CallContext, IdempotencyKey, Reconciled, Tool, ToolContext, ToolError};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let charge = Tool::builder("charge").description("Charge a card")
+    ///     .output_schema(json!({ "type": "object", "properties": { "charged": { "type": "integer" } }, "required": ["charged"] }))
+    ///     .execute(|input, _ctx| async move { Ok::<_, ToolError>(json!({ "charged": input["cents"] })) })
+    ///     .reconcile(|input: Value, key: IdempotencyKey, _ctx: ToolContext<Value, Value>| async move {
+    ///         // Ask the payment API for a charge made with this key.
+    ///         let made = key == IdempotencyKey::derive("charge", "call-1");
+    ///         Ok::<_, ToolError>(if made {
+    ///             Reconciled::Happened(json!({ "charged": input["cents"] }))
+    ///         } else {
+    ///             Reconciled::NotHappened
+    ///         })
+    ///     })
+    ///     .build().unwrap();
+    /// let found = charge.reconcile(json!({ "cents": 500 }), CallContext::new("call-1")).unwrap().await.unwrap();
+    /// assert_eq!(found.output().and_then(|outcome| outcome.output()), Some(&json!({ "charged": 500 })));
+    /// let missing = charge.reconcile(json!({ "cents": 500 }), CallContext::new("call-2")).unwrap().await.unwrap();
+    /// assert!(!missing.happened());
+    /// # });
+    /// ```
+    pub fn reconcile<F, Fut, E>(mut self, reconcile: F) -> Self
+    where
+        F: Fn(Value, IdempotencyKey, ToolContext<Value, Value>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Reconciled<Value>, E>> + Send + 'static,
+        E: Into<ToolError>,
+    {
+        self.reconciler = Some(Arc::new(
+            move |input: Value, key: IdempotencyKey, state: Arc<CallShared>| -> ReconcileFuture {
+                match ToolContext::from_state(state) {
+                    Ok(ctx) => {
+                        let running = reconcile(input.clone(), key, ctx);
+                        Box::pin(async move {
+                            let result = running
+                                .await
+                                .map(|found| {
+                                    found.map(|output| Executed {
+                                        output,
+                                        model_output: None,
+                                    })
+                                })
+                                .map_err(|e| ExecFailure::Tool(e.into()));
+                            Exec { result, input }
+                        })
+                    }
+                    Err(reason) => Box::pin(async move {
+                        Exec {
+                            result: Err(ExecFailure::Context(reason)),
+                            input,
+                        }
+                    }),
+                }
+            },
+        ));
+        self
+    }
+
     /// Checks the tool and builds it.
     pub fn build(self) -> Result<Tool, BuildError> {
         if !is_valid_tool_id(&self.id) {
@@ -963,6 +1141,7 @@ impl ToolBuilder {
                 config_error,
                 compile_error: OnceLock::new(),
                 executor,
+                reconciler: self.reconciler,
                 to_model_output: self.to_model_output,
                 approval_policy: self.approval_policy,
                 transform: self.transform,

@@ -19,6 +19,7 @@ pub const KEYS: &[&str] = &[
     "require_approval",
     "retry_safe",
     "transactional",
+    "reconcile",
     "suspend",
     "resume",
     "request_context",
@@ -116,6 +117,8 @@ pub struct Attrs {
     pub strict: Option<bool>,
     pub retry_safe: Option<bool>,
     pub transactional: Option<bool>,
+    /// `reconcile = path`: the reconcile hook.
+    pub reconcile: Option<Path>,
     pub approval: Option<Approval>,
     pub suspend: Option<Type>,
     pub resume: Option<Type>,
@@ -266,6 +269,13 @@ fn parse_key(
         "strict" => attrs.strict = Some(flag(meta, key)?),
         "retry_safe" => attrs.retry_safe = Some(flag(meta, key)?),
         "transactional" => attrs.transactional = Some(flag(meta, key)?),
+        "reconcile" => {
+            attrs.reconcile = Some(path_value(
+                meta,
+                key,
+                "`async fn(Input, IdempotencyKey, ToolContext) -> Result<Reconciled<Output>, Error>`",
+            )?);
+        }
         "require_approval" => {
             let value = if meta.input.peek(Token![=]) {
                 let input = meta.value()?;

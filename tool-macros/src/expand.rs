@@ -103,7 +103,17 @@ pub fn expand(attrs: &Attrs, tool: &ToolFn) -> TokenStream {
     } else {
         quote!(_ctx)
     };
-    let configure = configure(&krate, attrs, &input_ty, lone.as_ref());
+    // What a reconcile function takes: what the tool's function takes (a
+    // lone parameter's type, else the input type), and how it is made from
+    // the input.
+    let reconcile_input = match tool.input(attrs.input_shape()) {
+        Input::Lone(param) => {
+            let field = param.property();
+            ((*param.ty).clone(), quote!(input.0.#field))
+        }
+        Input::Struct(_) | Input::Params(_) => (input_ty.clone(), quote!(input)),
+    };
+    let configure = configure(&krate, attrs, &input_ty, lone.as_ref(), &reconcile_input);
     let to_model_output = attrs.to_model_output.as_ref().map(|path| {
         // A call (not a fn pointer) so that deref coercions apply (`&str` for
         // a `String` output); spanned on the path, where a mismatch is shown.
@@ -481,7 +491,13 @@ fn respan(tokens: TokenStream, span: Span) -> TokenStream {
 }
 
 /// The body of `TypedTool::configure`: every option of the attribute.
-fn configure(krate: &Path, attrs: &Attrs, input_ty: &Type, lone: Option<&Ident>) -> TokenStream {
+fn configure(
+    krate: &Path,
+    attrs: &Attrs,
+    input_ty: &Type,
+    lone: Option<&Ident>,
+    reconcile_input: &(Type, TokenStream),
+) -> TokenStream {
     let private = private_path(krate);
     let mut steps = Vec::new();
     if let Some(title) = &attrs.title {
@@ -543,6 +559,16 @@ fn configure(krate: &Path, attrs: &Attrs, input_ty: &Type, lone: Option<&Ident>)
             let set = respan(quote!(#private::#setter), ty.span());
             start = quote!(#set::<#ty>(#start));
         }
+    }
+    // The function's signature is the bound of `typed_reconcile`, reported
+    // on the path (the argument it constrains).
+    if let Some(path) = &attrs.reconcile {
+        let (reconcile_ty, from_input) = reconcile_input;
+        let set = respan(
+            quote!(#private::typed_reconcile::<Self, #reconcile_ty, _>),
+            path.span(),
+        );
+        start = quote!(#set(#start, #path, |input| #from_input));
     }
     if let Some(path) = &attrs.transform {
         let transform = fn_pointer(path, quote!(fn() -> #krate::ToolTransform));
@@ -624,7 +650,11 @@ fn configure(krate: &Path, attrs: &Attrs, input_ty: &Type, lone: Option<&Ident>)
     if !hook_steps.is_empty() {
         steps.push(quote!(.hooks(#krate::Hooks::new() #(#hook_steps)*)));
     }
-    if steps.is_empty() && attrs.request_context.is_none() && attrs.state.is_none() {
+    if steps.is_empty()
+        && attrs.request_context.is_none()
+        && attrs.state.is_none()
+        && attrs.reconcile.is_none()
+    {
         return TokenStream::new();
     }
     quote! {

@@ -62,6 +62,7 @@ fn output(_: &OutputAvailable<'_>) {}
     require_approval,
     retry_safe = false,
     transactional,
+    reconcile = find_purge,
     suspend = Question,
     resume = Answer,
     request_context = Tenant,
@@ -92,6 +93,15 @@ pub async fn purge(
     Ok(Deleted { count: 3 })
 }
 
+async fn find_purge(
+    input: PurgeToolInput,
+    _key: tool_core::IdempotencyKey,
+    _ctx: ToolContext<Question, Answer>,
+) -> Result<tool_core::Reconciled<Deleted>, ToolError> {
+    let _ = input.table;
+    Ok(tool_core::Reconciled::NotHappened)
+}
+
 struct Args {
     days: u32,
 }
@@ -120,6 +130,7 @@ fn main() {
     assert!(d.require_approval);
     assert!(!d.retry_safe);
     assert!(d.transactional);
+    assert!(tool.has_reconcile());
     assert!(d.suspend_schema.is_some() && d.resume_schema.is_some());
     assert!(d.request_context_schema.as_ref().unwrap()["properties"]["tenant_id"].is_object());
     assert_eq!(d.provider_options["anthropic"]["cacheControl"]["type"], "ephemeral");
