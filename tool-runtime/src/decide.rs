@@ -11,7 +11,9 @@
 
 use serde_json::{Value, json};
 use tool_core::transform::Phase;
-use tool_core::{AgentContext, CallContext, ErrorKind, ModelError, RequestContext, Tool};
+use tool_core::{
+    AgentContext, CallContext, ErrorKind, ModelError, Reconciled, RequestContext, Tool,
+};
 use tracing::Instrument as _;
 
 use crate::call::ToolCall;
@@ -20,7 +22,7 @@ use crate::events::{EventKind, Payload};
 use crate::outcome::CallOutcome;
 use crate::pipeline::{CallPath, Entry, call_span};
 use crate::store::{PendingCall, PendingKind, RecordedOutcome, Settlement, StoredCall};
-use crate::stored::{Claim, Lease, Lookup, Verdict};
+use crate::stored::{Claim, Lease, Lookup, NotRecorded, Verdict};
 
 /// A person's (or a system's) decision on a stored call, for
 /// [`Runtime::decide`](crate::Runtime::decide): what [`Runtime::approve`](crate::Runtime::approve), [`Runtime::decline`](crate::Runtime::decline) and
@@ -290,13 +292,57 @@ impl Decisions {
         let (call_id, tool_id) = (stored.call.call_id.clone(), stored.call.tool_id.clone());
         let span = call_span("recover", &tool_id, &call_id);
         let definition = self.path.tool(&tool_id).map(Tool::definition);
-        let retry_safe = definition.is_some_and(|d| d.retry_safe);
+        // A transactional call's work commits with its outcome: one that
+        // was interrupted left neither, so it runs again.
+        let retry_safe = definition.is_some_and(|d| d.retry_safe || d.transactional);
         // A task's declared retries are consent to run it again, each
         // recovery counting as one attempt.
         let attempts_left = stored.call.kind == PendingKind::Task
             && definition
                 .and_then(|d| d.background.as_ref())
                 .is_some_and(|b| lease.attempt() <= b.max_retries.saturating_add(1));
+        let tool = self.path.tool(&tool_id).cloned();
+        let mut reconcile_failed = None;
+        if !(retry_safe || attempts_left)
+            && let Some(tool) = tool.as_ref().filter(|tool| tool.has_reconcile())
+        {
+            // Not safe to run again blindly: the tool is asked whether the
+            // interrupted run's effect happened.
+            match self
+                .reconcile(tool, &stored, &lease)
+                .instrument(span.clone())
+                .await
+            {
+                Ok(Reconciled::Happened(outcome)) => {
+                    span.in_scope(|| {
+                        tracing::info!("interrupted call reconciled: its effect happened")
+                    });
+                    return self
+                        .settle_recovered(call_id, tool_id, &lease, outcome)
+                        .await;
+                }
+                Ok(Reconciled::NotHappened) => {
+                    span.in_scope(|| {
+                        tracing::warn!(
+                            "interrupted call reconciled: its effect did not happen; it runs again"
+                        )
+                    });
+                    return Ok(Recovered {
+                        call_id,
+                        tool_id,
+                        rerun: true,
+                        outcome: self.run_to_end(stored, lease).await?,
+                    });
+                }
+                Err(Reconcile::Failed(error)) => reconcile_failed = Some(error),
+                Err(Reconcile::Lost(why)) => {
+                    return Err(RuntimeError::NotRecorded {
+                        call_id,
+                        reason: why.reason().to_owned(),
+                    });
+                }
+            }
+        }
         if retry_safe || attempts_left {
             span.in_scope(|| {
                 tracing::warn!(attempt = lease.attempt(), "interrupted call runs again");
@@ -308,20 +354,57 @@ impl Decisions {
                 outcome: self.run_to_end(stored, lease).await?,
             });
         }
+        let asked = match &reconcile_failed {
+            Some(error) => format!(" Its reconcile hook could not tell whether it did: {error}."),
+            None => String::new(),
+        };
         let error = ModelError::new(
             ErrorKind::Execution,
             format!(
                 "Tool {tool_id} was interrupted: the process running call {call_id} stopped before the call finished. \
-                 It was not run again because the tool is not declared retry-safe (nor a background task with retries left), so its effects may or may not have happened."
+                 It was not run again because the tool is not declared retry-safe (nor a background task with retries left), so its effects may or may not have happened.{asked}"
             ),
         );
         span.in_scope(|| {
             tracing::error!("interrupted call settled as failed; it is not retry-safe")
         });
-        let tool = self.path.tool(&tool_id).cloned();
         let outcome = self.path.failed(tool.as_ref(), &call_id, &tool_id, error);
+        self.settle_recovered(call_id, tool_id, &lease, outcome)
+            .await
+    }
+
+    /// Asks `tool`'s reconcile hook what became of the interrupted `stored`
+    /// call, under its lease.
+    async fn reconcile(
+        &self,
+        tool: &Tool,
+        stored: &StoredCall,
+        lease: &Lease,
+    ) -> Result<Reconciled<CallOutcome>, Reconcile> {
+        let ctx = CallContext::new(stored.call.call_id.as_str())
+            .with_request_context(RequestContext::from(stored.call.request_context.clone()))
+            .with_attempt(lease.attempt());
+        let Some(asking) = tool.reconcile(stored.call.input.clone(), ctx) else {
+            return Ok(Reconciled::NotHappened);
+        };
+        let asking = std::pin::pin!(asking);
+        match lease.hold(asking, &tool_core::AbortSignal::new()).await {
+            Ok(Ok(reconciled)) => Ok(reconciled.map(CallOutcome::from)),
+            Ok(Err(error)) => Err(Reconcile::Failed(error)),
+            Err(lost) => Err(Reconcile::Lost(NotRecorded::Lost(lost))),
+        }
+    }
+
+    /// Records `outcome` for a recovered call that did not run again.
+    async fn settle_recovered(
+        &self,
+        call_id: String,
+        tool_id: String,
+        lease: &Lease,
+        outcome: CallOutcome,
+    ) -> Result<Recovered, RuntimeError> {
         if let Some(recorded) = RecordedOutcome::from_outcome(&outcome)
-            && let Err(why) = lease.finish(Settlement::Settled(recorded)).await
+            && let Err(why) = lease.finish(Settlement::Settled(recorded), None).await
         {
             return Err(RuntimeError::NotRecorded {
                 call_id,
@@ -335,6 +418,14 @@ impl Decisions {
             outcome,
         })
     }
+}
+
+/// Why a reconcile hook gave no answer.
+enum Reconcile {
+    /// It failed (an error, a panic, an output that does not fit).
+    Failed(ModelError),
+    /// The claim ended while it ran.
+    Lost(NotRecorded),
 }
 
 /// `outcome`, the end of an execution under `lease`, if the store recorded

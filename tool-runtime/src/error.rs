@@ -68,6 +68,16 @@ pub enum RuntimeError {
         /// The id asked for.
         task_id: String,
     },
+    /// A transactional tool cannot run as declared (see
+    /// `ToolBuilder::transactional`): the store cannot run a tool in its
+    /// transactions, or the tool runs in the background.
+    #[error("tool {tool_id:?} is transactional, but {reason}")]
+    Transactional {
+        /// The tool.
+        tool_id: String,
+        /// Why it cannot run.
+        reason: String,
+    },
     /// A stored call names a tool this runtime does not have; it stays stored.
     #[error(
         "pending call {call_id:?} is for tool {tool_id:?}, which this runtime does not have; it stays pending"

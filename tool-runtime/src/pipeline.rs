@@ -45,7 +45,7 @@ use crate::call::{CallHead, ToolCall};
 use crate::error::RuntimeError;
 use crate::events::{EventBus, EventKind, Notice, Payload};
 use crate::outcome::CallOutcome;
-use crate::store::{PendingCall, PendingKind, RecordedOutcome, Settlement};
+use crate::store::{PendingCall, PendingKind, RecordedOutcome, Settlement, StoreTransaction};
 use crate::stored::{Claim, Lease, LeaseLost, NotRecorded, StoredCalls, Verdict};
 
 /// The call path: admission, hooks, the approval gate, execution (in the
@@ -119,6 +119,19 @@ pub(crate) struct CallRecord {
     pub(crate) timeout: Option<Duration>,
     /// For a stored call, the claim it runs under.
     pub(crate) lease: Option<Lease>,
+    /// For a transactional tool's call, the transaction its tool's work is
+    /// in, until it commits with the outcome (or is dropped, rolled back).
+    pub(crate) transaction: std::sync::Mutex<Option<Box<dyn StoreTransaction>>>,
+}
+
+impl CallRecord {
+    /// The call's transaction, taken to commit (or roll back).
+    fn take_transaction(&self) -> Option<Box<dyn StoreTransaction>> {
+        self.transaction
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+    }
 }
 
 /// One execution of a call: its outcome, whether its time limit fired, and
@@ -237,7 +250,7 @@ impl CallPath {
                     request_context,
                     messages,
                     timeout,
-                    extensions,
+                    mut extensions,
                     requester,
                 },
             input,
@@ -263,6 +276,16 @@ impl CallPath {
                 lease,
             } => (Some(lease), Some((data, payload))),
         };
+        // A transactional tool's handle, in its context from the start;
+        // nothing is opened until the tool uses it.
+        let transaction = tool
+            .definition()
+            .transactional
+            .then(|| self.parts.stored.transaction())
+            .flatten();
+        if let Some(transaction) = &transaction {
+            transaction.add_handle(&mut extensions);
+        }
         let record = CallRecord {
             timeout: timeout.or_else(|| self.timeout_of(&tool)),
             tool,
@@ -272,6 +295,7 @@ impl CallPath {
             requester,
             abort,
             lease,
+            transaction: std::sync::Mutex::new(transaction),
         };
         let ctx = self.call_context(&record, extensions, resume, workflow);
         let admitted = match record.tool.admit(input, ctx) {
@@ -351,7 +375,7 @@ impl CallPath {
     /// (and `may_background`), and settles it.
     async fn execute(
         &self,
-        record: CallRecord,
+        mut record: CallRecord,
         admitted: Admitted,
         guard: Option<RunningGuard>,
         may_background: bool,
@@ -373,7 +397,7 @@ impl CallPath {
             let config = config.clone();
             if record.lease.is_none() && self.parts.leave_tasks_to_workers {
                 // Stored for a worker: one insert, made or not.
-                return match self.store_task(&record, admitted.input()).await {
+                return match self.store_task(&record, admitted.input(), true).await {
                     Ok(_) => self.left_to_worker(&record, &config).await,
                     Err(failed) => failed,
                 };
@@ -381,6 +405,17 @@ impl CallPath {
             // Boxed: a background run's state would otherwise size every
             // call's future.
             return Box::pin(self.run_background(record, admitted, config, guard)).await;
+        }
+        if record.lease.is_none() && record.tool.definition().transactional {
+            // Stored and claimed before it runs: a crash or a lost claim
+            // before the commit leaves neither its work nor its outcome, and
+            // recovery runs it again.
+            match self.store_task(&record, admitted.input(), false).await {
+                Ok(Some(lease)) => record.lease = Some(lease),
+                // A worker claimed it between the insert and this claim.
+                Ok(None) => return self.parts.tasks.outcome(&record.call_id).await,
+                Err(failed) => return failed,
+            }
         }
         self.run_here(&record, admitted, guard).await
     }
@@ -552,25 +587,34 @@ impl CallPath {
             payload: payload.clone(),
         };
         lease
-            .finish(settlement)
+            .finish(settlement, record.take_transaction())
             .await
+            .map(drop)
             .map_err(|why| why.reason().to_owned())
     }
 
-    /// Stores a new background call as a task and claims it; `None` when it
-    /// is left to workers, or a worker claimed it in between.
+    /// Stores a new call as a task (a call that waits for a runtime to run
+    /// it) and claims it, unless it is `for_workers`; `None` when it is
+    /// left to workers, or a worker claimed it in between. Background calls
+    /// and transactional calls are stored so.
     async fn store_task(
         &self,
         record: &CallRecord,
         input: &Value,
+        for_workers: bool,
     ) -> Result<Option<Lease>, CallOutcome> {
         let (tool, call_id) = (&record.tool, record.call_id.as_str());
         let not_stored = |error: String| {
-            tracing::error!(%error, "could not store the background task");
+            tracing::error!(%error, "could not store the call before running it");
+            let how = if tool.definition().transactional {
+                "is transactional"
+            } else {
+                "runs in the background"
+            };
             let error = ModelError::new(
                 ErrorKind::Execution,
                 format!(
-                    "Tool {} runs in the background, but its task could not be stored: {error}",
+                    "Tool {} {how}, but its call could not be stored: {error}",
                     tool.id()
                 ),
             );
@@ -582,7 +626,7 @@ impl CallPath {
             .insert(task)
             .await
             .map_err(|e| not_stored(e.to_string()))?;
-        if self.parts.leave_tasks_to_workers {
+        if for_workers {
             return Ok(None);
         }
         match calls
@@ -628,9 +672,16 @@ impl CallPath {
         let Some(recorded) = RecordedOutcome::from_outcome(&outcome) else {
             return outcome;
         };
-        // Why not, the lease keeps and logged.
-        let _ = lease.finish(Settlement::Settled(recorded)).await;
-        outcome
+        match lease
+            .finish(Settlement::Settled(recorded), record.take_transaction())
+            .await
+        {
+            // The store recorded a failure instead (the transaction's work
+            // could not be committed): that is the call's outcome.
+            Ok(Some(instead)) => instead.into(),
+            // Recorded; or why not, which the lease keeps and logged.
+            Ok(None) | Err(_) => outcome,
+        }
     }
 
     /// The stored form of a call.
@@ -737,7 +788,7 @@ impl CallPath {
                 "no tokio runtime to run a background task on; running it in the foreground"
             );
             if record.lease.is_none() {
-                match self.store_task(&record, admitted.input()).await {
+                match self.store_task(&record, admitted.input(), false).await {
                     Ok(Some(lease)) => record.lease = Some(lease),
                     Ok(None) => return self.left_to_worker(&record, &config).await,
                     Err(failed) => return failed,
@@ -754,7 +805,7 @@ impl CallPath {
         let task = async move {
             let task_id = record.call_id.clone();
             if record.lease.is_none() {
-                match path.store_task(&record, admitted.input()).await {
+                match path.store_task(&record, admitted.input(), false).await {
                     Ok(Some(lease)) => record.lease = Some(lease),
                     Ok(None) => {
                         // A worker claimed it in between: its outcome will

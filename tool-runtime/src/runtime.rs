@@ -812,6 +812,7 @@ impl RuntimeBuilder {
     pub fn build(self) -> Result<Runtime, RuntimeError> {
         let tools = ToolSet::new(self.tools)?;
         let (store, runs) = StoreChoice::open(self.store)?;
+        check_transactional(&tools, store.as_ref())?;
         let stored = StoredCalls::new(
             store,
             self.instance_id.unwrap_or_else(unique_instance_id),
@@ -843,6 +844,29 @@ impl RuntimeBuilder {
             }),
         })
     }
+}
+
+/// Every transactional tool can run as declared on `store`.
+fn check_transactional(tools: &ToolSet, store: &dyn DynCallStore) -> Result<(), RuntimeError> {
+    for tool in tools.iter().filter(|tool| tool.definition().transactional) {
+        let reason = if store.transaction().is_none() {
+            "the runtime's store cannot run a tool in its transactions (the memory store cannot): give it a SqliteStore or a PostgresStore"
+        } else if tool
+            .definition()
+            .background
+            .as_ref()
+            .is_some_and(|b| b.enabled)
+        {
+            "it runs in the background, whose attempts retry within one claim while a transaction commits once per claim: declare it transactional or background, not both"
+        } else {
+            continue;
+        };
+        return Err(RuntimeError::Transactional {
+            tool_id: tool.id().to_owned(),
+            reason: reason.to_owned(),
+        });
+    }
+    Ok(())
 }
 
 /// An instance id no other runtime has: the process id and a random number

@@ -13,8 +13,8 @@ use tool_core::AbortSignal;
 use crate::error::RuntimeError;
 use crate::outcome::CallOutcome;
 use crate::store::{
-    CallState, CallStore, Decided, PendingCall, PendingKind, RecordedOutcome, Settlement,
-    StoreError, StoredCall, TaskSignal, Transition,
+    CallState, CallStore, Committed, Decided, PendingCall, PendingKind, RecordedOutcome,
+    Settlement, StoreError, StoreTransaction, StoredCall, TaskSignal, Transition,
 };
 
 /// A boxed store future, for the object-safe form of [`CallStore`].
@@ -54,6 +54,7 @@ pub(crate) trait DynCallStore: Send + Sync + 'static {
     fn get<'a>(&'a self, call_id: &'a str) -> StoreFuture<'a, Option<StoredCall>>;
     fn list(&self) -> StoreFuture<'_, Vec<PendingCall>>;
     fn task_signal(&self) -> Option<TaskSignal>;
+    fn transaction(&self) -> Option<Box<dyn StoreTransaction>>;
 }
 
 impl<S: CallStore> DynCallStore for S {
@@ -116,6 +117,10 @@ impl<S: CallStore> DynCallStore for S {
 
     fn task_signal(&self) -> Option<TaskSignal> {
         CallStore::task_signal(self)
+    }
+
+    fn transaction(&self) -> Option<Box<dyn StoreTransaction>> {
+        CallStore::transaction(self)
     }
 }
 
@@ -246,6 +251,12 @@ impl StoredCalls {
     /// Every pending call, ordered by call id.
     pub(crate) async fn list(&self) -> Result<Vec<PendingCall>, StoreError> {
         self.store.list().await
+    }
+
+    /// A new transaction for a transactional tool's call, if the store can
+    /// run one (the runtime's builder checked that it can).
+    pub(crate) fn transaction(&self) -> Option<Box<dyn StoreTransaction>> {
+        self.store.transaction()
     }
 
     /// Wakes a worker when a task is stored, if the store can tell.
@@ -448,6 +459,10 @@ pub(crate) enum NotRecorded {
     /// The store has not taken the outcome yet; this instance goes on
     /// offering it in the background.
     Pending,
+    /// The commit of a transactional call failed on its way: whether it
+    /// happened, the store says (if not, the call is recovered and runs
+    /// again, its work having been rolled back).
+    CommitUnknown,
 }
 
 impl NotRecorded {
@@ -465,6 +480,9 @@ impl NotRecorded {
             }
             NotRecorded::Pending => {
                 "the store could not be reached to record it; this instance keeps offering it in the background"
+            }
+            NotRecorded::CommitUnknown => {
+                "the commit of its transaction failed on its way, so whether it happened is for the store to say; if it did not, recovery runs the call again (its work was rolled back)"
             }
         }
     }
@@ -562,13 +580,63 @@ impl Lease {
         }
     }
 
-    /// Records how the call ended, for the current claim only. A store that
-    /// fails is asked again (with backoff, in a task of its own, for as long
-    /// as the process lives) until it takes the settlement or says another
-    /// instance took the call over; this waits for that at most one lease,
-    /// then answers [`NotRecorded::Pending`] while the offering goes on.
-    /// A claim whose lease ran out is still recorded if nobody took the call.
-    pub(crate) async fn finish(&self, settlement: Settlement) -> Result<(), NotRecorded> {
+    /// Records how the call ended, for the current claim only; a
+    /// transactional call's `transaction` commits with it when the call
+    /// completed or suspended (and is rolled back otherwise). `Some` when
+    /// the store recorded another outcome than `settlement` (a failure: the
+    /// transaction's work could not be committed).
+    pub(crate) async fn finish(
+        &self,
+        settlement: Settlement,
+        transaction: Option<Box<dyn StoreTransaction>>,
+    ) -> Result<Option<RecordedOutcome>, NotRecorded> {
+        let commits = matches!(
+            &settlement,
+            Settlement::Suspended { .. } | Settlement::Settled(RecordedOutcome::Completed { .. })
+        );
+        // Not committed (the call failed or was aborted): dropped, rolled back.
+        let Some(transaction) = transaction.filter(|_| commits) else {
+            return self.finish_plain(settlement).await.map(|()| None);
+        };
+        let result = match transaction
+            .commit(self.call_id.clone(), self.epoch, settlement)
+            .await
+        {
+            Ok(Committed::Yes) => Ok(None),
+            Ok(Committed::Superseded) => Err(NotRecorded::Superseded),
+            Ok(Committed::Refused(reason)) => {
+                tracing::error!(call_id = %self.call_id, reason, "the work of a transactional call was not committed; the call fails");
+                let error = tool_core::ModelError::new(
+                    tool_core::ErrorKind::Execution,
+                    format!("The call's database work was not committed: {reason}."),
+                );
+                let failed = RecordedOutcome::Failed {
+                    kind: error.kind(),
+                    error: error.to_json(),
+                };
+                return self
+                    .finish_plain(Settlement::Settled(failed.clone()))
+                    .await
+                    .map(|()| Some(failed));
+            }
+            Err(error) => {
+                tracing::error!(%error, call_id = %self.call_id, "the commit of a transactional call failed on its way");
+                Err(NotRecorded::CommitUnknown)
+            }
+        };
+        if let Err(why) = &result {
+            self.mark_not_recorded(why.clone());
+        }
+        result
+    }
+
+    /// Records `settlement` alone. A store that fails is asked again (with
+    /// backoff, in a task of its own, for as long as the process lives)
+    /// until it takes the settlement or says another instance took the call
+    /// over; this waits for that at most one lease, then answers
+    /// [`NotRecorded::Pending`] while the offering goes on. A claim whose
+    /// lease ran out is still recorded if nobody took the call.
+    async fn finish_plain(&self, settlement: Settlement) -> Result<(), NotRecorded> {
         let result = match tokio::runtime::Handle::try_current() {
             Ok(handle) => {
                 let lease = self.clone();

@@ -22,7 +22,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use common::echo_tool;
 use serde_json::{Value, json};
 use tool_core::{BackgroundConfig, Tool, ToolContext, ToolError};
-use tool_runtime::store::{CallStore, PostgresStore, RunStore};
+use tool_runtime::store::{
+    CallStore, Committed, Decided, PostgresStore, RecordedOutcome, RunStore, Settlement, Transition,
+};
 use tool_runtime::{
     CallOutcome, CallState, PendingCall, PendingKind, Runtime, RuntimeError, StoreError, ToolCall,
 };
@@ -961,5 +963,182 @@ async fn calls_of_a_process_killed_while_running_them_are_recovered() {
     let again = runtime.approve("c-stuck").await.unwrap();
     assert!(again.error().unwrap().message().contains("interrupted"));
     assert!(runtime.recover().await.unwrap().is_empty());
+    schema.drop().await;
+}
+
+/// A transactional tool on PostgreSQL: inserts a payment through its
+/// call's `PostgresTransaction`, holds the transaction `hold_ms`, and fails
+/// after its insert when asked to.
+fn pg_record_payment() -> Tool {
+    Tool::builder("record")
+        .description("Records a payment")
+        .transactional(true)
+        .execute(|input: Value, ctx: ToolContext<Value, Value>| async move {
+            let tx = ctx
+                .extension::<tool_runtime::store::PostgresTransaction>()
+                .cloned()
+                .ok_or_else(|| ToolError::new("no transaction"))?;
+            let key = ctx.idempotency_key().to_string();
+            let amount = input["amount"].as_i64().unwrap_or(0);
+            tx.execute(
+                "INSERT INTO payments (key, amount) VALUES ($1, $2)",
+                &[&key, &amount],
+            )
+            .await
+            .map_err(|e| ToolError::new(e.to_string()))?;
+            tokio::time::sleep(Duration::from_millis(
+                input["hold_ms"].as_u64().unwrap_or(0),
+            ))
+            .await;
+            if input["fail"] == json!(true) {
+                return Err(ToolError::new("the bank said no"));
+            }
+            Ok::<_, ToolError>(json!({ "recorded": amount }))
+        })
+        .build()
+        .unwrap()
+}
+
+async fn payment_count(schema: &Schema) -> i64 {
+    schema
+        .admin
+        .query_one(
+            &format!("SELECT count(*) FROM {}.payments", schema.name),
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0)
+}
+
+/// More concurrent transactional calls than the store's pool has
+/// connections, each holding its transaction while its lease renews: the
+/// store's own work never waits for them. A failed call's work is rolled
+/// back; a commit for a claim taken over commits nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transactional_calls_commit_their_work_with_their_outcome_on_postgres() {
+    let Some(url) = database_url() else { return };
+    let schema = Schema::new(&url, "transactional").await;
+    schema
+        .admin
+        .batch_execute(&format!(
+            "CREATE TABLE {}.payments (key text PRIMARY KEY, amount bigint NOT NULL)",
+            schema.name
+        ))
+        .await
+        .unwrap();
+    let runtime = Runtime::builder()
+        .tool(pg_record_payment())
+        .store(schema.store().await)
+        // Renewed every 50 ms while the calls hold their transactions.
+        .lease(Duration::from_millis(150))
+        .build()
+        .unwrap();
+    const CALLS: usize = 12; // the store's pool has 8 connections
+    let calls: Vec<_> = (0..CALLS)
+        .map(|i| {
+            let runtime = runtime.clone();
+            tokio::spawn(async move {
+                runtime
+                    .call(ToolCall::new(
+                        format!("c{i}"),
+                        "record",
+                        json!({ "amount": i, "hold_ms": 400 }),
+                    ))
+                    .await
+            })
+        })
+        .collect();
+    for (i, call) in calls.into_iter().enumerate() {
+        let outcome = call.await.unwrap();
+        assert_eq!(
+            outcome.output(),
+            Some(&json!({ "recorded": i })),
+            "{outcome:?}"
+        );
+    }
+    assert_eq!(payment_count(&schema).await, CALLS as i64);
+
+    let failed = runtime
+        .call(ToolCall::new(
+            "bad",
+            "record",
+            json!({ "amount": 1, "fail": true }),
+        ))
+        .await;
+    assert!(failed.error().is_some(), "{failed:?}");
+    assert_eq!(
+        payment_count(&schema).await,
+        CALLS as i64,
+        "its insert rolled back"
+    );
+    assert!(matches!(
+        runtime.stored("bad").await.unwrap().unwrap().state,
+        CallState::Settled { .. }
+    ));
+
+    // A paused instance's commit, after another took its call over.
+    let store = schema.store().await;
+    store
+        .insert(PendingCall::new(
+            "late",
+            "record",
+            PendingKind::Approval,
+            json!({}),
+        ))
+        .await
+        .unwrap();
+    let Decided::Won(first) = store
+        .decide(
+            "late",
+            PendingKind::Approval,
+            Transition::Run {
+                owner: "paused".into(),
+                lease: Duration::from_millis(20),
+                resume_data: None,
+            },
+        )
+        .await
+        .unwrap()
+    else {
+        panic!("claimed")
+    };
+    let transaction = store.transaction().expect("PostgreSQL runs transactions");
+    let mut extensions = tool_core::Extensions::new();
+    transaction.add_handle(&mut extensions);
+    extensions
+        .get::<tool_runtime::store::PostgresTransaction>()
+        .unwrap()
+        .execute("INSERT INTO payments VALUES ('late', 1)", &[])
+        .await
+        .unwrap();
+    drop(extensions);
+    tokio::time::sleep(Duration::from_millis(60)).await;
+    assert_eq!(
+        store
+            .recover_expired("other", Duration::from_secs(60), &["record".to_owned()])
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    let completed = RecordedOutcome::from_outcome(&CallOutcome::Completed {
+        output: json!("late"),
+        model_output: None,
+        state: None,
+    })
+    .unwrap();
+    assert_eq!(
+        transaction
+            .commit("late".into(), first.epoch, Settlement::Settled(completed))
+            .await
+            .unwrap(),
+        Committed::Superseded
+    );
+    assert_eq!(
+        payment_count(&schema).await,
+        CALLS as i64,
+        "nothing of it committed"
+    );
     schema.drop().await;
 }

@@ -16,6 +16,7 @@ mod signal;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 mod state;
+mod transaction;
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -28,12 +29,19 @@ pub use memory::MemoryStore;
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 pub use postgres::PostgresStore;
+#[cfg(feature = "postgres")]
+#[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
+pub use postgres::{PostgresTransaction, TransactionError};
 pub use run::{RunStore, StoredRun};
 pub use signal::{TaskSignal, TaskSignaller};
 #[cfg(feature = "sqlite")]
 #[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
 pub use sqlite::SqliteStore;
+#[cfg(feature = "sqlite")]
+#[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
+pub use sqlite::SqliteTransaction;
 pub use state::{CallState, Decided, RecordedOutcome, Settlement, StoredCall, Transition};
+pub use transaction::{CommitFuture, Committed, StoreTransaction, TransactionEnded};
 
 /// The nesting serde_json reads, and so the deepest value a store keeps:
 /// each durable store checks that what it writes reads back (and every
@@ -337,6 +345,15 @@ pub trait CallStore: Send + Sync + 'static {
     fn task_signal(&self) -> Option<TaskSignal> {
         None
     }
+
+    /// A new transaction for one transactional tool's call: the tool's
+    /// handle, committed with the call's settlement. Nothing is opened until
+    /// the tool uses it. `None` (the default) when the store cannot run a
+    /// tool in its transactions; a runtime with a transactional tool
+    /// refuses to build on such a store.
+    fn transaction(&self) -> Option<Box<dyn StoreTransaction>> {
+        None
+    }
 }
 
 /// A shared store is a store: two runtimes given clones of one
@@ -423,5 +440,9 @@ impl<S: CallStore> CallStore for std::sync::Arc<S> {
 
     fn task_signal(&self) -> Option<TaskSignal> {
         S::task_signal(self)
+    }
+
+    fn transaction(&self) -> Option<Box<dyn StoreTransaction>> {
+        S::transaction(self)
     }
 }

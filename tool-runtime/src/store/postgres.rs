@@ -15,9 +15,13 @@ use tokio_postgres::{AsyncMessage, Config, NoTls, Row};
 
 use super::{
     CallState, CallStore, Decided, PendingCall, PendingKind, RunStore, Settlement, StoreError,
-    StoredCall, StoredRun, TaskSignal, TaskSignaller, Transition, storable_json,
+    StoreTransaction, StoredCall, StoredRun, TaskSignal, TaskSignaller, Transition, storable_json,
     storable_run_record,
 };
+
+mod transaction;
+
+pub use transaction::{PostgresTransaction, TransactionError};
 
 /// The schema version this build creates and reads, recorded in
 /// `tool_runtime_schema`: 3 adds fencing tokens ([`ADD_FENCING`]); 2 adds
@@ -27,6 +31,10 @@ const SCHEMA_VERSION: i32 = 3;
 /// Connections the pool keeps at most: every store operation is one short
 /// statement or transaction, so a few serve many concurrent calls.
 const MAX_CONNECTIONS: usize = 8;
+/// Connections the pool of transactional calls keeps at most: each holds
+/// one for its tool's whole run. A pool of their own, so that the store's
+/// own work (renewals, claims, decisions) never waits for them.
+const TRANSACTION_CONNECTIONS: usize = 16;
 /// How long the pool waits to connect, for a free connection, or to check
 /// one: a database that does not answer is an error, not a hang.
 const POOL_TIMEOUT: Duration = Duration::from_secs(10);
@@ -134,6 +142,8 @@ const COLUMNS: &str = "call_id, kind, tool_id, state, owner, lease_expires_at, a
 #[derive(Clone)]
 pub struct PostgresStore {
     pool: Pool,
+    /// The connections of transactional calls' tools, opened when needed.
+    transactions: Pool,
     /// The database as errors name it: its URL without the password.
     location: Arc<str>,
     /// To connect the listener of task notifications, outside the pool.
@@ -180,30 +190,33 @@ impl PostgresStore {
                 source: Some(Box::new(e)),
             })?;
         let location: Arc<str> = describe(&config).into();
-        let manager = Manager::from_config(
-            config.clone(),
-            NoTls,
-            // Only a closed connection is replaced: a check query per use
-            // would double the round trips, and a connection that broke
-            // unnoticed fails one operation with an error.
-            ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
-            },
-        );
-        let pool = Pool::builder(manager)
-            .max_size(MAX_CONNECTIONS)
-            .runtime(PoolRuntime::Tokio1)
-            .create_timeout(Some(POOL_TIMEOUT))
-            .wait_timeout(Some(POOL_TIMEOUT))
-            .recycle_timeout(Some(POOL_TIMEOUT))
-            .build()
-            .map_err(|e| StoreError::Io {
-                location: location.to_string(),
-                reason: format!("cannot build the connection pool: {e}"),
-                source: Some(Box::new(e)),
-            })?;
+        let pool = |max_size| {
+            let manager = Manager::from_config(
+                config.clone(),
+                NoTls,
+                // Only a closed connection is replaced: a check query per use
+                // would double the round trips, and a connection that broke
+                // unnoticed fails one operation with an error.
+                ManagerConfig {
+                    recycling_method: RecyclingMethod::Fast,
+                },
+            );
+            Pool::builder(manager)
+                .max_size(max_size)
+                .runtime(PoolRuntime::Tokio1)
+                .create_timeout(Some(POOL_TIMEOUT))
+                .wait_timeout(Some(POOL_TIMEOUT))
+                .recycle_timeout(Some(POOL_TIMEOUT))
+                .build()
+                .map_err(|e| StoreError::Io {
+                    location: location.to_string(),
+                    reason: format!("cannot build the connection pool: {e}"),
+                    source: Some(Box::new(e)),
+                })
+        };
         let store = PostgresStore {
-            pool,
+            pool: pool(MAX_CONNECTIONS)?,
+            transactions: pool(TRANSACTION_CONNECTIONS)?,
             location,
             config: Arc::new(config),
             listener: Arc::default(),
@@ -595,6 +608,19 @@ impl PostgresStore {
         settlement: Settlement,
     ) -> Result<bool, Failure> {
         let client = self.pool.get().await?;
+        self.finish_on(&client, call_id, epoch, settlement).await
+    }
+
+    /// Ends the running call `call_id` on `client` (a pooled connection, or
+    /// a transactional call's own, inside its transaction) if its claim
+    /// has token `epoch`: the fencing check is in the write itself.
+    async fn finish_on(
+        &self,
+        client: &impl deadpool_postgres::GenericClient,
+        call_id: &str,
+        epoch: u64,
+        settlement: Settlement,
+    ) -> Result<bool, Failure> {
         let epoch = epoch_value(epoch);
         let changed = match settlement {
             Settlement::Settled(outcome) => {
@@ -920,6 +946,10 @@ impl CallStore for PostgresStore {
     /// anyone subscribes (reconnecting when it is lost): a task inserted by
     /// any instance on the database wakes every worker. `None` outside a
     /// tokio runtime, where no listener can run.
+    fn transaction(&self) -> Option<Box<dyn StoreTransaction>> {
+        Some(self.call_transaction())
+    }
+
     fn task_signal(&self) -> Option<TaskSignal> {
         let handle = tokio::runtime::Handle::try_current().ok()?;
         let mut listener = self.listener.lock().unwrap_or_else(PoisonError::into_inner);

@@ -13,9 +13,13 @@ use serde_json::Value;
 
 use super::{
     CallState, CallStore, Decided, PendingCall, PendingKind, RecordedOutcome, RunStore, Settlement,
-    StoreError, StoredCall, StoredRun, TaskSignal, TaskSignaller, Transition, storable_json,
-    storable_run_record,
+    StoreError, StoreTransaction, StoredCall, StoredRun, TaskSignal, TaskSignaller, Transition,
+    storable_json, storable_run_record,
 };
+
+mod transaction;
+
+pub use transaction::SqliteTransaction;
 
 /// `PRAGMA application_id` of a pending store: "tool" in ASCII.
 const APPLICATION_ID: i32 = 0x746F_6F6C;
@@ -205,6 +209,10 @@ impl CallStore for SqliteStore {
 
     fn list(&self) -> impl Future<Output = Result<Vec<PendingCall>, StoreError>> + Send {
         self.blocking(SqliteFile::list)
+    }
+
+    fn transaction(&self) -> Option<Box<dyn StoreTransaction>> {
+        Some(self.call_transaction())
     }
 
     fn task_signal(&self) -> Option<TaskSignal> {
@@ -646,7 +654,18 @@ impl SqliteFile {
         epoch: u64,
         settlement: Settlement,
     ) -> Result<bool, StoreError> {
-        self.write(|tx| {
+        self.write(|tx| self.finish_in(tx, call_id, epoch, settlement))
+    }
+
+    /// [`finish`](Self::finish) inside `tx`.
+    fn finish_in(
+        &self,
+        tx: &Transaction<'_>,
+        call_id: &str,
+        epoch: u64,
+        settlement: Settlement,
+    ) -> Result<bool, StoreError> {
+        {
             let owned: Option<String> = tx
                 .query_row(
                     "SELECT record FROM calls WHERE call_id = ?1 AND state = 'running' AND epoch = ?2",
@@ -676,7 +695,7 @@ impl SqliteFile {
                 }
             }
             Ok(true)
-        })
+        }
     }
 
     fn recover_expired(
