@@ -1,0 +1,272 @@
+//! The chaos test of issue 22: durable calls under database faults and
+//! paused instances, with real processes, `SIGKILL`, `SIGSTOP` and (for
+//! PostgreSQL) a database server that is restarted and held down.
+//!
+//! # What runs
+//!
+//! `chaos run` is the driver. It starts copies of its own executable, each a
+//! [`tool_runtime::Runtime`] with its own instance id on one shared store
+//! (PostgreSQL or SQLite):
+//!
+//! - one **front** (`chaos front`) creates calls through `Runtime::call` over
+//!   the run's duration, a mix of five tools: (a) `chaos_approve`, approval
+//!   required; (b) `chaos_approve_safe`, approval required and retry-safe;
+//!   (c) `chaos_task_retry`, a background task with 2 retries; (d)
+//!   `chaos_task_once`, a background task without retries; (e)
+//!   `chaos_suspend`, which suspends on its first run and completes when
+//!   resumed. It waits (`Runtime::wait`) for each background call and
+//!   records the answer;
+//! - two **workers** (`chaos worker`): `Runtime::worker()`, which claims
+//!   tasks and recovers calls whose lease expired;
+//! - two **deciders** (`chaos decider`) racing on the same calls: they list
+//!   `Runtime::pending()` and approve (decider 0 declines one call in ten
+//!   instead), resume, and ask again after an error, recording every answer
+//!   (`chaos_answers`).
+//!
+//! Every tool body records its execution in `chaos_executions` over a
+//! connection of its own (autocommit): a row at its start stamped by the
+//! database (`clock_timestamp()`, SQLite `strftime(..., 'now')`), a sleep of
+//! 50–800 ms (a tokio sleep, so a dropped future stops there), `ended_at`
+//! stamped at its end, and an output naming the row (`{"execution": id}`).
+//! A body whose future is dropped before its end records `dropped_at` (the
+//! process clock at the drop, written later if the database is down; every
+//! process runs on one host, so the clocks are one).
+//!
+//! Meanwhile the driver injects faults at random times drawn from the seed,
+//! one at a time: `SIGKILL` of a worker, a decider or the front (restarted
+//! with a new instance id), `SIGSTOP` of a worker for longer than lease +
+//! takeover grace (then `SIGCONT`), and for PostgreSQL `pg_ctl restart -m
+//! immediate` and `pg_ctl stop -m immediate` held longer than the lease.
+//! Each fault is recorded in `chaos_faults`, stamped by the database (a stop
+//! before `SIGSTOP`, a continue after `SIGCONT`, a kill after `SIGKILL`).
+//!
+//! # What it checks
+//!
+//! After the fault phase the driver lets everything settle, kills the
+//! children, reads the store's own table (`tool_runtime_calls`, SQLite
+//! `calls`) and the chaos tables, and checks:
+//!
+//! 1. every call (in the store, or acknowledged by `Runtime::call` as
+//!    stored) is settled: none lost, none stuck pending or running;
+//! 2. no execution started after its call's recorded `settled_at` (and a
+//!    declined call never ran);
+//! 3. the executions of one call never overlap in time. An execution's end
+//!    is its `ended_at`, else its `dropped_at`, else the kill of its process.
+//!    The runtime drops a call's future when its lease runs out by its own
+//!    clock, so a process thawed from `SIGSTOP` may poll a stale body once
+//!    more (and write `ended_at`, or start it); an overlap (or a late start,
+//!    check 2) by an execution whose process was stopped during it (or
+//!    thawed less than a second before it started) is reported separately,
+//!    as `paused`, not as a violation. Every other overlap is one;
+//! 4. tool (a), approved and not retry-safe, ran at most once per call (a
+//!    recovery settles it as interrupted, never runs it again);
+//! 5. the recorded outcome of a completed call names an execution of that
+//!    call that exists, ended, and was not dropped;
+//! 6. every `Ok` answer of a decision (`approve`, `decline`, `resume`) or of
+//!    `wait` equals the outcome the store recorded; errors are allowed only
+//!    of the kinds `Running` and `NotRecorded`, and `Store` while the
+//!    database was down (or within two leases and 2 s after it came back).
+//!
+//! SQLite stamps have millisecond resolution, so its comparisons allow 2 ms.
+//! It prints one JSON line and a summary, and exits 1 on any violation.
+//!
+//! # How to run it
+//!
+//! ```text
+//! # PostgreSQL: a throwaway server (it is restarted and stopped!)
+//! source .ci/postgres start
+//! cargo run -p chaos --release -- run --store postgres --url "$DATABASE_URL" \
+//!     --pg-dir "$CI_PG_DIR" --calls 3000 --seconds 600 --lease-ms 2000 --seed 1
+//! # SQLite
+//! cargo run -p chaos --release -- run --store sqlite --path /tmp/chaos.db \
+//!     --calls 3000 --seconds 600 --lease-ms 2000 --seed 1
+//! # The short form CI runs: PostgreSQL ($DATABASE_URL, $CI_PG_DIR), then SQLite
+//! cargo run -p chaos -- ci
+//! ```
+//!
+//! `--pg-dir` (default `$CI_PG_DIR`) is the data directory of the server,
+//! restarted as `.ci/postgres` started it (its owner, its port, `-l
+//! DIR/server.log`); `PG_BIN` overrides the newest `/usr/lib/postgresql/*/bin`.
+//! Children log to `--log-dir` (default a new directory under the temporary
+//! directory, printed at the start).
+
+mod check;
+mod db;
+mod driver;
+mod roles;
+
+use std::collections::HashMap;
+use std::process::ExitCode;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// The command line, as `--key value` pairs and bare flags.
+struct Args {
+    values: HashMap<String, String>,
+    flags: Vec<String>,
+}
+
+impl Args {
+    fn parse(raw: &[String]) -> Result<Args, String> {
+        let mut values = HashMap::new();
+        let mut flags = Vec::new();
+        let mut i = 0;
+        while i < raw.len() {
+            let key = raw[i]
+                .strip_prefix("--")
+                .ok_or_else(|| format!("unexpected argument {:?}", raw[i]))?;
+            match raw.get(i + 1) {
+                Some(value) if !value.starts_with("--") => {
+                    values.insert(key.to_owned(), value.clone());
+                    i += 2;
+                }
+                _ => {
+                    flags.push(key.to_owned());
+                    i += 1;
+                }
+            }
+        }
+        Ok(Args { values, flags })
+    }
+
+    fn get(&self, key: &str) -> Option<&str> {
+        self.values.get(key).map(String::as_str)
+    }
+
+    fn need(&self, key: &str) -> Result<&str, String> {
+        self.get(key).ok_or_else(|| format!("missing --{key}"))
+    }
+
+    fn num(&self, key: &str, default: u64) -> Result<u64, String> {
+        match self.get(key) {
+            None => Ok(default),
+            Some(text) => text.parse().map_err(|e| format!("--{key} {text:?}: {e}")),
+        }
+    }
+
+    fn flag(&self, key: &str) -> bool {
+        self.flags.iter().any(|flag| flag == key)
+    }
+}
+
+/// The shared store the runtimes use, and where the chaos tables are.
+#[derive(Clone, Debug)]
+enum Store {
+    /// A PostgreSQL database: the store's tables and the chaos tables.
+    Postgres { url: String },
+    /// A SQLite store file, and the chaos tables in a file of their own.
+    Sqlite { path: String, chaos: String },
+}
+
+impl Store {
+    fn from_args(args: &Args) -> Result<Store, String> {
+        match args.need("store")? {
+            "postgres" => Ok(Store::Postgres {
+                url: args.need("url")?.to_owned(),
+            }),
+            "sqlite" => {
+                let path = args.need("path")?.to_owned();
+                let chaos = args
+                    .get("chaos-db")
+                    .map_or_else(|| format!("{path}.chaos"), str::to_owned);
+                Ok(Store::Sqlite { path, chaos })
+            }
+            other => Err(format!("--store {other:?}: postgres or sqlite")),
+        }
+    }
+
+    /// The arguments that name this store to a child.
+    fn to_args(&self) -> Vec<String> {
+        match self {
+            Store::Postgres { url } => vec![
+                "--store".into(),
+                "postgres".into(),
+                "--url".into(),
+                url.clone(),
+            ],
+            Store::Sqlite { path, chaos } => vec![
+                "--store".into(),
+                "sqlite".into(),
+                "--path".into(),
+                path.clone(),
+                "--chaos-db".into(),
+                chaos.clone(),
+            ],
+        }
+    }
+
+    fn is_postgres(&self) -> bool {
+        matches!(self, Store::Postgres { .. })
+    }
+}
+
+/// A small seeded PRNG (SplitMix64): the runs are reproducible in what the
+/// driver decides, without a dependency.
+#[derive(Clone, Debug)]
+struct Rng(u64);
+
+impl Rng {
+    fn new(seed: u64) -> Rng {
+        Rng(seed ^ 0x5DEE_CE66_D1CE_4E5B)
+    }
+
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `lo..=hi`.
+    fn range(&mut self, lo: u64, hi: u64) -> u64 {
+        lo + self.next() % (hi.saturating_sub(lo) + 1)
+    }
+
+    fn chance(&mut self, percent: u64) -> bool {
+        self.next() % 100 < percent
+    }
+}
+
+/// A stable hash of a string (FNV-1a), for per-call choices every process
+/// makes alike.
+fn hash(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// Microseconds since the Unix epoch, by this process's clock.
+fn now_us() -> i64 {
+    let since = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or(Duration::ZERO);
+    i64::try_from(since.as_micros()).unwrap_or(i64::MAX)
+}
+
+fn main() -> ExitCode {
+    let raw: Vec<String> = std::env::args().skip(1).collect();
+    let Some((command, rest)) = raw.split_first() else {
+        eprintln!("usage: chaos run|ci|worker|decider|front [--options]; see the crate docs");
+        return ExitCode::from(2);
+    };
+    let args = match Args::parse(rest) {
+        Ok(args) => args,
+        Err(error) => {
+            eprintln!("chaos: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    let result = match command.as_str() {
+        "run" => driver::run_command(&args),
+        "ci" => driver::ci_command(&args),
+        "worker" | "decider" | "front" => roles::child(command, &args),
+        other => Err(format!("unknown command {other:?}")),
+    };
+    match result {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("chaos {command}: {error}");
+            ExitCode::from(2)
+        }
+    }
+}
