@@ -529,8 +529,9 @@ impl Lease {
     /// `work` is dropped (and `abort` fired) when the claim ends first: the
     /// store says another claim replaced it, or the lease runs out by this
     /// instance's clock because no renewal reached the store, before the
-    /// store lets anyone else take the call over (see [`takeover_grace`]).
-    /// A renewal in flight does not hold `work` up.
+    /// store lets anyone else take the call over (see [`takeover_grace`]);
+    /// a process paused past its lease stops the call when it wakes, before
+    /// the tool is polled again. A renewal in flight does not hold `work` up.
     ///
     /// `work` comes pinned by the caller: an async fn that takes a future by
     /// value keeps it twice in its state (the argument and the pinned local),
@@ -547,13 +548,16 @@ impl Lease {
         loop {
             let held_until = tokio::time::Instant::from_std(self.held_until());
             let renewing = renewal.is_some();
+            // Biased, the deadline first: a process thawed after its lease
+            // ran out stops the call without polling the tool again.
             tokio::select! {
-                output = work.as_mut() => return Ok(output),
+                biased;
                 () = tokio::time::sleep_until(held_until) => {
                     tracing::error!(call_id = %self.call_id, "the lease of a running call ran out before it could be renewed; stopping the call here");
                     abort.abort();
                     return Err(LeaseLost::Expired);
                 }
+                output = work.as_mut() => return Ok(output),
                 () = tokio::time::sleep_until(next_renewal.into()), if !renewing => {
                     let renew = calls.store.renew(&self.call_id, self.epoch, calls.claimed_for());
                     renewal = Some((Instant::now(), renew));
