@@ -756,9 +756,13 @@ impl RuntimeBuilder {
     }
 
     /// How long a claim on a running stored call lasts unless renewed
-    /// (default 30 s; renewed every third of it while the call runs). When
-    /// the instance running it dies, another may recover the call this long
-    /// after the last renewal ([`Runtime::recover`]).
+    /// (default 30 s; renewed every third of it while the call runs). The
+    /// instance running a call stops it when this long passed, by its own
+    /// clock, since the last renewal the store took; another instance may
+    /// take the call over ([`Runtime::recover`]) a grace of a quarter of the
+    /// lease later, so the two never run it at once. A decider waits this
+    /// long for an outcome the store cannot take yet before it answers
+    /// [`RuntimeError::NotRecorded`].
     pub fn lease(mut self, lease: Duration) -> Self {
         self.lease = Some(lease);
         self
