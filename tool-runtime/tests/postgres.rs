@@ -993,6 +993,16 @@ fn pg_record_payment() -> Tool {
             if input["fail"] == json!(true) {
                 return Err(ToolError::new("the bank said no"));
             }
+            if input["keep"] == json!(true) {
+                // A clone that outlives the tool: the call must not commit.
+                tokio::spawn(async move {
+                    tokio::time::sleep(Duration::from_millis(300)).await;
+                    // Ended: whatever it tries commits nothing (counted below).
+                    let _ = tx
+                        .execute("INSERT INTO payments VALUES ('after', 1)", &[])
+                        .await;
+                });
+            }
             Ok::<_, ToolError>(json!({ "recorded": amount }))
         })
         .build()
@@ -1071,6 +1081,24 @@ async fn transactional_calls_commit_their_work_with_their_outcome_on_postgres() 
         payment_count(&schema).await,
         CALLS as i64,
         "its insert rolled back"
+    );
+    let kept = runtime
+        .call(ToolCall::new(
+            "kept",
+            "record",
+            json!({ "amount": 1, "keep": true }),
+        ))
+        .await;
+    let message = kept
+        .error()
+        .map(|e| e.message().to_owned())
+        .unwrap_or_default();
+    assert!(message.contains("outlived the tool"), "{kept:?}");
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(
+        payment_count(&schema).await,
+        CALLS as i64,
+        "nothing of it committed"
     );
     assert!(matches!(
         runtime.stored("bad").await.unwrap().unwrap().state,
