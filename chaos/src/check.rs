@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde_json::{Value, json};
 
-use crate::roles::{APPROVE, APPROVE_SAFE, SUSPEND, TASK_ONCE, TASK_RETRY};
+use crate::common::{APPROVE, APPROVE_SAFE, SUSPEND, TASK_ONCE, TASK_RETRY};
 
 /// A call as the store's own table has it.
 #[derive(Debug)]

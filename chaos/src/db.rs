@@ -10,8 +10,8 @@ use tokio::sync::mpsc;
 use tokio_postgres::NoTls;
 use tokio_postgres::types::ToSql;
 
-use crate::Store;
 use crate::check::{Answer, Created, Data, Exec, Fault, StoreCall};
+use crate::common::Store;
 
 /// How long one statement may take before it counts as failed (a server
 /// that is down or restarting).
@@ -359,7 +359,7 @@ impl ChaosDb {
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        let at = seconds(crate::now_us());
+        let at = seconds(crate::common::now_us());
         for _ in 0..600 {
             if self.fault_at(kind, target, pid, detail, at).await.is_ok() {
                 return "process";

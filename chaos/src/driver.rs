@@ -12,8 +12,8 @@ use nix::unistd::Pid;
 use tool_runtime::store::{PostgresStore, SqliteStore};
 
 use crate::check::{self, Params};
+use crate::common::{Args, Rng, Store, now_us};
 use crate::db::ChaosDb;
-use crate::{Args, Rng, Store, now_us};
 
 /// One run's settings.
 struct Config {

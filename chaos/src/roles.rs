@@ -13,19 +13,10 @@ use tool_core::{BackgroundConfig, Tool, ToolContext, ToolError};
 use tool_runtime::store::{PostgresStore, RecordedOutcome};
 use tool_runtime::{CallOutcome, PendingKind, Runtime, RuntimeError, ToolCall};
 
+use crate::common::{
+    APPROVE, APPROVE_SAFE, Args, Rng, SUSPEND, Store, TASK_ONCE, TASK_RETRY, hash, now_us,
+};
 use crate::db::{AnswerRec, ChaosDb, CreatedRec, ExecStart, Recorder};
-use crate::{Args, Rng, Store, hash, now_us};
-
-/// (a) approval required, not retry-safe: a recovery settles it as interrupted.
-pub const APPROVE: &str = "chaos_approve";
-/// (b) approval required and retry-safe: a recovery runs it again.
-pub const APPROVE_SAFE: &str = "chaos_approve_safe";
-/// (c) a background task with retries: a recovery runs it again.
-pub const TASK_RETRY: &str = "chaos_task_retry";
-/// (d) a background task without retries: a recovery settles it as interrupted.
-pub const TASK_ONCE: &str = "chaos_task_once";
-/// (e) suspends on its first run; a decider resumes it.
-pub const SUSPEND: &str = "chaos_suspend";
 
 // ---- Transactional tools (issue 22, in progress) --------------------------
 // `Tool::builder(..).transactional(true)` / `#[tool(transactional)]` is being
