@@ -496,9 +496,10 @@ impl CallPath {
         if let (Some(lost), Some(lease)) = (ran.lost, &record.lease) {
             // Stopped because the claim ended: the call is another
             // instance's (or recovery's) to settle; nothing is recorded here.
-            lease.mark_not_recorded(NotRecorded::Lost(lost));
+            let why = NotRecorded::Lost(lost);
+            lease.mark_not_recorded(why.clone());
             events.emit(call_id, tool_id, || EventKind::Aborted);
-            return CallOutcome::Aborted;
+            return not_recorded(call_id, &why);
         }
         match &ran.outcome {
             Outcome::Completed { output, .. } => {
@@ -679,8 +680,10 @@ impl CallPath {
             // The store recorded a failure instead (the transaction's work
             // could not be committed): that is the call's outcome.
             Ok(Some(instead)) => instead.into(),
-            // Recorded; or why not, which the lease keeps and logged.
-            Ok(None) | Err(_) => outcome,
+            Ok(None) => outcome,
+            // Never the execution's own outcome: it is not what the store
+            // has (a decider answers `RuntimeError::NotRecorded` instead).
+            Err(why) => not_recorded(&record.call_id, &why),
         }
     }
 
@@ -940,6 +943,19 @@ impl CallPath {
             return Attempts { last, count };
         }
     }
+}
+
+/// What a caller of `call` reads when the outcome of its stored call (a
+/// transactional one) is not what the store records: why, and the id to ask
+/// again with.
+fn not_recorded(call_id: &str, why: &NotRecorded) -> CallOutcome {
+    CallOutcome::failed(ModelError::new(
+        ErrorKind::Execution,
+        format!(
+            "The outcome of call {call_id} is not recorded: {}. Ask again with its id for the outcome the store records.",
+            why.reason()
+        ),
+    ))
 }
 
 /// The attempts of a background call.

@@ -417,3 +417,165 @@ async fn recovery_asks_the_reconcile_hook_of_a_call_that_is_not_retry_safe() {
         );
     }
 }
+
+/// A SQLite store whose lease renewals fail while `down` is on (a database
+/// the instance cannot reach), everything else as it is.
+#[derive(Clone)]
+struct RenewalsFail {
+    store: SqliteStore,
+    down: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl CallStore for RenewalsFail {
+    async fn insert(&self, call: PendingCall) -> Result<(), tool_runtime::StoreError> {
+        self.store.insert(call).await
+    }
+    async fn decide(
+        &self,
+        call_id: &str,
+        kind: PendingKind,
+        transition: Transition,
+    ) -> Result<Decided, tool_runtime::StoreError> {
+        self.store.decide(call_id, kind, transition).await
+    }
+    async fn renew(
+        &self,
+        call_id: &str,
+        epoch: u64,
+        lease: Duration,
+    ) -> Result<bool, tool_runtime::StoreError> {
+        if self.down.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(tool_runtime::StoreError::Io {
+                location: "test".into(),
+                reason: "unreachable".into(),
+                source: None,
+            });
+        }
+        self.store.renew(call_id, epoch, lease).await
+    }
+    async fn finish(
+        &self,
+        call_id: &str,
+        epoch: u64,
+        settlement: Settlement,
+    ) -> Result<bool, tool_runtime::StoreError> {
+        self.store.finish(call_id, epoch, settlement).await
+    }
+    async fn recover_expired(
+        &self,
+        owner: &str,
+        lease: Duration,
+        tool_ids: &[String],
+    ) -> Result<Vec<tool_runtime::StoredCall>, tool_runtime::StoreError> {
+        self.store.recover_expired(owner, lease, tool_ids).await
+    }
+    async fn claim_next(
+        &self,
+        kind: PendingKind,
+        owner: &str,
+        lease: Duration,
+        tool_ids: &[String],
+    ) -> Result<Option<tool_runtime::StoredCall>, tool_runtime::StoreError> {
+        self.store.claim_next(kind, owner, lease, tool_ids).await
+    }
+    async fn purge_settled(&self, age: Duration) -> Result<usize, tool_runtime::StoreError> {
+        self.store.purge_settled(age).await
+    }
+    async fn get(
+        &self,
+        call_id: &str,
+    ) -> Result<Option<tool_runtime::StoredCall>, tool_runtime::StoreError> {
+        self.store.get(call_id).await
+    }
+    async fn list(&self) -> Result<Vec<PendingCall>, tool_runtime::StoreError> {
+        self.store.list().await
+    }
+    fn transaction(&self) -> Option<Box<dyn tool_runtime::store::StoreTransaction>> {
+        self.store.transaction()
+    }
+}
+
+impl tool_runtime::store::RunStore for RenewalsFail {
+    async fn load_run(
+        &self,
+        run_id: &str,
+    ) -> Result<Option<tool_runtime::store::StoredRun>, tool_runtime::StoreError> {
+        self.store.load_run(run_id).await
+    }
+    async fn save_run(
+        &self,
+        run_id: &str,
+        expected_revision: Option<u64>,
+        finished: bool,
+        record: Value,
+    ) -> Result<Option<u64>, tool_runtime::StoreError> {
+        self.store
+            .save_run(run_id, expected_revision, finished, record)
+            .await
+    }
+}
+
+/// A call whose lease could not be renewed is stopped before its commit:
+/// `call` hears that its outcome is not recorded (never the tool's own
+/// output), nothing of its work exists, and recovery runs it again once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_lease_before_the_commit_leaves_neither_work_nor_outcome() {
+    let dir = temp_dir("lost-lease");
+    let store = RenewalsFail {
+        store: store_with_payments(&dir),
+        down: std::sync::Arc::default(),
+    };
+    let slow = Tool::builder("record")
+        .description("Records a payment slowly")
+        .transactional(true)
+        .execute(|input: Value, ctx: ToolContext<Value, Value>| async move {
+            let tx = ctx.extension::<SqliteTransaction>().cloned().unwrap();
+            let key = ctx.idempotency_key().to_string();
+            tx.defer(move |tx| {
+                tx.execute("INSERT INTO payments VALUES (?1, 1)", [key])
+                    .map(drop)
+            })
+            .unwrap();
+            if input["slow"] == json!(true) {
+                tokio::time::sleep(Duration::from_secs(5)).await;
+            }
+            Ok::<_, ToolError>(json!("recorded"))
+        })
+        .build()
+        .unwrap();
+    let lease = Duration::from_millis(300);
+    let runtime = Runtime::builder()
+        .tool(slow)
+        .store(store.clone())
+        .lease(lease)
+        .build()
+        .unwrap();
+    store.down.store(true, std::sync::atomic::Ordering::SeqCst);
+    let outcome = runtime
+        .call(ToolCall::new("c1", "record", json!({ "slow": true })))
+        .await;
+    let message = outcome
+        .error()
+        .map(|e| e.message().to_owned())
+        .unwrap_or_default();
+    assert!(
+        message.contains("not recorded") && message.contains("c1"),
+        "{outcome:?}"
+    );
+    assert!(payments(&dir).is_empty(), "no work without its outcome");
+    assert!(matches!(
+        runtime.stored("c1").await.unwrap().unwrap().state,
+        CallState::Running { .. }
+    ));
+    store.down.store(false, std::sync::atomic::Ordering::SeqCst);
+    tokio::time::sleep(lease).await;
+    let survivor = Runtime::builder()
+        .tool(record_payment())
+        .store(store.store.clone())
+        .build()
+        .unwrap();
+    let recovered = survivor.recover().await.unwrap();
+    assert_eq!(recovered.len(), 1, "{recovered:?}");
+    assert!(recovered[0].rerun);
+    assert_eq!(payments(&dir).len(), 1, "its work once");
+}
