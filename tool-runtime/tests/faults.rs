@@ -8,111 +8,16 @@
 mod common;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tool_core::{Tool, ToolContext, ToolError};
-use tool_runtime::store::{
-    CallStore, Decided, MemoryStore, RunStore, Settlement, StoredRun, Transition,
-};
-use tool_runtime::{
-    CallOutcome, CallState, PendingCall, PendingKind, Runtime, RuntimeError, StoreError,
-    StoredCall, ToolCall,
-};
+use tool_runtime::store::MemoryStore;
+use tool_runtime::{CallOutcome, CallState, Runtime, RuntimeError, StoredCall, ToolCall};
 
-/// A memory store whose `renew` and `finish` fail (as a database that went
-/// away does) while their switch is on.
-#[derive(Clone, Default)]
-struct Faulty {
-    store: Arc<MemoryStore>,
-    renew_down: Arc<AtomicBool>,
-    finish_down: Arc<AtomicBool>,
-    finish_tries: Arc<AtomicU32>,
-}
-
-fn down(what: &str) -> StoreError {
-    StoreError::Io {
-        location: "faulty".into(),
-        reason: format!("{what}: the database is not reachable"),
-        source: None,
-    }
-}
-
-impl CallStore for Faulty {
-    async fn insert(&self, call: PendingCall) -> Result<(), StoreError> {
-        self.store.insert(call).await
-    }
-    async fn decide(
-        &self,
-        call_id: &str,
-        kind: PendingKind,
-        transition: Transition,
-    ) -> Result<Decided, StoreError> {
-        self.store.decide(call_id, kind, transition).await
-    }
-    async fn renew(&self, call_id: &str, epoch: u64, lease: Duration) -> Result<bool, StoreError> {
-        if self.renew_down.load(Ordering::SeqCst) {
-            return Err(down("renew"));
-        }
-        self.store.renew(call_id, epoch, lease).await
-    }
-    async fn finish(
-        &self,
-        call_id: &str,
-        epoch: u64,
-        settlement: Settlement,
-    ) -> Result<bool, StoreError> {
-        self.finish_tries.fetch_add(1, Ordering::SeqCst);
-        if self.finish_down.load(Ordering::SeqCst) {
-            return Err(down("finish"));
-        }
-        self.store.finish(call_id, epoch, settlement).await
-    }
-    async fn recover_expired(
-        &self,
-        owner: &str,
-        lease: Duration,
-        tool_ids: &[String],
-    ) -> Result<Vec<StoredCall>, StoreError> {
-        self.store.recover_expired(owner, lease, tool_ids).await
-    }
-    async fn claim_next(
-        &self,
-        kind: PendingKind,
-        owner: &str,
-        lease: Duration,
-        tool_ids: &[String],
-    ) -> Result<Option<StoredCall>, StoreError> {
-        self.store.claim_next(kind, owner, lease, tool_ids).await
-    }
-    async fn purge_settled(&self, age: Duration) -> Result<usize, StoreError> {
-        self.store.purge_settled(age).await
-    }
-    async fn get(&self, call_id: &str) -> Result<Option<StoredCall>, StoreError> {
-        self.store.get(call_id).await
-    }
-    async fn list(&self) -> Result<Vec<PendingCall>, StoreError> {
-        self.store.list().await
-    }
-}
-
-impl RunStore for Faulty {
-    async fn load_run(&self, run_id: &str) -> Result<Option<StoredRun>, StoreError> {
-        self.store.load_run(run_id).await
-    }
-    async fn save_run(
-        &self,
-        run_id: &str,
-        expected_revision: Option<u64>,
-        finished: bool,
-        record: Value,
-    ) -> Result<Option<u64>, StoreError> {
-        self.store
-            .save_run(run_id, expected_revision, finished, record)
-            .await
-    }
-}
+/// A memory store with switches.
+type Faulty = common::faulty::Faulty<MemoryStore>;
 
 /// A tool needing approval that sleeps `for_ms` and answers `"paid"`;
 /// `dropped` turns on if its future is dropped before it ends.
@@ -152,7 +57,7 @@ fn runtime(store: &Faulty, tool: Tool, lease: Duration) -> Runtime {
 
 #[tokio::test]
 async fn an_outcome_the_store_refused_is_offered_again_and_the_decider_gets_the_record() {
-    let store = Faulty::default();
+    let store = Faulty::new(MemoryStore::new());
     let runtime = runtime(&store, pay(50, Arc::default()), Duration::from_secs(5));
     runtime.call(ToolCall::new("c1", "pay", json!({}))).await;
     store.finish_down.store(true, Ordering::SeqCst);
@@ -178,7 +83,7 @@ async fn an_outcome_the_store_refused_is_offered_again_and_the_decider_gets_the_
 
 #[tokio::test]
 async fn a_decider_hears_after_one_lease_that_the_outcome_is_not_recorded_yet_and_it_is_later() {
-    let store = Faulty::default();
+    let store = Faulty::new(MemoryStore::new());
     let lease = Duration::from_millis(200);
     let runtime = runtime(&store, pay(10, Arc::default()), lease);
     runtime.call(ToolCall::new("c1", "pay", json!({}))).await;
@@ -223,7 +128,7 @@ async fn a_decider_hears_after_one_lease_that_the_outcome_is_not_recorded_yet_an
 
 #[tokio::test]
 async fn a_call_whose_lease_cannot_be_renewed_stops_at_its_lease_before_anyone_may_take_it_over() {
-    let store = Faulty::default();
+    let store = Faulty::new(MemoryStore::new());
     let lease = Duration::from_millis(300);
     let dropped = Arc::new(AtomicBool::new(false));
     let runtime = runtime(&store, pay(60_000, Arc::clone(&dropped)), lease);

@@ -13,12 +13,9 @@ use common::echo_tool;
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 use tool_core::{Tool, ToolContext, ToolError};
-use tool_runtime::store::{
-    CallStore, Decided, MemoryStore, RunStore, Settlement, StoredRun, Transition,
-};
+use tool_runtime::store::{CallStore, MemoryStore};
 use tool_runtime::{
-    CallOutcome, CallState, PendingCall, PendingKind, Runtime, RuntimeError, StoreError,
-    StoredCall, ToolCall,
+    CallOutcome, CallState, PendingCall, PendingKind, Runtime, RuntimeError, ToolCall,
 };
 
 /// Waits (up to 5 s) until the call `call_id` is settled and returns its
@@ -281,78 +278,6 @@ async fn racing_approvals_and_declines_from_two_runtimes_settle_each_call_once()
     }
 }
 
-/// A store whose every lease renewal is refused, as when another instance
-/// took the call over.
-struct TakenOver(MemoryStore);
-
-impl CallStore for TakenOver {
-    async fn insert(&self, call: PendingCall) -> Result<(), StoreError> {
-        self.0.insert(call).await
-    }
-    async fn decide(
-        &self,
-        call_id: &str,
-        kind: PendingKind,
-        transition: Transition,
-    ) -> Result<Decided, StoreError> {
-        self.0.decide(call_id, kind, transition).await
-    }
-    async fn renew(&self, _: &str, _: u64, _: Duration) -> Result<bool, StoreError> {
-        Ok(false)
-    }
-    async fn finish(
-        &self,
-        call_id: &str,
-        epoch: u64,
-        settlement: Settlement,
-    ) -> Result<bool, StoreError> {
-        self.0.finish(call_id, epoch, settlement).await
-    }
-    async fn recover_expired(
-        &self,
-        owner: &str,
-        lease: Duration,
-        tool_ids: &[String],
-    ) -> Result<Vec<StoredCall>, StoreError> {
-        self.0.recover_expired(owner, lease, tool_ids).await
-    }
-    async fn claim_next(
-        &self,
-        kind: PendingKind,
-        owner: &str,
-        lease: Duration,
-        tool_ids: &[String],
-    ) -> Result<Option<StoredCall>, StoreError> {
-        self.0.claim_next(kind, owner, lease, tool_ids).await
-    }
-    async fn purge_settled(&self, age: Duration) -> Result<usize, StoreError> {
-        self.0.purge_settled(age).await
-    }
-    async fn get(&self, call_id: &str) -> Result<Option<StoredCall>, StoreError> {
-        self.0.get(call_id).await
-    }
-    async fn list(&self) -> Result<Vec<PendingCall>, StoreError> {
-        self.0.list().await
-    }
-}
-
-impl RunStore for TakenOver {
-    async fn load_run(&self, run_id: &str) -> Result<Option<StoredRun>, StoreError> {
-        self.0.load_run(run_id).await
-    }
-    async fn save_run(
-        &self,
-        run_id: &str,
-        expected_revision: Option<u64>,
-        finished: bool,
-        record: Value,
-    ) -> Result<Option<u64>, StoreError> {
-        self.0
-            .save_run(run_id, expected_revision, finished, record)
-            .await
-    }
-}
-
 #[tokio::test]
 async fn a_running_call_whose_lease_is_taken_over_is_aborted_here() {
     let waits = Tool::builder("waits")
@@ -366,7 +291,15 @@ async fn a_running_call_whose_lease_is_taken_over_is_aborted_here() {
         .unwrap();
     let runtime = Runtime::builder()
         .tool(waits)
-        .store(TakenOver(MemoryStore::new()))
+        .store({
+            // Every lease renewal is refused, as when another instance took
+            // the call over.
+            let store = common::faulty::Faulty::new(MemoryStore::new());
+            store
+                .renew_refused
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+            store
+        })
         .lease(Duration::from_millis(30))
         .build()
         .unwrap();

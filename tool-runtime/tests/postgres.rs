@@ -22,9 +22,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use common::echo_tool;
 use serde_json::{Value, json};
 use tool_core::{BackgroundConfig, Tool, ToolContext, ToolError};
-use tool_runtime::store::{
-    CallStore, Committed, Decided, PostgresStore, RecordedOutcome, RunStore, Settlement, Transition,
-};
+use tool_runtime::store::{CallStore, Committed, PostgresStore, RunStore};
 use tool_runtime::{
     CallOutcome, CallState, PendingCall, PendingKind, Runtime, RuntimeError, StoreError, ToolCall,
 };
@@ -1107,62 +1105,16 @@ async fn transactional_calls_commit_their_work_with_their_outcome_on_postgres() 
 
     // A paused instance's commit, after another took its call over.
     let store = schema.store().await;
-    store
-        .insert(PendingCall::new(
-            "late",
-            "record",
-            PendingKind::Approval,
-            json!({}),
-        ))
-        .await
-        .unwrap();
-    let Decided::Won(first) = store
-        .decide(
-            "late",
-            PendingKind::Approval,
-            Transition::Run {
-                owner: "paused".into(),
-                lease: Duration::from_millis(20),
-                resume_data: None,
-            },
-        )
-        .await
-        .unwrap()
-    else {
-        panic!("claimed")
-    };
-    let transaction = store.transaction().expect("PostgreSQL runs transactions");
-    let mut extensions = tool_core::Extensions::new();
-    transaction.add_handle(&mut extensions);
-    extensions
-        .get::<tool_runtime::store::PostgresTransaction>()
-        .unwrap()
-        .execute("INSERT INTO payments VALUES ('late', 1)", &[])
-        .await
-        .unwrap();
-    drop(extensions);
-    tokio::time::sleep(Duration::from_millis(60)).await;
-    assert_eq!(
-        store
-            .recover_expired("other", Duration::from_secs(60), &["record".to_owned()])
-            .await
+    let committed = common::contract::commit_after_takeover(&store, "late", async |extensions| {
+        extensions
+            .get::<tool_runtime::store::PostgresTransaction>()
             .unwrap()
-            .len(),
-        1
-    );
-    let completed = RecordedOutcome::from_outcome(&CallOutcome::Completed {
-        output: json!("late"),
-        model_output: None,
-        state: None,
-    })
-    .unwrap();
-    assert_eq!(
-        transaction
-            .commit("late".into(), first.epoch, Settlement::Settled(completed))
+            .execute("INSERT INTO payments VALUES ('late', 1)", &[])
             .await
-            .unwrap(),
-        Committed::Superseded
-    );
+            .unwrap();
+    })
+    .await;
+    assert_eq!(committed, Committed::Superseded);
     assert_eq!(
         payment_count(&schema).await,
         CALLS as i64,

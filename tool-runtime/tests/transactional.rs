@@ -10,10 +10,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tool_core::{BackgroundConfig, Extensions, Reconciled, Tool, ToolContext, ToolError};
+use tool_core::{BackgroundConfig, Reconciled, Tool, ToolContext, ToolError};
 use tool_runtime::store::{
-    CallStore, Committed, Decided, MemoryStore, RecordedOutcome, Settlement, SqliteStore,
-    SqliteTransaction, Transition,
+    CallStore, Committed, MemoryStore, SqliteStore, SqliteTransaction, Transition,
 };
 use tool_runtime::{
     CallOutcome, CallState, PendingCall, PendingKind, Runtime, RuntimeError, ToolCall,
@@ -178,68 +177,22 @@ async fn the_work_commits_with_the_outcome_or_not_at_all() {
 async fn a_commit_for_a_claim_that_was_taken_over_commits_nothing() {
     let dir = temp_dir("superseded");
     let store = store_with_payments(&dir);
-    store
-        .insert(PendingCall::new(
-            "c1",
-            "record",
-            PendingKind::Approval,
-            json!({}),
-        ))
-        .await
-        .unwrap();
-    let Decided::Won(first) = store
-        .decide(
-            "c1",
-            PendingKind::Approval,
-            Transition::Run {
-                owner: "paused".into(),
-                lease: Duration::from_millis(20),
-                resume_data: None,
-            },
-        )
-        .await
-        .unwrap()
-    else {
-        panic!("claimed")
-    };
-    let transaction = store.transaction().expect("SQLite runs transactions");
-    let mut extensions = Extensions::new();
-    transaction.add_handle(&mut extensions);
-    extensions
-        .get::<SqliteTransaction>()
-        .unwrap()
-        .defer(|tx| {
-            tx.execute("INSERT INTO payments VALUES ('late', 1)", [])
-                .map(drop)
-        })
-        .unwrap();
-    drop(extensions);
-    // The paused instance's lease ran out; another took the call over.
-    tokio::time::sleep(Duration::from_millis(60)).await;
-    let taken = store
-        .recover_expired("other", Duration::from_secs(60), &["record".to_owned()])
-        .await
-        .unwrap();
-    assert_eq!(taken.len(), 1);
-    let completed = RecordedOutcome::from_outcome(&CallOutcome::Completed {
-        output: json!("late"),
-        model_output: None,
-        state: None,
+    let committed = common::contract::commit_after_takeover(&store, "c1", async |extensions| {
+        extensions
+            .get::<SqliteTransaction>()
+            .unwrap()
+            .defer(|tx| {
+                tx.execute("INSERT INTO payments VALUES ('late', 1)", [])
+                    .map(drop)
+            })
+            .unwrap();
     })
-    .unwrap();
-    let committed = transaction
-        .commit("c1".into(), first.epoch, Settlement::Settled(completed))
-        .await
-        .unwrap();
+    .await;
     assert_eq!(committed, Committed::Superseded);
     assert!(
         payments(&dir).is_empty(),
         "the superseded execution's work is gone"
     );
-    assert!(matches!(
-        store.get("c1").await.unwrap().unwrap().state,
-        CallState::Running { .. }
-    ));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -418,113 +371,13 @@ async fn recovery_asks_the_reconcile_hook_of_a_call_that_is_not_retry_safe() {
     }
 }
 
-/// A SQLite store whose lease renewals fail while `down` is on (a database
-/// the instance cannot reach), everything else as it is.
-#[derive(Clone)]
-struct RenewalsFail {
-    store: SqliteStore,
-    down: std::sync::Arc<std::sync::atomic::AtomicBool>,
-}
-
-impl CallStore for RenewalsFail {
-    async fn insert(&self, call: PendingCall) -> Result<(), tool_runtime::StoreError> {
-        self.store.insert(call).await
-    }
-    async fn decide(
-        &self,
-        call_id: &str,
-        kind: PendingKind,
-        transition: Transition,
-    ) -> Result<Decided, tool_runtime::StoreError> {
-        self.store.decide(call_id, kind, transition).await
-    }
-    async fn renew(
-        &self,
-        call_id: &str,
-        epoch: u64,
-        lease: Duration,
-    ) -> Result<bool, tool_runtime::StoreError> {
-        if self.down.load(std::sync::atomic::Ordering::SeqCst) {
-            return Err(tool_runtime::StoreError::Io {
-                location: "test".into(),
-                reason: "unreachable".into(),
-                source: None,
-            });
-        }
-        self.store.renew(call_id, epoch, lease).await
-    }
-    async fn finish(
-        &self,
-        call_id: &str,
-        epoch: u64,
-        settlement: Settlement,
-    ) -> Result<bool, tool_runtime::StoreError> {
-        self.store.finish(call_id, epoch, settlement).await
-    }
-    async fn recover_expired(
-        &self,
-        owner: &str,
-        lease: Duration,
-        tool_ids: &[String],
-    ) -> Result<Vec<tool_runtime::StoredCall>, tool_runtime::StoreError> {
-        self.store.recover_expired(owner, lease, tool_ids).await
-    }
-    async fn claim_next(
-        &self,
-        kind: PendingKind,
-        owner: &str,
-        lease: Duration,
-        tool_ids: &[String],
-    ) -> Result<Option<tool_runtime::StoredCall>, tool_runtime::StoreError> {
-        self.store.claim_next(kind, owner, lease, tool_ids).await
-    }
-    async fn purge_settled(&self, age: Duration) -> Result<usize, tool_runtime::StoreError> {
-        self.store.purge_settled(age).await
-    }
-    async fn get(
-        &self,
-        call_id: &str,
-    ) -> Result<Option<tool_runtime::StoredCall>, tool_runtime::StoreError> {
-        self.store.get(call_id).await
-    }
-    async fn list(&self) -> Result<Vec<PendingCall>, tool_runtime::StoreError> {
-        self.store.list().await
-    }
-    fn transaction(&self) -> Option<Box<dyn tool_runtime::store::StoreTransaction>> {
-        self.store.transaction()
-    }
-}
-
-impl tool_runtime::store::RunStore for RenewalsFail {
-    async fn load_run(
-        &self,
-        run_id: &str,
-    ) -> Result<Option<tool_runtime::store::StoredRun>, tool_runtime::StoreError> {
-        self.store.load_run(run_id).await
-    }
-    async fn save_run(
-        &self,
-        run_id: &str,
-        expected_revision: Option<u64>,
-        finished: bool,
-        record: Value,
-    ) -> Result<Option<u64>, tool_runtime::StoreError> {
-        self.store
-            .save_run(run_id, expected_revision, finished, record)
-            .await
-    }
-}
-
 /// A call whose lease could not be renewed is stopped before its commit:
 /// `call` hears that its outcome is not recorded (never the tool's own
 /// output), nothing of its work exists, and recovery runs it again once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_lease_before_the_commit_leaves_neither_work_nor_outcome() {
     let dir = temp_dir("lost-lease");
-    let store = RenewalsFail {
-        store: store_with_payments(&dir),
-        down: std::sync::Arc::default(),
-    };
+    let store = common::faulty::Faulty::new(store_with_payments(&dir));
     let slow = Tool::builder("record")
         .description("Records a payment slowly")
         .transactional(true)
@@ -550,7 +403,9 @@ async fn a_lost_lease_before_the_commit_leaves_neither_work_nor_outcome() {
         .lease(lease)
         .build()
         .unwrap();
-    store.down.store(true, std::sync::atomic::Ordering::SeqCst);
+    store
+        .renew_down
+        .store(true, std::sync::atomic::Ordering::SeqCst);
     let outcome = runtime
         .call(ToolCall::new("c1", "record", json!({ "slow": true })))
         .await;
@@ -567,11 +422,13 @@ async fn a_lost_lease_before_the_commit_leaves_neither_work_nor_outcome() {
         runtime.stored("c1").await.unwrap().unwrap().state,
         CallState::Running { .. }
     ));
-    store.down.store(false, std::sync::atomic::Ordering::SeqCst);
+    store
+        .renew_down
+        .store(false, std::sync::atomic::Ordering::SeqCst);
     tokio::time::sleep(lease).await;
     let survivor = Runtime::builder()
         .tool(record_payment())
-        .store(store.store.clone())
+        .store(std::sync::Arc::clone(&store.store))
         .build()
         .unwrap();
     let recovered = survivor.recover().await.unwrap();

@@ -752,3 +752,56 @@ pub async fn run_updates_from_several_stores_lose_nothing<S: CallStore + RunStor
     );
     assert_eq!(run.revision, 1 + instances * rounds);
 }
+
+/// A paused instance's transactional call: claimed for a lease that runs
+/// out, its tool's `work` done through the handle in `extensions`, then
+/// taken over by another instance; its commit must commit nothing. Returns
+/// what the commit answered (the caller checks its table is untouched).
+pub async fn commit_after_takeover<S: CallStore>(
+    store: &S,
+    call_id: &str,
+    work: impl AsyncFnOnce(&tool_core::Extensions),
+) -> tool_runtime::store::Committed {
+    store
+        .insert(PendingCall::new(
+            call_id,
+            "record",
+            PendingKind::Approval,
+            json!({}),
+        ))
+        .await
+        .unwrap();
+    let first = won(store
+        .decide(
+            call_id,
+            PendingKind::Approval,
+            run("paused", Duration::from_millis(20), None),
+        )
+        .await
+        .unwrap());
+    let transaction = store.transaction().expect("the store runs transactions");
+    let mut extensions = tool_core::Extensions::new();
+    transaction.add_handle(&mut extensions);
+    work(&extensions).await;
+    drop(extensions);
+    // The paused instance's lease ran out; another took the call over.
+    tokio::time::sleep(Duration::from_millis(60)).await;
+    let taken = store
+        .recover_expired("other", LONG, &["record".to_owned()])
+        .await
+        .unwrap();
+    assert_eq!(taken.len(), 1);
+    let committed = transaction
+        .commit(
+            call_id.to_owned(),
+            first.epoch,
+            Settlement::Settled(completed(1)),
+        )
+        .await
+        .unwrap();
+    assert!(matches!(
+        store.get(call_id).await.unwrap().unwrap().state,
+        CallState::Running { .. }
+    ));
+    committed
+}

@@ -153,3 +153,4 @@ impl Capture {
 }
 pub mod contract;
 pub mod drops;
+pub mod faulty;

@@ -1,0 +1,140 @@
+//! A store that forwards to another, except where a switch breaks it: lease
+//! renewals that fail (a database the instance cannot reach) or are refused
+//! (another instance took the call over), and settlements that fail.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::time::Duration;
+
+use serde_json::Value;
+use tool_runtime::store::{
+    CallStore, Decided, RunStore, Settlement, StoreTransaction, StoredRun, Transition,
+};
+use tool_runtime::{PendingCall, PendingKind, StoreError, StoredCall};
+
+/// `S` with switches; clones share the store and the switches.
+pub struct Faulty<S> {
+    pub store: Arc<S>,
+    /// `renew` fails with an I/O error.
+    pub renew_down: Arc<AtomicBool>,
+    /// `renew` answers `false`: the claim was taken over.
+    pub renew_refused: Arc<AtomicBool>,
+    /// `finish` fails with an I/O error.
+    pub finish_down: Arc<AtomicBool>,
+    /// How many times `finish` was asked.
+    pub finish_tries: Arc<AtomicU32>,
+}
+
+impl<S> Clone for Faulty<S> {
+    fn clone(&self) -> Self {
+        Faulty {
+            store: Arc::clone(&self.store),
+            renew_down: Arc::clone(&self.renew_down),
+            renew_refused: Arc::clone(&self.renew_refused),
+            finish_down: Arc::clone(&self.finish_down),
+            finish_tries: Arc::clone(&self.finish_tries),
+        }
+    }
+}
+
+impl<S> Faulty<S> {
+    /// `store`, nothing broken yet.
+    pub fn new(store: S) -> Self {
+        Faulty {
+            store: Arc::new(store),
+            renew_down: Arc::default(),
+            renew_refused: Arc::default(),
+            finish_down: Arc::default(),
+            finish_tries: Arc::default(),
+        }
+    }
+}
+
+fn down(what: &str) -> StoreError {
+    StoreError::Io {
+        location: "faulty".into(),
+        reason: format!("{what}: the database is not reachable"),
+        source: None,
+    }
+}
+
+impl<S: CallStore> CallStore for Faulty<S> {
+    async fn insert(&self, call: PendingCall) -> Result<(), StoreError> {
+        self.store.insert(call).await
+    }
+    async fn decide(
+        &self,
+        call_id: &str,
+        kind: PendingKind,
+        transition: Transition,
+    ) -> Result<Decided, StoreError> {
+        self.store.decide(call_id, kind, transition).await
+    }
+    async fn renew(&self, call_id: &str, epoch: u64, lease: Duration) -> Result<bool, StoreError> {
+        if self.renew_down.load(Ordering::SeqCst) {
+            return Err(down("renew"));
+        }
+        if self.renew_refused.load(Ordering::SeqCst) {
+            return Ok(false);
+        }
+        self.store.renew(call_id, epoch, lease).await
+    }
+    async fn finish(
+        &self,
+        call_id: &str,
+        epoch: u64,
+        settlement: Settlement,
+    ) -> Result<bool, StoreError> {
+        self.finish_tries.fetch_add(1, Ordering::SeqCst);
+        if self.finish_down.load(Ordering::SeqCst) {
+            return Err(down("finish"));
+        }
+        self.store.finish(call_id, epoch, settlement).await
+    }
+    async fn recover_expired(
+        &self,
+        owner: &str,
+        lease: Duration,
+        tool_ids: &[String],
+    ) -> Result<Vec<StoredCall>, StoreError> {
+        self.store.recover_expired(owner, lease, tool_ids).await
+    }
+    async fn claim_next(
+        &self,
+        kind: PendingKind,
+        owner: &str,
+        lease: Duration,
+        tool_ids: &[String],
+    ) -> Result<Option<StoredCall>, StoreError> {
+        self.store.claim_next(kind, owner, lease, tool_ids).await
+    }
+    async fn purge_settled(&self, age: Duration) -> Result<usize, StoreError> {
+        self.store.purge_settled(age).await
+    }
+    async fn get(&self, call_id: &str) -> Result<Option<StoredCall>, StoreError> {
+        self.store.get(call_id).await
+    }
+    async fn list(&self) -> Result<Vec<PendingCall>, StoreError> {
+        self.store.list().await
+    }
+    fn transaction(&self) -> Option<Box<dyn StoreTransaction>> {
+        self.store.transaction()
+    }
+}
+
+impl<S: RunStore> RunStore for Faulty<S> {
+    async fn load_run(&self, run_id: &str) -> Result<Option<StoredRun>, StoreError> {
+        self.store.load_run(run_id).await
+    }
+    async fn save_run(
+        &self,
+        run_id: &str,
+        expected_revision: Option<u64>,
+        finished: bool,
+        record: Value,
+    ) -> Result<Option<u64>, StoreError> {
+        self.store
+            .save_run(run_id, expected_revision, finished, record)
+            .await
+    }
+}
