@@ -155,11 +155,31 @@ impl Tasks {
     }
 
     /// The final outcome of the task `task_id`, as [`wait`](Self::wait)
-    /// gives it; failed with the reason when it cannot be read.
+    /// gives it, for a caller of the call path: a store that cannot be read
+    /// is asked again for up to one lease; after that, or on another error,
+    /// a failure saying the outcome is not known here and to ask again,
+    /// never an outcome the store did not record.
     pub(crate) async fn outcome(&self, task_id: &str) -> CallOutcome {
-        self.wait(task_id).await.unwrap_or_else(|error| {
-            CallOutcome::failed(ModelError::new(ErrorKind::Execution, error.to_string()))
-        })
+        let until = tokio::time::Instant::now() + self.stored.lease();
+        let mut pause = Duration::from_millis(50);
+        loop {
+            match self.wait(task_id).await {
+                Ok(outcome) => return outcome,
+                Err(RuntimeError::Store(error)) if tokio::time::Instant::now() < until => {
+                    tracing::warn!(%error, task_id, "could not read the outcome of a call; trying again");
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_secs(1));
+                }
+                Err(error) => {
+                    return CallOutcome::failed(ModelError::new(
+                        ErrorKind::Execution,
+                        format!(
+                            "The outcome of call {task_id} is not recorded here: {error}. Ask again with its id for the outcome the store records."
+                        ),
+                    ));
+                }
+            }
+        }
     }
 }
 

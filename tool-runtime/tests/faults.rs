@@ -165,3 +165,49 @@ async fn a_call_whose_lease_cannot_be_renewed_stops_at_its_lease_before_anyone_m
     assert_eq!(recovered.len(), 1, "{recovered:?}");
     assert!(!recovered[0].rerun);
 }
+
+/// A caller waiting for a call another instance runs (a background call
+/// left to a worker, in the foreground) reads its outcome from the store;
+/// a blink of the store does not turn that into a failure the store never
+/// recorded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_caller_waiting_on_the_store_rides_out_a_blink_of_it() {
+    let store = Faulty::new(MemoryStore::new());
+    let report = Tool::builder("report")
+        .description("Builds a report")
+        .background(
+            tool_core::BackgroundConfig::new().disposition(tool_core::Disposition::Foreground),
+        )
+        .execute(
+            |_input: Value, _ctx: ToolContext<Value, Value>| async move {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                Ok::<_, ToolError>(json!("ready"))
+            },
+        )
+        .build()
+        .unwrap();
+    let front = Runtime::builder()
+        .tool(report.clone())
+        .store(store.clone())
+        .leave_tasks_to_workers(true)
+        .lease(Duration::from_millis(600))
+        .build()
+        .unwrap();
+    let worker = Runtime::builder()
+        .tool(report)
+        .store(store.clone())
+        .build()
+        .unwrap();
+    let working = tokio::spawn(worker.worker().run());
+    let calling = tokio::spawn({
+        let front = front.clone();
+        async move { front.call(ToolCall::new("t1", "report", json!({}))).await }
+    });
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    store.get_down.store(true, Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    store.get_down.store(false, Ordering::SeqCst);
+    let outcome = calling.await.unwrap();
+    assert_eq!(outcome.output(), Some(&json!("ready")), "{outcome:?}");
+    working.abort();
+}

@@ -627,8 +627,10 @@ impl PostgresStore {
                 let outcome = self.json_text(call_id, "outcome", &outcome)?;
                 let statement = client
                     .prepare_cached(
+                        // clock_timestamp(), not now(): inside a transactional
+                        // call's transaction, now() is when its tool began.
                         "UPDATE tool_runtime_calls SET state = 'settled', owner = NULL,
-                             lease_expires_at = NULL, outcome = $3, settled_at = now()
+                             lease_expires_at = NULL, outcome = $3, settled_at = clock_timestamp()
                          WHERE call_id = $1 AND state = 'running' AND epoch = $2",
                     )
                     .await?;

@@ -1,6 +1,6 @@
 //! A store that forwards to another, except where a switch breaks it: lease
 //! renewals that fail (a database the instance cannot reach) or are refused
-//! (another instance took the call over), and settlements that fail.
+//! (another instance took the call over), settlements and reads that fail.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use tool_runtime::store::{
-    CallStore, Decided, RunStore, Settlement, StoreTransaction, StoredRun, Transition,
+    CallStore, Decided, RunStore, Settlement, StoreTransaction, StoredRun, TaskSignal, Transition,
 };
 use tool_runtime::{PendingCall, PendingKind, StoreError, StoredCall};
 
@@ -23,6 +23,8 @@ pub struct Faulty<S> {
     pub finish_down: Arc<AtomicBool>,
     /// How many times `finish` was asked.
     pub finish_tries: Arc<AtomicU32>,
+    /// `get` fails with an I/O error.
+    pub get_down: Arc<AtomicBool>,
 }
 
 impl<S> Clone for Faulty<S> {
@@ -33,6 +35,7 @@ impl<S> Clone for Faulty<S> {
             renew_refused: Arc::clone(&self.renew_refused),
             finish_down: Arc::clone(&self.finish_down),
             finish_tries: Arc::clone(&self.finish_tries),
+            get_down: Arc::clone(&self.get_down),
         }
     }
 }
@@ -46,6 +49,7 @@ impl<S> Faulty<S> {
             renew_refused: Arc::default(),
             finish_down: Arc::default(),
             finish_tries: Arc::default(),
+            get_down: Arc::default(),
         }
     }
 }
@@ -112,6 +116,9 @@ impl<S: CallStore> CallStore for Faulty<S> {
         self.store.purge_settled(age).await
     }
     async fn get(&self, call_id: &str) -> Result<Option<StoredCall>, StoreError> {
+        if self.get_down.load(Ordering::SeqCst) {
+            return Err(down("get"));
+        }
         self.store.get(call_id).await
     }
     async fn list(&self) -> Result<Vec<PendingCall>, StoreError> {
@@ -119,6 +126,9 @@ impl<S: CallStore> CallStore for Faulty<S> {
     }
     fn transaction(&self) -> Option<Box<dyn StoreTransaction>> {
         self.store.transaction()
+    }
+    fn task_signal(&self) -> Option<TaskSignal> {
+        self.store.task_signal()
     }
 }
 
