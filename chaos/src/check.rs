@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde_json::{Value, json};
 
-use crate::common::{APPROVE, APPROVE_SAFE, SUSPEND, TASK_ONCE, TASK_RETRY};
+use crate::common::{APPROVE, APPROVE_SAFE, SUSPEND, TASK_ONCE, TASK_RETRY, TRANSACTIONAL};
 
 /// A call as the store's own table has it.
 #[derive(Debug)]
@@ -64,6 +64,15 @@ pub struct Created {
     pub answer: Option<String>,
 }
 
+/// One effect of tool (f), as its call's transaction committed it.
+#[derive(Debug)]
+pub struct Effect {
+    pub id: i64,
+    pub call_id: String,
+    pub execution: String,
+    pub at_us: i64,
+}
+
 /// Everything the check reads.
 pub struct Data {
     pub calls: Vec<StoreCall>,
@@ -71,6 +80,7 @@ pub struct Data {
     pub answers: Vec<Answer>,
     pub faults: Vec<Fault>,
     pub created: Vec<Created>,
+    pub effects: Vec<Effect>,
 }
 
 /// How the check compares times.
@@ -80,10 +90,6 @@ pub struct Params {
     /// The runtimes' lease.
     pub lease_us: i64,
 }
-
-/// How long after a `SIGCONT` a started execution counts as the thawed
-/// process's last poll.
-const THAW_US: i64 = 1_000_000;
 
 /// A broken promise.
 #[derive(Debug)]
@@ -181,20 +187,33 @@ impl Timeline {
         }
     }
 
-    /// Whether the execution's process was stopped during it, or thawed
-    /// just before it started.
-    fn paused(&self, e: &Exec) -> bool {
-        let Some(start) = e.start_us else {
-            return false;
-        };
-        let end = self.end(e).unwrap_or(i64::MAX);
+    /// The stop of the execution's process (`SIGSTOP` at, `SIGCONT` at)
+    /// that overlaps `from..=to`, if one does.
+    fn stopped_within(&self, e: &Exec, from: i64, to: i64) -> Option<(i64, i64)> {
         self.stops
-            .get(&e.pid)
-            .is_some_and(|list| list.iter().any(|&(s, c)| s <= end && c >= start - THAW_US))
+            .get(&e.pid)?
+            .iter()
+            .copied()
+            .find(|&(s, c)| s <= to && c >= from)
     }
 }
 
-/// Runs checks 1–6 over `data`.
+/// An execution for a report line.
+fn exec_line(e: &Exec, end: Option<i64>) -> String {
+    format!(
+        "execution {} ({} pid {}, attempt {}) ran {} to {} (ended_at {}, dropped_at {})",
+        e.id,
+        e.instance,
+        e.pid,
+        e.attempt,
+        opt_ts(e.start_us),
+        opt_ts(end),
+        opt_ts(e.ended_us),
+        opt_ts(e.dropped_us)
+    )
+}
+
+/// Runs checks 1–7 over `data`.
 pub fn check(data: &Data, params: &Params, store_name: &str) -> Report {
     let tol = params.tol_us;
     let timeline = Timeline::new(&data.faults);
@@ -229,7 +248,14 @@ pub fn check(data: &Data, params: &Params, store_name: &str) -> Report {
     let acknowledged = |answer: &Option<String>| {
         matches!(
             answer.as_deref(),
-            Some("approval_required" | "background_started" | "suspended")
+            Some(
+                "approval_required"
+                    | "background_started"
+                    | "suspended"
+                    | "completed"
+                    | "failed"
+                    | "not_recorded"
+            )
         )
     };
     for c in &data.calls {
@@ -260,8 +286,9 @@ pub fn check(data: &Data, params: &Params, store_name: &str) -> Report {
         }
     }
 
-    // 2. No execution started after its call settled; a declined call never ran.
-    let mut late_paused = 0;
+    // 2. No execution started after its call settled (a paused process
+    // included: a thawed process stops a call whose lease ran out before it
+    // polls the tool again); a declined call never ran.
     for e in data.executions.iter() {
         let (Some(start), Some(c)) = (e.start_us, calls.get(e.call_id.as_str())) else {
             continue;
@@ -270,21 +297,24 @@ pub fn check(data: &Data, params: &Params, store_name: &str) -> Report {
             continue;
         };
         if start > settled + tol {
-            let line = format!(
-                "execution {} of {} ({} pid {}) started at {} after the call settled at {}",
-                e.id,
-                e.call_id,
-                e.instance,
-                e.pid,
-                ts(start),
-                ts(settled)
+            let stop = timeline
+                .stopped_within(e, start - params.lease_us, start)
+                .map_or_else(String::new, |(s, c)| {
+                    format!(
+                        "; its process was stopped {} to {}",
+                        ts(s),
+                        if c == i64::MAX { "-".to_owned() } else { ts(c) }
+                    )
+                });
+            violate(
+                "2",
+                &e.call_id,
+                format!(
+                    "{} started after the call settled at {}{stop}",
+                    exec_line(e, timeline.end(e)),
+                    ts(settled)
+                ),
             );
-            if timeline.paused(e) {
-                late_paused += 1;
-                paused.push(format!("late start (paused process): {line}"));
-            } else {
-                violate("2", &e.call_id, line);
-            }
         }
         if status(c) == "declined" {
             violate(
@@ -299,7 +329,13 @@ pub fn check(data: &Data, params: &Params, store_name: &str) -> Report {
         }
     }
 
-    // 3. Executions of one call never overlap, except in a paused process.
+    // 3. Executions of one call never overlap. The one exception: the
+    // earlier execution's process was stopped (`SIGSTOP`) between its start
+    // and the later one's, and the earlier one was only dropped after the
+    // thaw (no `ended_at` after the later start: a thawed process stops the
+    // call before polling the tool again), reported as `paused`. An
+    // `ended_at` after the other's start, or a start in a paused process
+    // after the other started, is a violation.
     let mut overlaps_paused = 0;
     for (call_id, list) in &executions {
         for (i, a) in list.iter().enumerate() {
@@ -312,26 +348,46 @@ pub fn check(data: &Data, params: &Params, store_name: &str) -> Report {
                     continue;
                 }
                 let line = format!(
-                    "execution {} ({} pid {}, attempt {}) ran {} to {} (ended_at {}, dropped_at {}); execution {} ({} pid {}, attempt {}) started at {}",
-                    a.id,
-                    a.instance,
-                    a.pid,
-                    a.attempt,
-                    ts(a_start),
-                    opt_ts(a_end),
-                    opt_ts(a.ended_us),
-                    opt_ts(a.dropped_us),
+                    "{}; execution {} ({} pid {}, attempt {}) started at {}",
+                    exec_line(a, a_end),
                     b.id,
                     b.instance,
                     b.pid,
                     b.attempt,
                     ts(b_start)
                 );
-                if timeline.paused(a) || timeline.paused(b) {
-                    overlaps_paused += 1;
-                    paused.push(format!("overlap (paused process) of {call_id}: {line}"));
-                } else {
-                    violate("3", call_id, line);
+                let stop = timeline.stopped_within(a, a_start, b_start + tol);
+                let ended_late = a.ended_us.is_some_and(|end| end > b_start + tol);
+                match stop {
+                    Some((s, c)) if !ended_late => {
+                        overlaps_paused += 1;
+                        paused.push(format!(
+                            "overlap (paused process, stopped {} to {}, dropped after the thaw) of {call_id}: {line}",
+                            ts(s),
+                            if c == i64::MAX { "-".to_owned() } else { ts(c) }
+                        ));
+                    }
+                    Some((s, c)) => violate(
+                        "3",
+                        call_id,
+                        format!(
+                            "{line}; the first wrote ended_at after the second started, though its process was stopped {} to {} (a thawed process must drop it, not poll it)",
+                            ts(s),
+                            if c == i64::MAX { "-".to_owned() } else { ts(c) }
+                        ),
+                    ),
+                    None => {
+                        let b_stop = timeline
+                            .stopped_within(b, b_start - params.lease_us, b_start)
+                            .map_or_else(String::new, |(s, c)| {
+                                format!(
+                                    " (the second's process was stopped {} to {})",
+                                    ts(s),
+                                    if c == i64::MAX { "-".to_owned() } else { ts(c) }
+                                )
+                            });
+                        violate("3", call_id, format!("{line}{b_stop}"));
+                    }
                 }
             }
         }
@@ -468,6 +524,124 @@ pub fn check(data: &Data, params: &Params, store_name: &str) -> Report {
         }
     }
 
+    // 7. Tool (f): a completed call has exactly one effect, written by the
+    // execution its recorded outcome names; any other call none (a failed,
+    // interrupted or declined call's transaction committed nothing, and a
+    // superseded execution's never commits).
+    let mut effects: HashMap<&str, Vec<&Effect>> = HashMap::new();
+    for effect in &data.effects {
+        effects
+            .entry(effect.call_id.as_str())
+            .or_default()
+            .push(effect);
+    }
+    let effect_line = |effect: &Effect| {
+        let by = by_id.get(effect.execution.as_str()).map_or_else(
+            || "an execution never recorded".to_owned(),
+            |e| exec_line(e, timeline.end(e)),
+        );
+        format!(
+            "effect #{} at {} by execution {} [{by}]",
+            effect.id,
+            ts(effect.at_us),
+            effect.execution
+        )
+    };
+    let mut f_calls: BTreeMap<String, u64> = BTreeMap::new();
+    for c in data.calls.iter().filter(|c| c.tool == TRANSACTIONAL) {
+        let list = effects
+            .get(c.call_id.as_str())
+            .map_or(&[][..], Vec::as_slice);
+        let status = status(c);
+        *f_calls.entry(format!("{}:{status}", c.kind)).or_default() += 1;
+        let listed = || {
+            list.iter()
+                .map(|effect| effect_line(effect))
+                .collect::<Vec<_>>()
+                .join("; ")
+        };
+        if c.state == "settled" && status == "completed" {
+            let named = c
+                .outcome
+                .as_ref()
+                .and_then(|o| o.pointer("/output/execution"))
+                .and_then(Value::as_str)
+                .unwrap_or("-");
+            match list {
+                [one] if one.execution == named => {}
+                [one] => violate(
+                    "7",
+                    &c.call_id,
+                    format!(
+                        "completed naming execution {named} (settled {}), but its one effect is another's: {}",
+                        opt_ts(c.settled_us),
+                        effect_line(one)
+                    ),
+                ),
+                _ => violate(
+                    "7",
+                    &c.call_id,
+                    format!(
+                        "completed naming execution {named} (settled {}), with {} effects: {}",
+                        opt_ts(c.settled_us),
+                        list.len(),
+                        listed()
+                    ),
+                ),
+            }
+        } else if !list.is_empty() {
+            violate(
+                "7",
+                &c.call_id,
+                format!(
+                    "{} ({status}, settled {}) with {} effects: {}",
+                    c.state,
+                    opt_ts(c.settled_us),
+                    list.len(),
+                    listed()
+                ),
+            );
+        }
+    }
+    for effect in &data.effects {
+        match calls.get(effect.call_id.as_str()) {
+            Some(c) if c.tool == TRANSACTIONAL => {}
+            Some(c) => violate(
+                "7",
+                &effect.call_id,
+                format!("an effect of a call of {}: {}", c.tool, effect_line(effect)),
+            ),
+            None => violate(
+                "7",
+                &effect.call_id,
+                format!(
+                    "an effect of a call the store does not have: {}",
+                    effect_line(effect)
+                ),
+            ),
+        }
+    }
+    // The (f) executions that ended without their effect committing (their
+    // call failed, or their commit was superseded or rolled back).
+    let committed: std::collections::HashSet<&str> = data
+        .effects
+        .iter()
+        .map(|effect| effect.execution.as_str())
+        .collect();
+    let f_executions: Vec<&Exec> = data
+        .executions
+        .iter()
+        .filter(|e| e.tool == TRANSACTIONAL && e.start_us.is_some())
+        .collect();
+    let f_uncommitted = f_executions
+        .iter()
+        .filter(|e| !committed.contains(e.id.as_str()))
+        .count();
+    let f_rerun = executions
+        .values()
+        .filter(|list| list[0].tool == TRANSACTIONAL && list.len() > 1)
+        .count();
+
     // Figures.
     let count_faults = |kind: &str| data.faults.iter().filter(|f| f.kind == kind).count();
     let mut kills: BTreeMap<String, u64> = BTreeMap::new();
@@ -523,11 +697,18 @@ pub fn check(data: &Data, params: &Params, store_name: &str) -> Report {
         "unexpected_exits": count_faults("exit"),
         "faults_stamped_by_process_clock": clocks_process,
         "answers": answer_kinds,
+        "transactional": {
+            "calls_by_kind_and_outcome": f_calls,
+            "effects": data.effects.len(),
+            "executions": f_executions.len(),
+            "executions_without_effect": f_uncommitted,
+            "executions_dropped": f_executions.iter().filter(|e| e.dropped_us.is_some()).count(),
+            "calls_run_more_than_once": f_rerun,
+        },
         "paused_overlaps": overlaps_paused,
-        "paused_late_starts": late_paused,
         "violations": violations.len(),
         "violations_by_check": by_check,
-        "tools": [APPROVE, APPROVE_SAFE, TASK_RETRY, TASK_ONCE, SUSPEND],
+        "tools": [APPROVE, APPROVE_SAFE, TASK_RETRY, TASK_ONCE, SUSPEND, TRANSACTIONAL],
     });
     Report {
         json,
@@ -561,9 +742,19 @@ impl Report {
             j["unexpected_exits"]
         );
         println!("  answers: {}", j["answers"]);
+        let t = &j["transactional"];
         println!(
-            "  paused processes (reported, not violations): {} overlaps, {} late starts",
-            j["paused_overlaps"], j["paused_late_starts"]
+            "  transactional (f): calls {}, {} effects, {} executions ({} without an effect, {} dropped), {} calls ran more than once",
+            t["calls_by_kind_and_outcome"],
+            t["effects"],
+            t["executions"],
+            t["executions_without_effect"],
+            t["executions_dropped"],
+            t["calls_run_more_than_once"]
+        );
+        println!(
+            "  paused processes (reported, not violations): {} overlaps by an execution dropped after the thaw",
+            j["paused_overlaps"]
         );
         for line in self.paused.iter().take(10) {
             println!("    {line}");
@@ -580,5 +771,155 @@ impl Report {
                 println!("    check {} call {}: {}", v.check, v.call_id, v.detail);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: i64 = 1_000_000;
+
+    fn exec(
+        id: &str,
+        call: &str,
+        pid: i64,
+        start: i64,
+        ended: Option<i64>,
+        dropped: Option<i64>,
+    ) -> Exec {
+        Exec {
+            id: id.to_owned(),
+            call_id: call.to_owned(),
+            tool: TRANSACTIONAL.to_owned(),
+            instance: format!("worker-{pid}"),
+            pid,
+            attempt: 1,
+            start_us: Some(start),
+            ended_us: ended,
+            dropped_us: dropped,
+        }
+    }
+
+    fn call(id: &str, outcome: Value, settled: i64) -> StoreCall {
+        StoreCall {
+            call_id: id.to_owned(),
+            tool: TRANSACTIONAL.to_owned(),
+            kind: "task".to_owned(),
+            state: "settled".to_owned(),
+            outcome: Some(outcome),
+            settled_us: Some(settled),
+        }
+    }
+
+    fn completed(execution: &str) -> Value {
+        json!({ "status": "completed", "output": { "execution": execution } })
+    }
+
+    fn effect(id: i64, call: &str, execution: &str) -> Effect {
+        Effect {
+            id,
+            call_id: call.to_owned(),
+            execution: execution.to_owned(),
+            at_us: 5 * S,
+        }
+    }
+
+    fn stop(pid: i64, at: i64, cont: i64) -> Vec<Fault> {
+        [("stop", at), ("cont", cont)]
+            .into_iter()
+            .map(|(kind, at_us)| Fault {
+                kind: kind.to_owned(),
+                target: format!("worker-{pid}"),
+                pid,
+                at_us,
+                clock: "db".to_owned(),
+            })
+            .collect()
+    }
+
+    fn run(data: &Data) -> Report {
+        check(
+            data,
+            &Params {
+                tol_us: 0,
+                lease_us: 2 * S,
+            },
+            "test",
+        )
+    }
+
+    fn checks(report: &Report) -> Vec<&'static str> {
+        report.violations.iter().map(|v| v.check).collect()
+    }
+
+    /// A call run by `a` (pid 1, stopped 2 s to 6 s) and again by `b` (pid
+    /// 2, from 5 s to 6 s, the recorded one).
+    fn taken_over(a: Exec) -> Data {
+        Data {
+            calls: vec![call("c", completed("b"), 6 * S)],
+            executions: vec![a, exec("b", "c", 2, 5 * S, Some(6 * S), None)],
+            answers: Vec::new(),
+            faults: stop(1, 2 * S, 6 * S),
+            created: Vec::new(),
+            effects: vec![effect(1, "c", "b")],
+        }
+    }
+
+    #[test]
+    fn a_paused_execution_dropped_after_the_thaw_is_reported_not_violated() {
+        let report = run(&taken_over(exec("a", "c", 1, S, None, Some(6 * S + 1000))));
+        assert_eq!(checks(&report), Vec::<&str>::new());
+        assert_eq!(report.json["paused_overlaps"], 1);
+    }
+
+    #[test]
+    fn a_paused_execution_that_wrote_ended_at_after_the_other_started_is_a_violation() {
+        let report = run(&taken_over(exec("a", "c", 1, S, Some(6 * S + 1000), None)));
+        assert_eq!(checks(&report), ["3"]);
+        assert_eq!(report.json["paused_overlaps"], 0);
+    }
+
+    #[test]
+    fn an_overlap_without_a_stop_of_the_first_is_a_violation() {
+        let mut data = taken_over(exec("a", "c", 1, S, None, Some(6 * S + 1000)));
+        data.faults = stop(2, 2 * S, 5 * S - 1000);
+        assert_eq!(checks(&run(&data)), ["3"]);
+    }
+
+    #[test]
+    fn a_start_after_the_call_settled_is_a_violation_even_after_a_thaw() {
+        let mut data = taken_over(exec("a", "c", 1, S, None, Some(2 * S)));
+        data.executions
+            .push(exec("late", "c", 1, 6 * S + 500, None, Some(6 * S + 600)));
+        assert_eq!(checks(&run(&data)), ["2"]);
+    }
+
+    #[test]
+    fn check_7_wants_one_effect_of_the_recorded_execution_and_none_otherwise() {
+        let ok = taken_over(exec("a", "c", 1, S, None, Some(2 * S)));
+        assert!(run(&ok).violations.is_empty());
+
+        let mut twice = taken_over(exec("a", "c", 1, S, None, Some(2 * S)));
+        twice.effects.push(effect(2, "c", "b"));
+        assert_eq!(checks(&run(&twice)), ["7"]);
+
+        let mut superseded = taken_over(exec("a", "c", 1, S, None, Some(2 * S)));
+        superseded.effects = vec![effect(1, "c", "a")];
+        assert_eq!(checks(&run(&superseded)), ["7"]);
+
+        let mut none = taken_over(exec("a", "c", 1, S, None, Some(2 * S)));
+        none.effects.clear();
+        assert_eq!(checks(&run(&none)), ["7"]);
+
+        let mut failed = taken_over(exec("a", "c", 1, S, None, Some(2 * S)));
+        failed.calls[0].outcome = Some(json!({ "status": "failed", "error": "interrupted" }));
+        assert_eq!(checks(&run(&failed)), ["7"]);
+        failed.effects.clear();
+        assert!(run(&failed).violations.is_empty());
+
+        let mut stray = taken_over(exec("a", "c", 1, S, None, Some(2 * S)));
+        stray.effects.push(effect(3, "nobody", "b"));
+        assert_eq!(checks(&run(&stray)), ["7"]);
     }
 }

@@ -14,6 +14,11 @@ pub const TASK_RETRY: &str = "chaos_task_retry";
 pub const TASK_ONCE: &str = "chaos_task_once";
 /// (e) suspends on its first run; a decider resumes it.
 pub const SUSPEND: &str = "chaos_suspend";
+/// (f) transactional: its effect (a `chaos_effects` row) is written in the
+/// runtime's transaction and commits with the outcome or not at all; some
+/// of its calls require approval (`{"approval": true}`), the others run at
+/// once in the front.
+pub const TRANSACTIONAL: &str = "chaos_transactional";
 
 /// The command line, as `--key value` pairs and bare flags.
 pub struct Args {

@@ -1,6 +1,8 @@
 //! The chaos tables (executions, answers, faults, created calls) on
 //! PostgreSQL or SQLite, each written over a connection of its own, never
-//! through the store; and the reads of the store's own table for the check.
+//! through the store; the effects of tool (f) (`chaos_effects`), written
+//! only inside the runtime's transactions (for SQLite, in the store's own
+//! file); and the reads of the store's own table for the check.
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -10,7 +12,7 @@ use tokio::sync::mpsc;
 use tokio_postgres::NoTls;
 use tokio_postgres::types::ToSql;
 
-use crate::check::{Answer, Created, Data, Exec, Fault, StoreCall};
+use crate::check::{Answer, Created, Data, Effect, Exec, Fault, StoreCall};
 use crate::common::Store;
 
 /// How long one statement may take before it counts as failed (a server
@@ -32,10 +34,12 @@ CREATE TABLE IF NOT EXISTS chaos_faults (
     detail text NOT NULL);
 CREATE TABLE IF NOT EXISTS chaos_calls (
     call_id text PRIMARY KEY, tool text NOT NULL, instance text NOT NULL,
-    answer text);";
+    answer text);
+CREATE TABLE IF NOT EXISTS chaos_effects (
+    id bigserial PRIMARY KEY, call_id text NOT NULL, execution text NOT NULL,
+    at timestamptz NOT NULL);";
 
-const PG_DROP: &str =
-    "DROP TABLE IF EXISTS chaos_executions, chaos_answers, chaos_faults, chaos_calls;";
+const PG_DROP: &str = "DROP TABLE IF EXISTS chaos_executions, chaos_answers, chaos_faults, chaos_calls, chaos_effects;";
 
 const LITE_TABLES: &str = "
 CREATE TABLE IF NOT EXISTS chaos_executions (
@@ -56,6 +60,23 @@ CREATE TABLE IF NOT EXISTS chaos_calls (
 
 const LITE_DROP: &str = "DROP TABLE IF EXISTS chaos_executions; DROP TABLE IF EXISTS chaos_answers;
 DROP TABLE IF EXISTS chaos_faults; DROP TABLE IF EXISTS chaos_calls;";
+
+/// The effects of tool (f) on SQLite: in the store's file, where the
+/// runtime's transaction is. No unique key on `call_id`: the check must
+/// see a duplicate.
+const LITE_EFFECTS: &str = "
+CREATE TABLE IF NOT EXISTS chaos_effects (
+    id INTEGER PRIMARY KEY, call_id TEXT NOT NULL, execution TEXT NOT NULL,
+    at TEXT NOT NULL);";
+
+/// The insert of one effect in a SQLite call's transaction (`?1` the call,
+/// `?2` the execution).
+pub const LITE_EFFECT_INSERT: &str = "INSERT INTO chaos_effects (call_id, execution, at)
+     VALUES (?1, ?2, strftime('%Y-%m-%d %H:%M:%f','now'))";
+
+/// The insert of one effect in a PostgreSQL call's transaction.
+pub const PG_EFFECT_INSERT: &str = "INSERT INTO chaos_effects (call_id, execution, at)
+     VALUES ($1, $2, clock_timestamp())";
 
 /// SQLite's clock, as the chaos tables keep it.
 const LITE_NOW: &str = "strftime('%Y-%m-%d %H:%M:%f','now')";
@@ -196,24 +217,38 @@ impl ChaosDb {
         }
     }
 
-    /// Creates the tables, dropping earlier ones when `fresh`.
-    pub async fn setup(&self, fresh: bool) -> Result<(), String> {
-        match self {
-            ChaosDb::Pg(pg) => {
+    /// Creates the tables, dropping earlier ones when `fresh`; on SQLite
+    /// `chaos_effects` in the store's file.
+    pub async fn setup(&self, store: &Store, fresh: bool) -> Result<(), String> {
+        match (self, store) {
+            (ChaosDb::Pg(pg), _) => {
                 if fresh {
                     pg.batch(PG_DROP).await?;
                 }
                 pg.batch(PG_TABLES).await
             }
-            ChaosDb::Lite(conn) => {
+            (ChaosDb::Lite(conn), Store::Sqlite { path, .. }) => {
                 lite(conn, move |c| {
                     if fresh {
                         c.execute_batch(LITE_DROP)?;
                     }
                     c.execute_batch(LITE_TABLES)
                 })
+                .await?;
+                let path = path.clone();
+                tokio::task::spawn_blocking(move || {
+                    let c = rusqlite::Connection::open(&path)?;
+                    c.busy_timeout(Duration::from_secs(30))?;
+                    if fresh {
+                        c.execute_batch("DROP TABLE IF EXISTS chaos_effects")?;
+                    }
+                    c.execute_batch(LITE_EFFECTS)
+                })
                 .await
+                .map_err(|e| format!("{e}"))?
+                .map_err(|e| format!("chaos_effects in the store's file: {e}"))
             }
+            (ChaosDb::Lite(_), Store::Postgres { .. }) => Err("mismatched store".to_owned()),
         }
     }
 
@@ -541,12 +576,30 @@ impl ChaosDb {
                         answer: r.get(3),
                     })
                     .collect();
+                let effects = pg
+                    .query(
+                        &format!(
+                            "SELECT id, call_id, execution, {} FROM chaos_effects ORDER BY id",
+                            pg_us("at")
+                        ),
+                        &[],
+                    )
+                    .await?
+                    .iter()
+                    .map(|r| Effect {
+                        id: r.get(0),
+                        call_id: r.get(1),
+                        execution: r.get(2),
+                        at_us: r.get(3),
+                    })
+                    .collect();
                 Ok(Data {
                     calls,
                     executions,
                     answers,
                     faults,
                     created,
+                    effects,
                 })
             }
             ChaosDb::Lite(conn) => {
@@ -568,6 +621,20 @@ impl ChaosDb {
                                 state: r.get(3)?,
                                 outcome: opt_text(r, 4)?.and_then(|t| serde_json::from_str::<Value>(&t).ok()),
                                 settled_us: r.get(5)?,
+                            })
+                        })?
+                        .collect::<rusqlite::Result<Vec<_>>>()?;
+                    let effects = c
+                        .prepare(&format!(
+                            "SELECT id, call_id, execution, {} FROM store.chaos_effects ORDER BY id",
+                            lite_us("at")
+                        ))?
+                        .query_map([], |r| {
+                            Ok(Effect {
+                                id: r.get(0)?,
+                                call_id: r.get(1)?,
+                                execution: r.get(2)?,
+                                at_us: r.get(3)?,
                             })
                         })?
                         .collect::<rusqlite::Result<Vec<_>>>()?;
@@ -644,6 +711,7 @@ impl ChaosDb {
                         answers,
                         faults,
                         created,
+                        effects,
                     })
                 })
                 .await

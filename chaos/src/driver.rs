@@ -397,7 +397,7 @@ async fn run(config: Config) -> Result<bool, String> {
         Store::Sqlite { path, .. } => drop(SqliteStore::open(path).map_err(|e| format!("{e}"))?),
     }
     let db = ChaosDb::open(&config.store)?;
-    db.setup(true).await?;
+    db.setup(&config.store, true).await?;
 
     let lease = Duration::from_millis(config.lease_ms);
     let until_ms = started_ms + config.seconds * 1000;

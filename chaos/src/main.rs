@@ -9,13 +9,19 @@
 //! (PostgreSQL or SQLite):
 //!
 //! - one **front** (`chaos front`) creates calls through `Runtime::call` over
-//!   the run's duration, a mix of five tools: (a) `chaos_approve`, approval
+//!   the run's duration, a mix of six tools: (a) `chaos_approve`, approval
 //!   required; (b) `chaos_approve_safe`, approval required and retry-safe;
 //!   (c) `chaos_task_retry`, a background task with 2 retries; (d)
 //!   `chaos_task_once`, a background task without retries; (e)
 //!   `chaos_suspend`, which suspends on its first run and completes when
-//!   resumed. It waits (`Runtime::wait`) for each background call and
-//!   records the answer;
+//!   resumed; (f) `chaos_transactional`, a transactional tool (22% of the
+//!   calls): three in five are plain calls, stored and claimed by the front
+//!   and run there at once (a worker recovers and runs again the ones a
+//!   killed front left), two in five require approval (`{"approval": true}`,
+//!   its approval policy), run by the deciding decider or recovered by a
+//!   worker. It waits (`Runtime::wait`) for each background call and
+//!   records the answer, and records what `call` answered for a plain (f)
+//!   call (verb `call`);
 //! - two **workers** (`chaos worker`): `Runtime::worker()`, which claims
 //!   tasks and recovers calls whose lease expired;
 //! - two **deciders** (`chaos decider`) racing on the same calls: they list
@@ -30,7 +36,14 @@
 //! stamped at its end, and an output naming the row (`{"execution": id}`).
 //! A body whose future is dropped before its end records `dropped_at` (the
 //! process clock at the drop, written later if the database is down; every
-//! process runs on one host, so the clocks are one).
+//! process runs on one host, so the clocks are one). Tool (f)'s body also
+//! writes its **effect**, at a random point of its sleep, inside the
+//! runtime's transaction of the call: one row of `chaos_effects (call_id,
+//! execution)` (PostgreSQL: `PostgresTransaction::execute`; SQLite:
+//! `SqliteTransaction::defer`, the table in the store's own file), with no
+//! unique key on `call_id`, so a duplicate would show. When writing it
+//! fails (PostgreSQL down), the body ends with an error: the call fails,
+//! its transaction rolled back.
 //!
 //! Meanwhile the driver injects faults at random times drawn from the seed,
 //! one at a time: `SIGKILL` of a worker, a decider or the front (restarted
@@ -48,16 +61,19 @@
 //!
 //! 1. every call (in the store, or acknowledged by `Runtime::call` as
 //!    stored) is settled: none lost, none stuck pending or running;
-//! 2. no execution started after its call's recorded `settled_at` (and a
-//!    declined call never ran);
+//! 2. no execution started after its call's recorded `settled_at`, in a
+//!    paused process too (and a declined call never ran);
 //! 3. the executions of one call never overlap in time. An execution's end
 //!    is its `ended_at`, else its `dropped_at`, else the kill of its process.
-//!    The runtime drops a call's future when its lease runs out by its own
-//!    clock, so a process thawed from `SIGSTOP` may poll a stale body once
-//!    more (and write `ended_at`, or start it); an overlap (or a late start,
-//!    check 2) by an execution whose process was stopped during it (or
-//!    thawed less than a second before it started) is reported separately,
-//!    as `paused`, not as a violation. Every other overlap is one;
+//!    The runtime stops a call when its lease runs out by its own clock, and
+//!    a process thawed from `SIGSTOP` checks that deadline before it polls
+//!    the tool again, so a stopped execution can only be *dropped* after the
+//!    thaw. An overlap is allowed, and reported as `paused`, only when the
+//!    earlier execution's process was stopped between its start and the
+//!    later one's, and the earlier one has no `ended_at` after the later
+//!    start (it was dropped after the thaw, or its process killed). Every
+//!    other overlap is a violation: an `ended_at` written after the other
+//!    execution started, or a start while the other ran, paused or not;
 //! 4. tool (a), approved and not retry-safe, ran at most once per call (a
 //!    recovery settles it as interrupted, never runs it again);
 //! 5. the recorded outcome of a completed call names an execution of that
@@ -66,6 +82,15 @@
 //!    `wait` equals the outcome the store recorded; errors are allowed only
 //!    of the kinds `Running` and `NotRecorded`, and `Store` while the
 //!    database was down (or within two leases and 2 s after it came back).
+//!    What `call` answered for a plain (f) call counts as an answer too:
+//!    its outcome must be the recorded one, unless it says the outcome is
+//!    not recorded (kind `NotRecorded`) or the call could not be stored
+//!    (kind `Store`);
+//! 7. tool (f), exactly-once effects: every (f) call recorded as completed
+//!    has exactly one `chaos_effects` row, and it names the execution the
+//!    recorded outcome names (never a superseded execution's); every other
+//!    (f) call (failed, interrupted, declined) has none; and no effect
+//!    belongs to any other call.
 //!
 //! SQLite stamps have millisecond resolution, so its comparisons allow 2 ms.
 //! It prints one JSON line and a summary, and exits 1 on any violation.

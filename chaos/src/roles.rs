@@ -1,6 +1,7 @@
 //! The children the driver starts: a front that creates calls, workers,
 //! deciders; each a runtime on the shared store with tools that record
-//! their executions.
+//! their executions, and a transactional tool (f) whose effect commits
+//! with its call's outcome.
 
 use std::collections::HashMap;
 use std::process::ExitCode;
@@ -9,25 +10,17 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tool_core::{BackgroundConfig, Tool, ToolContext, ToolError};
-use tool_runtime::store::{PostgresStore, RecordedOutcome};
+use tool_core::{BackgroundConfig, RequestContext, Tool, ToolContext, ToolError};
+use tool_runtime::store::{PostgresStore, PostgresTransaction, RecordedOutcome, SqliteTransaction};
 use tool_runtime::{CallOutcome, PendingKind, Runtime, RuntimeError, ToolCall};
 
 use crate::common::{
-    APPROVE, APPROVE_SAFE, Args, Rng, SUSPEND, Store, TASK_ONCE, TASK_RETRY, hash, now_us,
+    APPROVE, APPROVE_SAFE, Args, Rng, SUSPEND, Store, TASK_ONCE, TASK_RETRY, TRANSACTIONAL, hash,
+    now_us,
 };
-use crate::db::{AnswerRec, ChaosDb, CreatedRec, ExecStart, Recorder};
-
-// ---- Transactional tools (issue 22, in progress) --------------------------
-// `Tool::builder(..).transactional(true)` / `#[tool(transactional)]` is being
-// added: a tool whose effect is written inside the runtime's store
-// transaction, with the outcome. When it lands, add here a sixth tool, (f)
-// `chaos_transactional`, whose effect is a row of its own written in that
-// transaction (not over the tool's own connection as `execution` does), and
-// a check beside check 4 in check.rs: a settled (f) call has exactly one
-// effect row, the one its recorded outcome names, and an unsettled or
-// interrupted one has none. Until then the mix is (a)–(e).
-// ---------------------------------------------------------------------------
+use crate::db::{
+    AnswerRec, ChaosDb, CreatedRec, ExecStart, LITE_EFFECT_INSERT, PG_EFFECT_INSERT, Recorder,
+};
 
 /// What a tool body needs: where to record, and who it is.
 struct Ctx {
@@ -54,15 +47,57 @@ impl Drop for Running {
     }
 }
 
+/// Where tool (f) writes its effect: its call's transaction in the store.
+enum EffectTx {
+    /// PostgreSQL: a statement in the open transaction, now.
+    Pg(PostgresTransaction),
+    /// SQLite: an insert deferred to the commit with the outcome.
+    Lite(SqliteTransaction),
+}
+
+impl EffectTx {
+    /// The handle the runtime gave the call.
+    fn of(tctx: &ToolContext<Value, Value>) -> Result<EffectTx, ToolError> {
+        if let Some(tx) = tctx.extension::<PostgresTransaction>() {
+            return Ok(EffectTx::Pg(tx.clone()));
+        }
+        if let Some(tx) = tctx.extension::<SqliteTransaction>() {
+            return Ok(EffectTx::Lite(tx.clone()));
+        }
+        Err(ToolError::new("a transactional call without a transaction"))
+    }
+
+    /// Writes the effect of execution `exec` of `call_id`: one row of
+    /// `chaos_effects`, committed with the call's outcome or not at all.
+    async fn write(self, call_id: &str, exec: &str) -> Result<(), String> {
+        match self {
+            EffectTx::Pg(tx) => tx
+                .execute(PG_EFFECT_INSERT, &[&call_id, &exec])
+                .await
+                .map(drop)
+                .map_err(|e| e.to_string()),
+            EffectTx::Lite(tx) => {
+                let (call_id, exec) = (call_id.to_owned(), exec.to_owned());
+                tx.defer(move |tx| tx.execute(LITE_EFFECT_INSERT, (call_id, exec)).map(drop))
+                    .map_err(|e| e.to_string())
+            }
+        }
+    }
+}
+
 /// One execution of a tool body: a row at its start (stamped by the
 /// database), a random sleep of 50–800 ms, the row's end, and an output
 /// naming the row. A database that is down is asked again; the future may
-/// be dropped at any await, which the drop guard records.
+/// be dropped at any await, which the drop guard records. With `effect`
+/// (tool (f)), the effect is written in the call's transaction at a random
+/// point of the sleep; when that fails (PostgreSQL down), the execution
+/// ends and the call fails, its transaction rolled back.
 async fn execution(
     ctx: Arc<Ctx>,
     call_id: String,
     tool: &'static str,
     attempt: u32,
+    effect: Option<EffectTx>,
 ) -> Result<Value, ToolError> {
     let n = ctx.executions.fetch_add(1, Ordering::Relaxed);
     let exec = ExecStart {
@@ -86,7 +121,16 @@ async fn execution(
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let mut rng = Rng::new(ctx.seed ^ hash(&exec.id));
-    tokio::time::sleep(Duration::from_millis(rng.range(50, 800))).await;
+    let sleep = rng.range(50, 800);
+    let mut failed = None;
+    if let Some(effect) = effect {
+        let before = rng.range(0, sleep);
+        tokio::time::sleep(Duration::from_millis(before)).await;
+        failed = effect.write(&exec.call_id, &exec.id).await.err();
+        tokio::time::sleep(Duration::from_millis(sleep - before)).await;
+    } else {
+        tokio::time::sleep(Duration::from_millis(sleep)).await;
+    }
     while let Err(error) = ctx.db.exec_end(&exec.id).await {
         eprintln!(
             "chaos: recording the end of {} failed, trying again: {error}",
@@ -95,7 +139,13 @@ async fn execution(
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     running.done = true;
-    Ok(json!({ "execution": exec.id }))
+    match failed {
+        None => Ok(json!({ "execution": exec.id })),
+        Some(error) => Err(ToolError::new(format!(
+            "execution {}: writing the effect failed: {error}",
+            exec.id
+        ))),
+    }
 }
 
 fn tools(ctx: &Arc<Ctx>) -> Vec<Tool> {
@@ -103,7 +153,18 @@ fn tools(ctx: &Arc<Ctx>) -> Vec<Tool> {
         let ctx = Arc::clone(ctx);
         move |_input: Value, tctx: ToolContext<Value, Value>| {
             let ctx = Arc::clone(&ctx);
-            async move { execution(ctx, tctx.call_id().to_owned(), tool, tctx.attempt()).await }
+            async move { execution(ctx, tctx.call_id().to_owned(), tool, tctx.attempt(), None).await }
+        }
+    };
+    let transactional = {
+        let ctx = Arc::clone(ctx);
+        move |_input: Value, tctx: ToolContext<Value, Value>| {
+            let ctx = Arc::clone(&ctx);
+            async move {
+                let effect = EffectTx::of(&tctx)?;
+                let call_id = tctx.call_id().to_owned();
+                execution(ctx, call_id, TRANSACTIONAL, tctx.attempt(), Some(effect)).await
+            }
         }
     };
     let suspending = {
@@ -112,8 +173,14 @@ fn tools(ctx: &Arc<Ctx>) -> Vec<Tool> {
             let ctx = Arc::clone(&ctx);
             async move {
                 let resumed = tctx.resume_data().is_some();
-                let output =
-                    execution(ctx, tctx.call_id().to_owned(), SUSPEND, tctx.attempt()).await?;
+                let output = execution(
+                    ctx,
+                    tctx.call_id().to_owned(),
+                    SUSPEND,
+                    tctx.attempt(),
+                    None,
+                )
+                .await?;
                 if resumed {
                     Ok(output)
                 } else {
@@ -148,6 +215,14 @@ fn tools(ctx: &Arc<Ctx>) -> Vec<Tool> {
             .description("suspends, then completes when resumed")
             .resume_schema(json!({ "type": "boolean" }))
             .execute(suspending)
+            .build(),
+        Tool::builder(TRANSACTIONAL)
+            .description("transactional: its effect commits with its outcome")
+            .transactional(true)
+            .approval_policy(|input: &Value, _: &RequestContext| {
+                input["approval"].as_bool().unwrap_or(false)
+            })
+            .execute(transactional)
             .build(),
     ];
     built
@@ -286,6 +361,42 @@ fn answer(
     }
 }
 
+/// What `Runtime::call` answered for a call of tool (f) that ran here (or
+/// was waited for): how the front says it (`completed`, `failed`: stored;
+/// `not_recorded`: stored, its outcome not recorded by this execution;
+/// `not_stored`), and the answer to check against the store (check 6): an
+/// outcome equal to the recorded one, or an error of an allowed kind.
+fn call_answer(
+    call_id: &str,
+    instance: &str,
+    asked_us: i64,
+    outcome: &CallOutcome,
+) -> (&'static str, AnswerRec) {
+    let message = outcome.error().map(|e| e.message().to_owned());
+    let error = |kind: &str| AnswerRec {
+        call_id: call_id.to_owned(),
+        instance: instance.to_owned(),
+        verb: "call".to_owned(),
+        ok: None,
+        error: message.clone(),
+        error_kind: Some(kind.to_owned()),
+        asked_us,
+        answered_us: now_us(),
+    };
+    match message.as_deref() {
+        Some(m) if m.contains("is not recorded") => ("not_recorded", error("not_recorded")),
+        Some(m) if m.contains("could not be stored") => ("not_stored", error("store")),
+        Some(_) => (
+            "failed",
+            answer(call_id, instance, "call", asked_us, &Ok(outcome.clone())),
+        ),
+        None => (
+            "completed",
+            answer(call_id, instance, "call", asked_us, &Ok(outcome.clone())),
+        ),
+    }
+}
+
 fn error_kind_of(error: &RuntimeError) -> &'static str {
     match error {
         RuntimeError::Running { .. } => "running",
@@ -322,12 +433,16 @@ async fn front(
     let until_us = i64::try_from(until_ms).unwrap_or(i64::MAX) * 1000;
     while now_us() < until_us {
         let tool = match rng.range(0, 99) {
-            0..=24 => APPROVE,
-            25..=44 => APPROVE_SAFE,
-            45..=64 => TASK_RETRY,
-            65..=79 => TASK_ONCE,
-            _ => SUSPEND,
+            0..=19 => APPROVE,
+            20..=34 => APPROVE_SAFE,
+            35..=49 => TASK_RETRY,
+            50..=62 => TASK_ONCE,
+            63..=77 => SUSPEND,
+            _ => TRANSACTIONAL,
         };
+        // Tool (f): two calls in five wait for approval (run by a decider,
+        // or recovered by a worker); the others run here at once.
+        let approval = tool == TRANSACTIONAL && rng.chance(40);
         let call_id = format!("{}-{}-{n}", common.run, common.instance);
         n += 1;
         recorder.created(CreatedRec {
@@ -339,13 +454,20 @@ async fn front(
         let (runtime, recorder, instance) =
             (runtime.clone(), recorder.clone(), common.instance.clone());
         tokio::spawn(async move {
+            let asked = now_us();
+            let input = json!({ "n": n, "approval": approval });
             let outcome = runtime
-                .call(ToolCall::new(call_id.clone(), tool, json!({ "n": n })))
+                .call(ToolCall::new(call_id.clone(), tool, input))
                 .await;
             let said = match &outcome {
                 CallOutcome::ApprovalRequired { .. } => "approval_required".to_owned(),
                 CallOutcome::BackgroundStarted { .. } => "background_started".to_owned(),
                 CallOutcome::Suspended { .. } => "suspended".to_owned(),
+                final_outcome if tool == TRANSACTIONAL => {
+                    let (said, rec) = call_answer(&call_id, &instance, asked, final_outcome);
+                    recorder.answer(rec);
+                    said.to_owned()
+                }
                 other => format!("other: {other:?}"),
             };
             recorder.created(CreatedRec {
