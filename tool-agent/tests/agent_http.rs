@@ -10,7 +10,7 @@ mod common;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use common::provider::{APIS, Api, Part, Received, Reply, Server};
+use common::provider::{APIS, Api, Part, Received, Reply, Server, chat, typed};
 use serde_json::{Value, json};
 use tool_agent::{Agent, AgentChunk, FinishReason, Message, Thread};
 use tool_core::{Tool, ToolContext, ToolError};
@@ -357,5 +357,161 @@ async fn a_stream_cut_mid_call_ends_the_run_with_an_error_and_runs_nothing() {
             "{api:?}"
         );
         assert!(runs.lock().unwrap().is_empty());
+    }
+}
+
+/// `cut` followed by the provider's end for a token limit.
+fn cut_by_the_token_limit(api: Api) -> Vec<String> {
+    let mut answer = api.cut_answer();
+    match api {
+        Api::Chat => {
+            answer.push(chat(
+                json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]}),
+            ));
+            answer.push("data: [DONE]\n\n".into());
+        }
+        Api::Responses => answer.push(typed(
+            json!({"type": "response.incomplete", "response": {"status": "incomplete", "incomplete_details": {"reason": "max_output_tokens"}, "output": []}}),
+        )),
+        Api::Anthropic => {
+            answer.push(typed(json!({"type": "content_block_stop", "index": 0})));
+            answer.push(typed(
+                json!({"type": "message_delta", "delta": {"stop_reason": "max_tokens", "stop_sequence": null}}),
+            ));
+            answer.push(typed(json!({"type": "message_stop"})));
+        }
+    }
+    answer
+}
+
+/// The arguments a request sends back for the call `call_1` (Anthropic's
+/// `input` object, OpenAI's `arguments` text), and whether its result is
+/// an error where the API says so, with its text.
+fn sent_back_call(api: Api, body: &Value) -> (Value, String) {
+    let result = api
+        .tool_results(body)
+        .into_iter()
+        .find(|(id, _)| id == "call_1")
+        .map(|(_, text)| text)
+        .unwrap_or_default();
+    let arguments = match api {
+        Api::Chat => body["messages"].as_array().unwrap().iter().find_map(|m| {
+            m["tool_calls"][0]["function"]["arguments"]
+                .as_str()
+                .map(|a| json!(a))
+        }),
+        Api::Responses => body["input"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|i| i["type"] == "function_call")
+            .map(|i| i["arguments"].clone()),
+        Api::Anthropic => body["messages"].as_array().unwrap().iter().find_map(|m| {
+            m["content"]
+                .as_array()?
+                .iter()
+                .find(|b| b["type"] == "tool_use")
+                .map(|b| {
+                    assert!(
+                        m["role"] == "assistant",
+                        "a tool_use block is the assistant's"
+                    );
+                    b["input"].clone()
+                })
+        }),
+    };
+    (arguments.expect("the call is sent back"), result)
+}
+
+/// The empty arguments each API reads: Anthropic's object, OpenAI's text.
+fn empty_arguments(api: Api) -> Value {
+    match api {
+        Api::Anthropic => json!({}),
+        Api::Chat | Api::Responses => json!("{}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_cut_off_by_the_token_limit_is_sent_back_as_an_empty_object_with_its_error() {
+    for api in APIS {
+        let runs = Runs::default();
+        let store = store_file(&format!("length-{api:?}.sqlite"));
+        let server = Server::scripted(move |request: &Received| {
+            if api.tool_results(&request.body).is_empty() {
+                Reply::sse(cut_by_the_token_limit(api))
+            } else {
+                Reply::sse(api.text_answer())
+            }
+        })
+        .await;
+        let out = agent(api, &server, runtime(&runs, &store))
+            .generate(Thread::new("t1"), vec![Message::user("weather?")])
+            .await
+            .unwrap();
+        assert_eq!(
+            out.finish_reason,
+            FinishReason::Stop,
+            "{api:?}: {:?}",
+            out.chunks
+        );
+        let received = server.received();
+        assert_eq!(received.len(), 2, "{api:?}");
+        let (arguments, result) = sent_back_call(api, &received[1].body);
+        assert_eq!(arguments, empty_arguments(api), "{api:?}");
+        assert!(!result.is_empty(), "{api:?}: the cut-off explanation");
+        if matches!(api, Api::Anthropic) {
+            let blocks = received[1].body["messages"][2]["content"]
+                .as_array()
+                .unwrap();
+            assert_eq!(blocks[0]["type"], "tool_result");
+            assert_eq!(blocks[0]["is_error"], true);
+        }
+        assert!(runs.lock().unwrap().is_empty());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_of_a_cut_stream_is_sent_back_as_an_empty_object_after_a_reply() {
+    for api in APIS {
+        let runs = Runs::default();
+        let store = store_file(&format!("cut-reply-{api:?}.sqlite"));
+        let served = Arc::new(AtomicUsize::new(0));
+        let count = Arc::clone(&served);
+        let server = Server::scripted(move |_: &Received| {
+            if count.fetch_add(1, Ordering::SeqCst) == 0 {
+                Reply::sse(api.cut_answer())
+            } else {
+                Reply::sse(api.text_answer())
+            }
+        })
+        .await;
+        let agent = agent(api, &server, runtime(&runs, &store));
+        let cut = agent
+            .generate(Thread::new("t1"), vec![Message::user("weather?")])
+            .await
+            .unwrap();
+        assert_eq!(
+            cut.finish_reason,
+            FinishReason::Error,
+            "{api:?}: {:?}",
+            cut.chunks
+        );
+        let done = agent
+            .reply(&cut.run_id, "again")
+            .await
+            .unwrap()
+            .output()
+            .await;
+        assert_eq!(
+            done.finish_reason,
+            FinishReason::Stop,
+            "{api:?}: {:?}",
+            done.chunks
+        );
+        let received = server.received();
+        assert_eq!(received.len(), 2, "{api:?}");
+        let (arguments, result) = sent_back_call(api, &received[1].body);
+        assert_eq!(arguments, empty_arguments(api), "{api:?}");
+        assert!(!result.is_empty(), "{api:?}: the cut-off explanation");
     }
 }

@@ -5,8 +5,8 @@ use tool_core::decode::{AnthropicDecoder, StreamDecoder};
 use tool_core::provider::Provider;
 
 use super::{
-    Auth, Call, Flow, HttpSettings, Item, Protocol, content_text, decoded, http_builder,
-    parse_event, push_text, run,
+    Auth, Call, Flow, HttpSettings, Item, Protocol, arguments_object, content_text, decoded,
+    http_builder, parse_event, push_text, run,
 };
 use crate::{Message, Model, ModelEvent, ModelFinish, ModelRequest, ModelStream};
 
@@ -151,7 +151,7 @@ fn body(model: &str, default_max_tokens: u32, request: &ModelRequest) -> Value {
                         "type": "tool_use",
                         "id": call.call_id,
                         "name": call.tool_name,
-                        "input": call.arguments,
+                        "input": arguments_object(&call.arguments),
                     }));
                 }
                 // Nor does it take an assistant message without content.

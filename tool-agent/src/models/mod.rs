@@ -498,6 +498,26 @@ fn content_text(content: &Value) -> String {
     }
 }
 
+/// A call's arguments as an object, for Anthropic's `tool_use.input`: a
+/// call cut off before its arguments were complete (its partial text, a
+/// string) is sent back as `{}`; its result is the cut-off explanation.
+fn arguments_object(arguments: &Value) -> Value {
+    match arguments {
+        Value::Object(_) => arguments.clone(),
+        _ => Value::Object(serde_json::Map::new()),
+    }
+}
+
+/// A call's arguments as JSON text, for OpenAI's `arguments`: a call cut
+/// off before its arguments were complete (its partial text, a string) is
+/// sent back as `{}`, never its text encoded twice.
+fn arguments_text(arguments: &Value) -> String {
+    match arguments {
+        Value::String(_) => "{}".to_owned(),
+        other => other.to_string(),
+    }
+}
+
 /// Generates the builder methods every HTTP model shares.
 macro_rules! http_builder {
     ($model:ident, $name:literal, $env:literal, $base:literal) => {

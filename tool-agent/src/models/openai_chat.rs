@@ -5,8 +5,8 @@ use tool_core::decode::{OpenAiChatDecoder, StreamDecoder};
 use tool_core::provider::Provider;
 
 use super::{
-    Auth, Call, Flow, HttpSettings, Item, Protocol, content_text, decoded, http_builder,
-    parse_event, push_text, run,
+    Auth, Call, Flow, HttpSettings, Item, Protocol, arguments_text, content_text, decoded,
+    http_builder, parse_event, push_text, run,
 };
 use crate::{Message, Model, ModelEvent, ModelFinish, ModelRequest, ModelStream};
 
@@ -116,7 +116,7 @@ fn body(model: &str, request: &ModelRequest) -> Value {
                             json!({
                                 "id": call.call_id,
                                 "type": "function",
-                                "function": { "name": call.tool_name, "arguments": call.arguments.to_string() },
+                                "function": { "name": call.tool_name, "arguments": arguments_text(&call.arguments) },
                             })
                         })
                         .collect();

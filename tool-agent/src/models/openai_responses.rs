@@ -5,8 +5,8 @@ use tool_core::decode::{DecodeError, OpenAiResponsesDecoder, StreamDecoder};
 use tool_core::provider::Provider;
 
 use super::{
-    Auth, Call, Flow, HttpSettings, Item, MESSAGE_CHARS, Protocol, content_text, cut, decoded,
-    http_builder, parse_event, push_text, run,
+    Auth, Call, Flow, HttpSettings, Item, MESSAGE_CHARS, Protocol, arguments_text, content_text,
+    cut, decoded, http_builder, parse_event, push_text, run,
 };
 use crate::{Message, Model, ModelCallError, ModelEvent, ModelFinish, ModelRequest, ModelStream};
 
@@ -108,7 +108,7 @@ fn body(model: &str, request: &ModelRequest) -> Value {
                         "type": "function_call",
                         "call_id": call.call_id,
                         "name": call.tool_name,
-                        "arguments": call.arguments.to_string(),
+                        "arguments": arguments_text(&call.arguments),
                     }));
                 }
             }
