@@ -21,6 +21,16 @@ pub enum FinishReason {
     Suspended,
     /// The model could not be called, or its answer broke off.
     Error,
+    /// The model refused to answer (its refusal's text came as
+    /// [`AgentChunk::TextDelta`]).
+    Refusal,
+    /// A content filter stopped the model's answer.
+    ContentFilter,
+    /// The provider paused a long turn (Anthropic's `pause_turn`).
+    PauseTurn,
+    /// Another reason the model's answer ended, as the model said it
+    /// ([`ModelFinish::Other`]).
+    Other(String),
 }
 
 /// The schema of an approval decision (`{approved, reason?}`), as

@@ -587,10 +587,15 @@ impl Step<'_> {
             StepEnd::Waiting
         } else if made_calls {
             StepEnd::Calls
-        } else if reason == ModelFinish::Length {
-            StepEnd::Done(FinishReason::Length)
         } else {
-            StepEnd::Done(FinishReason::Stop)
+            StepEnd::Done(match &reason {
+                ModelFinish::Length => FinishReason::Length,
+                ModelFinish::Refusal => FinishReason::Refusal,
+                ModelFinish::ContentFilter => FinishReason::ContentFilter,
+                ModelFinish::PauseTurn => FinishReason::PauseTurn,
+                ModelFinish::Other(other) => FinishReason::Other(other.clone()),
+                ModelFinish::Stop | ModelFinish::ToolCalls => FinishReason::Stop,
+            })
         };
         self.run.progress = Progress::StepEnded(end);
         Some(AgentChunk::StepFinish {
@@ -724,9 +729,12 @@ mod tests {
         for (finish, reason) in [
             (ModelFinish::Stop, FinishReason::Stop),
             (ModelFinish::Length, FinishReason::Length),
+            (ModelFinish::Refusal, FinishReason::Refusal),
+            (ModelFinish::ContentFilter, FinishReason::ContentFilter),
+            (ModelFinish::PauseTurn, FinishReason::PauseTurn),
             (
-                ModelFinish::Other("content_filter".into()),
-                FinishReason::Stop,
+                ModelFinish::Other("recitation".into()),
+                FinishReason::Other("recitation".into()),
             ),
         ] {
             let mut run = machine(10, false);

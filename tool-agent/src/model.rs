@@ -114,8 +114,16 @@ pub enum ModelFinish {
     ToolCalls,
     /// It ran out of tokens.
     Length,
-    /// Anything else the provider said (a content filter, say).
+    /// Anything else the provider said.
     Other(String),
+    /// It refused to answer (OpenAI's `refusal`, Anthropic's
+    /// `stop_reason: "refusal"`); the refusal's text came as
+    /// [`ModelEvent::TextDelta`].
+    Refusal,
+    /// A content filter stopped its answer (OpenAI's `content_filter`).
+    ContentFilter,
+    /// The provider paused a long turn (Anthropic's `pause_turn`).
+    PauseTurn,
 }
 
 /// One event of a model's streamed answer.

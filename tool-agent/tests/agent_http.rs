@@ -515,3 +515,60 @@ async fn a_call_of_a_cut_stream_is_sent_back_as_an_empty_object_after_a_reply() 
         assert!(!result.is_empty(), "{api:?}: the cut-off explanation");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refusal_ends_the_run_with_the_refusal_reason_and_its_text() {
+    for api in APIS {
+        let runs = Runs::default();
+        let store = store_file(&format!("refusal-{api:?}.sqlite"));
+        let answer: Vec<String> = match api {
+            Api::Chat => vec![
+                chat(
+                    json!({"choices": [{"index": 0, "delta": {"role": "assistant", "content": null, "refusal": "I can't help with that."}, "finish_reason": null}]}),
+                ),
+                chat(json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})),
+                "data: [DONE]\n\n".into(),
+            ],
+            Api::Responses => vec![
+                typed(
+                    json!({"type": "response.refusal.delta", "item_id": "msg_1", "output_index": 0, "content_index": 0, "delta": "I can't help with that."}),
+                ),
+                typed(
+                    json!({"type": "response.completed", "response": {"status": "completed", "output": []}}),
+                ),
+            ],
+            Api::Anthropic => vec![
+                typed(
+                    json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+                ),
+                typed(
+                    json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "I can't help with that."}}),
+                ),
+                typed(json!({"type": "content_block_stop", "index": 0})),
+                typed(
+                    json!({"type": "message_delta", "delta": {"stop_reason": "refusal", "stop_sequence": null}}),
+                ),
+                typed(json!({"type": "message_stop"})),
+            ],
+        };
+        let server = Server::scripted(move |_: &Received| Reply::sse(answer.clone())).await;
+        let out = agent(api, &server, runtime(&runs, &store))
+            .generate(Thread::new("t1"), vec![Message::user("something bad")])
+            .await
+            .unwrap();
+        assert_eq!(
+            out.finish_reason,
+            FinishReason::Refusal,
+            "{api:?}: {:?}",
+            out.chunks
+        );
+        assert_eq!(out.text, "I can't help with that.", "{api:?}");
+        assert!(
+            out.chunks.iter().any(
+                |c| matches!(c, AgentChunk::TextDelta { text } if text == "I can't help with that.")
+            ),
+            "{api:?}: {:?}",
+            out.chunks
+        );
+    }
+}

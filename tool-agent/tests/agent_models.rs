@@ -907,3 +907,177 @@ async fn a_stream_closed_after_the_announced_finish_still_finishes() {
         );
     }
 }
+
+// ---------------------------------------------------------------------------
+// Refusals and the provider's finish reasons (issue 23).
+
+/// An answer that refuses, in each API's shape.
+fn refusal_answer(api: Api) -> Vec<String> {
+    match api {
+        Api::Chat => vec![
+            chat(
+                json!({"choices": [{"index": 0, "delta": {"role": "assistant", "content": null, "refusal": ""}, "finish_reason": null}]}),
+            ),
+            chat(
+                json!({"choices": [{"index": 0, "delta": {"refusal": "I can't "}, "finish_reason": null}]}),
+            ),
+            chat(
+                json!({"choices": [{"index": 0, "delta": {"refusal": "help with that."}, "finish_reason": null}]}),
+            ),
+            chat(json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})),
+            "data: [DONE]\n\n".into(),
+        ],
+        Api::Responses => vec![
+            typed(
+                json!({"type": "response.output_item.added", "output_index": 0, "item": {"id": "msg_1", "type": "message", "role": "assistant", "status": "in_progress", "content": []}}),
+            ),
+            typed(
+                json!({"type": "response.content_part.added", "item_id": "msg_1", "output_index": 0, "content_index": 0, "part": {"type": "refusal", "refusal": ""}}),
+            ),
+            typed(
+                json!({"type": "response.refusal.delta", "item_id": "msg_1", "output_index": 0, "content_index": 0, "delta": "I can't "}),
+            ),
+            typed(
+                json!({"type": "response.refusal.delta", "item_id": "msg_1", "output_index": 0, "content_index": 0, "delta": "help with that."}),
+            ),
+            typed(
+                json!({"type": "response.refusal.done", "item_id": "msg_1", "output_index": 0, "content_index": 0, "refusal": "I can't help with that."}),
+            ),
+            typed(
+                json!({"type": "response.completed", "response": {"status": "completed", "output": [
+                    {"id": "msg_1", "type": "message", "role": "assistant", "status": "completed", "content": [{"type": "refusal", "refusal": "I can't help with that."}]}
+                ]}}),
+            ),
+        ],
+        Api::Anthropic => vec![
+            typed(
+                json!({"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "content": [], "stop_reason": null}}),
+            ),
+            typed(
+                json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+            ),
+            typed(
+                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "I can't "}}),
+            ),
+            typed(
+                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "help with that."}}),
+            ),
+            typed(json!({"type": "content_block_stop", "index": 0})),
+            typed(
+                json!({"type": "message_delta", "delta": {"stop_reason": "refusal", "stop_sequence": null}}),
+            ),
+            typed(json!({"type": "message_stop"})),
+        ],
+    }
+}
+
+#[tokio::test]
+async fn a_refusal_is_its_text_then_a_refusal_finish() {
+    for api in APIS {
+        let server = Server::start(vec![Reply::sse(refusal_answer(api))]).await;
+        let model = api.model(&server, Some("sk-test"), 0);
+        assert_eq!(
+            ok_events(collect(&*model, hello()).await),
+            vec![
+                text("I can't "),
+                text("help with that."),
+                ModelEvent::Finish(ModelFinish::Refusal)
+            ],
+            "{api:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_refusal_only_in_the_completed_response_is_read_from_its_output() {
+    let server = Server::start(vec![Reply::sse(vec![typed(
+        json!({"type": "response.completed", "response": {"status": "completed", "output": [
+            {"id": "msg_1", "type": "message", "role": "assistant", "status": "completed", "content": [{"type": "refusal", "refusal": "No."}]}
+        ]}}),
+    )])])
+    .await;
+    let model = Api::Responses.model(&server, Some("sk-test"), 0);
+    assert_eq!(
+        ok_events(collect(&*model, hello()).await),
+        vec![text("No."), ModelEvent::Finish(ModelFinish::Refusal)]
+    );
+}
+
+#[tokio::test]
+async fn the_providers_finish_reason_is_kept() {
+    let chat_ending = |reason: &str| {
+        vec![
+            chat(
+                json!({"choices": [{"index": 0, "delta": {"content": "x"}, "finish_reason": null}]}),
+            ),
+            chat(json!({"choices": [{"index": 0, "delta": {}, "finish_reason": reason}]})),
+            "data: [DONE]\n\n".into(),
+        ]
+    };
+    let anthropic_ending = |reason: &str| {
+        vec![
+            typed(
+                json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+            ),
+            typed(
+                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "x"}}),
+            ),
+            typed(json!({"type": "content_block_stop", "index": 0})),
+            typed(
+                json!({"type": "message_delta", "delta": {"stop_reason": reason, "stop_sequence": null}}),
+            ),
+            typed(json!({"type": "message_stop"})),
+        ]
+    };
+    let responses_incomplete = |reason: &str| {
+        vec![
+            typed(json!({"type": "response.output_text.delta", "item_id": "msg_1", "delta": "x"})),
+            typed(
+                json!({"type": "response.incomplete", "response": {"status": "incomplete", "incomplete_details": {"reason": reason}}}),
+            ),
+        ]
+    };
+    let cases = [
+        (
+            Api::Chat,
+            chat_ending("content_filter"),
+            ModelFinish::ContentFilter,
+        ),
+        (Api::Chat, chat_ending("stop"), ModelFinish::Stop),
+        (Api::Chat, chat_ending("length"), ModelFinish::Length),
+        (
+            Api::Responses,
+            responses_incomplete("content_filter"),
+            ModelFinish::ContentFilter,
+        ),
+        (
+            Api::Anthropic,
+            anthropic_ending("pause_turn"),
+            ModelFinish::PauseTurn,
+        ),
+        (
+            Api::Anthropic,
+            anthropic_ending("refusal"),
+            ModelFinish::Refusal,
+        ),
+        (
+            Api::Anthropic,
+            anthropic_ending("max_tokens"),
+            ModelFinish::Length,
+        ),
+        (
+            Api::Anthropic,
+            anthropic_ending("stop_sequence"),
+            ModelFinish::Stop,
+        ),
+    ];
+    for (api, answer, finish) in cases {
+        let server = Server::start(vec![Reply::sse(answer)]).await;
+        let model = api.model(&server, Some("sk-test"), 0);
+        assert_eq!(
+            ok_events(collect(&*model, hello()).await),
+            vec![text("x"), ModelEvent::Finish(finish.clone())],
+            "{api:?} {finish:?}"
+        );
+    }
+}

@@ -25,7 +25,9 @@ const DEFAULT_MAX_TOKENS: u32 = 4096;
 /// given. The key goes in `x-api-key`, with `anthropic-version: 2023-06-01`.
 /// The finish comes from `stop_reason`: `end_turn` and `stop_sequence` are
 /// [`ModelFinish::Stop`], `tool_use` [`ModelFinish::ToolCalls`],
-/// `max_tokens` [`ModelFinish::Length`], others [`ModelFinish::Other`]. An
+/// `max_tokens` [`ModelFinish::Length`], `refusal`
+/// [`ModelFinish::Refusal`], `pause_turn` [`ModelFinish::PauseTurn`], others
+/// [`ModelFinish::Other`]. An
 /// `error` event ends the stream with
 /// [`ModelCallError::Decode`](crate::ModelCallError::Decode).
 ///
@@ -222,6 +224,8 @@ impl Protocol for Messages {
                         "end_turn" | "stop_sequence" => ModelFinish::Stop,
                         "tool_use" => ModelFinish::ToolCalls,
                         "max_tokens" => ModelFinish::Length,
+                        "refusal" => ModelFinish::Refusal,
+                        "pause_turn" => ModelFinish::PauseTurn,
                         other => ModelFinish::Other(other.to_owned()),
                     });
                 }

@@ -20,9 +20,11 @@ const PROVIDER: Provider = Provider::OpenAiChat;
 /// each result as a `tool` message whose content is the result's text, or
 /// its JSON), the tools as given, and `max_completion_tokens` when the
 /// request limits it. The key goes in `authorization: Bearer`. The finish
-/// comes from `finish_reason`: `stop`, `tool_calls`, `length`, or another
-/// (`content_filter`) as [`ModelFinish::Other`]. Chat has no error flag for
-/// tool results: an error result is sent like any other.
+/// comes from `finish_reason`: `stop`, `tool_calls`, `length`,
+/// `content_filter` ([`ModelFinish::ContentFilter`]), or another as
+/// [`ModelFinish::Other`]; a `delta.refusal` comes as text and the answer
+/// ends with [`ModelFinish::Refusal`]. Chat has no error flag for tool
+/// results: an error result is sent like any other.
 ///
 /// ```no_run
 /// use futures_util::StreamExt;
@@ -88,6 +90,7 @@ impl Model for OpenAiChatModel {
             Chat {
                 decoder: OpenAiChatDecoder::new(),
                 finish: None,
+                refused: false,
             },
         )
     }
@@ -143,6 +146,20 @@ struct Chat {
     decoder: OpenAiChatDecoder,
     /// The first choice's `finish_reason`, once given.
     finish: Option<ModelFinish>,
+    /// Whether the model sent a `delta.refusal`.
+    refused: bool,
+}
+
+impl Chat {
+    /// The finish: [`ModelFinish::Refusal`] after a refusal, else the
+    /// announced one.
+    fn take_finish(&mut self) -> Option<ModelFinish> {
+        let finish = self.finish.take();
+        if self.refused {
+            return Some(ModelFinish::Refusal);
+        }
+        finish
+    }
 }
 
 impl Protocol for Chat {
@@ -153,8 +170,7 @@ impl Protocol for Chat {
                 return Flow::Done;
             }
             let finish = self
-                .finish
-                .take()
+                .take_finish()
                 .unwrap_or_else(|| ModelFinish::Other("[DONE] without a finish_reason".into()));
             out.push(Ok(ModelEvent::Finish(finish)));
             return Flow::Done;
@@ -177,6 +193,14 @@ impl Protocol for Chat {
                 .and_then(|c| c.pointer("/delta/content"))
                 .and_then(Value::as_str),
         );
+        // A refusal's text is the answer's text; the answer ends as refused.
+        let refusal = choice
+            .and_then(|c| c.pointer("/delta/refusal"))
+            .and_then(Value::as_str);
+        if refusal.is_some_and(|text| !text.is_empty()) {
+            self.refused = true;
+            push_text(out, refusal);
+        }
         let result = self.decoder.decode(&chunk);
         if decoded(PROVIDER, &mut self.decoder, result, out) == Flow::Done {
             return Flow::Done;
@@ -189,6 +213,7 @@ impl Protocol for Chat {
                 "stop" => ModelFinish::Stop,
                 "tool_calls" | "function_call" => ModelFinish::ToolCalls,
                 "length" => ModelFinish::Length,
+                "content_filter" => ModelFinish::ContentFilter,
                 other => ModelFinish::Other(other.to_owned()),
             });
         }
@@ -196,7 +221,7 @@ impl Protocol for Chat {
     }
 
     fn announced_finish(&mut self) -> Option<ModelFinish> {
-        self.finish.take()
+        self.take_finish()
     }
 
     fn decoder(&mut self) -> &mut dyn StreamDecoder {

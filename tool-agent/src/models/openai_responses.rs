@@ -20,8 +20,11 @@ const PROVIDER: Provider = Provider::OpenAiResponses;
 /// text or JSON), the tools as given, and `max_output_tokens` when the
 /// request limits it. The key goes in `authorization: Bearer`. The finish:
 /// `response.completed` is [`ModelFinish::ToolCalls`] when the answer called
-/// a function, [`ModelFinish::Stop`] otherwise; `response.incomplete` for
-/// `max_output_tokens` is [`ModelFinish::Length`], for another reason
+/// a function, [`ModelFinish::Refusal`] when it refused (a refusal's text,
+/// `response.refusal.delta`, comes as text), [`ModelFinish::Stop`]
+/// otherwise; `response.incomplete` for `max_output_tokens` is
+/// [`ModelFinish::Length`], for `content_filter`
+/// [`ModelFinish::ContentFilter`], for another reason
 /// [`ModelFinish::Other`]; `response.failed` and `error` events end the
 /// stream with [`ModelCallError::Decode`].
 ///
@@ -85,6 +88,7 @@ impl Model for OpenAiResponsesModel {
             Responses {
                 decoder: OpenAiResponsesDecoder::new(),
                 called: false,
+                refusal: Refusal::None,
             },
         )
     }
@@ -139,6 +143,43 @@ struct Responses {
     decoder: OpenAiResponsesDecoder,
     /// Whether a function call item was output.
     called: bool,
+    /// Whether the model refused, and whether its text was streamed.
+    refusal: Refusal,
+}
+
+/// Whether a Responses answer refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Refusal {
+    None,
+    /// `response.refusal.delta` streamed its text.
+    Streamed,
+    /// The refusal's text was read from its `done` event or the output.
+    Read,
+}
+
+/// The refusal parts of the response's output messages, joined.
+fn output_refusal(response: Option<&Value>) -> Option<String> {
+    let mut text = String::new();
+    let mut found = false;
+    for item in response
+        .and_then(|r| r.get("output"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        for part in item
+            .get("content")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if part.get("type").and_then(Value::as_str) == Some("refusal") {
+                found = true;
+                text.push_str(part.get("refusal").and_then(Value::as_str).unwrap_or(""));
+            }
+        }
+    }
+    found.then_some(text)
 }
 
 fn is_function_call(item: Option<&Value>) -> bool {
@@ -156,8 +197,20 @@ impl Protocol for Responses {
             .get("type")
             .and_then(Value::as_str)
             .unwrap_or_default();
-        if kind == "response.output_text.delta" {
-            push_text(out, event.get("delta").and_then(Value::as_str));
+        match kind {
+            "response.output_text.delta" => {
+                push_text(out, event.get("delta").and_then(Value::as_str));
+            }
+            // A refusal's text is the answer's text; the answer ends as refused.
+            "response.refusal.delta" => {
+                self.refusal = Refusal::Streamed;
+                push_text(out, event.get("delta").and_then(Value::as_str));
+            }
+            "response.refusal.done" if self.refusal == Refusal::None => {
+                self.refusal = Refusal::Read;
+                push_text(out, event.get("refusal").and_then(Value::as_str));
+            }
+            _ => {}
         }
         let result = self.decoder.decode(&event);
         if decoded(PROVIDER, &mut self.decoder, result, out) == Flow::Done {
@@ -170,11 +223,19 @@ impl Protocol for Responses {
                 return Flow::Continue;
             }
             "response.completed" => {
+                if self.refusal == Refusal::None
+                    && let Some(text) = output_refusal(response)
+                {
+                    self.refusal = Refusal::Read;
+                    push_text(out, Some(&text));
+                }
                 let output_called = response
                     .and_then(|r| r.get("output"))
                     .and_then(Value::as_array)
                     .is_some_and(|items| items.iter().any(|item| is_function_call(Some(item))));
-                if self.called || output_called {
+                if self.refusal != Refusal::None {
+                    ModelFinish::Refusal
+                } else if self.called || output_called {
                     ModelFinish::ToolCalls
                 } else {
                     ModelFinish::Stop
@@ -187,6 +248,7 @@ impl Protocol for Responses {
                     .unwrap_or("incomplete");
                 match reason {
                     "max_output_tokens" => ModelFinish::Length,
+                    "content_filter" => ModelFinish::ContentFilter,
                     other => ModelFinish::Other(other.to_owned()),
                 }
             }
