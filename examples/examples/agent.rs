@@ -2,18 +2,17 @@
 //! money, the run stops with a `tool-call-approval` chunk, the approval
 //! continues it, and the model answers with the result.
 //!
-//! Run: `cargo run -p examples --example agent`. By default the model is a
-//! local server this example starts, which answers in OpenAI's Chat
-//! Completions streaming format; with `OPENAI_API_KEY` (or
-//! `ANTHROPIC_API_KEY`) set, it talks to the real API instead.
+//! Run: `cargo run -p examples --example agent`. By default it runs
+//! offline: a `ScriptedModel` plays the model, its two answers written as
+//! data, and the example shows what the model was sent; with
+//! `OPENAI_API_KEY` (or `ANTHROPIC_API_KEY`) set, it talks to the real API
+//! instead.
 
 use futures_util::StreamExt as _;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tool_agent::{
-    Agent, AgentChunk, AgentStream, AnthropicModel, FinishReason, Message, Model, OpenAiChatModel,
-    Thread,
+    Agent, AgentChunk, AgentStream, AnthropicModel, FinishReason, Message, Model, ModelFinish,
+    OpenAiChatModel, ScriptedModel, ScriptedStep, Thread,
 };
 use tool_core::{ToolError, tool};
 use tool_runtime::Runtime;
@@ -46,6 +45,7 @@ pub async fn transfer(TransferInput { to, amount }: TransferInput) -> Result<Rec
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut scripted = None;
     let model: Box<dyn Model> = if std::env::var_os("OPENAI_API_KEY").is_some() {
         println!("(talking to the OpenAI API)");
         Box::new(OpenAiChatModel::new("gpt-4.1-mini"))
@@ -53,13 +53,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("(talking to the Anthropic API)");
         Box::new(AnthropicModel::new("claude-sonnet-4-5"))
     } else {
-        let url = scripted_provider().await?;
-        println!("(offline: a scripted OpenAI-compatible server at {url})");
-        Box::new(
-            OpenAiChatModel::new("scripted")
-                .api_key("offline")
-                .base_url(url),
-        )
+        println!("(offline: a scripted model plays the model)");
+        let model = scripted_model();
+        scripted = Some(model.clone());
+        Box::new(model)
     };
     let runtime = Runtime::builder().tool(TransferTool).build()?;
     let agent = Agent::builder("banker", model, runtime)
@@ -74,7 +71,39 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     println!("--- a human approves {call_id} (from any instance sharing the store)");
     show(agent.approve_tool_call(&paused.run_id, &call_id).await?).await;
+
+    if let Some(model) = scripted {
+        // The scripted model recorded every request: what each step read.
+        println!("--- what the model was sent");
+        for (step, request) in model.requests().iter().enumerate() {
+            let tools = request.tools.len();
+            println!("step {}: {tools} tool(s), the conversation:", step + 1);
+            for message in &request.messages {
+                println!("    {}", serde_json::to_string(message)?);
+            }
+        }
+    }
     Ok(())
+}
+
+/// The model's two answers, written as data: first some text and a
+/// transfer call whose arguments stream in two pieces; then, once it has
+/// the transfer's result, a sentence about it.
+fn scripted_model() -> ScriptedModel {
+    ScriptedModel::new([
+        ScriptedStep::new()
+            .text("I'll send it. ")
+            .tool_call_deltas(
+                "call_1",
+                "transfer",
+                ["{\"to\": \"Ali", "ce\", \"amount\": 25}"],
+            )
+            .finish(ModelFinish::ToolCalls),
+        ScriptedStep::new()
+            .text("Done: 25 euros sent to Alice ")
+            .text("(reference TX-Alice-25).")
+            .finish(ModelFinish::Stop),
+    ])
 }
 
 /// What a stream showed: its run, and the call waiting for approval.
@@ -123,96 +152,4 @@ async fn show(mut stream: AgentStream) -> Shown {
         }
     }
     shown
-}
-
-/// Starts a local server that answers like OpenAI's Chat Completions API:
-/// first a transfer call, then, once the conversation holds its result, a
-/// sentence about it. Returns its base URL.
-async fn scripted_provider() -> std::io::Result<String> {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let url = format!("http://{}/v1", listener.local_addr()?);
-    tokio::spawn(async move {
-        while let Ok((mut socket, _)) = listener.accept().await {
-            tokio::spawn(async move {
-                let Some(request) = read_request(&mut socket).await else {
-                    return;
-                };
-                let body = sse(answer(&request));
-                let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
-                let _ = socket.write_all(format!("{head}{body}").as_bytes()).await;
-                let _ = socket.shutdown().await;
-            });
-        }
-    });
-    Ok(url)
-}
-
-/// The scripted model's next chunks for a request.
-fn answer(request: &Value) -> Vec<Value> {
-    let messages = request["messages"].as_array().cloned().unwrap_or_default();
-    let result = messages.iter().find(|m| m["role"] == "tool");
-    let chunk = |delta: Value, finish: Value| json!({ "choices": [{ "index": 0, "delta": delta, "finish_reason": finish }] });
-    match result {
-        None => vec![
-            chunk(
-                json!({ "role": "assistant", "content": "I'll send it. " }),
-                Value::Null,
-            ),
-            chunk(
-                json!({ "tool_calls": [{ "index": 0, "id": "call_1", "type": "function", "function": { "name": "transfer", "arguments": "{\"to\": \"Ali" } }] }),
-                Value::Null,
-            ),
-            chunk(
-                json!({ "tool_calls": [{ "index": 0, "function": { "arguments": "ce\", \"amount\": 25}" } }] }),
-                Value::Null,
-            ),
-            chunk(json!({}), json!("tool_calls")),
-        ],
-        Some(tool) => {
-            let receipt: Value =
-                serde_json::from_str(tool["content"].as_str().unwrap_or("{}")).unwrap_or_default();
-            let text = format!(
-                "Done: 25 euros sent to Alice (reference {}).",
-                receipt["reference"].as_str().unwrap_or("?")
-            );
-            vec![
-                chunk(json!({ "content": text }), Value::Null),
-                chunk(json!({}), json!("stop")),
-            ]
-        }
-    }
-}
-
-fn sse(chunks: Vec<Value>) -> String {
-    let mut body: String = chunks.iter().map(|c| format!("data: {c}\n\n")).collect();
-    body.push_str("data: [DONE]\n\n");
-    body
-}
-
-/// Reads one HTTP request's JSON body.
-async fn read_request(socket: &mut tokio::net::TcpStream) -> Option<Value> {
-    let mut buffer = Vec::new();
-    let mut chunk = [0u8; 8192];
-    loop {
-        let n = socket.read(&mut chunk).await.ok()?;
-        if n == 0 {
-            return None;
-        }
-        buffer.extend_from_slice(&chunk[..n]);
-        let text = String::from_utf8_lossy(&buffer);
-        let Some(head_end) = text.find("\r\n\r\n") else {
-            continue;
-        };
-        let length = text[..head_end]
-            .lines()
-            .find_map(|line| {
-                line.to_ascii_lowercase()
-                    .strip_prefix("content-length:")
-                    .map(|v| v.trim().parse::<usize>().unwrap_or(0))
-            })
-            .unwrap_or(0);
-        if buffer.len() >= head_end + 4 + length {
-            return serde_json::from_slice(&buffer[head_end + 4..head_end + 4 + length]).ok();
-        }
-    }
 }

@@ -65,6 +65,7 @@ mod models;
 mod record;
 mod resume_fields;
 mod run;
+mod scripted;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -86,6 +87,7 @@ pub use model::{
 };
 pub use models::{AnthropicModel, OpenAiChatModel, OpenAiResponsesModel};
 pub use record::Thread;
+pub use scripted::{ScriptedModel, ScriptedStep};
 
 use machine::RunSettings;
 use record::{RunRecord, WaitingFor};

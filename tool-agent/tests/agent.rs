@@ -1,91 +1,46 @@
-//! The agent loop through its public API, with a scripted model: approval
-//! pauses continued by another runtime on the same store file (a restart),
-//! declines the model reads and the tool never ran, auto-resume from the
-//! user's reply, parallel calls where one waits, decisions naming calls
-//! that do not wait, and model failures.
+//! The agent loop through its public API, with the scripted model
+//! (`ScriptedModel`): approval pauses continued by another runtime on the
+//! same store file (a restart), declines the model reads and the tool never
+//! ran, auto-resume from the user's reply, parallel calls where one waits,
+//! decisions naming calls that do not wait, and model failures; and the
+//! scripted model itself (text, tool calls and the results the next step
+//! reads, cut-off calls, failures, running past its script).
 
 use std::sync::{Arc, Mutex};
 
-use futures_util::stream;
 use serde_json::{Value, json};
 use tool_agent::{
-    Agent, AgentChunk, AgentError, FinishReason, Message, Model, ModelCallError, ModelEvent,
-    ModelFinish, ModelRequest, ModelStream, Thread,
+    Agent, AgentChunk, AgentError, FinishReason, Message, ModelFinish, ModelRequest, ScriptedModel,
+    ScriptedStep, Thread, ToolCallRequest,
 };
-use tool_core::decode::ToolCallEvent;
-use tool_core::provider::Provider;
 use tool_core::{Tool, ToolContext, ToolError};
 use tool_runtime::Runtime;
 
-type Script = dyn Fn(&ModelRequest) -> Result<Vec<ModelEvent>, String> + Send + Sync;
-
-/// A model that answers each request with what `script` says, and keeps
-/// the requests.
-#[derive(Clone)]
-struct Scripted {
-    script: Arc<Script>,
-    requests: Arc<Mutex<Vec<ModelRequest>>>,
-}
-
-impl Scripted {
-    fn new(
-        script: impl Fn(&ModelRequest) -> Result<Vec<ModelEvent>, String> + Send + Sync + 'static,
-    ) -> Self {
-        Scripted {
-            script: Arc::new(script),
-            requests: Arc::default(),
-        }
-    }
-
-    fn requests(&self) -> Vec<ModelRequest> {
-        self.requests.lock().unwrap().clone()
-    }
-}
-
-impl Model for Scripted {
-    fn provider(&self) -> Provider {
-        Provider::OpenAiChat
-    }
-
-    fn stream(&self, request: ModelRequest) -> ModelStream {
-        let answer = (self.script)(&request);
-        self.requests.lock().unwrap().push(request);
-        match answer {
-            Ok(events) => Box::pin(stream::iter(events.into_iter().map(Ok))),
-            Err(message) => Box::pin(stream::iter([Err(ModelCallError::Other(message))])),
-        }
-    }
-}
-
-/// The events of one tool call, its arguments streamed in two pieces.
-fn call(call_id: &str, tool: &str, args: Value) -> Vec<ModelEvent> {
+/// `step` with a tool call, its arguments streamed in two pieces.
+fn call(step: ScriptedStep, call_id: &str, tool: &str, args: Value) -> ScriptedStep {
     let text = args.to_string();
     let (head, tail) = text.split_at(text.len() / 2);
-    vec![
-        ModelEvent::ToolCall(ToolCallEvent::Start {
-            call_id: call_id.into(),
-            tool_name: tool.into(),
-        }),
-        ModelEvent::ToolCall(ToolCallEvent::InputDelta {
-            call_id: call_id.into(),
-            delta: head.into(),
-        }),
-        ModelEvent::ToolCall(ToolCallEvent::InputDelta {
-            call_id: call_id.into(),
-            delta: tail.into(),
-        }),
-        ModelEvent::ToolCall(ToolCallEvent::InputEnd {
-            call_id: call_id.into(),
-            input: args,
-        }),
-    ]
+    step.tool_call_deltas(call_id, tool, [head, tail])
 }
 
-fn text(answer: &str) -> Vec<ModelEvent> {
-    vec![
-        ModelEvent::TextDelta(answer.into()),
-        ModelEvent::Finish(ModelFinish::Stop),
-    ]
+/// A step that makes these calls (each streamed in two pieces) and waits
+/// for their results.
+fn calls(list: &[(&str, &str, Value)]) -> ScriptedStep {
+    list.iter()
+        .fold(ScriptedStep::new(), |step, (call_id, tool, args)| {
+            call(step, call_id, tool, args.clone())
+        })
+        .finish(ModelFinish::ToolCalls)
+}
+
+/// The tool results a request holds, as `id=content` (`!` after a
+/// failure's), in order.
+fn read(request: &ModelRequest) -> String {
+    let read: Vec<String> = tool_results(request)
+        .iter()
+        .map(|(id, content, error)| format!("{id}={content}{}", if *error { "!" } else { "" }))
+        .collect();
+    read.join(" ")
 }
 
 fn tool_results(request: &ModelRequest) -> Vec<(String, Value, bool)> {
@@ -131,25 +86,14 @@ fn tools(runs: &Runs) -> Vec<Tool> {
     vec![transfer, lookup]
 }
 
-/// Calls `transfer` (and `lookup` beside it, when `parallel`) until it has
-/// results, then answers with what it read.
-fn banker(parallel: bool) -> Scripted {
-    Scripted::new(move |request| {
-        let results = tool_results(request);
-        if results.is_empty() {
-            let mut events = call("c-transfer", "transfer", json!({ "amount": 10 }));
-            if parallel {
-                events.extend(call("c-lookup", "lookup", json!({})));
-            }
-            events.push(ModelEvent::Finish(ModelFinish::ToolCalls));
-            return Ok(events);
-        }
-        let read: Vec<String> = results
-            .iter()
-            .map(|(id, content, error)| format!("{id}={content}{}", if *error { "!" } else { "" }))
-            .collect();
-        Ok(text(&read.join(" ")))
-    })
+/// Calls `transfer` (and `lookup` beside it, when `parallel`), then, once
+/// it read the results, answers "done"; `runs` times over.
+fn banker(parallel: bool, runs: usize) -> ScriptedModel {
+    let mut first = vec![("c-transfer", "transfer", json!({ "amount": 10 }))];
+    if parallel {
+        first.push(("c-lookup", "lookup", json!({})));
+    }
+    ScriptedModel::new((0..runs).flat_map(|_| [calls(&first), ScriptedStep::answer("done")]))
 }
 
 fn temp_store(name: &str) -> std::path::PathBuf {
@@ -160,7 +104,7 @@ fn temp_store(name: &str) -> std::path::PathBuf {
     path
 }
 
-fn agent_on(model: Scripted, runtime: Runtime) -> Agent {
+fn agent_on(model: ScriptedModel, runtime: Runtime) -> Agent {
     Agent::builder("banker", model, runtime)
         .instructions("You move money")
         .build()
@@ -171,7 +115,7 @@ fn agent_on(model: Scripted, runtime: Runtime) -> Agent {
 async fn an_approval_pause_is_continued_by_another_runtime_on_the_same_store_after_a_restart() {
     let runs = Runs::default();
     let path = temp_store("approval.sqlite");
-    let model = banker(false);
+    let model = banker(false, 1);
     let first = Runtime::builder()
         .tools(tools(&runs))
         .sqlite_store(&path)
@@ -222,7 +166,9 @@ async fn an_approval_pause_is_continued_by_another_runtime_on_the_same_store_aft
         .output()
         .await;
     assert_eq!(done.finish_reason, FinishReason::Stop, "{:?}", done.chunks);
-    assert_eq!(done.text, r#"c-transfer={"sent":10}"#);
+    assert_eq!(done.text, "done");
+    // The model read the transfer's result.
+    assert_eq!(read(&model.requests()[1]), r#"c-transfer={"sent":10}"#);
     assert!(done.chunks.iter().any(|c| matches!(
         c,
         AgentChunk::ToolResult { call_id, result, .. } if call_id == "c-transfer" && *result == json!({ "sent": 10 })
@@ -249,7 +195,7 @@ async fn an_approval_pause_is_continued_by_another_runtime_on_the_same_store_aft
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_declined_call_never_runs_and_the_model_reads_the_reason() {
     let runs = Runs::default();
-    let model = banker(false);
+    let model = banker(false, 2);
     let runtime = Runtime::builder().tools(tools(&runs)).build().unwrap();
     let agent = agent_on(model.clone(), runtime);
     let paused = agent
@@ -263,8 +209,9 @@ async fn a_declined_call_never_runs_and_the_model_reads_the_reason() {
         .output()
         .await;
     assert_eq!(done.finish_reason, FinishReason::Stop);
+    assert_eq!(done.text, "done");
     assert_eq!(
-        done.text,
+        read(&model.requests()[1]),
         r#"c-transfer="Tool call was not approved by the user"!"#
     );
     assert!(
@@ -282,7 +229,8 @@ async fn a_declined_call_never_runs_and_the_model_reads_the_reason() {
         .unwrap()
         .output()
         .await;
-    assert_eq!(done.text, r#"c-transfer="too much"!"#);
+    assert_eq!(done.text, "done");
+    assert_eq!(read(&model.requests()[3]), r#"c-transfer="too much"!"#);
     assert!(
         done.chunks
             .iter()
@@ -295,7 +243,8 @@ async fn a_declined_call_never_runs_and_the_model_reads_the_reason() {
 async fn parallel_calls_where_one_waits_run_the_other_and_continue_with_both_results() {
     let runs = Runs::default();
     let runtime = Runtime::builder().tools(tools(&runs)).build().unwrap();
-    let agent = agent_on(banker(true), runtime);
+    let model = banker(true, 1);
+    let agent = agent_on(model.clone(), runtime);
     let paused = agent
         .generate(Thread::new("t1"), vec![Message::user("send 10")])
         .await
@@ -311,9 +260,10 @@ async fn parallel_calls_where_one_waits_run_the_other_and_continue_with_both_res
         .unwrap()
         .output()
         .await;
+    assert_eq!(done.text, "done");
     // Both results, in the order of the calls.
     assert_eq!(
-        done.text,
+        read(&model.requests()[1]),
         r#"c-transfer={"sent":10} c-lookup={"balance":100}"#
     );
 }
@@ -322,7 +272,7 @@ async fn parallel_calls_where_one_waits_run_the_other_and_continue_with_both_res
 async fn decisions_name_a_waiting_call_of_the_run_or_fail_clearly() {
     let runs = Runs::default();
     let runtime = Runtime::builder().tools(tools(&runs)).build().unwrap();
-    let agent = agent_on(banker(true), runtime);
+    let agent = agent_on(banker(true, 1), runtime);
     let paused = agent
         .generate(Thread::new("t1"), vec![Message::user("send 10")])
         .await
@@ -387,38 +337,16 @@ fn booking(runs: &Runs) -> Tool {
 async fn a_suspended_call_is_resumed_from_the_users_reply_with_auto_resume() {
     let runs = Runs::default();
     let runtime = Runtime::builder().tool(booking(&runs)).build().unwrap();
-    let model = Scripted::new(|request| {
-        let last_user = request.messages.iter().rev().find_map(|m| match m {
-            Message::User { text } => Some(text.clone()),
-            _ => None,
-        });
-        match request.messages.last() {
-            Some(Message::User { .. }) if last_user.as_deref() == Some("book at Roma") => {
-                let mut events = call("c1", "book", json!({ "restaurant": "Roma" }));
-                events.push(ModelEvent::Finish(ModelFinish::ToolCalls));
-                Ok(events)
-            }
-            Some(Message::User { text: reply }) => {
-                // The suspension is listed for the model, with its id.
-                assert!(
-                    request
-                        .instructions
-                        .contains("\"suspendedToolCallId\":\"c1\""),
-                    "{}",
-                    request.instructions
-                );
-                assert_eq!(reply, "4 people");
-                let mut events = call(
-                    "c2",
-                    "book",
-                    json!({ "restaurant": "Roma", "suspendedToolCallId": "c1", "resumeData": { "seats": 4 } }),
-                );
-                events.push(ModelEvent::Finish(ModelFinish::ToolCalls));
-                Ok(events)
-            }
-            _ => Ok(text("booked")),
-        }
-    });
+    let model = ScriptedModel::new([
+        calls(&[("c1", "book", json!({ "restaurant": "Roma" }))]),
+        // After the user's reply: resume c1 with the data it gave.
+        calls(&[(
+            "c2",
+            "book",
+            json!({ "restaurant": "Roma", "suspendedToolCallId": "c1", "resumeData": { "seats": 4 } }),
+        )]),
+        ScriptedStep::answer("booked"),
+    ]);
     let agent = Agent::builder("host", model.clone(), runtime)
         .auto_resume_suspended_tools(true)
         .build()
@@ -454,8 +382,25 @@ async fn a_suspended_call_is_resumed_from_the_users_reply_with_auto_resume() {
         *runs.lock().unwrap(),
         [json!({ "input": { "restaurant": "Roma" }, "resume": { "seats": 4 } })]
     );
-    let last = model.requests().last().cloned().unwrap();
-    let results = tool_results(&last);
+    let requests = model.requests();
+    assert_eq!(requests.len(), 3, "no step past the script");
+    assert_eq!(
+        requests[0].messages.last(),
+        Some(&Message::user("book at Roma"))
+    );
+    // The suspension is listed for the model, with its id, when it reads the reply.
+    assert!(
+        requests[1]
+            .instructions
+            .contains("\"suspendedToolCallId\":\"c1\""),
+        "{}",
+        requests[1].instructions
+    );
+    assert_eq!(
+        requests[1].messages.last(),
+        Some(&Message::user("4 people"))
+    );
+    let results = tool_results(&requests[2]);
     assert_eq!(
         results.last().unwrap().1,
         json!({ "booked": 4, "at": "Roma" })
@@ -465,7 +410,10 @@ async fn a_suspended_call_is_resumed_from_the_users_reply_with_auto_resume() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_model_failure_ends_the_stream_with_an_error_chunk() {
     let runtime = Runtime::builder().build().unwrap();
-    let agent = agent_on(Scripted::new(|_| Err("provider down".into())), runtime);
+    let agent = agent_on(
+        ScriptedModel::new([ScriptedStep::error("provider down")]),
+        runtime,
+    );
     let out = agent
         .generate(Thread::new("t1"), vec![Message::user("hi")])
         .await
@@ -478,29 +426,24 @@ async fn a_model_failure_ends_the_stream_with_an_error_chunk() {
     );
 }
 
-/// Calls `book` twice in one step (Roma and Milano), then answers with the results.
-fn two_bookings() -> Scripted {
-    Scripted::new(|request| {
-        let results = tool_results(request);
-        if results.is_empty() {
-            let mut events = call("c-roma", "book", json!({ "restaurant": "Roma" }));
-            events.extend(call("c-milano", "book", json!({ "restaurant": "Milano" })));
-            events.push(ModelEvent::Finish(ModelFinish::ToolCalls));
-            return Ok(events);
-        }
-        let read: Vec<String> = results
-            .iter()
-            .map(|(id, c, _)| format!("{id}={c}"))
-            .collect();
-        Ok(text(&read.join(" ")))
-    })
+/// Calls `book` twice in one step (Roma and Milano), then answers "booked"
+/// once it read the results.
+fn two_bookings() -> ScriptedModel {
+    ScriptedModel::new([
+        calls(&[
+            ("c-roma", "book", json!({ "restaurant": "Roma" })),
+            ("c-milano", "book", json!({ "restaurant": "Milano" })),
+        ]),
+        ScriptedStep::answer("booked"),
+    ])
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn parallel_suspended_calls_each_get_their_own_resume_data_and_bad_data_keeps_one_waiting() {
     let runs = Runs::default();
     let runtime = Runtime::builder().tool(booking(&runs)).build().unwrap();
-    let agent = agent_on(two_bookings(), runtime);
+    let model = two_bookings();
+    let agent = agent_on(model.clone(), runtime);
     let paused = agent
         .generate(Thread::new("t1"), vec![Message::user("book both")])
         .await
@@ -545,8 +488,9 @@ async fn parallel_suspended_calls_each_get_their_own_resume_data_and_bad_data_ke
         .output()
         .await;
     assert_eq!(both.finish_reason, FinishReason::Stop, "{:?}", both.chunks);
+    assert_eq!(both.text, "booked");
     assert_eq!(
-        both.text,
+        read(&model.requests()[1]),
         r#"c-roma={"booked":4,"at":"Roma"} c-milano={"booked":2,"at":"Milano"}"#
     );
     let mut ran = runs.lock().unwrap().clone();
@@ -563,22 +507,15 @@ async fn parallel_suspended_calls_each_get_their_own_resume_data_and_bad_data_ke
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_approvals_in_one_step_are_decided_each_for_its_own_call() {
     let runs = Runs::default();
-    let model = Scripted::new(|request| {
-        let results = tool_results(request);
-        if results.is_empty() {
-            let mut events = call("c-a", "transfer", json!({ "amount": 1 }));
-            events.extend(call("c-b", "transfer", json!({ "amount": 2 })));
-            events.push(ModelEvent::Finish(ModelFinish::ToolCalls));
-            return Ok(events);
-        }
-        let read: Vec<String> = results
-            .iter()
-            .map(|(id, c, _)| format!("{id}={c}"))
-            .collect();
-        Ok(text(&read.join(" ")))
-    });
+    let model = ScriptedModel::new([
+        calls(&[
+            ("c-a", "transfer", json!({ "amount": 1 })),
+            ("c-b", "transfer", json!({ "amount": 2 })),
+        ]),
+        ScriptedStep::answer("done"),
+    ]);
     let runtime = Runtime::builder().tools(tools(&runs)).build().unwrap();
-    let agent = agent_on(model, runtime);
+    let agent = agent_on(model.clone(), runtime);
     let paused = agent
         .generate(Thread::new("t1"), vec![Message::user("two transfers")])
         .await
@@ -605,7 +542,8 @@ async fn two_approvals_in_one_step_are_decided_each_for_its_own_call() {
         .unwrap()
         .output()
         .await;
-    assert_eq!(done.text, r#"c-a={"sent":1} c-b="no""#);
+    assert_eq!(done.text, "done");
+    assert_eq!(read(&model.requests()[1]), r#"c-a={"sent":1} c-b="no"!"#);
     assert_eq!(runs.lock().unwrap().len(), 1, "the declined call never ran");
 }
 
@@ -613,7 +551,7 @@ async fn two_approvals_in_one_step_are_decided_each_for_its_own_call() {
 async fn concurrent_approvals_from_two_runtimes_run_the_call_once_and_the_run_goes_on_once() {
     let runs = Runs::default();
     let path = temp_store("concurrent.sqlite");
-    let model = banker(false);
+    let model = banker(false, 1);
     let agents: Vec<Agent> = (0..2)
         .map(|_| {
             let runtime = Runtime::builder()
@@ -659,28 +597,12 @@ async fn concurrent_approvals_from_two_runtimes_run_the_call_once_and_the_run_go
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_cut_off_mid_arguments_never_runs_and_the_model_reads_why() {
     let runs = Runs::default();
-    let model = Scripted::new(|request| {
-        if tool_results(request).is_empty() {
-            return Ok(vec![
-                ModelEvent::ToolCall(ToolCallEvent::Start {
-                    call_id: "c1".into(),
-                    tool_name: "transfer".into(),
-                }),
-                ModelEvent::ToolCall(ToolCallEvent::InputDelta {
-                    call_id: "c1".into(),
-                    delta: "{\"amou".into(),
-                }),
-                ModelEvent::ToolCall(ToolCallEvent::Incomplete {
-                    call_id: "c1".into(),
-                    tool_name: "transfer".into(),
-                    partial_text: "{\"amou".into(),
-                    reason: "the stream ended".into(),
-                }),
-                ModelEvent::Finish(ModelFinish::Length),
-            ]);
-        }
-        Ok(text("sorry"))
-    });
+    let model = ScriptedModel::new([
+        ScriptedStep::new()
+            .cut_off_call("c1", "transfer", "{\"amou")
+            .finish(ModelFinish::Length),
+        ScriptedStep::answer("sorry"),
+    ]);
     let runtime = Runtime::builder().tools(tools(&runs)).build().unwrap();
     let agent = agent_on(model.clone(), runtime);
     let out = agent
@@ -698,12 +620,9 @@ async fn a_call_cut_off_mid_arguments_never_runs_and_the_model_reads_why() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_stops_after_max_steps() {
-    let model = Scripted::new(|request| {
-        let n = tool_results(request).len();
-        let mut events = call(&format!("c{n}"), "lookup", json!({}));
-        events.push(ModelEvent::Finish(ModelFinish::ToolCalls));
-        Ok(events)
-    });
+    // A model that would go on calling tools.
+    let model =
+        ScriptedModel::new((0..5).map(|n| calls(&[(&format!("c{n}"), "lookup", json!({}))])));
     let runtime = Runtime::builder()
         .tools(tools(&Runs::default()))
         .build()
@@ -718,6 +637,7 @@ async fn a_run_stops_after_max_steps() {
         .unwrap();
     assert_eq!(out.finish_reason, FinishReason::ToolCalls);
     assert_eq!(model.requests().len(), 3);
+    assert_eq!(model.remaining(), 2);
     let steps = out
         .chunks
         .iter()
@@ -742,22 +662,20 @@ async fn tools_read_the_agent_run_and_thread_when_called_and_when_approved() {
             .build()
             .unwrap()
     };
-    let model = Scripted::new(|request| {
-        let results = tool_results(request);
-        if results.is_empty() {
-            let mut events = call("c-now", "whoami", json!({}));
-            events.extend(call("c-later", "whoami-approved", json!({})));
-            events.push(ModelEvent::Finish(ModelFinish::ToolCalls));
-            return Ok(events);
-        }
-        let read: Vec<String> = results.iter().map(|(_, c, _)| c.to_string()).collect();
-        Ok(text(&read.join("\n")))
-    });
+    let model = ScriptedModel::new([
+        calls(&[
+            ("c-now", "whoami", json!({})),
+            ("c-later", "whoami-approved", json!({})),
+        ]),
+        ScriptedStep::answer("done"),
+    ]);
     let runtime = Runtime::builder()
         .tools([whoami("whoami", false), whoami("whoami-approved", true)])
         .build()
         .unwrap();
-    let agent = Agent::builder("concierge", model, runtime).build().unwrap();
+    let agent = Agent::builder("concierge", model.clone(), runtime)
+        .build()
+        .unwrap();
     let paused = agent
         .generate(
             Thread::new("t-7").with_resource("user-3"),
@@ -772,7 +690,12 @@ async fn tools_read_the_agent_run_and_thread_when_called_and_when_approved() {
         .output()
         .await;
     let expected = json!({ "agent": "concierge", "run": paused.run_id, "thread": "t-7", "resource": "user-3" });
-    assert_eq!(done.text, format!("{expected}\n{expected}"));
+    assert_eq!(done.text, "done");
+    let read: Vec<Value> = tool_results(&model.requests()[1])
+        .into_iter()
+        .map(|(_, content, _)| content)
+        .collect();
+    assert_eq!(read, [expected.clone(), expected]);
     // Outside an agent, no agent context.
     let plain = agent
         .runtime()
@@ -804,14 +727,10 @@ async fn auto_resume_fields_are_strict_compatible_and_background_tools_know_they
         })
         .build()
         .unwrap();
-    let model = Scripted::new(|request| {
-        if tool_results(request).is_empty() {
-            let mut events = call("c1", "report", json!({}));
-            events.push(ModelEvent::Finish(ModelFinish::ToolCalls));
-            return Ok(events);
-        }
-        Ok(text("ok"))
-    });
+    let model = ScriptedModel::new([
+        calls(&[("c1", "report", json!({}))]),
+        ScriptedStep::answer("ok"),
+    ]);
     let runtime = Runtime::builder()
         .tools([strict_booking, report])
         .build()
@@ -895,14 +814,10 @@ async fn chunks_show_display_projections_the_transcript_keeps_transcript_ones_an
         )
         .build()
         .unwrap();
-    let model = Scripted::new(|request| {
-        if tool_results(request).is_empty() {
-            let mut events = call("c1", "secret", json!({}));
-            events.push(ModelEvent::Finish(ModelFinish::ToolCalls));
-            return Ok(events);
-        }
-        Ok(text("done"))
-    });
+    let model = ScriptedModel::new([
+        calls(&[("c1", "secret", json!({}))]),
+        ScriptedStep::answer("done"),
+    ]);
     let runtime = Runtime::builder().tool(secret).build().unwrap();
     let agent = Agent::builder("issuer", model.clone(), runtime)
         .build()
@@ -936,4 +851,220 @@ async fn chunks_show_display_projections_the_transcript_keeps_transcript_ones_an
         Some(json!({ "token": "[redacted]", "ok": true })),
         "the transcript keeps the transcript projection"
     );
+}
+
+// ---------------------------------------------------------------------------
+// The scripted model itself.
+
+/// The chunks of an output that show what the model streamed: its text
+/// deltas, its calls' starts, errors and the steps' ends.
+fn streamed(chunks: &[AgentChunk]) -> Vec<String> {
+    chunks
+        .iter()
+        .filter_map(|chunk| match chunk {
+            AgentChunk::TextDelta { text } => Some(format!("text {text}")),
+            AgentChunk::ToolCallInputStart { call_id, tool_name } => {
+                Some(format!("call {call_id} {tool_name}"))
+            }
+            AgentChunk::ToolError { call_id, .. } => Some(format!("tool error {call_id}")),
+            AgentChunk::Error { message } => Some(format!("error {message}")),
+            AgentChunk::StepFinish { step, reason } => Some(format!("step {step} {reason:?}")),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_scripted_model_is_cheap_to_clone_and_shareable_across_threads() {
+    fn shareable<T: Clone + Send + Sync + 'static>() {}
+    shareable::<ScriptedModel>();
+    shareable::<ScriptedStep>();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scripted_text_steps_stream_their_deltas_one_step_per_request() {
+    let model = ScriptedModel::new([
+        ScriptedStep::new()
+            .text("Hel")
+            .text("lo")
+            .finish(ModelFinish::Stop),
+        ScriptedStep::answer("Again"),
+    ]);
+    let agent = Agent::builder(
+        "greeter",
+        model.clone(),
+        Runtime::builder().build().unwrap(),
+    )
+    .instructions("Greet")
+    .build()
+    .unwrap();
+    let first = agent
+        .generate(Thread::new("t1"), vec![Message::user("hi")])
+        .await
+        .unwrap();
+    assert_eq!(
+        (first.text.as_str(), &first.finish_reason),
+        ("Hello", &FinishReason::Stop)
+    );
+    assert_eq!(
+        streamed(&first.chunks),
+        ["text Hel", "text lo", "step 1 Stop"]
+    );
+    assert_eq!(model.remaining(), 1);
+    // The next request, from another run, plays the next step.
+    let second = agent
+        .generate(Thread::new("t2"), vec![Message::user("hi again")])
+        .await
+        .unwrap();
+    assert_eq!(second.text, "Again");
+    let requests = model.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[0].instructions, "Greet");
+    assert_eq!(requests[0].messages, [Message::user("hi")]);
+    assert_eq!(requests[1].messages, [Message::user("hi again")]);
+    assert!(requests[0].tools.is_empty());
+    assert_eq!(model.remaining(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scripted_tool_call_runs_and_the_next_step_sees_its_result_in_its_request() {
+    let runs = Runs::default();
+    let model = ScriptedModel::new([
+        ScriptedStep::new()
+            .text("Checking. ")
+            .tool_call("c1", "lookup", json!({}))
+            .finish(ModelFinish::ToolCalls),
+        ScriptedStep::answer("You have 100."),
+    ]);
+    let runtime = Runtime::builder().tools(tools(&runs)).build().unwrap();
+    let out = agent_on(model.clone(), runtime)
+        .generate(Thread::new("t1"), vec![Message::user("balance?")])
+        .await
+        .unwrap();
+    assert_eq!(out.finish_reason, FinishReason::Stop, "{:?}", out.chunks);
+    assert_eq!(out.text, "Checking. You have 100.");
+    assert_eq!(
+        streamed(&out.chunks),
+        [
+            "text Checking. ",
+            "call c1 lookup",
+            "step 1 ToolCalls",
+            "text You have 100.",
+            "step 2 Stop"
+        ]
+    );
+    let requests = model.requests();
+    assert_eq!(requests.len(), 2);
+    // Both steps were offered the tools, as the OpenAI Chat export.
+    let names: Vec<&Value> = requests[0]
+        .tools
+        .iter()
+        .map(|t| &t["function"]["name"])
+        .collect();
+    assert_eq!(names, [&json!("lookup"), &json!("transfer")]);
+    assert_eq!(requests[1].tools, requests[0].tools);
+    // The second saw the call and its result.
+    assert_eq!(
+        requests[1].messages,
+        [
+            Message::user("balance?"),
+            Message::Assistant {
+                text: "Checking. ".into(),
+                tool_calls: vec![ToolCallRequest {
+                    call_id: "c1".into(),
+                    tool_name: "lookup".into(),
+                    arguments: json!({}),
+                }],
+            },
+            Message::ToolResult {
+                call_id: "c1".into(),
+                tool_name: "lookup".into(),
+                content: json!({ "balance": 100 }),
+                is_error: false,
+            },
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scripted_cut_off_call_never_runs_and_the_next_step_reads_why() {
+    let runs = Runs::default();
+    let model = ScriptedModel::new([
+        ScriptedStep::new()
+            .cut_off_call("c1", "transfer", "{\"amount\": 1")
+            .finish(ModelFinish::Length),
+        ScriptedStep::answer("I was cut off."),
+    ]);
+    let runtime = Runtime::builder().tools(tools(&runs)).build().unwrap();
+    let out = agent_on(model.clone(), runtime)
+        .generate(Thread::new("t1"), vec![Message::user("send")])
+        .await
+        .unwrap();
+    assert_eq!(out.finish_reason, FinishReason::Stop, "{:?}", out.chunks);
+    assert_eq!(
+        streamed(&out.chunks),
+        [
+            "call c1 transfer",
+            "tool error c1",
+            "step 1 Length",
+            "text I was cut off.",
+            "step 2 Stop"
+        ]
+    );
+    assert!(runs.lock().unwrap().is_empty(), "a cut-off call never runs");
+    let (call_id, error, is_error) = tool_results(&model.requests()[1]).remove(0);
+    assert_eq!(call_id, "c1");
+    let error = error.as_str().unwrap().to_owned();
+    assert!(
+        is_error && error.contains("cut off") && error.contains("token limit"),
+        "{error}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scripted_error_step_ends_the_run_with_its_message_after_what_it_streamed() {
+    let model = ScriptedModel::new([ScriptedStep::new()
+        .text("Let me")
+        .fail("connection reset")
+        .text(" never streamed")]);
+    let out = agent_on(model.clone(), Runtime::builder().build().unwrap())
+        .generate(Thread::new("t1"), vec![Message::user("hi")])
+        .await
+        .unwrap();
+    assert_eq!(out.finish_reason, FinishReason::Error);
+    assert_eq!(out.text, "Let me");
+    assert!(
+        out.chunks
+            .iter()
+            .any(|c| matches!(c, AgentChunk::Error { message } if message == "connection reset")),
+        "{:?}",
+        out.chunks
+    );
+    assert_eq!(model.requests().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_past_the_script_is_recorded_and_fails_naming_the_step() {
+    let runs = Runs::default();
+    // One step: a call, and no step to read its result.
+    let model = ScriptedModel::new([calls(&[("c1", "lookup", json!({}))])]);
+    let runtime = Runtime::builder().tools(tools(&runs)).build().unwrap();
+    let out = agent_on(model.clone(), runtime)
+        .generate(Thread::new("t1"), vec![Message::user("go")])
+        .await
+        .unwrap();
+    assert_eq!(out.finish_reason, FinishReason::Error, "{:?}", out.chunks);
+    assert!(
+        out.chunks.iter().any(|c| matches!(
+            c,
+            AgentChunk::Error { message } if message == "scripted model has no step 2: its script has 1 step"
+        )),
+        "{:?}",
+        out.chunks
+    );
+    // The request it could not answer is recorded, with the result it held.
+    let requests = model.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(read(&requests[1]), r#"c1={"balance":100}"#);
+    assert_eq!(model.remaining(), 0);
 }
