@@ -406,7 +406,8 @@ impl ScriptedStep {
     }
 
     /// Streams why the answer ended ([`ModelEvent::Finish`]): `Stop`,
-    /// `ToolCalls` after calls, `Length` after a cut, or any other.
+    /// `ToolCalls` after calls, `Length` after a cut, `Refusal` after the
+    /// refusal's text (as the HTTP models stream a refusal), or any other.
     ///
     /// ```
     /// use tool_agent::{ModelEvent, ModelFinish, ScriptedStep};

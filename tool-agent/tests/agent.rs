@@ -1019,6 +1019,32 @@ async fn a_scripted_cut_off_call_never_runs_and_the_next_step_reads_why() {
         is_error && error.contains("cut off") && error.contains("token limit"),
         "{error}"
     );
+    // The cut call is in the conversation, before its result.
+    assert!(
+        matches!(
+            &model.requests()[1].messages[1],
+            Message::Assistant { tool_calls, .. } if tool_calls.len() == 1 && tool_calls[0].call_id == "c1"
+        ),
+        "{:?}",
+        model.requests()[1].messages
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scripted_refusal_is_its_text_and_its_finish_reason() {
+    let model = ScriptedModel::new([ScriptedStep::new()
+        .text("I can't help with that.")
+        .finish(ModelFinish::Refusal)]);
+    let out = agent_on(model, Runtime::builder().build().unwrap())
+        .generate(Thread::new("t1"), vec![Message::user("hack it")])
+        .await
+        .unwrap();
+    assert_eq!(out.text, "I can't help with that.");
+    assert_eq!(out.finish_reason, FinishReason::Refusal, "{:?}", out.chunks);
+    assert_eq!(
+        streamed(&out.chunks),
+        ["text I can't help with that.", "step 1 Refusal"]
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
