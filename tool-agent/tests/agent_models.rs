@@ -688,19 +688,80 @@ async fn an_unreachable_server_is_a_transport_error_after_the_retries() {
 }
 
 #[tokio::test]
-async fn malformed_events_are_skipped() {
+async fn a_malformed_tool_call_chunk_ends_the_answer_with_a_decode_error() {
     let server = Server::start(vec![Reply::sse(vec![
-        "data: {not json\n\n".into(),
-        chat(json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": "{"}}]}, "finish_reason": null}]})),
+        chat(json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_1", "function": {"name": "weather", "arguments": "{\"ci"}}]}, "finish_reason": null}]})),
+        // Index 1's first fragment without its id: a call that can't be told.
+        chat(json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 1, "function": {"arguments": "{"}}]}, "finish_reason": null}]})),
         chat(json!({"choices": [{"index": 0, "delta": {"content": "Hi"}, "finish_reason": null}]})),
         chat(json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})),
         "data: [DONE]\n\n".into(),
     ])])
     .await;
     let model = Api::Chat.model(&server, Some("key"), 0);
+    let (events, error) = events_then_error(collect(&*model, hello()).await);
+    assert_eq!(
+        events[..2],
+        [start("call_1", "weather"), delta("call_1", "{\"ci")]
+    );
+    assert!(
+        matches!(&events[2], ModelEvent::ToolCall(ToolCallEvent::Incomplete { call_id, .. }) if call_id == "call_1"),
+        "{events:?}"
+    );
+    assert_eq!(events.len(), 3, "{events:?}");
+    assert!(
+        matches!(&error, ModelCallError::Decode { source: DecodeError::MissingField { field, .. }, .. } if field.ends_with("tool_calls[0].id")),
+        "{error:?}"
+    );
+}
+
+#[tokio::test]
+async fn an_event_that_is_not_json_ends_the_answer_with_a_decode_error() {
+    for api in APIS {
+        let mut answer = vec!["data: {not json\n\n".to_owned()];
+        answer.extend(api.text_answer());
+        let server = Server::start(vec![Reply::sse(answer)]).await;
+        let model = api.model(&server, Some("key"), 0);
+        let (events, error) = events_then_error(collect(&*model, hello()).await);
+        assert!(events.is_empty(), "{api:?}: {events:?}");
+        assert!(
+            matches!(
+                &error,
+                ModelCallError::Decode {
+                    source: DecodeError::InvalidJson { .. },
+                    ..
+                }
+            ),
+            "{api:?}: {error:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn chat_tool_calls_without_index_are_assembled() {
+    // Gemini's OpenAI-compatible endpoint: whole calls without `index`.
+    let server = Server::start(vec![Reply::sse(vec![
+        chat(json!({"choices": [{"index": 0, "delta": {"role": "assistant", "tool_calls": [
+            {"id": "function-call-1", "type": "function", "function": {"name": "weather", "arguments": "{\"city\":\"Rome\"}"}}
+        ]}, "finish_reason": null}]})),
+        chat(json!({"choices": [{"index": 0, "delta": {"role": "assistant", "tool_calls": [
+            {"id": "function-call-2", "type": "function", "function": {"name": "weather", "arguments": "{\"city\":\"Paris\"}"}}
+        ]}, "finish_reason": "tool_calls"}]})),
+        "data: [DONE]\n\n".into(),
+    ])])
+    .await;
+    let model = Api::Chat.model(&server, Some("key"), 0);
     assert_eq!(
         ok_events(collect(&*model, hello()).await),
-        vec![text("Hi"), ModelEvent::Finish(ModelFinish::Stop)]
+        vec![
+            start("function-call-1", "weather"),
+            delta("function-call-1", "{\"city\":\"Rome\"}"),
+            start("function-call-2", "weather"),
+            delta("function-call-2", "{\"city\":\"Paris\"}"),
+            end("function-call-1", json!({"city": "Rome"})),
+            end("function-call-2", json!({"city": "Paris"})),
+            ModelEvent::Finish(ModelFinish::ToolCalls),
+        ]
     );
 }
 

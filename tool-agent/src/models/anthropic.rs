@@ -201,8 +201,10 @@ struct Messages {
 
 impl Protocol for Messages {
     fn data(&mut self, data: &str, out: &mut Vec<Item>) -> Flow {
-        let Some(event) = parse_event(PROVIDER, data) else {
-            return Flow::Continue;
+        let event = match parse_event(data) {
+            Ok(Some(event)) => event,
+            Ok(None) => return Flow::Continue,
+            Err(error) => return decoded(PROVIDER, &mut self.decoder, Err(error), out),
         };
         let kind = event
             .get("type")

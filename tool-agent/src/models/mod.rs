@@ -432,24 +432,26 @@ impl Utf8 {
     }
 }
 
-/// Parses an event's data; `None` (after a warning for non-JSON) to skip it.
-fn parse_event(provider: Provider, data: &str) -> Option<Value> {
-    let data = data.trim();
-    if data.is_empty() {
-        return None;
+/// Parses an event's data: `None` for blank data; data that is not JSON is
+/// a [`DecodeError::InvalidJson`] (it may have carried a tool call or the
+/// finish, so it is not skipped).
+fn parse_event(data: &str) -> Result<Option<Value>, DecodeError> {
+    let trimmed = data.trim();
+    if trimmed.is_empty() {
+        return Ok(None);
     }
-    match serde_json::from_str(data) {
-        Ok(value) => Some(value),
-        Err(error) => {
-            tracing::warn!(%provider, %error, "skipping a model stream event that is not JSON");
-            None
-        }
-    }
+    serde_json::from_str(trimmed)
+        .map(Some)
+        .map_err(|source| DecodeError::InvalidJson {
+            data: data.to_owned(),
+            source,
+        })
 }
 
-/// Pushes a decoder's answer: its events; for a provider's error event, the
-/// open calls as `Incomplete` and the error (`Done`); a malformed event is
-/// skipped with a warning.
+/// Pushes a decoder's answer: its events; for an error (the provider's
+/// error event, or an event that could not be decoded, which may have
+/// carried a tool call or the finish), the open calls as `Incomplete` and
+/// the error, which ends the answer (`Done`).
 fn decoded(
     provider: Provider,
     decoder: &mut dyn StreamDecoder,
@@ -461,14 +463,13 @@ fn decoded(
             push_calls(out, events);
             Flow::Continue
         }
-        Err(source @ DecodeError::Provider { .. }) => {
+        Err(source) => {
+            if !matches!(source, DecodeError::Provider { .. }) {
+                tracing::warn!(%provider, error = %source, "a model stream event could not be decoded; the answer ends");
+            }
             push_calls(out, decoder.finish());
             out.push(Err(ModelCallError::Decode { provider, source }));
             Flow::Done
-        }
-        Err(error) => {
-            tracing::warn!(%provider, %error, "skipping a malformed model stream event");
-            Flow::Continue
         }
     }
 }

@@ -175,8 +175,10 @@ impl Protocol for Chat {
             out.push(Ok(ModelEvent::Finish(finish)));
             return Flow::Done;
         }
-        let Some(chunk) = parse_event(PROVIDER, data) else {
-            return Flow::Continue;
+        let chunk = match parse_event(data) {
+            Ok(Some(chunk)) => chunk,
+            Ok(None) => return Flow::Continue,
+            Err(error) => return decoded(PROVIDER, &mut self.decoder, Err(error), out),
         };
         // The first choice (a request asks for one).
         let choice = chunk

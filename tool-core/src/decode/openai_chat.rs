@@ -12,6 +12,10 @@ use super::{
 /// Name used for chunks in error messages.
 const EVENT: &str = "chat.completion.chunk";
 
+/// Where the keys of calls sent without `index` begin: above any index a
+/// provider numbers its calls with, so the two never meet.
+const UNINDEXED: u64 = 1 << 48;
+
 /// Finish reasons that mean the output was cut off, not completed.
 const TRUNCATING: [&str; 2] = ["length", "content_filter"];
 
@@ -26,8 +30,12 @@ const TRUNCATING: [&str; 2] = ["length", "content_filter"];
 /// reports the open calls as [`ToolCallEvent::Incomplete`]. If a fragment
 /// brings a different `id` for an index that is still open (some
 /// OpenAI-compatible servers reuse index 0), the open call ends there and a
-/// new one starts. Chunks with `choices: []` (usage) carry nothing to decode;
-/// a chunk with an `error` object is a [`DecodeError::Provider`].
+/// new one starts. Calls sent without `index` (as Gemini's OpenAI-compatible
+/// endpoint sends them) are routed by `id`: a fragment with the id of an
+/// open call of its choice continues it, one with a new id starts a call,
+/// and one with neither continues the choice's last index-less call.
+/// Chunks with `choices: []` (usage) carry nothing to decode; a chunk with
+/// an `error` object is a [`DecodeError::Provider`].
 ///
 /// ```
 /// use tool_core::decode::{OpenAiChatDecoder, StreamDecoder, ToolCallEvent};
@@ -54,6 +62,9 @@ pub struct OpenAiChatDecoder {
     /// Tool-call indexes whose call was refused (its id was already used by
     /// an open call): their further fragments are skipped, not errors.
     ignored: BTreeSet<(u64, u64)>,
+    /// How many calls were sent without `index` (the next one's key is
+    /// [`UNINDEXED`] plus this).
+    unindexed: u64,
 }
 
 /// Why a chunk was rejected: a decode error, or a call whose id another
@@ -88,9 +99,45 @@ impl OpenAiChatDecoder {
         Self::default()
     }
 
+    /// The key of a `tool_calls[]` entry sent without `index`: the open (or,
+    /// earlier in this chunk, started) call of the choice with its `id`;
+    /// without an id, the choice's last index-less call; else a new key
+    /// (`unindexed` counts the index-less calls, the new one among them).
+    fn unindexed_key(
+        &self,
+        choice: u64,
+        id: Option<&str>,
+        started: &HashMap<(u64, u64), &str>,
+        unindexed: &mut u64,
+    ) -> Option<(u64, u64)> {
+        let in_choice = started
+            .iter()
+            .map(|(k, v)| (*k, *v))
+            .chain(self.open.iter().map(|(k, c)| (*k, c.call_id.as_str())))
+            .filter(|((c, _), _)| *c == choice);
+        match id {
+            Some(id) => {
+                let found = in_choice
+                    .filter(|(_, other)| *other == id)
+                    .map(|(k, _)| k)
+                    .max();
+                Some(found.unwrap_or_else(|| {
+                    let key = (choice, UNINDEXED.saturating_add(*unindexed));
+                    *unindexed += 1;
+                    key
+                }))
+            }
+            None => in_choice
+                .map(|(k, _)| k)
+                .filter(|(_, index)| *index >= UNINDEXED)
+                .max(),
+        }
+    }
+
     /// Ends every open call normally (`[DONE]`).
     fn end_all(&mut self) -> Vec<ToolCallEvent> {
         self.ignored.clear();
+        self.unindexed = 0;
         std::mem::take(&mut self.open)
             .into_values()
             .map(PendingCall::end)
@@ -104,11 +151,19 @@ impl OpenAiChatDecoder {
         choice: &Fields<'a>,
         started: &mut HashMap<(u64, u64), &'a str>,
         fragments: &mut Vec<Fragment<'a>>,
+        unindexed: &mut u64,
     ) -> Result<(u64, Option<&'a str>), Rejected> {
         let choice_index = choice.u64("index")?;
         if let Some(delta) = choice.opt_obj("delta")? {
             for call in delta.opt_objects("tool_calls")? {
-                let key = (choice_index, call.u64("index")?);
+                // Some servers repeat the id (or send "") on every fragment.
+                let id = call.opt_str("id")?.filter(|id| !id.is_empty());
+                let key = match call.opt_u64("index")? {
+                    Some(index) => (choice_index, index),
+                    None => self
+                        .unindexed_key(choice_index, id, started, unindexed)
+                        .ok_or_else(|| call_missing(&call, "id"))?,
+                };
                 let function = call.opt_obj("function")?;
                 let name = match &function {
                     Some(f) => f.opt_str("name")?,
@@ -118,8 +173,6 @@ impl OpenAiChatDecoder {
                     Some(f) => f.opt_str("arguments")?.unwrap_or(""),
                     None => "",
                 };
-                // Some servers repeat the id (or send "") on every fragment.
-                let id = call.opt_str("id")?.filter(|id| !id.is_empty());
                 if id.is_none() && self.ignored.contains(&key) {
                     continue;
                 }
@@ -188,9 +241,10 @@ impl StreamDecoder for OpenAiChatDecoder {
         let mut started = HashMap::new();
         let mut fragments = Vec::new();
         let mut finishes = Vec::new();
+        let mut unindexed = self.unindexed;
         for choice in root.objects("choices")? {
             let (index, finish_reason) =
-                match self.read_choice(&choice, &mut started, &mut fragments) {
+                match self.read_choice(&choice, &mut started, &mut fragments, &mut unindexed) {
                     Ok(read) => read,
                     Err(Rejected::Decode(error)) => return Err(error),
                     // The one change a rejected chunk makes: the duplicate's
@@ -206,6 +260,7 @@ impl StreamDecoder for OpenAiChatDecoder {
             }
         }
 
+        self.unindexed = unindexed;
         let mut out = Vec::new();
         for fragment in fragments {
             if let (Some(id), Some(name)) = (fragment.id, fragment.name) {
@@ -254,6 +309,7 @@ impl StreamDecoder for OpenAiChatDecoder {
 
     fn finish(&mut self) -> Vec<ToolCallEvent> {
         self.ignored.clear();
+        self.unindexed = 0;
         std::mem::take(&mut self.open)
             .into_values()
             .map(|call| call.incomplete(STREAM_ENDED))
@@ -310,6 +366,74 @@ mod tests {
         );
         // After the finish, index 1 may start a new call.
         assert!(decoder.decode(&start(1, "call_b", "stock")).is_ok());
+    }
+
+    #[test]
+    fn calls_without_index_are_one_call_per_id() {
+        // Gemini's OpenAI-compatible shape: whole calls, no `index`.
+        let mut decoder = OpenAiChatDecoder::new();
+        let events = run(
+            &mut decoder,
+            &[
+                json!({"choices": [{"index": 0, "delta": {"role": "assistant", "tool_calls": [
+                    {"id": "call_a", "type": "function", "function": {"name": "weather", "arguments": "{\"city\":\"Oslo\"}"}}
+                ]}, "finish_reason": null}]}),
+                json!({"choices": [{"index": 0, "delta": {"tool_calls": [
+                    {"id": "call_b", "type": "function", "function": {"name": "weather", "arguments": "{\"city\":\"Rome\"}"}},
+                    {"id": "call_c", "type": "function", "function": {"name": "now", "arguments": ""}}
+                ]}, "finish_reason": "tool_calls"}]}),
+            ],
+        );
+        let ends: Vec<_> = events
+            .iter()
+            .filter(|e| matches!(e, ToolCallEvent::InputEnd { .. }))
+            .cloned()
+            .collect();
+        assert_eq!(
+            ends,
+            [
+                end("call_a", json!({"city": "Oslo"})),
+                end("call_b", json!({"city": "Rome"})),
+                end("call_c", json!({})),
+            ]
+        );
+        assert!(decoder.finish().is_empty());
+    }
+
+    #[test]
+    fn fragments_without_index_continue_by_id_or_the_last_call() {
+        let mut decoder = OpenAiChatDecoder::new();
+        let fragment = |id: Option<&str>, name: Option<&str>, text: &str| {
+            let mut call = json!({"function": {"arguments": text}});
+            if let Some(id) = id {
+                call["id"] = json!(id);
+            }
+            if let Some(name) = name {
+                call["function"]["name"] = json!(name);
+            }
+            json!({"choices": [{"index": 0, "delta": {"tool_calls": [call]}, "finish_reason": null}]})
+        };
+        let events = run(
+            &mut decoder,
+            &[
+                fragment(Some("a"), Some("x"), "{\"q\":"),
+                fragment(Some("a"), None, "\"one\"}"),
+                fragment(Some("b"), Some("y"), "{\"q\":"),
+                fragment(None, None, "\"two\"}"),
+                finish_reason("tool_calls"),
+            ],
+        );
+        let n = events.len();
+        assert_eq!(
+            &events[n - 2..],
+            &[end("a", json!({"q": "one"})), end("b", json!({"q": "two"}))]
+        );
+        // A fragment without index nor id, and no call to continue.
+        let error = decoder.decode(&fragment(None, None, "{}")).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "chat.completion.chunk: missing field `choices[0].delta.tool_calls[0].id`"
+        );
     }
 
     #[test]
