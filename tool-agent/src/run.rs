@@ -260,12 +260,16 @@ impl Runner {
                     Decided::CallsWait(chunk) => (chunk, false),
                     Decided::StepSettled(chunk) => (chunk, true),
                 };
-            chunks.send(chunk).await?;
+            // Reported once the run has it: a save that lost to a concurrent
+            // decision is made again, and its result is not reported twice.
             match self.save(run_id, Some(revision), false, run.record()).await {
-                Ok(saved) if goes_on => {
-                    return self.run_steps(run_id, run, Some(saved), chunks).await;
+                Ok(saved) => {
+                    chunks.send(chunk).await?;
+                    if goes_on {
+                        return self.run_steps(run_id, run, Some(saved), chunks).await;
+                    }
+                    return chunks.finish(run_id, FinishReason::Suspended).await;
                 }
-                Ok(_) => return chunks.finish(run_id, FinishReason::Suspended).await,
                 Err(AgentError::Conflict { .. }) => continue,
                 Err(error) => return chunks.fail(run_id, error.to_string()).await,
             }
