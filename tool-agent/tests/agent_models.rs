@@ -289,7 +289,10 @@ async fn responses_request_carries_function_calls_and_outputs() {
             "max_output_tokens": 300,
             "input": [
                 {"role": "user", "content": "Weather in Rome and Paris?"},
-                {"role": "assistant", "content": [{"type": "output_text", "text": "Checking."}]},
+                // The SDK's EasyInputMessageParam: an assistant's earlier text
+                // as string content (output_text parts belong to an output
+                // message item, which needs the API's id and status).
+                {"type": "message", "role": "assistant", "content": "Checking."},
                 {"type": "function_call", "call_id": "call_1", "name": "weather", "arguments": "{\"city\":\"Rome\"}"},
                 {"type": "function_call", "call_id": "call_2", "name": "weather", "arguments": "{\"city\":\"Paris\"}"},
                 {"type": "function_call_output", "call_id": "call_1", "output": "{\"sky\":\"clear\"}"},

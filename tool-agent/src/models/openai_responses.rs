@@ -15,7 +15,8 @@ const PROVIDER: Provider = Provider::OpenAiResponses;
 /// A model behind OpenAI's Responses API, streamed.
 ///
 /// The request has the `instructions`, the conversation as `input` items
-/// (user messages, assistant `output_text`, `function_call` items with their
+/// (user messages, assistant messages with their text as `content`,
+/// `function_call` items with their
 /// arguments as JSON text, `function_call_output` items with the result's
 /// text or JSON), the tools as given, and `max_output_tokens` when the
 /// request limits it. The key goes in `authorization: Bearer`. The finish:
@@ -101,10 +102,13 @@ fn body(model: &str, request: &ModelRequest) -> Value {
         match message {
             Message::User { text } => input.push(json!({ "role": "user", "content": text })),
             Message::Assistant { text, tool_calls } => {
+                // An easy input message (an output message item would need
+                // the id the API gave it).
                 if !text.is_empty() {
                     input.push(json!({
+                        "type": "message",
                         "role": "assistant",
-                        "content": [{ "type": "output_text", "text": text }],
+                        "content": text,
                     }));
                 }
                 for call in tool_calls {
