@@ -1145,3 +1145,104 @@ async fn the_providers_finish_reason_is_kept() {
         );
     }
 }
+
+// ---------------------------------------------------------------------------
+// Retries as the official SDKs retry (issue 23).
+
+#[tokio::test]
+async fn x_should_retry_decides_over_the_status() {
+    for api in APIS {
+        // `true` retries a 400.
+        let server = Server::start(vec![
+            Reply::status(400, &api.error("try again")).header("x-should-retry", "true"),
+            Reply::sse(api.text_answer()),
+        ])
+        .await;
+        let model = api.model(&server, Some("key"), 2);
+        ok_events(collect(&*model, hello()).await);
+        assert_eq!(server.received().len(), 2, "{api:?}");
+        // `false` does not retry a 503.
+        let server = Server::start(vec![
+            Reply::status(503, &api.error("no")).header("x-should-retry", "false"),
+            Reply::sse(api.text_answer()),
+        ])
+        .await;
+        let model = api.model(&server, Some("key"), 2);
+        let (_, error) = events_then_error(collect(&*model, hello()).await);
+        assert!(
+            matches!(error, ModelCallError::Status { status: 503, .. }),
+            "{api:?}: {error:?}"
+        );
+        assert_eq!(server.received().len(), 1, "{api:?}");
+    }
+}
+
+#[tokio::test]
+async fn statuses_408_and_409_are_retried() {
+    for status in [408, 409] {
+        let server = Server::start(vec![
+            Reply::status(status, &Api::Chat.error("again")).header("retry-after-ms", "10"),
+            Reply::sse(Api::Chat.text_answer()),
+        ])
+        .await;
+        let model = Api::Chat.model(&server, Some("key"), 1);
+        ok_events(collect(&*model, hello()).await);
+        assert_eq!(server.received().len(), 2, "{status}");
+    }
+}
+
+#[tokio::test]
+async fn retry_after_ms_is_waited_before_retry_after() {
+    let server = Server::start(vec![
+        Reply::status(429, &Api::Anthropic.error("slow"))
+            .header("retry-after-ms", "300")
+            .header("retry-after", "5"),
+        Reply::sse(Api::Anthropic.text_answer()),
+    ])
+    .await;
+    let model = Api::Anthropic.model(&server, Some("key"), 1);
+    let started = Instant::now();
+    ok_events(collect(&*model, hello()).await);
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_millis(290) && waited < Duration::from_secs(3),
+        "{waited:?}"
+    );
+}
+
+#[tokio::test]
+async fn retry_after_zero_waits_the_backoff() {
+    let server = Server::start(vec![
+        Reply::status(429, &Api::Chat.error("slow")).header("retry-after", "0"),
+        Reply::sse(Api::Chat.text_answer()),
+    ])
+    .await;
+    let model = Api::Chat.model(&server, Some("key"), 1);
+    let started = Instant::now();
+    ok_events(collect(&*model, hello()).await);
+    // 500 ms less at most 25 % of jitter.
+    assert!(
+        started.elapsed() >= Duration::from_millis(370),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn a_retry_after_beyond_two_minutes_is_not_retried() {
+    let server = Server::start(vec![
+        Reply::status(429, &Api::Responses.error("come back tomorrow"))
+            .header("retry-after", "86400"),
+        Reply::sse(Api::Responses.text_answer()),
+    ])
+    .await;
+    let model = Api::Responses.model(&server, Some("key"), 2);
+    let started = Instant::now();
+    let (_, error) = events_then_error(collect(&*model, hello()).await);
+    assert!(started.elapsed() < Duration::from_secs(2));
+    assert!(
+        matches!(error, ModelCallError::Status { status: 429, .. }),
+        "{error:?}"
+    );
+    assert_eq!(server.received().len(), 1);
+}

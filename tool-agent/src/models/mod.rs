@@ -24,14 +24,15 @@ pub use openai_responses::OpenAiResponsesModel;
 
 /// The default timeout for connecting, the first byte, and between chunks.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
-/// The default number of retries.
-const DEFAULT_MAX_RETRIES: u32 = 3;
-/// The first backoff; doubled at each retry.
+/// The default number of retries (the official SDKs').
+const DEFAULT_MAX_RETRIES: u32 = 2;
+/// The first backoff; doubled at each retry (the official SDKs').
 const BACKOFF_BASE: Duration = Duration::from_millis(500);
-/// The longest backoff without a `retry-after`.
-const BACKOFF_CAP: Duration = Duration::from_secs(30);
-/// The longest wait a `retry-after` header is honoured with.
-const RETRY_AFTER_CAP: Duration = Duration::from_secs(60);
+/// The longest backoff without the server's delay (the official SDKs').
+const BACKOFF_CAP: Duration = Duration::from_secs(8);
+/// The longest delay the server may ask for (`retry-after-ms`,
+/// `retry-after`): a longer one is not waited, nor retried.
+const RETRY_AFTER_CAP: Duration = Duration::from_secs(120);
 /// How many characters of a provider's error message are kept.
 const MESSAGE_CHARS: usize = 500;
 /// How much of an error answer's body is read for its message.
@@ -285,6 +286,10 @@ async fn connect(call: &Call) -> Result<reqwest::Response, ModelCallError> {
         };
         let retryable = attempt < settings.max_retries;
         let wait = match tokio::time::timeout(settings.timeout, request.send()).await {
+            Err(_) if retryable => {
+                tracing::warn!(%provider, attempt, "model request timed out; retrying");
+                backoff(attempt)
+            }
             Err(_) => {
                 return Err(ModelCallError::Timeout {
                     provider,
@@ -301,8 +306,13 @@ async fn connect(call: &Call) -> Result<reqwest::Response, ModelCallError> {
                 if status.is_success() {
                     return Ok(response);
                 }
-                if retryable && (status.as_u16() == 429 || status.is_server_error()) {
-                    let wait = retry_after(&response).unwrap_or_else(|| backoff(attempt));
+                let headers = response.headers();
+                let delay = server_delay(headers);
+                if retryable && should_retry(status.as_u16(), headers, delay) {
+                    let wait = match delay {
+                        Some(delay) if !delay.is_zero() => delay,
+                        _ => backoff(attempt),
+                    };
                     tracing::warn!(%provider, attempt, status = status.as_u16(), ?wait, "model request refused; retrying");
                     wait
                 } else {
@@ -320,20 +330,72 @@ async fn connect(call: &Call) -> Result<reqwest::Response, ModelCallError> {
     }
 }
 
-/// 500 ms × 2^attempt, at most [`BACKOFF_CAP`].
-fn backoff(attempt: u32) -> Duration {
-    BACKOFF_BASE
-        .saturating_mul(2u32.saturating_pow(attempt.min(16)))
-        .min(BACKOFF_CAP)
+/// Whether a refused request is sent again, as the official SDKs decide:
+/// never when the server asks for a delay beyond [`RETRY_AFTER_CAP`]; as
+/// `x-should-retry: true` or `false` says, when it does; else for 408
+/// (request timeout), 409 (lock timeout), 429 and 5xx.
+fn should_retry(
+    status: u16,
+    headers: &reqwest::header::HeaderMap,
+    delay: Option<Duration>,
+) -> bool {
+    if delay.is_none() && asks_too_long(headers) {
+        return false;
+    }
+    match headers.get("x-should-retry").map(|v| v.as_bytes()) {
+        Some(b"true") => return true,
+        Some(b"false") => return false,
+        _ => {}
+    }
+    matches!(status, 408 | 409 | 429) || status >= 500
 }
 
-/// The `retry-after` header in seconds, at most [`RETRY_AFTER_CAP`] (an
-/// HTTP date is not read: the backoff applies).
-fn retry_after(response: &reqwest::Response) -> Option<Duration> {
-    let value = response.headers().get(reqwest::header::RETRY_AFTER)?;
-    let seconds: f64 = value.to_str().ok()?.trim().parse().ok()?;
-    (seconds.is_finite() && seconds >= 0.0)
-        .then(|| Duration::from_secs_f64(seconds.min(RETRY_AFTER_CAP.as_secs_f64())))
+/// The delay the server asks for: `retry-after-ms` (milliseconds), else
+/// `retry-after` (seconds, fractions allowed; an HTTP date is not read);
+/// `None` when absent, unreadable, negative, or beyond [`RETRY_AFTER_CAP`]
+/// (see [`asks_too_long`]). Zero is kept: the backoff then applies, a floor
+/// under `retry-after: 0`.
+fn server_delay(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    let seconds = header_seconds(headers)?;
+    (seconds >= 0.0 && seconds <= RETRY_AFTER_CAP.as_secs_f64())
+        .then(|| Duration::from_secs_f64(seconds))
+}
+
+/// Whether the server asks for a delay beyond [`RETRY_AFTER_CAP`].
+fn asks_too_long(headers: &reqwest::header::HeaderMap) -> bool {
+    header_seconds(headers).is_some_and(|seconds| seconds > RETRY_AFTER_CAP.as_secs_f64())
+}
+
+/// The first of `retry-after-ms` and `retry-after` that reads as a
+/// number, in seconds (an overflow reads as infinite).
+fn header_seconds(headers: &reqwest::header::HeaderMap) -> Option<f64> {
+    [("retry-after-ms", 1000.0), ("retry-after", 1.0)]
+        .into_iter()
+        .find_map(|(name, divisor)| {
+            let text = headers.get(name)?.to_str().ok()?.trim();
+            let value: f64 = text.parse().ok()?;
+            (!value.is_nan()).then_some(value / divisor)
+        })
+}
+
+/// 500 ms × 2^attempt, at most [`BACKOFF_CAP`], less a random 0 to 25 %.
+fn backoff(attempt: u32) -> Duration {
+    let full = BACKOFF_BASE
+        .saturating_mul(2u32.saturating_pow(attempt.min(16)))
+        .min(BACKOFF_CAP);
+    full.mul_f64(1.0 - 0.25 * random_fraction())
+}
+
+/// A number in `[0, 1)`, random enough for a jitter (std's hasher keys are
+/// random per process; the clock makes each draw differ).
+fn random_fraction() -> f64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    hasher.write_u128(now.as_nanos());
+    (hasher.finish() >> 11) as f64 / (1u64 << 53) as f64
 }
 
 /// The provider's message in an error answer: `error.message` of its JSON
@@ -577,8 +639,9 @@ macro_rules! http_builder {
                 self
             }
 
-            /// How many times a request refused with 429 or 5xx, or that got
-            /// no answer, is sent again (default 3).
+            /// How many times a request refused with 408, 409, 429 or 5xx
+            /// (or as `x-should-retry` says), or that got no answer, is sent
+            /// again (default 2, as the official SDKs).
             ///
             /// ```
             #[doc = concat!("use tool_agent::", stringify!($model), ";")]
@@ -601,11 +664,73 @@ mod tests {
     use super::*;
 
     #[test]
-    fn backoff_doubles_up_to_the_cap() {
-        assert_eq!(backoff(0), Duration::from_millis(500));
-        assert_eq!(backoff(1), Duration::from_secs(1));
-        assert_eq!(backoff(3), Duration::from_secs(4));
-        assert_eq!(backoff(40), BACKOFF_CAP);
+    fn backoff_doubles_up_to_the_cap_less_a_jitter() {
+        for (attempt, full) in [
+            (0, Duration::from_millis(500)),
+            (1, Duration::from_secs(1)),
+            (3, Duration::from_secs(4)),
+            (4, Duration::from_secs(8)),
+            (40, BACKOFF_CAP),
+        ] {
+            for _ in 0..20 {
+                let wait = backoff(attempt);
+                assert!(
+                    wait <= full && wait >= full.mul_f64(0.75),
+                    "{attempt}: {wait:?}"
+                );
+            }
+        }
+        let draws: std::collections::HashSet<_> = (0..20).map(|_| backoff(0)).collect();
+        assert!(draws.len() > 1, "jittered");
+    }
+
+    fn headers(pairs: &[(&'static str, &str)]) -> reqwest::header::HeaderMap {
+        pairs
+            .iter()
+            .map(|(name, value)| {
+                (
+                    reqwest::header::HeaderName::from_static(name),
+                    value.parse().unwrap(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_server_delay_prefers_milliseconds_and_is_capped() {
+        let ms = headers(&[("retry-after-ms", "250"), ("retry-after", "3")]);
+        assert_eq!(server_delay(&ms), Some(Duration::from_millis(250)));
+        let s = headers(&[("retry-after", "1.5")]);
+        assert_eq!(server_delay(&s), Some(Duration::from_millis(1500)));
+        let zero = headers(&[("retry-after", "0")]);
+        assert_eq!(server_delay(&zero), Some(Duration::ZERO));
+        let long = headers(&[("retry-after", "600")]);
+        assert_eq!(server_delay(&long), None);
+        assert!(!should_retry(429, &long, None));
+        let date = headers(&[("retry-after", "Wed, 21 Oct 2015 07:28:00 GMT")]);
+        assert_eq!(server_delay(&date), None);
+        assert!(should_retry(429, &date, None));
+    }
+
+    #[test]
+    fn retried_statuses_follow_the_official_sdks() {
+        let none = headers(&[]);
+        for status in [408, 409, 429, 500, 502, 503, 529] {
+            assert!(should_retry(status, &none, None), "{status}");
+        }
+        for status in [400, 401, 403, 404, 422] {
+            assert!(!should_retry(status, &none, None), "{status}");
+        }
+        assert!(should_retry(
+            400,
+            &headers(&[("x-should-retry", "true")]),
+            None
+        ));
+        assert!(!should_retry(
+            503,
+            &headers(&[("x-should-retry", "false")]),
+            None
+        ));
     }
 
     #[test]
