@@ -77,6 +77,7 @@ use futures_core::Stream;
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tool_core::transform::Phase;
+use tool_core::{Extensions, RequestContext};
 use tool_runtime::{Decision, Payload, Runtime};
 
 pub use chunk::{AgentChunk, FinishReason, approval_schema};
@@ -91,7 +92,7 @@ pub use scripted::{ScriptedModel, ScriptedStep};
 
 use machine::RunSettings;
 use record::{RunRecord, WaitingFor};
-use run::{Chunks, Gone, Runner};
+use run::{CallShape, Chunks, Gone, Runner};
 
 /// Steps a run takes at most unless told otherwise.
 const MAX_STEPS: usize = 10;
@@ -126,6 +127,8 @@ pub struct AgentBuilder {
     max_steps: usize,
     max_tokens: Option<u32>,
     auto_resume: bool,
+    extensions: Extensions,
+    on_call: Option<CallShape>,
 }
 
 impl fmt::Debug for AgentBuilder {
@@ -166,6 +169,54 @@ impl AgentBuilder {
         self
     }
 
+    /// Attaches a typed value to every call the agent makes: the tool reads
+    /// it with `ctx.extension::<T>()` (a database pool, a client). Values
+    /// live in this process: a call approved or resumed on another instance
+    /// gets that instance's agent's values.
+    ///
+    /// ```
+    /// use tool_agent::{Agent, ScriptedModel};
+    /// use tool_runtime::Runtime;
+    ///
+    /// #[derive(Debug)]
+    /// struct Tenant(&'static str);
+    ///
+    /// let runtime = Runtime::builder().build().unwrap();
+    /// let agent = Agent::builder("helper", ScriptedModel::new([]), runtime)
+    ///     .extension(Tenant("acme"))
+    ///     .build()
+    ///     .unwrap();
+    /// # let _ = agent;
+    /// ```
+    pub fn extension<T: Send + Sync + 'static>(mut self, value: T) -> Self {
+        self.extensions.insert(value);
+        self
+    }
+
+    /// Shapes the envelope of each call the agent makes, last (after the
+    /// run's request context, the agent's extensions and the agent context):
+    /// a per-call request context, a requester, an extension that depends
+    /// on the tool. What it sets is validated like any call's.
+    ///
+    /// ```
+    /// use tool_agent::{Agent, ScriptedModel};
+    /// use tool_runtime::Runtime;
+    ///
+    /// let runtime = Runtime::builder().build().unwrap();
+    /// let agent = Agent::builder("helper", ScriptedModel::new([]), runtime)
+    ///     .on_call(|head| head.with_requester("user:ada"))
+    ///     .build()
+    ///     .unwrap();
+    /// # let _ = agent;
+    /// ```
+    pub fn on_call(
+        mut self,
+        shape: impl Fn(tool_runtime::CallHead) -> tool_runtime::CallHead + Send + Sync + 'static,
+    ) -> Self {
+        self.on_call = Some(Arc::new(shape));
+        self
+    }
+
     /// Builds the agent: fails when a tool cannot be exported for the
     /// model's provider.
     pub fn build(self) -> Result<Agent, AgentError> {
@@ -192,6 +243,8 @@ impl AgentBuilder {
                 },
                 max_tokens: self.max_tokens,
                 exports: Arc::new(exports),
+                extensions: self.extensions,
+                on_call: self.on_call,
             }),
         })
     }
@@ -208,6 +261,8 @@ impl Agent {
             max_steps: MAX_STEPS,
             max_tokens: None,
             auto_resume: false,
+            extensions: Extensions::new(),
+            on_call: None,
         }
     }
 
@@ -224,10 +279,58 @@ impl Agent {
     /// Starts a run of `thread` on `messages` (the conversation so far, the
     /// user's last): its chunks, until it finishes or pauses.
     pub fn stream(&self, thread: Thread, messages: Vec<Message>) -> AgentStream {
+        self.stream_with(thread, messages, RequestContext::new())
+    }
+
+    /// [`stream`](Self::stream) with a request context for the run: every
+    /// call of the run (its approvals and resumptions too, on any instance:
+    /// the run keeps it) runs with it, validated against the tool's
+    /// `request_context` schema like any call's.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_agent::{Agent, Message, ScriptedModel, ScriptedStep, Thread};
+    /// use tool_core::{RequestContext, Tool, ToolError};
+    /// use tool_runtime::Runtime;
+    ///
+    /// # tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap().block_on(async {
+    /// let whoami = Tool::builder("whoami")
+    ///     .description("Says who asks")
+    ///     .request_context_schema(json!({
+    ///         "type": "object",
+    ///         "properties": { "userId": { "type": "string" } },
+    ///         "required": ["userId"]
+    ///     }))
+    ///     .execute(|_input, ctx| async move {
+    ///         Ok::<_, ToolError>(ctx.request_context().values()["userId"].clone())
+    ///     })
+    ///     .build()
+    ///     .unwrap();
+    /// let model = ScriptedModel::new([
+    ///     ScriptedStep::new().tool_call("c1", "whoami", json!({})),
+    ///     ScriptedStep::answer("done"),
+    /// ]);
+    /// let agent = Agent::builder("helper", model.clone(), Runtime::builder().tool(whoami).build().unwrap())
+    ///     .build()
+    ///     .unwrap();
+    /// let context = RequestContext::new().with("userId", "u-7");
+    /// let output = agent
+    ///     .stream_with(Thread::new("t1"), vec![Message::user("who am I?")], context)
+    ///     .output()
+    ///     .await;
+    /// assert_eq!(output.text, "done");
+    /// # });
+    /// ```
+    pub fn stream_with(
+        &self,
+        thread: Thread,
+        messages: Vec<Message>,
+        request_context: RequestContext,
+    ) -> AgentStream {
         let run_id = new_run_id();
-        let run = self
-            .inner
-            .machine(RunRecord::new(&self.inner.id, thread, messages));
+        let mut record = RunRecord::new(&self.inner.id, thread, messages);
+        record.request_context = request_context.values().clone();
+        let run = self.inner.machine(record);
         self.spawn(run_id.clone(), move |runner, chunks| async move {
             chunks
                 .send(AgentChunk::Start {

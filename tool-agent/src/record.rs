@@ -126,6 +126,10 @@ pub(crate) struct RunRecord {
     /// by a call that names them (auto-resume).
     #[serde(default)]
     pub(crate) suspensions: BTreeMap<String, Waiting>,
+    /// The run's request context (its JSON values): every call of the run
+    /// runs with it, on any instance.
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub(crate) request_context: serde_json::Map<String, serde_json::Value>,
 }
 
 impl RunRecord {
@@ -138,6 +142,7 @@ impl RunRecord {
             settled: BTreeMap::new(),
             waiting: BTreeMap::new(),
             suspensions: BTreeMap::new(),
+            request_context: serde_json::Map::new(),
         }
     }
 

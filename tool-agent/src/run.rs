@@ -12,9 +12,9 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tool_core::provider::Export;
 use tool_core::transform::Phase;
-use tool_core::{AgentContext, ErrorKind, ModelError};
+use tool_core::{AgentContext, ErrorKind, Extensions, ModelError, RequestContext};
 use tool_runtime::{
-    Assembled, CallOutcome, CompleteCall, Decision, InputStream, Payload, Runtime,
+    Assembled, CallHead, CallOutcome, CompleteCall, Decision, InputStream, Payload, Runtime,
     ToolCallAssembler,
 };
 
@@ -37,7 +37,14 @@ pub(crate) struct Runner {
     pub(crate) max_tokens: Option<u32>,
     /// The tools' exports for the model's provider, by name.
     pub(crate) exports: Arc<BTreeMap<String, Export>>,
+    /// What every call the agent makes carries for its tool.
+    pub(crate) extensions: Extensions,
+    /// Shapes each call's envelope last (`AgentBuilder::on_call`).
+    pub(crate) on_call: Option<CallShape>,
 }
+
+/// A per-call hook on the envelope of the calls an agent makes.
+pub(crate) type CallShape = Arc<dyn Fn(CallHead) -> CallHead + Send + Sync>;
 
 impl Runner {
     /// The machine of a run with `record`.
@@ -192,10 +199,10 @@ impl Runner {
                 drop(stream);
                 let runtime = self.runtime.clone();
                 let id = runtime_call_id(run_id, &suspended);
-                let agent = Some(self.context(run_id, thread, Some(&tool_name)));
+                let extensions = self.decided_with(run_id, thread, Some(&tool_name));
                 tokio::spawn(async move {
                     runtime
-                        .decide(&id, Decision::Resume(data), agent)
+                        .decide(&id, Decision::Resume(data), extensions)
                         .await
                         .unwrap_or_else(|error| CallOutcome::Failed {
                             error: ModelError::new(ErrorKind::Execution, error.to_string()),
@@ -231,8 +238,8 @@ impl Runner {
             }
             Err(error) => return chunks.fail(run_id, error.to_string()).await,
         };
-        let agent = Some(self.context(run_id, &thread, tool_name.as_deref()));
-        let outcome = match self.runtime.decide(&stored_id, decision, agent).await {
+        let extensions = self.decided_with(run_id, &thread, tool_name.as_deref());
+        let outcome = match self.runtime.decide(&stored_id, decision, extensions).await {
             Ok(outcome) => outcome,
             Err(error) => return chunks.fail(run_id, error.to_string()).await,
         };
@@ -342,6 +349,15 @@ impl Runner {
             .collect()
     }
 
+    /// What a call the agent decides (approves, resumes) runs with: the
+    /// agent's extensions and its context. (A paused call keeps its request
+    /// context in the store; extensions are never stored.)
+    fn decided_with(&self, run_id: &str, thread: &Thread, tool_name: Option<&str>) -> Extensions {
+        let mut extensions = self.extensions.clone();
+        extensions.insert(self.context(run_id, thread, tool_name));
+        extensions
+    }
+
     /// What a tool the agent runs reads with `ToolContext::agent`.
     fn context(&self, run_id: &str, thread: &Thread, tool_name: Option<&str>) -> AgentContext {
         agent_context(&self.runtime, &self.id, run_id, thread, tool_name)
@@ -358,6 +374,8 @@ impl Runner {
             .collect();
         let (runtime, agent_id) = (self.runtime.clone(), self.id.clone());
         let (run_id, thread) = (run_id.to_owned(), record.thread.clone());
+        let request_context = RequestContext::from(record.request_context.clone());
+        let (extensions, on_call) = (self.extensions.clone(), self.on_call.clone());
         ToolCallAssembler::new(&self.runtime, self.model.provider())
             .with_messages(messages)
             .with_exports(Arc::clone(&self.exports))
@@ -365,7 +383,14 @@ impl Runner {
                 let agent =
                     agent_context(&runtime, &agent_id, &run_id, &thread, Some(&head.tool_id));
                 head.call_id = runtime_call_id(&run_id, &head.call_id);
-                head.with_agent(agent)
+                head.extensions.extend(extensions.clone());
+                let head = head
+                    .with_request_context(request_context.clone())
+                    .with_agent(agent);
+                match &on_call {
+                    Some(shape) => shape(head),
+                    None => head,
+                }
             })
     }
 

@@ -11,9 +11,7 @@
 
 use serde_json::{Value, json};
 use tool_core::transform::Phase;
-use tool_core::{
-    AgentContext, CallContext, ErrorKind, ModelError, Reconciled, RequestContext, Tool,
-};
+use tool_core::{CallContext, ErrorKind, Extensions, ModelError, Reconciled, RequestContext, Tool};
 use tracing::Instrument as _;
 
 use crate::call::ToolCall;
@@ -104,13 +102,13 @@ impl Decisions {
         &self,
         call_id: &str,
         decision: Decision,
-        agent: Option<AgentContext>,
+        extensions: Extensions,
     ) -> impl Future<Output = Result<CallOutcome, RuntimeError>> + Send + 'static {
         let (decisions, call_id) = (self.clone(), call_id.to_owned());
         async move {
             let id = call_id.clone();
             detached(&id, async move {
-                decisions.decide_here(&call_id, decision, agent).await
+                decisions.decide_here(&call_id, decision, extensions).await
             })
             .await
         }
@@ -120,7 +118,7 @@ impl Decisions {
         &self,
         call_id: &str,
         decision: Decision,
-        agent: Option<AgentContext>,
+        extensions: Extensions,
     ) -> Result<CallOutcome, RuntimeError> {
         let kind = decision.pending_kind();
         let calls = self.path.stored();
@@ -188,17 +186,19 @@ impl Decisions {
             Decision::Resume(data) => Some(data),
             _ => None,
         };
-        self.run_stored(stored, lease, resume_data, agent).await
+        self.run_stored(stored, lease, resume_data, extensions)
+            .await
     }
 
-    /// Runs a claimed stored call through the pipeline (for `agent`, if one
-    /// decided it): its outcome as the store recorded it, or why it is not.
+    /// Runs a claimed stored call through the pipeline, with the
+    /// `extensions` its decider gave (an agent that decided it among them):
+    /// its outcome as the store recorded it, or why it is not.
     async fn run_stored(
         &self,
         stored: StoredCall,
         lease: Lease,
         resume_data: Option<Value>,
-        agent: Option<AgentContext>,
+        extensions: Extensions,
     ) -> Result<CallOutcome, RuntimeError> {
         let held = lease.clone();
         let entry = match (stored.call.kind, resume_data) {
@@ -210,9 +210,7 @@ impl Decisions {
             },
         };
         let mut call = to_tool_call(stored.call);
-        if let Some(agent) = agent {
-            call = call.with_agent(agent);
-        }
+        call.head.extensions = extensions;
         let outcome = self.path.run_call(call, entry, None).await;
         recorded(&held, outcome)
     }
@@ -225,7 +223,10 @@ impl Decisions {
         lease: Lease,
     ) -> Result<CallOutcome, RuntimeError> {
         let resume_data = stored.resume_data.clone();
-        match self.run_stored(stored, lease, resume_data, None).await? {
+        match self
+            .run_stored(stored, lease, resume_data, Extensions::new())
+            .await?
+        {
             CallOutcome::BackgroundStarted { task_id } => {
                 Ok(self.path.tasks().outcome(&task_id).await)
             }
@@ -514,12 +515,12 @@ mod tests {
         let decisions = decisions();
         pending(&decisions, "c1").await;
         let ran = decisions
-            .decide("c1", Decision::Approve, None)
+            .decide("c1", Decision::Approve, Extensions::new())
             .await
             .unwrap();
         assert_eq!(ran.output(), Some(&json!({ "deleted": "/x" })));
         let again = decisions
-            .decide("c1", Decision::Decline(None), None)
+            .decide("c1", Decision::Decline(None), Extensions::new())
             .await
             .unwrap();
         assert_eq!(again, ran, "the recorded outcome, not a decline");
@@ -530,7 +531,11 @@ mod tests {
         let decisions = decisions();
         pending(&decisions, "c1").await;
         let declined = decisions
-            .decide("c1", Decision::Decline(Some("no".into())), None)
+            .decide(
+                "c1",
+                Decision::Decline(Some("no".into())),
+                Extensions::new(),
+            )
             .await
             .unwrap();
         assert_eq!(
@@ -541,7 +546,7 @@ mod tests {
         );
         assert_eq!(
             decisions
-                .decide("c1", Decision::Approve, None)
+                .decide("c1", Decision::Approve, Extensions::new())
                 .await
                 .unwrap(),
             declined
@@ -553,13 +558,15 @@ mod tests {
         let decisions = decisions();
         pending(&decisions, "c1").await;
         let resume = decisions
-            .decide("c1", Decision::Resume(json!(1)), None)
+            .decide("c1", Decision::Resume(json!(1)), Extensions::new())
             .await;
         assert!(
             matches!(resume, Err(RuntimeError::NotSuspended { .. })),
             "{resume:?}"
         );
-        let unknown = decisions.decide("c9", Decision::Approve, None).await;
+        let unknown = decisions
+            .decide("c9", Decision::Approve, Extensions::new())
+            .await;
         assert!(
             matches!(unknown, Err(RuntimeError::UnknownCall { .. })),
             "{unknown:?}"

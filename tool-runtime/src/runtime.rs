@@ -8,10 +8,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tool_core::{Hooks, Tool, ToolSet};
+use tool_core::{Extensions, Hooks, Tool, ToolSet};
 
 use serde_json::Value;
-use tool_core::AgentContext;
 
 use crate::approval::{ApprovalCheck, ApprovalPolicy};
 use crate::background::{BackgroundCallback, BackgroundResult, Tasks};
@@ -220,7 +219,7 @@ impl Runtime {
         &self,
         call_id: &str,
     ) -> impl Future<Output = Result<CallOutcome, RuntimeError>> + Send + 'static {
-        self.decide(call_id, Decision::Approve, None)
+        self.decide(call_id, Decision::Approve, Extensions::new())
     }
 
     /// Declines a call that waits for approval: it never runs, and the model
@@ -251,7 +250,11 @@ impl Runtime {
         call_id: &str,
         reason: Option<&str>,
     ) -> impl Future<Output = Result<CallOutcome, RuntimeError>> + Send + 'static {
-        self.decide(call_id, Decision::Decline(reason.map(str::to_owned)), None)
+        self.decide(
+            call_id,
+            Decision::Decline(reason.map(str::to_owned)),
+            Extensions::new(),
+        )
     }
 
     /// Resumes the suspended call `call_id` with `data`: the data is
@@ -299,24 +302,26 @@ impl Runtime {
         call_id: &str,
         data: Value,
     ) -> impl Future<Output = Result<CallOutcome, RuntimeError>> + Send + 'static {
-        self.decide(call_id, Decision::Resume(data), None)
+        self.decide(call_id, Decision::Resume(data), Extensions::new())
     }
 
-    /// Makes `decision` on the stored call `call_id`, for `agent` when it is
-    /// given (the call then runs with it as `ToolContext::agent`; the context
-    /// is not stored), and waits for the call's outcome. Of concurrent
+    /// Makes `decision` on the stored call `call_id`, the call running with
+    /// `extensions` (`ToolContext::extension`; an agent that decides passes
+    /// its `AgentContext` among them, which `ToolContext::agent` reads):
+    /// extensions are not stored with a paused call, so its decider gives
+    /// them. Waits for the call's outcome. Of concurrent
     /// decisions on one call, across runtimes sharing a store, exactly one
     /// wins; the others get the recorded outcome or
     /// [`RuntimeError::Running`]. The decision runs as a task of its own:
     /// dropping the future cannot leave the call half-run.
     ///
     /// [`approve`](Self::approve), [`decline`](Self::decline) and
-    /// [`resume`](Self::resume) are this without an agent; an agent loop
-    /// passes the run the call belongs to.
+    /// [`resume`](Self::resume) are this without extensions; an agent loop
+    /// passes the run the call belongs to and its own extensions.
     ///
     /// ```
     /// use serde_json::json;
-    /// use tool_core::{AgentContext, Tool, ToolError};
+    /// use tool_core::{AgentContext, Extensions, Tool, ToolError};
     /// use tool_runtime::{CallOutcome, Decision, Runtime, ToolCall};
     ///
     /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
@@ -328,8 +333,9 @@ impl Runtime {
     ///     .build().unwrap();
     /// let runtime = Runtime::builder().tool(delete).build().unwrap();
     /// runtime.call(ToolCall::new("c1", "delete-file", json!({}))).await;
-    /// let agent = AgentContext::new("support", "run-7");
-    /// let outcome = runtime.decide("c1", Decision::Approve, Some(agent)).await.unwrap();
+    /// let mut extensions = Extensions::new();
+    /// extensions.insert(AgentContext::new("support", "run-7"));
+    /// let outcome = runtime.decide("c1", Decision::Approve, extensions).await.unwrap();
     /// assert_eq!(outcome.output(), Some(&json!({ "run": "run-7" })));
     /// # });
     /// ```
@@ -337,9 +343,9 @@ impl Runtime {
         &self,
         call_id: &str,
         decision: Decision,
-        agent: Option<AgentContext>,
+        extensions: Extensions,
     ) -> impl Future<Output = Result<CallOutcome, RuntimeError>> + Send + 'static {
-        self.inner.decisions.decide(call_id, decision, agent)
+        self.inner.decisions.decide(call_id, decision, extensions)
     }
 
     /// Recovers the stored calls whose runtime died while running them

@@ -66,24 +66,25 @@ fn a_decision_for_an_agent_runs_the_call_with_that_agent_and_wins_once() {
         runtime
             .call(ToolCall::new("c1", "delete-file", json!({})))
             .await;
-        let agent = AgentContext::new("support", "run-1");
+        let mut extensions = tool_core::Extensions::new();
+        extensions.insert(AgentContext::new("support", "run-1"));
         let first = runtime
-            .decide("c1", Decision::Approve, Some(agent.clone()))
+            .decide("c1", Decision::Approve, extensions.clone())
             .await
             .unwrap();
         assert_eq!(first.output(), Some(&json!({ "agent": "support" })));
         // The second decision finds the recorded outcome.
         let again = runtime
-            .decide(
-                "c1",
-                Decision::Decline(Some("too late".into())),
-                Some(agent),
-            )
+            .decide("c1", Decision::Decline(Some("too late".into())), extensions)
             .await
             .unwrap();
         assert_eq!(again, first);
         let unknown = runtime
-            .decide("nope", Decision::Resume(json!({})), None)
+            .decide(
+                "nope",
+                Decision::Resume(json!({})),
+                tool_core::Extensions::new(),
+            )
             .await;
         assert!(
             matches!(unknown, Err(RuntimeError::UnknownCall { .. })),
