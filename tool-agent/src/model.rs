@@ -89,6 +89,10 @@ pub struct ModelRequest {
     pub tools: Vec<Value>,
     /// The most tokens the answer may take, if limited.
     pub max_tokens: Option<u32>,
+    /// HTTP headers sent with this request only (after the model's own,
+    /// replacing one of the same name): an HTTP model sends them, another
+    /// model may ignore them.
+    pub headers: Vec<(String, String)>,
 }
 
 impl ModelRequest {
@@ -99,7 +103,23 @@ impl ModelRequest {
             messages,
             tools,
             max_tokens: None,
+            headers: Vec::new(),
         }
+    }
+
+    /// Sends the HTTP header `name: value` with this request (an HTTP
+    /// model's; it replaces the model's header of that name).
+    ///
+    /// ```
+    /// use tool_agent::{Message, ModelRequest};
+    ///
+    /// let request = ModelRequest::new("Be brief.", vec![Message::user("Hi")], vec![])
+    ///     .header("anthropic-beta", "files-api-2025-04-14");
+    /// assert_eq!(request.headers, [("anthropic-beta".to_owned(), "files-api-2025-04-14".to_owned())]);
+    /// ```
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
     }
 }
 
@@ -222,7 +242,8 @@ pub enum ModelCallError {
         /// The provider's error message (cut to 500 characters).
         message: String,
     },
-    /// The request did not reach the provider, or its answer broke off.
+    /// The request did not reach the provider (an answer that began and
+    /// broke off is [`StreamEnded`](Self::StreamEnded)).
     #[error("{provider} could not be reached: {reason}")]
     Transport {
         /// The provider.
@@ -230,6 +251,18 @@ pub enum ModelCallError {
         /// What went wrong.
         reason: String,
         /// The HTTP client's error.
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    },
+    /// The provider's answer began but its stream ended early: closed
+    /// before the provider's last event, or broken off.
+    #[error("{provider}'s answer ended early: {reason}")]
+    StreamEnded {
+        /// The provider.
+        provider: Provider,
+        /// What happened.
+        reason: String,
+        /// The HTTP client's error, when the stream broke off.
         #[source]
         source: Option<Box<dyn std::error::Error + Send + Sync>>,
     },

@@ -166,6 +166,7 @@ async fn chat_streams_text_then_a_tool_call() {
         json!({
             "model": "gpt-4.1",
             "stream": true,
+            "stream_options": {"include_usage": true},
             "messages": [
                 {"role": "system", "content": "Be brief."},
                 {"role": "user", "content": "Rome?"},
@@ -189,6 +190,7 @@ async fn chat_request_carries_tool_calls_and_results() {
         json!({
             "model": "gpt-4.1",
             "stream": true,
+            "stream_options": {"include_usage": true},
             "max_completion_tokens": 300,
             "messages": [
                 {"role": "system", "content": "You are a weather bot."},
@@ -613,26 +615,31 @@ fn assert_cut_call(api: Api, events: &[ModelEvent]) {
 }
 
 #[tokio::test]
-async fn a_stream_closed_mid_call_reports_it_incomplete_then_a_transport_error() {
+async fn a_stream_closed_mid_call_reports_it_incomplete_then_that_it_ended_early() {
     for api in APIS {
         let server = Server::start(vec![Reply::sse(api.cut_answer())]).await;
         let model = api.model(&server, Some("key"), 0);
         let (events, error) = events_then_error(collect(&*model, hello()).await);
         assert_cut_call(api, &events);
+        assert!(
+            error.to_string().contains("answer ended early")
+                && !error.to_string().contains("could not be reached"),
+            "{api:?}: {error}"
+        );
         match error {
-            ModelCallError::Transport { reason, .. } => {
+            ModelCallError::StreamEnded { reason, .. } => {
                 assert!(
-                    reason.contains("ended before the answer finished"),
+                    reason.contains("closed before the answer finished"),
                     "{api:?}: {reason}"
                 );
             }
-            other => panic!("{api:?}: expected a transport error, got {other:?}"),
+            other => panic!("{api:?}: expected an early end, got {other:?}"),
         }
     }
 }
 
 #[tokio::test]
-async fn a_stream_broken_off_mid_call_reports_it_incomplete_then_a_transport_error() {
+async fn a_stream_broken_off_mid_call_reports_it_incomplete_then_that_it_ended_early() {
     for api in APIS {
         let mut reply = Reply::sse(api.cut_answer());
         reply.break_off = true;
@@ -641,11 +648,11 @@ async fn a_stream_broken_off_mid_call_reports_it_incomplete_then_a_transport_err
         let (events, error) = events_then_error(collect(&*model, hello()).await);
         assert_cut_call(api, &events);
         match error {
-            ModelCallError::Transport { reason, source, .. } => {
+            ModelCallError::StreamEnded { reason, source, .. } => {
                 assert!(reason.contains("broke off"), "{api:?}: {reason}");
                 assert!(source.is_some(), "{api:?}");
             }
-            other => panic!("{api:?}: expected a transport error, got {other:?}"),
+            other => panic!("{api:?}: expected an early end, got {other:?}"),
         }
     }
 }
@@ -1245,4 +1252,87 @@ async fn a_retry_after_beyond_two_minutes_is_not_retried() {
         "{error:?}"
     );
     assert_eq!(server.received().len(), 1);
+}
+
+// ---------------------------------------------------------------------------
+// Text in a block's start, custom headers (issue 23).
+
+#[tokio::test]
+async fn anthropic_text_in_a_blocks_start_is_kept() {
+    let server = Server::start(vec![Reply::sse(vec![
+        typed(json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": "Hello"}})),
+        typed(json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": ", world"}})),
+        typed(json!({"type": "content_block_stop", "index": 0})),
+        typed(json!({"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": null}})),
+        typed(json!({"type": "message_stop"})),
+    ])])
+    .await;
+    let model = Api::Anthropic.model(&server, Some("key"), 0);
+    assert_eq!(
+        ok_events(collect(&*model, hello()).await),
+        vec![
+            text("Hello"),
+            text(", world"),
+            ModelEvent::Finish(ModelFinish::Stop)
+        ]
+    );
+}
+
+#[tokio::test]
+async fn custom_headers_per_model_and_per_request_are_sent() {
+    for api in APIS {
+        let server = Server::start(vec![Reply::sse(api.text_answer())]).await;
+        let addr = server.addr;
+        let model: Box<dyn Model> = match api {
+            Api::Chat => Box::new(
+                OpenAiChatModel::new("gpt-4.1")
+                    .base_url(format!("http://{addr}/v1"))
+                    .api_key("key")
+                    .header("x-team", "search")
+                    .header("x-trace", "model"),
+            ),
+            Api::Responses => Box::new(
+                OpenAiResponsesModel::new("gpt-5.1")
+                    .base_url(format!("http://{addr}/v1"))
+                    .api_key("key")
+                    .header("x-team", "search")
+                    .header("x-trace", "model"),
+            ),
+            Api::Anthropic => Box::new(
+                AnthropicModel::new("claude-sonnet-4-5")
+                    .base_url(format!("http://{addr}"))
+                    .api_key("key")
+                    .header("x-team", "search")
+                    .header("x-trace", "model"),
+            ),
+        };
+        let request = hello()
+            .header("anthropic-beta", "files-api-2025-04-14")
+            .header("x-trace", "request");
+        ok_events(collect(&*model, request).await);
+        let headers = &server.received()[0].headers;
+        assert_eq!(headers["x-team"], "search", "{api:?}");
+        assert_eq!(
+            headers["x-trace"], "request",
+            "{api:?}: the request's replaces the model's"
+        );
+        assert_eq!(headers["anthropic-beta"], "files-api-2025-04-14", "{api:?}");
+        assert_eq!(headers["content-type"], "application/json", "{api:?}");
+    }
+}
+
+#[tokio::test]
+async fn an_invalid_header_fails_the_stream_and_nothing_is_sent() {
+    let server = Server::start(vec![Reply::sse(Api::Chat.text_answer())]).await;
+    let model = OpenAiChatModel::new("gpt-4.1")
+        .base_url(format!("http://{}/v1", server.addr))
+        .api_key("key")
+        .header("bad header", "x");
+    let (events, error) = events_then_error(collect(&model, hello()).await);
+    assert!(events.is_empty());
+    assert!(
+        matches!(&error, ModelCallError::Other(message) if message.contains("bad header")),
+        "{error:?}"
+    );
+    assert!(server.received().is_empty());
 }

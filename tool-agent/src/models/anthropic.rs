@@ -102,6 +102,7 @@ impl Model for AnthropicModel {
             path: "/v1/messages",
             auth: Auth::Anthropic,
             body: body(&self.model, self.max_tokens, &request),
+            headers: request.headers.clone(),
         };
         run(
             call,
@@ -214,6 +215,15 @@ impl Protocol for Messages {
             && event.pointer("/delta/type").and_then(Value::as_str) == Some("text_delta")
         {
             push_text(out, event.pointer("/delta/text").and_then(Value::as_str));
+        }
+        // A text block may start with text of its own.
+        if kind == "content_block_start"
+            && event.pointer("/content_block/type").and_then(Value::as_str) == Some("text")
+        {
+            push_text(
+                out,
+                event.pointer("/content_block/text").and_then(Value::as_str),
+            );
         }
         let result = self.decoder.decode(&event);
         if decoded(PROVIDER, &mut self.decoder, result, out) == Flow::Done {

@@ -50,6 +50,9 @@ struct HttpSettings {
     base_url: String,
     timeout: Duration,
     max_retries: u32,
+    /// Headers sent with every request (after the defaults, replacing one
+    /// of the same name).
+    headers: Vec<(String, String)>,
     /// Built at the first stream, shared by the model's clones.
     client: Arc<OnceLock<reqwest::Client>>,
 }
@@ -62,6 +65,14 @@ impl std::fmt::Debug for HttpSettings {
             .field("base_url", &self.base_url)
             .field("timeout", &self.timeout)
             .field("max_retries", &self.max_retries)
+            .field(
+                "headers",
+                &self
+                    .headers
+                    .iter()
+                    .map(|(name, _)| name)
+                    .collect::<Vec<_>>(),
+            )
             .finish()
     }
 }
@@ -75,6 +86,7 @@ impl HttpSettings {
             base_url: base_url.to_owned(),
             timeout: DEFAULT_TIMEOUT,
             max_retries: DEFAULT_MAX_RETRIES,
+            headers: Vec::new(),
             client: Arc::new(OnceLock::new()),
         }
     }
@@ -125,6 +137,43 @@ struct Call {
     path: &'static str,
     auth: Auth,
     body: Value,
+    /// The request's own headers ([`ModelRequest::headers`](crate::ModelRequest::headers)).
+    headers: Vec<(String, String)>,
+}
+
+impl Call {
+    /// The headers sent: the defaults and the key, then the model's, then
+    /// the request's (each replacing one of the same name).
+    fn header_map(&self, key: &str) -> Result<reqwest::header::HeaderMap, ModelCallError> {
+        use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+        let mut headers = HeaderMap::new();
+        let mut set = |name: &str, value: &str| -> Result<(), ModelCallError> {
+            let invalid = |what: &str| {
+                ModelCallError::Other(format!("the HTTP header {name:?} is not valid: {what}"))
+            };
+            let name =
+                HeaderName::from_bytes(name.as_bytes()).map_err(|e| invalid(&e.to_string()))?;
+            let mut value = HeaderValue::from_str(value).map_err(|e| invalid(&e.to_string()))?;
+            if name == reqwest::header::AUTHORIZATION || name.as_str() == "x-api-key" {
+                value.set_sensitive(true);
+            }
+            headers.insert(name, value);
+            Ok(())
+        };
+        set("content-type", "application/json")?;
+        set("accept", "text/event-stream")?;
+        match self.auth {
+            Auth::Bearer => set("authorization", &format!("Bearer {key}"))?,
+            Auth::Anthropic => {
+                set("x-api-key", key)?;
+                set("anthropic-version", "2023-06-01")?;
+            }
+        }
+        for (name, value) in self.settings.headers.iter().chain(&self.headers) {
+            set(name, value)?;
+        }
+        Ok(headers)
+    }
 }
 
 /// What comes after an event.
@@ -201,9 +250,9 @@ impl<P: Protocol> Body<P> {
         self.cut(out);
         match self.protocol.announced_finish() {
             Some(finish) => out.push(Ok(ModelEvent::Finish(finish))),
-            None => out.push(Err(ModelCallError::Transport {
+            None => out.push(Err(ModelCallError::StreamEnded {
                 provider: self.provider,
-                reason: "the stream ended before the answer finished".into(),
+                reason: "the stream closed before the answer finished".into(),
                 source: None,
             })),
         }
@@ -246,7 +295,11 @@ async fn step<P: Protocol>(state: State<P>) -> Option<(Vec<Item>, State<P>)> {
                 }
                 Ok(Err(error)) => {
                     body.cut(&mut out);
-                    out.push(Err(transport(body.provider, "the stream broke off", error)));
+                    out.push(Err(ModelCallError::StreamEnded {
+                        provider: body.provider,
+                        reason: format!("the stream broke off: {}", error_chain(&error)),
+                        source: Some(Box::new(error)),
+                    }));
                     Some((out, State::Done))
                 }
                 Err(_) => {
@@ -271,19 +324,13 @@ async fn connect(call: &Call) -> Result<reqwest::Response, ModelCallError> {
     let url = settings.url(call.path);
     let body =
         serde_json::to_vec(&call.body).map_err(|error| ModelCallError::Other(error.to_string()))?;
+    let headers = call.header_map(&key)?;
     let mut attempt = 0;
     loop {
         let request = client
             .post(&url)
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .header(reqwest::header::ACCEPT, "text/event-stream")
+            .headers(headers.clone())
             .body(body.clone());
-        let request = match call.auth {
-            Auth::Bearer => request.bearer_auth(&key),
-            Auth::Anthropic => request
-                .header("x-api-key", &key)
-                .header("anthropic-version", "2023-06-01"),
-        };
         let retryable = attempt < settings.max_retries;
         let wait = match tokio::time::timeout(settings.timeout, request.send()).await {
             Err(_) if retryable => {
@@ -651,6 +698,23 @@ macro_rules! http_builder {
             /// ```
             pub fn max_retries(mut self, retries: u32) -> Self {
                 self.http.max_retries = retries;
+                self
+            }
+
+            /// Sends the HTTP header `name: value` with every request
+            /// (replacing a default header of that name; a request's own
+            /// headers, [`ModelRequest::header`](crate::ModelRequest::header),
+            /// replace it in turn). An invalid one fails each stream with
+            /// [`ModelCallError::Other`](crate::ModelCallError::Other).
+            ///
+            /// ```
+            #[doc = concat!("use tool_agent::", stringify!($model), ";")]
+            ///
+            #[doc = concat!("let model = ", stringify!($model), "::new(\"", $name, "\").header(\"x-team\", \"search\");")]
+            /// # drop(model);
+            /// ```
+            pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+                self.http.headers.push((name.into(), value.into()));
                 self
             }
         }

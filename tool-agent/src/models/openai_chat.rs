@@ -15,7 +15,9 @@ const PROVIDER: Provider = Provider::OpenAiChat;
 /// A model behind OpenAI's Chat Completions API (or a server compatible
 /// with it), streamed.
 ///
-/// The request has a `system` message with the instructions, the
+/// The request asks for the usage (`stream_options.include_usage`; its
+/// chunk, with no choices, is read past) and has a `system` message with
+/// the instructions, the
 /// conversation (assistant tool calls with their arguments as JSON text,
 /// each result as a `tool` message whose content is the result's text, or
 /// its JSON), the tools as given, and `max_completion_tokens` when the
@@ -84,6 +86,7 @@ impl Model for OpenAiChatModel {
             path: "/chat/completions",
             auth: Auth::Bearer,
             body: body(&self.model, &request),
+            headers: request.headers.clone(),
         };
         run(
             call,
@@ -131,7 +134,12 @@ fn body(model: &str, request: &ModelRequest) -> Value {
             } => json!({ "role": "tool", "tool_call_id": call_id, "content": content_text(content) }),
         });
     }
-    let mut body = json!({ "model": model, "stream": true, "messages": messages });
+    let mut body = json!({
+        "model": model,
+        "stream": true,
+        "stream_options": { "include_usage": true },
+        "messages": messages,
+    });
     if !request.tools.is_empty() {
         body["tools"] = Value::Array(request.tools.clone());
     }

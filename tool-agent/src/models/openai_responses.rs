@@ -83,6 +83,7 @@ impl Model for OpenAiResponsesModel {
             path: "/responses",
             auth: Auth::Bearer,
             body: body(&self.model, &request),
+            headers: request.headers.clone(),
         };
         run(
             call,
