@@ -572,3 +572,64 @@ async fn a_refusal_ends_the_run_with_the_refusal_reason_and_its_text() {
         );
     }
 }
+
+/// A shared stream fixture's text; `None` after a notice when `../shared` is
+/// absent, a failure then when `REQUIRE_SHARED_FIXTURES=1`.
+fn shared_stream(name: &str) -> Option<String> {
+    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared/fixtures/streams")
+        .join(name);
+    if path.is_file() {
+        return Some(std::fs::read_to_string(path).unwrap());
+    }
+    let required = std::env::var("REQUIRE_SHARED_FIXTURES").is_ok_and(|v| v == "1");
+    assert!(
+        !required,
+        "REQUIRE_SHARED_FIXTURES=1 but the fixture {} is missing",
+        path.display()
+    );
+    eprintln!(
+        "skipping: shared fixture {} is absent (set REQUIRE_SHARED_FIXTURES=1 to fail instead)",
+        path.display()
+    );
+    None
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recorded_anthropic_tool_use_cut_by_max_tokens_is_sent_back_as_an_object() {
+    let Some(recorded) = shared_stream("anthropic-messages-tool-use-truncated-max-tokens.sse")
+    else {
+        return;
+    };
+    let api = Api::Anthropic;
+    let runs = Runs::default();
+    let store = store_file("recorded-length.sqlite");
+    let server = Server::scripted(move |request: &Received| {
+        if api.tool_results(&request.body).is_empty() {
+            Reply::sse(vec![recorded.clone()])
+        } else {
+            Reply::sse(api.text_answer())
+        }
+    })
+    .await;
+    let out = agent(api, &server, runtime(&runs, &store))
+        .generate(Thread::new("t1"), vec![Message::user("taxes?")])
+        .await
+        .unwrap();
+    assert_eq!(out.finish_reason, FinishReason::Stop, "{:?}", out.chunks);
+    let received = server.received();
+    assert_eq!(received.len(), 2);
+    let messages = received[1].body["messages"].as_array().unwrap();
+    let tool_use = messages[1]["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["type"] == "tool_use")
+        .expect("the cut call is sent back");
+    assert_eq!(tool_use["name"], "make_file");
+    assert_eq!(tool_use["input"], json!({}));
+    let result = &messages[2]["content"][0];
+    assert_eq!(result["type"], "tool_result");
+    assert_eq!(result["tool_use_id"], tool_use["id"]);
+    assert_eq!(result["is_error"], true);
+}
