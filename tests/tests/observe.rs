@@ -144,3 +144,75 @@ fn without_a_subscriber_observe_is_a_no_op() {
         block_on(Tool::from(FetchPageTool).execute(json!({ "url": "abc" }), CallContext::new("c")));
     assert_eq!(outcome.output(), Some(&json!(3)));
 }
+
+/// Fetch a city's forecast, observed with structured fields
+#[tool]
+async fn forecast(city: String, ctx: ToolContext) -> usize {
+    let span = ctx
+        .observe()
+        .span_with("fetch", json!({ "city": city, "days": 3 }));
+    let _guard = span.enter();
+    ctx.observe().log(
+        tracing::Level::WARN,
+        "slow answer",
+        json!({ "ms": 1200, "city": city }),
+    );
+    city.len()
+}
+
+/// Every field of every span and event, as `name=value` text.
+#[derive(Clone, Default)]
+struct Fields(Arc<Mutex<Vec<String>>>);
+
+struct AllFields(Vec<String>);
+
+impl tracing::field::Visit for AllFields {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        self.0.push(format!("{}={value:?}", field.name()));
+    }
+}
+
+impl<S: Subscriber> Layer<S> for Fields {
+    fn on_new_span(&self, attrs: &Attributes<'_>, _id: &Id, _ctx: Context<'_, S>) {
+        let mut fields = AllFields(Vec::new());
+        attrs.record(&mut fields);
+        self.0.lock().unwrap().extend(fields.0);
+    }
+    fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
+        let mut fields = AllFields(Vec::new());
+        event.record(&mut fields);
+        self.0.lock().unwrap().extend(fields.0);
+    }
+}
+
+#[test]
+fn observe_logs_and_spans_carry_structured_fields_to_tracing_and_to_the_caller() {
+    let fields = Fields::default();
+    let subscriber = tracing_subscriber::registry().with(fields.clone());
+    let logged = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&logged);
+    let ctx = CallContext::new("c1").on_log(move |record| sink.lock().unwrap().push(record));
+    tracing::subscriber::with_default(subscriber, || {
+        let tool: Tool = ForecastTool.into();
+        let outcome = block_on(tool.execute(json!({ "city": "Paris" }), ctx));
+        assert_eq!(outcome.output(), Some(&json!(5)));
+    });
+    let fields = fields.0.lock().unwrap().clone();
+    let json_field = |name: &str| -> serde_json::Value {
+        let text = fields
+            .iter()
+            .find_map(|field| field.strip_prefix(&format!("{name}=")))
+            .unwrap_or_else(|| panic!("no field {name}: {fields:?}"));
+        serde_json::from_str(text).unwrap()
+    };
+    assert_eq!(
+        json_field("attributes"),
+        json!({ "city": "Paris", "days": 3 })
+    );
+    assert_eq!(json_field("data"), json!({ "ms": 1200, "city": "Paris" }));
+    let logged = logged.lock().unwrap();
+    assert_eq!(logged.len(), 1);
+    assert_eq!(logged[0].level, tracing::Level::WARN);
+    assert_eq!(logged[0].message, "slow answer");
+    assert_eq!(logged[0].data, Some(json!({ "ms": 1200, "city": "Paris" })));
+}

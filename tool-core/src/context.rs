@@ -43,6 +43,8 @@ pub struct LogRecord {
     pub level: tracing::Level,
     /// The message.
     pub message: String,
+    /// Structured data logged with it ([`Observer::log`]), if any.
+    pub data: Option<Value>,
 }
 
 impl LogRecord {
@@ -56,7 +58,23 @@ impl LogRecord {
         LogRecord {
             level,
             message: message.into(),
+            data: None,
         }
+    }
+
+    /// The record with structured `data`.
+    ///
+    /// ```
+    /// use serde_json::json;
+    ///
+    /// let record = tool_core::LogRecord::new(tracing::Level::INFO, "fetched")
+    ///     .with_data(json!({ "rows": 3 }));
+    /// assert_eq!(record.data, Some(json!({ "rows": 3 })));
+    /// ```
+    #[must_use]
+    pub fn with_data(mut self, data: Value) -> Self {
+        self.data = Some(data);
+        self
     }
 }
 
@@ -404,6 +422,55 @@ impl Observer {
         tracing::info_span!(parent: &self.span, "tool.observe", name = name)
     }
 
+    /// [`span`](Self::span) with structured attributes, recorded as the
+    /// span's `attributes` field (their JSON text).
+    ///
+    /// ```
+    /// # async fn demo(ctx: tool_core::ToolContext) {
+    /// let span = ctx
+    ///     .observe()
+    ///     .span_with("fetch-forecast", serde_json::json!({ "city": "Paris", "days": 3 }));
+    /// let _guard = span.enter();
+    /// # }
+    /// ```
+    pub fn span_with(&self, name: &str, attributes: Value) -> tracing::Span {
+        tracing::info_span!(parent: &self.span, "tool.observe", name = name, attributes = %attributes)
+    }
+
+    /// An event at `level` with structured `data`: the event's `data` field
+    /// (its JSON text) for `tracing`, and the record's
+    /// [`data`](LogRecord::data) for the caller (events, MCP
+    /// `notifications/message`, where it is sent as `{"message", "data"}`).
+    ///
+    /// ```
+    /// # async fn demo(ctx: tool_core::ToolContext) {
+    /// ctx.observe().log(
+    ///     tracing::Level::INFO,
+    ///     "forecast fetched",
+    ///     serde_json::json!({ "city": "Paris", "ms": 120 }),
+    /// );
+    /// # }
+    /// ```
+    pub fn log(&self, level: tracing::Level, message: &str, data: Value) {
+        match level {
+            tracing::Level::ERROR => {
+                observe_event!(self, ERROR, message, data);
+            }
+            tracing::Level::WARN => {
+                observe_event!(self, WARN, message, data);
+            }
+            tracing::Level::INFO => {
+                observe_event!(self, INFO, message, data);
+            }
+            tracing::Level::DEBUG => {
+                observe_event!(self, DEBUG, message, data);
+            }
+            _ => {
+                observe_event!(self, TRACE, message, data);
+            }
+        }
+    }
+
     /// The call's own span.
     pub fn call_span(&self) -> &tracing::Span {
         &self.span
@@ -443,6 +510,16 @@ macro_rules! observe_event {
         }
         if let Some(log) = &$observer.log {
             log(LogRecord::new(tracing::Level::$level, $message));
+        }
+    };
+    ($observer:expr, $level:ident, $message:expr, $data:expr) => {
+        if tracing::Span::current().is_none() {
+            tracing::event!(parent: &$observer.span, tracing::Level::$level, observed = true, data = %$data, "{}", $message);
+        } else {
+            tracing::event!(tracing::Level::$level, observed = true, data = %$data, "{}", $message);
+        }
+        if let Some(log) = &$observer.log {
+            log(LogRecord::new(tracing::Level::$level, $message).with_data($data));
         }
     };
 }

@@ -45,8 +45,12 @@ impl SessionLog {
         if rank(level) < self.threshold.load(Ordering::Relaxed) {
             return None;
         }
-        let mut message =
-            LoggingMessageNotificationParam::new(level, Value::String(record.message.clone()));
+        // Structured data goes with its message; a plain message alone.
+        let data = match &record.data {
+            Some(data) => serde_json::json!({ "message": record.message, "data": data }),
+            None => Value::String(record.message.clone()),
+        };
+        let mut message = LoggingMessageNotificationParam::new(level, data);
         message.logger = Some(tool_id.to_owned());
         Some(message)
     }
@@ -96,5 +100,17 @@ mod tests {
         assert!(log.message("t", &debug).is_some());
         log.set(LoggingLevel::Error);
         assert!(log.message("t", &warn).is_none());
+    }
+
+    #[test]
+    fn structured_data_is_sent_with_its_message() {
+        let log = SessionLog::default();
+        let record = LogRecord::new(tracing::Level::WARN, "slow answer")
+            .with_data(serde_json::json!({ "ms": 1200 }));
+        let sent = log.message("t", &record).unwrap();
+        assert_eq!(
+            sent.data,
+            serde_json::json!({ "message": "slow answer", "data": { "ms": 1200 } })
+        );
     }
 }
