@@ -232,7 +232,8 @@ pub enum ModelCallError {
         env: &'static str,
     },
     /// The provider answered with an error status (after the retries, for
-    /// 429 and 5xx).
+    /// the statuses that are retried: 408, 409, 429, 5xx, or as
+    /// `x-should-retry` says).
     #[error("{provider} answered HTTP {status}: {message}")]
     Status {
         /// The provider.
