@@ -36,6 +36,17 @@ pub enum Phase {
 }
 
 impl Phase {
+    /// The phases whose payload is a whole value (every one but
+    /// [`InputDelta`](Phase::InputDelta)).
+    pub const WHOLE: [Phase; 6] = [
+        Phase::Input,
+        Phase::Output,
+        Phase::Error,
+        Phase::Approval,
+        Phase::Suspend,
+        Phase::Resume,
+    ];
+
     /// The reference's name for the phase (`input-available`, `output-available`, ...).
     pub fn as_str(self) -> &'static str {
         match self {
@@ -152,6 +163,70 @@ impl ToolTransform {
         self
     }
 
+    /// Shows, for `target`, every phase that has no transformer yet as it
+    /// is, so configuring one phase does not hide the others. Input deltas
+    /// (partial argument text, which a transformer of the whole input cannot
+    /// see into) stay suppressed.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_core::transform::{Phase, Projection, Target, ToolTransform, TransformContext};
+    ///
+    /// let transform = ToolTransform::new()
+    ///     .display(Phase::Output, |_ctx| Some(json!("done")))
+    ///     .pass_through_others(Target::Display);
+    /// let input = json!({ "city": "Paris" });
+    /// let ctx = TransformContext { target: Target::Display, phase: Phase::Input, tool_id: "t", call_id: "c1", payload: &input };
+    /// assert_eq!(transform.project(&ctx), Projection::Projected(input.clone()));
+    /// let ctx = TransformContext { phase: Phase::Output, ..ctx };
+    /// assert_eq!(transform.project(&ctx), Projection::Projected(json!("done")));
+    /// let delta = json!("{\"ci");
+    /// let ctx = TransformContext { phase: Phase::InputDelta, payload: &delta, ..ctx };
+    /// assert_eq!(transform.project(&ctx), Projection::Suppressed);
+    /// ```
+    #[must_use]
+    pub fn pass_through_others(mut self, target: Target) -> Self {
+        for phase in Phase::WHOLE {
+            self.transformers.entry((target, phase)).or_insert_with(|| {
+                Arc::new(|ctx: &TransformContext<'_>| Some(ctx.payload.clone()))
+            });
+        }
+        self
+    }
+
+    /// Shows `target`'s payloads of every phase with the object fields named
+    /// `fields` removed, at any depth (an API token in the input, an email
+    /// in the output or in a suspension's payload); input deltas, whose
+    /// partial text could carry them, are suppressed. Replaces the target's
+    /// transformers.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_core::transform::{Phase, Projection, Target, ToolTransform, TransformContext};
+    ///
+    /// let transform = ToolTransform::new().redact(Target::Display, &["token"]);
+    /// let input = json!({ "city": "Paris", "auth": { "token": "s3cret" } });
+    /// let ctx = TransformContext { target: Target::Display, phase: Phase::Approval, tool_id: "t", call_id: "c1", payload: &input };
+    /// assert_eq!(transform.project(&ctx), Projection::Projected(json!({ "city": "Paris", "auth": {} })));
+    /// ```
+    #[must_use]
+    pub fn redact(mut self, target: Target, fields: &[&str]) -> Self {
+        let fields: Arc<[String]> = fields.iter().map(|f| (*f).to_owned()).collect();
+        self.transformers.retain(|(t, _), _| *t != target);
+        for phase in Phase::WHOLE {
+            let fields = Arc::clone(&fields);
+            self.transformers.insert(
+                (target, phase),
+                Arc::new(move |ctx: &TransformContext<'_>| {
+                    let mut shown = ctx.payload.clone();
+                    remove_fields(&mut shown, &fields);
+                    Some(shown)
+                }),
+            );
+        }
+        self
+    }
+
     /// True when `target` has at least one transformer.
     pub fn is_configured(&self, target: Target) -> bool {
         self.transformers.keys().any(|(t, _)| *t == target)
@@ -197,5 +272,23 @@ impl ToolTransform {
             Projection::Suppressed => None,
             Projection::Projected(value) => Some(value),
         }
+    }
+}
+
+/// Removes the object fields named `fields` from `value`, at any depth.
+fn remove_fields(value: &mut Value, fields: &[String]) {
+    match value {
+        Value::Object(object) => {
+            object.retain(|key, _| !fields.contains(key));
+            for inner in object.values_mut() {
+                remove_fields(inner, fields);
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                remove_fields(item, fields);
+            }
+        }
+        _ => {}
     }
 }
