@@ -19,7 +19,6 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use tokio::sync::watch;
-use tool_core::{ErrorKind, ModelError};
 
 use crate::error::RuntimeError;
 use crate::outcome::CallOutcome;
@@ -170,14 +169,7 @@ impl Tasks {
                     tokio::time::sleep(pause).await;
                     pause = (pause * 2).min(Duration::from_secs(1));
                 }
-                Err(error) => {
-                    return CallOutcome::failed(ModelError::new(
-                        ErrorKind::Execution,
-                        format!(
-                            "The outcome of call {task_id} is not recorded here: {error}. Ask again with its id for the outcome the store records."
-                        ),
-                    ));
-                }
+                Err(error) => return CallOutcome::not_recorded(task_id, error),
             }
         }
     }

@@ -337,10 +337,7 @@ impl Decisions {
                 }
                 Err(Reconcile::Failed(error)) => reconcile_failed = Some(error),
                 Err(Reconcile::Lost(why)) => {
-                    return Err(RuntimeError::NotRecorded {
-                        call_id,
-                        reason: why.reason().to_owned(),
-                    });
+                    return Err(why.error(call_id));
                 }
             }
         }
@@ -407,10 +404,7 @@ impl Decisions {
         if let Some(recorded) = RecordedOutcome::from_outcome(&outcome)
             && let Err(why) = lease.finish(Settlement::Settled(recorded), None).await
         {
-            return Err(RuntimeError::NotRecorded {
-                call_id,
-                reason: why.reason().to_owned(),
-            });
+            return Err(why.error(call_id));
         }
         Ok(Recovered {
             call_id,
@@ -434,10 +428,7 @@ enum Reconcile {
 fn recorded(lease: &Lease, outcome: CallOutcome) -> Result<CallOutcome, RuntimeError> {
     match lease.not_recorded() {
         None => Ok(outcome),
-        Some(why) => Err(RuntimeError::NotRecorded {
-            call_id: lease.call_id().to_owned(),
-            reason: why.reason().to_owned(),
-        }),
+        Some(why) => Err(why.error(lease.call_id())),
     }
 }
 

@@ -239,6 +239,19 @@ impl CallOutcome {
     }
 
     /// A failure with `error`.
+    /// What a caller of the call path reads when the outcome of call
+    /// `call_id` is not what the store records (or cannot be read): why,
+    /// and the id to ask again with; never an outcome the store did not
+    /// record.
+    pub(crate) fn not_recorded(call_id: &str, why: impl std::fmt::Display) -> Self {
+        CallOutcome::failed(ModelError::new(
+            tool_core::ErrorKind::Execution,
+            format!(
+                "The outcome of call {call_id} is not recorded here: {why}. Ask again with its id for the outcome the store records."
+            ),
+        ))
+    }
+
     pub(crate) fn failed(error: ModelError) -> Self {
         CallOutcome::Failed { error }
     }

@@ -499,7 +499,7 @@ impl CallPath {
             let why = NotRecorded::Lost(lost);
             lease.mark_not_recorded(why.clone());
             events.emit(call_id, tool_id, || EventKind::Aborted);
-            return not_recorded(call_id, &why);
+            return CallOutcome::not_recorded(call_id, why.reason());
         }
         match &ran.outcome {
             Outcome::Completed { output, .. } => {
@@ -683,7 +683,7 @@ impl CallPath {
             Ok(None) => outcome,
             // Never the execution's own outcome: it is not what the store
             // has (a decider answers `RuntimeError::NotRecorded` instead).
-            Err(why) => not_recorded(&record.call_id, &why),
+            Err(why) => CallOutcome::not_recorded(&record.call_id, why.reason()),
         }
     }
 
@@ -943,19 +943,6 @@ impl CallPath {
             return Attempts { last, count };
         }
     }
-}
-
-/// What a caller of `call` reads when the outcome of its stored call (a
-/// transactional one) is not what the store records: why, and the id to ask
-/// again with.
-fn not_recorded(call_id: &str, why: &NotRecorded) -> CallOutcome {
-    CallOutcome::failed(ModelError::new(
-        ErrorKind::Execution,
-        format!(
-            "The outcome of call {call_id} is not recorded: {}. Ask again with its id for the outcome the store records.",
-            why.reason()
-        ),
-    ))
 }
 
 /// The attempts of a background call.

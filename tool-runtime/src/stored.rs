@@ -466,6 +466,14 @@ pub(crate) enum NotRecorded {
 }
 
 impl NotRecorded {
+    /// What a decider on `call_id` is answered.
+    pub(crate) fn error(&self, call_id: impl Into<String>) -> RuntimeError {
+        RuntimeError::NotRecorded {
+            call_id: call_id.into(),
+            reason: self.reason().to_owned(),
+        }
+    }
+
     /// The reason, as [`RuntimeError::NotRecorded`] says it.
     pub(crate) fn reason(&self) -> &'static str {
         match self {
