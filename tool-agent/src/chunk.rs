@@ -3,6 +3,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use tool_core::ModelOutput;
+
 use super::model::ModelFinish;
 
 /// Why a run's stream ended.
@@ -120,8 +122,13 @@ pub enum AgentChunk {
         call_id: String,
         /// Its tool.
         tool_name: String,
-        /// The result.
+        /// The tool's output (its display projection).
         result: Value,
+        /// What the model read instead, when the tool maps its output
+        /// (`to_model_output`). Given only where `result` is the output as
+        /// it is: the model output derives from it, so a display transform
+        /// that hides part of the output hides the model output too.
+        model_output: Option<ModelOutput>,
     },
     /// A call failed, was declined or aborted: what the model reads.
     ToolError {

@@ -471,7 +471,8 @@ impl Agent {
                 Message::ToolResult {
                     call_id,
                     tool_name,
-                    content,
+                    result,
+                    model_output,
                     is_error,
                 } => {
                     let phase = if is_error {
@@ -480,12 +481,15 @@ impl Agent {
                         Phase::Output
                     };
                     let tool = runtime.tool(&tool_name);
-                    let content =
-                        Payload::of(tool, &call_id, &tool_name, phase, &content).transcript;
+                    let shown = Payload::of(tool, &call_id, &tool_name, phase, &result).transcript;
+                    // As in the chunks: the model output only beside the
+                    // output as it is.
+                    let model_output = model_output.filter(|_| shown == result);
                     Message::ToolResult {
                         call_id,
                         tool_name,
-                        content,
+                        result: shown,
+                        model_output,
                         is_error,
                     }
                 }

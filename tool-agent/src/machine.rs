@@ -253,7 +253,8 @@ impl RunMachine {
                 call_id.clone(),
                 Settled {
                     tool_name: waiting.tool_name.clone(),
-                    content: json!({ "status": "suspended", "waitingFor": "resume data", "payload": waiting.payload }),
+                    result: json!({ "status": "suspended", "waitingFor": "resume data", "payload": waiting.payload }),
+                    model_output: None,
                     is_error: false,
                 },
             );
@@ -275,12 +276,7 @@ impl RunMachine {
         let order: Vec<String> = tool_calls.iter().map(|c| c.call_id.clone()).collect();
         for call_id in order {
             if let Some(settled) = record.settled.remove(&call_id) {
-                record.messages.push(Message::ToolResult {
-                    call_id,
-                    tool_name: settled.tool_name,
-                    content: settled.content,
-                    is_error: settled.is_error,
-                });
+                record.messages.push(settled.into_message(call_id));
             }
         }
         record.settled.clear();
@@ -397,13 +393,21 @@ impl RunMachine {
                 };
                 if settled.is_error {
                     AgentChunk::ToolError {
-                        error: show(call_id, tool_name, Phase::Error, &settled.content),
+                        error: show(call_id, tool_name, Phase::Error, &settled.result),
                         call_id: id,
                         tool_name: tool,
                     }
                 } else {
+                    let result = show(call_id, tool_name, Phase::Output, &settled.result);
+                    // The model output derives from the output: shown only
+                    // where the display shows the output as it is.
+                    let model_output = settled
+                        .model_output
+                        .clone()
+                        .filter(|_| result == settled.result);
                     AgentChunk::ToolResult {
-                        result: show(call_id, tool_name, Phase::Output, &settled.content),
+                        result,
+                        model_output,
                         call_id: id,
                         tool_name: tool,
                     }
@@ -522,7 +526,8 @@ impl Step<'_> {
             call_id.clone(),
             Settled {
                 tool_name: tool_name.clone(),
-                content: Value::String(message.clone()),
+                result: Value::String(message.clone()),
+                model_output: None,
                 is_error: true,
             },
         );
@@ -693,10 +698,10 @@ mod tests {
             .filter_map(|m| match m {
                 Message::ToolResult {
                     call_id,
-                    content,
+                    result,
                     is_error,
                     ..
-                } => Some((call_id.clone(), content.clone(), *is_error)),
+                } => Some((call_id.clone(), result.clone(), *is_error)),
                 _ => None,
             })
             .collect()
@@ -813,6 +818,7 @@ mod tests {
                     call_id: "c-lookup".into(),
                     tool_name: "lookup".into(),
                     result: json!({ "Output": { "balance": 100 } }),
+                    model_output: None,
                 },
                 step_finish(1, ModelFinish::ToolCalls),
             ]
@@ -830,10 +836,7 @@ mod tests {
                 resume_schema: Some(approval_schema()),
             }
         );
-        assert_eq!(
-            record.settled["c-lookup"].content,
-            json!({ "balance": 100 })
-        );
+        assert_eq!(record.settled["c-lookup"].result, json!({ "balance": 100 }));
         assert!(
             results(record).is_empty(),
             "the step stays open while a call waits"
@@ -877,6 +880,7 @@ mod tests {
                 call_id: "c-transfer".into(),
                 tool_name: "transfer".into(),
                 result: json!({ "Output": { "sent": 10 } }),
+                model_output: None,
             })
         );
         assert!(run.record().waiting.is_empty());
@@ -907,7 +911,7 @@ mod tests {
             decided,
             Decided::CallsWait(AgentChunk::ToolResult { .. })
         ));
-        assert_eq!(run.record().settled["c-a"].content, json!({ "sent": 1 }));
+        assert_eq!(run.record().settled["c-a"].result, json!({ "sent": 1 }));
         assert_eq!(run.record().waiting.keys().collect::<Vec<_>>(), ["c-b"]);
         assert_eq!(run_end(&mut run).reason, FinishReason::Suspended);
 
@@ -1214,7 +1218,8 @@ mod tests {
                 Message::ToolResult {
                     call_id: "c1".into(),
                     tool_name: "transfer".into(),
-                    content: json!(message),
+                    result: json!(message),
+                    model_output: None,
                     is_error: true,
                 },
             ]
@@ -1273,7 +1278,7 @@ mod tests {
         step.end_answer();
         assert_eq!(step.on_outcome("c1", &completed(json!(1)), shown).len(), 1);
         assert_eq!(step.on_outcome("c1", &completed(json!(2)), shown), []);
-        assert_eq!(step.record().settled["c1"].content, json!(1));
+        assert_eq!(step.record().settled["c1"].result, json!(1));
         assert_eq!(step.on_outcome("c2", &completed(json!(2)), shown).len(), 2);
         assert_eq!(
             step.on_outcome("c2", &completed(json!(2)), shown),

@@ -8,8 +8,9 @@ use std::time::Duration;
 use futures_core::Stream;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use tool_core::ModelOutput;
 use tool_core::decode::{DecodeError, ToolCallEvent};
-use tool_core::provider::Provider;
+use tool_core::provider::{Provider, ToolResultBody};
 
 /// One message of a conversation, in no provider's format: each [`Model`]
 /// writes it in its own.
@@ -24,7 +25,7 @@ use tool_core::provider::Provider;
 ///         text: String::new(),
 ///         tool_calls: vec![ToolCallRequest { call_id: "call_1".into(), tool_name: "weather".into(), arguments: json!({ "city": "Rome" }) }],
 ///     },
-///     Message::ToolResult { call_id: "call_1".into(), tool_name: "weather".into(), content: json!({ "sky": "clear" }), is_error: false },
+///     Message::ToolResult { call_id: "call_1".into(), tool_name: "weather".into(), result: json!({ "sky": "clear" }), model_output: None, is_error: false },
 /// ];
 /// assert_eq!(serde_json::to_value(&conversation[0]).unwrap(), json!({ "role": "user", "text": "What's the weather in Rome?" }));
 /// ```
@@ -43,14 +44,24 @@ pub enum Message {
         /// The tool calls it made, in order.
         tool_calls: Vec<ToolCallRequest>,
     },
-    /// The result of one tool call, as the model reads it.
+    /// The result of one tool call. The model reads its `model_output`
+    /// when the tool maps its output (`to_model_output`), else its
+    /// `result`, in the provider's richest form (images and files where the
+    /// provider takes them: [`Provider::media_limits`]).
     ToolResult {
         /// The call it answers.
         call_id: String,
         /// The tool that was called.
         tool_name: String,
-        /// What the model reads: the tool's model output, or its error.
-        content: Value,
+        /// The tool's raw output; for a call that failed, was declined or
+        /// aborted, what the model is told of it. (Runs stored before this
+        /// field was added kept it as `content`.)
+        #[serde(alias = "content")]
+        result: Value,
+        /// What the model reads instead of `result`, when the tool maps its
+        /// output.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        model_output: Option<ModelOutput>,
         /// Whether the call failed (or was declined).
         is_error: bool,
     },
@@ -60,6 +71,20 @@ impl Message {
     /// A user message.
     pub fn user(text: impl Into<String>) -> Self {
         Message::User { text: text.into() }
+    }
+}
+
+/// What the model reads of a tool result message, before its provider's
+/// shape is applied.
+pub(crate) fn tool_result_body<'a>(
+    result: &'a Value,
+    model_output: Option<&'a ModelOutput>,
+    is_error: bool,
+) -> ToolResultBody<'a> {
+    match (is_error, model_output) {
+        (true, _) => ToolResultBody::Error(result),
+        (false, Some(model_output)) => ToolResultBody::ModelOutput(model_output),
+        (false, None) => ToolResultBody::Output(result),
     }
 }
 

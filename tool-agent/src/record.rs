@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use tool_core::ModelOutput;
 use tool_runtime::{CallOutcome, Decision, PendingKind};
 
 use crate::error::AgentError;
@@ -88,23 +89,47 @@ pub(crate) struct Waiting {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Settled {
     pub(crate) tool_name: String,
-    pub(crate) content: Value,
+    /// The raw output, or what the model is told of a call that did not
+    /// complete (kept as `content` by earlier versions).
+    #[serde(alias = "content")]
+    pub(crate) result: Value,
+    /// What the model reads instead of `result` (`to_model_output`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) model_output: Option<ModelOutput>,
     pub(crate) is_error: bool,
 }
 
 impl Settled {
     /// What the conversation keeps of a call of `tool_name` that ended with
-    /// `outcome`: what the model reads (raw; the transcript applies the
-    /// tools' transcript transforms).
+    /// `outcome`: a completed call's raw output and its model output, else
+    /// what the model is told (raw; the transcript applies the tools'
+    /// transcript transforms).
     pub(crate) fn of(tool_name: &str, outcome: &CallOutcome) -> Self {
-        let is_error = !matches!(
-            outcome,
-            CallOutcome::Completed { .. } | CallOutcome::BackgroundStarted { .. }
-        );
+        let (result, model_output, is_error) = match outcome {
+            CallOutcome::Completed {
+                output,
+                model_output,
+                ..
+            } => (output.clone(), model_output.clone(), false),
+            CallOutcome::BackgroundStarted { .. } => (outcome.to_model_value(), None, false),
+            other => (other.to_model_value(), None, true),
+        };
         Settled {
             tool_name: tool_name.to_owned(),
-            content: outcome.to_model_value(),
+            result,
+            model_output,
             is_error,
+        }
+    }
+
+    /// The conversation's message for call `call_id`.
+    pub(crate) fn into_message(self, call_id: String) -> Message {
+        Message::ToolResult {
+            call_id,
+            tool_name: self.tool_name,
+            result: self.result,
+            model_output: self.model_output,
+            is_error: self.is_error,
         }
     }
 }
@@ -204,7 +229,7 @@ mod tests {
             ],
             "steps": 1,
             "settled": {
-                "c-lookup": { "tool_name": "lookup", "content": { "balance": 100 }, "is_error": false }
+                "c-lookup": { "tool_name": "lookup", "result": { "balance": 100 }, "is_error": false }
             },
             "waiting": {
                 "c-book": { "tool_name": "book", "waiting_for": "resume_data", "args": { "restaurant": "Roma" }, "payload": { "question": "how many seats?" }, "resume_schema": null },
@@ -247,6 +272,29 @@ mod tests {
         );
         assert_eq!(record.waiting["c-book"].waiting_for, WaitingFor::ResumeData);
         assert_eq!(serde_json::to_value(&record).unwrap(), stored());
+    }
+
+    #[test]
+    fn a_run_saved_when_results_were_kept_as_content_loads_them_as_results() {
+        let mut old = stored();
+        old["settled"]["c-lookup"] =
+            json!({ "tool_name": "lookup", "content": { "balance": 100 }, "is_error": false });
+        old["messages"].as_array_mut().unwrap().push(json!({
+            "role": "tool_result", "call_id": "c-0", "tool_name": "lookup", "content": "none", "is_error": true
+        }));
+        let record: RunRecord = serde_json::from_value(old).unwrap();
+        assert_eq!(record.settled["c-lookup"].result, json!({ "balance": 100 }));
+        assert_eq!(record.settled["c-lookup"].model_output, None);
+        assert_eq!(
+            record.messages.last(),
+            Some(&Message::ToolResult {
+                call_id: "c-0".into(),
+                tool_name: "lookup".into(),
+                result: json!("none"),
+                model_output: None,
+                is_error: true,
+            })
+        );
     }
 
     #[test]

@@ -51,7 +51,7 @@ use crate::model::{Model, ModelCallError, ModelEvent, ModelFinish, ModelRequest,
 /// assert_eq!(requests.len(), 2);
 /// assert_eq!(
 ///     requests[1].messages.last(),
-///     Some(&Message::ToolResult { call_id: "c1".into(), tool_name: "weather".into(), content: json!({ "sky": "clear" }), is_error: false }),
+///     Some(&Message::ToolResult { call_id: "c1".into(), tool_name: "weather".into(), result: json!({ "sky": "clear" }), model_output: None, is_error: false }),
 /// );
 /// # });
 /// ```

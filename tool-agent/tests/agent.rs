@@ -50,10 +50,10 @@ fn tool_results(request: &ModelRequest) -> Vec<(String, Value, bool)> {
         .filter_map(|m| match m {
             Message::ToolResult {
                 call_id,
-                content,
+                result,
                 is_error,
                 ..
-            } => Some((call_id.clone(), content.clone(), *is_error)),
+            } => Some((call_id.clone(), result.clone(), *is_error)),
             _ => None,
         })
         .collect()
@@ -843,7 +843,7 @@ async fn chunks_show_display_projections_the_transcript_keeps_transcript_ones_an
     );
     let transcript = agent.transcript(&out.run_id).await.unwrap();
     let kept = transcript.iter().find_map(|m| match m {
-        Message::ToolResult { content, .. } => Some(content.clone()),
+        Message::ToolResult { result, .. } => Some(result.clone()),
         _ => None,
     });
     assert_eq!(
@@ -979,7 +979,8 @@ async fn a_scripted_tool_call_runs_and_the_next_step_sees_its_result_in_its_requ
             Message::ToolResult {
                 call_id: "c1".into(),
                 tool_name: "lookup".into(),
-                content: json!({ "balance": 100 }),
+                result: json!({ "balance": 100 }),
+                model_output: None,
                 is_error: false,
             },
         ]

@@ -105,13 +105,15 @@ fn conversation() -> ModelRequest {
             Message::ToolResult {
                 call_id: "call_1".into(),
                 tool_name: "weather".into(),
-                content: json!({"sky": "clear"}),
+                result: json!({"sky": "clear"}),
+                model_output: None,
                 is_error: false,
             },
             Message::ToolResult {
                 call_id: "call_2".into(),
                 tool_name: "weather".into(),
-                content: json!("no station in Paris"),
+                result: json!("no station in Paris"),
+                model_output: None,
                 is_error: true,
             },
         ],
@@ -425,7 +427,7 @@ async fn anthropic_request_puts_consecutive_tool_results_in_one_user_message() {
                     {"type": "tool_use", "id": "call_2", "name": "weather", "input": {"city": "Paris"}},
                 ]},
                 {"role": "user", "content": [
-                    {"type": "tool_result", "tool_use_id": "call_1", "content": "{\"sky\":\"clear\"}", "is_error": false},
+                    {"type": "tool_result", "tool_use_id": "call_1", "content": "{\"sky\":\"clear\"}"},
                     {"type": "tool_result", "tool_use_id": "call_2", "content": "no station in Paris", "is_error": true},
                     {"type": "text", "text": "And tomorrow?"},
                 ]},

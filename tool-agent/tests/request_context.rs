@@ -57,8 +57,8 @@ fn tool_result(request: &ModelRequest) -> (Value, bool) {
         .iter()
         .find_map(|m| match m {
             Message::ToolResult {
-                content, is_error, ..
-            } => Some((content.clone(), *is_error)),
+                result, is_error, ..
+            } => Some((result.clone(), *is_error)),
             _ => None,
         })
         .expect("a tool result")

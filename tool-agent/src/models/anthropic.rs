@@ -2,12 +2,13 @@
 
 use serde_json::{Value, json};
 use tool_core::decode::{AnthropicDecoder, StreamDecoder};
-use tool_core::provider::Provider;
+use tool_core::provider::{MediaBudget, Provider};
 
 use super::{
-    Auth, Call, Flow, HttpSettings, Item, Protocol, arguments_object, content_text, decoded,
-    http_builder, parse_event, push_text, run,
+    Auth, Call, Flow, HttpSettings, Item, Protocol, arguments_object, decoded, http_builder,
+    parse_event, push_text, run,
 };
+use crate::model::tool_result_body;
 use crate::{Message, Model, ModelEvent, ModelFinish, ModelRequest, ModelStream};
 
 const PROVIDER: Provider = Provider::Anthropic;
@@ -97,12 +98,13 @@ impl Model for AnthropicModel {
     }
 
     fn stream(&self, request: ModelRequest) -> ModelStream {
+        let body = body(&self.model, self.max_tokens, &request);
         let call = Call {
             settings: self.http.clone(),
             path: "/v1/messages",
             auth: Auth::Anthropic,
-            body: body(&self.model, self.max_tokens, &request),
-            headers: request.headers.clone(),
+            headers: files_beta(&self.http.headers, &request.headers, &body),
+            body,
         };
         run(
             call,
@@ -112,6 +114,53 @@ impl Model for AnthropicModel {
             },
         )
     }
+}
+
+/// The Files API's beta feature, which a `file` source needs.
+const FILES_BETA: &str = "files-api-2025-04-14";
+
+/// The request's headers, with the Files API's beta feature added to
+/// `anthropic-beta` (after the model's or the request's own features)
+/// when `body` refers to an uploaded file.
+fn files_beta(
+    model_headers: &[(String, String)],
+    request_headers: &[(String, String)],
+    body: &Value,
+) -> Vec<(String, String)> {
+    let mut headers = request_headers.to_vec();
+    let uses_files = body["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|message| {
+            message["content"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|block| {
+                    block["content"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .any(|part| part.pointer("/source/type") == Some(&json!("file")))
+                })
+        });
+    if !uses_files {
+        return headers;
+    }
+    let beta = model_headers
+        .iter()
+        .chain(request_headers)
+        .filter(|(name, _)| name.eq_ignore_ascii_case("anthropic-beta"))
+        .map(|(_, value)| value.as_str())
+        .next_back();
+    let value = match beta {
+        Some(features) if features.split(',').any(|f| f.trim() == FILES_BETA) => return headers,
+        Some(features) => format!("{features},{FILES_BETA}"),
+        None => FILES_BETA.to_owned(),
+    };
+    headers.push(("anthropic-beta".to_owned(), value));
+    headers
 }
 
 /// Adds `block` to the last message when it is the user's (its content
@@ -134,6 +183,7 @@ fn push_user_block(messages: &mut Vec<Value>, block: Value) {
 /// The request body.
 fn body(model: &str, default_max_tokens: u32, request: &ModelRequest) -> Value {
     let mut messages: Vec<Value> = Vec::new();
+    let mut budget = MediaBudget::new(Provider::Anthropic);
     for message in &request.messages {
         match message {
             Message::User { text } => {
@@ -164,18 +214,17 @@ fn body(model: &str, default_max_tokens: u32, request: &ModelRequest) -> Value {
             }
             Message::ToolResult {
                 call_id,
-                content,
+                tool_name,
+                result,
+                model_output,
                 is_error,
-                ..
-            } => push_user_block(
-                &mut messages,
-                json!({
-                    "type": "tool_result",
-                    "tool_use_id": call_id,
-                    "content": content_text(content),
-                    "is_error": is_error,
-                }),
-            ),
+            } => {
+                let body = tool_result_body(result, model_output.as_ref(), *is_error);
+                let block = Provider::Anthropic
+                    .encode_tool_result(call_id, tool_name, body, &mut budget)
+                    .message;
+                push_user_block(&mut messages, block);
+            }
         }
     }
     let mut body = json!({

@@ -600,14 +600,6 @@ fn push_text(out: &mut Vec<Item>, text: Option<&str>) {
     }
 }
 
-/// A tool result's content as text: a string as it is, anything else as JSON.
-fn content_text(content: &Value) -> String {
-    match content {
-        Value::String(text) => text.clone(),
-        other => other.to_string(),
-    }
-}
-
 /// A call's arguments as an object, for Anthropic's `tool_use.input`: a
 /// call cut off before its arguments were complete (its partial text, a
 /// string) is sent back as `{}`; its result is the cut-off explanation.

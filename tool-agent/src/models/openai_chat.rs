@@ -2,12 +2,13 @@
 
 use serde_json::{Value, json};
 use tool_core::decode::{OpenAiChatDecoder, StreamDecoder};
-use tool_core::provider::Provider;
+use tool_core::provider::{MediaBudget, Provider};
 
 use super::{
-    Auth, Call, Flow, HttpSettings, Item, Protocol, arguments_text, content_text, decoded,
-    http_builder, parse_event, push_text, run,
+    Auth, Call, Flow, HttpSettings, Item, Protocol, arguments_text, decoded, http_builder,
+    parse_event, push_text, run,
 };
+use crate::model::tool_result_body;
 use crate::{Message, Model, ModelEvent, ModelFinish, ModelRequest, ModelStream};
 
 const PROVIDER: Provider = Provider::OpenAiChat;
@@ -105,7 +106,14 @@ fn body(model: &str, request: &ModelRequest) -> Value {
     if !request.instructions.is_empty() {
         messages.push(json!({ "role": "system", "content": request.instructions }));
     }
+    let mut budget = MediaBudget::new(Provider::OpenAiChat);
+    // Images and files of the tool results just written: one user message
+    // after them, as tool messages take text only.
+    let mut follow_up: Vec<Value> = Vec::new();
     for message in &request.messages {
+        if !matches!(message, Message::ToolResult { .. }) && !follow_up.is_empty() {
+            messages.push(json!({ "role": "user", "content": std::mem::take(&mut follow_up) }));
+        }
         messages.push(match message {
             Message::User { text } => json!({ "role": "user", "content": text }),
             Message::Assistant { text, tool_calls } => {
@@ -130,9 +138,21 @@ fn body(model: &str, request: &ModelRequest) -> Value {
                 message
             }
             Message::ToolResult {
-                call_id, content, ..
-            } => json!({ "role": "tool", "tool_call_id": call_id, "content": content_text(content) }),
+                call_id,
+                tool_name,
+                result,
+                model_output,
+                is_error,
+            } => {
+                let body = tool_result_body(result, model_output.as_ref(), *is_error);
+                let encoded = Provider::OpenAiChat.encode_tool_result(call_id, tool_name, body, &mut budget);
+                follow_up.extend(encoded.follow_up);
+                encoded.message
+            }
         });
+    }
+    if !follow_up.is_empty() {
+        messages.push(json!({ "role": "user", "content": follow_up }));
     }
     let mut body = json!({
         "model": model,

@@ -2,12 +2,13 @@
 
 use serde_json::{Value, json};
 use tool_core::decode::{DecodeError, OpenAiResponsesDecoder, StreamDecoder};
-use tool_core::provider::Provider;
+use tool_core::provider::{MediaBudget, Provider};
 
 use super::{
-    Auth, Call, Flow, HttpSettings, Item, MESSAGE_CHARS, Protocol, arguments_text, content_text,
-    cut, decoded, http_builder, parse_event, push_text, run,
+    Auth, Call, Flow, HttpSettings, Item, MESSAGE_CHARS, Protocol, arguments_text, cut, decoded,
+    http_builder, parse_event, push_text, run,
 };
+use crate::model::tool_result_body;
 use crate::{Message, Model, ModelCallError, ModelEvent, ModelFinish, ModelRequest, ModelStream};
 
 const PROVIDER: Provider = Provider::OpenAiResponses;
@@ -99,6 +100,7 @@ impl Model for OpenAiResponsesModel {
 /// The request body.
 fn body(model: &str, request: &ModelRequest) -> Value {
     let mut input = Vec::new();
+    let mut budget = MediaBudget::new(Provider::OpenAiResponses);
     for message in &request.messages {
         match message {
             Message::User { text } => input.push(json!({ "role": "user", "content": text })),
@@ -122,12 +124,19 @@ fn body(model: &str, request: &ModelRequest) -> Value {
                 }
             }
             Message::ToolResult {
-                call_id, content, ..
-            } => input.push(json!({
-                "type": "function_call_output",
-                "call_id": call_id,
-                "output": content_text(content),
-            })),
+                call_id,
+                tool_name,
+                result,
+                model_output,
+                is_error,
+            } => {
+                let body = tool_result_body(result, model_output.as_ref(), *is_error);
+                input.push(
+                    Provider::OpenAiResponses
+                        .encode_tool_result(call_id, tool_name, body, &mut budget)
+                        .message,
+                );
+            }
         }
     }
     let mut body = json!({ "model": model, "stream": true, "input": input });

@@ -111,6 +111,7 @@ mod anthropic;
 mod error;
 mod export;
 mod gemini;
+mod media;
 mod openai;
 mod result;
 mod schema;
@@ -123,6 +124,8 @@ use serde_json::Value;
 pub use anthropic::AnthropicLimits;
 pub use error::{AnthropicLimit, ExportError, LimitViolation, SchemaRule};
 pub use export::Export;
+pub use media::{MediaBudget, MediaLimits};
+pub use result::{EncodedToolResult, ToolResultBody};
 pub use tools::{ProviderTools, ToolCallStream};
 
 use crate::decode::{

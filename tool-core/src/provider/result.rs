@@ -2,7 +2,8 @@
 //!
 //! * OpenAI Chat Completions: `{"role": "tool", "tool_call_id", "content"}`;
 //!   `content` is a string or an array of text parts (tool messages take text
-//!   only, so images and files become short text placeholders).
+//!   only, so images and files go in a user message after the step's tool
+//!   messages: [`EncodedToolResult::follow_up`]).
 //! * OpenAI Responses: `{"type": "function_call_output", "call_id", "output"}`;
 //!   `output` is a string or an array of `input_text`, `input_image` and
 //!   `input_file` items.
@@ -12,7 +13,12 @@
 //! * Gemini: `{"functionResponse": {"id", "name", "response", "parts"}}`;
 //!   `response` is `{"output": ...}` or, on failure, `{"error": ...}` (the
 //!   keys Gemini's docs name); inline images and files go to `parts`
-//!   (multimodal function responses), URLs and file ids become text.
+//!   (multimodal function responses), URLs and file ids become notices.
+//!
+//! Images and files are sent within the provider's
+//! [`media_limits`](Provider::media_limits); a part the provider would refuse
+//! is replaced by a text notice saying why (the [`media`](super::media)
+//! module's table).
 //!
 //! What is sent is a completed call's model output when the tool maps its
 //! output (`to_model_output`), else the output itself (a string as is,
@@ -24,6 +30,7 @@
 use serde_json::{Map, Value, json};
 
 use super::Provider;
+use super::media::MediaBudget;
 use crate::model_output::{ContentPart, ModelOutput};
 use crate::outcome::ModelFacing;
 
@@ -33,7 +40,12 @@ impl Provider {
     ///
     /// For Anthropic it is a `tool_result` block for the next user message's
     /// content; for Gemini a part of the next `user` content (with `id` only
-    /// when `call_id` is not empty, as older models send no call ids).
+    /// when `call_id` is not empty, as older models send no call ids). Images
+    /// and files go where the provider takes them, within its
+    /// [`media_limits`](Provider::media_limits); a Chat tool message takes
+    /// text only, so there they become notices (use
+    /// [`encode_tool_result`](Provider::encode_tool_result) to send them in
+    /// a user message instead).
     ///
     /// ```
     /// use serde_json::json;
@@ -65,37 +77,152 @@ impl Provider {
     /// );
     /// ```
     pub fn tool_result(&self, call_id: &str, tool_name: &str, outcome: &dyn ModelFacing) -> Value {
-        match self {
+        let told;
+        let body = match (outcome.failure(), outcome.completed()) {
+            (Some(error), _) => {
+                told = error.to_json();
+                ToolResultBody::Error(&told)
+            }
+            (None, Some((_, Some(model_output)))) => ToolResultBody::ModelOutput(model_output),
+            (None, Some((output, None))) => ToolResultBody::Output(output),
+            (None, None) => {
+                told = outcome.to_model_value();
+                ToolResultBody::Output(&told)
+            }
+        };
+        let mut budget = MediaBudget::new(*self);
+        self.encode(call_id, tool_name, body, &mut budget, ChatMedia::Notice)
+            .message
+    }
+
+    /// The message that carries `body` back to the model as the result of
+    /// call `call_id` to `tool_name`, with the images and files `budget`
+    /// admits (one budget per request: see [`MediaBudget`]); each part it
+    /// refuses becomes a text notice saying why.
+    ///
+    /// For OpenAI Chat Completions, whose tool messages take text only, the
+    /// images and files come back in [`EncodedToolResult::follow_up`]: the
+    /// content parts of one user message to send after the step's tool
+    /// messages (the tool message says so where each part was).
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_core::provider::{MediaBudget, Provider, ToolResultBody};
+    /// use tool_core::{ContentPart, ModelOutput};
+    ///
+    /// let chart = ModelOutput::Content(vec![
+    ///     ContentPart::text("Sales rose."),
+    ///     ContentPart::image_url("https://example.com/chart.png"),
+    /// ]);
+    /// let mut budget = MediaBudget::new(Provider::OpenAiChat);
+    /// let encoded = Provider::OpenAiChat.encode_tool_result("call_1", "chart", ToolResultBody::ModelOutput(&chart), &mut budget);
+    /// assert_eq!(encoded.message["content"][1]["text"], "[image 1 of this result follows in the next user message]");
+    /// assert_eq!(encoded.follow_up[1], json!({ "type": "image_url", "image_url": { "url": "https://example.com/chart.png" } }));
+    /// ```
+    pub fn encode_tool_result(
+        &self,
+        call_id: &str,
+        tool_name: &str,
+        body: ToolResultBody<'_>,
+        budget: &mut MediaBudget,
+    ) -> EncodedToolResult {
+        self.encode(call_id, tool_name, body, budget, ChatMedia::FollowUp)
+    }
+
+    fn encode(
+        &self,
+        call_id: &str,
+        tool_name: &str,
+        body: ToolResultBody<'_>,
+        budget: &mut MediaBudget,
+        chat_media: ChatMedia,
+    ) -> EncodedToolResult {
+        let is_error = matches!(body, ToolResultBody::Error(_));
+        let content = Content::of(body, budget);
+        let mut follow_up = Vec::new();
+        let message = match self {
             Provider::OpenAiChat => json!({
                 "role": "tool",
                 "tool_call_id": call_id,
-                "content": chat_content(outcome),
+                "content": chat_content(call_id, tool_name, content, chat_media, &mut follow_up),
             }),
             Provider::OpenAiResponses => json!({
                 "type": "function_call_output",
                 "call_id": call_id,
-                "output": responses_output(outcome),
+                "output": responses_output(content),
             }),
-            Provider::Anthropic => anthropic_result(call_id, outcome),
-            Provider::Gemini => gemini_result(call_id, tool_name, outcome),
-        }
+            Provider::Anthropic => anthropic_result(call_id, content, is_error),
+            Provider::Gemini => gemini_result(call_id, tool_name, body, content),
+        };
+        EncodedToolResult { message, follow_up }
     }
 }
 
-/// What the model is told, before the provider's shape is applied.
-enum Body<'a> {
-    Text(String),
-    Parts(&'a [ContentPart]),
+/// A call's result as the model reads it, in no provider's shape: what
+/// [`Provider::encode_tool_result`] encodes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ToolResultBody<'a> {
+    /// A completed call's output, or the model text of an outcome that is
+    /// neither completed nor failed (a string is sent as it is; any other
+    /// value as JSON).
+    Output(&'a Value),
+    /// A completed call's model output (the tool's `to_model_output`).
+    ModelOutput(&'a ModelOutput),
+    /// What the model reads of a call that failed (Anthropic marks it
+    /// `is_error`; Gemini sends it as `{"error": ..}`).
+    Error(&'a Value),
 }
 
-fn body(outcome: &dyn ModelFacing) -> Body<'_> {
-    match outcome.completed() {
-        Some((_, Some(ModelOutput::Content(parts)))) => Body::Parts(parts),
-        Some((_, Some(ModelOutput::Text(text)))) => Body::Text(text.clone()),
-        Some((_, Some(ModelOutput::Json(value)))) | Some((value, None)) => {
-            Body::Text(value_text(value))
+/// A tool result in one provider's format: see
+/// [`Provider::encode_tool_result`].
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct EncodedToolResult {
+    /// The message, content block or part that carries the result.
+    pub message: Value,
+    /// OpenAI Chat Completions only: content parts for one user message
+    /// after the step's tool messages (a text part naming the call, then its
+    /// images and files); empty otherwise.
+    pub follow_up: Vec<Value>,
+}
+
+/// Whether a Chat tool message's images and files may follow in a user
+/// message, or become notices.
+#[derive(Clone, Copy, PartialEq)]
+enum ChatMedia {
+    FollowUp,
+    Notice,
+}
+
+/// What the model is told, before the provider's shape is applied.
+enum Content<'a> {
+    Text(String),
+    Parts(Vec<Admitted<'a>>),
+}
+
+/// A content part the request's budget took, or the notice replacing it.
+enum Admitted<'a> {
+    Part(&'a ContentPart),
+    Notice(String),
+}
+
+impl<'a> Content<'a> {
+    fn of(body: ToolResultBody<'a>, budget: &mut MediaBudget) -> Self {
+        match body {
+            ToolResultBody::ModelOutput(ModelOutput::Content(parts)) => Content::Parts(
+                parts
+                    .iter()
+                    .map(|part| match budget.admit(part) {
+                        Ok(()) => Admitted::Part(part),
+                        Err(notice) => Admitted::Notice(notice),
+                    })
+                    .collect(),
+            ),
+            ToolResultBody::ModelOutput(ModelOutput::Text(text)) => Content::Text(text.clone()),
+            ToolResultBody::ModelOutput(ModelOutput::Json(value))
+            | ToolResultBody::Output(value)
+            | ToolResultBody::Error(value) => Content::Text(value_text(value)),
         }
-        None => Body::Text(value_text(&outcome.to_model_value())),
     }
 }
 
@@ -107,53 +234,105 @@ fn value_text(value: &Value) -> String {
     }
 }
 
-/// A text stand-in for a part a provider cannot carry in a tool result.
-fn placeholder(part: &ContentPart) -> String {
-    match part {
-        ContentPart::Text { text } => text.clone(),
-        ContentPart::ImageUrl { url } => format!("[image: {url}]"),
-        ContentPart::ImageData { media_type, .. } => {
-            format!("[{media_type} image omitted: not supported in this tool result format]")
-        }
-        ContentPart::FileUrl { url } => format!("[file: {url}]"),
-        ContentPart::FileData {
-            media_type,
-            filename,
-            ..
-        } => match filename {
-            Some(name) => format!(
-                "[file {name} ({media_type}) omitted: not supported in this tool result format]"
-            ),
-            None => {
-                format!("[{media_type} file omitted: not supported in this tool result format]")
-            }
-        },
-        ContentPart::FileId { file_id } => format!("[file id: {file_id}]"),
-        ContentPart::ImageFileId { file_id } => format!("[image file id: {file_id}]"),
-        ContentPart::Custom { fields } => Value::Object(fields.clone()).to_string(),
-    }
-}
-
 fn data_url(media_type: &str, data: &str) -> String {
     format!("data:{media_type};base64,{data}")
 }
 
-fn chat_content(outcome: &dyn ModelFacing) -> Value {
-    match body(outcome) {
-        Body::Text(text) => Value::String(text),
-        Body::Parts(parts) => Value::Array(
-            parts
-                .iter()
-                .map(|part| json!({ "type": "text", "text": placeholder(part) }))
-                .collect(),
-        ),
+fn text_part(text: &str) -> Value {
+    json!({ "type": "text", "text": text })
+}
+
+fn chat_content(
+    call_id: &str,
+    tool_name: &str,
+    content: Content<'_>,
+    chat_media: ChatMedia,
+    follow_up: &mut Vec<Value>,
+) -> Value {
+    let parts = match content {
+        Content::Text(text) => return Value::String(text),
+        Content::Parts(parts) => parts,
+    };
+    let mut texts = Vec::with_capacity(parts.len());
+    let mut attached = 0;
+    for admitted in parts {
+        let part = match admitted {
+            Admitted::Part(ContentPart::Text { text }) => {
+                texts.push(text_part(text));
+                continue;
+            }
+            Admitted::Notice(notice) => {
+                texts.push(text_part(&notice));
+                continue;
+            }
+            Admitted::Part(part) => part,
+        };
+        let kind = match part {
+            ContentPart::ImageUrl { .. } | ContentPart::ImageData { .. } => "image",
+            _ => "file",
+        };
+        if chat_media == ChatMedia::Notice {
+            texts.push(text_part(&format!(
+                "[{kind} not sent: an OpenAI Chat Completions tool message takes text only]"
+            )));
+            continue;
+        }
+        if follow_up.is_empty() {
+            follow_up.push(text_part(&format!(
+                "Images and files of tool call {call_id} ({tool_name}):"
+            )));
+        }
+        follow_up.push(chat_user_part(part));
+        attached += 1;
+        texts.push(text_part(&format!(
+            "[{kind} {attached} of this result follows in the next user message]"
+        )));
+    }
+    Value::Array(texts)
+}
+
+/// A user-message content part of OpenAI Chat Completions for an image or
+/// file the budget admitted (so never a URL file, an image file id, or a
+/// custom part).
+fn chat_user_part(part: &ContentPart) -> Value {
+    match part {
+        ContentPart::ImageUrl { url } => {
+            json!({ "type": "image_url", "image_url": { "url": url } })
+        }
+        ContentPart::ImageData { data, media_type } => {
+            json!({ "type": "image_url", "image_url": { "url": data_url(media_type, data) } })
+        }
+        ContentPart::FileData {
+            data,
+            media_type,
+            filename,
+        } => json!({
+            "type": "file",
+            "file": {
+                "file_data": data_url(media_type, data),
+                "filename": filename.as_deref().unwrap_or("file"),
+            },
+        }),
+        ContentPart::FileId { file_id } => {
+            json!({ "type": "file", "file": { "file_id": file_id } })
+        }
+        // The budget refuses every other part for Chat.
+        _ => text_part("[part not sent: OpenAI Chat Completions cannot carry it]"),
     }
 }
 
-fn responses_output(outcome: &dyn ModelFacing) -> Value {
-    match body(outcome) {
-        Body::Text(text) => Value::String(text),
-        Body::Parts(parts) => Value::Array(parts.iter().map(responses_part).collect()),
+fn responses_output(content: Content<'_>) -> Value {
+    match content {
+        Content::Text(text) => Value::String(text),
+        Content::Parts(parts) => Value::Array(
+            parts
+                .iter()
+                .map(|admitted| match admitted {
+                    Admitted::Part(part) => responses_part(part),
+                    Admitted::Notice(notice) => json!({ "type": "input_text", "text": notice }),
+                })
+                .collect(),
+        ),
     }
 }
 
@@ -180,17 +359,26 @@ fn responses_part(part: &ContentPart) -> Value {
             "filename": filename.as_deref().unwrap_or("file"),
         }),
         ContentPart::FileId { file_id } => json!({ "type": "input_file", "file_id": file_id }),
+        // The budget refuses custom parts.
         ContentPart::Custom { fields } => Value::Object(fields.clone()),
     }
 }
 
-fn anthropic_result(call_id: &str, outcome: &dyn ModelFacing) -> Value {
-    let content = match body(outcome) {
-        Body::Text(text) => Value::String(text),
-        Body::Parts(parts) => Value::Array(parts.iter().map(anthropic_block).collect()),
+fn anthropic_result(call_id: &str, content: Content<'_>, is_error: bool) -> Value {
+    let content = match content {
+        Content::Text(text) => Value::String(text),
+        Content::Parts(parts) => Value::Array(
+            parts
+                .iter()
+                .map(|admitted| match admitted {
+                    Admitted::Part(part) => anthropic_block(part),
+                    Admitted::Notice(notice) => text_part(notice),
+                })
+                .collect(),
+        ),
     };
     let mut result = json!({ "type": "tool_result", "tool_use_id": call_id, "content": content });
-    if outcome.failure().is_some() {
+    if is_error {
         result["is_error"] = Value::Bool(true);
     }
     result
@@ -198,7 +386,7 @@ fn anthropic_result(call_id: &str, outcome: &dyn ModelFacing) -> Value {
 
 fn anthropic_block(part: &ContentPart) -> Value {
     match part {
-        ContentPart::Text { text } => json!({ "type": "text", "text": text }),
+        ContentPart::Text { text } => text_part(text),
         ContentPart::ImageUrl { url } => {
             json!({ "type": "image", "source": { "type": "url", "url": url } })
         }
@@ -229,37 +417,48 @@ fn anthropic_block(part: &ContentPart) -> Value {
         ContentPart::FileId { file_id } => {
             json!({ "type": "document", "source": { "type": "file", "file_id": file_id } })
         }
+        // The budget refuses custom parts.
         ContentPart::Custom { fields } => Value::Object(fields.clone()),
     }
 }
 
-fn gemini_result(call_id: &str, tool_name: &str, outcome: &dyn ModelFacing) -> Value {
+fn gemini_result(
+    call_id: &str,
+    tool_name: &str,
+    body: ToolResultBody<'_>,
+    content: Content<'_>,
+) -> Value {
     let mut parts = Vec::new();
-    let response = match (outcome.failure(), outcome.completed()) {
-        (Some(error), _) => json!({ "error": error.to_json() }),
-        (None, Some((_, Some(ModelOutput::Content(content))))) => {
+    let response = match (body, content) {
+        (ToolResultBody::Error(error), _) => json!({ "error": error }),
+        (_, Content::Parts(admitted)) => {
             let mut texts = Vec::new();
-            for part in content {
+            for part in admitted {
                 match part {
-                    ContentPart::ImageData { data, media_type }
-                    | ContentPart::FileData {
-                        data, media_type, ..
-                    } => {
-                        parts.push(
-                            json!({ "inlineData": { "mimeType": media_type, "data": data } }),
-                        );
+                    Admitted::Part(ContentPart::Text { text }) => texts.push(text.clone()),
+                    Admitted::Part(
+                        ContentPart::ImageData { data, media_type }
+                        | ContentPart::FileData {
+                            data, media_type, ..
+                        },
+                    ) => parts
+                        .push(json!({ "inlineData": { "mimeType": media_type, "data": data } })),
+                    // The budget refuses every other part for Gemini.
+                    Admitted::Part(_) => {
+                        texts.push("[part not sent: Gemini cannot carry it]".into())
                     }
-                    ContentPart::Custom { fields } => parts.push(Value::Object(fields.clone())),
-                    other => texts.push(placeholder(other)),
+                    Admitted::Notice(notice) => texts.push(notice),
                 }
             }
             json!({ "output": texts.join("\n") })
         }
-        (None, Some((_, Some(ModelOutput::Text(text))))) => json!({ "output": text }),
-        (None, Some((_, Some(ModelOutput::Json(value))) | (value, None))) => {
+        (
+            ToolResultBody::ModelOutput(ModelOutput::Json(value)) | ToolResultBody::Output(value),
+            _,
+        ) => {
             json!({ "output": value })
         }
-        (None, None) => json!({ "output": outcome.to_model_value() }),
+        (_, Content::Text(text)) => json!({ "output": text }),
     };
     let mut function_response = Map::new();
     if !call_id.is_empty() {
@@ -276,6 +475,7 @@ fn gemini_result(call_id: &str, tool_name: &str, outcome: &dyn ModelFacing) -> V
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ContentPart;
     use crate::error::{ErrorKind, ModelError};
     use crate::outcome::Outcome;
 
@@ -351,8 +551,8 @@ mod tests {
             Provider::OpenAiChat.tool_result("c1", "w", &outcome)["content"],
             json!([
                 { "type": "text", "text": "chart" },
-                { "type": "text", "text": "[image: https://x/c.png]" },
-                { "type": "text", "text": "[file report.pdf (application/pdf) omitted: not supported in this tool result format]" }
+                { "type": "text", "text": "[image not sent: an OpenAI Chat Completions tool message takes text only]" },
+                { "type": "text", "text": "[file not sent: an OpenAI Chat Completions tool message takes text only]" }
             ])
         );
         assert_eq!(
@@ -372,10 +572,53 @@ mod tests {
             json!({ "functionResponse": {
                 "id": "g1",
                 "name": "w",
-                "response": { "output": "chart\n[image: https://x/c.png]" },
+                "response": { "output": "chart\n[image https://x/c.png not sent: Gemini does not fetch image URLs in tool results]" },
                 "parts": [{ "inlineData": { "mimeType": "application/pdf", "data": "JVBERi0=" } }]
             } })
         );
+    }
+
+    #[test]
+    fn chat_sends_images_and_files_in_one_user_message_after_the_tool_messages() {
+        let output = ModelOutput::Content(vec![
+            ContentPart::text("chart"),
+            ContentPart::ImageData {
+                data: "iVBORw0KGgo=".into(),
+                media_type: "image/png".into(),
+            },
+            ContentPart::FileUrl {
+                url: "https://x/r.pdf".into(),
+            },
+        ]);
+        let mut budget = MediaBudget::new(Provider::OpenAiChat);
+        let encoded = Provider::OpenAiChat.encode_tool_result(
+            "c1",
+            "chart",
+            ToolResultBody::ModelOutput(&output),
+            &mut budget,
+        );
+        assert_eq!(
+            encoded.message["content"],
+            json!([
+                { "type": "text", "text": "chart" },
+                { "type": "text", "text": "[image 1 of this result follows in the next user message]" },
+                { "type": "text", "text": "[file https://x/r.pdf not sent: OpenAI Chat Completions does not fetch file URLs]" }
+            ])
+        );
+        assert_eq!(
+            encoded.follow_up,
+            [
+                json!({ "type": "text", "text": "Images and files of tool call c1 (chart):" }),
+                json!({ "type": "image_url", "image_url": { "url": "data:image/png;base64,iVBORw0KGgo=" } }),
+            ]
+        );
+        let plain = Provider::OpenAiResponses.encode_tool_result(
+            "c1",
+            "chart",
+            ToolResultBody::Output(&json!({ "t": 1 })),
+            &mut MediaBudget::new(Provider::OpenAiResponses),
+        );
+        assert!(plain.follow_up.is_empty());
     }
 
     #[test]
