@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 use tool_core::ModelOutput;
 
-use super::model::ModelFinish;
+use super::model::{ModelFinish, Usage};
 
 /// Why a run's stream ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -145,6 +145,9 @@ pub enum AgentChunk {
         step: usize,
         /// Why the model's answer ended.
         reason: ModelFinish,
+        /// The tokens the model's answer took, as it reported them (0 where
+        /// it did not).
+        usage: Usage,
     },
     /// The model could not be called, or its answer broke off.
     Error {

@@ -84,7 +84,7 @@ pub use chunk::{AgentChunk, FinishReason, approval_schema};
 pub use error::AgentError;
 pub use model::{
     Message, Model, ModelCallError, ModelEvent, ModelFinish, ModelRequest, ModelStream,
-    ToolCallRequest,
+    ToolCallRequest, Usage,
 };
 pub use models::{AnthropicModel, OpenAiChatModel, OpenAiResponsesModel};
 pub use record::Thread;
@@ -541,11 +541,13 @@ impl AgentStream {
             run_id: self.run_id.clone(),
             text: String::new(),
             finish_reason: FinishReason::Error,
+            usage: Usage::default(),
             chunks: Vec::new(),
         };
         while let Some(chunk) = self.rx.recv().await {
             match &chunk {
                 AgentChunk::TextDelta { text } => output.text.push_str(text),
+                AgentChunk::StepFinish { usage, .. } => output.usage += *usage,
                 AgentChunk::Finish { reason, .. } => output.finish_reason = reason.clone(),
                 _ => {}
             }
@@ -573,6 +575,8 @@ pub struct AgentOutput {
     pub text: String,
     /// Why it ended (`Error` if it ended without saying).
     pub finish_reason: FinishReason,
+    /// The tokens its steps took, as the model reported them.
+    pub usage: Usage,
     /// Every chunk, in order.
     pub chunks: Vec<AgentChunk>,
 }

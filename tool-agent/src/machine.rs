@@ -17,7 +17,7 @@ use tool_runtime::CallOutcome;
 
 use crate::chunk::{AgentChunk, FinishReason, approval_schema};
 use crate::error::AgentError;
-use crate::model::{Message, ModelFinish, ToolCallRequest};
+use crate::model::{Message, ModelFinish, ToolCallRequest, Usage};
 use crate::record::{RunRecord, Settled, Waiting, WaitingFor};
 use crate::resume_fields::take_resume_fields;
 
@@ -140,6 +140,8 @@ pub(crate) struct Step<'a> {
     calls: Vec<ToolCallRequest>,
     running: Vec<RunningCall>,
     finish: Option<ModelFinish>,
+    /// What the answer took, as the model last reported it.
+    usage: Usage,
     failed: bool,
     /// Whether the answer made calls, once it ended.
     made_calls: Option<bool>,
@@ -182,6 +184,7 @@ impl RunMachine {
             calls: Vec::new(),
             running: Vec::new(),
             finish: None,
+            usage: Usage::default(),
             failed: false,
             made_calls: None,
         })
@@ -465,6 +468,12 @@ impl Step<'_> {
         self.finish = Some(reason);
     }
 
+    /// The model said what its answer took so far (replacing what it said
+    /// before).
+    pub(crate) fn on_usage(&mut self, usage: Usage) {
+        self.usage = usage;
+    }
+
     /// A call's arguments are complete: `request` as the model wrote them
     /// (the conversation keeps it), `input` as the tool reads them. How the
     /// call starts (the driver starts it before sending the chunk), and its
@@ -606,6 +615,7 @@ impl Step<'_> {
         Some(AgentChunk::StepFinish {
             step: self.run.record.steps,
             reason,
+            usage: self.usage,
         })
     }
 }
@@ -708,7 +718,11 @@ mod tests {
     }
 
     fn step_finish(step: usize, reason: ModelFinish) -> AgentChunk {
-        AgentChunk::StepFinish { step, reason }
+        AgentChunk::StepFinish {
+            step,
+            reason,
+            usage: Usage::default(),
+        }
     }
 
     /// A run whose first step waits on `transfer`'s approval while `lookup` completed.

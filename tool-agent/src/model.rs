@@ -180,8 +180,55 @@ pub enum ModelEvent {
     /// A tool call's start, argument fragment, end or cut-off, as the
     /// provider decoders report them (arguments in the provider's shape).
     ToolCall(ToolCallEvent),
+    /// The tokens the answer took so far, as the provider counts them
+    /// (a later report replaces an earlier one of the same answer).
+    Usage(Usage),
     /// The answer ended (the last event).
     Finish(ModelFinish),
+}
+
+/// The tokens a model's answer took, as its provider reports them
+/// (Chat's `usage`, which the request asks for with
+/// `stream_options.include_usage`; Responses' `response.usage`; Anthropic's
+/// `message_start` and `message_delta` usage). Kinds a provider does not
+/// report are 0.
+///
+/// ```
+/// use tool_agent::Usage;
+///
+/// let step = Usage { input_tokens: 120, output_tokens: 30, ..Usage::default() };
+/// let total = step + Usage { input_tokens: 200, output_tokens: 12, cached_input_tokens: 100, ..Usage::default() };
+/// assert_eq!((total.input_tokens, total.output_tokens, total.cached_input_tokens), (320, 42, 100));
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Tokens read: the prompt, cached or not.
+    pub input_tokens: u64,
+    /// Tokens written, reasoning included.
+    pub output_tokens: u64,
+    /// Of the input, tokens read from the provider's prompt cache.
+    pub cached_input_tokens: u64,
+    /// Of the output, reasoning tokens.
+    pub reasoning_tokens: u64,
+}
+
+impl std::ops::Add for Usage {
+    type Output = Usage;
+
+    fn add(self, other: Usage) -> Usage {
+        Usage {
+            input_tokens: self.input_tokens + other.input_tokens,
+            output_tokens: self.output_tokens + other.output_tokens,
+            cached_input_tokens: self.cached_input_tokens + other.cached_input_tokens,
+            reasoning_tokens: self.reasoning_tokens + other.reasoning_tokens,
+        }
+    }
+}
+
+impl std::ops::AddAssign for Usage {
+    fn add_assign(&mut self, other: Usage) {
+        *self = *self + other;
+    }
 }
 
 /// A model's streamed answer.

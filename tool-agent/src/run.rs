@@ -92,6 +92,7 @@ impl Runner {
                             .await?;
                     }
                 }
+                Ok(ModelEvent::Usage(usage)) => step.on_usage(usage),
                 Ok(ModelEvent::Finish(reason)) => step.on_finish(reason),
                 Err(error) => {
                     chunks.send(step.on_model_error(error.to_string())).await?;

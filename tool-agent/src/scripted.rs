@@ -10,7 +10,9 @@ use serde_json::Value;
 use tool_core::decode::ToolCallEvent;
 use tool_core::provider::Provider;
 
-use crate::model::{Model, ModelCallError, ModelEvent, ModelFinish, ModelRequest, ModelStream};
+use crate::model::{
+    Model, ModelCallError, ModelEvent, ModelFinish, ModelRequest, ModelStream, Usage,
+};
 
 /// A model that answers its n-th request with the n-th step of its script,
 /// and records every request it was sent.
@@ -417,6 +419,20 @@ impl ScriptedStep {
     /// ```
     pub fn finish(self, reason: ModelFinish) -> Self {
         self.event(ModelEvent::Finish(reason))
+    }
+
+    /// Reports what the answer took ([`ModelEvent::Usage`]): the agent
+    /// puts it in the step's `StepFinish` chunk and the run's total.
+    ///
+    /// ```
+    /// use tool_agent::{ModelEvent, ModelFinish, ScriptedStep, Usage};
+    ///
+    /// let usage = Usage { input_tokens: 12, output_tokens: 3, ..Usage::default() };
+    /// let step = ScriptedStep::new().text("Hi").usage(usage).finish(ModelFinish::Stop);
+    /// assert_eq!(step.events()[1], ModelEvent::Usage(usage));
+    /// ```
+    pub fn usage(self, usage: Usage) -> Self {
+        self.event(ModelEvent::Usage(usage))
     }
 
     /// Ends the answer with an error (`ModelCallError::Other(message)`), as

@@ -868,7 +868,7 @@ fn streamed(chunks: &[AgentChunk]) -> Vec<String> {
             }
             AgentChunk::ToolError { call_id, .. } => Some(format!("tool error {call_id}")),
             AgentChunk::Error { message } => Some(format!("error {message}")),
-            AgentChunk::StepFinish { step, reason } => Some(format!("step {step} {reason:?}")),
+            AgentChunk::StepFinish { step, reason, .. } => Some(format!("step {step} {reason:?}")),
             _ => None,
         })
         .collect()

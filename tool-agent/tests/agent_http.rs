@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 
 use common::provider::{APIS, Api, Part, Received, Reply, Server, chat, typed};
 use serde_json::{Value, json};
-use tool_agent::{Agent, AgentChunk, FinishReason, Message, Thread};
+use tool_agent::{Agent, AgentChunk, FinishReason, Message, Thread, Usage};
 use tool_core::{Tool, ToolContext, ToolError};
 use tool_runtime::Runtime;
 
@@ -632,4 +632,100 @@ async fn a_recorded_anthropic_tool_use_cut_by_max_tokens_is_sent_back_as_an_obje
     assert_eq!(result["type"], "tool_result");
     assert_eq!(result["tool_use_id"], tool_use["id"]);
     assert_eq!(result["is_error"], true);
+}
+
+/// Runs a step that streams `first` (then a text answer) and returns the
+/// output.
+async fn answered_with(api: Api, first: Vec<String>) -> tool_agent::AgentOutput {
+    let runs = Runs::default();
+    let store = store_file(&format!("usage-{api:?}.sqlite"));
+    let server = Server::scripted(move |request: &Received| {
+        if api.tool_results(&request.body).is_empty() {
+            Reply::sse(first.clone())
+        } else {
+            Reply::sse(api.text_answer())
+        }
+    })
+    .await;
+    agent(api, &server, runtime(&runs, &store))
+        .generate(Thread::new("t1"), vec![Message::user("weather?")])
+        .await
+        .unwrap()
+}
+
+/// The usage each step-finish chunk reported, in order.
+fn step_usage(output: &tool_agent::AgentOutput) -> Vec<Usage> {
+    output
+        .chunks
+        .iter()
+        .filter_map(|c| match c {
+            AgentChunk::StepFinish { usage, .. } => Some(*usage),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recorded_usage_is_reported_per_step_and_summed_for_the_run() {
+    let usage = |input, output| Usage {
+        input_tokens: input,
+        output_tokens: output,
+        ..Usage::default()
+    };
+    // The recorded streams end a tool-calling step; the second step (a
+    // scripted text answer) reports no usage.
+    let cases = [
+        // message_start's input_tokens; message_delta's output_tokens.
+        (
+            Api::Anthropic,
+            "anthropic-messages-tool-use.sse",
+            usage(377, 65),
+        ),
+        // The last chunk before [DONE]: prompt_tokens, completion_tokens.
+        (
+            Api::Chat,
+            "openai-chat-completions-tool-call.sse",
+            usage(76, 24),
+        ),
+    ];
+    for (api, fixture, expected) in cases {
+        let Some(recorded) = shared_stream(fixture) else {
+            return;
+        };
+        let out = answered_with(api, vec![recorded]).await;
+        assert_eq!(
+            step_usage(&out),
+            [expected, Usage::default()],
+            "{api:?}: {:?}",
+            out.chunks
+        );
+        assert_eq!(out.usage, expected);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn responses_usage_counts_cached_input_and_reasoning() {
+    let api = Api::Responses;
+    let mut first = api.answer(&[Part::Text("Hello".into())]);
+    first.pop();
+    first.push(typed(json!({"type": "response.completed", "response": {
+        "status": "completed",
+        "output": [],
+        "usage": {
+            "input_tokens": 45, "input_tokens_details": {"cached_tokens": 10},
+            "output_tokens": 24, "output_tokens_details": {"reasoning_tokens": 7},
+            "total_tokens": 69
+        }
+    }})));
+    let out = answered_with(api, first).await;
+    assert_eq!(out.finish_reason, FinishReason::Stop, "{:?}", out.chunks);
+    assert_eq!(
+        out.usage,
+        Usage {
+            input_tokens: 45,
+            output_tokens: 24,
+            cached_input_tokens: 10,
+            reasoning_tokens: 7
+        }
+    );
 }

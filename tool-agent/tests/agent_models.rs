@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tool_agent::{
     AnthropicModel, Message, Model, ModelCallError, ModelEvent, ModelFinish, ModelRequest,
-    OpenAiChatModel, OpenAiResponsesModel, ToolCallRequest,
+    OpenAiChatModel, OpenAiResponsesModel, ToolCallRequest, Usage,
 };
 use tool_core::decode::{DecodeError, ToolCallEvent};
 
@@ -156,6 +156,11 @@ async fn chat_streams_text_then_a_tool_call() {
             delta("call_1", "{\"ci"),
             delta("call_1", "ty\":\"Rome\"}"),
             end("call_1", json!({"city": "Rome"})),
+            ModelEvent::Usage(Usage {
+                input_tokens: 10,
+                output_tokens: 5,
+                ..Usage::default()
+            }),
             ModelEvent::Finish(ModelFinish::ToolCalls),
         ]
     );
@@ -380,6 +385,10 @@ async fn anthropic_streams_text_then_a_tool_use() {
             delta("toolu_1", "{\"city\": \"Ro"),
             delta("toolu_1", "me\"}"),
             end("toolu_1", json!({"city": "Rome"})),
+            ModelEvent::Usage(Usage {
+                output_tokens: 65,
+                ..Usage::default()
+            }),
             ModelEvent::Finish(ModelFinish::ToolCalls),
         ]
     );

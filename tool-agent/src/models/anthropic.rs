@@ -5,11 +5,11 @@ use tool_core::decode::{AnthropicDecoder, StreamDecoder};
 use tool_core::provider::{MediaBudget, Provider};
 
 use super::{
-    Auth, Call, Flow, HttpSettings, Item, Protocol, arguments_object, decoded, http_builder,
+    Auth, Call, Flow, HttpSettings, Item, Protocol, arguments_object, count, decoded, http_builder,
     parse_event, push_text, run,
 };
 use crate::model::tool_result_body;
-use crate::{Message, Model, ModelEvent, ModelFinish, ModelRequest, ModelStream};
+use crate::{Message, Model, ModelEvent, ModelFinish, ModelRequest, ModelStream, Usage};
 
 const PROVIDER: Provider = Provider::Anthropic;
 
@@ -111,6 +111,7 @@ impl Model for AnthropicModel {
             Messages {
                 decoder: AnthropicDecoder::new(),
                 finish: None,
+                usage: Usage::default(),
             },
         )
     }
@@ -247,6 +248,8 @@ struct Messages {
     decoder: AnthropicDecoder,
     /// The `stop_reason` of `message_delta`, once given.
     finish: Option<ModelFinish>,
+    /// The answer's usage so far.
+    usage: Usage,
 }
 
 impl Protocol for Messages {
@@ -279,7 +282,29 @@ impl Protocol for Messages {
             return Flow::Done;
         }
         match kind {
+            // The input is counted at the start, the output (so far) at
+            // each delta.
+            "message_start" => {
+                let usage = event.pointer("/message/usage").unwrap_or(&Value::Null);
+                let cache_read = count(usage, "/cache_read_input_tokens");
+                self.usage = Usage {
+                    input_tokens: count(usage, "/input_tokens")
+                        + cache_read
+                        + count(usage, "/cache_creation_input_tokens"),
+                    output_tokens: count(usage, "/output_tokens"),
+                    cached_input_tokens: cache_read,
+                    reasoning_tokens: 0,
+                };
+                Flow::Continue
+            }
             "message_delta" => {
+                if let Some(output) = event
+                    .pointer("/usage/output_tokens")
+                    .and_then(Value::as_u64)
+                {
+                    self.usage.output_tokens = output;
+                    out.push(Ok(ModelEvent::Usage(self.usage)));
+                }
                 if let Some(reason) = event.pointer("/delta/stop_reason").and_then(Value::as_str) {
                     self.finish = Some(match reason {
                         "end_turn" | "stop_sequence" => ModelFinish::Stop,

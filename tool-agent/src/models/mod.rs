@@ -600,6 +600,11 @@ fn push_text(out: &mut Vec<Item>, text: Option<&str>) {
     }
 }
 
+/// The count at `pointer` in `value`, 0 when absent.
+fn count(value: &Value, pointer: &str) -> u64 {
+    value.pointer(pointer).and_then(Value::as_u64).unwrap_or(0)
+}
+
 /// A call's arguments as an object, for Anthropic's `tool_use.input`: a
 /// call cut off before its arguments were complete (its partial text, a
 /// string) is sent back as `{}`; its result is the cut-off explanation.

@@ -5,11 +5,11 @@ use tool_core::decode::{OpenAiChatDecoder, StreamDecoder};
 use tool_core::provider::{MediaBudget, Provider};
 
 use super::{
-    Auth, Call, Flow, HttpSettings, Item, Protocol, arguments_text, decoded, http_builder,
+    Auth, Call, Flow, HttpSettings, Item, Protocol, arguments_text, count, decoded, http_builder,
     parse_event, push_text, run,
 };
 use crate::model::tool_result_body;
-use crate::{Message, Model, ModelEvent, ModelFinish, ModelRequest, ModelStream};
+use crate::{Message, Model, ModelEvent, ModelFinish, ModelRequest, ModelStream, Usage};
 
 const PROVIDER: Provider = Provider::OpenAiChat;
 
@@ -234,6 +234,15 @@ impl Protocol for Chat {
         let result = self.decoder.decode(&chunk);
         if decoded(PROVIDER, &mut self.decoder, result, out) == Flow::Done {
             return Flow::Done;
+        }
+        // The last chunk before `[DONE]` (asked for with `include_usage`).
+        if let Some(usage) = chunk.get("usage").filter(|usage| usage.is_object()) {
+            out.push(Ok(ModelEvent::Usage(Usage {
+                input_tokens: count(usage, "/prompt_tokens"),
+                output_tokens: count(usage, "/completion_tokens"),
+                cached_input_tokens: count(usage, "/prompt_tokens_details/cached_tokens"),
+                reasoning_tokens: count(usage, "/completion_tokens_details/reasoning_tokens"),
+            })));
         }
         if let Some(reason) = choice
             .and_then(|c| c.get("finish_reason"))

@@ -5,11 +5,13 @@ use tool_core::decode::{DecodeError, OpenAiResponsesDecoder, StreamDecoder};
 use tool_core::provider::{MediaBudget, Provider};
 
 use super::{
-    Auth, Call, Flow, HttpSettings, Item, MESSAGE_CHARS, Protocol, arguments_text, cut, decoded,
-    http_builder, parse_event, push_text, run,
+    Auth, Call, Flow, HttpSettings, Item, MESSAGE_CHARS, Protocol, arguments_text, count, cut,
+    decoded, http_builder, parse_event, push_text, run,
 };
 use crate::model::tool_result_body;
-use crate::{Message, Model, ModelCallError, ModelEvent, ModelFinish, ModelRequest, ModelStream};
+use crate::{
+    Message, Model, ModelCallError, ModelEvent, ModelFinish, ModelRequest, ModelStream, Usage,
+};
 
 const PROVIDER: Provider = Provider::OpenAiResponses;
 
@@ -233,6 +235,17 @@ impl Protocol for Responses {
             return Flow::Done;
         }
         let response = event.get("response");
+        if let Some(usage) = response
+            .and_then(|r| r.get("usage"))
+            .filter(|usage| usage.is_object())
+        {
+            out.push(Ok(ModelEvent::Usage(Usage {
+                input_tokens: count(usage, "/input_tokens"),
+                output_tokens: count(usage, "/output_tokens"),
+                cached_input_tokens: count(usage, "/input_tokens_details/cached_tokens"),
+                reasoning_tokens: count(usage, "/output_tokens_details/reasoning_tokens"),
+            })));
+        }
         let finish = match kind {
             "response.output_item.added" | "response.output_item.done" => {
                 self.called |= is_function_call(event.get("item"));
