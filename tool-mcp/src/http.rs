@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 use super::compat_2025::{self, HttpEdge};
 use super::resumption::SkipReceived;
 use super::{McpError, McpServer};
+use crate::inbound::{self, Refusal};
 
 type Service = StreamableHttpService<McpServer, LocalSessionManager>;
 
@@ -219,7 +220,10 @@ impl McpServer {
         );
         let path: Arc<str> = Arc::from(options.path.as_str());
         tracing::info!(%local_addr, path = %path, "serving MCP over streamable HTTP");
-        let task = tokio::spawn(accept(listener, service, path, stop.clone()));
+        let limits = Limits {
+            max_message: self.max_message_size(),
+        };
+        let task = tokio::spawn(accept(listener, service, path, limits, stop.clone()));
         Ok(HttpServer {
             local_addr,
             path: options.path,
@@ -229,7 +233,20 @@ impl McpServer {
     }
 }
 
-async fn accept(listener: TcpListener, service: Service, path: Arc<str>, stop: CancellationToken) {
+/// What the server refuses before rmcp reads a request.
+#[derive(Debug, Clone, Copy)]
+struct Limits {
+    /// The largest JSON-RPC message read.
+    max_message: usize,
+}
+
+async fn accept(
+    listener: TcpListener,
+    service: Service,
+    path: Arc<str>,
+    limits: Limits,
+    stop: CancellationToken,
+) {
     let edge = Arc::new(HttpEdge::default());
     loop {
         let stream = tokio::select! {
@@ -248,7 +265,7 @@ async fn accept(listener: TcpListener, service: Service, path: Arc<str>, stop: C
             let handler = hyper::service::service_fn(move |request: Request<Incoming>| {
                 let (service, path) = (service.clone(), Arc::clone(&path));
                 let edge = Arc::clone(&edge);
-                async move { Ok::<_, Infallible>(route(&service, &path, &edge, request).await) }
+                async move { Ok::<_, Infallible>(route(&service, &path, &edge, limits, request).await) }
             });
             let connection = hyper::server::conn::http1::Builder::new()
                 .serve_connection(TokioIo::new(stream), handler);
@@ -268,13 +285,11 @@ async fn accept(listener: TcpListener, service: Service, path: Arc<str>, stop: C
     }
 }
 
-/// The largest request body read (a JSON-RPC message): 4 MiB.
-const MAX_BODY: usize = 4 * 1024 * 1024;
-
 async fn route(
     service: &Service,
     path: &str,
     edge: &HttpEdge,
+    limits: Limits,
     request: Request<Incoming>,
 ) -> Response<BoxBody<Bytes, Infallible>> {
     if request.uri().path() != path {
@@ -303,23 +318,31 @@ async fn route(
     // The body is read here, so that a message rmcp would answer with the
     // wrong JSON-RPC error (or none) is answered as the specification says.
     let (parts, body) = request.into_parts();
-    let body = match http_body_util::Limited::new(body, MAX_BODY).collect().await {
+    let max_message = limits.max_message;
+    let body = match http_body_util::Limited::new(body, max_message)
+        .collect()
+        .await
+    {
         Ok(collected) => collected.to_bytes(),
-        Err(_) => return plain(StatusCode::PAYLOAD_TOO_LARGE, "request body over 4 MiB"),
-    };
-    let mut message: serde_json::Value = match serde_json::from_slice(&body) {
-        Ok(message) => message,
-        Err(error) => {
-            return json_rpc_error(
-                StatusCode::BAD_REQUEST,
-                serde_json::Value::Null,
-                -32700,
-                &format!("Parse error: {error}"),
+        Err(_) => {
+            return refused(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                &Refusal::too_large(max_message),
             );
         }
     };
-    if let Some(response) = protocol_error(&message) {
-        return response;
+    let mut message: serde_json::Value = match serde_json::from_slice(&body) {
+        Ok(message) => message,
+        Err(error) => return refused(StatusCode::BAD_REQUEST, &Refusal::parse_error(&error)),
+    };
+    if let Some(refusal) = inbound::check(&message) {
+        // Invalid params answer a valid request; the rest is a bad request.
+        let status = if refusal.code == -32602 {
+            StatusCode::OK
+        } else {
+            StatusCode::BAD_REQUEST
+        };
+        return refused(status, &refusal);
     }
     // 2025-11-25's tasks, which rmcp does not model: what its types would
     // drop is kept, and a session that declared them has its task requests
@@ -360,42 +383,8 @@ const SESSION_HEADER: &str = "mcp-session-id";
 /// The JSON-RPC error for a `tools/call` whose params are not a tool name
 /// with an object of arguments (`-32602`, with the request's id); `None`
 /// for anything else.
-fn protocol_error(message: &serde_json::Value) -> Option<Response<BoxBody<Bytes, Infallible>>> {
-    if message.get("method").and_then(serde_json::Value::as_str) != Some("tools/call") {
-        return None;
-    }
-    let id = message.get("id").cloned()?;
-    let problem = match message.get("params") {
-        None => "tools/call needs params: the tool's `name` and its `arguments`",
-        Some(serde_json::Value::Object(params)) => {
-            match (params.get("name"), params.get("arguments")) {
-                (Some(serde_json::Value::String(_)), None | Some(serde_json::Value::Object(_))) => {
-                    return None;
-                }
-                (Some(serde_json::Value::String(_)), Some(_)) => {
-                    "tools/call `arguments` must be an object"
-                }
-                (None, _) => "tools/call params need the tool's `name`",
-                (Some(_), _) => "tools/call `name` must be a string",
-            }
-        }
-        Some(_) => "tools/call params must be an object",
-    };
-    Some(json_rpc_error(
-        StatusCode::OK,
-        id,
-        -32602,
-        &format!("Invalid params: {problem}"),
-    ))
-}
-
-fn json_rpc_error(
-    status: StatusCode,
-    id: serde_json::Value,
-    code: i64,
-    message: &str,
-) -> Response<BoxBody<Bytes, Infallible>> {
-    let body = serde_json::json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message } });
+fn refused(status: StatusCode, refusal: &Refusal) -> Response<BoxBody<Bytes, Infallible>> {
+    let body = refusal.to_json();
     let mut response = Response::new(Full::new(Bytes::from(body.to_string())).boxed());
     *response.status_mut() = status;
     response.headers_mut().insert(

@@ -45,6 +45,7 @@ mod elicit;
 mod error;
 mod generation;
 mod http;
+mod inbound;
 mod logging;
 mod request_state;
 mod resumption;

@@ -17,6 +17,7 @@ use super::compat_2025::{self, SessionTasks, StdioEdge};
 use super::convert::{ServedTool, served_tool};
 use super::dispatch;
 use super::generation::{Protocol, modern};
+use super::inbound;
 use super::logging::SessionLog;
 use super::request_state::RequestStates;
 use super::shared::{RequestContextFn, Shared};
@@ -126,12 +127,27 @@ impl McpServer {
             request_context: None,
             request_state_key: None,
             request_state_lifetime: REQUEST_STATE_LIFETIME,
+            max_message_size: inbound::MAX_MESSAGE,
         }
     }
 
     /// The runtime whose tools are served.
     pub fn runtime(&self) -> &Runtime {
         &self.inner.runtime
+    }
+
+    /// The largest message a client may send, on either transport
+    /// ([`McpServerBuilder::max_message_size`]).
+    ///
+    /// ```
+    /// use tool_runtime::Runtime;
+    /// use tool_mcp::McpServer;
+    ///
+    /// let server = McpServer::new(Runtime::builder().build().unwrap());
+    /// assert_eq!(server.max_message_size(), 4 * 1024 * 1024);
+    /// ```
+    pub fn max_message_size(&self) -> usize {
+        self.inner.max_message_size
     }
 
     /// The tools as `tools/list` declares them.
@@ -198,7 +214,8 @@ impl McpServer {
         W: tokio::io::AsyncWrite + Unpin + Send + 'static,
     {
         // 2025-11-25's tasks need lines rewritten in front of rmcp (`compat_2025`).
-        let (server_end, mut relay) = stdio::relay(reader, writer, StdioEdge::default());
+        let limit = self.max_message_size();
+        let (server_end, mut relay) = stdio::relay(reader, writer, limit, StdioEdge::default());
         let served = self.serve(server_end).await;
         // What the server wrote last still reaches the client; a client
         // that did not close its end is not waited for.
@@ -277,6 +294,7 @@ pub struct McpServerBuilder {
     request_context: Option<Arc<RequestContextFn>>,
     request_state_key: Option<Vec<u8>>,
     request_state_lifetime: std::time::Duration,
+    max_message_size: usize,
 }
 
 /// How long an `input_required` result's `requestState` is accepted by default.
@@ -365,6 +383,27 @@ impl McpServerBuilder {
         self
     }
 
+    /// The largest message a client may send, in bytes (default 4 MiB), on
+    /// both transports: over HTTP a larger body is answered `413`; over
+    /// stdio a longer line is answered with a JSON-RPC error (`-32600`,
+    /// id `null`) and skipped up to its newline without being buffered,
+    /// and the next message is served. Either way the answer names this
+    /// setting.
+    ///
+    /// ```
+    /// use tool_runtime::Runtime;
+    /// use tool_mcp::McpServer;
+    ///
+    /// let server = McpServer::builder(Runtime::builder().build().unwrap())
+    ///     .max_message_size(16 * 1024 * 1024)
+    ///     .build();
+    /// assert_eq!(server.max_message_size(), 16 * 1024 * 1024);
+    /// ```
+    pub fn max_message_size(mut self, bytes: usize) -> Self {
+        self.max_message_size = bytes;
+        self
+    }
+
     /// Builds the server; each tool's MCP declaration is computed once, here.
     pub fn build(self) -> McpServer {
         let tools: Vec<Arc<ServedTool>> = self
@@ -397,6 +436,7 @@ impl McpServerBuilder {
                     self.request_state_lifetime,
                 ),
                 inputs: TaskInputs::default(),
+                max_message_size: self.max_message_size,
             }),
         }
     }

@@ -31,6 +31,8 @@ pub(crate) struct Shared {
     pub(crate) states: RequestStates,
     /// What the tasks running here ask their clients.
     pub(crate) inputs: TaskInputs,
+    /// The largest message a client may send.
+    pub(crate) max_message_size: usize,
 }
 
 impl Shared {

@@ -3,13 +3,22 @@
 //! that a [`LineHook`] can rewrite lines on their way (the 2025-11-25 edge
 //! does, `compat_2025`); and the process's stdin and stdout as the client's
 //! ends ([`standard_streams`]).
+//!
+//! A line from the client is checked first, as the HTTP transport checks a
+//! body (`crate::inbound`): a line over the size limit is skipped up to its
+//! newline without being buffered, text that is not JSON and messages that
+//! are not JSON-RPC are answered here with their JSON-RPC error, and the
+//! next line is served.
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
+use serde_json::Value;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt as _, AsyncRead, AsyncWrite, AsyncWriteExt as _};
 use tokio::io::{BufReader, DuplexStream, ReadBuf};
 use tokio::task::JoinHandle;
+
+use crate::inbound::{self, Refusal};
 
 /// The buffer between the relay and the server.
 const LINE_BUFFER: usize = 1 << 16;
@@ -30,6 +39,7 @@ pub(crate) trait LineHook: Send + Sync + 'static {
 pub(crate) fn relay<R, W>(
     reader: R,
     writer: W,
+    max_message: usize,
     hook: impl LineHook,
 ) -> (DuplexStream, JoinHandle<()>)
 where
@@ -37,21 +47,45 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let (server_end, relay_end) = tokio::io::duplex(LINE_BUFFER);
-    let task = tokio::spawn(lines(reader, writer, relay_end, hook));
+    let task = tokio::spawn(lines(reader, writer, relay_end, max_message, hook));
     (server_end, task)
 }
 
-async fn lines<R, W>(reader: R, mut writer: W, server: DuplexStream, hook: impl LineHook)
-where
+async fn lines<R, W>(
+    reader: R,
+    writer: W,
+    server: DuplexStream,
+    max_message: usize,
+    hook: impl LineHook,
+) where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
     let (from_server, mut to_server) = tokio::io::split(server);
     let hook = &hook;
+    // Both directions write whole lines to the client: the server's, and
+    // this edge's answers to lines the server never sees.
+    let writer = &tokio::sync::Mutex::new(writer);
     let inward = async move {
         let mut reader = BufReader::new(reader);
         let mut line = Vec::new();
-        while next_line(&mut reader, &mut line).await {
+        loop {
+            let refusal = match read_line_within(&mut reader, &mut line, max_message).await {
+                Ok(LineRead::End) | Err(_) => break,
+                Ok(LineRead::TooLong) => Some(Refusal::too_large(max_message)),
+                Ok(LineRead::Line) if line.trim_ascii().is_empty() => continue,
+                Ok(LineRead::Line) => match serde_json::from_slice::<Value>(&line) {
+                    Err(error) => Some(Refusal::parse_error(&error)),
+                    Ok(message) => inbound::check(&message),
+                },
+            };
+            if let Some(refusal) = refusal {
+                let answer = format!("{}\n", refusal.to_json());
+                if send(writer, answer.as_bytes()).await.is_err() {
+                    break;
+                }
+                continue;
+            }
             let rewritten = hook.inbound(&line);
             let out = rewritten.as_deref().unwrap_or(&line);
             if to_server.write_all(out).await.is_err() {
@@ -67,12 +101,76 @@ where
         while next_line(&mut reader, &mut line).await {
             let rewritten = hook.outbound(&line);
             let out = rewritten.as_deref().unwrap_or(&line);
-            if writer.write_all(out).await.is_err() || writer.flush().await.is_err() {
+            if send(writer, out).await.is_err() {
                 break;
             }
         }
     };
     tokio::join!(inward, outward);
+}
+
+/// Writes one whole line to the client.
+async fn send<W: AsyncWrite + Unpin>(
+    writer: &tokio::sync::Mutex<W>,
+    line: &[u8],
+) -> std::io::Result<()> {
+    let mut writer = writer.lock().await;
+    writer.write_all(line).await?;
+    writer.flush().await
+}
+
+/// What [`read_line_within`] read.
+#[derive(Debug, PartialEq, Eq)]
+enum LineRead {
+    /// A line within the limit (its `\n` included, unless the input ended).
+    Line,
+    /// A line over the limit, read up to its newline and dropped.
+    TooLong,
+    /// The end of the input.
+    End,
+}
+
+/// Reads the next line into `line` (cleared first), keeping at most
+/// `max` bytes of it (and its newline): a longer line is read to its end
+/// without being kept, so memory stays bounded whatever the client sends.
+async fn read_line_within<R: AsyncBufRead + Unpin>(
+    reader: &mut R,
+    line: &mut Vec<u8>,
+    max: usize,
+) -> std::io::Result<LineRead> {
+    line.clear();
+    let mut too_long = false;
+    loop {
+        let available = reader.fill_buf().await?;
+        if available.is_empty() {
+            return Ok(match (too_long, line.is_empty()) {
+                (true, _) => LineRead::TooLong,
+                (false, true) => LineRead::End,
+                (false, false) => LineRead::Line,
+            });
+        }
+        let newline = available.iter().position(|&byte| byte == b'\n');
+        let piece = &available[..newline.map_or(available.len(), |at| at + 1)];
+        let length = piece.len();
+        // The newline does not count against the limit.
+        let content = length - usize::from(newline.is_some());
+        if !too_long && line.len() + content > max {
+            too_long = true;
+            line.clear();
+            line.shrink_to(max.min(LINE_BUFFER));
+        }
+        if !too_long {
+            line.extend_from_slice(piece);
+        }
+        reader.consume(length);
+        if newline.is_some() {
+            return Ok(if too_long {
+                LineRead::TooLong
+            } else {
+                LineRead::Line
+            });
+        }
+    }
 }
 
 /// Reads the next line into `line` (cleared first); false at the end of
@@ -270,6 +368,7 @@ mod tests {
         let (server_end, relay_task) = relay(
             StdinReader::Socket(reader),
             StdoutWriter::Socket(writer),
+            4 << 20,
             Unchanged,
         );
         let echo = tokio::spawn(async move {
@@ -280,11 +379,15 @@ mod tests {
                 to_client.write_all(&line).await.unwrap();
             }
         });
-        let big = format!("{}\n", "x".repeat(1 << 20));
+        // Lines are JSON-RPC messages: the relay answers anything else itself.
+        let big = format!(
+            "{{\"jsonrpc\":\"2.0\",\"method\":\"pad\",\"params\":{{\"x\":\"{}\"}}}}\n",
+            "x".repeat(1 << 20)
+        );
         let client = tokio::task::spawn_blocking(move || {
             let mut lines = StdBufReader::new(client.try_clone().unwrap());
             let mut writer = &client;
-            for sent in ["{}\n", big.as_str()] {
+            for sent in ["{\"jsonrpc\":\"2.0\",\"method\":\"ping\"}\n", big.as_str()] {
                 writer.write_all(sent.as_bytes()).unwrap();
                 let mut echoed = String::new();
                 lines.read_line(&mut echoed).unwrap();
@@ -300,5 +403,72 @@ mod tests {
         tokio::time::timeout(Duration::from_secs(10), ended)
             .await
             .expect("the relay ends once the client closed its end");
+    }
+
+    /// Yields `total` bytes of `x` (no newline), then `tail`, in reads of
+    /// at most 64 KiB, without holding them.
+    struct Flood {
+        left: usize,
+        tail: &'static [u8],
+    }
+
+    impl AsyncRead for Flood {
+        fn poll_read(
+            mut self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            buf: &mut ReadBuf<'_>,
+        ) -> Poll<std::io::Result<()>> {
+            if self.left > 0 {
+                let n = self.left.min(buf.remaining()).min(1 << 16);
+                buf.put_slice(&vec![b'x'; n]);
+                self.left -= n;
+            } else {
+                let n = self.tail.len().min(buf.remaining());
+                buf.put_slice(&self.tail[..n]);
+                self.tail = &self.tail[n..];
+            }
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    #[tokio::test]
+    async fn a_64_mib_line_without_a_newline_is_skipped_with_bounded_memory_and_the_next_line_is_read()
+     {
+        let max = 4 << 20;
+        let mut reader = BufReader::new(Flood {
+            left: 64 << 20,
+            tail: b"\n{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n",
+        });
+        let mut line = Vec::new();
+        let first = read_line_within(&mut reader, &mut line, max).await.unwrap();
+        assert_eq!(first, LineRead::TooLong);
+        assert!(
+            line.capacity() <= max + (1 << 16),
+            "the line kept {} bytes of a 64 MiB line with a 4 MiB limit",
+            line.capacity()
+        );
+        let next = read_line_within(&mut reader, &mut line, max).await.unwrap();
+        assert_eq!(next, LineRead::Line);
+        assert_eq!(
+            line,
+            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n"
+        );
+        let end = read_line_within(&mut reader, &mut line, max).await.unwrap();
+        assert_eq!(end, LineRead::End);
+    }
+
+    #[tokio::test]
+    async fn a_line_of_exactly_the_limit_is_read_and_one_byte_more_is_not() {
+        for (content, expected) in [(8, LineRead::Line), (9, LineRead::TooLong)] {
+            let text = format!("{}\n", "x".repeat(content));
+            let mut reader = BufReader::with_capacity(3, text.as_bytes());
+            let mut line = Vec::new();
+            let read = read_line_within(&mut reader, &mut line, 8).await.unwrap();
+            assert_eq!(read, expected, "{content} bytes");
+            assert_eq!(
+                read_line_within(&mut reader, &mut line, 8).await.unwrap(),
+                LineRead::End
+            );
+        }
     }
 }
