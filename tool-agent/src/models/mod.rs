@@ -8,7 +8,7 @@ mod openai_chat;
 mod openai_responses;
 
 use std::sync::{Arc, OnceLock};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use futures_util::StreamExt;
 use futures_util::stream;
@@ -398,30 +398,42 @@ fn should_retry(
 }
 
 /// The delay the server asks for: `retry-after-ms` (milliseconds), else
-/// `retry-after` (seconds, fractions allowed; an HTTP date is not read);
-/// `None` when absent, unreadable, negative, or beyond [`RETRY_AFTER_CAP`]
-/// (see [`asks_too_long`]). Zero is kept: the backoff then applies, a floor
-/// under `retry-after: 0`.
+/// `retry-after` (seconds, fractions allowed, or an HTTP date); `None` when
+/// absent, unreadable, negative (a date past), or beyond
+/// [`RETRY_AFTER_CAP`] (see [`asks_too_long`]). Zero is kept: the backoff
+/// then applies, a floor under `retry-after: 0`.
 fn server_delay(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
-    let seconds = header_seconds(headers)?;
+    let seconds = header_seconds(headers, SystemTime::now())?;
     (seconds >= 0.0 && seconds <= RETRY_AFTER_CAP.as_secs_f64())
         .then(|| Duration::from_secs_f64(seconds))
 }
 
 /// Whether the server asks for a delay beyond [`RETRY_AFTER_CAP`].
 fn asks_too_long(headers: &reqwest::header::HeaderMap) -> bool {
-    header_seconds(headers).is_some_and(|seconds| seconds > RETRY_AFTER_CAP.as_secs_f64())
+    header_seconds(headers, SystemTime::now())
+        .is_some_and(|seconds| seconds > RETRY_AFTER_CAP.as_secs_f64())
 }
 
-/// The first of `retry-after-ms` and `retry-after` that reads as a
-/// number, in seconds (an overflow reads as infinite).
-fn header_seconds(headers: &reqwest::header::HeaderMap) -> Option<f64> {
+/// The first of `retry-after-ms` and `retry-after` that reads as a number,
+/// in seconds (an overflow reads as infinite); `retry-after` may also be an
+/// HTTP date (RFC 9110), read as the seconds from `now` until then
+/// (negative once past), as the official SDKs read it.
+fn header_seconds(headers: &reqwest::header::HeaderMap, now: SystemTime) -> Option<f64> {
     [("retry-after-ms", 1000.0), ("retry-after", 1.0)]
         .into_iter()
         .find_map(|(name, divisor)| {
             let text = headers.get(name)?.to_str().ok()?.trim();
-            let value: f64 = text.parse().ok()?;
-            (!value.is_nan()).then_some(value / divisor)
+            match text.parse::<f64>() {
+                Ok(value) => (!value.is_nan()).then_some(value / divisor),
+                Err(_) if name == "retry-after" => {
+                    let at = httpdate::parse_http_date(text).ok()?;
+                    Some(match at.duration_since(now) {
+                        Ok(ahead) => ahead.as_secs_f64(),
+                        Err(past) => -past.duration().as_secs_f64(),
+                    })
+                }
+                Err(_) => None,
+            }
         })
 }
 
@@ -771,6 +783,43 @@ mod tests {
         let date = headers(&[("retry-after", "Wed, 21 Oct 2015 07:28:00 GMT")]);
         assert_eq!(server_delay(&date), None);
         assert!(should_retry(429, &date, None));
+    }
+
+    #[test]
+    fn retry_after_may_be_an_http_date() {
+        // HTTP dates have whole seconds: the date 30 s from now, rounded down.
+        let now = SystemTime::now();
+        let soon = headers(&[(
+            "retry-after",
+            &httpdate::fmt_http_date(now + Duration::from_secs(30)),
+        )]);
+        let seconds = header_seconds(&soon, now).unwrap();
+        assert!((29.0..=30.0).contains(&seconds), "{seconds}");
+        let delay = server_delay(&soon).unwrap();
+        assert!(
+            delay > Duration::from_secs(25) && delay <= Duration::from_secs(30),
+            "{delay:?}"
+        );
+        assert!(should_retry(503, &soon, Some(delay)));
+        // A date past: no delay of the server's (the backoff applies), retried.
+        let past = headers(&[(
+            "retry-after",
+            &httpdate::fmt_http_date(now - Duration::from_secs(5)),
+        )]);
+        assert!(header_seconds(&past, now).unwrap() <= -4.0);
+        assert_eq!(server_delay(&past), None);
+        assert!(should_retry(429, &past, None));
+        // A date beyond the cap: not waited, nor retried.
+        let far = headers(&[(
+            "retry-after",
+            &httpdate::fmt_http_date(now + Duration::from_secs(3600)),
+        )]);
+        assert_eq!(server_delay(&far), None);
+        assert!(!should_retry(429, &far, None));
+        // Neither a number nor a date: ignored.
+        let junk = headers(&[("retry-after", "soon")]);
+        assert_eq!(header_seconds(&junk, now), None);
+        assert!(should_retry(429, &junk, None));
     }
 
     #[test]
