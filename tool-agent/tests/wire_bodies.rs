@@ -2,7 +2,7 @@
 //! captured by a local server: a strict tool with nested objects and enums,
 //! a plain one, one that needs approval (declined), one that fails, one whose
 //! model output has an image; the second step with their results; a refusal
-//! kept in the history; a call cut off by the token limit, sent back as `{}`
+//! kept in the history (Chat's recorded from the API); a call cut off by the token limit, sent back as `{}`
 //! with its error.
 //!
 //! Each body must be JSON of the expected shape here; with
@@ -27,7 +27,18 @@ const BODIES_DIR_ENV: &str = "TOOL_AGENT_WIRE_BODIES";
 /// A 1×1 PNG.
 const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
 
+/// The refusal of the synthetic answers (Responses, Anthropic).
 const REFUSAL: &str = "I can't help with that.";
+
+/// Chat's refusal, recorded (openai-python's test snapshot, vendored in
+/// tool-core's fixtures: `tool-core/tests/fixtures/streams/README.md`).
+const RECORDED_CHAT_REFUSAL: &str = "I'm sorry, I can't assist with that request.";
+
+fn recorded_chat_refusal() -> String {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tool-core/tests/fixtures/streams/openai-chat-completions-refusal.sse");
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
 
 /// A trip to plan: nested objects, enums, an optional field, a list.
 #[derive(serde::Deserialize, schemars::JsonSchema)]
@@ -140,34 +151,34 @@ fn calls() -> Vec<Part> {
     ]
 }
 
-/// A refusal in the API's streaming format.
-fn refusal(api: Api) -> Vec<String> {
+/// A refusal in the API's streaming format, and its text.
+fn refusal(api: Api) -> (Vec<String>, &'static str) {
     match api {
-        Api::Chat => vec![
-            chat(
-                json!({"choices": [{"index": 0, "delta": {"role": "assistant", "content": null, "refusal": REFUSAL}, "finish_reason": null}]}),
-            ),
-            chat(json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})),
-            "data: [DONE]\n\n".into(),
-        ],
-        Api::Responses => vec![
-            typed(
-                json!({"type": "response.refusal.delta", "item_id": "msg_1", "output_index": 0, "content_index": 0, "delta": REFUSAL}),
-            ),
-            typed(
-                json!({"type": "response.completed", "response": {"status": "completed", "output": []}}),
-            ),
-        ],
-        Api::Anthropic => vec![
-            typed(
-                json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": REFUSAL}}),
-            ),
-            typed(json!({"type": "content_block_stop", "index": 0})),
-            typed(
-                json!({"type": "message_delta", "delta": {"stop_reason": "refusal", "stop_sequence": null}}),
-            ),
-            typed(json!({"type": "message_stop"})),
-        ],
+        Api::Chat => (vec![recorded_chat_refusal()], RECORDED_CHAT_REFUSAL),
+        Api::Responses => (
+            vec![
+                typed(
+                    json!({"type": "response.refusal.delta", "item_id": "msg_1", "output_index": 0, "content_index": 0, "delta": REFUSAL}),
+                ),
+                typed(
+                    json!({"type": "response.completed", "response": {"status": "completed", "output": []}}),
+                ),
+            ],
+            REFUSAL,
+        ),
+        Api::Anthropic => (
+            vec![
+                typed(
+                    json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": REFUSAL}}),
+                ),
+                typed(json!({"type": "content_block_stop", "index": 0})),
+                typed(
+                    json!({"type": "message_delta", "delta": {"stop_reason": "refusal", "stop_sequence": null}}),
+                ),
+                typed(json!({"type": "message_stop"})),
+            ],
+            REFUSAL,
+        ),
     }
 }
 
@@ -206,7 +217,7 @@ async fn conversation(api: Api) -> Vec<Received> {
     let server = Server::scripted(move |_: &Received| {
         Reply::sse(match count.fetch_add(1, Ordering::SeqCst) {
             0 => api.answer(&calls()),
-            1 => refusal(api),
+            1 => refusal(api).0,
             2 => cut_by_the_token_limit(api),
             _ => api.text_answer(),
         })
@@ -350,7 +361,7 @@ async fn every_request_body_is_captured_for_the_sdk_check() {
         );
 
         // The third: the refusal is history, the user's reply after it.
-        assert!(assistant_says(api, bodies[2], REFUSAL), "{api:?}");
+        assert!(assistant_says(api, bodies[2], refusal(api).1), "{api:?}");
         assert_eq!(
             api.last_user_text(bodies[2]).as_deref(),
             Some("Please, just the plan."),
