@@ -27,8 +27,9 @@ through pydantic, stricter than a TypeAdapter's defaults:
 Then negative cases, made from the bodies themselves, must be refused, each
 at the place it was broken: an extra key at the top level and nested deep in
 the conversation, and a wrong shape per provider (Anthropic's `tool_use.input`
-as a string, OpenAI's `arguments` as an object, a Responses assistant message
-with `output_text` parts and no id). A negative case that passes fails the
+as a string or an image of a media type it does not take, OpenAI's
+`arguments` as an object, an image in a Chat tool message, a Responses
+assistant message with `output_text` parts and no id). A negative case that passes fails the
 check: it proves the check can fail.
 
 Exits 1 on any failure.
@@ -152,6 +153,31 @@ def anthropic_input_as_string(body):
     return True
 
 
+def anthropic_image_media_type(body):
+    for message in body.get("messages", []):
+        for block in message.get("content") if isinstance(message.get("content"), list) else []:
+            for part in block.get("content") if isinstance(block.get("content"), list) else []:
+                if part.get("type") == "image" and part["source"].get("type") == "base64":
+                    part["source"]["media_type"] = "image/bmp"
+                    return True
+    return False
+
+
+def chat_image_in_a_tool_message(body):
+    image = None
+    for message in body.get("messages", []):
+        for part in message.get("content") if isinstance(message.get("content"), list) else []:
+            if part.get("type") == "image_url":
+                image = part
+    if image is None:
+        return False
+    for message in body["messages"]:
+        if message.get("role") == "tool":
+            message["content"] = [image]
+            return True
+    return False
+
+
 def chat_function(body):
     for message in body.get("messages", []):
         for call in message.get("tool_calls") or []:
@@ -215,6 +241,7 @@ NEGATIVE = {
         ("an extra key in a message", "unexpected", add_key_to_a_message),
         ("an extra key in a tool call's function", "unexpected", chat_extra_key_in_function),
         ("function.arguments as an object", "arguments", chat_arguments_as_object),
+        ("an image_url part in a tool message", "type", chat_image_in_a_tool_message),
     ],
     "responses": [
         ("an extra top-level key", "unexpected", add_top_level_key),
@@ -228,6 +255,7 @@ NEGATIVE = {
         ("an extra key in a message", "unexpected", add_key_to_a_message),
         ("an extra key in a tool_result block", "unexpected", anthropic_extra_key_in_tool_result),
         ("tool_use.input as a string", "input", anthropic_input_as_string),
+        ("a tool_result image of media type image/bmp", "media_type", anthropic_image_media_type),
     ],
 }
 

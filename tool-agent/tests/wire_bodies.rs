@@ -290,6 +290,17 @@ fn assistant_says(api: Api, body: &Value, text: &str) -> bool {
     })
 }
 
+/// Whether the PNG is a value of its own somewhere in `value` (Anthropic's
+/// `source.data`, a `data:` URL), not text inside another string.
+fn has_image(value: &Value) -> bool {
+    match value {
+        Value::String(text) => text == PNG || *text == format!("data:image/png;base64,{PNG}"),
+        Value::Array(items) => items.iter().any(has_image),
+        Value::Object(fields) => fields.values().any(has_image),
+        _ => false,
+    }
+}
+
 fn api_name(api: Api) -> &'static str {
     match api {
         Api::Chat => "chat",
@@ -358,6 +369,14 @@ async fn every_request_body_is_captured_for_the_sdk_check() {
             results["call_fail"].contains("the service is down"),
             "{api:?}: {}",
             results["call_fail"]
+        );
+
+        // The image reaches the model as an image, in the API's form, not
+        // inside the text of a result.
+        assert!(
+            has_image(bodies[1]),
+            "{api:?}: {}",
+            serde_json::to_string(bodies[1]).unwrap()
         );
 
         // The third: the refusal is history, the user's reply after it.
