@@ -1,9 +1,9 @@
 //! Every request body the three HTTP models send through an agent run,
 //! captured by a local server: a strict tool with nested objects and enums,
-//! a plain one, one that needs approval (declined), one that fails, one whose
-//! model output has an image; the second step with their results; a refusal
-//! kept in the history (Chat's recorded from the API); a call cut off by the token limit, sent back as `{}`
-//! with its error.
+//! a plain one, one that needs approval (declined), one that fails, one
+//! whose model output has images and a PDF; the second step with their
+//! results; a refusal kept in the history (Chat's recorded from the API); a
+//! call cut off by the token limit, sent back as `{}` with its error.
 //!
 //! Each body must be JSON of the expected shape here; with
 //! `TOOL_AGENT_WIRE_BODIES=DIR` the bodies are also written to
@@ -26,6 +26,9 @@ const BODIES_DIR_ENV: &str = "TOOL_AGENT_WIRE_BODIES";
 
 /// A 1×1 PNG.
 const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
+
+/// A PDF's first bytes (`%PDF-1.4`), base64.
+const PDF: &str = "JVBERi0xLjQK";
 
 /// The refusal of the synthetic answers (Responses, Anthropic).
 const REFUSAL: &str = "I can't help with that.";
@@ -125,6 +128,11 @@ fn tools() -> Vec<Tool> {
                 },
                 ContentPart::ImageUrl {
                     url: "https://example.com/picture.png".into(),
+                },
+                ContentPart::FileData {
+                    data: PDF.into(),
+                    media_type: "application/pdf".into(),
+                    filename: Some("picture.pdf".into()),
                 },
             ])
         })
