@@ -7,7 +7,9 @@ use integration_tests::block_on;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tool_core::hooks::{InputAvailable, InputDelta, InputStart, OutputAvailable};
-use tool_core::transform::{Phase, Projection, Target, ToolTransform, TransformContext};
+use tool_core::transform::{
+    CallValues, Phase, Projection, Target, ToolTransform, TransformContext,
+};
 use tool_core::{
     AbortSignal, CallContext, ContentPart, ModelOutput, Outcome, Tool, ToolError, tool,
 };
@@ -233,13 +235,15 @@ fn transforms_project_display_and_transcript_while_execute_sees_raw_values() {
     let tool = Tool::from(SearchTool);
     let transform = tool.transform();
     let project = |target, phase, payload: &Value| {
-        transform.project(&TransformContext {
+        let known = CallValues::default();
+        block_on(transform.project(&TransformContext::new(
             target,
             phase,
-            tool_id: tool.id(),
-            call_id: "c1",
+            tool.id(),
+            "c1",
             payload,
-        })
+            known,
+        )))
     };
     let input = json!({ "query": "rust" });
     assert_eq!(

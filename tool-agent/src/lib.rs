@@ -76,7 +76,7 @@ use std::task::{Context, Poll};
 use futures_core::Stream;
 use serde_json::Value;
 use tokio::sync::mpsc;
-use tool_core::transform::Phase;
+use tool_core::transform::{CallValues, Phase};
 use tool_core::{Extensions, RequestContext};
 use tool_runtime::{Decision, Payload, Runtime};
 
@@ -417,7 +417,7 @@ impl Agent {
     /// arguments and results (the model reads them raw).
     pub async fn transcript(&self, run_id: &str) -> Result<Vec<Message>, AgentError> {
         let (record, _) = self.inner.load(run_id).await?;
-        Ok(self.transcript_of(record.messages))
+        Ok(self.transcript_of(record.messages).await)
     }
 
     async fn decide(
@@ -444,30 +444,33 @@ impl Agent {
     }
 
     /// `messages` with each tool's transcript transform applied to the
-    /// arguments and results of its calls.
-    fn transcript_of(&self, messages: Vec<Message>) -> Vec<Message> {
+    /// arguments and results of its calls (a result's transformer sees its
+    /// call's arguments as the input).
+    async fn transcript_of(&self, messages: Vec<Message>) -> Vec<Message> {
         let runtime = &self.inner.runtime;
-        messages
-            .into_iter()
-            .map(|message| match message {
-                Message::Assistant { text, tool_calls } => Message::Assistant {
-                    text,
-                    tool_calls: tool_calls
-                        .into_iter()
-                        .map(|call| {
-                            let tool = runtime.tool(&call.tool_name);
-                            let arguments = Payload::of(
-                                tool,
-                                &call.call_id,
-                                &call.tool_name,
-                                Phase::Input,
-                                &call.arguments,
-                            )
-                            .transcript;
-                            ToolCallRequest { arguments, ..call }
-                        })
-                        .collect(),
-                },
+        let mut arguments = std::collections::HashMap::new();
+        let mut transcript = Vec::with_capacity(messages.len());
+        for message in messages {
+            transcript.push(match message {
+                Message::Assistant { text, tool_calls } => {
+                    let mut shown = Vec::with_capacity(tool_calls.len());
+                    for call in tool_calls {
+                        let tool = runtime.tool(&call.tool_name);
+                        let (id, name, raw) = (&call.call_id, &call.tool_name, &call.arguments);
+                        let known = CallValues::default();
+                        let projected = Payload::of(tool, id, name, Phase::Input, raw, known);
+                        let arguments_shown = projected.await.transcript;
+                        arguments.insert(call.call_id.clone(), call.arguments);
+                        shown.push(ToolCallRequest {
+                            arguments: arguments_shown,
+                            ..call
+                        });
+                    }
+                    Message::Assistant {
+                        text,
+                        tool_calls: shown,
+                    }
+                }
                 Message::ToolResult {
                     call_id,
                     tool_name,
@@ -481,7 +484,12 @@ impl Agent {
                         Phase::Output
                     };
                     let tool = runtime.tool(&tool_name);
-                    let shown = Payload::of(tool, &call_id, &tool_name, phase, &result).transcript;
+                    let known = CallValues {
+                        input: arguments.get(&call_id),
+                        ..CallValues::default()
+                    };
+                    let projected = Payload::of(tool, &call_id, &tool_name, phase, &result, known);
+                    let shown = projected.await.transcript;
                     // As in the chunks: the model output only beside the
                     // output as it is.
                     let model_output = model_output.filter(|_| shown == result);
@@ -494,8 +502,9 @@ impl Agent {
                     }
                 }
                 other => other,
-            })
-            .collect()
+            });
+        }
+        transcript
     }
 
     /// Runs `work` as a task sending the stream's chunks.

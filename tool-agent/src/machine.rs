@@ -11,7 +11,10 @@
 //! store.
 
 use serde_json::{Value, json};
-use tool_core::transform::Phase;
+use std::future::Future;
+use std::pin::Pin;
+
+use tool_core::transform::{CallValues, OwnedCallValues, Phase};
 use tool_core::{ErrorKind, ModelError};
 use tool_runtime::CallOutcome;
 
@@ -129,7 +132,14 @@ struct RunningCall {
     tool_name: String,
     /// The suspension it resumes (auto-resume).
     resumes: Option<String>,
+    /// What its outcome's chunk is shown with: its input, and a resumed
+    /// suspension's payload and resume data.
+    known: OwnedCallValues,
 }
+
+/// A chunk's payload as shown: the call's tool's display projection of it
+/// (its transform may be async), given what the call gave before.
+pub(crate) type Shown = Pin<Box<dyn Future<Output = Value> + Send>>;
 
 /// The step under way: the model's answer, then its calls' outcomes. It
 /// borrows the machine, so the run moves on only once the step is over.
@@ -200,26 +210,38 @@ impl RunMachine {
 
     /// A decision on the waiting call `call_id` ended with `outcome`;
     /// `still_pending` when the runtime keeps the call waiting (refused
-    /// resume data). `show` is the chunks' display projection.
-    pub(crate) fn on_decision(
+    /// resume data); `resume_data` the data it was resumed with. `show` is
+    /// the chunks' display projection.
+    pub(crate) async fn on_decision(
         &mut self,
         call_id: &str,
         outcome: &CallOutcome,
         still_pending: bool,
-        show: impl Fn(&str, &str, Phase, &Value) -> Value,
+        resume_data: Option<&Value>,
+        show: impl Fn(&str, &str, Phase, &Value, CallValues<'_>) -> Shown,
     ) -> Decided {
         let Some(waiting) = self.record.waiting.get(call_id) else {
             return Decided::NotWaiting;
         };
         let tool_name = waiting.tool_name.clone();
+        let known = OwnedCallValues {
+            input: Some(waiting.args.clone()),
+            suspend_payload: waiting.payload.clone(),
+            resume_data: resume_data.cloned(),
+            ..OwnedCallValues::default()
+        };
+        let known = known.values();
         if still_pending {
             self.progress = Progress::Ended(FinishReason::Suspended);
             return Decided::CallStillPending(
-                self.outcome_chunk(call_id, &tool_name, outcome, &show),
+                self.outcome_chunk(call_id, &tool_name, outcome, &show, known)
+                    .await,
             );
         }
         self.apply(call_id, outcome);
-        let chunk = self.outcome_chunk(call_id, &tool_name, outcome, &show);
+        let chunk = self
+            .outcome_chunk(call_id, &tool_name, outcome, &show, known)
+            .await;
         if !self.record.waiting.is_empty() {
             self.progress = Progress::Ended(FinishReason::Suspended);
             return Decided::CallsWait(chunk);
@@ -357,18 +379,19 @@ impl RunMachine {
     }
 
     /// The chunk that shows a call's outcome (a result already recorded for
-    /// it wins over `outcome`'s).
-    fn outcome_chunk(
+    /// it wins over `outcome`'s); `known`: what the call gave before.
+    async fn outcome_chunk(
         &self,
         call_id: &str,
         tool_name: &str,
         outcome: &CallOutcome,
-        show: &impl Fn(&str, &str, Phase, &Value) -> Value,
+        show: &impl Fn(&str, &str, Phase, &Value, CallValues<'_>) -> Shown,
+        known: CallValues<'_>,
     ) -> AgentChunk {
         let (id, tool) = (call_id.to_owned(), tool_name.to_owned());
         match outcome {
             CallOutcome::ApprovalRequired { input, .. } => AgentChunk::ToolCallApproval {
-                args: show(call_id, tool_name, Phase::Approval, input),
+                args: show(call_id, tool_name, Phase::Approval, input, known).await,
                 call_id: id,
                 tool_name: tool,
                 resume_schema: approval_schema(),
@@ -379,7 +402,13 @@ impl RunMachine {
                 resume_schema,
                 ..
             } => AgentChunk::ToolCallSuspended {
-                payload: show(call_id, tool_name, Phase::Suspend, payload),
+                payload: {
+                    let known = CallValues {
+                        input: Some(input),
+                        ..known
+                    };
+                    show(call_id, tool_name, Phase::Suspend, payload, known).await
+                },
                 call_id: id,
                 tool_name: tool,
                 args: input.clone(),
@@ -396,12 +425,13 @@ impl RunMachine {
                 };
                 if settled.is_error {
                     AgentChunk::ToolError {
-                        error: show(call_id, tool_name, Phase::Error, &settled.result),
+                        error: show(call_id, tool_name, Phase::Error, &settled.result, known).await,
                         call_id: id,
                         tool_name: tool,
                     }
                 } else {
-                    let result = show(call_id, tool_name, Phase::Output, &settled.result);
+                    let result =
+                        show(call_id, tool_name, Phase::Output, &settled.result, known).await;
                     // The model output derives from the output: shown only
                     // where the display shows the output as it is.
                     let model_output = settled
@@ -478,15 +508,24 @@ impl Step<'_> {
     /// (the conversation keeps it), `input` as the tool reads them. How the
     /// call starts (the driver starts it before sending the chunk), and its
     /// `tool-call` chunk.
-    pub(crate) fn on_call_input(
+    pub(crate) async fn on_call_input(
         &mut self,
         request: ToolCallRequest,
         mut input: Value,
-        show: impl Fn(&str, &str, Phase, &Value) -> Value,
+        show: impl Fn(&str, &str, Phase, &Value, CallValues<'_>) -> Shown,
     ) -> (CallStart, AgentChunk) {
         let (call_id, tool_name) = (request.call_id.clone(), request.tool_name.clone());
         let (suspended, resume_data) = take_resume_fields(&mut input);
-        let args = show(&call_id, &tool_name, Phase::Input, &input);
+        let args = show(
+            &call_id,
+            &tool_name,
+            Phase::Input,
+            &input,
+            CallValues::default(),
+        )
+        .await;
+        // Kept to show the outcome with, as the runtime's transformers see it.
+        let ran_on = input.clone();
         let start = match suspended.filter(|_| self.run.settings.auto_resume) {
             None => CallStart::Run(input),
             Some(suspended) => match self.run.resume_refusal(&suspended, &tool_name) {
@@ -499,15 +538,31 @@ impl Step<'_> {
                 }),
             },
         };
-        let resumes = match &start {
-            CallStart::Resume { suspended, .. } => Some(suspended.clone()),
-            _ => None,
+        let (resumes, known) = match &start {
+            CallStart::Resume { suspended, data } => {
+                let resumed = self.run.record.suspensions.get(suspended);
+                let known = OwnedCallValues {
+                    input: resumed.map(|s| s.args.clone()),
+                    suspend_payload: resumed.and_then(|s| s.payload.clone()),
+                    resume_data: Some(data.clone()),
+                    ..OwnedCallValues::default()
+                };
+                (Some(suspended.clone()), known)
+            }
+            _ => {
+                let known = OwnedCallValues {
+                    input: Some(ran_on),
+                    ..OwnedCallValues::default()
+                };
+                (None, known)
+            }
         };
         self.calls.push(request);
         self.running.push(RunningCall {
             call_id: call_id.clone(),
             tool_name: tool_name.clone(),
             resumes,
+            known,
         });
         let chunk = AgentChunk::ToolCall {
             call_id,
@@ -562,11 +617,11 @@ impl Step<'_> {
     /// The running call `call_id` ended with `outcome`: its chunk, then the
     /// `step-finish` chunk if it was the step's last. An outcome of a call
     /// that does not run (already reported) changes nothing.
-    pub(crate) fn on_outcome(
+    pub(crate) async fn on_outcome(
         &mut self,
         call_id: &str,
         outcome: &CallOutcome,
-        show: impl Fn(&str, &str, Phase, &Value) -> Value,
+        show: impl Fn(&str, &str, Phase, &Value, CallValues<'_>) -> Shown,
     ) -> Vec<AgentChunk> {
         let Some(index) = self.running.iter().position(|c| c.call_id == call_id) else {
             return Vec::new();
@@ -581,7 +636,10 @@ impl Step<'_> {
             }
         }
         run.record_outcome(&call.call_id, &call.tool_name, outcome);
-        let chunk = run.outcome_chunk(&call.call_id, &call.tool_name, outcome, &show);
+        let known = call.known.values();
+        let chunk = run
+            .outcome_chunk(&call.call_id, &call.tool_name, outcome, &show, known)
+            .await;
         let mut due = vec![chunk];
         due.extend(self.end_if_settled());
         due
@@ -629,8 +687,14 @@ mod tests {
 
     /// Shows a payload tagged with its phase, so the tests see which
     /// projection each chunk asked for.
-    fn shown(_call_id: &str, _tool_name: &str, phase: Phase, value: &Value) -> Value {
-        json!({ format!("{phase:?}"): value })
+    fn shown(
+        _call_id: &str,
+        _tool_name: &str,
+        phase: Phase,
+        value: &Value,
+        _known: CallValues<'_>,
+    ) -> Shown {
+        Box::pin(std::future::ready(json!({ format!("{phase:?}"): value })))
     }
 
     fn machine(max_steps: usize, auto_resume: bool) -> RunMachine {
@@ -665,8 +729,10 @@ mod tests {
     }
 
     /// Starts the call: its arguments are complete, and need no restoring.
-    fn call(step: &mut Step<'_>, call_id: &str, tool_name: &str, args: Value) -> CallStart {
-        let (start, _) = step.on_call_input(request(call_id, tool_name, args.clone()), args, shown);
+    async fn call(step: &mut Step<'_>, call_id: &str, tool_name: &str, args: Value) -> CallStart {
+        let (start, _) = step
+            .on_call_input(request(call_id, tool_name, args.clone()), args, shown)
+            .await;
         start
     }
 
@@ -726,25 +792,27 @@ mod tests {
     }
 
     /// A run whose first step waits on `transfer`'s approval while `lookup` completed.
-    fn waiting_on_transfer() -> RunMachine {
+    async fn waiting_on_transfer() -> RunMachine {
         let mut run = machine(10, false);
         let mut step = next_step(&mut run);
-        call(&mut step, "c-transfer", "transfer", json!({ "amount": 10 }));
-        call(&mut step, "c-lookup", "lookup", json!({}));
+        call(&mut step, "c-transfer", "transfer", json!({ "amount": 10 })).await;
+        call(&mut step, "c-lookup", "lookup", json!({})).await;
         step.on_finish(ModelFinish::ToolCalls);
         step.end_answer();
         step.on_outcome(
             "c-transfer",
             &approval("c-transfer", json!({ "amount": 10 })),
             shown,
-        );
-        step.on_outcome("c-lookup", &completed(json!({ "balance": 100 })), shown);
+        )
+        .await;
+        step.on_outcome("c-lookup", &completed(json!({ "balance": 100 })), shown)
+            .await;
         assert_eq!(run_end(&mut run).reason, FinishReason::Suspended);
         run
     }
 
-    #[test]
-    fn an_answer_without_calls_ends_the_run_with_the_models_reason() {
+    #[tokio::test]
+    async fn an_answer_without_calls_ends_the_run_with_the_models_reason() {
         for (finish, reason) in [
             (ModelFinish::Stop, FinishReason::Stop),
             (ModelFinish::Length, FinishReason::Length),
@@ -780,8 +848,8 @@ mod tests {
         }
     }
 
-    #[test]
-    fn an_answer_that_does_not_say_why_it_ended_stopped() {
+    #[tokio::test]
+    async fn an_answer_that_does_not_say_why_it_ended_stopped() {
         let mut run = machine(10, false);
         let mut step = next_step(&mut run);
         step.on_text("hi".into());
@@ -789,15 +857,17 @@ mod tests {
         assert_eq!(run_end(&mut run).reason, FinishReason::Stop);
     }
 
-    #[test]
-    fn parallel_calls_where_one_waits_for_approval_and_one_completes_end_suspended() {
+    #[tokio::test]
+    async fn parallel_calls_where_one_waits_for_approval_and_one_completes_end_suspended() {
         let mut run = machine(10, false);
         let mut step = next_step(&mut run);
-        let (start, chunk) = step.on_call_input(
-            request("c-transfer", "transfer", json!({ "amount": 10 })),
-            json!({ "amount": 10 }),
-            shown,
-        );
+        let (start, chunk) = step
+            .on_call_input(
+                request("c-transfer", "transfer", json!({ "amount": 10 })),
+                json!({ "amount": 10 }),
+                shown,
+            )
+            .await;
         assert_eq!(start, CallStart::Run(json!({ "amount": 10 })));
         assert_eq!(
             chunk,
@@ -807,14 +877,16 @@ mod tests {
                 args: json!({ "Input": { "amount": 10 } }),
             }
         );
-        call(&mut step, "c-lookup", "lookup", json!({}));
+        call(&mut step, "c-lookup", "lookup", json!({})).await;
         step.on_finish(ModelFinish::ToolCalls);
         assert_eq!(step.end_answer(), [], "the calls still run");
-        let waits = step.on_outcome(
-            "c-transfer",
-            &approval("c-transfer", json!({ "amount": 10 })),
-            shown,
-        );
+        let waits = step
+            .on_outcome(
+                "c-transfer",
+                &approval("c-transfer", json!({ "amount": 10 })),
+                shown,
+            )
+            .await;
         assert_eq!(
             waits,
             [AgentChunk::ToolCallApproval {
@@ -824,7 +896,9 @@ mod tests {
                 resume_schema: approval_schema(),
             }]
         );
-        let settles = step.on_outcome("c-lookup", &completed(json!({ "balance": 100 })), shown);
+        let settles = step
+            .on_outcome("c-lookup", &completed(json!({ "balance": 100 })), shown)
+            .await;
         assert_eq!(
             settles,
             [
@@ -857,15 +931,15 @@ mod tests {
         );
     }
 
-    #[test]
-    fn once_every_call_settled_the_next_step_reads_their_results_in_call_order() {
+    #[tokio::test]
+    async fn once_every_call_settled_the_next_step_reads_their_results_in_call_order() {
         let mut run = machine(10, false);
         let mut step = next_step(&mut run);
-        call(&mut step, "c1", "lookup", json!({}));
-        call(&mut step, "c2", "transfer", json!({ "amount": 1 }));
+        call(&mut step, "c1", "lookup", json!({})).await;
+        call(&mut step, "c2", "transfer", json!({ "amount": 1 })).await;
         step.end_answer();
-        step.on_outcome("c2", &declined("no"), shown);
-        let last = step.on_outcome("c1", &completed(json!(1)), shown);
+        step.on_outcome("c2", &declined("no"), shown).await;
+        let last = step.on_outcome("c1", &completed(json!(1)), shown).await;
         assert_eq!(last[1], step_finish(1, ModelFinish::Stop));
         let next = next_step(&mut run);
         assert_eq!(next.record().steps, 2);
@@ -879,15 +953,18 @@ mod tests {
         assert!(next.record().settled.is_empty());
     }
 
-    #[test]
-    fn a_decision_settling_the_last_waiting_call_closes_the_step_and_goes_on() {
-        let mut run = waiting_on_transfer();
-        let decided = run.on_decision(
-            "c-transfer",
-            &completed(json!({ "sent": 10 })),
-            false,
-            shown,
-        );
+    #[tokio::test]
+    async fn a_decision_settling_the_last_waiting_call_closes_the_step_and_goes_on() {
+        let mut run = waiting_on_transfer().await;
+        let decided = run
+            .on_decision(
+                "c-transfer",
+                &completed(json!({ "sent": 10 })),
+                false,
+                None,
+                shown,
+            )
+            .await;
         assert_eq!(
             decided,
             Decided::StepSettled(AgentChunk::ToolResult {
@@ -909,18 +986,22 @@ mod tests {
         assert_eq!(next_step(&mut run).record().steps, 2);
     }
 
-    #[test]
-    fn a_decision_while_another_call_waits_keeps_the_run_suspended() {
+    #[tokio::test]
+    async fn a_decision_while_another_call_waits_keeps_the_run_suspended() {
         let mut run = machine(10, false);
         let mut step = next_step(&mut run);
-        call(&mut step, "c-a", "transfer", json!({ "amount": 1 }));
-        call(&mut step, "c-b", "transfer", json!({ "amount": 2 }));
+        call(&mut step, "c-a", "transfer", json!({ "amount": 1 })).await;
+        call(&mut step, "c-b", "transfer", json!({ "amount": 2 })).await;
         step.end_answer();
-        step.on_outcome("c-a", &approval("c-a", json!({ "amount": 1 })), shown);
-        step.on_outcome("c-b", &approval("c-b", json!({ "amount": 2 })), shown);
+        step.on_outcome("c-a", &approval("c-a", json!({ "amount": 1 })), shown)
+            .await;
+        step.on_outcome("c-b", &approval("c-b", json!({ "amount": 2 })), shown)
+            .await;
         run_end(&mut run);
 
-        let decided = run.on_decision("c-a", &completed(json!({ "sent": 1 })), false, shown);
+        let decided = run
+            .on_decision("c-a", &completed(json!({ "sent": 1 })), false, None, shown)
+            .await;
         assert!(matches!(
             decided,
             Decided::CallsWait(AgentChunk::ToolResult { .. })
@@ -929,7 +1010,9 @@ mod tests {
         assert_eq!(run.record().waiting.keys().collect::<Vec<_>>(), ["c-b"]);
         assert_eq!(run_end(&mut run).reason, FinishReason::Suspended);
 
-        let decided = run.on_decision("c-b", &declined("no"), false, shown);
+        let decided = run
+            .on_decision("c-b", &declined("no"), false, None, shown)
+            .await;
         assert!(matches!(
             decided,
             Decided::StepSettled(AgentChunk::ToolError { .. })
@@ -943,24 +1026,25 @@ mod tests {
         );
     }
 
-    #[test]
-    fn refused_resume_data_keeps_the_call_waiting_and_the_stored_run_unchanged() {
+    #[tokio::test]
+    async fn refused_resume_data_keeps_the_call_waiting_and_the_stored_run_unchanged() {
         let mut run = machine(10, false);
         let mut step = next_step(&mut run);
-        call(&mut step, "c-book", "book", json!({ "restaurant": "Roma" }));
+        call(&mut step, "c-book", "book", json!({ "restaurant": "Roma" })).await;
         step.end_answer();
         step.on_outcome(
             "c-book",
             &suspended("c-book", json!({ "restaurant": "Roma" })),
             shown,
-        );
+        )
+        .await;
         run_end(&mut run);
         let before = run.record().clone();
 
         let refused = CallOutcome::Failed {
             error: ModelError::new(ErrorKind::InputValidation, "seats: 0 is less than 1"),
         };
-        let decided = run.on_decision("c-book", &refused, true, shown);
+        let decided = run.on_decision("c-book", &refused, true, None, shown).await;
         let Decided::CallStillPending(AgentChunk::ToolError { call_id, error, .. }) = decided
         else {
             panic!("the refusal's error: {decided:?}");
@@ -971,17 +1055,18 @@ mod tests {
         assert_eq!(run_end(&mut run).reason, FinishReason::Suspended);
     }
 
-    #[test]
-    fn a_call_suspended_again_by_its_resume_waits_with_the_new_payload() {
+    #[tokio::test]
+    async fn a_call_suspended_again_by_its_resume_waits_with_the_new_payload() {
         let mut run = machine(10, false);
         let mut step = next_step(&mut run);
-        call(&mut step, "c-book", "book", json!({ "restaurant": "Roma" }));
+        call(&mut step, "c-book", "book", json!({ "restaurant": "Roma" })).await;
         step.end_answer();
         step.on_outcome(
             "c-book",
             &suspended("c-book", json!({ "restaurant": "Roma" })),
             shown,
-        );
+        )
+        .await;
         run_end(&mut run);
 
         let again = CallOutcome::Suspended {
@@ -990,7 +1075,7 @@ mod tests {
             payload: json!({ "question": "which day?" }),
             resume_schema: None,
         };
-        let decided = run.on_decision("c-book", &again, false, shown);
+        let decided = run.on_decision("c-book", &again, false, None, shown).await;
         assert!(matches!(
             decided,
             Decided::CallsWait(AgentChunk::ToolCallSuspended { .. })
@@ -1000,30 +1085,35 @@ mod tests {
         assert_eq!(waiting.resume_schema, None);
     }
 
-    #[test]
-    fn a_decision_on_a_call_that_no_longer_waits_changes_nothing() {
-        let mut run = waiting_on_transfer();
+    #[tokio::test]
+    async fn a_decision_on_a_call_that_no_longer_waits_changes_nothing() {
+        let mut run = waiting_on_transfer().await;
         let before = run.record().clone();
         for call_id in ["c-lookup", "c-unknown"] {
-            let decided = run.on_decision(call_id, &completed(json!(1)), false, shown);
+            let decided = run
+                .on_decision(call_id, &completed(json!(1)), false, None, shown)
+                .await;
             assert_eq!(decided, Decided::NotWaiting);
         }
         assert_eq!(run.record(), &before);
     }
 
-    #[test]
-    fn a_suspension_without_auto_resume_ends_the_run_suspended_after_the_other_calls_settle() {
+    #[tokio::test]
+    async fn a_suspension_without_auto_resume_ends_the_run_suspended_after_the_other_calls_settle()
+    {
         let mut run = machine(10, false);
         let mut step = next_step(&mut run);
-        call(&mut step, "c-book", "book", json!({ "restaurant": "Roma" }));
-        call(&mut step, "c-lookup", "lookup", json!({}));
+        call(&mut step, "c-book", "book", json!({ "restaurant": "Roma" })).await;
+        call(&mut step, "c-lookup", "lookup", json!({})).await;
         step.on_finish(ModelFinish::ToolCalls);
         step.end_answer();
-        let suspends = step.on_outcome(
-            "c-book",
-            &suspended("c-book", json!({ "restaurant": "Roma" })),
-            shown,
-        );
+        let suspends = step
+            .on_outcome(
+                "c-book",
+                &suspended("c-book", json!({ "restaurant": "Roma" })),
+                shown,
+            )
+            .await;
         assert_eq!(
             suspends,
             [AgentChunk::ToolCallSuspended {
@@ -1035,7 +1125,9 @@ mod tests {
             }],
             "the step goes on while c-lookup runs"
         );
-        let last = step.on_outcome("c-lookup", &completed(json!(1)), shown);
+        let last = step
+            .on_outcome("c-lookup", &completed(json!(1)), shown)
+            .await;
         assert_eq!(last.last(), Some(&step_finish(1, ModelFinish::ToolCalls)));
         let end = run_end(&mut run);
         assert_eq!((end.reason, end.finished), (FinishReason::Suspended, false));
@@ -1051,9 +1143,9 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_reply_gets_past_no_approval() {
-        let mut run = waiting_on_transfer();
+    #[tokio::test]
+    async fn a_reply_gets_past_no_approval() {
+        let mut run = waiting_on_transfer().await;
         let before = run.record().clone();
         let reply = run.on_reply("run-1", "yes, do it".into());
         assert!(
@@ -1064,23 +1156,24 @@ mod tests {
     }
 
     /// A run whose `book` call c1 is suspended, with auto-resume.
-    fn suspended_booking() -> RunMachine {
+    async fn suspended_booking() -> RunMachine {
         let mut run = machine(10, true);
         let mut step = next_step(&mut run);
-        call(&mut step, "c1", "book", json!({ "restaurant": "Roma" }));
+        call(&mut step, "c1", "book", json!({ "restaurant": "Roma" })).await;
         step.end_answer();
         step.on_outcome(
             "c1",
             &suspended("c1", json!({ "restaurant": "Roma" })),
             shown,
-        );
+        )
+        .await;
         run_end(&mut run);
         run
     }
 
-    #[test]
-    fn a_reply_with_auto_resume_answers_the_suspension_and_keeps_it_resumable() {
-        let mut run = suspended_booking();
+    #[tokio::test]
+    async fn a_reply_with_auto_resume_answers_the_suspension_and_keeps_it_resumable() {
+        let mut run = suspended_booking().await;
         run.on_reply("run-1", "4 people".into()).unwrap();
         let record = run.record();
         assert!(record.waiting.is_empty());
@@ -1101,14 +1194,15 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_call_naming_a_suspension_resumes_it_and_its_result_is_the_calls() {
-        let mut run = suspended_booking();
+    #[tokio::test]
+    async fn a_call_naming_a_suspension_resumes_it_and_its_result_is_the_calls() {
+        let mut run = suspended_booking().await;
         run.on_reply("run-1", "4 people".into()).unwrap();
         let mut step = next_step(&mut run);
         let args = json!({ "restaurant": "Roma", "suspendedToolCallId": "c1", "resumeData": { "seats": 4 } });
-        let (start, chunk) =
-            step.on_call_input(request("c2", "book", args.clone()), args.clone(), shown);
+        let (start, chunk) = step
+            .on_call_input(request("c2", "book", args.clone()), args.clone(), shown)
+            .await;
         assert_eq!(
             start,
             CallStart::Resume {
@@ -1127,7 +1221,9 @@ mod tests {
         );
         step.end_answer();
         let booked = json!({ "booked": 4 });
-        let chunks = step.on_outcome("c2", &completed(booked.clone()), shown);
+        let chunks = step
+            .on_outcome("c2", &completed(booked.clone()), shown)
+            .await;
         assert!(matches!(&chunks[0], AgentChunk::ToolResult { call_id, .. } if call_id == "c2"));
         assert!(
             step.record().suspensions.is_empty(),
@@ -1148,9 +1244,10 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_call_naming_a_suspension_it_cannot_resume_is_refused_and_without_auto_resume_just_runs() {
-        let mut run = suspended_booking();
+    #[tokio::test]
+    async fn a_call_naming_a_suspension_it_cannot_resume_is_refused_and_without_auto_resume_just_runs()
+     {
+        let mut run = suspended_booking().await;
         run.on_reply("run-1", "4 people".into()).unwrap();
         let mut step = next_step(&mut run);
         let other_tool = call(
@@ -1158,13 +1255,15 @@ mod tests {
             "c2",
             "lookup",
             json!({ "suspendedToolCallId": "c1" }),
-        );
+        )
+        .await;
         let unknown = call(
             &mut step,
             "c3",
             "book",
             json!({ "suspendedToolCallId": "c9" }),
-        );
+        )
+        .await;
         for (start, message) in [
             (
                 other_tool,
@@ -1191,12 +1290,13 @@ mod tests {
             "c1",
             "book",
             json!({ "restaurant": "Roma", "suspendedToolCallId": "c0", "resumeData": null }),
-        );
+        )
+        .await;
         assert_eq!(start, CallStart::Run(json!({ "restaurant": "Roma" })));
     }
 
-    #[test]
-    fn a_call_cut_off_never_runs_and_the_model_reads_why() {
+    #[tokio::test]
+    async fn a_call_cut_off_never_runs_and_the_model_reads_why() {
         let mut run = machine(10, false);
         let mut step = next_step(&mut run);
         let message = "Tool call c1 to transfer was cut off (the stream ended); it did not run.";
@@ -1240,15 +1340,16 @@ mod tests {
         );
     }
 
-    #[test]
-    fn max_steps_ends_the_run_with_tool_calls_and_the_last_results_kept() {
+    #[tokio::test]
+    async fn max_steps_ends_the_run_with_tool_calls_and_the_last_results_kept() {
         let mut run = machine(2, false);
         for n in 1..=2 {
             let mut step = next_step(&mut run);
-            call(&mut step, &format!("c{n}"), "lookup", json!({}));
+            call(&mut step, &format!("c{n}"), "lookup", json!({})).await;
             step.on_finish(ModelFinish::ToolCalls);
             step.end_answer();
-            step.on_outcome(&format!("c{n}"), &completed(json!(n)), shown);
+            step.on_outcome(&format!("c{n}"), &completed(json!(n)), shown)
+                .await;
         }
         let end = run_end(&mut run);
         assert_eq!((end.reason, end.finished), (FinishReason::ToolCalls, true));
@@ -1261,11 +1362,11 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_model_failure_ends_the_run_with_an_error_once_the_running_calls_settle() {
+    #[tokio::test]
+    async fn a_model_failure_ends_the_run_with_an_error_once_the_running_calls_settle() {
         let mut run = machine(10, false);
         let mut step = next_step(&mut run);
-        call(&mut step, "c1", "lookup", json!({}));
+        call(&mut step, "c1", "lookup", json!({})).await;
         assert_eq!(
             step.on_model_error("provider down".into()),
             AgentChunk::Error {
@@ -1273,7 +1374,7 @@ mod tests {
             }
         );
         assert_eq!(step.end_answer(), []);
-        let last = step.on_outcome("c1", &completed(json!(1)), shown);
+        let last = step.on_outcome("c1", &completed(json!(1)), shown).await;
         assert_eq!(last.last(), Some(&step_finish(1, ModelFinish::Stop)));
         let end = run_end(&mut run);
         assert_eq!((end.reason, end.finished), (FinishReason::Error, true));
@@ -1283,19 +1384,29 @@ mod tests {
         );
     }
 
-    #[test]
-    fn the_same_outcome_reported_twice_is_reported_once() {
+    #[tokio::test]
+    async fn the_same_outcome_reported_twice_is_reported_once() {
         let mut run = machine(10, false);
         let mut step = next_step(&mut run);
-        call(&mut step, "c1", "lookup", json!({}));
-        call(&mut step, "c2", "lookup", json!({}));
+        call(&mut step, "c1", "lookup", json!({})).await;
+        call(&mut step, "c2", "lookup", json!({})).await;
         step.end_answer();
-        assert_eq!(step.on_outcome("c1", &completed(json!(1)), shown).len(), 1);
-        assert_eq!(step.on_outcome("c1", &completed(json!(2)), shown), []);
-        assert_eq!(step.record().settled["c1"].result, json!(1));
-        assert_eq!(step.on_outcome("c2", &completed(json!(2)), shown).len(), 2);
         assert_eq!(
-            step.on_outcome("c2", &completed(json!(2)), shown),
+            step.on_outcome("c1", &completed(json!(1)), shown)
+                .await
+                .len(),
+            1
+        );
+        assert_eq!(step.on_outcome("c1", &completed(json!(2)), shown).await, []);
+        assert_eq!(step.record().settled["c1"].result, json!(1));
+        assert_eq!(
+            step.on_outcome("c2", &completed(json!(2)), shown)
+                .await
+                .len(),
+            2
+        );
+        assert_eq!(
+            step.on_outcome("c2", &completed(json!(2)), shown).await,
             [],
             "no second step-finish"
         );

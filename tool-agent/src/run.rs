@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tool_core::provider::Export;
-use tool_core::transform::Phase;
+use tool_core::transform::{CallValues, Phase};
 use tool_core::{AgentContext, ErrorKind, Extensions, ModelError, RequestContext};
 use tool_runtime::{
     Assembled, CallHead, CallOutcome, CompleteCall, Decision, InputStream, Payload, Runtime,
@@ -20,7 +20,7 @@ use tool_runtime::{
 
 use crate::chunk::{AgentChunk, FinishReason};
 use crate::error::AgentError;
-use crate::machine::{CallStart, Decided, Next, RunMachine, RunSettings, Step};
+use crate::machine::{CallStart, Decided, Next, RunMachine, RunSettings, Shown, Step};
 use crate::model::{Model, ModelEvent, ModelRequest, ToolCallRequest};
 use crate::record::{RunRecord, Thread};
 
@@ -107,7 +107,7 @@ impl Runner {
             let call_id = task.call_id.clone();
             let outcome = task.outcome().await;
             chunks
-                .send_all(step.on_outcome(&call_id, &outcome, self.show()))
+                .send_all(step.on_outcome(&call_id, &outcome, self.show()).await)
                 .await?;
         }
         Ok(())
@@ -162,7 +162,7 @@ impl Runner {
                     tool_name: tool_name.clone(),
                     arguments,
                 };
-                let (start, chunk) = step.on_call_input(request, input, self.show());
+                let (start, chunk) = step.on_call_input(request, input, self.show()).await;
                 let thread = &step.record().thread;
                 tasks.push(self.start(run_id, thread, call_id, tool_name, start, stream));
                 chunks.send(chunk).await
@@ -240,6 +240,10 @@ impl Runner {
             Err(error) => return chunks.fail(run_id, error.to_string()).await,
         };
         let extensions = self.decided_with(run_id, &thread, tool_name.as_deref());
+        let resume_data = match &decision {
+            Decision::Resume(data) => Some(data.clone()),
+            _ => None,
+        };
         let outcome = match self.runtime.decide(&stored_id, decision, extensions).await {
             Ok(outcome) => outcome,
             Err(error) => return chunks.fail(run_id, error.to_string()).await,
@@ -255,19 +259,25 @@ impl Runner {
                 Err(error) => return chunks.fail(run_id, error.to_string()).await,
             };
             let mut run = self.machine(record);
-            let (chunk, goes_on) =
-                match run.on_decision(call_id, &outcome, still_pending, self.show()) {
-                    Decided::NotWaiting => {
-                        let message = format!("call {call_id:?} was decided by another decision");
-                        return chunks.fail(run_id, message).await;
-                    }
-                    Decided::CallStillPending(chunk) => {
-                        chunks.send(chunk).await?;
-                        return chunks.finish(run_id, FinishReason::Suspended).await;
-                    }
-                    Decided::CallsWait(chunk) => (chunk, false),
-                    Decided::StepSettled(chunk) => (chunk, true),
-                };
+            let decided = run.on_decision(
+                call_id,
+                &outcome,
+                still_pending,
+                resume_data.as_ref(),
+                self.show(),
+            );
+            let (chunk, goes_on) = match decided.await {
+                Decided::NotWaiting => {
+                    let message = format!("call {call_id:?} was decided by another decision");
+                    return chunks.fail(run_id, message).await;
+                }
+                Decided::CallStillPending(chunk) => {
+                    chunks.send(chunk).await?;
+                    return chunks.finish(run_id, FinishReason::Suspended).await;
+                }
+                Decided::CallsWait(chunk) => (chunk, false),
+                Decided::StepSettled(chunk) => (chunk, true),
+            };
             // Reported once the run has it: a save that lost to a concurrent
             // decision is made again, and its result is not reported twice.
             match self.save(run_id, Some(revision), false, run.record()).await {
@@ -290,16 +300,11 @@ impl Runner {
     }
 
     /// How chunks show a call's payload: its tool's display transform.
-    fn show(&self) -> impl Fn(&str, &str, Phase, &Value) -> Value + '_ {
-        |call_id, tool_name, phase, value| {
-            Payload::of(
-                self.runtime.tool(tool_name),
-                call_id,
-                tool_name,
-                phase,
-                value,
-            )
-            .display
+    fn show(&self) -> impl Fn(&str, &str, Phase, &Value, CallValues<'_>) -> Shown + '_ {
+        |call_id, tool_name, phase, value, known| {
+            let tool = self.runtime.tool(tool_name);
+            let payload = Payload::of(tool, call_id, tool_name, phase, value, known);
+            Box::pin(async move { payload.await.display })
         }
     }
 

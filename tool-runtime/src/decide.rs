@@ -10,7 +10,7 @@
 //! leave a claimed call half-run: it finishes and its outcome is recorded.
 
 use serde_json::{Value, json};
-use tool_core::transform::Phase;
+use tool_core::transform::{CallValues, Phase};
 use tool_core::{CallContext, ErrorKind, Extensions, ModelError, Reconciled, RequestContext, Tool};
 use tracing::Instrument as _;
 
@@ -142,9 +142,19 @@ impl Decisions {
                     .with_request_context(RequestContext::from(stored.call.request_context.clone()))
                     .resuming(data.clone(), stored.call.payload.clone());
                 if let Err(error) = tool.admit(stored.call.input.clone(), check) {
-                    let _entered = span.enter();
-                    tracing::info!(%error, "resume data rejected; the call stays suspended");
-                    return Ok(self.path.failed(Some(&tool), call_id, tool.id(), error));
+                    span.in_scope(|| {
+                        tracing::info!(%error, "resume data rejected; the call stays suspended");
+                    });
+                    let known = CallValues {
+                        input: Some(&stored.call.input),
+                        suspend_payload: stored.call.payload.as_ref(),
+                        resume_data: Some(data),
+                        ..CallValues::default()
+                    };
+                    let failed = self
+                        .path
+                        .failed(Some(&tool), call_id, tool.id(), error, known);
+                    return Ok(failed.instrument(span.clone()).await);
                 }
                 Claim::Run(Some(data.clone()))
             }
@@ -176,12 +186,28 @@ impl Decisions {
         {
             let _entered = span.enter();
             tracing::info!("tool call {}", decision.step_past());
-            self.path
-                .events()
-                .emit(call_id, &tool_id, || EventKind::Resumed {
-                    payload: Payload::of(tool.as_ref(), call_id, &tool_id, Phase::Resume, &shown),
-                });
         }
+        let known = CallValues {
+            input: Some(&stored.call.input),
+            suspend_payload: stored.call.payload.as_ref(),
+            ..CallValues::default()
+        };
+        let payload = || {
+            Payload::of(
+                tool.as_ref(),
+                call_id,
+                &tool_id,
+                Phase::Resume,
+                &shown,
+                known,
+            )
+        };
+        let event = |payload| EventKind::Resumed { payload };
+        let emitted = self
+            .path
+            .events()
+            .emit_shown(call_id, &tool_id, payload, event);
+        emitted.instrument(span.clone()).await;
         let resume_data = match decision {
             Decision::Resume(data) => Some(data),
             _ => None,
@@ -366,7 +392,15 @@ impl Decisions {
         span.in_scope(|| {
             tracing::error!("interrupted call settled as failed; it is not retry-safe")
         });
-        let outcome = self.path.failed(tool.as_ref(), &call_id, &tool_id, error);
+        let known = CallValues {
+            input: Some(&stored.call.input),
+            suspend_payload: stored.call.payload.as_ref(),
+            ..CallValues::default()
+        };
+        let outcome = self
+            .path
+            .failed(tool.as_ref(), &call_id, &tool_id, error, known)
+            .await;
         self.settle_recovered(call_id, tool_id, &lease, outcome)
             .await
     }

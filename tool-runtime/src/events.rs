@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::Value;
 use tokio::sync::{Notify, broadcast};
-use tool_core::transform::{Phase, Target, TransformContext};
+use tool_core::transform::{CallValues, Phase, Target, TransformContext};
 use tool_core::{LogRecord, Progress, Tool};
 
 use crate::outcome::CallOutcome;
@@ -412,6 +412,23 @@ impl EventBus {
         }
     }
 
+    /// Sends the event `make` builds from the projected payload `payload`
+    /// gives, if anyone listens: only then do the tool's transformers run.
+    pub(crate) async fn emit_shown<P>(
+        &self,
+        call_id: &str,
+        tool_id: &str,
+        payload: impl FnOnce() -> P,
+        make: impl FnOnce(Payload) -> EventKind,
+    ) where
+        P: Future<Output = Payload>,
+    {
+        if self.active() {
+            let payload = payload().await;
+            self.emit(call_id, tool_id, || make(payload));
+        }
+    }
+
     /// Sends a call's progress or log message to the subscribers and to the
     /// watchers of the call. A watcher that has `capacity` notices unread
     /// skips this one (logged), as a subscriber that falls behind does.
@@ -440,27 +457,43 @@ impl EventBus {
 impl Payload {
     /// The display and transcript projections of `raw`, the payload of
     /// `phase` of the call `call_id` to `tool_id`, through `tool`'s
-    /// transforms (`None`: no tool, the raw value both ways). What events,
-    /// an agent's chunks and any UI built on the runtime show.
+    /// transforms (`None`: no tool, the raw value both ways); `known` is
+    /// what the call gave in its other phases, which the transformers see
+    /// ([`CallValues`]). What events, an agent's chunks and any UI built on
+    /// the runtime show. Async transformers run when the future is polled,
+    /// each within its transform's time limit.
     ///
     /// ```
     /// use serde_json::json;
-    /// use tool_core::transform::{Phase, ToolTransform};
+    /// use tool_core::transform::{CallValues, Phase, ToolTransform};
     /// use tool_core::{Tool, ToolError};
     /// use tool_runtime::Payload;
     ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
     /// let login = Tool::builder("login")
     ///     .description("Log in")
-    ///     .transform(ToolTransform::new().display(Phase::Input, |ctx| {
-    ///         Some(json!({ "user": ctx.payload["user"], "password": "***" }))
-    ///     }))
+    ///     .transform(
+    ///         ToolTransform::new()
+    ///             .display(Phase::Input, |ctx| {
+    ///                 Some(json!({ "user": ctx.payload["user"], "password": "***" }))
+    ///             })
+    ///             .display(Phase::Output, |ctx| {
+    ///                 Some(json!({ "user": ctx.known.input?["user"], "result": ctx.payload }))
+    ///             }),
+    ///     )
     ///     .execute(|_input, _ctx| async move { Ok::<_, ToolError>(json!("ok")) })
     ///     .build()
     ///     .unwrap();
     /// let raw = json!({ "user": "ada", "password": "hunter2" });
-    /// let shown = Payload::of(Some(&login), "c1", "login", Phase::Input, &raw);
+    /// let shown = Payload::of(Some(&login), "c1", "login", Phase::Input, &raw, CallValues::default()).await;
     /// assert_eq!(shown.display, json!({ "user": "ada", "password": "***" }));
     /// assert_eq!(shown.transcript, raw);
+    ///
+    /// let known = CallValues { input: Some(&raw), ..CallValues::default() };
+    /// let shown = Payload::of(Some(&login), "c1", "login", Phase::Output, &json!("ok"), known).await;
+    /// assert_eq!(shown.display, json!({ "user": "ada", "result": "ok" }));
+    /// # }
     /// ```
     pub fn of(
         tool: Option<&Tool>,
@@ -468,28 +501,35 @@ impl Payload {
         tool_id: &str,
         phase: Phase,
         raw: &Value,
-    ) -> Payload {
-        let project = |target| match tool {
-            None => raw.clone(),
-            Some(tool) => tool
-                .transform()
-                .apply(&TransformContext {
-                    target,
-                    phase,
-                    tool_id,
-                    call_id,
-                    payload: raw,
-                })
-                .unwrap_or(Value::Null),
+        known: CallValues<'_>,
+    ) -> impl Future<Output = Payload> + Send + 'static {
+        let project = |target| {
+            let ctx = TransformContext::new(target, phase, tool_id, call_id, raw, known);
+            tool.map(|tool| tool.transform().project(&ctx))
         };
-        Payload {
-            display: project(Target::Display),
-            transcript: project(Target::Transcript),
+        let (display, transcript) = (project(Target::Display), project(Target::Transcript));
+        let raw = raw.clone();
+        async move {
+            // Suppressed is for input deltas only: a whole phase never is.
+            let display = match display {
+                Some(display) => display.await.shown(&raw).unwrap_or(Value::Null),
+                None => raw.clone(),
+            };
+            let transcript = match transcript {
+                Some(transcript) => transcript.await.shown(&raw).unwrap_or(Value::Null),
+                None => raw,
+            };
+            Payload {
+                display,
+                transcript,
+            }
         }
     }
 
     /// The display projection of `delta`, a fragment of streamed arguments;
-    /// `None` when `tool`'s display transform suppresses deltas.
+    /// `None` when `tool`'s display transform suppresses deltas. Shown as
+    /// it streams, without waiting: an async input-delta transformer
+    /// suppresses them ([`Projecting::now`](tool_core::transform::Projecting::now)).
     ///
     /// ```
     /// use serde_json::json;
@@ -504,16 +544,18 @@ impl Payload {
         delta: &str,
     ) -> Option<Value> {
         let raw = Value::String(delta.to_owned());
-        match tool {
-            None => Some(raw),
-            Some(tool) => tool.transform().apply(&TransformContext {
-                target: Target::Display,
-                phase: Phase::InputDelta,
-                tool_id,
-                call_id,
-                payload: &raw,
-            }),
-        }
+        let Some(tool) = tool else {
+            return Some(raw);
+        };
+        let ctx = TransformContext::new(
+            Target::Display,
+            Phase::InputDelta,
+            tool_id,
+            call_id,
+            &raw,
+            CallValues::default(),
+        );
+        tool.transform().project(&ctx).now().shown(&raw)
     }
 }
 

@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use tool_core::hooks::{InputAvailable, OutputAvailable};
-use tool_core::transform::Phase;
+use tool_core::transform::{CallValues, OwnedCallValues, Phase};
 use tool_core::{
     AbortSignal, Admitted, BackgroundConfig, CallContext, Disposition, ErrorKind, ModelError,
     Outcome, RequestContext, Tool,
@@ -122,6 +122,9 @@ pub(crate) struct CallRecord {
     /// For a transactional tool's call, the transaction its tool's work is
     /// in, until it commits with the outcome (or is dropped, rolled back).
     pub(crate) transaction: std::sync::Mutex<Option<Box<dyn StoreTransaction>>>,
+    /// What the tool's transformers see of the call's earlier phases (kept
+    /// only for a tool with a transform, which alone reads them).
+    pub(crate) known: OwnedCallValues,
 }
 
 impl CallRecord {
@@ -258,7 +261,9 @@ impl CallPath {
         } = call;
         let Some(tool) = self.parts.tools.get(&tool_id).cloned() else {
             let error = self.parts.tools.unknown_tool(&tool_id);
-            return self.failed(None, &call_id, &tool_id, error);
+            return self
+                .failed(None, &call_id, &tool_id, error, CallValues::default())
+                .await;
         };
         let (abort, guard) = match streamed {
             Some((abort, guard)) => (abort, Some(guard)),
@@ -286,7 +291,13 @@ impl CallPath {
         if let Some(transaction) = &transaction {
             transaction.add_handle(&mut extensions);
         }
-        let record = CallRecord {
+        let mut known = OwnedCallValues::default();
+        if let Some((data, payload)) = resume.as_ref().filter(|_| !tool.transform().is_empty()) {
+            known.resume_data = Some(data.clone());
+            known.suspend_payload = payload.clone();
+        }
+        let mut record = CallRecord {
+            known,
             timeout: timeout.or_else(|| self.timeout_of(&tool)),
             tool,
             call_id,
@@ -301,13 +312,19 @@ impl CallPath {
         let admitted = match record.tool.admit(input, ctx) {
             Ok(admitted) => admitted,
             Err(error) => {
-                let outcome =
-                    self.failed(Some(&record.tool), &record.call_id, record.tool.id(), error);
+                let (tool, call_id) = (Some(&record.tool), record.call_id.as_str());
+                let known = record.known.values();
+                let outcome = self
+                    .failed(tool, call_id, record.tool.id(), error, known)
+                    .await;
                 return self.record(&record, outcome).await;
             }
         };
+        if !record.tool.transform().is_empty() {
+            record.known.input = Some(admitted.input().clone());
+        }
         if is_new {
-            self.input_available(&record, admitted.input());
+            self.input_available(&record, admitted.input()).await;
             if self.needs_approval(&record, admitted.input()) {
                 return self.request_approval(&record, admitted.into_input()).await;
             }
@@ -492,6 +509,7 @@ impl CallPath {
     pub(crate) async fn settle(&self, record: &CallRecord, ran: Ran) -> CallOutcome {
         let tool = &record.tool;
         let (call_id, tool_id) = (record.call_id.as_str(), tool.id());
+        let known = record.known.values();
         let events = &self.parts.events;
         if let (Some(lost), Some(lease)) = (ran.lost, &record.lease) {
             // Stopped because the claim ended: the call is another
@@ -506,9 +524,10 @@ impl CallPath {
                 let args = OutputAvailable::new(output, call_id, tool_id, &record.abort);
                 tool.hooks().output(&args);
                 self.parts.hooks.output(&args);
-                events.emit(call_id, tool_id, || EventKind::Output {
-                    payload: Payload::of(Some(tool), call_id, tool_id, Phase::Output, output),
-                });
+                let shown =
+                    || Payload::of(Some(tool), call_id, tool_id, Phase::Output, output, known);
+                let event = |payload| EventKind::Output { payload };
+                events.emit_shown(call_id, tool_id, shown, event).await;
             }
             Outcome::Suspended {
                 input,
@@ -529,25 +548,38 @@ impl CallPath {
                             "Tool {tool_id} suspended, but the suspension could not be stored: {error}"
                         ),
                     );
-                    let failed = self.failed(Some(tool), call_id, tool_id, error);
+                    let failed = self
+                        .failed(Some(tool), call_id, tool_id, error, known)
+                        .await;
                     return self.record(record, failed).await;
                 }
                 tracing::info!("tool call suspended");
-                events.emit(call_id, tool_id, || EventKind::Suspended {
-                    payload: Payload::of(Some(tool), call_id, tool_id, Phase::Suspend, suspended),
-                    resume_schema: resume_schema.clone(),
-                });
-            }
-            Outcome::Failed { error } => {
-                events.emit(call_id, tool_id, || EventKind::Error {
-                    payload: Payload::of(
+                let known = CallValues {
+                    input: Some(input),
+                    ..known
+                };
+                let shown = || {
+                    Payload::of(
                         Some(tool),
                         call_id,
                         tool_id,
-                        Phase::Error,
-                        &error.to_json(),
-                    ),
-                });
+                        Phase::Suspend,
+                        suspended,
+                        known,
+                    )
+                };
+                let event = |payload| EventKind::Suspended {
+                    payload,
+                    resume_schema: resume_schema.clone(),
+                };
+                events.emit_shown(call_id, tool_id, shown, event).await;
+            }
+            Outcome::Failed { error } => {
+                let error = error.to_json();
+                let shown =
+                    || Payload::of(Some(tool), call_id, tool_id, Phase::Error, &error, known);
+                let event = |payload| EventKind::Error { payload };
+                events.emit_shown(call_id, tool_id, shown, event).await;
             }
             Outcome::Aborted => {
                 let reason = if ran.timed_out {
@@ -605,7 +637,7 @@ impl CallPath {
         for_workers: bool,
     ) -> Result<Option<Lease>, CallOutcome> {
         let (tool, call_id) = (&record.tool, record.call_id.as_str());
-        let not_stored = |error: String| {
+        let not_stored = async |error: String| {
             tracing::error!(%error, "could not store the call before running it");
             let how = if tool.definition().transactional {
                 "is transactional"
@@ -619,14 +651,15 @@ impl CallPath {
                     tool.id()
                 ),
             );
-            self.failed(Some(tool), call_id, tool.id(), error)
+            let known = CallValues::default().with(Phase::Input, input);
+            self.failed(Some(tool), call_id, tool.id(), error, known)
+                .await
         };
         let task = self.pending_call(record, PendingKind::Task, input.clone(), None);
         let calls = &self.parts.stored;
-        calls
-            .insert(task)
-            .await
-            .map_err(|e| not_stored(e.to_string()))?;
+        if let Err(error) = calls.insert(task).await {
+            return Err(not_stored(error.to_string()).await);
+        }
         if for_workers {
             return Ok(None);
         }
@@ -636,7 +669,7 @@ impl CallPath {
         {
             Ok(Verdict::Claimed(_, lease)) => Ok(Some(lease)),
             Ok(_) | Err(RuntimeError::Running { .. }) => Ok(None),
-            Err(error) => Err(not_stored(error.to_string())),
+            Err(error) => Err(not_stored(error.to_string()).await),
         }
     }
 
@@ -707,33 +740,39 @@ impl CallPath {
     }
 
     /// A failure before execution: emit the error event, return the outcome.
-    pub(crate) fn failed(
+    /// `known`: what the call gave before, which the tool's transformers see.
+    pub(crate) async fn failed(
         &self,
         tool: Option<&Tool>,
         call_id: &str,
         tool_id: &str,
         error: ModelError,
+        known: CallValues<'_>,
     ) -> CallOutcome {
+        let json = error.to_json();
+        let shown = || Payload::of(tool, call_id, tool_id, Phase::Error, &json, known);
+        let event = |payload| EventKind::Error { payload };
         self.parts
             .events
-            .emit(call_id, tool_id, || EventKind::Error {
-                payload: Payload::of(tool, call_id, tool_id, Phase::Error, &error.to_json()),
-            });
+            .emit_shown(call_id, tool_id, shown, event)
+            .await;
         CallOutcome::failed(error)
     }
 
     /// `on_input_available` (the tool's, then the runtime's) and its event.
-    fn input_available(&self, record: &CallRecord, input: &Value) {
+    async fn input_available(&self, record: &CallRecord, input: &Value) {
         let (tool, call_id) = (&record.tool, record.call_id.as_str());
         let messages = record.messages.as_deref().unwrap_or_default();
         let args = InputAvailable::new(input, call_id, messages, &record.abort);
         tool.hooks().input_available(&args);
         self.parts.hooks.input_available(&args);
+        let known = CallValues::default();
+        let shown = || Payload::of(Some(tool), call_id, tool.id(), Phase::Input, input, known);
+        let event = |payload| EventKind::InputAvailable { payload };
         self.parts
             .events
-            .emit(call_id, tool.id(), || EventKind::InputAvailable {
-                payload: Payload::of(Some(tool), call_id, tool.id(), Phase::Input, input),
-            });
+            .emit_shown(call_id, tool.id(), shown, event)
+            .await;
     }
 
     /// Whether a call needs approval (see [`ApprovalPolicy::requires`]).
@@ -758,15 +797,22 @@ impl CallPath {
                 ErrorKind::Execution,
                 format!("Tool {tool_id} needs approval, but the call could not be stored: {error}"),
             );
-            return self.failed(Some(tool), call_id, tool_id, error);
+            let known = CallValues::default().with(Phase::Input, &input);
+            return self
+                .failed(Some(tool), call_id, tool_id, error, known)
+                .await;
         }
         tracing::info!("tool call waits for approval");
+        let known = CallValues::default();
+        let shown = || Payload::of(Some(tool), call_id, tool_id, Phase::Approval, &input, known);
+        let event = |payload| EventKind::ApprovalRequired {
+            payload,
+            resume_schema: decision_schema(),
+        };
         self.parts
             .events
-            .emit(call_id, tool_id, || EventKind::ApprovalRequired {
-                payload: Payload::of(Some(tool), call_id, tool_id, Phase::Approval, &input),
-                resume_schema: decision_schema(),
-            });
+            .emit_shown(call_id, tool_id, shown, event)
+            .await;
         CallOutcome::ApprovalRequired {
             call_id: record.call_id.clone(),
             input,

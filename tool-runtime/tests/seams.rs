@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use serde_json::json;
-use tool_core::transform::{Phase, ToolTransform};
+use tool_core::transform::{CallValues, Phase, ToolTransform};
 use tool_core::{AgentContext, Tool, ToolError};
 use tool_runtime::store::StoredRun;
 use tool_runtime::{CallOutcome, Decision, Notice, Payload, Runtime, RuntimeError, ToolCall};
@@ -173,8 +173,8 @@ fn the_notices_of_a_pending_call_are_those_its_outcome_gives() {
     );
 }
 
-#[test]
-fn payload_projections_follow_the_tools_transforms() {
+#[tokio::test]
+async fn payload_projections_follow_the_tools_transforms() {
     let tool = Tool::builder("login")
         .description("Log in")
         .transform(
@@ -188,12 +188,21 @@ fn payload_projections_follow_the_tools_transforms() {
         .build()
         .unwrap();
     let raw = json!({ "user": "ada", "password": "hunter2" });
-    let shown = Payload::of(Some(&tool), "c1", "login", Phase::Input, &raw);
+    let none = CallValues::default();
+    let shown = Payload::of(Some(&tool), "c1", "login", Phase::Input, &raw, none).await;
     assert_eq!(shown.display, json!({ "user": "ada" }));
     assert_eq!(shown.transcript, raw, "no transcript transform: raw");
     // A phase without a display transformer is not shown raw once the tool
     // has display transforms.
-    let output = Payload::of(Some(&tool), "c1", "login", Phase::Output, &json!("ok"));
+    let output = Payload::of(
+        Some(&tool),
+        "c1",
+        "login",
+        Phase::Output,
+        &json!("ok"),
+        none,
+    )
+    .await;
     assert_ne!(output.display, json!("ok"));
     assert_eq!(
         Payload::delta_display(Some(&tool), "c1", "login", "{\"pass"),
