@@ -66,6 +66,7 @@ pub struct HttpOptions {
     addr: SocketAddr,
     path: String,
     config: StreamableHttpServerConfig,
+    max_sessions: usize,
 }
 
 impl fmt::Debug for HttpOptions {
@@ -75,6 +76,7 @@ impl fmt::Debug for HttpOptions {
             .field("path", &self.path)
             .field("allowed_hosts", &self.config.allowed_hosts)
             .field("allowed_origins", &self.config.allowed_origins)
+            .field("max_sessions", &self.max_sessions)
             .finish_non_exhaustive()
     }
 }
@@ -92,6 +94,7 @@ impl HttpOptions {
             addr,
             path: "/mcp".to_owned(),
             config: StreamableHttpServerConfig::default().with_allowed_origins(LOOPBACK_ORIGINS),
+            max_sessions: MAX_SESSIONS,
         }
     }
 
@@ -129,6 +132,23 @@ impl HttpOptions {
         S: Into<String>,
     {
         self.config = self.config.with_allowed_origins(origins);
+        self
+    }
+
+    /// The most live sessions the server holds (default 10,000: about
+    /// 550 MiB at the 56 KiB an idle session takes, BENCHMARKS.md). An
+    /// `initialize` beyond it is answered `503 Service Unavailable` naming
+    /// this setting; a session ends with its client's `DELETE` or when it
+    /// has been idle too long (rmcp's keep-alive).
+    ///
+    /// ```
+    /// use tool_mcp::HttpOptions;
+    ///
+    /// let options = HttpOptions::new(([127, 0, 0, 1], 0).into()).max_sessions(500);
+    /// # drop(options);
+    /// ```
+    pub fn max_sessions(mut self, sessions: usize) -> Self {
+        self.max_sessions = sessions;
         self
     }
 
@@ -212,17 +232,20 @@ impl McpServer {
         let local_addr = listener.local_addr()?;
         let stop = options.config.cancellation_token.clone();
         let server = self.clone();
+        let sessions = Arc::new(LocalSessionManager::default());
         let service: Service = StreamableHttpService::new(
             // Each session has its own logging level.
             move || Ok(server.new_session()),
-            Arc::new(LocalSessionManager::default()),
+            Arc::clone(&sessions),
             options.config,
         );
         let path: Arc<str> = Arc::from(options.path.as_str());
         tracing::info!(%local_addr, path = %path, "serving MCP over streamable HTTP");
-        let limits = Limits {
+        let limits = Arc::new(Limits {
             max_message: self.max_message_size(),
-        };
+            max_sessions: options.max_sessions,
+            sessions,
+        });
         let task = tokio::spawn(accept(listener, service, path, limits, stop.clone()));
         Ok(HttpServer {
             local_addr,
@@ -233,18 +256,26 @@ impl McpServer {
     }
 }
 
+/// Live sessions held at most by default: an idle session takes about
+/// 56 KiB (BENCHMARKS.md, "Memory per idle MCP session"), so 10,000 is
+/// about 550 MiB.
+const MAX_SESSIONS: usize = 10_000;
+
 /// What the server refuses before rmcp reads a request.
-#[derive(Debug, Clone, Copy)]
 struct Limits {
     /// The largest JSON-RPC message read.
     max_message: usize,
+    /// The most live sessions.
+    max_sessions: usize,
+    /// rmcp's sessions, counted against `max_sessions`.
+    sessions: Arc<LocalSessionManager>,
 }
 
 async fn accept(
     listener: TcpListener,
     service: Service,
     path: Arc<str>,
-    limits: Limits,
+    limits: Arc<Limits>,
     stop: CancellationToken,
 ) {
     let edge = Arc::new(HttpEdge::default());
@@ -260,12 +291,12 @@ async fn accept(
             () = stop.cancelled() => break,
         };
         let (service, path, stop) = (service.clone(), Arc::clone(&path), stop.clone());
-        let edge = Arc::clone(&edge);
+        let (edge, limits) = (Arc::clone(&edge), Arc::clone(&limits));
         tokio::spawn(async move {
             let handler = hyper::service::service_fn(move |request: Request<Incoming>| {
                 let (service, path) = (service.clone(), Arc::clone(&path));
-                let edge = Arc::clone(&edge);
-                async move { Ok::<_, Infallible>(route(&service, &path, &edge, limits, request).await) }
+                let (edge, limits) = (Arc::clone(&edge), Arc::clone(&limits));
+                async move { Ok::<_, Infallible>(route(&service, &path, &edge, &limits, request).await) }
             });
             let connection = hyper::server::conn::http1::Builder::new()
                 .serve_connection(TokioIo::new(stream), handler);
@@ -289,7 +320,7 @@ async fn route(
     service: &Service,
     path: &str,
     edge: &HttpEdge,
-    limits: Limits,
+    limits: &Limits,
     request: Request<Incoming>,
 ) -> Response<BoxBody<Bytes, Infallible>> {
     if request.uri().path() != path {
@@ -309,7 +340,12 @@ async fn route(
             .get("last-event-id")
             .and_then(|id| id.to_str().ok())
             .map(SkipReceived::new);
-        let response = service.handle(request).await;
+        let mut response = service.handle(request).await;
+        // A session's DELETE: 204, as clients expect (rmcp answers 202,
+        // on which the Python SDK warns).
+        if response.status() == StatusCode::ACCEPTED {
+            *response.status_mut() = StatusCode::NO_CONTENT;
+        }
         return match resumed_after {
             Some(mut skip) => response.map(|body| body.map_frame(move |f| skip.frame(f)).boxed()),
             None => response,
@@ -351,6 +387,20 @@ async fn route(
         .headers
         .get(SESSION_HEADER)
         .and_then(|v| v.to_str().ok());
+    let initializes =
+        message.get("method").and_then(serde_json::Value::as_str) == Some("initialize");
+    if session.is_none()
+        && initializes
+        && limits.sessions.sessions.read().await.len() >= limits.max_sessions
+    {
+        return plain_owned(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "the server holds its most live sessions ({}): try again later, or raise HttpOptions::max_sessions",
+                limits.max_sessions
+            ),
+        );
+    }
     let posted = edge.request(&mut message, session);
     let mut parts = parts;
     let body = if posted.changed {
@@ -395,7 +445,11 @@ fn refused(status: StatusCode, refusal: &Refusal) -> Response<BoxBody<Bytes, Inf
 }
 
 fn plain(status: StatusCode, text: &'static str) -> Response<BoxBody<Bytes, Infallible>> {
-    let mut response = Response::new(Full::new(Bytes::from_static(text.as_bytes())).boxed());
+    plain_owned(status, text.to_owned())
+}
+
+fn plain_owned(status: StatusCode, text: String) -> Response<BoxBody<Bytes, Infallible>> {
+    let mut response = Response::new(Full::new(Bytes::from(text)).boxed());
     *response.status_mut() = status;
     response
 }

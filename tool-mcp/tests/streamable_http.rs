@@ -297,3 +297,63 @@ fn sse_ids(body: &str, containing: &str) -> Vec<String> {
         })
         .collect()
 }
+
+/// An `initialize` that opens a session: its id.
+async fn open_session(addr: std::net::SocketAddr, host: &str) -> Result<String, String> {
+    let (status, head, _) = post(
+        addr,
+        host,
+        &[],
+        json!({
+            "jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": { "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "raw", "version": "0" } }
+        }),
+    )
+    .await;
+    match header(&head, "mcp-session-id") {
+        Some(session) if status.contains("200") => Ok(session.to_owned()),
+        _ => Err(head),
+    }
+}
+
+#[tokio::test]
+async fn sessions_past_the_cap_are_refused_with_503_naming_the_setting_and_a_delete_frees_one_with_204()
+ {
+    let server = McpServer::new(runtime())
+        .serve_http(HttpOptions::new(([127, 0, 0, 1], 0).into()).max_sessions(2))
+        .await
+        .unwrap();
+    let (addr, host) = (server.local_addr(), server.local_addr().to_string());
+    let first = open_session(addr, &host).await.unwrap();
+    open_session(addr, &host).await.unwrap();
+    let refused = open_session(addr, &host).await.unwrap_err();
+    assert!(
+        refused.lines().next().unwrap_or_default().contains(" 503 "),
+        "{refused}"
+    );
+    let (_, body) = exchange(addr, "POST", &host, &[], &json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": { "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "raw", "version": "0" } }
+    }).to_string())
+    .await;
+    assert!(body.contains("HttpOptions::max_sessions"), "{body}");
+    let (head, _) = exchange(
+        addr,
+        "DELETE",
+        &host,
+        &[
+            ("Mcp-Session-Id", &first),
+            ("MCP-Protocol-Version", "2025-11-25"),
+        ],
+        "",
+    )
+    .await;
+    assert!(
+        head.lines().next().unwrap_or_default().contains(" 204 "),
+        "{head}"
+    );
+    open_session(addr, &host)
+        .await
+        .expect("a deleted session frees its place");
+    server.shutdown();
+}
