@@ -325,6 +325,8 @@ impl RunMachine {
             ..
         } = outcome
         {
+            // An approved call that suspended now waits for resume data.
+            waiting.waiting_for = WaitingFor::ResumeData;
             waiting.payload = Some(payload.clone());
             waiting.resume_schema.clone_from(resume_schema);
             record.waiting.insert(call_id.to_owned(), waiting);

@@ -248,11 +248,14 @@ impl Runner {
             Ok(outcome) => outcome,
             Err(error) => return chunks.fail(run_id, error.to_string()).await,
         };
-        // Invalid resume data leaves the call suspended: the run still waits.
-        let still_pending = matches!(
-            self.runtime.stored(&stored_id).await,
-            Ok(Some(stored)) if stored.state.is_pending()
-        );
+        // Invalid resume data leaves the call waiting as it was: the run
+        // still waits. (A call that suspended, approved or resumed, waits
+        // anew: the machine records its new wait.)
+        let still_pending = !matches!(outcome, CallOutcome::Suspended { .. })
+            && matches!(
+                self.runtime.stored(&stored_id).await,
+                Ok(Some(stored)) if stored.state.is_pending()
+            );
         for _ in 0..SAVE_ATTEMPTS {
             let (record, revision) = match self.load(run_id).await {
                 Ok(loaded) => loaded,

@@ -1095,3 +1095,63 @@ async fn a_request_past_the_script_is_recorded_and_fails_naming_the_step() {
     assert_eq!(read(&requests[1]), r#"c1={"balance":100}"#);
     assert_eq!(model.remaining(), 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approved_call_that_suspends_waits_for_resume_data_and_resumes() {
+    let book = Tool::builder("book")
+        .description("Books a table, once approved, for the seats the user says")
+        .require_approval(true)
+        .resume_schema(json!({ "type": "object", "properties": { "seats": { "type": "integer" } }, "required": ["seats"] }))
+        .execute(|_input: Value, ctx: ToolContext<Value, Value>| async move {
+            let Some(data) = ctx.resume_data() else {
+                return ctx.suspend(json!({ "question": "how many seats?" }));
+            };
+            Ok::<_, ToolError>(json!({ "booked": data["seats"] }))
+        })
+        .build()
+        .unwrap();
+    let model = ScriptedModel::new([
+        calls(&[("c-book", "book", json!({}))]),
+        ScriptedStep::answer("booked"),
+    ]);
+    let runtime = Runtime::builder().tool(book).build().unwrap();
+    let agent = Agent::builder("host", model.clone(), runtime)
+        .build()
+        .unwrap();
+    let paused = agent
+        .generate(Thread::new("t1"), vec![Message::user("book")])
+        .await
+        .unwrap();
+    assert_eq!(paused.finish_reason, FinishReason::Suspended);
+    let approved = agent
+        .approve_tool_call(&paused.run_id, "c-book")
+        .await
+        .unwrap()
+        .output()
+        .await;
+    assert_eq!(
+        approved.finish_reason,
+        FinishReason::Suspended,
+        "{:?}",
+        approved.chunks
+    );
+    assert!(
+        approved.chunks.iter().any(|c| matches!(c,
+            AgentChunk::ToolCallSuspended { call_id, payload, .. }
+                if call_id == "c-book" && payload == &json!({ "question": "how many seats?" }))),
+        "{:?}",
+        approved.chunks
+    );
+    let done = agent
+        .resume(&paused.run_id, "c-book", json!({ "seats": 4 }))
+        .await
+        .expect("the call now waits for resume data")
+        .output()
+        .await;
+    assert_eq!(done.finish_reason, FinishReason::Stop, "{:?}", done.chunks);
+    assert_eq!(done.text, "booked");
+    assert_eq!(
+        tool_results(&model.requests()[1]),
+        [("c-book".to_owned(), json!({ "booked": 4 }), false)]
+    );
+}
