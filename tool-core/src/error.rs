@@ -354,11 +354,17 @@ pub enum BuildError {
         /// The tool's id.
         id: String,
     },
-    /// A dynamic tool needs an execute function.
-    #[error("tool {id:?} has no execute function: call .execute(..) on the builder")]
-    MissingExecute {
+    /// A tool without an execute function (declaration-only: its result
+    /// is supplied by the application) was given an option about running
+    /// it: `background`, `transactional` or `reconcile`.
+    #[error(
+        "tool {id:?} has no execute function (its result is supplied by the application), so it cannot be {option}: give it an execute function or drop that option"
+    )]
+    NotExecutable {
         /// The tool's id.
         id: String,
+        /// The option: "background", "transactional" or "reconcile".
+        option: &'static str,
     },
     /// A schema is not a valid JSON Schema.
     #[error("tool {id:?} has an invalid {which} schema: {reason}")]
@@ -404,8 +410,10 @@ impl PartialEq for BuildError {
         match (self, other) {
             (InvalidId { id: a }, InvalidId { id: b })
             | (MissingDescription { id: a }, MissingDescription { id: b })
-            | (MissingExecute { id: a }, MissingExecute { id: b })
             | (DuplicateId { id: a }, DuplicateId { id: b }) => a == b,
+            (NotExecutable { id: a, option: x }, NotExecutable { id: b, option: y }) => {
+                a == b && x == y
+            }
             (
                 InvalidSchema {
                     id: a,

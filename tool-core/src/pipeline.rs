@@ -27,6 +27,7 @@ use crate::input::{
     MAX_NESTING, RawInput, coerce_stringified, integral_floats_to_integers, normalize_top,
     parse_text, strip_failing_nulls, too_deep,
 };
+use crate::model_output::ModelOutput;
 use crate::outcome::Outcome;
 use crate::panic::catch_panic;
 use crate::reconcile::Reconciled;
@@ -296,6 +297,56 @@ impl Tool {
         Err(failure(Subject::Input, id, &issues, Some(&provided)))
     }
 
+    /// Checks an output given from outside the tool, in place of running
+    /// it (a declaration-only tool's result, or an answer instead of
+    /// running: `Runtime::respond`), as an execution's output is checked:
+    /// against the output schema, always strictly (the value comes from
+    /// outside the tool, whatever its [`OutputValidation`]), with the same
+    /// model-readable errors as inputs. Returns its model-facing form (the
+    /// tool's `to_model_output`), which the model reads as the result.
+    ///
+    /// # Errors
+    ///
+    /// The model-facing error: an output that does not fit the schema (or
+    /// nests too deep), a failing `to_model_output`, or the tool's
+    /// configuration error.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_core::{ErrorKind, Tool};
+    ///
+    /// // Declaration-only: no execute function; the application supplies the result.
+    /// let pick = Tool::builder("pick-color").description("Ask the user to pick a color")
+    ///     .output_schema(json!({ "type": "object", "properties": { "color": { "type": "string" } }, "required": ["color"] }))
+    ///     .build().unwrap();
+    /// assert!(!pick.has_execute());
+    /// assert_eq!(pick.check_output(&json!({ "color": "teal" })), Ok(None));
+    /// let error = pick.check_output(&json!({ "colour": "teal" })).unwrap_err();
+    /// assert_eq!(error.kind(), ErrorKind::OutputValidation);
+    /// assert!(error.message().contains("color"), "{}", error.message());
+    /// ```
+    pub fn check_output(&self, output: &Value) -> Result<Option<ModelOutput>, ModelError> {
+        if self.config_error().is_some() {
+            return Err(self.configuration_error());
+        }
+        let id = &self.inner.id;
+        if let Some(path) = too_deep(output, MAX_NESTING) {
+            return Err(nesting_failure(Subject::Output, id, path, output));
+        }
+        if let Some(schema) = self.inner.output_schema() {
+            check(schema, Subject::Output, id, output)?;
+        }
+        let Some(map) = &self.inner.to_model_output else {
+            return Ok(None);
+        };
+        catch_panic(|| map(output)).map(Some).map_err(|message| {
+            ModelError::new(
+                ErrorKind::Panic,
+                format!("Tool {id} failed unexpectedly in to_model_output: {message}"),
+            )
+        })
+    }
+
     fn validate_request_context(&self, ctx: &CallContext) -> Result<(), ModelError> {
         let schema = self.inner.request_context_schema();
         if ctx.request_context.is_empty() && schema.is_none() {
@@ -376,7 +427,18 @@ impl Tool {
         workflow_state: Option<DecodedState>,
     ) -> Outcome {
         let state = self.call_state(Step::Execute, ctx, workflow_state);
-        let executor = &self.inner.executor;
+        let Some(executor) = &self.inner.executor else {
+            // Declaration-only: the application gives the result
+            // (`check_output` checks it); nothing here can produce one.
+            let error = ModelError::new(
+                ErrorKind::Execution,
+                format!(
+                    "Tool {} has no execute function: its result is supplied by the application, not run here",
+                    self.inner.id
+                ),
+            );
+            return Outcome::Failed { error };
+        };
         let run = drive(&state, || executor(input, Arc::clone(&state))).await;
         self.conclude(&state, run)
     }

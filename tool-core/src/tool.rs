@@ -168,7 +168,8 @@ pub(crate) struct ToolInner {
     /// does not compile, found when the validators are compiled (the first
     /// call); calls fail with it too.
     pub(crate) compile_error: OnceLock<Option<BuildError>>,
-    pub(crate) executor: Arc<ExecFn>,
+    /// `None` for a declaration-only tool ([`Tool::has_execute`]).
+    pub(crate) executor: Option<Arc<ExecFn>>,
     /// The reconcile hook, when the tool has one.
     pub(crate) reconciler: Option<Arc<ReconcileFn>>,
     pub(crate) to_model_output: Option<Arc<ModelOutputFn>>,
@@ -242,6 +243,30 @@ impl Tool {
     /// ```
     pub fn has_reconcile(&self) -> bool {
         self.inner.reconciler.is_some()
+    }
+
+    /// False for a declaration-only tool: built without an execute
+    /// function ([`ToolBuilder::execute`]), as a tool that runs elsewhere
+    /// (in a UI, on a client). A runtime stores its calls, validated like
+    /// any call, until the application gives the result
+    /// (`Runtime::respond`, checked by [`Tool::check_output`]); it never
+    /// runs here, and an MCP server does not serve it.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_core::{Tool, ToolError};
+    ///
+    /// let confirm = Tool::builder("confirm-in-ui").description("Ask the user to confirm in the UI")
+    ///     .output_schema(json!({ "type": "boolean" }))
+    ///     .build().unwrap();
+    /// assert!(!confirm.has_execute());
+    /// let echo = Tool::builder("echo").description("Echo")
+    ///     .execute(|input, _ctx| async move { Ok::<_, ToolError>(input) })
+    ///     .build().unwrap();
+    /// assert!(echo.has_execute());
+    /// ```
+    pub fn has_execute(&self) -> bool {
+        self.inner.executor.is_some()
     }
 
     /// True when the tool has an approval policy function (it is authoritative).
@@ -887,7 +912,9 @@ impl ToolBuilder {
         self
     }
 
-    /// The execute function, over JSON values.
+    /// The execute function, over JSON values. Without one the tool is
+    /// declaration-only ([`Tool::has_execute`]): its result comes from the
+    /// application.
     pub fn execute<F, Fut, E>(mut self, execute: F) -> Self
     where
         F: Fn(Value, ToolContext<Value, Value>) -> Fut + Send + Sync + 'static,
@@ -1000,6 +1027,21 @@ impl ToolBuilder {
     }
 
     /// Checks the tool and builds it.
+    ///
+    /// # Errors
+    ///
+    /// An invalid id, no description, a schema that is invalid or nests too
+    /// deep, or an option about running (`background`, `transactional`,
+    /// `reconcile`) on a tool without an execute function.
+    ///
+    /// ```
+    /// use tool_core::{BackgroundConfig, BuildError, Tool};
+    ///
+    /// let error = Tool::builder("pick").description("Pick in the UI")
+    ///     .background(BackgroundConfig::new())
+    ///     .build().unwrap_err();
+    /// assert_eq!(error, BuildError::NotExecutable { id: "pick".into(), option: "background" });
+    /// ```
     pub fn build(self) -> Result<Tool, BuildError> {
         if !is_valid_tool_id(&self.id) {
             return Err(BuildError::InvalidId { id: self.id });
@@ -1012,7 +1054,18 @@ impl ToolBuilder {
             return Err(BuildError::MissingDescription { id: self.id });
         }
         if self.executor.is_none() {
-            return Err(BuildError::MissingExecute { id: self.id });
+            // Options about running it: a declaration-only tool never runs here.
+            let running = [
+                (self.background.is_some(), "background"),
+                (self.transactional, "transactional"),
+                (self.reconciler.is_some(), "reconcile"),
+            ];
+            if let Some((_, option)) = running.into_iter().find(|(set, _)| *set) {
+                return Err(BuildError::NotExecutable {
+                    id: self.id,
+                    option,
+                });
+            }
         }
         let tool = self.finish();
         // Only what building checks: validators compile on first use.
@@ -1094,18 +1147,6 @@ impl ToolBuilder {
             derived.request_context,
         );
         let state = compile("workflow state", self.state_schema.as_ref(), derived.state);
-        let executor = self.executor.unwrap_or_else(|| {
-            Arc::new(|input, _| {
-                Box::pin(async {
-                    Exec {
-                        result: Err(ExecFailure::Tool(ToolError::new(
-                            "this tool has no execute function",
-                        ))),
-                        input,
-                    }
-                })
-            })
-        });
         let definition = ToolDefinition {
             id: id.clone(),
             description: self.description.unwrap_or_default(),
@@ -1140,7 +1181,7 @@ impl ToolBuilder {
                 has_integers,
                 config_error,
                 compile_error: OnceLock::new(),
-                executor,
+                executor: self.executor,
                 reconciler: self.reconciler,
                 to_model_output: self.to_model_output,
                 approval_policy: self.approval_policy,

@@ -1,4 +1,4 @@
-//! Decisions on stored calls (approve, decline, resume) and the recovery of
+//! Decisions on stored calls (approve, decline, resume, respond) and the recovery of
 //! calls whose runtime died, written once.
 //!
 //! A decision looks the call up, checks what it can before anything changes
@@ -9,6 +9,7 @@
 //! own, so dropping its future (a client that went away, a timeout) cannot
 //! leave a claimed call half-run: it finishes and its outcome is recorded.
 
+use serde::Serialize;
 use serde_json::{Value, json};
 use tool_core::transform::{CallValues, Phase};
 use tool_core::{CallContext, ErrorKind, Extensions, ModelError, Reconciled, RequestContext, Tool};
@@ -23,33 +24,42 @@ use crate::store::{PendingCall, PendingKind, RecordedOutcome, Settlement, Stored
 use crate::stored::{Claim, Lease, Lookup, NotRecorded, Verdict};
 
 /// A person's (or a system's) decision on a stored call, for
-/// [`Runtime::decide`](crate::Runtime::decide): what [`Runtime::approve`](crate::Runtime::approve), [`Runtime::decline`](crate::Runtime::decline) and
-/// [`Runtime::resume`](crate::Runtime::resume) make.
+/// [`Runtime::decide`](crate::Runtime::decide): what [`Runtime::approve`](crate::Runtime::approve), [`Runtime::decline`](crate::Runtime::decline),
+/// [`Runtime::resume`](crate::Runtime::resume) and [`Runtime::respond`](crate::Runtime::respond) make.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum Decision {
     /// Run the call waiting for approval.
     Approve,
-    /// Do not run the call waiting for approval; the model reads the reason.
+    /// Do not run the call waiting for approval (or for its output); the
+    /// model reads the reason.
     Decline(Option<String>),
     /// Continue the suspended call with this resume data.
     Resume(Value),
+    /// Give the call this output without running its tool: the result of a
+    /// declaration-only tool's call, or an answer instead of running a call
+    /// waiting for approval. Validated against the tool's output schema.
+    Respond(Value),
 }
 
 impl Decision {
-    /// What the call must be pending for to take this decision.
+    /// What the call may be pending for to take this decision.
     ///
     /// ```
     /// use serde_json::json;
     /// use tool_runtime::{Decision, PendingKind};
     ///
-    /// assert_eq!(Decision::Approve.pending_kind(), PendingKind::Approval);
-    /// assert_eq!(Decision::Resume(json!({})).pending_kind(), PendingKind::Suspended);
+    /// assert_eq!(Decision::Approve.pending_kinds(), [PendingKind::Approval]);
+    /// assert_eq!(Decision::Resume(json!({})).pending_kinds(), [PendingKind::Suspended]);
+    /// assert_eq!(Decision::Respond(json!(1)).pending_kinds(), [PendingKind::Approval, PendingKind::Output]);
     /// ```
-    pub fn pending_kind(&self) -> PendingKind {
+    pub fn pending_kinds(&self) -> &'static [PendingKind] {
         match self {
-            Decision::Approve | Decision::Decline(_) => PendingKind::Approval,
-            Decision::Resume(_) => PendingKind::Suspended,
+            Decision::Approve => &[PendingKind::Approval],
+            Decision::Decline(_) | Decision::Respond(_) => {
+                &[PendingKind::Approval, PendingKind::Output]
+            }
+            Decision::Resume(_) => &[PendingKind::Suspended],
         }
     }
 
@@ -59,6 +69,7 @@ impl Decision {
             Decision::Approve => "approve",
             Decision::Decline(_) => "decline",
             Decision::Resume(_) => "resume",
+            Decision::Respond(_) => "respond",
         }
     }
 }
@@ -78,7 +89,7 @@ pub struct Recovered {
     pub outcome: CallOutcome,
 }
 
-/// The decisions on stored calls: approve, decline, resume, and the
+/// The decisions on stored calls: approve, decline, resume, respond, and the
 /// recovery of calls whose instance died. Each claims the call in one atomic
 /// store transition and hands it to the call path. Cheap to clone.
 #[derive(Debug, Clone)]
@@ -97,21 +108,38 @@ impl Decisions {
     }
 
     /// Makes `decision` on the stored call `call_id` as a task of its own
-    /// ([`Runtime::decide`](crate::Runtime::decide)).
+    /// ([`Runtime::decide`](crate::Runtime::decide)); with `tool_id`, only
+    /// on a call of that tool (a typed decision names its tool).
     pub(crate) fn decide(
         &self,
         call_id: &str,
         decision: Decision,
         extensions: Extensions,
+        tool_id: Option<&'static str>,
     ) -> impl Future<Output = Result<CallOutcome, RuntimeError>> + Send + 'static {
         let (decisions, call_id) = (self.clone(), call_id.to_owned());
         async move {
             let id = call_id.clone();
             detached(&id, async move {
-                decisions.decide_here(&call_id, decision, extensions).await
+                decisions
+                    .decide_here(&call_id, decision, extensions, tool_id)
+                    .await
             })
             .await
         }
+    }
+
+    /// Makes a typed decision on a call of tool `tool_id`: `decision` is
+    /// the typed value as JSON, or why it has none.
+    pub(crate) fn decide_typed(
+        &self,
+        call_id: &str,
+        decision: Result<Decision, RuntimeError>,
+        tool_id: &'static str,
+    ) -> impl Future<Output = Result<CallOutcome, RuntimeError>> + Send + 'static {
+        let deciding = decision
+            .map(|decision| self.decide(call_id, decision, Extensions::new(), Some(tool_id)));
+        async move { deciding?.await }
     }
 
     async fn decide_here(
@@ -119,13 +147,25 @@ impl Decisions {
         call_id: &str,
         decision: Decision,
         extensions: Extensions,
+        tool_id: Option<&'static str>,
     ) -> Result<CallOutcome, RuntimeError> {
-        let kind = decision.pending_kind();
         let calls = self.path.stored();
-        let stored = match calls.lookup(call_id, kind).await? {
+        let stored = match calls.lookup(call_id, decision.pending_kinds()).await? {
             Lookup::Settled(outcome) => return Ok(outcome),
             Lookup::Pending(stored) => stored,
         };
+        if let Some(expected) = tool_id.filter(|id| *id != stored.call.tool_id) {
+            return Err(RuntimeError::TypeMismatch {
+                call_id: call_id.to_owned(),
+                reason: format!(
+                    "it is a call of tool {:?}, not of {expected:?}",
+                    stored.call.tool_id
+                ),
+            });
+        }
+        // The kind found: the transition asks for it, so a call that
+        // changed in between is not decided.
+        let kind = stored.call.kind;
         let span = call_span(decision.step(), &stored.call.tool_id, call_id);
         let claim = match &decision {
             Decision::Decline(reason) => Claim::Settle(RecordedOutcome::Declined {
@@ -158,22 +198,41 @@ impl Decisions {
                 }
                 Claim::Run(Some(data.clone()))
             }
+            Decision::Respond(output) => {
+                let tool = self.tool_of(&stored.call)?;
+                // Checked before anything changes, as resume data is: an
+                // output that does not fit leaves the call waiting.
+                match tool.check_output(output) {
+                    Ok(model_output) => Claim::Settle(RecordedOutcome::Completed {
+                        output: output.clone(),
+                        model_output,
+                        state: None,
+                    }),
+                    Err(error) => {
+                        span.in_scope(|| {
+                            tracing::info!(%error, "output rejected; the call still waits");
+                        });
+                        let known = CallValues {
+                            input: Some(&stored.call.input),
+                            ..CallValues::default()
+                        };
+                        let failed =
+                            self.path
+                                .failed(Some(&tool), call_id, tool.id(), error, known);
+                        return Ok(failed.instrument(span.clone()).await);
+                    }
+                }
+            }
+        };
+        let settles = match &claim {
+            Claim::Settle(outcome) => Some(outcome.clone()),
+            Claim::Run(_) => None,
         };
         let (stored, lease) = match calls.decide(call_id, kind, claim).await? {
             Verdict::AlreadySettled(outcome) => return Ok(outcome),
             Verdict::Settled(stored) => {
-                let reason = match decision {
-                    Decision::Decline(reason) => reason,
-                    _ => None,
-                };
-                let _entered = span.enter();
-                tracing::info!(reason, "tool call declined");
-                self.path
-                    .events()
-                    .emit(call_id, &stored.call.tool_id, || EventKind::Declined {
-                        reason: reason.clone(),
-                    });
-                return Ok(CallOutcome::Declined { reason });
+                let settled = self.settled(&stored.call, settles);
+                return Ok(settled.instrument(span).await);
             }
             Verdict::Claimed(stored, lease) => (stored, lease),
         };
@@ -216,6 +275,38 @@ impl Decisions {
             .await
     }
 
+    /// The outcome of `call`, which this decision settled with `settles`
+    /// without running it (a decline, or a response), and its event.
+    async fn settled(&self, call: &PendingCall, settles: Option<RecordedOutcome>) -> CallOutcome {
+        let (call_id, tool_id) = (call.call_id.as_str(), call.tool_id.as_str());
+        let events = self.path.events();
+        let Some(outcome) = settles.map(CallOutcome::from) else {
+            return CallOutcome::not_recorded(call_id, "a claim to run it settled it");
+        };
+        match &outcome {
+            CallOutcome::Declined { reason } => {
+                tracing::info!(reason, "tool call declined");
+                events.emit(call_id, tool_id, || EventKind::Declined {
+                    reason: reason.clone(),
+                });
+            }
+            CallOutcome::Completed { output, .. } => {
+                tracing::info!("tool call responded to: its output was given, it did not run");
+                let tool = self.path.tool(tool_id);
+                let known = CallValues {
+                    input: Some(&call.input),
+                    output: Some(output),
+                    ..CallValues::default()
+                };
+                let payload = || Payload::of(tool, call_id, tool_id, Phase::Output, output, known);
+                let event = |payload| EventKind::Output { payload };
+                events.emit_shown(call_id, tool_id, payload, event).await;
+            }
+            _ => {}
+        }
+        outcome
+    }
+
     /// Runs a claimed stored call through the pipeline, with the
     /// `extensions` its decider gave (an agent that decided it among them):
     /// its outcome as the store recorded it, or why it is not.
@@ -228,7 +319,10 @@ impl Decisions {
     ) -> Result<CallOutcome, RuntimeError> {
         let held = lease.clone();
         let entry = match (stored.call.kind, resume_data) {
-            (PendingKind::Approval | PendingKind::Task, _) => Entry::Claimed(lease),
+            // An output call is settled by its decision, never claimed to run.
+            (PendingKind::Approval | PendingKind::Task | PendingKind::Output, _) => {
+                Entry::Claimed(lease)
+            }
             (PendingKind::Suspended, data) => Entry::Resumed {
                 data: data.unwrap_or(Value::Null),
                 payload: stored.call.payload.clone(),
@@ -473,8 +567,17 @@ impl Decision {
             Decision::Approve => "approved",
             Decision::Decline(_) => "declined",
             Decision::Resume(_) => "resumed",
+            Decision::Respond(_) => "responded to",
         }
     }
+}
+
+/// `value`, a typed decision's data for call `call_id`, as JSON.
+pub(crate) fn typed_value(call_id: &str, value: &impl Serialize) -> Result<Value, RuntimeError> {
+    serde_json::to_value(value).map_err(|error| RuntimeError::TypeMismatch {
+        call_id: call_id.to_owned(),
+        reason: format!("the value does not serialize to JSON: {error}"),
+    })
 }
 
 /// Runs `work` as a tokio task and waits for it (in place without a tokio
@@ -540,12 +643,12 @@ mod tests {
         let decisions = decisions();
         pending(&decisions, "c1").await;
         let ran = decisions
-            .decide("c1", Decision::Approve, Extensions::new())
+            .decide("c1", Decision::Approve, Extensions::new(), None)
             .await
             .unwrap();
         assert_eq!(ran.output(), Some(&json!({ "deleted": "/x" })));
         let again = decisions
-            .decide("c1", Decision::Decline(None), Extensions::new())
+            .decide("c1", Decision::Decline(None), Extensions::new(), None)
             .await
             .unwrap();
         assert_eq!(again, ran, "the recorded outcome, not a decline");
@@ -560,6 +663,7 @@ mod tests {
                 "c1",
                 Decision::Decline(Some("no".into())),
                 Extensions::new(),
+                None,
             )
             .await
             .unwrap();
@@ -571,7 +675,7 @@ mod tests {
         );
         assert_eq!(
             decisions
-                .decide("c1", Decision::Approve, Extensions::new())
+                .decide("c1", Decision::Approve, Extensions::new(), None)
                 .await
                 .unwrap(),
             declined
@@ -583,14 +687,14 @@ mod tests {
         let decisions = decisions();
         pending(&decisions, "c1").await;
         let resume = decisions
-            .decide("c1", Decision::Resume(json!(1)), Extensions::new())
+            .decide("c1", Decision::Resume(json!(1)), Extensions::new(), None)
             .await;
         assert!(
             matches!(resume, Err(RuntimeError::NotSuspended { .. })),
             "{resume:?}"
         );
         let unknown = decisions
-            .decide("c9", Decision::Approve, Extensions::new())
+            .decide("c9", Decision::Approve, Extensions::new(), None)
             .await;
         assert!(
             matches!(unknown, Err(RuntimeError::UnknownCall { .. })),

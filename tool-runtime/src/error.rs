@@ -42,7 +42,7 @@ pub enum RuntimeError {
         /// The id asked for.
         call_id: String,
     },
-    /// The call is suspended, not waiting for approval.
+    /// The call is suspended, not waiting for approval (nor for its output).
     #[error("call {call_id:?} is not waiting for approval: it is suspended; use resume")]
     NotAwaitingApproval {
         /// The id asked for.
@@ -55,6 +55,26 @@ pub enum RuntimeError {
     NotSuspended {
         /// The id asked for.
         call_id: String,
+    },
+    /// The call is to a declaration-only tool and waits for its output:
+    /// it cannot be approved or resumed.
+    #[error(
+        "call {call_id:?} waits for its output from the application (its tool has no execute function): use respond or decline"
+    )]
+    AwaitingOutput {
+        /// The id asked for.
+        call_id: String,
+    },
+    /// A typed decision or read ([`Runtime::resume_as`](crate::Runtime::resume_as),
+    /// [`PendingCall::suspend_payload`](crate::PendingCall::suspend_payload))
+    /// does not fit the call: it is another tool's call, or a value does
+    /// not convert to or from the tool's type.
+    #[error("call {call_id:?} does not fit the typed decision: {reason}")]
+    TypeMismatch {
+        /// The call.
+        call_id: String,
+        /// What does not fit.
+        reason: String,
     },
     /// No call with this id is running, so there is nothing to cancel.
     #[error("no running call with id {call_id:?}")]

@@ -72,6 +72,13 @@ pub enum EventKind {
         /// What a decision looks like: `{"approved": boolean}`.
         resume_schema: Value,
     },
+    /// The call is to a declaration-only tool and waits for the
+    /// application to give its output (`respond`) or decline it; its input
+    /// was shown by [`InputAvailable`](EventKind::InputAvailable).
+    AwaitingOutput {
+        /// The schema the output must match, when the tool has one.
+        output_schema: Option<Value>,
+    },
     /// The tool suspended itself.
     Suspended {
         /// The suspend payload.

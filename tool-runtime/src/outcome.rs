@@ -62,6 +62,17 @@ pub enum CallOutcome {
         /// Schema of the decision.
         resume_schema: Option<Value>,
     },
+    /// The call is to a declaration-only tool (no execute function): it is
+    /// stored and waits for the application to give its output
+    /// ([`Runtime::respond`](crate::Runtime::respond)) or to decline it.
+    AwaitingOutput {
+        /// The call to respond to.
+        call_id: String,
+        /// The validated arguments.
+        input: Value,
+        /// The schema the output must match, when the tool has one.
+        output_schema: Option<Value>,
+    },
     /// A human declined the call; it never ran.
     Declined {
         /// Why, when given.
@@ -148,8 +159,9 @@ impl CallOutcome {
     }
 
     /// What to tell the model about a call left pending in the runtime's
-    /// store ([`ApprovalRequired`](CallOutcome::ApprovalRequired) or
-    /// [`Suspended`](CallOutcome::Suspended)) by a host that cannot ask the
+    /// store ([`ApprovalRequired`](CallOutcome::ApprovalRequired),
+    /// [`Suspended`](CallOutcome::Suspended) or
+    /// [`AwaitingOutput`](CallOutcome::AwaitingOutput)) by a host that cannot ask the
     /// user now, `why` saying why not: the tool, that it waits, and how the
     /// application settles it (with the call id); `None` for other outcomes.
     /// The MCP server and the rig adapter tell their models this.
@@ -184,6 +196,11 @@ impl CallOutcome {
                 payload,
                 resume_schema.as_ref(),
                 why,
+            )),
+            CallOutcome::AwaitingOutput { call_id, .. } => Some(format!(
+                "Tool \"{tool_id}\" has no execute function here: its result is supplied by the application, and {why}. \
+                 The call is pending with call id \"{call_id}\": the application gives its result with \
+                 Runtime::respond(\"{call_id}\", output) or declines it with Runtime::decline(\"{call_id}\", reason)."
             )),
             _ => None,
         }
@@ -295,6 +312,9 @@ impl ModelFacing for CallOutcome {
             CallOutcome::Aborted => "Tool call was aborted.".to_owned(),
             CallOutcome::ApprovalRequired { .. } => {
                 "Tool call is waiting for human approval.".to_owned()
+            }
+            CallOutcome::AwaitingOutput { .. } => {
+                "Tool call is waiting for its result from the application.".to_owned()
             }
             CallOutcome::Declined { reason } => reason
                 .clone()

@@ -7,8 +7,9 @@
 //!    validate it, the request context and, on resume, the resume data.
 //! 3. New calls only: `on_input_available` (the tool's, then the
 //!    runtime's) and its event.
-//! 4. New calls only: the approval gate; a call that needs approval is
-//!    stored and ends here as `ApprovalRequired`.
+//! 4. New calls only: a call to a declaration-only tool is stored and
+//!    ends here as `AwaitingOutput`; then the approval gate: a call that
+//!    needs approval is stored and ends here as `ApprovalRequired`.
 //! 5. Execute ([`tool_core::Admitted::run`]): in the background for
 //!    background tools (not on resume), under the call's time limit,
 //!    reachable by `cancel`.
@@ -325,6 +326,11 @@ impl CallPath {
         }
         if is_new {
             self.input_available(&record, admitted.input()).await;
+            // A declaration-only tool's call waits for its output: the
+            // application's answer is its decision, approval included.
+            if !record.tool.has_execute() {
+                return self.await_output(&record, admitted.into_input()).await;
+            }
             if self.needs_approval(&record, admitted.input()) {
                 return self.request_approval(&record, admitted.into_input()).await;
             }
@@ -817,6 +823,39 @@ impl CallPath {
             call_id: record.call_id.clone(),
             input,
             resume_schema: Some(decision_schema()),
+        }
+    }
+
+    /// Stores a call to a declaration-only tool until the application gives
+    /// its output (`respond`) or declines it.
+    async fn await_output(&self, record: &CallRecord, input: Value) -> CallOutcome {
+        let (tool, call_id) = (&record.tool, record.call_id.as_str());
+        let tool_id = tool.id();
+        let pending = self.pending_call(record, PendingKind::Output, input.clone(), None);
+        if let Err(error) = self.parts.stored.insert(pending).await {
+            tracing::error!(%error, "could not store the call awaiting its output");
+            let error = ModelError::new(
+                ErrorKind::Execution,
+                format!(
+                    "Tool {tool_id} gets its result from the application, but the call could not be stored: {error}"
+                ),
+            );
+            let known = CallValues::default().with(Phase::Input, &input);
+            return self
+                .failed(Some(tool), call_id, tool_id, error, known)
+                .await;
+        }
+        tracing::info!("tool call waits for its output from the application");
+        let output_schema = tool.definition().output_schema.clone();
+        self.parts
+            .events
+            .emit(call_id, tool_id, || EventKind::AwaitingOutput {
+                output_schema: output_schema.clone(),
+            });
+        CallOutcome::AwaitingOutput {
+            call_id: record.call_id.clone(),
+            input,
+            output_schema,
         }
     }
 

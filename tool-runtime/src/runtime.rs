@@ -8,14 +8,15 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tool_core::{Extensions, Hooks, Tool, ToolSet};
+use serde::Serialize;
+use tool_core::{Extensions, Hooks, Tool, ToolSet, TypedTool};
 
 use serde_json::Value;
 
 use crate::approval::{ApprovalCheck, ApprovalPolicy};
 use crate::background::{BackgroundCallback, BackgroundResult, Tasks};
 use crate::call::{CallHead, ToolCall};
-use crate::decide::{Decision, Decisions, Recovered};
+use crate::decide::{Decision, Decisions, Recovered, typed_value};
 use crate::error::RuntimeError;
 use crate::events::{CallWatch, EventBus, Events};
 #[cfg(feature = "log-layer")]
@@ -305,6 +306,154 @@ impl Runtime {
         self.decide(call_id, Decision::Resume(data), Extensions::new())
     }
 
+    /// Gives the call `call_id` its `output` without running its tool: the
+    /// result of a call to a declaration-only tool (built without an
+    /// execute function; its call returned
+    /// [`CallOutcome::AwaitingOutput`]), or an answer instead of running a
+    /// call waiting for approval. The call settles as completed with this
+    /// output, and the model reads it as the tool's result (through the
+    /// tool's `to_model_output`, as an executed call's); the tool never
+    /// runs, and `on_output` does not fire (the tool produced nothing).
+    ///
+    /// The output is validated against the tool's output schema first (see
+    /// [`Tool::check_output`]): one that does not fit returns the
+    /// model-facing error, and the call still waits, to be answered again.
+    /// A valid one settles the call in one atomic transition: of concurrent
+    /// decisions exactly one wins, the others get its recorded outcome.
+    ///
+    /// Errors: no such stored call, the call is suspended (use resume) or
+    /// running, this runtime lacks its tool (it stays pending), the store
+    /// failed.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_core::Tool;
+    /// use tool_runtime::{CallOutcome, PendingKind, Runtime, ToolCall};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// // Runs in the user's browser: declared here, no execute function.
+    /// let pick = Tool::builder("pick-color").description("Ask the user to pick a color")
+    ///     .output_schema(json!({ "type": "object", "properties": { "color": { "type": "string" } }, "required": ["color"] }))
+    ///     .build().unwrap();
+    /// let runtime = Runtime::builder().tool(pick).build().unwrap();
+    ///
+    /// let outcome = runtime.call(ToolCall::new("c1", "pick-color", json!({}))).await;
+    /// assert!(matches!(outcome, CallOutcome::AwaitingOutput { .. }));
+    /// assert_eq!(runtime.pending().await.unwrap()[0].kind, PendingKind::Output);
+    ///
+    /// let invalid = runtime.respond("c1", json!({ "colour": "teal" })).await.unwrap();
+    /// assert!(invalid.error().is_some()); // the call still waits
+    /// let done = runtime.respond("c1", json!({ "color": "teal" })).await.unwrap();
+    /// assert_eq!(done.output(), Some(&json!({ "color": "teal" })));
+    /// assert_eq!(runtime.respond("c1", json!({ "color": "red" })).await.unwrap(), done); // recorded once
+    /// # });
+    /// ```
+    pub fn respond(
+        &self,
+        call_id: &str,
+        output: Value,
+    ) -> impl Future<Output = Result<CallOutcome, RuntimeError>> + Send + 'static {
+        self.decide(call_id, Decision::Respond(output), Extensions::new())
+    }
+
+    /// [`resume`](Self::resume) with the resume type of the typed tool `T`
+    /// (`#[tool]`'s generated struct, or a [`TypedTool`]): data of another
+    /// type does not compile, and a call of another tool is refused
+    /// ([`RuntimeError::TypeMismatch`]) before anything changes.
+    /// [`PendingCall::suspend_payload`] reads what it suspended with as
+    /// `T`'s suspend type.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_core::{tool, ToolContext, ToolError};
+    /// use tool_runtime::{Runtime, ToolCall};
+    ///
+    /// #[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+    /// struct Question { text: String }
+    /// #[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+    /// struct Answer { approved: bool }
+    ///
+    /// /// Delete a file after a human confirms
+    /// #[tool]
+    /// async fn delete_file(path: String, ctx: ToolContext<Question, Answer>) -> Result<String, ToolError> {
+    ///     match ctx.resume_data() {
+    ///         None => ctx.suspend(Question { text: format!("Delete {path}?") }),
+    ///         Some(answer) if answer.approved => Ok(format!("deleted {path}")),
+    ///         Some(_) => Ok("kept".into()),
+    ///     }
+    /// }
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let runtime = Runtime::builder().tool(DeleteFileTool).build().unwrap();
+    /// runtime.call(ToolCall::new("c1", "delete_file", json!({ "path": "/tmp/x" }))).await;
+    /// let pending = &runtime.pending().await.unwrap()[0];
+    /// let question: Question = pending.suspend_payload::<DeleteFileTool>().unwrap().unwrap();
+    /// assert_eq!(question.text, "Delete /tmp/x?");
+    /// let done = runtime.resume_as::<DeleteFileTool>("c1", Answer { approved: true }).await.unwrap();
+    /// assert_eq!(done.output(), Some(&json!("deleted /tmp/x")));
+    /// # });
+    /// ```
+    ///
+    /// Data of another type is a compile error:
+    ///
+    /// ```compile_fail,E0308
+    /// # use tool_core::{tool, ToolContext, ToolError};
+    /// # #[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+    /// # struct Question { text: String }
+    /// # #[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+    /// # struct Answer { approved: bool }
+    /// # /// Delete a file after a human confirms
+    /// # #[tool]
+    /// # async fn delete_file(path: String, ctx: ToolContext<Question, Answer>) -> Result<String, ToolError> {
+    /// #     ctx.suspend(Question { text: path })
+    /// # }
+    /// # let runtime = tool_runtime::Runtime::builder().tool(DeleteFileTool).build().unwrap();
+    /// let _ = runtime.resume_as::<DeleteFileTool>("c1", Question { text: "yes".into() });
+    /// ```
+    pub fn resume_as<T: TypedTool>(
+        &self,
+        call_id: &str,
+        data: T::Resume,
+    ) -> impl Future<Output = Result<CallOutcome, RuntimeError>> + Send + 'static
+    where
+        T::Resume: Serialize,
+    {
+        let decision = typed_value(call_id, &data).map(Decision::Resume);
+        self.inner.decisions.decide_typed(call_id, decision, T::ID)
+    }
+
+    /// [`respond`](Self::respond) with the output type of the typed tool
+    /// `T`: an output of another type does not compile, and a call of
+    /// another tool is refused ([`RuntimeError::TypeMismatch`]).
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_core::{tool, ToolError};
+    /// use tool_runtime::{Runtime, ToolCall};
+    ///
+    /// /// Transfer money
+    /// #[tool(require_approval)]
+    /// async fn transfer(cents: u64) -> Result<String, ToolError> {
+    ///     Ok(format!("sent {cents}"))
+    /// }
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let runtime = Runtime::builder().tool(TransferTool).build().unwrap();
+    /// runtime.call(ToolCall::new("c1", "transfer", json!({ "cents": 500 }))).await;
+    /// // Answered instead of running: the transfer never happens.
+    /// let done = runtime.respond_as::<TransferTool>("c1", "sent by hand".to_owned()).await.unwrap();
+    /// assert_eq!(done.output(), Some(&json!("sent by hand")));
+    /// # });
+    /// ```
+    pub fn respond_as<T: TypedTool>(
+        &self,
+        call_id: &str,
+        output: T::Output,
+    ) -> impl Future<Output = Result<CallOutcome, RuntimeError>> + Send + 'static {
+        let decision = typed_value(call_id, &output).map(Decision::Respond);
+        self.inner.decisions.decide_typed(call_id, decision, T::ID)
+    }
+
     /// Makes `decision` on the stored call `call_id`, the call running with
     /// `extensions` (`ToolContext::extension`; an agent that decides passes
     /// its `AgentContext` among them, which `ToolContext::agent` reads):
@@ -315,8 +464,8 @@ impl Runtime {
     /// [`RuntimeError::Running`]. The decision runs as a task of its own:
     /// dropping the future cannot leave the call half-run.
     ///
-    /// [`approve`](Self::approve), [`decline`](Self::decline) and
-    /// [`resume`](Self::resume) are this without extensions; an agent loop
+    /// [`approve`](Self::approve), [`decline`](Self::decline),
+    /// [`resume`](Self::resume) and [`respond`](Self::respond) are this without extensions; an agent loop
     /// passes the run the call belongs to and its own extensions.
     ///
     /// ```
@@ -345,7 +494,9 @@ impl Runtime {
         decision: Decision,
         extensions: Extensions,
     ) -> impl Future<Output = Result<CallOutcome, RuntimeError>> + Send + 'static {
-        self.inner.decisions.decide(call_id, decision, extensions)
+        self.inner
+            .decisions
+            .decide(call_id, decision, extensions, None)
     }
 
     /// Recovers the stored calls whose runtime died while running them
@@ -490,7 +641,8 @@ impl Runtime {
         self.inner.path.stored().retention()
     }
 
-    /// Every call waiting for approval or resume data, from the store.
+    /// Every call waiting for a decision (approval, resume data, or its
+    /// output: see each one's [`kind`](PendingCall::kind)), from the store.
     pub fn pending(
         &self,
     ) -> impl Future<Output = Result<Vec<PendingCall>, RuntimeError>> + Send + 'static {

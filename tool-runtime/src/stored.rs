@@ -274,15 +274,15 @@ impl StoredCalls {
         self.store.get(call_id).await
     }
 
-    /// The call `call_id` if it is pending for `kind` or settled; otherwise
-    /// why not. Nothing changes in the store.
+    /// The call `call_id` if it is pending for one of `kinds` or settled;
+    /// otherwise why not. Nothing changes in the store.
     pub(crate) async fn lookup(
         &self,
         call_id: &str,
-        kind: PendingKind,
+        kinds: &[PendingKind],
     ) -> Result<Lookup, RuntimeError> {
         match self.store.get(call_id).await? {
-            Some(stored) if stored.state.is_pending() && stored.call.kind == kind => {
+            Some(stored) if stored.state.is_pending() && kinds.contains(&stored.call.kind) => {
                 Ok(Lookup::Pending(stored))
             }
             found => settled_outcome(call_id, found).map(Lookup::Settled),
@@ -399,7 +399,9 @@ impl StoredCalls {
 }
 
 /// What a decision on `call_id` answers when the call is not pending for
-/// the kind it asked for: the recorded outcome of a settled call, or why not.
+/// the kind it asked for: the recorded outcome of a settled call, or why not
+/// (what the call waits for is enough to say: each decision that does not
+/// fit it is told what does).
 fn settled_outcome(call_id: &str, found: Option<StoredCall>) -> Result<CallOutcome, RuntimeError> {
     let call_id = call_id.to_owned();
     let Some(stored) = found else {
@@ -411,6 +413,7 @@ fn settled_outcome(call_id: &str, found: Option<StoredCall>) -> Result<CallOutco
         CallState::Pending => Err(match stored.call.kind {
             PendingKind::Suspended => RuntimeError::NotAwaitingApproval { call_id },
             PendingKind::Approval => RuntimeError::NotSuspended { call_id },
+            PendingKind::Output => RuntimeError::AwaitingOutput { call_id },
             // A background task waits for a runtime, not for a decision.
             PendingKind::Task => RuntimeError::Running { call_id },
         }),

@@ -99,7 +99,7 @@ async fn postgres_store_meets_the_store_contract() {
     let Some(url) = database_url() else { return };
     // The contract purges and recovers across the whole table: each of its
     // stores gets a schema of its own.
-    const STORES: usize = 7;
+    const STORES: usize = 8;
     let mut schemas = Vec::new();
     let mut stores = Vec::new();
     for _ in 0..STORES {
@@ -244,18 +244,18 @@ async fn errors_name_the_database_without_its_password_and_the_call() {
     assert!(matches!(error, StoreError::Io { .. }), "{error:?}");
     let message = error.to_string();
     assert!(
-        message.contains("version 99") && message.contains("(3)"),
+        message.contains("version 99") && message.contains("(4)"),
         "{message}"
     );
     schema.drop().await;
 }
 
 /// A schema of version 1, as the build before agent runs created it: its
-/// tables by hand, one pending call. Connecting migrates it to version 3
-/// (the runs table, then fencing tokens), keeping the call; concurrent
-/// first connections migrate it once.
+/// tables by hand, one pending call. Connecting migrates it to version 4
+/// (the runs table, fencing tokens, then calls waiting for their output),
+/// keeping the call; concurrent first connections migrate it once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_schema_of_version_1_is_migrated_to_version_3_and_keeps_its_calls() {
+async fn a_schema_of_version_1_is_migrated_to_version_4_and_keeps_its_calls() {
     let Some(url) = database_url() else { return };
     let schema = Schema::new(&url, "v1").await;
     schema
@@ -314,7 +314,7 @@ async fn a_schema_of_version_1_is_migrated_to_version_3_and_keeps_its_calls() {
         .iter()
         .map(|row| row.get(0))
         .collect();
-    assert_eq!(versions, [3]);
+    assert_eq!(versions, [4]);
     let store = &stores[0];
     assert_eq!(
         store.list().await.unwrap(),
@@ -333,11 +333,28 @@ async fn a_schema_of_version_1_is_migrated_to_version_3_and_keeps_its_calls() {
         Some(1),
         "the runs table is there"
     );
+    store
+        .insert(PendingCall::new(
+            "c-new",
+            "t",
+            PendingKind::Output,
+            json!({}),
+        ))
+        .await
+        .expect("a call may wait for its output");
     let reconnected = schema.store().await;
     assert_eq!(
         reconnected.load_run("r1").await.unwrap().unwrap().revision,
         1
     );
+    schema.drop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn responses_and_typed_decisions_settle_once_on_the_postgres_store() {
+    let Some(url) = database_url() else { return };
+    let schema = Schema::new(&url, "respond").await;
+    common::respond::respond_decisions("pg", schema.store().await).await;
     schema.drop().await;
 }
 

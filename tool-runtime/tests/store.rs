@@ -60,6 +60,13 @@ async fn memory_and_sqlite_stores_meet_the_store_contract() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn responses_and_typed_decisions_settle_once_on_the_memory_and_sqlite_stores() {
+    common::respond::respond_decisions("memory", std::sync::Arc::new(MemoryStore::new())).await;
+    let path = temp_dir("respond").join("store.sqlite");
+    common::respond::respond_decisions("sqlite", SqliteStore::open(path).unwrap()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn futures_dropped_at_random_points_lose_no_call_on_the_memory_and_sqlite_stores() {
     common::drops::dropped_futures_lose_nothing(MemoryStore::new(), "memory", 60).await;
     let dir = temp_dir("drops");

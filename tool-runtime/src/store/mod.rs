@@ -24,6 +24,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use tool_core::TypedTool;
+
+use crate::error::RuntimeError;
 
 pub use memory::MemoryStore;
 #[cfg(feature = "postgres")]
@@ -107,15 +110,20 @@ pub enum PendingKind {
     /// [`Worker`](crate::Worker) (or [`Runtime::recover`](crate::Runtime::recover))
     /// on any instance otherwise.
     Task,
+    /// A call of a declaration-only tool (no execute function), waiting
+    /// for the application to give its output with
+    /// [`Runtime::respond`](crate::Runtime::respond) (or to `decline` it).
+    Output,
 }
 
 impl PendingKind {
-    /// `"approval"`, `"suspended"` or `"task"`.
+    /// `"approval"`, `"suspended"`, `"task"` or `"output"`.
     pub fn as_str(self) -> &'static str {
         match self {
             PendingKind::Approval => "approval",
             PendingKind::Suspended => "suspended",
             PendingKind::Task => "task",
+            PendingKind::Output => "output",
         }
     }
 }
@@ -169,6 +177,38 @@ impl PendingCall {
             messages: Vec::new(),
             payload: None,
         }
+    }
+
+    /// What the call suspended with, as the suspend type of the typed tool
+    /// `T` (`#[tool]`'s generated struct): `None` when it is not suspended
+    /// (it waits for approval or for its output). The JSON form is
+    /// [`payload`](Self::payload). See [`Runtime::resume_as`](crate::Runtime::resume_as).
+    ///
+    /// # Errors
+    ///
+    /// [`RuntimeError::TypeMismatch`](crate::RuntimeError::TypeMismatch): it
+    /// is a call of another tool, or the payload does not read as `T`'s
+    /// suspend type (stored by another version of the tool).
+    pub fn suspend_payload<T: TypedTool>(&self) -> Result<Option<T::Suspend>, RuntimeError> {
+        let mismatch = |reason: String| RuntimeError::TypeMismatch {
+            call_id: self.call_id.clone(),
+            reason,
+        };
+        if self.tool_id != T::ID {
+            return Err(mismatch(format!(
+                "it is a call of tool {:?}, not of {:?}",
+                self.tool_id,
+                T::ID
+            )));
+        }
+        let Some(payload) = &self.payload else {
+            return Ok(None);
+        };
+        T::Suspend::deserialize(payload).map(Some).map_err(|error| {
+            mismatch(format!(
+                "its suspend payload does not read as the tool's type: {error}"
+            ))
+        })
     }
 }
 

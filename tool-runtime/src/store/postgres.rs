@@ -24,10 +24,11 @@ mod transaction;
 pub use transaction::{PostgresTransaction, TransactionError};
 
 /// The schema version this build creates and reads, recorded in
-/// `tool_runtime_schema`: 3 adds fencing tokens ([`ADD_FENCING`]); 2 adds
+/// `tool_runtime_schema`: 4 lets calls wait for their output
+/// ([`ADD_OUTPUT_KIND`]); 3 adds fencing tokens ([`ADD_FENCING`]); 2 adds
 /// agent runs (`tool_runtime_runs`) to the calls of version 1. Versions 1
-/// and 2 are migrated.
-const SCHEMA_VERSION: i32 = 3;
+/// to 3 are migrated.
+const SCHEMA_VERSION: i32 = 4;
 /// Connections the pool keeps at most: every store operation is one short
 /// statement or transaction, so a few serve many concurrent calls.
 const MAX_CONNECTIONS: usize = 8;
@@ -89,6 +90,13 @@ CREATE TABLE tool_runtime_runs (
     saved_at timestamptz NOT NULL
 );
 CREATE INDEX tool_runtime_runs_finished ON tool_runtime_runs (saved_at) WHERE finished;";
+
+/// What schema version 4 changes: calls may wait for their output (a
+/// declaration-only tool's, [`PendingKind::Output`]).
+const ADD_OUTPUT_KIND: &str = "
+ALTER TABLE tool_runtime_calls DROP CONSTRAINT IF EXISTS tool_runtime_calls_kind_check;
+ALTER TABLE tool_runtime_calls ADD CONSTRAINT tool_runtime_calls_kind_check
+    CHECK (kind IN ('approval', 'suspended', 'task', 'output'));";
 
 /// What schema version 3 adds: each call's fencing token, drawn from a
 /// sequence on every claim, so that a token never repeats, even for a call
@@ -286,6 +294,7 @@ impl PostgresStore {
             tx.batch_execute(CREATE_TABLES).await?;
             tx.batch_execute(CREATE_RUNS).await?;
             tx.batch_execute(ADD_FENCING).await?;
+            tx.batch_execute(ADD_OUTPUT_KIND).await?;
             tx.execute(
                 "INSERT INTO tool_runtime_schema (version) VALUES ($1)",
                 &[&SCHEMA_VERSION],
@@ -308,13 +317,17 @@ impl PostgresStore {
         };
         match version {
             Some(SCHEMA_VERSION) => Ok(()),
-            Some(version @ (1 | 2)) => {
+            Some(version @ 1..=3) => {
                 if version == 1 {
                     // Version 1 had no runs; its calls are as they were.
                     tx.batch_execute(CREATE_RUNS).await?;
                 }
-                // Version 2 had no fencing tokens.
-                tx.batch_execute(ADD_FENCING).await?;
+                if version <= 2 {
+                    // Version 2 had no fencing tokens.
+                    tx.batch_execute(ADD_FENCING).await?;
+                }
+                // Version 3 had no calls waiting for their output.
+                tx.batch_execute(ADD_OUTPUT_KIND).await?;
                 tx.execute(
                     "UPDATE tool_runtime_schema SET version = $1",
                     &[&SCHEMA_VERSION],
@@ -396,6 +409,7 @@ impl PostgresStore {
             "approval" => PendingKind::Approval,
             "suspended" => PendingKind::Suspended,
             "task" => PendingKind::Task,
+            "output" => PendingKind::Output,
             other => return Err(unreadable("kind", format!("unknown kind {other:?}"))),
         };
         let state = match row.try_get::<_, &str>("state")? {

@@ -103,7 +103,8 @@ pub enum Transition {
         /// The resume data, for a resume.
         resume_data: Option<Value>,
     },
-    /// Settle it without running (a decline): pending → settled.
+    /// Settle it without running (a decline, or a response with its
+    /// output): pending → settled.
     Settle(RecordedOutcome),
 }
 
@@ -200,6 +201,7 @@ impl RecordedOutcome {
             },
             CallOutcome::Suspended { .. }
             | CallOutcome::ApprovalRequired { .. }
+            | CallOutcome::AwaitingOutput { .. }
             | CallOutcome::BackgroundStarted { .. } => return None,
         })
     }

@@ -54,6 +54,7 @@ pub async fn store_contract<S: CallStore + RunStore>(prefix: &str, fresh: impl F
     ownership_and_recovery(&fresh(), prefix).await;
     fencing(&fresh(), prefix).await;
     decline_and_retention(&fresh(), prefix).await;
+    awaiting_output(&fresh(), prefix).await;
     concurrent_decisions(Arc::new(fresh()), prefix).await;
     claiming_tasks(Arc::new(fresh()), prefix).await;
     runs(Arc::new(fresh()), prefix).await;
@@ -361,6 +362,50 @@ async fn fencing(store: &(impl CallStore + RunStore), p: &str) {
     for stale in [first.epoch, again[0].epoch, claimed.epoch] {
         assert!(!store.renew(&id, stale, LONG).await.unwrap());
     }
+}
+
+/// A call that waits for its output (a declaration-only tool's) is listed
+/// with its kind, taken only by a decision for that kind, and settled once
+/// with the output given; it reads back as it was.
+async fn awaiting_output(store: &(impl CallStore + RunStore), p: &str) {
+    let id = format!("{p}-output");
+    let call = PendingCall::new(&id, "pick", PendingKind::Output, json!({ "q": "color?" }));
+    store.insert(call.clone()).await.unwrap();
+    assert_eq!(store.list().await.unwrap(), std::slice::from_ref(&call));
+    let found = lost(
+        store
+            .decide(&id, PendingKind::Approval, run("a", LONG, None))
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        found.state,
+        CallState::Pending,
+        "another kind changes nothing"
+    );
+    let settled = won(store
+        .decide(&id, PendingKind::Output, Transition::Settle(completed(7)))
+        .await
+        .unwrap());
+    assert!(
+        matches!(&settled.state, CallState::Settled { outcome, .. } if *outcome == completed(7))
+    );
+    assert_eq!(
+        (settled.attempt, settled.epoch),
+        (0, 0),
+        "never ran, never claimed"
+    );
+    let found = lost(
+        store
+            .decide(&id, PendingKind::Output, Transition::Settle(completed(8)))
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    assert!(matches!(&found.state, CallState::Settled { outcome, .. } if *outcome == completed(7)));
+    assert_eq!(found.call, call, "it reads back as stored, its kind too");
+    assert!(store.list().await.unwrap().is_empty());
 }
 
 async fn decline_and_retention(store: &(impl CallStore + RunStore), p: &str) {

@@ -154,3 +154,4 @@ impl Capture {
 pub mod contract;
 pub mod drops;
 pub mod faulty;
+pub mod respond;
