@@ -166,8 +166,9 @@ impl Call {
                 .and_then(|v| serde_json::from_value::<ElicitResult>(v.clone()).ok())
         };
         let step = match pending.kind {
-            // Never asked about: a task waits for a runtime, not for a user.
-            PendingKind::Task => return Err(unknown()),
+            // Never asked about: a task waits for a runtime, an output
+            // call (a tool not served) for the application.
+            PendingKind::Task | PendingKind::Output => return Err(unknown()),
             PendingKind::Approval => match answer(APPROVAL_KEY) {
                 // Not answered: ask again.
                 None => self.replay(CallOutcome::ApprovalRequired {

@@ -32,7 +32,7 @@ pub(crate) async fn call(
 ) -> Result<CallToolResponse, ErrorData> {
     let name = request.name.as_ref();
     let Some(served) = shared.served(name) else {
-        let unknown = shared.runtime.tools().unknown_tool(name);
+        let unknown = shared.unknown_tool(name);
         return Err(ErrorData::invalid_params(
             unknown.message().to_owned(),
             None,

@@ -28,7 +28,9 @@ use tool_runtime::Runtime;
 
 /// Serves a [`Runtime`]'s tools over MCP, with the official `rmcp` crate.
 ///
-/// - `tools/list`: every tool of the runtime, named by its id, with its
+/// - `tools/list`: every tool of the runtime that runs here (not a
+///   declaration-only tool, built without an execute function, whose result
+///   the application gives: it is neither listed nor called), named by its id, with its
 ///   title, description, input schema, output schema (wrapped as
 ///   `{"result": ...}` when its root is not an object, since MCP requires
 ///   object roots), annotations as declared in `mcp(...)`, and `_meta`
@@ -410,6 +412,9 @@ impl McpServerBuilder {
             .runtime
             .tools()
             .iter()
+            // A declaration-only tool runs in the application: served, its
+            // calls would only wait for a result no MCP client can give.
+            .filter(|tool| tool.has_execute())
             .map(|tool| Arc::new(served_tool(tool)))
             .collect();
         let by_name = tools

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use rmcp::model::{Implementation, ListToolsResult};
 use rmcp::service::{RequestContext, RoleServer};
+use tool_core::ModelError;
 use tool_runtime::Runtime;
 
 use super::convert::ServedTool;
@@ -38,6 +39,12 @@ pub(crate) struct Shared {
 impl Shared {
     pub(crate) fn served(&self, name: &str) -> Option<&Arc<ServedTool>> {
         self.by_name.get(name).map(|&i| &self.tools[i])
+    }
+
+    /// The model-facing error for a tool this server does not serve,
+    /// naming the ones it does (not the runtime's declaration-only tools).
+    pub(crate) fn unknown_tool(&self, name: &str) -> ModelError {
+        ModelError::unknown_tool(name, self.tools.iter().map(|served| served.tool.id()))
     }
 
     /// `tools/list` for a peer of the 2026-07-28 protocol (`modern`) or an older one.

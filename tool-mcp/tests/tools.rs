@@ -272,6 +272,42 @@ async fn failures_are_error_results_naming_the_problem() {
     assert_eq!(ok.is_error, Some(false));
 }
 
+#[tokio::test]
+async fn a_declaration_only_tool_is_neither_listed_nor_served() {
+    // Runs in the application's UI: no execute function.
+    let pick = Tool::builder("pick-color")
+        .description("Ask the user to pick a color")
+        .build()
+        .unwrap();
+    let runtime = Runtime::builder()
+        .tool(WeatherTool)
+        .tool(pick)
+        .build()
+        .unwrap();
+    let server = McpServer::new(runtime.clone());
+    let declared: Vec<_> = server.tools().into_iter().map(|t| t.name).collect();
+    assert_eq!(declared, ["weather-tool"]);
+    for modern in [false, true] {
+        let client = connect(runtime.clone(), TestClient::default(), modern).await;
+        let listed = client.list_all_tools().await.unwrap();
+        let names: Vec<&str> = listed.iter().map(|t| t.name.as_ref()).collect();
+        assert_eq!(names, ["weather-tool"], "modern: {modern}");
+        let refused = call(&client, "pick-color", json!({})).await.unwrap_err();
+        let ServiceError::McpError(error) = refused else {
+            panic!("expected a JSON-RPC error, got {refused:?}")
+        };
+        assert_eq!(error.code.0, -32602);
+        assert_eq!(
+            error.message,
+            "Tool \"pick-color\" not found. Available tools: weather-tool."
+        );
+    }
+    assert!(
+        runtime.pending().await.unwrap().is_empty(),
+        "no call was stored"
+    );
+}
+
 #[test]
 fn tools_can_be_built_for_the_server_without_serving() {
     let tool = Tool::from(WeatherTool);

@@ -157,7 +157,7 @@ async fn call(
                 None,
             )
         } else {
-            let unknown = shared.runtime.tools().unknown_tool(&params.name);
+            let unknown = shared.unknown_tool(&params.name);
             ErrorData::invalid_params(unknown.message().to_owned(), None)
         });
     }
