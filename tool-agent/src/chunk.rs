@@ -18,8 +18,8 @@ pub enum FinishReason {
     ToolCalls,
     /// The model ran out of tokens.
     Length,
-    /// Calls wait for approval or resume data: the run is stored, and
-    /// continues when they are decided.
+    /// Calls wait for approval, resume data or their output: the run is
+    /// stored, and continues when they are decided.
     Suspended,
     /// The model could not be called, or its answer broke off.
     Error,
@@ -101,6 +101,20 @@ pub enum AgentChunk {
         args: Value,
         /// The decision's schema ([`approval_schema`]).
         resume_schema: Value,
+    },
+    /// A call of a declaration-only tool (no execute function) waits for
+    /// its output from the application: give it with
+    /// [`Agent::respond_tool_call`](super::Agent::respond_tool_call) (or
+    /// decline it with [`decline_tool_call`](super::Agent::decline_tool_call)).
+    ToolCallAwaitingOutput {
+        /// The call.
+        call_id: String,
+        /// Its tool.
+        tool_name: String,
+        /// Its arguments.
+        args: Value,
+        /// The schema the output must match, if declared.
+        output_schema: Option<Value>,
     },
     /// A call suspended: resume it with [`Agent::resume`](super::Agent::resume)
     /// (or, with auto-resume, from the user's next message).

@@ -58,6 +58,15 @@ pub enum AgentError {
         /// The calls.
         call_ids: Vec<String>,
     },
+    /// A reply came while calls wait for their output from the application
+    /// (declaration-only tools): only the application answers them.
+    #[error("run {run_id:?} has calls waiting for their output from the application ({}): respond to or decline them first", call_ids.join(", "))]
+    OutputPending {
+        /// The run.
+        run_id: String,
+        /// The calls.
+        call_ids: Vec<String>,
+    },
     /// Another instance changed the run at the same time, again and again.
     #[error("run {run_id:?} was changed by another instance while this one saved it")]
     Conflict {

@@ -91,7 +91,7 @@ pub use record::Thread;
 pub use scripted::{ScriptedModel, ScriptedStep};
 
 use machine::RunSettings;
-use record::{RunRecord, WaitingFor};
+use record::RunRecord;
 use run::{CallShape, Chunks, Gone, Runner};
 
 /// Steps a run takes at most unless told otherwise.
@@ -360,7 +360,8 @@ impl Agent {
         self.decide(run_id, call_id, Decision::Approve).await
     }
 
-    /// Declines the call `call_id` waiting in run `run_id`: it never runs,
+    /// Declines the call `call_id` waiting in run `run_id` (for approval, or
+    /// for its output): it never runs,
     /// and the model reads `reason` (default "Tool call was not approved by
     /// the user").
     pub async fn decline_tool_call(
@@ -370,6 +371,24 @@ impl Agent {
         reason: Option<String>,
     ) -> Result<AgentStream, AgentError> {
         self.decide(run_id, call_id, Decision::Decline(reason))
+            .await
+    }
+
+    /// Gives the call `call_id` waiting in run `run_id` its `output` without
+    /// running its tool: the result of a declaration-only tool's call (the
+    /// stream said [`AgentChunk::ToolCallAwaitingOutput`]), or an answer
+    /// instead of running a call waiting for approval. The output is
+    /// validated against the tool's output schema (an invalid one leaves
+    /// the call waiting, and the stream says why); the model reads it as
+    /// the tool's result, and the run goes on once no call of its step
+    /// waits. See [`Runtime::respond`].
+    pub async fn respond_tool_call(
+        &self,
+        run_id: &str,
+        call_id: &str,
+        output: Value,
+    ) -> Result<AgentStream, AgentError> {
+        self.decide(run_id, call_id, Decision::Respond(output))
             .await
     }
 
@@ -427,7 +446,7 @@ impl Agent {
         decision: Decision,
     ) -> Result<AgentStream, AgentError> {
         let (record, _) = self.inner.load(run_id).await?;
-        record.expect_waiting(run_id, call_id, WaitingFor::needed_by(&decision))?;
+        record.expect_waiting(run_id, call_id, &decision)?;
         let (run_id, call_id) = (run_id.to_owned(), call_id.to_owned());
         Ok(
             self.spawn(run_id.clone(), move |runner, chunks| async move {

@@ -257,21 +257,30 @@ impl RunMachine {
     /// suspended calls get a result saying so, so the conversation reads
     /// as a whole, and stay resumable by a call that names them.
     pub(crate) fn on_reply(&mut self, run_id: &str, text: String) -> Result<(), AgentError> {
-        let approvals: Vec<String> = self
-            .record
-            .waiting
-            .iter()
-            .filter(|(_, w)| w.waiting_for == WaitingFor::Approval)
-            .map(|(id, _)| id.clone())
-            .collect();
+        let waiting_for = |what: WaitingFor| -> Vec<String> {
+            let waiting = self.record.waiting.iter();
+            waiting
+                .filter(|(_, w)| w.waiting_for == what)
+                .map(|(id, _)| id.clone())
+                .collect()
+        };
+        let approvals = waiting_for(WaitingFor::Approval);
         if !approvals.is_empty() {
             return Err(AgentError::ApprovalPending {
                 run_id: run_id.to_owned(),
                 call_ids: approvals,
             });
         }
+        let outputs = waiting_for(WaitingFor::Output);
+        if !outputs.is_empty() {
+            return Err(AgentError::OutputPending {
+                run_id: run_id.to_owned(),
+                call_ids: outputs,
+            });
+        }
         if !self.record.waiting.is_empty() && !self.settings.auto_resume {
-            return Err(self.record.not_waiting(run_id, "", WaitingFor::ResumeData));
+            let expected = WaitingFor::ResumeData.describe();
+            return Err(self.record.not_waiting(run_id, "", expected));
         }
         for (call_id, waiting) in std::mem::take(&mut self.record.waiting) {
             self.record.settled.insert(
@@ -354,6 +363,23 @@ impl RunMachine {
                     },
                 );
             }
+            CallOutcome::AwaitingOutput {
+                input,
+                output_schema,
+                ..
+            } => {
+                record.waiting.insert(
+                    call_id.to_owned(),
+                    Waiting {
+                        tool_name: tool_name.to_owned(),
+                        waiting_for: WaitingFor::Output,
+                        args: input.clone(),
+                        payload: None,
+                        // The schema of what the decision gives: the output's.
+                        resume_schema: output_schema.clone(),
+                    },
+                );
+            }
             CallOutcome::Suspended {
                 input,
                 payload,
@@ -397,6 +423,16 @@ impl RunMachine {
                 call_id: id,
                 tool_name: tool,
                 resume_schema: approval_schema(),
+            },
+            CallOutcome::AwaitingOutput {
+                input,
+                output_schema,
+                ..
+            } => AgentChunk::ToolCallAwaitingOutput {
+                args: show(call_id, tool_name, Phase::Input, input, known).await,
+                call_id: id,
+                tool_name: tool,
+                output_schema: output_schema.clone(),
             },
             CallOutcome::Suspended {
                 input,

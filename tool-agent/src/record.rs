@@ -53,22 +53,35 @@ impl Thread {
 pub(crate) enum WaitingFor {
     Approval,
     ResumeData,
+    /// Its output, from the application: a declaration-only tool's call.
+    Output,
 }
 
 impl WaitingFor {
-    /// What a call must wait for to take `decision`.
-    pub(crate) fn needed_by(decision: &Decision) -> Self {
-        if decision.pending_kind() == PendingKind::Suspended {
-            WaitingFor::ResumeData
-        } else {
-            WaitingFor::Approval
+    /// What a call must wait for to take `decision`, as errors name it.
+    pub(crate) fn needed_by(decision: &Decision) -> &'static str {
+        match decision.pending_kinds() {
+            [PendingKind::Approval] => WaitingFor::Approval.describe(),
+            [PendingKind::Suspended] => WaitingFor::ResumeData.describe(),
+            _ => "approval or output",
         }
     }
 
-    fn describe(self) -> &'static str {
+    /// Whether a call waiting for this takes `decision`.
+    fn takes(self, decision: &Decision) -> bool {
+        let kind = match self {
+            WaitingFor::Approval => PendingKind::Approval,
+            WaitingFor::ResumeData => PendingKind::Suspended,
+            WaitingFor::Output => PendingKind::Output,
+        };
+        decision.pending_kinds().contains(&kind)
+    }
+
+    pub(crate) fn describe(self) -> &'static str {
         match self {
             WaitingFor::Approval => "approval",
             WaitingFor::ResumeData => "resume data",
+            WaitingFor::Output => "output",
         }
     }
 }
@@ -171,17 +184,17 @@ impl RunRecord {
         }
     }
 
-    /// Fails unless `call_id` waits for `expected`: a decision names a
-    /// waiting call of its run.
+    /// Fails unless `call_id` waits for what takes `decision`: a decision
+    /// names a waiting call of its run.
     pub(crate) fn expect_waiting(
         &self,
         run_id: &str,
         call_id: &str,
-        expected: WaitingFor,
+        decision: &Decision,
     ) -> Result<(), AgentError> {
         match self.waiting.get(call_id) {
-            Some(waiting) if waiting.waiting_for == expected => Ok(()),
-            _ => Err(self.not_waiting(run_id, call_id, expected)),
+            Some(waiting) if waiting.waiting_for.takes(decision) => Ok(()),
+            _ => Err(self.not_waiting(run_id, call_id, WaitingFor::needed_by(decision))),
         }
     }
 
@@ -191,12 +204,12 @@ impl RunRecord {
         &self,
         run_id: &str,
         call_id: &str,
-        expected: WaitingFor,
+        expected: &'static str,
     ) -> AgentError {
         AgentError::NotWaiting {
             run_id: run_id.to_owned(),
             call_id: call_id.to_owned(),
-            expected: expected.describe(),
+            expected,
             waiting: self
                 .waiting
                 .iter()
@@ -317,11 +330,11 @@ mod tests {
         let record: RunRecord = serde_json::from_value(stored()).unwrap();
         assert!(
             record
-                .expect_waiting("run-1", "c-transfer", WaitingFor::Approval)
+                .expect_waiting("run-1", "c-transfer", &Decision::Approve)
                 .is_ok()
         );
-        let wrong_kind = record.expect_waiting("run-1", "c-transfer", WaitingFor::ResumeData);
-        let settled = record.expect_waiting("run-1", "c-lookup", WaitingFor::Approval);
+        let wrong_kind = record.expect_waiting("run-1", "c-transfer", &Decision::Resume(json!({})));
+        let settled = record.expect_waiting("run-1", "c-lookup", &Decision::Approve);
         assert_eq!(
             settled.unwrap_err().to_string(),
             "call \"c-lookup\" is not waiting for approval in run \"run-1\"; waiting: c-book (resume data), c-transfer (approval)"
@@ -333,13 +346,19 @@ mod tests {
                 ..
             })
         ));
+        // A decline or a response takes a call waiting for approval or for its output.
+        assert!(
+            record
+                .expect_waiting("run-1", "c-transfer", &Decision::Respond(json!(1)))
+                .is_ok()
+        );
         assert_eq!(
             WaitingFor::needed_by(&Decision::Decline(None)),
-            WaitingFor::Approval
+            "approval or output"
         );
         assert_eq!(
             WaitingFor::needed_by(&Decision::Resume(json!({}))),
-            WaitingFor::ResumeData
+            "resume data"
         );
     }
 }
