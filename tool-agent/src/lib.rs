@@ -77,8 +77,8 @@ use futures_core::Stream;
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tool_core::transform::{CallValues, Phase};
-use tool_core::{Extensions, RequestContext};
-use tool_runtime::{Decision, Payload, Runtime};
+use tool_core::{Extensions, RequestContext, TypedTool};
+use tool_runtime::{Decision, Payload, Runtime, RuntimeError};
 
 pub use chunk::{AgentChunk, FinishReason, approval_schema};
 pub use error::AgentError;
@@ -357,7 +357,7 @@ impl Agent {
         run_id: &str,
         call_id: &str,
     ) -> Result<AgentStream, AgentError> {
-        self.decide(run_id, call_id, Decision::Approve).await
+        self.decide(run_id, call_id, Decision::Approve, None).await
     }
 
     /// Declines the call `call_id` waiting in run `run_id` (for approval, or
@@ -370,7 +370,7 @@ impl Agent {
         call_id: &str,
         reason: Option<String>,
     ) -> Result<AgentStream, AgentError> {
-        self.decide(run_id, call_id, Decision::Decline(reason))
+        self.decide(run_id, call_id, Decision::Decline(reason), None)
             .await
     }
 
@@ -382,13 +382,35 @@ impl Agent {
     /// the call waiting, and the stream says why); the model reads it as
     /// the tool's result, and the run goes on once no call of its step
     /// waits. See [`Runtime::respond`].
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_agent::{Agent, AgentChunk, FinishReason, Message, ModelFinish, ScriptedModel, ScriptedStep, Thread};
+    /// use tool_core::Tool;
+    /// use tool_runtime::Runtime;
+    ///
+    /// # tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap().block_on(async {
+    /// // Runs in the user's browser: declared here, no execute function.
+    /// let pick = Tool::builder("pick-color").description("Ask the user to pick a color").build().unwrap();
+    /// let model = ScriptedModel::new([
+    ///     ScriptedStep::new().tool_call("c1", "pick-color", json!({})).finish(ModelFinish::ToolCalls),
+    ///     ScriptedStep::answer("Teal it is"),
+    /// ]);
+    /// let agent = Agent::builder("painter", model, Runtime::builder().tool(pick).build().unwrap()).build().unwrap();
+    /// let paused = agent.generate(Thread::new("t1"), vec![Message::user("pick one")]).await.unwrap();
+    /// assert_eq!(paused.finish_reason, FinishReason::Suspended);
+    /// assert!(paused.chunks.iter().any(|c| matches!(c, AgentChunk::ToolCallAwaitingOutput { .. })));
+    /// let done = agent.respond_tool_call(&paused.run_id, "c1", json!("teal")).await.unwrap().output().await;
+    /// assert_eq!(done.text, "Teal it is");
+    /// # });
+    /// ```
     pub async fn respond_tool_call(
         &self,
         run_id: &str,
         call_id: &str,
         output: Value,
     ) -> Result<AgentStream, AgentError> {
-        self.decide(run_id, call_id, Decision::Respond(output))
+        self.decide(run_id, call_id, Decision::Respond(output), None)
             .await
     }
 
@@ -401,7 +423,63 @@ impl Agent {
         call_id: &str,
         data: Value,
     ) -> Result<AgentStream, AgentError> {
-        self.decide(run_id, call_id, Decision::Resume(data)).await
+        self.decide(run_id, call_id, Decision::Resume(data), None)
+            .await
+    }
+
+    /// [`resume`](Self::resume) with the resume type of the typed tool `T`
+    /// (`#[tool]`'s generated struct): data of another type does not
+    /// compile, and a call of another tool is refused
+    /// ([`RuntimeError::TypeMismatch`](tool_runtime::RuntimeError::TypeMismatch),
+    /// as [`AgentError::Runtime`]) before anything changes. See
+    /// [`Runtime::resume_as`].
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_agent::{Agent, Message, ModelFinish, ScriptedModel, ScriptedStep, Thread};
+    /// use tool_core::{tool, ToolContext, ToolError};
+    /// use tool_runtime::Runtime;
+    ///
+    /// #[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+    /// struct Question { text: String }
+    /// #[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+    /// struct Answer { seats: u32 }
+    ///
+    /// /// Book a table, asking how many seats
+    /// #[tool]
+    /// async fn book(ctx: ToolContext<Question, Answer>) -> Result<String, ToolError> {
+    ///     match ctx.resume_data() {
+    ///         None => ctx.suspend(Question { text: "How many seats?".into() }),
+    ///         Some(answer) => Ok(format!("booked {}", answer.seats)),
+    ///     }
+    /// }
+    ///
+    /// # tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap().block_on(async {
+    /// let model = ScriptedModel::new([
+    ///     ScriptedStep::new().tool_call("c1", "book", json!({})).finish(ModelFinish::ToolCalls),
+    ///     ScriptedStep::answer("Booked"),
+    /// ]);
+    /// let agent = Agent::builder("host", model, Runtime::builder().tool(BookTool).build().unwrap()).build().unwrap();
+    /// let paused = agent.generate(Thread::new("t1"), vec![Message::user("a table")]).await.unwrap();
+    /// let done = agent.resume_as::<BookTool>(&paused.run_id, "c1", Answer { seats: 2 }).await.unwrap().output().await;
+    /// assert_eq!(done.text, "Booked");
+    /// # });
+    /// ```
+    pub async fn resume_as<T: TypedTool>(
+        &self,
+        run_id: &str,
+        call_id: &str,
+        data: T::Resume,
+    ) -> Result<AgentStream, AgentError>
+    where
+        T::Resume: serde::Serialize,
+    {
+        let data = serde_json::to_value(&data).map_err(|error| RuntimeError::TypeMismatch {
+            call_id: call_id.to_owned(),
+            reason: format!("the value does not serialize to JSON: {error}"),
+        })?;
+        self.decide(run_id, call_id, Decision::Resume(data), Some(T::ID))
+            .await
     }
 
     /// The user's next message in run `run_id`: the conversation goes on
@@ -439,14 +517,30 @@ impl Agent {
         Ok(self.transcript_of(record.messages).await)
     }
 
+    /// Makes `decision` on the waiting call `call_id` of run `run_id`; with
+    /// `tool_id`, only on a call of that tool (a typed decision).
     async fn decide(
         &self,
         run_id: &str,
         call_id: &str,
         decision: Decision,
+        tool_id: Option<&str>,
     ) -> Result<AgentStream, AgentError> {
         let (record, _) = self.inner.load(run_id).await?;
         record.expect_waiting(run_id, call_id, &decision)?;
+        if let Some(expected) = tool_id
+            && let Some(waiting) = record.waiting.get(call_id)
+            && waiting.tool_name != expected
+        {
+            return Err(RuntimeError::TypeMismatch {
+                call_id: call_id.to_owned(),
+                reason: format!(
+                    "it is a call of tool {:?}, not of {expected:?}",
+                    waiting.tool_name
+                ),
+            }
+            .into());
+        }
         let (run_id, call_id) = (run_id.to_owned(), call_id.to_owned());
         Ok(
             self.spawn(run_id.clone(), move |runner, chunks| async move {

@@ -2,15 +2,16 @@
 //! application's UI) in an agent run: the run pauses on its call like an
 //! approval, and the application's response, validated against the output
 //! schema, is the result the model reads. On the memory and SQLite stores.
+//! And typed decisions: a suspended call resumed with the tool's resume type.
 
 use serde_json::json;
 use tool_agent::{
     Agent, AgentChunk, AgentError, FinishReason, Message, ModelFinish, ScriptedModel, ScriptedStep,
     Thread,
 };
-use tool_core::{ModelOutput, Tool};
+use tool_core::{ModelOutput, Tool, ToolContext, ToolError, tool};
 use tool_runtime::store::{CallStore, MemoryStore, RunStore, SqliteStore};
-use tool_runtime::{PendingKind, Runtime};
+use tool_runtime::{PendingKind, Runtime, RuntimeError};
 
 fn pick_color() -> Tool {
     Tool::builder("pick-color")
@@ -198,4 +199,113 @@ async fn a_declaration_only_tools_call_waits_for_the_applications_response() {
     let sqlite = SqliteStore::open(dir.join("store.sqlite")).unwrap();
     the_run_waits_for_the_applications_response(sqlite, "sqlite").await;
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// What to ask.
+#[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+struct Question {
+    text: String,
+}
+
+/// The answer.
+#[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+struct Answer {
+    seats: u32,
+}
+
+/// Book a table, asking how many seats
+#[tool]
+async fn book(ctx: ToolContext<Question, Answer>) -> Result<String, ToolError> {
+    match ctx.resume_data() {
+        None => ctx.suspend(Question {
+            text: "How many seats?".into(),
+        }),
+        Some(answer) => Ok(format!("booked {}", answer.seats)),
+    }
+}
+
+#[tokio::test]
+async fn a_typed_resume_takes_the_tools_resume_type_and_names_its_tool() {
+    let runtime = Runtime::builder()
+        .tool(BookTool)
+        .tool(pick_color())
+        .build()
+        .unwrap();
+    let model = ScriptedModel::new([
+        ScriptedStep::new()
+            .tool_call("c-book", "book", json!({}))
+            .tool_call("c-pick", "pick-color", json!({}))
+            .finish(ModelFinish::ToolCalls),
+        ScriptedStep::answer("Booked"),
+    ]);
+    let agent = Agent::builder("host", model, runtime).build().unwrap();
+    let paused = agent
+        .generate(Thread::new("typed"), vec![Message::user("a table")])
+        .await
+        .unwrap();
+    assert_eq!(paused.finish_reason, FinishReason::Suspended);
+    let run_id = paused.run_id.as_str();
+    // A call waiting for its output takes no resume data.
+    let refused = agent
+        .resume_as::<BookTool>(run_id, "c-pick", Answer { seats: 2 })
+        .await;
+    assert!(
+        matches!(&refused, Err(AgentError::NotWaiting { .. })),
+        "c-pick waits for its output, not resume data"
+    );
+    let booked = agent
+        .resume_as::<BookTool>(run_id, "c-book", Answer { seats: 2 })
+        .await
+        .unwrap()
+        .output()
+        .await;
+    assert!(booked.chunks.iter().any(|chunk| matches!(
+        chunk,
+        AgentChunk::ToolResult { call_id, result, .. } if call_id == "c-book" && result == &json!("booked 2")
+    )));
+    let done = agent
+        .respond_tool_call(run_id, "c-pick", json!({ "color": "red" }))
+        .await
+        .unwrap()
+        .output()
+        .await;
+    assert_eq!(done.text, "Booked");
+}
+
+/// Two suspended calls of two typed tools: a typed resume names its tool.
+#[tokio::test]
+async fn a_typed_resume_on_another_tools_suspended_call_is_refused() {
+    /// Ask a question
+    #[tool]
+    async fn ask(ctx: ToolContext<Question, String>) -> Result<String, ToolError> {
+        match ctx.resume_data() {
+            None => ctx.suspend(Question {
+                text: "Why?".into(),
+            }),
+            Some(why) => Ok(why.clone()),
+        }
+    }
+    let runtime = Runtime::builder()
+        .tool(BookTool)
+        .tool(AskTool)
+        .build()
+        .unwrap();
+    let model = ScriptedModel::new([ScriptedStep::new()
+        .tool_call("c-ask", "ask", json!({}))
+        .finish(ModelFinish::ToolCalls)]);
+    let agent = Agent::builder("host", model, runtime).build().unwrap();
+    let paused = agent
+        .generate(Thread::new("typed-2"), vec![Message::user("ask")])
+        .await
+        .unwrap();
+    let refused = agent
+        .resume_as::<BookTool>(&paused.run_id, "c-ask", Answer { seats: 2 })
+        .await;
+    assert!(
+        matches!(
+            &refused,
+            Err(AgentError::Runtime(RuntimeError::TypeMismatch { reason, .. })) if reason.contains("\"ask\"")
+        ),
+        "{refused:?}"
+    );
 }
