@@ -9,10 +9,12 @@
 //! own, so dropping its future (a client that went away, a timeout) cannot
 //! leave a claimed call half-run: it finishes and its outcome is recorded.
 
-use serde::Serialize;
+use serde::{Deserialize as _, Serialize};
 use serde_json::{Value, json};
 use tool_core::transform::{CallValues, Phase};
-use tool_core::{CallContext, ErrorKind, Extensions, ModelError, Reconciled, RequestContext, Tool};
+use tool_core::{
+    CallContext, ErrorKind, Extensions, ModelError, Reconciled, RequestContext, Tool, TypedTool,
+};
 use tracing::Instrument as _;
 
 use crate::call::ToolCall;
@@ -71,6 +73,41 @@ impl Decision {
             Decision::Resume(_) => "resume",
             Decision::Respond(_) => "respond",
         }
+    }
+}
+
+/// Typed reads of a stored call, for the application's typed decisions.
+impl PendingCall {
+    /// What the call suspended with, as the suspend type of the typed tool
+    /// `T` (`#[tool]`'s generated struct): `None` when it is not suspended
+    /// (it waits for approval or for its output). The JSON form is
+    /// [`payload`](Self::payload). See [`Runtime::resume_as`](crate::Runtime::resume_as).
+    ///
+    /// # Errors
+    ///
+    /// [`RuntimeError::TypeMismatch`](crate::RuntimeError::TypeMismatch): it
+    /// is a call of another tool, or the payload does not read as `T`'s
+    /// suspend type (stored by another version of the tool).
+    pub fn suspend_payload<T: TypedTool>(&self) -> Result<Option<T::Suspend>, RuntimeError> {
+        let mismatch = |reason: String| RuntimeError::TypeMismatch {
+            call_id: self.call_id.clone(),
+            reason,
+        };
+        if self.tool_id != T::ID {
+            return Err(mismatch(format!(
+                "it is a call of tool {:?}, not of {:?}",
+                self.tool_id,
+                T::ID
+            )));
+        }
+        let Some(payload) = &self.payload else {
+            return Ok(None);
+        };
+        T::Suspend::deserialize(payload).map(Some).map_err(|error| {
+            mismatch(format!(
+                "its suspend payload does not read as the tool's type: {error}"
+            ))
+        })
     }
 }
 

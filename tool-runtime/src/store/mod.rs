@@ -24,9 +24,6 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use tool_core::TypedTool;
-
-use crate::error::RuntimeError;
 
 pub use memory::MemoryStore;
 #[cfg(feature = "postgres")]
@@ -177,38 +174,6 @@ impl PendingCall {
             messages: Vec::new(),
             payload: None,
         }
-    }
-
-    /// What the call suspended with, as the suspend type of the typed tool
-    /// `T` (`#[tool]`'s generated struct): `None` when it is not suspended
-    /// (it waits for approval or for its output). The JSON form is
-    /// [`payload`](Self::payload). See [`Runtime::resume_as`](crate::Runtime::resume_as).
-    ///
-    /// # Errors
-    ///
-    /// [`RuntimeError::TypeMismatch`](crate::RuntimeError::TypeMismatch): it
-    /// is a call of another tool, or the payload does not read as `T`'s
-    /// suspend type (stored by another version of the tool).
-    pub fn suspend_payload<T: TypedTool>(&self) -> Result<Option<T::Suspend>, RuntimeError> {
-        let mismatch = |reason: String| RuntimeError::TypeMismatch {
-            call_id: self.call_id.clone(),
-            reason,
-        };
-        if self.tool_id != T::ID {
-            return Err(mismatch(format!(
-                "it is a call of tool {:?}, not of {:?}",
-                self.tool_id,
-                T::ID
-            )));
-        }
-        let Some(payload) = &self.payload else {
-            return Ok(None);
-        };
-        T::Suspend::deserialize(payload).map(Some).map_err(|error| {
-            mismatch(format!(
-                "its suspend payload does not read as the tool's type: {error}"
-            ))
-        })
     }
 }
 
