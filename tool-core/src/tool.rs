@@ -117,6 +117,11 @@ pub trait TypedTool: Send + Sync + Sized + 'static {
         builder
     }
 
+    /// Whether [`to_model_output`](Self::to_model_output) maps outputs
+    /// (`#[tool(to_model_output = ..)]` sets both): what a model or an MCP
+    /// client is sent is then the mapped form ([`Tool::has_to_model_output`]).
+    const MAPS_OUTPUT: bool = false;
+
     /// The model-facing form of an output, when it differs from the output.
     fn to_model_output(output: &Self::Output) -> Option<ModelOutput> {
         let _ = output;
@@ -173,6 +178,9 @@ pub(crate) struct ToolInner {
     /// The reconcile hook, when the tool has one.
     pub(crate) reconciler: Option<Arc<ReconcileFn>>,
     pub(crate) to_model_output: Option<Arc<ModelOutputFn>>,
+    /// Whether the tool maps its outputs (a builder's `to_model_output`,
+    /// or a typed tool's).
+    pub(crate) maps_output: bool,
     pub(crate) approval_policy: Option<Arc<ApprovalPolicy>>,
     pub(crate) transform: ToolTransform,
     pub(crate) hooks: Hooks,
@@ -267,6 +275,24 @@ impl Tool {
     /// ```
     pub fn has_execute(&self) -> bool {
         self.inner.executor.is_some()
+    }
+
+    /// Whether the tool maps its output to what the model reads
+    /// (`to_model_output`): what is served to a model or an MCP client is
+    /// then that, not the output.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_core::{ModelOutput, Tool, ToolError};
+    ///
+    /// let builder = || Tool::builder("token").description("Issues a token")
+    ///     .execute(|_input, _ctx| async move { Ok::<_, ToolError>(json!({ "token": "abc" })) });
+    /// assert!(!builder().build().unwrap().has_to_model_output());
+    /// let mapped = builder().to_model_output(|_| ModelOutput::text("issued")).build().unwrap();
+    /// assert!(mapped.has_to_model_output());
+    /// ```
+    pub fn has_to_model_output(&self) -> bool {
+        self.inner.maps_output
     }
 
     /// True when the tool has an approval policy function (it is authoritative).
@@ -411,6 +437,7 @@ impl<T: TypedTool> From<T> for Tool {
             suspend_schema: schema_for::<T::Suspend>(),
             resume_schema: schema_for::<T::Resume>(),
             executor: typed_executor(Arc::new(tool)),
+            maps_output: T::MAPS_OUTPUT,
             configure: T::configure,
         })
     }
@@ -425,6 +452,7 @@ struct TypedParts {
     suspend_schema: Option<Value>,
     resume_schema: Option<Value>,
     executor: Arc<ExecFn>,
+    maps_output: bool,
     configure: fn(ToolBuilder) -> ToolBuilder,
 }
 
@@ -442,6 +470,7 @@ fn typed_tool(parts: TypedParts) -> Tool {
         ..DerivedSchemas::default()
     };
     builder.executor = Some(parts.executor);
+    builder.typed_maps_output = parts.maps_output;
     (parts.configure)(builder).finish()
 }
 
@@ -608,6 +637,8 @@ pub struct ToolBuilder {
     executor: Option<Arc<ExecFn>>,
     reconciler: Option<Arc<ReconcileFn>>,
     to_model_output: Option<Arc<ModelOutputFn>>,
+    /// A typed tool maps its outputs itself ([`TypedTool::MAPS_OUTPUT`]).
+    typed_maps_output: bool,
 }
 
 /// Which of a builder's schemas were derived from Rust types (schemars
@@ -659,6 +690,7 @@ impl ToolBuilder {
             executor: None,
             reconciler: None,
             to_model_output: None,
+            typed_maps_output: false,
         }
     }
 
@@ -1183,6 +1215,7 @@ impl ToolBuilder {
                 compile_error: OnceLock::new(),
                 executor: self.executor,
                 reconciler: self.reconciler,
+                maps_output: self.typed_maps_output || self.to_model_output.is_some(),
                 to_model_output: self.to_model_output,
                 approval_policy: self.approval_policy,
                 transform: self.transform,

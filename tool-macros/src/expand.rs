@@ -119,6 +119,7 @@ pub fn expand(attrs: &Attrs, tool: &ToolFn) -> TokenStream {
         // a `String` output); spanned on the path, where a mismatch is shown.
         let map = quote_spanned!(path.span()=> #path(output));
         quote! {
+            const MAPS_OUTPUT: bool = true;
             fn to_model_output(output: &Self::Output) -> ::core::option::Option<#krate::ModelOutput> {
                 ::core::option::Option::Some(#map)
             }

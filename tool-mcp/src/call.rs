@@ -257,7 +257,7 @@ impl Call {
                     return convert::completed(
                         output,
                         model_output.as_ref(),
-                        self.tool().definition().output_schema.is_some(),
+                        Some(&self.served),
                         self.wraps_output,
                     )
                     .into();

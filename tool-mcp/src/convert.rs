@@ -33,22 +33,28 @@ use tool_runtime::CallOutcome;
 /// ```
 pub const OUTPUT_WRAPPER: &str = "result";
 
-/// The `_meta` key carrying the tool's strict flag (written by the server,
-/// read back by the client).
+/// The `_meta` key carrying the tool's strict flag: the server adds it to
+/// a tool's `_meta` unless the tool declared that key itself (its own
+/// entries are served exactly as declared), and `McpClient` reads it back.
 ///
 /// ```
-/// use tool_core::{Tool, ToolError};
+/// use serde_json::json;
+/// use tool_core::{McpOptions, Tool, ToolError};
 /// use tool_runtime::Runtime;
 /// use tool_mcp::{McpServer, STRICT_META};
 ///
-/// let tool = Tool::builder("echo").description("Echoes").strict(true)
-///     .execute(|input, _ctx| async move { Ok::<_, ToolError>(input) })
-///     .build().unwrap();
-/// let server = McpServer::new(Runtime::builder().tool(tool).build().unwrap());
-/// let meta = server.tools()[0].meta.clone().unwrap();
-/// assert_eq!(meta.get(STRICT_META), Some(&serde_json::json!(true)));
+/// let echo = |id: &str| Tool::builder(id).description("Echoes").strict(true)
+///     .execute(|input, _ctx| async move { Ok::<_, ToolError>(input) });
+/// let mut own = serde_json::Map::new();
+/// own.insert("strict".into(), json!("the tool's own"));
+/// let declared = echo("declared").mcp(McpOptions::default().meta(own)).build().unwrap();
+/// let server = McpServer::new(Runtime::builder().tool(echo("plain").build().unwrap()).tool(declared).build().unwrap());
+/// let plain = server.tools()[0].meta.clone().unwrap();
+/// assert_eq!(plain.get(STRICT_META), Some(&json!(true)));
+/// let declared = server.tools()[1].meta.clone().unwrap();
+/// assert_eq!(declared.get("strict"), Some(&json!("the tool's own")));
 /// ```
-pub const STRICT_META: &str = "strict";
+pub const STRICT_META: &str = "tool-runtime/strict";
 
 /// The dialect of every schema served: JSON Schema 2020-12, MCP's default.
 const JSON_SCHEMA_2020_12: &str = "https://json-schema.org/draft/2020-12/schema";
@@ -60,6 +66,10 @@ pub(crate) struct ServedTool {
     pub(crate) tool: Tool,
     pub(crate) declaration: rmcp::model::Tool,
     pub(crate) wrapped_output: bool,
+    /// Whether results carry the raw output as `structuredContent` (and the
+    /// declaration its `outputSchema`): not for a tool whose model output
+    /// is its own (`to_model_output`), unless the server opts it in.
+    pub(crate) structured: bool,
     /// The output schema as declared, for peers of 2026-07-28 (which take a
     /// schema of any root), when the declaration's is wrapped.
     unwrapped_output_schema: Option<Arc<JsonObject>>,
@@ -85,9 +95,13 @@ impl ServedTool {
 /// The MCP declaration of a tool: name = id, title (the tool's title, else
 /// its MCP annotation title), description, input schema, output schema
 /// (object roots as is, anything else wrapped in `{"result": ...}`),
-/// annotations as declared, `_meta` (declared entries plus `strict`).
-pub(crate) fn served_tool(tool: &Tool) -> ServedTool {
+/// annotations as declared, `_meta` (declared entries, and the strict flag
+/// under [`STRICT_META`] unless declared). A tool that maps its output
+/// (`to_model_output`) has no output schema unless `structured_output`
+/// opts it in: its results carry the model output only.
+pub(crate) fn served_tool(tool: &Tool, structured_output: bool) -> ServedTool {
     let def = tool.definition();
+    let structured = structured_output || !tool.has_to_model_output();
     let mut input_schema = match &def.input_schema {
         Value::Object(map) => map.clone(),
         // A schema that is not an object (`true`) accepts anything.
@@ -109,7 +123,8 @@ pub(crate) fn served_tool(tool: &Tool) -> ServedTool {
         .clone()
         .or_else(|| annotations.and_then(|a| a.title.clone()));
     declaration.annotations = annotations.and_then(tool_annotations);
-    let (output_schema, wrapped_output) = match &def.output_schema {
+    let served_output_schema = def.output_schema.as_ref().filter(|_| structured);
+    let (output_schema, wrapped_output) = match served_output_schema {
         Some(schema) => {
             let (mut schema, wrapped) = output_schema(schema);
             standard_formats_only(&mut schema);
@@ -117,7 +132,7 @@ pub(crate) fn served_tool(tool: &Tool) -> ServedTool {
         }
         None => (None, false),
     };
-    let unwrapped_output_schema = match (&def.output_schema, wrapped_output) {
+    let unwrapped_output_schema = match (served_output_schema, wrapped_output) {
         (Some(Value::Object(schema)), true) => {
             let mut schema = schema.clone();
             standard_formats_only(&mut schema);
@@ -131,12 +146,13 @@ pub(crate) fn served_tool(tool: &Tool) -> ServedTool {
         .as_ref()
         .and_then(|mcp| mcp.meta.clone())
         .unwrap_or_default();
-    meta.insert(STRICT_META.to_owned(), Value::Bool(def.strict));
+    meta.entry(STRICT_META).or_insert(Value::Bool(def.strict));
     declaration.meta = Some(MetaObject(meta));
     ServedTool {
         tool: tool.clone(),
         declaration,
         wrapped_output,
+        structured,
         unwrapped_output_schema,
     }
 }
@@ -266,21 +282,33 @@ fn json_object(value: Value) -> JsonObject {
     }
 }
 
-/// A completed call as an MCP result: `structuredContent` is the output
-/// (wrapped like the schema when needed; present whenever the tool has an
-/// output schema or the output is an object), the content is the
-/// `to_model_output` form when the tool has one, else the output as text.
+/// A completed call of `served` (`None`: a tool this server no longer
+/// serves, whose task settled) as an MCP result: the content is the
+/// `to_model_output` form when the tool has one, else the output as text;
+/// `structuredContent` is the output (wrapped like the schema when
+/// `wrapped`; present whenever the tool has an output schema or the output
+/// is an object), unless the tool's model output is its own and the server
+/// did not opt it in: then the raw output is nowhere in the result.
 pub(crate) fn completed(
     output: Value,
     model_output: Option<&ModelOutput>,
-    has_output_schema: bool,
+    served: Option<&ServedTool>,
     wrapped: bool,
 ) -> CallToolResult {
     let content = match model_output {
         Some(model_output) => model_output_content(model_output),
         None => vec![ContentBlock::text(value_text(&output))],
     };
-    let structured = if wrapped {
+    let has_output_schema = served.is_some_and(|s| s.declaration.output_schema.is_some());
+    // Without its declaration, the model output alone when there is one:
+    // nothing is sent that the tool may have left out.
+    let structured_allowed = match served {
+        Some(served) => served.structured,
+        None => model_output.is_none(),
+    };
+    let structured = if !structured_allowed {
+        None
+    } else if wrapped {
         Some(json!({ OUTPUT_WRAPPER: output }))
     } else if has_output_schema || output.is_object() {
         Some(output)

@@ -130,6 +130,7 @@ impl McpServer {
             request_state_key: None,
             request_state_lifetime: REQUEST_STATE_LIFETIME,
             max_message_size: inbound::MAX_MESSAGE,
+            structured_output: std::collections::HashSet::new(),
         }
     }
 
@@ -174,7 +175,7 @@ impl McpServer {
     /// // Before 2026-07-28, MCP output schemas have an object root: others
     /// // are wrapped (peers of 2026-07-28 get them as declared).
     /// assert_eq!(listed["outputSchema"]["properties"]["result"], json!({ "type": "integer" }));
-    /// assert_eq!(listed["_meta"], json!({ "strict": false }));
+    /// assert_eq!(listed["_meta"], json!({ "tool-runtime/strict": false }));
     /// ```
     pub fn tools(&self) -> Vec<rmcp::model::Tool> {
         self.inner
@@ -297,6 +298,7 @@ pub struct McpServerBuilder {
     request_state_key: Option<Vec<u8>>,
     request_state_lifetime: std::time::Duration,
     max_message_size: usize,
+    structured_output: std::collections::HashSet<String>,
 }
 
 /// How long an `input_required` result's `requestState` is accepted by default.
@@ -406,6 +408,34 @@ impl McpServerBuilder {
         self
     }
 
+    /// Serves the raw output of tool `tool_id` as `structuredContent` (and
+    /// its `outputSchema`) although the tool maps its output with
+    /// `to_model_output`. By default such a tool's results carry its model
+    /// output only, as a model reads it; opting in shows the MCP client
+    /// everything `to_model_output` left out (a token, an internal id), so
+    /// opt in only a tool whose whole output the client may see.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_core::{ModelOutput, Tool, ToolError};
+    /// use tool_runtime::Runtime;
+    /// use tool_mcp::McpServer;
+    ///
+    /// let report = Tool::builder("report").description("Sales report")
+    ///     .output_schema(json!({ "type": "object", "properties": { "total": { "type": "number" } } }))
+    ///     .to_model_output(|output| ModelOutput::text(format!("Total: {}", output["total"])))
+    ///     .execute(|_input, _ctx| async move { Ok::<_, ToolError>(json!({ "total": 12 })) })
+    ///     .build().unwrap();
+    /// let runtime = Runtime::builder().tool(report).build().unwrap();
+    /// assert!(McpServer::new(runtime.clone()).tools()[0].output_schema.is_none());
+    /// let opted_in = McpServer::builder(runtime).structured_output("report").build();
+    /// assert!(opted_in.tools()[0].output_schema.is_some());
+    /// ```
+    pub fn structured_output(mut self, tool_id: impl Into<String>) -> Self {
+        self.structured_output.insert(tool_id.into());
+        self
+    }
+
     /// Builds the server; each tool's MCP declaration is computed once, here.
     pub fn build(self) -> McpServer {
         let tools: Vec<Arc<ServedTool>> = self
@@ -415,7 +445,10 @@ impl McpServerBuilder {
             // A declaration-only tool runs in the application: served, its
             // calls would only wait for a result no MCP client can give.
             .filter(|tool| tool.has_execute())
-            .map(|tool| Arc::new(served_tool(tool)))
+            .map(|tool| {
+                let opted_in = self.structured_output.contains(tool.id());
+                Arc::new(served_tool(tool, opted_in))
+            })
             .collect();
         let by_name = tools
             .iter()

@@ -106,15 +106,12 @@ pub(crate) async fn detailed(
                     model_output,
                     ..
                 } => {
-                    let served = shared.served(&call.tool_id);
-                    let has_schema = served
-                        .as_ref()
-                        .is_some_and(|s| s.tool.definition().output_schema.is_some());
+                    let served = shared.served(&call.tool_id).map(|s| &**s);
                     let wraps = served.is_some_and(|s| s.wraps_output_for(modern));
                     completed(convert::completed(
                         output,
                         model_output.as_ref(),
-                        has_schema,
+                        served,
                         wraps,
                     ))
                 }

@@ -52,7 +52,7 @@ async fn tools_list_carries_declarations() {
     );
     assert_eq!(
         weather["_meta"],
-        json!({ "ui/icon": "sun", "strict": true })
+        json!({ "ui/icon": "sun", "tool-runtime/strict": true })
     );
     assert_eq!(weather["inputSchema"]["required"], json!(["location"]));
     assert_eq!(weather["outputSchema"]["type"], "object");
@@ -65,7 +65,7 @@ async fn tools_list_carries_declarations() {
     let letters = serde_json::to_value(&tools[1]).unwrap();
     assert_eq!(letters["title"], "Letter Counter");
     assert!(letters.get("annotations").is_none());
-    assert_eq!(letters["_meta"], json!({ "strict": false }));
+    assert_eq!(letters["_meta"], json!({ "tool-runtime/strict": false }));
     // A non-object output schema is wrapped: MCP wants an object root.
     assert_eq!(letters["outputSchema"]["type"], "object");
     assert_eq!(letters["outputSchema"]["required"], json!(["result"]));
@@ -200,17 +200,14 @@ async fn calls_return_structured_content_and_text() {
         );
         assert_eq!(text(&result), "5");
 
-        // to_model_output: text and image content; the output stays structured.
+        // to_model_output: text and image content, and the raw output
+        // nowhere (it may hold what the model output leaves out).
         let result = call(&client, "draw", json!({ "title": "sales" }))
             .await
             .unwrap();
-        let chart = json!("chart of sales");
-        let structured = if modern {
-            chart
-        } else {
-            json!({ "result": chart })
-        };
-        assert_eq!(result.structured_content, Some(structured));
+        assert_eq!(result.structured_content, None);
+        let sent = serde_json::to_string(&result).unwrap();
+        assert!(!sent.contains("chart of sales"), "{sent}");
         assert_eq!(
             serde_json::to_value(&result.content).unwrap(),
             json!([
@@ -343,4 +340,80 @@ async fn mcp_errors_keep_the_sdks_error_as_their_source() {
     let error = client.tools().await.unwrap_err();
     assert!(matches!(error, McpError::Service(_)), "{error:?}");
     assert!(error.source().is_some(), "{error:?}");
+}
+
+#[tokio::test]
+async fn a_tool_that_maps_its_output_serves_it_structured_only_when_the_server_opts_it_in() {
+    for modern in [false, true] {
+        let plain = connect(runtime(), TestClient::default(), modern).await;
+        let tools = plain.list_all_tools().await.unwrap();
+        let draw = tools.iter().find(|t| t.name == "draw").unwrap();
+        assert!(draw.output_schema.is_none(), "modern: {modern}");
+
+        let server = McpServer::builder(runtime())
+            .structured_output("draw")
+            .build();
+        let opted_in = connect_to(server, TestClient::default(), modern).await;
+        let tools = opted_in.list_all_tools().await.unwrap();
+        let draw = tools.iter().find(|t| t.name == "draw").unwrap();
+        assert!(draw.output_schema.is_some(), "modern: {modern}");
+        let result = call(&opted_in, "draw", json!({ "title": "sales" }))
+            .await
+            .unwrap();
+        let chart = json!("chart of sales");
+        let structured = if modern {
+            chart
+        } else {
+            json!({ "result": chart })
+        };
+        assert_eq!(
+            result.structured_content,
+            Some(structured),
+            "modern: {modern}"
+        );
+    }
+}
+
+/// A remote tool whose results carry no `structuredContent` (this server's
+/// `draw`, which maps its output): `McpClient` gives the content as the
+/// output (content blocks as JSON, not all being text) and as the model
+/// output (content parts).
+#[tokio::test]
+async fn mcp_client_takes_the_content_of_a_result_without_structured_content() {
+    use tool_core::{ContentPart, ModelOutput};
+    use tool_runtime::{CallOutcome, ToolCall};
+    let (server_end, client_end) = tokio::io::duplex(1 << 16);
+    tokio::spawn(McpServer::new(runtime()).serve(server_end));
+    let client = tool_mcp::McpClient::connect(client_end).await.unwrap();
+    let remote = client.tools().await.unwrap();
+    let draw = remote.into_iter().find(|t| t.id() == "draw").unwrap();
+    let local = Runtime::builder().tool(draw).build().unwrap();
+    let outcome = local
+        .call(ToolCall::new("c1", "draw", json!({ "title": "sales" })))
+        .await;
+    let CallOutcome::Completed {
+        output,
+        model_output,
+        ..
+    } = outcome
+    else {
+        panic!("{outcome:?}");
+    };
+    assert_eq!(
+        output,
+        json!([
+            { "type": "text", "text": "the chart" },
+            { "type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png" }
+        ])
+    );
+    assert_eq!(
+        model_output,
+        Some(ModelOutput::Content(vec![
+            ContentPart::text("the chart"),
+            ContentPart::ImageData {
+                data: "iVBORw0KGgo=".into(),
+                media_type: "image/png".into()
+            },
+        ]))
+    );
 }
