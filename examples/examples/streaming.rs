@@ -1,7 +1,10 @@
 //! Streaming input with lifecycle hooks: the model's arguments arrive in
 //! pieces; `on_input_start`, `on_input_delta`, `on_input_available` and
 //! `on_output` fire in order (the tool's, then the runtime's), and
-//! `partial()` shows the best-effort value after every piece.
+//! `partial()` shows the best-effort value after every piece. The input
+//! hooks run on a queue of the call's: `push` does not wait for them. The
+//! tool's `on_input_available` and `on_output` get its own types; a hook
+//! may be an `async fn`.
 //!
 //! Run: `cargo run -p examples --example streaming`
 
@@ -10,7 +13,7 @@ use tool_core::hooks::{InputAvailable, InputDelta, InputStart, OutputAvailable};
 use tool_core::{Hooks, ToolError, tool};
 use tool_runtime::{EventKind, Runtime};
 
-fn on_start(args: &InputStart<'_>) {
+fn on_start(args: InputStart) {
     println!(
         "  [tool hook] on_input_start     call={} messages={}",
         args.call_id,
@@ -18,21 +21,24 @@ fn on_start(args: &InputStart<'_>) {
     );
 }
 
-fn on_delta(args: &InputDelta<'_>) {
+fn on_delta(args: InputDelta) {
     println!(
         "  [tool hook] on_input_delta     {:?}",
         args.input_text_delta
     );
 }
 
-fn on_available(args: &InputAvailable<'_>) {
-    println!("  [tool hook] on_input_available {}", args.input);
+fn on_available(args: InputAvailable<SearchInput>) {
+    let SearchInput { query, limit } = &args.input;
+    println!("  [tool hook] on_input_available query={query:?} limit={limit}");
 }
 
-fn on_output(args: &OutputAvailable<'_>) {
+async fn on_output(args: OutputAvailable<Vec<String>>) {
+    tokio::task::yield_now().await; // e.g. write to an audit log
     println!(
-        "  [tool hook] on_output          {} -> {}",
-        args.tool_id, args.output
+        "  [tool hook] on_output          {} -> {} results",
+        args.tool_id,
+        args.output.len()
     );
 }
 
@@ -62,15 +68,13 @@ pub async fn search_docs(
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let runtime_hooks = Hooks::new()
-        .on_input_start(|a: &InputStart<'_>| {
+        .on_input_start(|a: InputStart| {
             println!("  [runtime]   on_input_start     call={}", a.call_id)
         })
-        .on_input_available(|a: &InputAvailable<'_>| {
+        .on_input_available(|a: InputAvailable| {
             println!("  [runtime]   on_input_available {}", a.input)
         })
-        .on_output(|a: &OutputAvailable<'_>| {
-            println!("  [runtime]   on_output          {}", a.tool_id)
-        });
+        .on_output(|a: OutputAvailable| println!("  [runtime]   on_output          {}", a.tool_id));
     let runtime = Runtime::builder()
         .tool(SearchDocsTool)
         .hooks(runtime_hooks)

@@ -112,19 +112,33 @@ async fn transfer_buggy(amount: u32) -> u32 {
 #[test]
 fn require_approval_flag_and_policy() {
     let rc = RequestContext::new();
-    assert!(Tool::from(WipeTool).requires_approval(&json!({}), &rc));
+    assert!(block_on(
+        Tool::from(WipeTool).requires_approval(&json!({}), &rc)
+    ));
     assert!(Tool::from(WipeTool).definition().require_approval);
-    assert!(!Tool::from(AddTool).requires_approval(&json!({ "a": 1, "b": 2 }), &rc));
+    assert!(!block_on(
+        Tool::from(AddTool).requires_approval(&json!({ "a": 1, "b": 2 }), &rc)
+    ));
 
     let transfer = Tool::from(TransferTool);
     assert!(transfer.has_approval_policy());
-    assert!(!transfer.requires_approval(&json!({ "amount": 5 }), &rc));
-    assert!(transfer.requires_approval(&json!({ "amount": 500 }), &rc));
+    assert!(!block_on(
+        transfer.requires_approval(&json!({ "amount": 5 }), &rc)
+    ));
+    assert!(block_on(
+        transfer.requires_approval(&json!({ "amount": 500 }), &rc)
+    ));
     let admin = RequestContext::new().with("role", "admin");
-    assert!(!transfer.requires_approval(&json!({ "amount": 500 }), &admin));
+    assert!(!block_on(
+        transfer.requires_approval(&json!({ "amount": 500 }), &admin)
+    ));
     // Input that no longer fits the type, or a panicking policy: approval required.
-    assert!(transfer.requires_approval(&json!({ "amount": "lots" }), &rc));
-    assert!(Tool::from(TransferBuggyTool).requires_approval(&json!({ "amount": 1 }), &rc));
+    assert!(block_on(
+        transfer.requires_approval(&json!({ "amount": "lots" }), &rc)
+    ));
+    assert!(block_on(
+        Tool::from(TransferBuggyTool).requires_approval(&json!({ "amount": 1 }), &rc)
+    ));
 }
 
 #[derive(Serialize, Deserialize, schemars::JsonSchema)]

@@ -303,8 +303,12 @@ fn a_unit_variant_enum_is_a_property_and_examples_and_policies_take_the_value() 
         vec![json!({ "unit": "fahrenheit" })]
     );
     let context = RequestContext::default();
-    assert!(tool.requires_approval(&json!({ "unit": "fahrenheit" }), &context));
-    assert!(!tool.requires_approval(&json!({ "unit": "celsius" }), &context));
+    assert!(block_on(
+        tool.requires_approval(&json!({ "unit": "fahrenheit" }), &context)
+    ));
+    assert!(!block_on(
+        tool.requires_approval(&json!({ "unit": "celsius" }), &context)
+    ));
     assert_exports(&tool);
 }
 

@@ -61,19 +61,19 @@ type Log = Arc<Mutex<Vec<String>>>;
 fn runtime(log: &Log) -> Runtime {
     let (start, delta, available, output) = (log.clone(), log.clone(), log.clone(), log.clone());
     let hooks = Hooks::new()
-        .on_input_start(move |a: &InputStart<'_>| {
+        .on_input_start(move |a: InputStart| {
             start.lock().unwrap().push(format!("start {}", a.call_id))
         })
-        .on_input_delta(move |a: &InputDelta<'_>| {
+        .on_input_delta(move |a: InputDelta| {
             delta.lock().unwrap().push(format!("delta {}", a.call_id))
         })
-        .on_input_available(move |a: &InputAvailable<'_>| {
+        .on_input_available(move |a: InputAvailable| {
             available
                 .lock()
                 .unwrap()
                 .push(format!("available {} {}", a.call_id, a.input))
         })
-        .on_output(move |a: &OutputAvailable<'_>| {
+        .on_output(move |a: OutputAvailable| {
             output
                 .lock()
                 .unwrap()

@@ -1,133 +1,154 @@
 //! Lifecycle hooks on a call's streamed input and its output:
-//! `on_input_start`, `on_input_delta`, `on_input_available`, `on_output`.
+//! `on_input_start`, `on_input_delta`, `on_input_available`, `on_output`,
+//! as Mastra's `createTool` has them.
+//!
+//! A hook takes its arguments by value (owned and cheap to clone: the
+//! conversation is shared) and returns nothing, a `Result<(), E>`, or a
+//! `Send + 'static` future of either: a plain closure, a closure returning
+//! an `async` block and an `async fn` all fit the same setter (told apart
+//! by [`HookReturn`]). `on_input_available` and `on_output` may see the
+//! input and output as types of their own ([`Hooks::on_input_available_as`],
+//! [`Hooks::on_output_as`]; `#[tool]` hooks always do).
 //!
 //! Hooks observe; they never fail a call. A hook that returns an error or
-//! panics is logged with `tracing::error!` and the call goes on.
+//! panics is logged with `tracing::error!` and the call goes on. How long a
+//! runtime waits for an async hook, and how the hooks of streamed input are
+//! ordered, is the runtime's rule (`tool_runtime::RuntimeBuilder::hook_timeout`).
 
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::abort::AbortSignal;
+use crate::panic::{catch_panic, catch_panic_async};
 
 /// Arguments of `on_input_start`: the model began streaming a call's arguments.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 #[non_exhaustive]
-pub struct InputStart<'a> {
+pub struct InputStart {
     /// The call's id.
-    pub call_id: &'a str,
+    pub call_id: String,
     /// The conversation so far.
-    pub messages: &'a [Value],
+    pub messages: Arc<[Value]>,
     /// The call's abort signal.
-    pub abort_signal: &'a AbortSignal,
+    pub abort_signal: AbortSignal,
 }
 
 /// Arguments of `on_input_delta`: one more fragment of the arguments' text.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 #[non_exhaustive]
-pub struct InputDelta<'a> {
+pub struct InputDelta {
     /// The new fragment.
-    pub input_text_delta: &'a str,
+    pub input_text_delta: String,
     /// The call's id.
-    pub call_id: &'a str,
+    pub call_id: String,
     /// The conversation so far.
-    pub messages: &'a [Value],
+    pub messages: Arc<[Value]>,
     /// The call's abort signal.
-    pub abort_signal: &'a AbortSignal,
+    pub abort_signal: AbortSignal,
 }
 
-/// Arguments of `on_input_available`: the complete arguments.
-#[derive(Debug, Clone, Copy)]
+/// Arguments of `on_input_available`: the complete, validated arguments, as
+/// JSON or (a typed hook) as `I`.
+#[derive(Debug, Clone)]
 #[non_exhaustive]
-pub struct InputAvailable<'a> {
-    /// The parsed arguments.
-    pub input: &'a Value,
+pub struct InputAvailable<I = Value> {
+    /// The arguments.
+    pub input: I,
     /// The call's id.
-    pub call_id: &'a str,
+    pub call_id: String,
     /// The conversation so far.
-    pub messages: &'a [Value],
+    pub messages: Arc<[Value]>,
     /// The call's abort signal.
-    pub abort_signal: &'a AbortSignal,
+    pub abort_signal: AbortSignal,
 }
 
-/// Arguments of `on_output`: the tool produced its output.
-#[derive(Debug, Clone, Copy)]
+/// Arguments of `on_output`: the tool produced its output, as JSON or (a
+/// typed hook) as `O`.
+#[derive(Debug, Clone)]
 #[non_exhaustive]
-pub struct OutputAvailable<'a> {
-    /// The raw output.
-    pub output: &'a Value,
+pub struct OutputAvailable<O = Value> {
+    /// The raw output (not the model-facing form).
+    pub output: O,
     /// The call's id.
-    pub call_id: &'a str,
+    pub call_id: String,
     /// The tool's id.
-    pub tool_id: &'a str,
+    pub tool_id: String,
     /// The call's abort signal.
-    pub abort_signal: &'a AbortSignal,
+    pub abort_signal: AbortSignal,
 }
 
-impl<'a> InputStart<'a> {
+impl InputStart {
     /// Arguments for a call.
-    pub fn new(call_id: &'a str, messages: &'a [Value], abort_signal: &'a AbortSignal) -> Self {
+    pub fn new(
+        call_id: impl Into<String>,
+        messages: impl Into<Arc<[Value]>>,
+        abort_signal: AbortSignal,
+    ) -> Self {
         InputStart {
-            call_id,
-            messages,
+            call_id: call_id.into(),
+            messages: messages.into(),
             abort_signal,
         }
     }
 }
 
-impl<'a> InputDelta<'a> {
+impl InputDelta {
     /// Arguments for a fragment of a call.
     pub fn new(
-        input_text_delta: &'a str,
-        call_id: &'a str,
-        messages: &'a [Value],
-        abort_signal: &'a AbortSignal,
+        input_text_delta: impl Into<String>,
+        call_id: impl Into<String>,
+        messages: impl Into<Arc<[Value]>>,
+        abort_signal: AbortSignal,
     ) -> Self {
         InputDelta {
-            input_text_delta,
-            call_id,
-            messages,
+            input_text_delta: input_text_delta.into(),
+            call_id: call_id.into(),
+            messages: messages.into(),
             abort_signal,
         }
     }
 }
 
-impl<'a> InputAvailable<'a> {
+impl<I> InputAvailable<I> {
     /// Arguments for the complete input of a call.
     pub fn new(
-        input: &'a Value,
-        call_id: &'a str,
-        messages: &'a [Value],
-        abort_signal: &'a AbortSignal,
+        input: I,
+        call_id: impl Into<String>,
+        messages: impl Into<Arc<[Value]>>,
+        abort_signal: AbortSignal,
     ) -> Self {
         InputAvailable {
             input,
-            call_id,
-            messages,
+            call_id: call_id.into(),
+            messages: messages.into(),
             abort_signal,
         }
     }
 }
 
-impl<'a> OutputAvailable<'a> {
+impl<O> OutputAvailable<O> {
     /// Arguments for the output of a call.
     pub fn new(
-        output: &'a Value,
-        call_id: &'a str,
-        tool_id: &'a str,
-        abort_signal: &'a AbortSignal,
+        output: O,
+        call_id: impl Into<String>,
+        tool_id: impl Into<String>,
+        abort_signal: AbortSignal,
     ) -> Self {
         OutputAvailable {
             output,
-            call_id,
-            tool_id,
+            call_id: call_id.into(),
+            tool_id: tool_id.into(),
             abort_signal,
         }
     }
 }
 
-/// What a hook may return: nothing, or a `Result` whose error is logged.
+/// What a hook's result may be: nothing, or a `Result` whose error is logged.
 pub trait HookResult {
     /// The error message, if the hook failed.
     fn into_failure(self) -> Option<String>;
@@ -145,32 +166,82 @@ impl<E: fmt::Display> HookResult for Result<(), E> {
     }
 }
 
-type InputStartHook = Arc<dyn for<'a> Fn(&InputStart<'a>) -> Option<String> + Send + Sync>;
-type InputDeltaHook = Arc<dyn for<'a> Fn(&InputDelta<'a>) -> Option<String> + Send + Sync>;
-type InputAvailableHook = Arc<dyn for<'a> Fn(&InputAvailable<'a>) -> Option<String> + Send + Sync>;
-type OutputHook = Arc<dyn for<'a> Fn(&OutputAvailable<'a>) -> Option<String> + Send + Sync>;
+/// Marks a hook or approval policy that returns its result at once
+/// ([`HookReturn`], `ApprovalPolicyReturn`); never named by callers.
+#[derive(Debug)]
+pub enum Returns {}
+
+/// Marks a hook or approval policy that returns a future of its result.
+#[derive(Debug)]
+pub enum Awaits {}
+
+/// What a hook may return: a [`HookResult`] (marker [`Returns`]), or a
+/// `Send + 'static` future of one (marker [`Awaits`]). The marker is
+/// inferred: `Hooks::new().on_output(|out| ...)` takes either.
+pub trait HookReturn<M> {
+    /// The result, ready or to await.
+    #[doc(hidden)]
+    fn into_fired(self) -> Fired;
+}
+
+impl<R: HookResult> HookReturn<Returns> for R {
+    fn into_fired(self) -> Fired {
+        Fired::Done(self.into_failure())
+    }
+}
+
+impl<F> HookReturn<Awaits> for F
+where
+    F: Future + Send + 'static,
+    F::Output: HookResult,
+{
+    fn into_fired(self) -> Fired {
+        Fired::Pending(Box::pin(async move { self.await.into_failure() }))
+    }
+}
+
+/// What a hook returned: its failure, or the future of it.
+#[doc(hidden)]
+pub enum Fired {
+    Done(Option<String>),
+    Pending(Pin<Box<dyn Future<Output = Option<String>> + Send>>),
+}
+
+type HookFn<A> = Arc<dyn Fn(A) -> Fired + Send + Sync>;
 
 /// The four lifecycle hooks of a tool (or of a whole runtime).
 ///
+/// Each setter takes a plain closure or one returning a future (an `async
+/// fn` too); firing one ([`input_start`](Self::input_start), ...) returns a
+/// future that runs the hook when polled and logs its failure or panic.
+///
 /// ```
 /// use std::sync::{Arc, Mutex};
-/// use tool_core::hooks::{Hooks, InputStart};
+/// use tool_core::hooks::{Hooks, InputStart, OutputAvailable};
 /// use tool_core::AbortSignal;
+///
+/// async fn audit(out: OutputAvailable) -> Result<(), String> {
+///     // An async hook: awaits whatever it needs (a queue, a database).
+///     tokio::task::yield_now().await;
+///     if out.output.is_null() { Err("no output".into()) } else { Ok(()) }
+/// }
 ///
 /// let seen = Arc::new(Mutex::new(Vec::new()));
 /// let log = seen.clone();
-/// let hooks = Hooks::new().on_input_start(move |args: &InputStart<'_>| {
-///     log.lock().unwrap().push(args.call_id.to_owned());
-/// });
-/// hooks.input_start(&InputStart::new("c1", &[], &AbortSignal::new()));
+/// let hooks = Hooks::new()
+///     .on_input_start(move |args: InputStart| log.lock().unwrap().push(args.call_id))
+///     .on_output(audit);
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// hooks.input_start(InputStart::new("c1", Vec::new(), AbortSignal::new())).await;
 /// assert_eq!(*seen.lock().unwrap(), ["c1"]);
+/// # });
 /// ```
 #[derive(Clone, Default)]
 pub struct Hooks {
-    input_start: Option<InputStartHook>,
-    input_delta: Option<InputDeltaHook>,
-    input_available: Option<InputAvailableHook>,
-    output: Option<OutputHook>,
+    input_start: Option<HookFn<InputStart>>,
+    input_delta: Option<HookFn<InputDelta>>,
+    input_available: Option<HookFn<InputAvailable>>,
+    output: Option<HookFn<OutputAvailable>>,
 }
 
 impl fmt::Debug for Hooks {
@@ -184,14 +255,98 @@ impl fmt::Debug for Hooks {
     }
 }
 
-/// Runs a hook, turning its error or panic into a log line.
-fn run_hook(name: &str, call_id: &str, hook: impl FnOnce() -> Option<String>) {
-    match crate::panic::catch_panic(hook) {
-        Ok(None) => {}
-        Ok(Some(error)) => {
-            tracing::error!(hook = name, call_id, %error, "tool hook failed; the call goes on");
+/// The hook as the type-erased form `Hooks` keeps.
+fn erase<A, F, R, M>(hook: F) -> HookFn<A>
+where
+    F: Fn(A) -> R + Send + Sync + 'static,
+    R: HookReturn<M>,
+{
+    Arc::new(move |args| hook(args).into_fired())
+}
+
+/// A hook on arguments `B` made from `A` by `convert`; arguments that do not
+/// convert are the hook's failure, logged like any other, and the hook does
+/// not run.
+fn typed<A, B, F, R, M>(
+    convert: impl Fn(A) -> Result<B, String> + Send + Sync + 'static,
+    hook: F,
+) -> HookFn<A>
+where
+    F: Fn(B) -> R + Send + Sync + 'static,
+    R: HookReturn<M>,
+{
+    Arc::new(move |args| match convert(args) {
+        Ok(args) => hook(args).into_fired(),
+        Err(error) => Fired::Done(Some(error)),
+    })
+}
+
+/// `value` as `S`, or why it is not one.
+fn deserialize<S: DeserializeOwned>(value: Value) -> Result<S, String> {
+    serde_json::from_value(value).map_err(|error| {
+        format!(
+            "the hook did not run: the value is not a `{}`: {error}",
+            std::any::type_name::<S>()
+        )
+    })
+}
+
+impl<I> InputAvailable<I> {
+    /// The same arguments with the input made into another type.
+    fn try_map<J>(
+        self,
+        f: impl FnOnce(I) -> Result<J, String>,
+    ) -> Result<InputAvailable<J>, String> {
+        Ok(InputAvailable {
+            input: f(self.input)?,
+            call_id: self.call_id,
+            messages: self.messages,
+            abort_signal: self.abort_signal,
+        })
+    }
+}
+
+impl<O> OutputAvailable<O> {
+    /// The same arguments with the output made into another type.
+    fn try_map<P>(
+        self,
+        f: impl FnOnce(O) -> Result<P, String>,
+    ) -> Result<OutputAvailable<P>, String> {
+        Ok(OutputAvailable {
+            output: f(self.output)?,
+            call_id: self.call_id,
+            tool_id: self.tool_id,
+            abort_signal: self.abort_signal,
+        })
+    }
+}
+
+/// Runs `hook` (when set) on `args` once polled, and logs its failure or panic.
+fn fire<A: Send + 'static>(
+    name: &'static str,
+    hook: Option<&HookFn<A>>,
+    call_id: fn(&A) -> &str,
+    args: A,
+) -> impl Future<Output = ()> + Send + 'static + use<A> {
+    let hook = hook.map(|hook| (Arc::clone(hook), call_id(&args).to_owned()));
+    async move {
+        let Some((hook, call_id)) = hook else {
+            return;
+        };
+        let ended = match catch_panic(|| hook(args)) {
+            Err(panic) => Err(panic),
+            Ok(Fired::Done(failure)) => Ok(failure),
+            Ok(Fired::Pending(running)) => catch_panic_async(|| running).await,
+        };
+        match ended {
+            Ok(None) => {}
+            Ok(Some(error)) => {
+                tracing::error!(hook = name, call_id, %error, "tool hook failed; the call goes on");
+            }
+            Err(panic) => {
+                tracing::error!(hook = name, call_id, %panic, "tool hook panicked; the call goes on");
+            }
         }
-        Err(_) => tracing::error!(hook = name, call_id, "tool hook panicked; the call goes on"),
     }
 }
 
@@ -203,53 +358,113 @@ impl Hooks {
 
     /// Sets `on_input_start`.
     #[must_use]
-    pub fn on_input_start<F, R>(mut self, hook: F) -> Self
+    pub fn on_input_start<F, R, M>(mut self, hook: F) -> Self
     where
-        F: for<'a> Fn(&InputStart<'a>) -> R + Send + Sync + 'static,
-        R: HookResult,
+        F: Fn(InputStart) -> R + Send + Sync + 'static,
+        R: HookReturn<M>,
     {
-        self.input_start = Some(Arc::new(move |args: &InputStart<'_>| {
-            hook(args).into_failure()
-        }));
+        self.input_start = Some(erase(hook));
         self
     }
 
     /// Sets `on_input_delta`.
     #[must_use]
-    pub fn on_input_delta<F, R>(mut self, hook: F) -> Self
+    pub fn on_input_delta<F, R, M>(mut self, hook: F) -> Self
     where
-        F: for<'a> Fn(&InputDelta<'a>) -> R + Send + Sync + 'static,
-        R: HookResult,
+        F: Fn(InputDelta) -> R + Send + Sync + 'static,
+        R: HookReturn<M>,
     {
-        self.input_delta = Some(Arc::new(move |args: &InputDelta<'_>| {
-            hook(args).into_failure()
-        }));
+        self.input_delta = Some(erase(hook));
         self
     }
 
-    /// Sets `on_input_available`.
+    /// Sets `on_input_available`, with the input as JSON.
     #[must_use]
-    pub fn on_input_available<F, R>(mut self, hook: F) -> Self
+    pub fn on_input_available<F, R, M>(mut self, hook: F) -> Self
     where
-        F: for<'a> Fn(&InputAvailable<'a>) -> R + Send + Sync + 'static,
-        R: HookResult,
+        F: Fn(InputAvailable) -> R + Send + Sync + 'static,
+        R: HookReturn<M>,
     {
-        self.input_available = Some(Arc::new(move |args: &InputAvailable<'_>| {
-            hook(args).into_failure()
-        }));
+        self.input_available = Some(erase(hook));
         self
     }
 
-    /// Sets `on_output`.
+    /// Sets `on_input_available`, with the input deserialized into `I` (the
+    /// type the tool's input schema describes). Input that does not
+    /// deserialize (it passed the schema, so the type and the schema
+    /// disagree) is logged as the hook's failure, and the hook does not run.
+    ///
+    /// ```
+    /// use serde::Deserialize;
+    /// use tool_core::hooks::{Hooks, InputAvailable};
+    ///
+    /// #[derive(Deserialize)]
+    /// struct Transfer { amount: u64 }
+    ///
+    /// let hooks = Hooks::new().on_input_available_as(|args: InputAvailable<Transfer>| {
+    ///     println!("{} asks to move {}", args.call_id, args.input.amount);
+    /// });
+    /// assert!(hooks.has_on_input_available());
+    /// ```
     #[must_use]
-    pub fn on_output<F, R>(mut self, hook: F) -> Self
+    pub fn on_input_available_as<I, F, R, M>(self, hook: F) -> Self
     where
-        F: for<'a> Fn(&OutputAvailable<'a>) -> R + Send + Sync + 'static,
-        R: HookResult,
+        I: DeserializeOwned + 'static,
+        F: Fn(InputAvailable<I>) -> R + Send + Sync + 'static,
+        R: HookReturn<M>,
     {
-        self.output = Some(Arc::new(move |args: &OutputAvailable<'_>| {
-            hook(args).into_failure()
-        }));
+        self.on_input_available_via::<I, I, F, R, M>(hook, std::convert::identity)
+    }
+
+    /// Sets `on_input_available` with the input deserialized into `S`, then
+    /// made into `I` by `to`: what `#[tool]` sets (`S` its input type, `I`
+    /// what its function takes).
+    #[doc(hidden)]
+    #[must_use]
+    pub fn on_input_available_via<S, I, F, R, M>(mut self, hook: F, to: fn(S) -> I) -> Self
+    where
+        S: DeserializeOwned + 'static,
+        I: 'static,
+        F: Fn(InputAvailable<I>) -> R + Send + Sync + 'static,
+        R: HookReturn<M>,
+    {
+        let convert = move |args: InputAvailable| args.try_map(|v| deserialize(v).map(to));
+        self.input_available = Some(typed(convert, hook));
+        self
+    }
+
+    /// Sets `on_output`, with the output as JSON.
+    #[must_use]
+    pub fn on_output<F, R, M>(mut self, hook: F) -> Self
+    where
+        F: Fn(OutputAvailable) -> R + Send + Sync + 'static,
+        R: HookReturn<M>,
+    {
+        self.output = Some(erase(hook));
+        self
+    }
+
+    /// Sets `on_output`, with the output deserialized into `O` (for a
+    /// `#[tool]` function, its return type). Output that does not
+    /// deserialize is logged as the hook's failure, and the hook does not run.
+    ///
+    /// ```
+    /// use tool_core::hooks::{Hooks, OutputAvailable};
+    ///
+    /// let hooks = Hooks::new().on_output_as(|out: OutputAvailable<String>| async move {
+    ///     println!("{} said {}", out.tool_id, out.output.to_uppercase());
+    /// });
+    /// assert!(hooks.has_on_output());
+    /// ```
+    #[must_use]
+    pub fn on_output_as<O, F, R, M>(mut self, hook: F) -> Self
+    where
+        O: DeserializeOwned + 'static,
+        F: Fn(OutputAvailable<O>) -> R + Send + Sync + 'static,
+        R: HookReturn<M>,
+    {
+        let convert = |args: OutputAvailable| args.try_map(deserialize);
+        self.output = Some(typed(convert, hook));
         self
     }
 
@@ -273,31 +488,51 @@ impl Hooks {
         self.output.is_some()
     }
 
-    /// Fires `on_input_start`.
-    pub fn input_start(&self, args: &InputStart<'_>) {
-        if let Some(hook) = &self.input_start {
-            run_hook("on_input_start", args.call_id, || hook(args));
-        }
+    /// Fires `on_input_start`: the returned future runs the hook (when set)
+    /// to its end and logs its failure; nothing runs until it is polled.
+    pub fn input_start(
+        &self,
+        args: InputStart,
+    ) -> impl Future<Output = ()> + Send + 'static + use<> {
+        fire(
+            "on_input_start",
+            self.input_start.as_ref(),
+            |a| &a.call_id,
+            args,
+        )
     }
 
-    /// Fires `on_input_delta`.
-    pub fn input_delta(&self, args: &InputDelta<'_>) {
-        if let Some(hook) = &self.input_delta {
-            run_hook("on_input_delta", args.call_id, || hook(args));
-        }
+    /// Fires `on_input_delta`, as [`input_start`](Self::input_start).
+    pub fn input_delta(
+        &self,
+        args: InputDelta,
+    ) -> impl Future<Output = ()> + Send + 'static + use<> {
+        fire(
+            "on_input_delta",
+            self.input_delta.as_ref(),
+            |a| &a.call_id,
+            args,
+        )
     }
 
-    /// Fires `on_input_available`.
-    pub fn input_available(&self, args: &InputAvailable<'_>) {
-        if let Some(hook) = &self.input_available {
-            run_hook("on_input_available", args.call_id, || hook(args));
-        }
+    /// Fires `on_input_available`, as [`input_start`](Self::input_start).
+    pub fn input_available(
+        &self,
+        args: InputAvailable,
+    ) -> impl Future<Output = ()> + Send + 'static + use<> {
+        fire(
+            "on_input_available",
+            self.input_available.as_ref(),
+            |a| &a.call_id,
+            args,
+        )
     }
 
-    /// Fires `on_output`.
-    pub fn output(&self, args: &OutputAvailable<'_>) {
-        if let Some(hook) = &self.output {
-            run_hook("on_output", args.call_id, || hook(args));
-        }
+    /// Fires `on_output`, as [`input_start`](Self::input_start).
+    pub fn output(
+        &self,
+        args: OutputAvailable,
+    ) -> impl Future<Output = ()> + Send + 'static + use<> {
+        fire("on_output", self.output.as_ref(), |a| &a.call_id, args)
     }
 }

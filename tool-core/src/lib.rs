@@ -51,6 +51,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod abort;
+mod approval;
 mod context;
 #[cfg(feature = "decode")]
 #[cfg_attr(docsrs, doc(cfg(feature = "decode")))]
@@ -90,6 +91,7 @@ pub mod transform;
 mod validate;
 
 pub use abort::AbortSignal;
+pub use approval::{ApprovalDecision, ApprovalPolicyReturn, PolicyAnswer};
 pub use context::{CallContext, LogRecord, Observer, Progress, ToolContext};
 pub use definition::{
     BackgroundConfig, Disposition, McpAnnotations, McpOptions, OutputValidation, ToolDefinition,

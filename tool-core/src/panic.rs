@@ -47,3 +47,17 @@ fn panic_message(panic: &(dyn Any + Send)) -> String {
         "the tool panicked".to_owned()
     }
 }
+
+/// Starts a future with `start` and drives it to its end; a panic, in
+/// `start` or in any poll, becomes its message, as with [`catch_panic`].
+pub(crate) async fn catch_panic_async<F: Future>(
+    start: impl FnOnce() -> F,
+) -> Result<F::Output, String> {
+    let mut running = std::pin::pin!(catch_panic(start)?);
+    std::future::poll_fn(|cx| match catch_panic(|| running.as_mut().poll(cx)) {
+        Ok(std::task::Poll::Ready(value)) => std::task::Poll::Ready(Ok(value)),
+        Ok(std::task::Poll::Pending) => std::task::Poll::Pending,
+        Err(message) => std::task::Poll::Ready(Err(message)),
+    })
+    .await
+}

@@ -12,6 +12,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
+use crate::approval::{ApprovalPolicyReturn, PolicyAnswer};
 use crate::context::{CallShared, ToolContext};
 use crate::definition::{BackgroundConfig, McpOptions, OutputValidation, ToolDefinition};
 use crate::error::{BuildError, ToolError, is_valid_tool_id};
@@ -61,7 +62,7 @@ pub(crate) type ReconcileFuture = Pin<Box<dyn Future<Output = ReconcileExec> + S
 pub(crate) type ReconcileFn =
     dyn Fn(Value, IdempotencyKey, Arc<CallShared>) -> ReconcileFuture + Send + Sync;
 type ModelOutputFn = dyn Fn(&Value) -> ModelOutput + Send + Sync;
-type ApprovalPolicy = dyn Fn(&Value, &RequestContext) -> bool + Send + Sync;
+type ApprovalPolicy = dyn Fn(&Value, &RequestContext) -> PolicyAnswer + Send + Sync;
 
 /// A tool with typed input and output: what `#[tool]` generates for an
 /// annotated function, and what a hand-written tool can implement.
@@ -301,16 +302,57 @@ impl Tool {
     }
 
     /// Whether this call needs human approval by the tool's own rules: its
-    /// policy function when it has one (a panicking policy means yes),
-    /// otherwise its `require_approval` flag.
-    pub fn requires_approval(&self, input: &Value, request_context: &RequestContext) -> bool {
-        match &self.inner.approval_policy {
-            Some(policy) => crate::panic::catch_panic(|| policy(input, request_context))
-                .unwrap_or_else(|_| {
-                    tracing::error!(tool_id = %self.inner.id, "approval policy panicked; approval is required");
-                    true
-                }),
-            None => self.inner.definition.require_approval,
+    /// policy function when it has one, otherwise its `require_approval`
+    /// flag. A policy that fails or panics means yes (and is logged). The
+    /// future owns what it needs and runs the policy when polled; a runtime
+    /// puts its time limit on it (a policy past it means yes too).
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_core::{RequestContext, Tool, ToolError};
+    ///
+    /// let transfer = Tool::builder("transfer").description("Move money")
+    ///     .approval_policy(|input, _rc| {
+    ///         let amount = input["amount"].as_u64();
+    ///         // An async policy: copy what it needs, then await (a limit, a ledger).
+    ///         async move { Ok::<_, ToolError>(amount.is_none_or(|a| a > 100)) }
+    ///     })
+    ///     .execute(|input, _ctx| async move { Ok::<_, ToolError>(input) })
+    ///     .build().unwrap();
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let rc = RequestContext::new();
+    /// assert!(transfer.requires_approval(&json!({ "amount": 500 }), &rc).await);
+    /// assert!(!transfer.requires_approval(&json!({ "amount": 5 }), &rc).await);
+    /// # });
+    /// ```
+    pub fn requires_approval(
+        &self,
+        input: &Value,
+        request_context: &RequestContext,
+    ) -> impl Future<Output = bool> + Send + 'static + use<> {
+        let flag = self.inner.definition.require_approval;
+        let policy = self.inner.approval_policy.as_ref().map(|policy| {
+            (
+                Arc::clone(policy),
+                input.clone(),
+                request_context.clone(),
+                self.inner.id.clone(),
+            )
+        });
+        async move {
+            let Some((policy, input, request_context, tool_id)) = policy else {
+                return flag;
+            };
+            let answer = crate::panic::catch_panic(|| policy(&input, &request_context))
+                .map_err(|panic| format!("it panicked: {panic}"));
+            let decision = match answer {
+                Ok(answer) => answer.resolve().await,
+                Err(panic) => Err(panic),
+            };
+            decision.unwrap_or_else(|error| {
+                tracing::error!(%tool_id, %error, "approval policy failed; approval is required");
+                true
+            })
         }
     }
 
@@ -884,12 +926,19 @@ impl ToolBuilder {
     }
 
     /// Decides per call whether approval is needed; authoritative over the
-    /// flag. A policy that panics means approval is required.
-    pub fn approval_policy(
-        mut self,
-        policy: impl Fn(&Value, &RequestContext) -> bool + Send + Sync + 'static,
-    ) -> Self {
-        self.approval_policy = Some(Arc::new(policy));
+    /// flag. The policy returns a `bool` or `Result<bool, E>`, or a `Send +
+    /// 'static` future of one (an async policy copies what it needs of its
+    /// arguments first): see [`Tool::requires_approval`]. A policy that
+    /// fails, panics or (in a runtime) outlives its time limit means
+    /// approval is required.
+    pub fn approval_policy<F, R, M>(mut self, policy: F) -> Self
+    where
+        F: Fn(&Value, &RequestContext) -> R + Send + Sync + 'static,
+        R: ApprovalPolicyReturn<M>,
+    {
+        self.approval_policy = Some(Arc::new(move |input: &Value, rc: &RequestContext| {
+            policy(input, rc).into_answer()
+        }));
         self
     }
 

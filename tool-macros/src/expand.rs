@@ -639,14 +639,43 @@ fn configure(
         });
     }
     let hooks = &attrs.hooks;
+    // The input and output hooks see the tool's types: the input as the
+    // tool's function takes it (made from the input type as for a reconcile
+    // function), the output as it returns it. The setter is spanned on the
+    // path, where a hook of another type is reported.
+    let (hook_input_ty, from_input) = reconcile_input;
+    let typed_setters = [
+        (
+            &hooks.on_input_available,
+            quote!(.on_input_available_via::<#input_ty, #hook_input_ty, _, _, _>),
+            quote!(, |input| #from_input),
+        ),
+        (
+            &hooks.on_output,
+            quote!(.on_output_as::<<Self as #krate::TypedTool>::Output, _, _, _>),
+            TokenStream::new(),
+        ),
+    ];
     let hook_steps: Vec<TokenStream> = [
-        (&hooks.on_input_start, quote!(on_input_start)),
-        (&hooks.on_input_delta, quote!(on_input_delta)),
-        (&hooks.on_input_available, quote!(on_input_available)),
-        (&hooks.on_output, quote!(on_output)),
+        (
+            &hooks.on_input_start,
+            quote!(.on_input_start),
+            TokenStream::new(),
+        ),
+        (
+            &hooks.on_input_delta,
+            quote!(.on_input_delta),
+            TokenStream::new(),
+        ),
     ]
     .into_iter()
-    .filter_map(|(path, setter)| path.as_ref().map(|path| quote!(.#setter(#path))))
+    .chain(typed_setters)
+    .filter_map(|(path, setter, rest)| {
+        path.as_ref().map(|path| {
+            let setter = respan(setter, path.span());
+            quote!(#setter(#path #rest))
+        })
+    })
     .collect();
     if !hook_steps.is_empty() {
         steps.push(quote!(.hooks(#krate::Hooks::new() #(#hook_steps)*)));

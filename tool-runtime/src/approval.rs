@@ -6,9 +6,12 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::{Value, json};
-use tool_core::{RequestContext, Tool};
+use tool_core::{PolicyAnswer, RequestContext, Tool};
+
+use crate::hooks::within;
 
 /// What a runtime-wide approval policy decides on.
 #[derive(Debug, Clone, Copy)]
@@ -27,7 +30,7 @@ pub struct ApprovalCheck<'a> {
     pub requester: Option<&'a str>,
 }
 
-type PolicyFn = Arc<dyn Fn(&ApprovalCheck<'_>) -> bool + Send + Sync>;
+type PolicyFn = Arc<dyn Fn(&ApprovalCheck<'_>) -> PolicyAnswer + Send + Sync>;
 
 /// The runtime-wide approval rule.
 #[derive(Clone, Default)]
@@ -51,30 +54,54 @@ impl fmt::Debug for ApprovalPolicy {
     }
 }
 
+/// Why a policy gave no decision.
+enum NoAnswer {
+    TimedOut,
+    Failed(String),
+}
+
 impl ApprovalPolicy {
     /// Whether a call needs approval: the tool's policy function when it has
     /// one (authoritative); otherwise its flag OR this policy. A policy that
-    /// panics means yes.
-    pub(crate) fn requires(&self, check: &ApprovalCheck<'_>) -> bool {
+    /// fails, panics or does not answer within `limit` means yes.
+    pub(crate) async fn requires(&self, check: &ApprovalCheck<'_>, limit: Duration) -> bool {
         let tool = check.tool;
-        if tool.has_approval_policy() {
-            return tool.requires_approval(check.input, check.request_context);
-        }
-        if tool.definition().require_approval {
+        let decision = if tool.has_approval_policy() {
+            // The tool's policy logs its own failure and panic as a yes.
+            let answer = tool.requires_approval(check.input, check.request_context);
+            within(limit, answer).await.ok_or(NoAnswer::TimedOut)
+        } else if tool.definition().require_approval {
             return true;
-        }
-        match self {
-            ApprovalPolicy::Never => false,
-            ApprovalPolicy::Always => true,
-            ApprovalPolicy::Custom(policy) => tool_core::catch_panic(|| policy(check))
-                .unwrap_or_else(|_| {
-                    tracing::error!(
-                        tool_id = tool.id(),
-                        call_id = check.call_id,
-                        "approval policy panicked; approval is required"
-                    );
-                    true
-                }),
+        } else {
+            match self {
+                ApprovalPolicy::Never => return false,
+                ApprovalPolicy::Always => return true,
+                ApprovalPolicy::Custom(policy) => match tool_core::catch_panic(|| policy(check)) {
+                    Err(panic) => Err(NoAnswer::Failed(format!("it panicked: {panic}"))),
+                    Ok(answer) => within(limit, answer.resolve())
+                        .await
+                        .ok_or(NoAnswer::TimedOut)
+                        .and_then(|decision| decision.map_err(NoAnswer::Failed)),
+                },
+            }
+        };
+        let (tool_id, call_id) = (tool.id(), check.call_id);
+        match decision {
+            Ok(required) => required,
+            Err(NoAnswer::TimedOut) => {
+                let timeout_ms = limit.as_millis();
+                tracing::error!(
+                    tool_id,
+                    call_id,
+                    timeout_ms,
+                    "approval policy timed out; approval is required"
+                );
+                true
+            }
+            Err(NoAnswer::Failed(error)) => {
+                tracing::error!(tool_id, call_id, %error, "approval policy failed; approval is required");
+                true
+            }
         }
     }
 }
@@ -104,13 +131,24 @@ mod tests {
     }
 
     fn requires(policy: &ApprovalPolicy, tool: &Tool, input: Value) -> bool {
-        policy.requires(&ApprovalCheck {
+        let check = ApprovalCheck {
             tool,
             call_id: "c1",
             input: &input,
             request_context: &RequestContext::default(),
             requester: None,
-        })
+        };
+        tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap()
+            .block_on(policy.requires(&check, Duration::from_millis(50)))
+    }
+
+    fn custom<R: tool_core::ApprovalPolicyReturn<M>, M>(
+        policy: impl Fn(&ApprovalCheck<'_>) -> R + Send + Sync + 'static,
+    ) -> ApprovalPolicy {
+        ApprovalPolicy::Custom(Arc::new(move |check| policy(check).into_answer()))
     }
 
     #[test]
@@ -120,9 +158,7 @@ mod tests {
         assert!(!requires(&ApprovalPolicy::Never, &plain, json!({})));
         assert!(requires(&ApprovalPolicy::Never, &flagged, json!({})));
         assert!(requires(&ApprovalPolicy::Always, &plain, json!({})));
-        let big = ApprovalPolicy::Custom(Arc::new(|check: &ApprovalCheck<'_>| {
-            check.input["amount"].as_u64() > Some(100)
-        }));
+        let big = custom(|check| check.input["amount"].as_u64() > Some(100));
         assert!(requires(&big, &plain, json!({ "amount": 500 })));
         assert!(!requires(&big, &plain, json!({ "amount": 5 })));
         assert!(
@@ -135,7 +171,15 @@ mod tests {
     fn a_tool_policy_is_authoritative_and_a_panicking_policy_means_approval() {
         let never = tool(|b| b.approval_policy(|_, _| false));
         assert!(!requires(&ApprovalPolicy::Always, &never, json!({})));
-        let panicking = ApprovalPolicy::Custom(Arc::new(|_: &ApprovalCheck<'_>| panic!("boom")));
+        let panicking = custom(|_| -> bool { panic!("boom") });
         assert!(requires(&panicking, &tool(|b| b), json!({})));
+    }
+
+    #[test]
+    fn a_policy_that_does_not_answer_in_time_means_approval() {
+        let stuck = || std::future::pending::<bool>();
+        assert!(requires(&custom(move |_| stuck()), &tool(|b| b), json!({})));
+        let tool_stuck = tool(|b| b.approval_policy(move |_, _| stuck()));
+        assert!(requires(&ApprovalPolicy::Never, &tool_stuck, json!({})));
     }
 }

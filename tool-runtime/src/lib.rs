@@ -65,6 +65,7 @@ mod call;
 mod decide;
 mod error;
 mod events;
+mod hooks;
 #[cfg(feature = "log-layer")]
 mod log_layer;
 #[cfg(feature = "async-openai")]
@@ -90,6 +91,7 @@ pub use call::{CallHead, ToolCall};
 pub use decide::{Decision, Recovered};
 pub use error::RuntimeError;
 pub use events::{CallWatch, EventKind, Events, Notice, Payload, ToolEvent, TranscriptEntry};
+pub use hooks::{DEFAULT_APPROVAL_TIMEOUT, DEFAULT_HOOK_TIMEOUT};
 #[cfg(feature = "log-layer")]
 #[cfg_attr(docsrs, doc(cfg(feature = "log-layer")))]
 pub use log_layer::CallLogLayer;

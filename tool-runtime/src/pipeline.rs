@@ -45,6 +45,7 @@ use crate::background::{BackgroundResult, Tasks};
 use crate::call::{CallHead, ToolCall};
 use crate::error::RuntimeError;
 use crate::events::{EventBus, EventKind, Notice, Payload};
+use crate::hooks::Firing;
 use crate::outcome::CallOutcome;
 use crate::store::{PendingCall, PendingKind, RecordedOutcome, Settlement, StoreTransaction};
 use crate::stored::{Claim, Lease, LeaseLost, NotRecorded, StoredCalls, Verdict};
@@ -70,7 +71,11 @@ impl std::fmt::Debug for CallPath {
 pub(crate) struct PathParts {
     pub(crate) tools: ToolSet,
     pub(crate) hooks: Hooks,
+    /// How long a hook may run (`hooks.rs`).
+    pub(crate) hook_timeout: Duration,
     pub(crate) approval: ApprovalPolicy,
+    /// How long an approval policy may take to answer.
+    pub(crate) approval_timeout: Duration,
     pub(crate) stored: StoredCalls,
     pub(crate) events: EventBus,
     pub(crate) running: Arc<CancelRegistry>,
@@ -171,6 +176,16 @@ impl CallPath {
         self.parts.tools.iter().map(|t| t.id().to_owned()).collect()
     }
 
+    /// The hooks a call of `tool` fires: the tool's, then the runtime's.
+    pub(crate) fn firing<'a>(&'a self, tool: Option<&'a Tool>) -> Firing<'a> {
+        Firing {
+            tool: tool.map(Tool::hooks),
+            runtime: &self.parts.hooks,
+            limit: self.parts.hook_timeout,
+        }
+    }
+
+    /// The runtime-wide hooks.
     pub(crate) fn hooks(&self) -> &Hooks {
         &self.parts.hooks
     }
@@ -331,7 +346,7 @@ impl CallPath {
             if !record.tool.has_execute() {
                 return self.await_output(&record, admitted.into_input()).await;
             }
-            if self.needs_approval(&record, admitted.input()) {
+            if self.needs_approval(&record, admitted.input()).await {
                 return self.request_approval(&record, admitted.into_input()).await;
             }
         }
@@ -527,9 +542,11 @@ impl CallPath {
         }
         match &ran.outcome {
             Outcome::Completed { output, .. } => {
-                let args = OutputAvailable::new(output, call_id, tool_id, &record.abort);
-                tool.hooks().output(&args);
-                self.parts.hooks.output(&args);
+                let args =
+                    || OutputAvailable::new(output.clone(), call_id, tool_id, record.abort.clone());
+                self.firing(Some(tool))
+                    .run("on_output", Hooks::has_on_output, Hooks::output, args)
+                    .await;
                 let shown =
                     || Payload::of(Some(tool), call_id, tool_id, Phase::Output, output, known);
                 let event = |payload| EventKind::Output { payload };
@@ -768,10 +785,18 @@ impl CallPath {
     /// `on_input_available` (the tool's, then the runtime's) and its event.
     async fn input_available(&self, record: &CallRecord, input: &Value) {
         let (tool, call_id) = (&record.tool, record.call_id.as_str());
-        let messages = record.messages.as_deref().unwrap_or_default();
-        let args = InputAvailable::new(input, call_id, messages, &record.abort);
-        tool.hooks().input_available(&args);
-        self.parts.hooks.input_available(&args);
+        let args = || {
+            let messages = record.messages.clone().unwrap_or_else(|| Arc::new([]));
+            InputAvailable::new(input.clone(), call_id, messages, record.abort.clone())
+        };
+        self.firing(Some(tool))
+            .run(
+                "on_input_available",
+                Hooks::has_on_input_available,
+                Hooks::input_available,
+                args,
+            )
+            .await;
         let known = CallValues::default();
         let shown = || Payload::of(Some(tool), call_id, tool.id(), Phase::Input, input, known);
         let event = |payload| EventKind::InputAvailable { payload };
@@ -782,14 +807,18 @@ impl CallPath {
     }
 
     /// Whether a call needs approval (see [`ApprovalPolicy::requires`]).
-    pub(crate) fn needs_approval(&self, record: &CallRecord, input: &Value) -> bool {
-        self.parts.approval.requires(&ApprovalCheck {
+    pub(crate) async fn needs_approval(&self, record: &CallRecord, input: &Value) -> bool {
+        let check = ApprovalCheck {
             tool: &record.tool,
             call_id: &record.call_id,
             input,
             request_context: &record.request_context,
             requester: record.requester.as_deref(),
-        })
+        };
+        self.parts
+            .approval
+            .requires(&check, self.parts.approval_timeout)
+            .await
     }
 
     /// Stores the call and asks for a decision.
@@ -1057,7 +1086,9 @@ pub(crate) fn test_path(tools: Vec<Tool>) -> CallPath {
     CallPath::new(PathParts {
         tools: ToolSet::new(tools).expect("distinct tool ids"),
         hooks: Hooks::new(),
+        hook_timeout: crate::hooks::DEFAULT_HOOK_TIMEOUT,
         approval: ApprovalPolicy::default(),
+        approval_timeout: crate::hooks::DEFAULT_APPROVAL_TIMEOUT,
         events: EventBus::new(16),
         running: Arc::default(),
         tasks: Tasks::new(stored.clone(), 16, None, None),

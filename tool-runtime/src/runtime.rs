@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
-use tool_core::{Extensions, Hooks, Tool, ToolSet, TypedTool};
+use tool_core::{ApprovalPolicyReturn, Extensions, Hooks, Tool, ToolSet, TypedTool};
 
 use serde_json::Value;
 
@@ -19,6 +19,7 @@ use crate::call::{CallHead, ToolCall};
 use crate::decide::{Decision, Decisions, Recovered, typed_value};
 use crate::error::RuntimeError;
 use crate::events::{CallWatch, EventBus, Events};
+use crate::hooks::{DEFAULT_APPROVAL_TIMEOUT, DEFAULT_HOOK_TIMEOUT};
 #[cfg(feature = "log-layer")]
 use crate::log_layer::CallLogLayer;
 use crate::outcome::CallOutcome;
@@ -727,8 +728,11 @@ impl Runtime {
 ///     .build().unwrap();
 /// let runtime = Runtime::builder()
 ///     .tool(echo.clone())
-///     .hooks(Hooks::new().on_output(|out: &tool_core::hooks::OutputAvailable<'_>| println!("{} -> {}", out.tool_id, out.output)))
-///     .approval_policy(|check| check.tool.id() == "delete")
+///     .hooks(Hooks::new().on_output(|out: tool_core::hooks::OutputAvailable| async move {
+///         println!("{} -> {}", out.tool_id, out.output); // an async hook
+///     }))
+///     .approval_policy(|check| check.tool.id() == "delete") // a sync policy
+///     .hook_timeout(Duration::from_secs(2))
 ///     .timeout(Duration::from_secs(60))
 ///     .build()
 ///     .unwrap();
@@ -743,7 +747,9 @@ impl Runtime {
 pub struct RuntimeBuilder {
     tools: Vec<Tool>,
     hooks: Hooks,
+    hook_timeout: Option<Duration>,
     approval: ApprovalPolicy,
+    approval_timeout: Option<Duration>,
     store: Option<StoreChoice>,
     event_capacity: Option<usize>,
     timeout: Option<Duration>,
@@ -817,8 +823,44 @@ impl RuntimeBuilder {
     }
 
     /// Runtime-wide lifecycle hooks; they fire after each tool's own hooks.
+    /// Sync or async; how they are ordered and waited for: see
+    /// [`hook_timeout`](Self::hook_timeout).
     pub fn hooks(mut self, hooks: Hooks) -> Self {
         self.hooks = hooks;
+        self
+    }
+
+    /// How long the runtime waits for one hook, the tool's or its own
+    /// (default [`DEFAULT_HOOK_TIMEOUT`](crate::DEFAULT_HOOK_TIMEOUT), 5 s).
+    /// Past it the hook's future is dropped, the timeout logged, and the
+    /// call goes on. The hooks of a call run one at a time, in order; those
+    /// of streamed input run off the stream (`InputStream::push` never
+    /// waits for them), and `finish` waits for them before
+    /// `on_input_available`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use serde_json::json;
+    /// use tool_core::hooks::{Hooks, OutputAvailable};
+    /// use tool_core::{Tool, ToolError};
+    /// use tool_runtime::Runtime;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let echo = Tool::builder("echo").description("Echo")
+    ///     .execute(|input, _ctx| async move { Ok::<_, ToolError>(input) })
+    ///     .build().unwrap();
+    /// let runtime = Runtime::builder()
+    ///     .tool(echo)
+    ///     // A hook that never ends: the call goes on after 20 ms.
+    ///     .hooks(Hooks::new().on_output(|_: OutputAvailable| std::future::pending::<()>()))
+    ///     .hook_timeout(Duration::from_millis(20))
+    ///     .build().unwrap();
+    /// let outcome = runtime.call(tool_runtime::ToolCall::new("c1", "echo", json!({ "n": 1 }))).await;
+    /// assert_eq!(outcome.output(), Some(&json!({ "n": 1 })));
+    /// # });
+    /// ```
+    pub fn hook_timeout(mut self, timeout: Duration) -> Self {
+        self.hook_timeout = Some(timeout);
         self
     }
 
@@ -835,12 +877,55 @@ impl RuntimeBuilder {
 
     /// Decides per call whether approval is needed, for tools without their
     /// own policy function (a tool's `require_approval` flag still applies:
-    /// flag OR policy). A policy that panics means approval is required.
-    pub fn approval_policy(
-        mut self,
-        policy: impl Fn(&ApprovalCheck<'_>) -> bool + Send + Sync + 'static,
-    ) -> Self {
-        self.approval = ApprovalPolicy::Custom(Arc::new(policy));
+    /// flag OR policy). The policy returns a `bool` or a `Result<bool, E>`,
+    /// or a `Send + 'static` future of one (copy what it needs of the check
+    /// first). A policy that fails, panics or does not answer within
+    /// [`approval_timeout`](Self::approval_timeout) means approval is required.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_core::{Tool, ToolError};
+    /// use tool_runtime::{CallOutcome, Runtime, ToolCall};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let pay = Tool::builder("pay").description("Pay an invoice")
+    ///     .execute(|input, _ctx| async move { Ok::<_, ToolError>(input) })
+    ///     .build().unwrap();
+    /// let runtime = Runtime::builder()
+    ///     .tool(pay)
+    ///     .approval_policy(|check| {
+    ///         let amount = check.input["amount"].as_u64().unwrap_or(u64::MAX);
+    ///         let requester = check.requester.map(str::to_owned);
+    ///         async move {
+    ///             // e.g. the requester's limit, looked up in a database
+    ///             let limit = if requester.as_deref() == Some("cfo") { 10_000 } else { 100 };
+    ///             Ok::<_, std::io::Error>(amount > limit)
+    ///         }
+    ///     })
+    ///     .build().unwrap();
+    /// let small = runtime.call(ToolCall::new("c1", "pay", json!({ "amount": 50 }))).await;
+    /// assert_eq!(small.output(), Some(&json!({ "amount": 50 })));
+    /// let big = runtime.call(ToolCall::new("c2", "pay", json!({ "amount": 500 }))).await;
+    /// assert!(matches!(big, CallOutcome::ApprovalRequired { .. }));
+    /// # });
+    /// ```
+    pub fn approval_policy<F, R, M>(mut self, policy: F) -> Self
+    where
+        F: Fn(&ApprovalCheck<'_>) -> R + Send + Sync + 'static,
+        R: ApprovalPolicyReturn<M>,
+    {
+        self.approval = ApprovalPolicy::Custom(Arc::new(move |check: &ApprovalCheck<'_>| {
+            policy(check).into_answer()
+        }));
+        self
+    }
+
+    /// How long the runtime waits for an approval policy's answer, the
+    /// tool's or its own (default
+    /// [`DEFAULT_APPROVAL_TIMEOUT`](crate::DEFAULT_APPROVAL_TIMEOUT), 10 s);
+    /// past it, the call needs approval.
+    pub fn approval_timeout(mut self, timeout: Duration) -> Self {
+        self.approval_timeout = Some(timeout);
         self
     }
 
@@ -984,7 +1069,9 @@ impl RuntimeBuilder {
         let path = CallPath::new(PathParts {
             tools,
             hooks: self.hooks,
+            hook_timeout: self.hook_timeout.unwrap_or(DEFAULT_HOOK_TIMEOUT),
             approval: self.approval,
+            approval_timeout: self.approval_timeout.unwrap_or(DEFAULT_APPROVAL_TIMEOUT),
             events: EventBus::new(self.event_capacity.unwrap_or(EVENT_CAPACITY)),
             running: Arc::default(),
             tasks: Tasks::new(

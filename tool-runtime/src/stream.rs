@@ -1,9 +1,14 @@
 //! Streaming input: tool-call arguments arriving as text deltas from a
 //! model stream. `begin` fires `on_input_start`, each `push` fires
 //! `on_input_delta` and updates a best-effort parse of the text so far
-//! (incremental: linear in the total input), `finish` runs the call.
+//! (incremental: linear in the total input), `finish` runs the call. The
+//! input hooks run in order on a queue of the call's, off the stream
+//! (`hooks.rs`).
+
+use std::sync::Arc;
 
 use serde_json::Value;
+use tool_core::Hooks;
 use tool_core::hooks::{InputDelta, InputStart};
 use tool_core::partial_json::PartialJson;
 use tool_core::{AbortSignal, RawInput, Tool};
@@ -11,6 +16,7 @@ use tool_core::{AbortSignal, RawInput, Tool};
 use crate::abort::RunningGuard;
 use crate::call::{CallHead, ToolCall, head_builders};
 use crate::events::{EventKind, Payload};
+use crate::hooks::HookQueue;
 use crate::outcome::CallOutcome;
 use crate::pipeline::{CallPath, Entry, Streamed, call_span};
 
@@ -45,6 +51,9 @@ pub struct InputStream {
     abort: AbortSignal,
     guard: RunningGuard,
     span: tracing::Span,
+    /// When the tool or the runtime has an input hook: the queue they run
+    /// on, and the conversation they are given.
+    input_hooks: Option<(HookQueue, Arc<[Value]>)>,
 }
 
 head_builders!(InputStream, head);
@@ -57,16 +66,29 @@ impl InputStream {
         let span = call_span("call", tool_id, call_id);
         let abort = AbortSignal::new();
         let guard = path.running().register(call_id, abort.clone());
-        {
-            let _entered = span.enter();
-            let args = InputStart::new(call_id, &head.messages, &abort);
-            if let Some(tool) = &tool {
-                tool.hooks().input_start(&args);
+        let firing = path.firing(tool.as_ref());
+        let input_hooks = (firing.any(Hooks::has_on_input_start)
+            || firing.any(Hooks::has_on_input_delta))
+        .then(|| {
+            let messages: Arc<[Value]> = Arc::from(head.messages.as_slice());
+            (HookQueue::new(span.clone()), messages)
+        });
+        if let Some((queue, messages)) = &input_hooks {
+            let args = || InputStart::new(call_id, Arc::clone(messages), abort.clone());
+            let start = firing.job(
+                "on_input_start",
+                Hooks::has_on_input_start,
+                Hooks::input_start,
+                args,
+            );
+            if let Some(start) = start {
+                queue.push(start);
             }
-            path.hooks().input_start(&args);
+        }
+        span.in_scope(|| {
             path.events()
                 .emit(call_id, tool_id, || EventKind::InputStart);
-        }
+        });
         InputStream {
             path: path.clone(),
             tool,
@@ -75,24 +97,37 @@ impl InputStream {
             abort,
             guard,
             span,
+            input_hooks,
         }
     }
 
     /// Adds a fragment of the arguments: updates [`partial`](Self::partial)
-    /// (work proportional to the fragment), fires `on_input_delta` and emits
-    /// `InputDelta` (unless the tool's display transform suppresses deltas).
+    /// (work proportional to the fragment), queues `on_input_delta` (it runs
+    /// after the hooks queued before it; `push` does not wait for it) and
+    /// emits `InputDelta` (unless the tool's display transform suppresses
+    /// deltas).
     pub fn push(&mut self, delta: &str) {
         self.parser.push(delta);
         let path = &self.path;
-        let tool_hooks = self.tool.as_ref().map(Tool::hooks);
-        {
-            let _entered = self.span.enter();
+        if let Some((queue, messages)) = &self.input_hooks {
             let head = &self.head;
-            let args = InputDelta::new(delta, &head.call_id, &head.messages, &self.abort);
-            if let Some(hooks) = tool_hooks {
-                hooks.input_delta(&args);
+            let args = || {
+                InputDelta::new(
+                    delta,
+                    head.call_id.as_str(),
+                    Arc::clone(messages),
+                    self.abort.clone(),
+                )
+            };
+            let job = path.firing(self.tool.as_ref()).job(
+                "on_input_delta",
+                Hooks::has_on_input_delta,
+                Hooks::input_delta,
+                args,
+            );
+            if let Some(job) = job {
+                queue.push(job);
             }
-            path.hooks().input_delta(&args);
         }
         if path.events().active()
             && let Some(display) = Payload::delta_display(
@@ -136,8 +171,9 @@ impl InputStream {
         &self.abort
     }
 
-    /// The arguments are complete: runs the call through the pipeline
-    /// (`on_input_available` fires once they are validated) and returns its outcome.
+    /// The arguments are complete: waits for the input hooks queued so far,
+    /// runs the call through the pipeline (`on_input_available` fires once
+    /// they are validated) and returns its outcome.
     pub fn finish(self) -> impl Future<Output = CallOutcome> + Send + 'static {
         let text = RawInput::Text(self.parser.text().to_owned());
         self.finish_raw(text)
@@ -160,8 +196,12 @@ impl InputStream {
             abort,
             guard,
             span,
+            input_hooks,
             ..
         } = self;
+        if let Some((queue, _)) = input_hooks {
+            queue.drain().await;
+        }
         if abort.is_aborted() {
             let _entered = span.enter();
             tracing::warn!(

@@ -364,7 +364,7 @@ async fn approval_rules_flag_or_policy_tool_policy_authoritative_panic_means_req
         b.approval_policy(|input, _| input["amount"].as_i64().unwrap_or(0) > 100)
     });
     let (own_policy_panics, _) = echo_tool("own-panics", |b| {
-        b.approval_policy(|_, _| panic!("policy bug"))
+        b.approval_policy(|_, _| -> bool { panic!("policy bug") })
     });
     let tools = [
         plain,
@@ -413,7 +413,7 @@ async fn approval_rules_flag_or_policy_tool_policy_authoritative_panic_means_req
 
     let panicking = Runtime::builder()
         .tools(tools)
-        .approval_policy(|_| panic!("runtime policy bug"))
+        .approval_policy(|_| -> bool { panic!("runtime policy bug") })
         .build()
         .unwrap();
     assert!(

@@ -67,11 +67,9 @@ async fn nothing_happens_before_a_call_future_is_first_polled() {
     let fired = Arc::clone(&hook_fired);
     let (gated, runs) = echo_tool("gated", |b| {
         b.require_approval(true)
-            .hooks(
-                Hooks::new().on_input_available(move |_: &InputAvailable<'_>| {
-                    fired.fetch_add(1, Ordering::SeqCst);
-                }),
-            )
+            .hooks(Hooks::new().on_input_available(move |_: InputAvailable| {
+                fired.fetch_add(1, Ordering::SeqCst);
+            }))
     });
     let (asking, asked) = asking_tool("ask");
     let runtime = Runtime::builder().tools([gated, asking]).build().unwrap();

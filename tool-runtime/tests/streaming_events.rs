@@ -17,24 +17,24 @@ type Log = Arc<Mutex<Vec<String>>>;
 fn hooks(prefix: &'static str, log: &Log) -> Hooks {
     let (a, b, c, d) = (log.clone(), log.clone(), log.clone(), log.clone());
     Hooks::new()
-        .on_input_start(move |args: &InputStart<'_>| {
+        .on_input_start(move |args: InputStart| {
             a.lock().unwrap().push(format!(
                 "{prefix}:start:{}:{}",
                 args.call_id,
                 args.messages.len()
             ));
         })
-        .on_input_delta(move |args: &InputDelta<'_>| {
+        .on_input_delta(move |args: InputDelta| {
             b.lock()
                 .unwrap()
                 .push(format!("{prefix}:delta:{}", args.input_text_delta));
         })
-        .on_input_available(move |args: &InputAvailable<'_>| {
+        .on_input_available(move |args: InputAvailable| {
             c.lock()
                 .unwrap()
                 .push(format!("{prefix}:available:{}", args.input));
         })
-        .on_output(move |args: &OutputAvailable<'_>| {
+        .on_output(move |args: OutputAvailable| {
             d.lock()
                 .unwrap()
                 .push(format!("{prefix}:output:{}:{}", args.tool_id, args.output));
@@ -177,15 +177,15 @@ async fn hook_errors_and_panics_are_logged_and_never_fail_the_call() {
     let capture = Capture::default();
     let _guard = capture.install();
     let panicking = Hooks::new()
-        .on_input_start(|_: &InputStart<'_>| boom("start hook bug"))
-        .on_input_delta(|_: &InputDelta<'_>| boom("delta hook bug"))
-        .on_input_available(|_: &InputAvailable<'_>| boom("available hook bug"))
-        .on_output(|_: &OutputAvailable<'_>| boom("output hook bug"));
+        .on_input_start(|_: InputStart| boom("start hook bug"))
+        .on_input_delta(|_: InputDelta| boom("delta hook bug"))
+        .on_input_available(|_: InputAvailable| boom("available hook bug"))
+        .on_output(|_: OutputAvailable| boom("output hook bug"));
     let failing = Hooks::new()
-        .on_input_start(|_: &InputStart<'_>| Err::<(), _>("start failed"))
-        .on_input_delta(|_: &InputDelta<'_>| Err::<(), _>("delta failed"))
-        .on_input_available(|_: &InputAvailable<'_>| Err::<(), _>("available failed"))
-        .on_output(|_: &OutputAvailable<'_>| Err::<(), _>("output failed"));
+        .on_input_start(|_: InputStart| Err::<(), _>("start failed"))
+        .on_input_delta(|_: InputDelta| Err::<(), _>("delta failed"))
+        .on_input_available(|_: InputAvailable| Err::<(), _>("available failed"))
+        .on_output(|_: OutputAvailable| Err::<(), _>("output failed"));
     let (tool, runs) = echo_tool("echo", |b| b.hooks(panicking));
     let runtime = Runtime::builder()
         .tool(tool)

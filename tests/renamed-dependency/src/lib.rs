@@ -76,7 +76,7 @@ fn as_text(output: &str) -> tools::ModelOutput {
     tools::ModelOutput::text(output)
 }
 
-fn on_output(_: &tools::hooks::OutputAvailable<'_>) {}
+fn on_output(_: tools::hooks::OutputAvailable<String>) {}
 
 /// The tools of this crate.
 pub fn all() -> Vec<Tool> {

@@ -21,7 +21,7 @@ pub struct Tenant {
     tenant_id: String,
 }
 
-#[derive(serde::Serialize, schemars::JsonSchema)]
+#[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Deleted {
     count: u32,
 }
@@ -46,12 +46,16 @@ fn meta() -> Value {
     json!({ "owner": "ops" })
 }
 
-fn started(_: &InputStart<'_>) {}
-fn delta(_: &InputDelta<'_>) {}
-fn available(_: &InputAvailable<'_>) -> Result<(), ToolError> {
+fn started(_: InputStart) {}
+fn delta(_: InputDelta) {}
+// Typed: the input as the function takes it, its output type; async too.
+async fn available(args: InputAvailable<PurgeToolInput>) -> Result<(), ToolError> {
+    let _: &String = &args.input.table;
     Ok(())
 }
-fn output(_: &OutputAvailable<'_>) {}
+fn output(args: OutputAvailable<Deleted>) {
+    let _: u32 = args.output.count;
+}
 
 /// Deletes old rows
 #[tool(
@@ -155,8 +159,9 @@ fn main() {
 
     let tool = Tool::from(KeepRowsTool);
     assert!(tool.has_approval_policy());
-    assert!(tool.requires_approval(&json!({ "days": 30 }), &RequestContext::new()));
-    assert!(!tool.requires_approval(&json!({ "days": 1 }), &RequestContext::new().with("tenant", "a")));
+    let block_on = |f| tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(f);
+    assert!(block_on(tool.requires_approval(&json!({ "days": 30 }), &RequestContext::new())));
+    assert!(!block_on(tool.requires_approval(&json!({ "days": 1 }), &RequestContext::new().with("tenant", "a"))));
     let d = tool.definition();
     assert!(!d.strict);
     assert!(!d.transactional);
