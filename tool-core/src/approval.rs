@@ -55,6 +55,13 @@ where
     }
 }
 
+/// An answer already made passes through: a policy may hand on another's.
+impl ApprovalPolicyReturn<Returns> for PolicyAnswer {
+    fn into_answer(self) -> PolicyAnswer {
+        self
+    }
+}
+
 /// An approval policy's answer, ready or to await ([`resolve`](Self::resolve)).
 ///
 /// ```

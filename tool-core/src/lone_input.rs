@@ -18,6 +18,7 @@ use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, Visitor};
 use serde_json::Value;
 
 use crate::RequestContext;
+use crate::approval::{ApprovalPolicyReturn, PolicyAnswer};
 
 /// The generated input struct of a `#[tool]` function with one parameter,
 /// which holds the parameter's value under its name.
@@ -185,47 +186,54 @@ pub struct ByStruct;
 pub struct ByValue;
 
 /// An approval policy of a tool with one parameter ([`Lone`]): a function
-/// of the parameter's value, or of the generated struct.
+/// of the parameter's value, or of the generated struct, that returns its
+/// decision or a future of it (marker `(ByStruct | ByValue, Returns | Awaits)`).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not an approval policy of this tool",
     label = "expected `fn(&T, &RequestContext) -> bool`",
-    note = "a tool with one parameter of type `T` takes `fn(&T, &RequestContext) -> bool` (or a function of the generated input struct, `fn(&XxxToolInput, &RequestContext) -> bool`)"
+    note = "a tool with one parameter of type `T` takes `fn(&T, &RequestContext) -> bool` (or a function of the generated input struct, `fn(&XxxToolInput, &RequestContext) -> bool`); it may return `Result<bool, E>`, or a `Send + 'static` future of either"
 )]
 pub trait LonePolicy<P: LoneParam, M>: Send + Sync + 'static {
     /// Whether the call needs approval.
-    fn requires_approval(&self, input: &P, request_context: &RequestContext) -> bool;
+    fn requires_approval(&self, input: &P, request_context: &RequestContext) -> PolicyAnswer;
 }
 
-impl<P, F> LonePolicy<P, ByStruct> for F
+impl<P, F, R, A> LonePolicy<P, (ByStruct, A)> for F
 where
     P: LoneParam,
-    F: Fn(&P, &RequestContext) -> bool + Send + Sync + 'static,
+    F: Fn(&P, &RequestContext) -> R + Send + Sync + 'static,
+    R: ApprovalPolicyReturn<A>,
 {
-    fn requires_approval(&self, input: &P, request_context: &RequestContext) -> bool {
-        self(input, request_context)
+    fn requires_approval(&self, input: &P, request_context: &RequestContext) -> PolicyAnswer {
+        self(input, request_context).into_answer()
     }
 }
 
-impl<P, F> LonePolicy<P, ByValue> for F
+impl<P, F, R, A> LonePolicy<P, (ByValue, A)> for F
 where
     P: LoneParam,
-    F: Fn(&P::Value, &RequestContext) -> bool + Send + Sync + 'static,
+    F: Fn(&P::Value, &RequestContext) -> R + Send + Sync + 'static,
+    R: ApprovalPolicyReturn<A>,
 {
-    fn requires_approval(&self, input: &P, request_context: &RequestContext) -> bool {
-        self(input.value(), request_context)
+    fn requires_approval(&self, input: &P, request_context: &RequestContext) -> PolicyAnswer {
+        self(input.value(), request_context).into_answer()
     }
 }
 
-/// Runs a typed approval policy over validated JSON input; input that no
-/// longer fits the type needs approval.
-pub fn typed_policy<I: serde::de::DeserializeOwned>(
+/// Runs a typed approval policy (sync or async) over validated JSON input;
+/// input that no longer fits the type needs approval.
+pub fn typed_policy<I, R, A>(
     input: &Value,
     request_context: &RequestContext,
-    policy: impl Fn(&I, &RequestContext) -> bool,
-) -> bool {
+    policy: impl Fn(&I, &RequestContext) -> R,
+) -> PolicyAnswer
+where
+    I: serde::de::DeserializeOwned,
+    R: ApprovalPolicyReturn<A>,
+{
     match I::deserialize(input) {
-        Ok(input) => policy(&input, request_context),
-        Err(_) => true,
+        Ok(input) => policy(&input, request_context).into_answer(),
+        Err(_) => true.into_answer(),
     }
 }
 
@@ -234,13 +242,14 @@ pub fn lone_policy<P, M>(
     input: &Value,
     request_context: &RequestContext,
     policy: &impl LonePolicy<P, M>,
-) -> bool
+) -> PolicyAnswer
 where
     P: LoneParam + schemars::JsonSchema + serde::de::DeserializeOwned,
 {
-    typed_policy(input, request_context, |Lone(input): &Lone<P>, rc| {
-        policy.requires_approval(input, rc)
-    })
+    match <Lone<P> as serde::Deserialize>::deserialize(input) {
+        Ok(Lone(input)) => policy.requires_approval(&input, request_context),
+        Err(_) => true.into_answer(),
+    }
 }
 
 /// The input examples of a tool with one parameter ([`Lone`]): values of

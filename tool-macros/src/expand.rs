@@ -517,36 +517,26 @@ fn configure(
         Some(Approval::Always(required)) => steps.push(quote!(.require_approval(#required))),
         // The coercion to the expected fn pointer, spanned on the path, is
         // where a wrong signature is reported.
-        Some(Approval::Policy(path)) => match lone {
-            // Either signature, told apart by trait impls; a mismatch is
-            // reported on the path.
-            Some(ident) => {
-                let run = respan(
-                    quote!(#private::lone_policy::<#ident, _>(input, request_context, &policy)),
-                    path.span(),
-                );
-                steps.push(quote! {
-                    .approval_policy({
-                        let policy = #path;
-                        move |input, request_context| #run
-                    })
-                });
-            }
-            None => {
-                let policy = fn_pointer(
-                    path,
-                    quote!(fn(&#input_ty, &#krate::RequestContext) -> bool),
-                );
-                steps.push(quote! {
-                    .approval_policy({
-                        let policy = #policy;
-                        move |input, request_context| {
-                            #private::typed_policy::<#input_ty>(input, request_context, policy)
-                        }
-                    })
-                });
-            }
-        },
+        // Sync or async, told apart by trait impls; a mismatch is reported
+        // on the path.
+        Some(Approval::Policy(path)) => {
+            let run = match lone {
+                // Either signature (the parameter or the generated struct).
+                Some(ident) => {
+                    quote!(#private::lone_policy::<#ident, _>(input, request_context, &policy))
+                }
+                None => {
+                    quote!(#private::typed_policy::<#input_ty, _, _>(input, request_context, &policy))
+                }
+            };
+            let run = respan(run, path.span());
+            steps.push(quote! {
+                .approval_policy({
+                    let policy = #path;
+                    move |input, request_context| #run
+                })
+            });
+        }
         None => {}
     }
     // A function rather than a method so that it goes first in the chain

@@ -4,6 +4,7 @@
 
 mod common;
 
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -11,7 +12,7 @@ use common::{Capture, echo_tool};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tool_core::hooks::{InputAvailable, InputDelta, InputStart, OutputAvailable};
-use tool_core::{Hooks, ToolError, tool};
+use tool_core::{Hooks, RequestContext, Tool, ToolError, tool};
 use tool_runtime::{CallOutcome, Runtime, ToolCall};
 
 type Log = Arc<Mutex<Vec<String>>>;
@@ -311,7 +312,7 @@ async fn a_policy_that_errors_panics_or_times_out_means_approval_required() {
 async fn a_tools_async_policy_is_authoritative_and_bounded_by_the_approval_timeout() {
     let (lenient, _) = echo_tool("lenient", |b| {
         b.require_approval(true)
-            .approval_policy(|input: &Value, _: &tool_core::RequestContext| {
+            .approval_policy(|input: &Value, _: &RequestContext| {
                 let small = input["amount"].as_u64() < Some(10);
                 async move { !small }
             })
@@ -337,4 +338,67 @@ async fn a_tools_async_policy_is_authoritative_and_bounded_by_the_approval_timeo
         "{:?}",
         started.elapsed()
     );
+}
+
+/// Large orders need approval; decided later (as after a lookup).
+fn large_order(order: &Order, _: &RequestContext) -> impl Future<Output = bool> + Send + use<> {
+    let quantity = order.quantity;
+    async move {
+        tokio::task::yield_now().await;
+        quantity > 10
+    }
+}
+
+/// Place an order, approved when large
+#[tool(require_approval = large_order)]
+async fn place_large_order(order: Order) -> Result<u32, ToolError> {
+    Ok(order.quantity)
+}
+
+/// Large refunds need approval; a policy of the one parameter's value that
+/// can fail.
+async fn large_refund(cents: u32) -> Result<bool, String> {
+    match cents {
+        0 => Err("nothing to refund".into()),
+        cents => Ok(cents > 10_000),
+    }
+}
+
+fn refund_policy(
+    cents: &u32,
+    _: &RequestContext,
+) -> impl Future<Output = Result<bool, String>> + Send + use<> {
+    large_refund(*cents)
+}
+
+/// Refund an order
+#[tool(require_approval = refund_policy)]
+async fn refund(cents: u32) -> u32 {
+    cents
+}
+
+#[tokio::test]
+async fn a_tool_attribute_policy_may_be_async() {
+    let runtime = Runtime::builder()
+        .tools([Tool::from(PlaceLargeOrderTool), Tool::from(RefundTool)])
+        .build()
+        .unwrap();
+    let call = |id: &str, tool: &str, input: Value| ToolCall::new(id, tool, input);
+    let small = json!({ "item": "tea", "quantity": 2 });
+    let large = json!({ "item": "tea", "quantity": 50 });
+    let outcome = runtime.call(call("c1", "place_large_order", small)).await;
+    assert_eq!(outcome.output(), Some(&json!(2)));
+    assert!(needs_approval(
+        &runtime.call(call("c2", "place_large_order", large)).await
+    ));
+    let small = runtime
+        .call(call("c3", "refund", json!({ "cents": 500 })))
+        .await;
+    assert_eq!(small.output(), Some(&json!(500)));
+    for (id, cents) in [("c4", 50_000), ("c5", 0)] {
+        let outcome = runtime
+            .call(call(id, "refund", json!({ "cents": cents })))
+            .await;
+        assert!(needs_approval(&outcome), "{cents}: {outcome:?}");
+    }
 }
