@@ -582,7 +582,7 @@ fn tool_results_encode_into_each_providers_message() {
         chat.tool_result("call_1", "draw_chart", &chart)["content"],
         json!([
             { "type": "text", "text": "Chart: Sales" },
-            { "type": "text", "text": "[image/png image omitted: not supported in this tool result format]" }
+            { "type": "text", "text": "[image not sent: an OpenAI Chat Completions tool message takes text only]" }
         ])
     );
     assert_eq!(
