@@ -307,11 +307,20 @@ fn issue_of(error: &jsonschema::ValidationError<'_>) -> Issue {
         ValidationErrorKind::Pattern { pattern } => {
             format!("Invalid string: must match pattern {pattern}")
         }
-        ValidationErrorKind::AnyOf { .. } | ValidationErrorKind::OneOfNotValid { .. } => {
-            format!(
-                "Invalid input: {} matches none of the allowed shapes",
-                json_type(instance)
-            )
+        ValidationErrorKind::AnyOf { context } | ValidationErrorKind::OneOfNotValid { context } => {
+            match allowed_values(context) {
+                // An enum written as one `const` per variant (schemars does
+                // so for documented variants): name the values, as `enum` does.
+                Some(values) => format!(
+                    "Invalid enum value. Expected {}, received {}",
+                    values.join(" | "),
+                    literal(instance)
+                ),
+                None => format!(
+                    "Invalid input: {} matches none of the allowed shapes",
+                    json_type(instance)
+                ),
+            }
         }
         ValidationErrorKind::OneOfMultipleValid { .. } => {
             "Invalid input: matches more than one of the allowed shapes".to_owned()
@@ -319,6 +328,27 @@ fn issue_of(error: &jsonschema::ValidationError<'_>) -> Issue {
         _ => error.to_string(),
     };
     Issue { path, message }
+}
+
+/// The values a `oneOf`/`anyOf` allows when each of its shapes is one
+/// `const` or `enum` (each branch refused the value with that error alone).
+fn allowed_values(context: &[Vec<jsonschema::ValidationError<'static>>]) -> Option<Vec<String>> {
+    let mut values = Vec::new();
+    for branch in context {
+        let [error] = branch.as_slice() else {
+            return None;
+        };
+        match error.kind() {
+            ValidationErrorKind::Constant { expected_value } => {
+                values.push(literal(expected_value))
+            }
+            ValidationErrorKind::Enum { options } => {
+                values.extend(options.as_array()?.iter().map(literal));
+            }
+            _ => return None,
+        }
+    }
+    (!values.is_empty()).then_some(values)
 }
 
 fn json_type(value: &Value) -> &'static str {
@@ -515,6 +545,43 @@ mod tests {
         assert!(
             lines.contains(&"items.0.tags: Expected array, received string".to_owned()),
             "{lines:?}"
+        );
+    }
+
+    /// A documented unit enum, as schemars writes it (one `const` per
+    /// variant), or a mix of `const` and `enum`: the message names the
+    /// values, as for `enum`; other unions keep the shapes message.
+    #[test]
+    fn a_value_outside_an_enum_of_consts_names_the_allowed_values() {
+        let json = json!({
+            "type": "object",
+            "properties": {
+                "unit": { "oneOf": [
+                    { "const": "celsius", "description": "Degrees Celsius" },
+                    { "const": "fahrenheit", "description": "Degrees Fahrenheit" },
+                    { "enum": ["kelvin", 0] }
+                ] },
+                "place": { "anyOf": [{ "type": "string" }, { "type": "integer" }] }
+            }
+        });
+        let validator = LazyValidator::new(&json, SchemaOrigin::Given).unwrap();
+        let schema = Schema::pair(Some(&json), Some(&validator)).unwrap();
+        let messages = |value: Value| -> Vec<String> {
+            schema
+                .issues(&value)
+                .iter()
+                .map(|i| format!("{}: {}", i.dotted_path(), i.message))
+                .collect()
+        };
+        assert_eq!(
+            messages(json!({ "unit": "rankine" })),
+            [
+                "unit: Invalid enum value. Expected 'celsius' | 'fahrenheit' | 'kelvin' | 0, received 'rankine'"
+            ]
+        );
+        assert_eq!(
+            messages(json!({ "place": true })),
+            ["place: Invalid input: boolean matches none of the allowed shapes"]
         );
     }
 }
