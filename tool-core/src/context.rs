@@ -80,6 +80,66 @@ impl LogRecord {
 
 type LogSink = Arc<dyn Fn(LogRecord) + Send + Sync>;
 
+type CustomSink = Arc<dyn Fn(Value) + Send + Sync>;
+
+/// Sends a running tool's custom chunks to its caller (Mastra's
+/// `context.writer`): from `ctx.writer()`. Each chunk is a serializable
+/// value the caller receives in order with the call's progress and log
+/// messages: a runtime's `Custom` event and watch notice, an agent's
+/// `AgentChunk::Custom`, an MCP `notifications/message`. Chunks are for
+/// the application and its UI, never the model; they are sent as written
+/// (no display transform applies: the tool chose what to show).
+///
+/// ```
+/// use serde_json::json;
+/// use tool_core::{CallContext, Tool, ToolError};
+///
+/// #[derive(serde::Serialize)]
+/// struct Row { n: u32 }
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let import = Tool::builder("import").description("Imports rows")
+///     .execute(|_input, ctx| async move {
+///         for n in 1..=2 {
+///             ctx.writer().write(&Row { n })?;
+///         }
+///         Ok::<_, ToolError>(json!("done"))
+///     })
+///     .build().unwrap();
+/// let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+/// let sink = std::sync::Arc::clone(&seen);
+/// let ctx = CallContext::new("c1").on_custom(move |chunk| sink.lock().unwrap().push(chunk));
+/// import.execute("{}", ctx).await;
+/// assert_eq!(*seen.lock().unwrap(), [json!({ "n": 1 }), json!({ "n": 2 })]);
+/// # });
+/// ```
+#[derive(Clone)]
+pub struct Writer {
+    sink: Option<CustomSink>,
+}
+
+impl fmt::Debug for Writer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Writer")
+            .field("connected", &self.sink.is_some())
+            .finish()
+    }
+}
+
+impl Writer {
+    /// Sends `chunk` to the caller. Fails only when `chunk` cannot be
+    /// serialized (a map with non-string keys, a failing `Serialize`), with
+    /// or without a caller listening, so that a tool behaves the same
+    /// everywhere; `?` turns the error into a `ToolError`.
+    pub fn write<T: Serialize + ?Sized>(&self, chunk: &T) -> Result<(), serde_json::Error> {
+        let value = serde_json::to_value(chunk)?;
+        if let Some(sink) = &self.sink {
+            sink(value);
+        }
+        Ok(())
+    }
+}
+
 /// What the caller gives one call: its id, request context, conversation,
 /// abort signal, progress sink, extensions (what a transport offers the
 /// tool), and on resume the resume data.
@@ -107,6 +167,7 @@ pub struct CallContext {
     pub(crate) resume: Option<Box<Resume>>,
     pub(crate) progress: Option<ProgressSink>,
     pub(crate) log: Option<LogSink>,
+    pub(crate) custom: Option<CustomSink>,
     pub(crate) parent_span: Option<Box<tracing::Span>>,
     pub(crate) extensions: Extensions,
     /// Which run of the call this is: 1, or more for a retry-safe stored
@@ -149,6 +210,7 @@ impl CallContext {
             resume: None,
             progress: None,
             log: None,
+            custom: None,
             parent_span: None,
             extensions: Extensions::new(),
             attempt: 1,
@@ -281,6 +343,14 @@ impl CallContext {
     #[must_use]
     pub fn on_log(mut self, sink: impl Fn(LogRecord) + Send + Sync + 'static) -> Self {
         self.log = Some(Arc::new(sink));
+        self
+    }
+
+    /// Receives the custom chunks the tool writes with `ctx.writer()` (see
+    /// [`Writer`]).
+    #[must_use]
+    pub fn on_custom(mut self, sink: impl Fn(Value) + Send + Sync + 'static) -> Self {
+        self.custom = Some(Arc::new(sink));
         self
     }
 
@@ -552,6 +622,7 @@ pub struct ToolContext<S = NoSuspend, R = NoSuspend> {
     resume_data: Option<R>,
     suspend_payload: Option<S>,
     observer: Observer,
+    writer: Writer,
     _types: PhantomData<fn(S) -> R>,
 }
 
@@ -590,11 +661,15 @@ impl<S: DeserializeOwned, R: DeserializeOwned> ToolContext<S, R> {
             span: state.span.clone(),
             log: state.ctx.log.clone(),
         };
+        let writer = Writer {
+            sink: state.ctx.custom.clone(),
+        };
         Ok(ToolContext {
             state,
             resume_data,
             suspend_payload,
             observer,
+            writer,
             _types: PhantomData,
         })
     }
@@ -774,6 +849,12 @@ impl<S, R> ToolContext<S, R> {
     /// Structured logs and child spans of this call.
     pub fn observe(&self) -> &Observer {
         &self.observer
+    }
+
+    /// Sends custom chunks to the caller, in order with the call's progress
+    /// and logs (see [`Writer`]).
+    pub fn writer(&self) -> &Writer {
+        &self.writer
     }
 
     /// Reports progress to the caller (events, MCP progress notifications).

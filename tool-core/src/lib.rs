@@ -92,7 +92,7 @@ mod validate;
 
 pub use abort::AbortSignal;
 pub use approval::{ApprovalDecision, ApprovalPolicyReturn, PolicyAnswer};
-pub use context::{CallContext, LogRecord, Observer, Progress, ToolContext};
+pub use context::{CallContext, LogRecord, Observer, Progress, ToolContext, Writer};
 pub use definition::{
     BackgroundConfig, Disposition, McpAnnotations, McpOptions, OutputValidation, ToolDefinition,
 };

@@ -471,8 +471,9 @@ impl Call {
     }
 
     /// Runs `work` while forwarding the call's progress as
-    /// `notifications/progress` (when the client sent a progress token) and
-    /// its log messages as `notifications/message` (when the peer takes them).
+    /// `notifications/progress` (when the client sent a progress token), and
+    /// its log messages and custom chunks (`{"custom": chunk}`) as
+    /// `notifications/message` (when the peer takes them).
     async fn forwarding_events<F: Future<Output = CallToolResponse>>(
         &self,
         work: F,
@@ -506,8 +507,13 @@ impl Call {
                 params.message = progress.message;
                 self.peer.notify_progress(params).await
             }
-            (Notice::Log(record), _, Some(log)) => {
-                let Some(message) = log.message(self.tool().id(), &record) else {
+            (notice @ (Notice::Log(_) | Notice::Custom(_)), _, Some(log)) => {
+                let message = match &notice {
+                    Notice::Log(record) => log.message(self.tool().id(), record),
+                    Notice::Custom(chunk) => log.custom(self.tool().id(), chunk),
+                    _ => None,
+                };
+                let Some(message) = message else {
                     return;
                 };
                 #[allow(

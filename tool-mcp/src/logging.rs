@@ -50,10 +50,34 @@ impl SessionLog {
             Some(data) => serde_json::json!({ "message": record.message, "data": data }),
             None => Value::String(record.message.clone()),
         };
-        let mut message = LoggingMessageNotificationParam::new(level, data);
-        message.logger = Some(tool_id.to_owned());
-        Some(message)
+        Some(notification(tool_id, level, data))
     }
+
+    /// The notification for a custom chunk of tool `tool_id` (`ctx.writer()`):
+    /// `{"custom": chunk}` at level info, so that a client tells it from a
+    /// log message; none when the client set a level above info.
+    pub(crate) fn custom(
+        &self,
+        tool_id: &str,
+        chunk: &Value,
+    ) -> Option<LoggingMessageNotificationParam> {
+        if rank(LoggingLevel::Info) < self.threshold.load(Ordering::Relaxed) {
+            return None;
+        }
+        let data = serde_json::json!({ "custom": chunk });
+        Some(notification(tool_id, LoggingLevel::Info, data))
+    }
+}
+
+/// A `notifications/message` of tool `tool_id` (its logger).
+fn notification(
+    tool_id: &str,
+    level: LoggingLevel,
+    data: Value,
+) -> LoggingMessageNotificationParam {
+    let mut message = LoggingMessageNotificationParam::new(level, data);
+    message.logger = Some(tool_id.to_owned());
+    message
 }
 
 /// `tracing`'s levels as MCP's (syslog's).

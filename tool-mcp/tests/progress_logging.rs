@@ -250,3 +250,63 @@ async fn cancellation_fires_the_abort_signal_and_the_runtime_logs_it() {
         .unwrap();
     assert_eq!(ok.structured_content, Some(json!({ "result": 2 })));
 }
+
+/// Writes two custom chunks around a log message.
+#[tool]
+pub async fn rows(ctx: ToolContext) -> Result<&'static str, tool_core::ToolError> {
+    ctx.writer().write(&json!({ "row": 1 }))?;
+    ctx.observe().info("halfway");
+    ctx.writer().write(&json!({ "row": 2 }))?;
+    Ok("done")
+}
+
+/// A tool's custom chunks (`ctx.writer()`) reach the client as
+/// `notifications/message` at level info, `{"custom": chunk}`, beside its
+/// log messages; a client that set a level above info gets neither, and
+/// peers of the 2026-07-28 protocol (which has no logging) none.
+#[tokio::test]
+async fn a_calls_custom_chunks_reach_the_client_as_log_notifications() {
+    let runtime = Runtime::builder().tool(RowsTool).build().unwrap();
+    for modern in [false, true] {
+        let handler = TestClient::default();
+        let logged = Arc::clone(&handler.logged);
+        let client = connect(runtime.clone(), handler, modern).await;
+        call(&client, "rows", json!({})).await.unwrap();
+        let expected = if modern { 0 } else { 3 };
+        let _ = eventually(100, |_| {
+            let logged = &logged;
+            async move {
+                (logged.lock().unwrap().len() >= expected)
+                    .then_some(())
+                    .ok_or(())
+            }
+        })
+        .await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let mut seen = std::mem::take(&mut *logged.lock().unwrap());
+        seen.sort_by_key(|(_, _, data)| data.to_string());
+        if modern {
+            assert!(seen.is_empty(), "no logging in 2026-07-28: {seen:?}");
+            continue;
+        }
+        let info = |data| ("info".to_owned(), "rows".to_owned(), data);
+        assert_eq!(
+            seen,
+            [
+                info(json!("halfway")),
+                info(json!({ "custom": { "row": 1 } })),
+                info(json!({ "custom": { "row": 2 } })),
+            ]
+        );
+        #[allow(deprecated, reason = "MCP logging (SEP-2577 deprecates it)")]
+        client
+            .set_level(rmcp::model::SetLevelRequestParams::new(
+                rmcp::model::LoggingLevel::Warning,
+            ))
+            .await
+            .unwrap();
+        call(&client, "rows", json!({})).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(logged.lock().unwrap().is_empty(), "above info: none");
+    }
+}

@@ -113,6 +113,10 @@ pub enum EventKind {
     /// The tool wrote a log message (`ctx.observe()`, or a `tracing` event
     /// inside the call with the runtime's [`log_layer`](crate::Runtime::log_layer)).
     Log(LogRecord),
+    /// The tool wrote a custom chunk (`ctx.writer().write(..)`, see
+    /// [`tool_core::Writer`]): sent as written, in order with the call's
+    /// progress and logs.
+    Custom(Value),
     /// The call runs as a background task.
     BackgroundStarted {
         /// The task.
@@ -283,8 +287,9 @@ struct WatchQueue {
 }
 
 /// What a watcher of one call gets ([`Runtime::watch`](crate::Runtime::watch)):
-/// its progress and log messages, as [`EventKind::Progress`] and
-/// [`EventKind::Log`] would show them.
+/// its progress, log messages and custom chunks, in the order the tool sent
+/// them, as [`EventKind::Progress`], [`EventKind::Log`] and
+/// [`EventKind::Custom`] would show them.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum Notice {
@@ -293,6 +298,8 @@ pub enum Notice {
     /// The tool logged (`ctx.log`, or a `tracing` record inside the call's
     /// span with the runtime's `log_layer` installed, feature `log-layer`).
     Log(LogRecord),
+    /// The tool wrote a custom chunk (`ctx.writer()`).
+    Custom(Value),
 }
 
 impl From<Notice> for EventKind {
@@ -300,6 +307,7 @@ impl From<Notice> for EventKind {
         match notice {
             Notice::Progress(progress) => EventKind::Progress(progress),
             Notice::Log(record) => EventKind::Log(record),
+            Notice::Custom(chunk) => EventKind::Custom(chunk),
         }
     }
 }
@@ -436,7 +444,7 @@ impl EventBus {
         }
     }
 
-    /// Sends a call's progress or log message to the subscribers and to the
+    /// Sends a call's progress, log message or custom chunk to the subscribers and to the
     /// watchers of the call. A watcher that has `capacity` notices unread
     /// skips this one (logged), as a subscriber that falls behind does.
     pub(crate) fn notice(&self, call_id: &str, tool_id: &str, notice: Notice) {
@@ -579,7 +587,7 @@ mod tests {
     fn text(notice: Option<Notice>) -> Option<String> {
         match notice? {
             Notice::Log(record) => Some(record.message),
-            Notice::Progress(_) => None,
+            Notice::Progress(_) | Notice::Custom(_) => None,
         }
     }
 

@@ -380,18 +380,18 @@ impl CallPath {
         }
         let events = &self.parts.events;
         if events.noticed(&record.call_id) {
-            // Progress reaches the subscribers and the call's watchers
-            // present when the call started.
+            // Progress, logs and custom chunks reach the subscribers and
+            // the call's watchers present when the call started, in the
+            // order the tool sent them.
             let events = events.clone();
             let (call_id, tool_id) = (record.call_id.clone(), record.tool.id().to_owned());
-            ctx = ctx.on_progress(move |progress| {
-                events.notice(&call_id, &tool_id, Notice::Progress(progress));
-            });
-            let events = self.parts.events.clone();
-            let (call_id, tool_id) = (record.call_id.clone(), record.tool.id().to_owned());
-            ctx = ctx.on_log(move |record| {
-                events.notice(&call_id, &tool_id, Notice::Log(record));
-            });
+            let notify: Arc<dyn Fn(Notice) + Send + Sync> =
+                Arc::new(move |notice| events.notice(&call_id, &tool_id, notice));
+            let (progress, log, custom) = (Arc::clone(&notify), Arc::clone(&notify), notify);
+            ctx = ctx
+                .on_progress(move |value| progress(Notice::Progress(value)))
+                .on_log(move |record| log(Notice::Log(record)))
+                .on_custom(move |chunk| custom(Notice::Custom(chunk)));
         }
         let span = tracing::Span::current();
         if !span.is_disabled() {

@@ -50,6 +50,70 @@ fn a_watch_gets_its_own_calls_progress_and_logs_in_order_and_nothing_of_other_ca
     });
 }
 
+/// `ctx.writer()`: custom chunks reach the call's watch and the runtime's
+/// events in order with its progress and logs; a chunk that cannot be
+/// serialized is the tool's error, never a panic.
+#[test]
+fn a_tools_custom_chunks_reach_its_watch_and_the_events_in_order() {
+    block_on(async {
+        let import = Tool::builder("import")
+            .description("Import rows")
+            .execute(|input, ctx| async move {
+                ctx.progress(1.0, Some(2.0), None);
+                ctx.writer().write(&json!({ "row": 1 }))?;
+                ctx.observe().info("rows read");
+                ctx.writer().write(&json!({ "row": 2 }))?;
+                if input["bad"] == json!(true) {
+                    let not_json = std::collections::BTreeMap::from([((1, 2), "pair keys")]);
+                    ctx.writer().write(&not_json)?;
+                }
+                Ok::<_, ToolError>(json!("done"))
+            })
+            .build()
+            .unwrap();
+        let runtime = Runtime::builder().tool(import).build().unwrap();
+        let mut watch = runtime.watch("c1");
+        let mut events = runtime.events();
+        let done = runtime.call(ToolCall::new("c1", "import", json!({}))).await;
+        assert_eq!(done.output(), Some(&json!("done")));
+        let describe = |notice: Notice| match notice {
+            Notice::Progress(progress) => format!("progress {}", progress.value),
+            Notice::Log(record) => format!("log {}", record.message),
+            Notice::Custom(chunk) => format!("custom {chunk}"),
+            other => panic!("unexpected notice {other:?}"),
+        };
+        let mut watched = Vec::new();
+        while let Some(notice) = watch.try_next() {
+            watched.push(describe(notice));
+        }
+        let expected = [
+            "progress 1",
+            r#"custom {"row":1}"#,
+            "log rows read",
+            r#"custom {"row":2}"#,
+        ];
+        assert_eq!(watched, expected);
+        let mut customs = Vec::new();
+        while let Some(event) = events.try_next() {
+            if let tool_runtime::EventKind::Custom(chunk) = event.kind {
+                customs.push(chunk);
+            }
+        }
+        assert_eq!(customs, [json!({ "row": 1 }), json!({ "row": 2 })]);
+
+        let bad = runtime
+            .call(ToolCall::new("c2", "import", json!({ "bad": true })))
+            .await;
+        let CallOutcome::Failed { error } = bad else {
+            panic!("the tool fails: {bad:?}")
+        };
+        assert!(
+            error.message().contains("key must be a string"),
+            "{error:?}"
+        );
+    });
+}
+
 #[test]
 fn a_decision_for_an_agent_runs_the_call_with_that_agent_and_wins_once() {
     block_on(async {
