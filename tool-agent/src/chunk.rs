@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use tool_core::ModelOutput;
+use tool_core::{ModelOutput, Progress};
 
 use super::model::{ModelFinish, Usage};
 
@@ -21,6 +21,14 @@ pub enum FinishReason {
     /// Calls wait for approval, resume data or their output: the run is
     /// stored, and continues when they are decided.
     Suspended,
+    /// Background tasks the run's calls started were still running when
+    /// the step's wait for them ([`AgentBuilder::background_wait`](super::AgentBuilder::background_wait))
+    /// ran out: the run is stored listing them
+    /// ([`Agent::background_tasks`](super::Agent::background_tasks)), and
+    /// [`Agent::continue_run`](super::Agent::continue_run) (or the next
+    /// [`Agent::stream`](super::Agent::stream) on its thread) takes every
+    /// result that settled meanwhile, on any instance.
+    BackgroundTasks,
     /// The model could not be called, or its answer broke off.
     Error,
     /// The model refused to answer (its refusal's text came as
@@ -143,6 +151,41 @@ pub enum AgentChunk {
         /// it is: the model output derives from it, so a display transform
         /// that hides part of the output hides the model output too.
         model_output: Option<ModelOutput>,
+    },
+    /// A call runs as a background task: the model reads that it started,
+    /// and the run goes on. Its progress comes as [`ToolProgress`](Self::ToolProgress),
+    /// its end as the call's [`ToolResult`](Self::ToolResult) or
+    /// [`ToolError`](Self::ToolError), once the task settles (on this
+    /// instance or another), before the next model step.
+    BackgroundTaskStarted {
+        /// The call.
+        call_id: String,
+        /// Its tool.
+        tool_name: String,
+        /// The runtime's task (`Runtime::wait` takes it).
+        task_id: String,
+    },
+    /// A running call (or its background task) reported progress
+    /// (`ctx.progress`), on the instance that runs it.
+    ToolProgress {
+        /// The call.
+        call_id: String,
+        /// Its tool.
+        tool_name: String,
+        /// The progress.
+        progress: Progress,
+    },
+    /// A running call wrote a custom chunk (`ctx.writer().write(..)`, see
+    /// [`tool_core::Writer`]): for the application and its UI, never the
+    /// model; sent as written (no display transform applies), in order
+    /// with the call's other chunks, on the instance that runs it.
+    Custom {
+        /// The call.
+        call_id: String,
+        /// Its tool.
+        tool_name: String,
+        /// What the tool wrote.
+        data: Value,
     },
     /// A call failed, was declined or aborted: what the model reads.
     ToolError {

@@ -67,6 +67,20 @@ pub enum AgentError {
         /// The calls.
         call_ids: Vec<String>,
     },
+    /// A continuation ([`Agent::continue_run`](crate::Agent::continue_run))
+    /// of a run that awaits no background task, or whose calls wait for a
+    /// decision first.
+    #[error(
+        "run {run_id:?} cannot continue for background tasks: {}{}",
+        if waiting.is_empty() { "it awaits none" } else { "calls wait for a decision" },
+        describe_waiting(waiting)
+    )]
+    NoBackgroundTasks {
+        /// The run.
+        run_id: String,
+        /// The calls that wait, and for what.
+        waiting: Vec<(String, &'static str)>,
+    },
     /// Another instance changed the run at the same time, again and again.
     #[error("run {run_id:?} was changed by another instance while this one saved it")]
     Conflict {

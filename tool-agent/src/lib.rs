@@ -72,6 +72,7 @@ use std::fmt;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use futures_core::Stream;
 use serde_json::Value;
@@ -87,7 +88,7 @@ pub use model::{
     ToolCallRequest, Usage,
 };
 pub use models::{AnthropicModel, OpenAiChatModel, OpenAiResponsesModel};
-pub use record::Thread;
+pub use record::{AwaitedTask, Thread};
 pub use scripted::{ScriptedModel, ScriptedStep};
 
 use machine::RunSettings;
@@ -96,6 +97,8 @@ use run::{CallShape, Chunks, Gone, Runner};
 
 /// Steps a run takes at most unless told otherwise.
 const MAX_STEPS: usize = 10;
+/// How long a run waits for its background tasks unless told otherwise.
+const BACKGROUND_WAIT: Duration = Duration::from_secs(30);
 /// Chunks buffered ahead of the reader.
 const CHUNK_BUFFER: usize = 64;
 
@@ -127,6 +130,7 @@ pub struct AgentBuilder {
     max_steps: usize,
     max_tokens: Option<u32>,
     auto_resume: bool,
+    background_wait: Duration,
     extensions: Extensions,
     on_call: Option<CallShape>,
 }
@@ -166,6 +170,32 @@ impl AgentBuilder {
     /// which must be one of the same tool in the same run. Never approvals.
     pub fn auto_resume_suspended_tools(mut self, enabled: bool) -> Self {
         self.auto_resume = enabled;
+        self
+    }
+
+    /// How long a run waits for the background tasks its calls started once
+    /// the model stopped (default 30 seconds). A task that settles within
+    /// it gives its result to the conversation and the run takes another
+    /// step; past it the stream ends with [`FinishReason::BackgroundTasks`],
+    /// the run stored listing them, for [`Agent::continue_run`]. The run
+    /// never waits while the model has more to do: a step that made calls
+    /// goes on at once, with the results that settled by then.
+    /// `Duration::ZERO` never waits.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tool_agent::{Agent, ScriptedModel};
+    /// use tool_runtime::Runtime;
+    ///
+    /// let runtime = Runtime::builder().build().unwrap();
+    /// let agent = Agent::builder("reporter", ScriptedModel::new([]), runtime)
+    ///     .background_wait(Duration::from_secs(5))
+    ///     .build()
+    ///     .unwrap();
+    /// # let _ = agent;
+    /// ```
+    pub fn background_wait(mut self, wait: Duration) -> Self {
+        self.background_wait = wait;
         self
     }
 
@@ -240,6 +270,7 @@ impl AgentBuilder {
                 settings: RunSettings {
                     max_steps: self.max_steps,
                     auto_resume: self.auto_resume,
+                    background_wait: self.background_wait,
                 },
                 max_tokens: self.max_tokens,
                 exports: Arc::new(exports),
@@ -261,6 +292,7 @@ impl Agent {
             max_steps: MAX_STEPS,
             max_tokens: None,
             auto_resume: false,
+            background_wait: BACKGROUND_WAIT,
             extensions: Extensions::new(),
             on_call: None,
         }
@@ -494,19 +526,86 @@ impl Agent {
         let (record, revision) = self.inner.load(run_id).await?;
         let mut run = self.inner.machine(record);
         run.on_reply(run_id, text.into())?;
+        Ok(self.go_on(run_id, run, revision))
+    }
+
+    /// Continues run `run_id`, which awaits background tasks (its stream
+    /// ended with [`FinishReason::BackgroundTasks`], or this instance took
+    /// over from one that died): every result that settled meanwhile, on
+    /// any instance, enters the conversation (each once, whatever
+    /// continuations race: the run's save decides) and the model takes the
+    /// next step; when none settled yet, the run waits for them as a step
+    /// does ([`AgentBuilder::background_wait`]). Steps count again from
+    /// here. Fails when the run awaits no task, or calls wait for a
+    /// decision (which continues it).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use serde_json::json;
+    /// use tool_agent::{Agent, AgentChunk, FinishReason, Message, ScriptedModel, ScriptedStep, Thread};
+    /// use tool_core::{BackgroundConfig, Tool, ToolError};
+    /// use tool_runtime::Runtime;
+    ///
+    /// # tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap().block_on(async {
+    /// let (release, released) = tokio::sync::watch::channel(false);
+    /// let report = Tool::builder("report").description("Builds a report")
+    ///     .background(BackgroundConfig::new())
+    ///     .execute(move |_input, _ctx| {
+    ///         let mut released = released.clone();
+    ///         async move {
+    ///             let _ = released.wait_for(|go| *go).await;
+    ///             Ok::<_, ToolError>(json!({ "pages": 12 }))
+    ///         }
+    ///     })
+    ///     .build().unwrap();
+    /// let model = ScriptedModel::new([
+    ///     ScriptedStep::new().tool_call("c1", "report", json!({})),
+    ///     ScriptedStep::answer("Started the report."),
+    ///     ScriptedStep::answer("The report has 12 pages."),
+    /// ]);
+    /// let runtime = Runtime::builder().tool(report).build().unwrap();
+    /// let agent = Agent::builder("reporter", model, runtime)
+    ///     .background_wait(Duration::ZERO)
+    ///     .build().unwrap();
+    ///
+    /// let first = agent.generate(Thread::new("t1"), vec![Message::user("report?")]).await.unwrap();
+    /// assert_eq!(first.finish_reason, FinishReason::BackgroundTasks);
+    /// assert_eq!(agent.background_tasks(&first.run_id).await.unwrap()[0].call_id, "c1");
+    ///
+    /// release.send(true).unwrap();
+    /// agent.runtime().wait(&agent.background_tasks(&first.run_id).await.unwrap()[0].task_id).await.unwrap();
+    /// let done = agent.continue_run(&first.run_id).await.unwrap().output().await;
+    /// assert!(done.chunks.iter().any(|c| matches!(c, AgentChunk::ToolResult { call_id, .. } if call_id == "c1")));
+    /// assert_eq!((done.text.as_str(), done.finish_reason), ("The report has 12 pages.", FinishReason::Stop));
+    /// # });
+    /// ```
+    pub async fn continue_run(&self, run_id: &str) -> Result<AgentStream, AgentError> {
+        let (record, revision) = self.inner.load(run_id).await?;
+        let mut run = self.inner.machine(record);
+        run.on_continue(run_id)?;
+        Ok(self.go_on(run_id, run, revision))
+    }
+
+    /// The background tasks run `run_id` awaits: started by its calls,
+    /// their results not yet in its conversation.
+    pub async fn background_tasks(&self, run_id: &str) -> Result<Vec<AwaitedTask>, AgentError> {
+        let (record, _) = self.inner.load(run_id).await?;
+        Ok(record.awaited_tasks())
+    }
+
+    /// Takes the next steps of the stored run `run_id` (read at `revision`).
+    fn go_on(&self, run_id: &str, run: machine::RunMachine, revision: u64) -> AgentStream {
         let run_id = run_id.to_owned();
-        Ok(
-            self.spawn(run_id.clone(), move |runner, chunks| async move {
-                chunks
-                    .send(AgentChunk::Start {
-                        run_id: run_id.clone(),
-                    })
-                    .await?;
-                runner
-                    .run_steps(&run_id, run, Some(revision), &chunks)
-                    .await
-            }),
-        )
+        self.spawn(run_id.clone(), move |runner, chunks| async move {
+            chunks
+                .send(AgentChunk::Start {
+                    run_id: run_id.clone(),
+                })
+                .await?;
+            runner
+                .run_steps(&run_id, run, Some(revision), &chunks)
+                .await
+        })
     }
 
     /// The conversation of run `run_id` so far, as a thread's history

@@ -10,18 +10,20 @@
 //! spawns or reads a store, so the tests below need no model, runtime or
 //! store.
 
+use std::time::Duration;
+
 use serde_json::{Value, json};
 use std::future::Future;
 use std::pin::Pin;
 
 use tool_core::transform::{CallValues, OwnedCallValues, Phase};
-use tool_core::{ErrorKind, ModelError};
+use tool_core::{ContentPart, ErrorKind, ModelError, ModelOutput};
 use tool_runtime::CallOutcome;
 
 use crate::chunk::{AgentChunk, FinishReason, approval_schema};
 use crate::error::AgentError;
 use crate::model::{Message, ModelFinish, ToolCallRequest, Usage};
-use crate::record::{RunRecord, Settled, Waiting, WaitingFor};
+use crate::record::{BackgroundTask, RunRecord, Settled, Waiting, WaitingFor};
 use crate::resume_fields::take_resume_fields;
 
 /// The agent's settings a run's transitions depend on.
@@ -33,6 +35,10 @@ pub(crate) struct RunSettings {
     /// Whether a call naming a suspended call resumes it, and a reply gets
     /// past calls waiting for resume data.
     pub(crate) auto_resume: bool,
+    /// How long the run waits for its running background tasks once the
+    /// model stopped, before the stream ends with
+    /// [`FinishReason::BackgroundTasks`].
+    pub(crate) background_wait: Duration,
 }
 
 /// A run as a state machine: its [`RunRecord`] and where it stands.
@@ -54,6 +60,9 @@ enum Progress {
     BetweenSteps,
     /// The last step ended so.
     StepEnded(StepEnd),
+    /// The model stopped while background tasks run: the next step waits
+    /// for one to settle (once: `waited` after the driver's wait).
+    ForTasks { waited: bool },
     /// The run ended.
     Ended(FinishReason),
 }
@@ -75,6 +84,10 @@ pub(crate) enum Next<'a> {
     /// Ask the model for this step's answer; feed the answer, then its
     /// calls' outcomes, to the step.
     Step(Step<'a>),
+    /// Save the run (so that it continues elsewhere should this instance
+    /// die), then wait up to this long for a background task to settle,
+    /// giving the machine what settles; then ask again.
+    AwaitTasks(Duration),
     /// Save the run, then end the stream.
     End(RunEnd),
 }
@@ -85,7 +98,8 @@ pub(crate) struct RunEnd {
     /// Why (the `finish` chunk's reason).
     pub(crate) reason: FinishReason,
     /// Whether the run is saved as finished (purged with settled calls):
-    /// all but a suspended run, which decisions continue.
+    /// all but a suspended run, which decisions continue, and one that
+    /// awaits background tasks, which a continuation goes on with.
     pub(crate) finished: bool,
 }
 
@@ -174,16 +188,37 @@ impl RunMachine {
     /// The next step, or how the run ends: suspended when a call waits,
     /// with the model's reason when it stopped, `ToolCalls` at `max_steps`.
     /// A step whose calls all settled is closed first (its results join the
-    /// conversation).
+    /// conversation). When the model stopped while background tasks run,
+    /// the run waits for them once (`AwaitTasks`), and goes on with a step
+    /// if one settled, or ends with `BackgroundTasks`. The results of the
+    /// tasks that settled join the conversation before the next step.
     pub(crate) fn next_action(&mut self) -> Next<'_> {
-        match std::mem::replace(&mut self.progress, Progress::BetweenSteps) {
+        let progress = match std::mem::replace(&mut self.progress, Progress::BetweenSteps) {
+            Progress::StepEnded(StepEnd::Done(FinishReason::Stop))
+                if !self.record.tasks.is_empty() =>
+            {
+                Progress::ForTasks { waited: false }
+            }
+            other => other,
+        };
+        match progress {
             Progress::BetweenSteps => {}
             Progress::StepEnded(StepEnd::Calls) => self.close_step(),
             Progress::StepEnded(StepEnd::Waiting) => return self.end(FinishReason::Suspended),
+            Progress::ForTasks { waited } => {
+                if !self.record.tasks.values().any(|t| t.settled.is_some()) {
+                    if waited {
+                        return self.end(FinishReason::BackgroundTasks);
+                    }
+                    self.progress = Progress::ForTasks { waited: true };
+                    return Next::AwaitTasks(self.settings.background_wait);
+                }
+            }
             Progress::StepEnded(StepEnd::Done(reason)) | Progress::Ended(reason) => {
                 return self.end(reason);
             }
         }
+        self.take_task_results();
         if self.record.steps >= self.settings.max_steps {
             return self.end(FinishReason::ToolCalls);
         }
@@ -203,9 +238,64 @@ impl RunMachine {
     fn end(&mut self, reason: FinishReason) -> Next<'_> {
         self.progress = Progress::Ended(reason.clone());
         Next::End(RunEnd {
-            finished: reason != FinishReason::Suspended,
+            finished: reason != FinishReason::Suspended && self.record.tasks.is_empty(),
             reason,
         })
+    }
+
+    /// The background task of the call `call_id` settled with `outcome`:
+    /// its result is kept for the next step, and its chunk (the call's
+    /// result or error) is due. `None` when the run no longer awaits it
+    /// (its result was taken already).
+    pub(crate) async fn on_task_settled(
+        &mut self,
+        call_id: &str,
+        outcome: &CallOutcome,
+        show: impl Fn(&str, &str, Phase, &Value, CallValues<'_>) -> Shown,
+    ) -> Option<AgentChunk> {
+        let task = self.record.tasks.get_mut(call_id)?;
+        if task.settled.is_some() {
+            return None;
+        }
+        let settled = Settled::of(&task.tool_name, outcome);
+        let known = CallValues {
+            input: task.input.as_ref(),
+            ..CallValues::default()
+        };
+        let chunk = result_chunk(call_id, &task.tool_name, &settled, &show, known).await;
+        task.settled = Some(settled);
+        Some(chunk)
+    }
+
+    /// Continues a stored run for its background tasks (its calls wait
+    /// for no decision): the next step takes the results that settled
+    /// meanwhile, or waits for one; steps count again from here.
+    pub(crate) fn on_continue(&mut self, run_id: &str) -> Result<(), AgentError> {
+        if self.record.tasks.is_empty() || !self.record.waiting.is_empty() {
+            return Err(AgentError::NoBackgroundTasks {
+                run_id: run_id.to_owned(),
+                waiting: self.record.waiting_calls(),
+            });
+        }
+        self.record.steps = 0;
+        self.progress = Progress::ForTasks { waited: false };
+        Ok(())
+    }
+
+    /// Moves the results of the background tasks that settled into the
+    /// conversation, each as a message that names its task and call (its
+    /// call's result already told the model the task started).
+    fn take_task_results(&mut self) {
+        let record = &mut self.record;
+        let tasks = std::mem::take(&mut record.tasks);
+        for (call_id, mut task) in tasks {
+            match task.settled.take() {
+                Some(settled) => record.messages.push(task_message(&call_id, &task, settled)),
+                None => {
+                    record.tasks.insert(call_id, task);
+                }
+            }
+        }
     }
 
     /// A decision on the waiting call `call_id` ended with `outcome`;
@@ -398,6 +488,17 @@ impl RunMachine {
                     });
             }
             other => {
+                if let CallOutcome::BackgroundStarted { task_id } = other {
+                    record
+                        .tasks
+                        .entry(call_id.to_owned())
+                        .or_insert_with(|| BackgroundTask {
+                            tool_name: tool_name.to_owned(),
+                            task_id: task_id.clone(),
+                            input: None,
+                            settled: None,
+                        });
+                }
                 record
                     .settled
                     .entry(call_id.to_owned())
@@ -452,6 +553,11 @@ impl RunMachine {
                 args: input.clone(),
                 resume_schema: resume_schema.clone(),
             },
+            CallOutcome::BackgroundStarted { task_id } => AgentChunk::BackgroundTaskStarted {
+                call_id: id,
+                tool_name: tool,
+                task_id: task_id.clone(),
+            },
             other => {
                 let fresh;
                 let settled = match self.record.settled.get(call_id) {
@@ -461,28 +567,7 @@ impl RunMachine {
                         &fresh
                     }
                 };
-                if settled.is_error {
-                    AgentChunk::ToolError {
-                        error: show(call_id, tool_name, Phase::Error, &settled.result, known).await,
-                        call_id: id,
-                        tool_name: tool,
-                    }
-                } else {
-                    let result =
-                        show(call_id, tool_name, Phase::Output, &settled.result, known).await;
-                    // The model output derives from the output: shown only
-                    // where the display shows the output as it is.
-                    let model_output = settled
-                        .model_output
-                        .clone()
-                        .filter(|_| result == settled.result);
-                    AgentChunk::ToolResult {
-                        result,
-                        model_output,
-                        call_id: id,
-                        tool_name: tool,
-                    }
-                }
+                result_chunk(call_id, tool_name, settled, show, known).await
             }
         }
     }
@@ -512,10 +597,97 @@ impl RunMachine {
     }
 }
 
+/// The chunk of a call's result or error, `settled` shown through `show`
+/// with what the call gave before (`known`).
+async fn result_chunk(
+    call_id: &str,
+    tool_name: &str,
+    settled: &Settled,
+    show: &impl Fn(&str, &str, Phase, &Value, CallValues<'_>) -> Shown,
+    known: CallValues<'_>,
+) -> AgentChunk {
+    let (id, tool) = (call_id.to_owned(), tool_name.to_owned());
+    if settled.is_error {
+        AgentChunk::ToolError {
+            error: show(call_id, tool_name, Phase::Error, &settled.result, known).await,
+            call_id: id,
+            tool_name: tool,
+        }
+    } else {
+        let result = show(call_id, tool_name, Phase::Output, &settled.result, known).await;
+        // The model output derives from the output: shown only
+        // where the display shows the output as it is.
+        let model_output = settled
+            .model_output
+            .clone()
+            .filter(|_| result == settled.result);
+        AgentChunk::ToolResult {
+            result,
+            model_output,
+            call_id: id,
+            tool_name: tool,
+        }
+    }
+}
+
+/// The message that gives the model the result of the background task of
+/// the call `call_id`. A user message: the call's own result (that the task
+/// started) is already in the conversation, and no provider takes a second
+/// result for one call.
+/// The model reads the tool's model output when it has one, as text: the
+/// text parts of a content list, and a note for each part a user message
+/// in text does not carry.
+fn task_message(call_id: &str, task: &BackgroundTask, settled: Settled) -> Message {
+    let text_of = |value: Value| match value {
+        Value::String(text) => text,
+        other => other.to_string(),
+    };
+    let content = match settled.model_output {
+        None => text_of(settled.result),
+        Some(ModelOutput::Text(text)) => text,
+        Some(ModelOutput::Json(value)) => value.to_string(),
+        Some(ModelOutput::Content(parts)) => parts
+            .into_iter()
+            .map(|part| match part {
+                ContentPart::Text { text } => text,
+                other => {
+                    let kind =
+                        serde_json::to_value(&other).map_or(Value::Null, |v| v["type"].clone());
+                    format!(
+                        "[a {} part, not given with a background task's result]",
+                        text_of(kind)
+                    )
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+    };
+    let (ended, label) = if settled.is_error {
+        ("failed", "Error")
+    } else {
+        ("completed", "Result")
+    };
+    Message::user(format!(
+        "Background task {} of tool {} (call {call_id}) {ended}. {label}: {content}",
+        task.task_id, task.tool_name
+    ))
+}
+
 impl Step<'_> {
     /// The run as it stands (the conversation the model answers).
     pub(crate) fn record(&self) -> &RunRecord {
         &self.run.record
+    }
+
+    /// A background task of the run settled while the step runs: see
+    /// [`RunMachine::on_task_settled`] (the next step takes its result).
+    pub(crate) async fn on_task_settled(
+        &mut self,
+        call_id: &str,
+        outcome: &CallOutcome,
+        show: impl Fn(&str, &str, Phase, &Value, CallValues<'_>) -> Shown,
+    ) -> Option<AgentChunk> {
+        self.run.on_task_settled(call_id, outcome, show).await
     }
 
     /// A piece of the model's text.
@@ -674,6 +846,10 @@ impl Step<'_> {
             }
         }
         run.record_outcome(&call.call_id, &call.tool_name, outcome);
+        if let Some(task) = run.record.tasks.get_mut(&call.call_id) {
+            // What its result is shown with, as the call's.
+            task.input.clone_from(&call.known.input);
+        }
         let known = call.known.values();
         let chunk = run
             .outcome_chunk(&call.call_id, &call.tool_name, outcome, &show, known)
@@ -740,13 +916,18 @@ mod tests {
         let settings = RunSettings {
             max_steps,
             auto_resume,
+            background_wait: WAIT,
         };
         RunMachine::new(record, settings)
     }
 
+    /// The tests' wait for background tasks.
+    const WAIT: Duration = Duration::from_secs(7);
+
     fn next_step(run: &mut RunMachine) -> Step<'_> {
         match run.next_action() {
             Next::Step(step) => step,
+            Next::AwaitTasks(wait) => panic!("a step, not a wait of {wait:?}"),
             Next::End(end) => panic!("a step, not the end {end:?}"),
         }
     }
@@ -754,7 +935,16 @@ mod tests {
     fn run_end(run: &mut RunMachine) -> RunEnd {
         match run.next_action() {
             Next::End(end) => end,
+            Next::AwaitTasks(wait) => panic!("the end, not a wait of {wait:?}"),
             Next::Step(step) => panic!("the end, not step {}", step.record().steps),
+        }
+    }
+
+    fn wait_for_tasks(run: &mut RunMachine) -> Duration {
+        match run.next_action() {
+            Next::AwaitTasks(wait) => wait,
+            Next::End(end) => panic!("a wait, not the end {end:?}"),
+            Next::Step(step) => panic!("a wait, not step {}", step.record().steps),
         }
     }
 
@@ -1447,6 +1637,205 @@ mod tests {
             step.on_outcome("c2", &completed(json!(2)), shown).await,
             [],
             "no second step-finish"
+        );
+    }
+
+    fn started(task_id: &str) -> CallOutcome {
+        CallOutcome::BackgroundStarted {
+            task_id: task_id.into(),
+        }
+    }
+
+    /// Step 1 of a run that calls `report`, which starts background task
+    /// `task-1`; the step goes on to step 2.
+    async fn run_with_a_task(max_steps: usize) -> RunMachine {
+        let mut run = machine(max_steps, false);
+        let mut step = next_step(&mut run);
+        call(&mut step, "c1", "report", json!({})).await;
+        step.end_answer();
+        assert_eq!(
+            step.on_outcome("c1", &started("task-1"), shown).await,
+            [
+                AgentChunk::BackgroundTaskStarted {
+                    call_id: "c1".into(),
+                    tool_name: "report".into(),
+                    task_id: "task-1".into(),
+                },
+                step_finish(1, ModelFinish::Stop),
+            ]
+        );
+        run
+    }
+
+    fn answer(step: &mut Step<'_>, text: &str) {
+        step.on_text(text.into());
+        step.on_finish(ModelFinish::Stop);
+        step.end_answer();
+    }
+
+    fn user_texts(record: &RunRecord) -> Vec<String> {
+        record
+            .messages
+            .iter()
+            .filter_map(|m| match m {
+                Message::User { text } => Some(text.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_background_tasks_result_enters_the_conversation_before_the_next_step() {
+        let mut run = run_with_a_task(10).await;
+        let mut step = next_step(&mut run);
+        // The model read that the task started, as the call's result.
+        let (_, started_text, is_error) = results(step.record()).pop().unwrap();
+        assert!(
+            started_text
+                .as_str()
+                .unwrap()
+                .starts_with("Background task started. Task ID: task-1."),
+            "{started_text}"
+        );
+        assert!(!is_error);
+        assert_eq!(
+            step.record().awaited_tasks(),
+            [crate::record::AwaitedTask {
+                call_id: "c1".into(),
+                tool_name: "report".into(),
+                task_id: "task-1".into(),
+                settled: false,
+            }]
+        );
+        // It settles while step 2 runs: the call's result is reported once.
+        let done = completed(json!({ "pages": 12 }));
+        assert_eq!(
+            step.on_task_settled("c1", &done, shown).await,
+            Some(AgentChunk::ToolResult {
+                call_id: "c1".into(),
+                tool_name: "report".into(),
+                result: json!({ "Output": { "pages": 12 } }),
+                model_output: None,
+            })
+        );
+        assert_eq!(step.on_task_settled("c1", &done, shown).await, None);
+        assert_eq!(
+            step.on_task_settled("c9", &done, shown).await,
+            None,
+            "not a task of the run"
+        );
+        answer(&mut step, "Working on it.");
+        // Step 3 reads the result; nothing is awaited any more.
+        let step = next_step(&mut run);
+        assert_eq!(step.record().steps, 3);
+        assert_eq!(
+            user_texts(step.record()).last().unwrap(),
+            r#"Background task task-1 of tool report (call c1) completed. Result: {"pages":12}"#
+        );
+        assert!(step.record().tasks.is_empty());
+    }
+
+    #[tokio::test]
+    async fn the_model_stopping_while_a_task_runs_waits_once_then_ends_awaiting_it() {
+        let mut run = run_with_a_task(10).await;
+        let mut step = next_step(&mut run);
+        answer(&mut step, "Started it.");
+        assert_eq!(wait_for_tasks(&mut run), WAIT);
+        let end = run_end(&mut run);
+        assert_eq!(
+            (end.reason, end.finished),
+            (FinishReason::BackgroundTasks, false),
+            "kept: a continuation goes on with it"
+        );
+        assert_eq!(run.record().tasks.len(), 1);
+
+        // Continued: nothing settled yet, so it waits; a failure settles it.
+        let mut run = RunMachine::new(run.record().clone(), run.settings);
+        run.on_continue("run-1").unwrap();
+        assert_eq!(wait_for_tasks(&mut run), WAIT);
+        let failed = CallOutcome::Failed {
+            error: ModelError::new(ErrorKind::Execution, "printer on fire"),
+        };
+        let chunk = run.on_task_settled("c1", &failed, shown).await.unwrap();
+        assert!(
+            matches!(chunk, AgentChunk::ToolError { ref call_id, .. } if call_id == "c1"),
+            "{chunk:?}"
+        );
+        let step = next_step(&mut run);
+        assert_eq!(
+            step.record().steps,
+            1,
+            "steps count again from a continuation"
+        );
+        let last = user_texts(step.record()).pop().unwrap();
+        assert!(
+            last.starts_with("Background task task-1 of tool report (call c1) failed. Error: "),
+            "{last}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_task_that_settled_before_the_model_stopped_is_taken_without_waiting() {
+        let mut run = run_with_a_task(10).await;
+        let mut step = next_step(&mut run);
+        step.on_task_settled("c1", &completed(json!("ready")), shown)
+            .await;
+        answer(&mut step, "Started it.");
+        let step = next_step(&mut run);
+        assert!(
+            user_texts(step.record())
+                .last()
+                .unwrap()
+                .ends_with("Result: ready")
+        );
+    }
+
+    #[tokio::test]
+    async fn the_model_reads_a_tasks_model_output_as_text() {
+        let mut run = run_with_a_task(10).await;
+        let mut step = next_step(&mut run);
+        let chart = CallOutcome::Completed {
+            output: json!({ "rows": 3 }),
+            model_output: Some(ModelOutput::Content(vec![
+                ContentPart::text("Three rows."),
+                ContentPart::image_url("https://example.com/chart.png"),
+            ])),
+            state: None,
+        };
+        step.on_task_settled("c1", &chart, shown).await;
+        answer(&mut step, "Started it.");
+        let step = next_step(&mut run);
+        assert_eq!(
+            user_texts(step.record()).last().unwrap(),
+            "Background task task-1 of tool report (call c1) completed. Result: Three rows.\n[a image-url part, not given with a background task's result]"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_run_at_max_steps_or_waiting_for_a_decision_keeps_awaiting_its_tasks() {
+        let mut run = run_with_a_task(1).await;
+        let end = run_end(&mut run);
+        assert_eq!((end.reason, end.finished), (FinishReason::ToolCalls, false));
+
+        let mut run = machine(10, false);
+        let mut step = next_step(&mut run);
+        call(&mut step, "c1", "report", json!({})).await;
+        call(&mut step, "c2", "transfer", json!({ "amount": 5 })).await;
+        step.end_answer();
+        step.on_outcome("c1", &started("task-1"), shown).await;
+        step.on_outcome("c2", &approval("c2", json!({ "amount": 5 })), shown)
+            .await;
+        let end = run_end(&mut run);
+        assert_eq!((end.reason, end.finished), (FinishReason::Suspended, false));
+        let refused = run.on_continue("run-1").unwrap_err();
+        assert_eq!(
+            refused.to_string(),
+            r#"run "run-1" cannot continue for background tasks: calls wait for a decision; waiting: c2 (approval)"#
+        );
+        let idle = machine(10, false).on_continue("run-2").unwrap_err();
+        assert_eq!(
+            idle.to_string(),
+            r#"run "run-2" cannot continue for background tasks: it awaits none; no call waits in it"#
         );
     }
 }

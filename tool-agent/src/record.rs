@@ -147,6 +147,43 @@ impl Settled {
     }
 }
 
+/// A background task a call of the run started, until its result enters
+/// the conversation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct BackgroundTask {
+    pub(crate) tool_name: String,
+    /// The runtime's task: the stored call any instance reads its outcome from.
+    pub(crate) task_id: String,
+    /// The call's input, which its result is shown with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) input: Option<Value>,
+    /// Its result, once it settled, until the next step takes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) settled: Option<Settled>,
+}
+
+/// A background task a run awaits ([`Agent::background_tasks`](crate::Agent::background_tasks)).
+///
+/// ```
+/// # async fn demo(agent: tool_agent::Agent) -> Result<(), tool_agent::AgentError> {
+/// for task in agent.background_tasks("run-1").await? {
+///     println!("{} ({}): task {}, settled: {}", task.call_id, task.tool_name, task.task_id, task.settled);
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AwaitedTask {
+    /// The call that started it.
+    pub call_id: String,
+    /// Its tool.
+    pub tool_name: String,
+    /// The runtime's task (`Runtime::wait` takes it).
+    pub task_id: String,
+    /// Whether the run has its result, for its next step.
+    pub settled: bool,
+}
+
 /// Everything needed to go on with a run, on any instance: what the store keeps.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct RunRecord {
@@ -168,6 +205,10 @@ pub(crate) struct RunRecord {
     /// runs with it, on any instance.
     #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
     pub(crate) request_context: serde_json::Map<String, serde_json::Value>,
+    /// The background tasks the run's calls started whose results have not
+    /// entered the conversation yet, by call id.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) tasks: BTreeMap<String, BackgroundTask>,
 }
 
 impl RunRecord {
@@ -181,6 +222,7 @@ impl RunRecord {
             waiting: BTreeMap::new(),
             suspensions: BTreeMap::new(),
             request_context: serde_json::Map::new(),
+            tasks: BTreeMap::new(),
         }
     }
 
@@ -198,6 +240,27 @@ impl RunRecord {
         }
     }
 
+    /// The background tasks the run awaits.
+    pub(crate) fn awaited_tasks(&self) -> Vec<AwaitedTask> {
+        self.tasks
+            .iter()
+            .map(|(call_id, task)| AwaitedTask {
+                call_id: call_id.clone(),
+                tool_name: task.tool_name.clone(),
+                task_id: task.task_id.clone(),
+                settled: task.settled.is_some(),
+            })
+            .collect()
+    }
+
+    /// The calls that wait, and for what.
+    pub(crate) fn waiting_calls(&self) -> Vec<(String, &'static str)> {
+        self.waiting
+            .iter()
+            .map(|(id, w)| (id.clone(), w.waiting_for.describe()))
+            .collect()
+    }
+
     /// The error of a decision (or reply) that needed `call_id` to wait for
     /// `expected`, listing what does wait.
     pub(crate) fn not_waiting(
@@ -210,11 +273,7 @@ impl RunRecord {
             run_id: run_id.to_owned(),
             call_id: call_id.to_owned(),
             expected,
-            waiting: self
-                .waiting
-                .iter()
-                .map(|(id, w)| (id.clone(), w.waiting_for.describe()))
-                .collect(),
+            waiting: self.waiting_calls(),
         }
     }
 }
@@ -323,6 +382,35 @@ mod tests {
         assert!(record.suspensions.is_empty());
         assert_eq!(record.waiting["c-book"].payload, None);
         assert_eq!(record.waiting["c-transfer"].resume_schema, None);
+    }
+
+    #[test]
+    fn a_run_awaiting_background_tasks_keeps_them_and_an_older_run_loads_without() {
+        let record: RunRecord = serde_json::from_value(stored()).unwrap();
+        assert!(record.tasks.is_empty(), "saved before tasks were kept");
+        let mut awaiting = stored();
+        awaiting["tasks"] = json!({
+            "c-report": { "tool_name": "report", "task_id": "run-1/c-report" },
+            "c-export": {
+                "tool_name": "export",
+                "task_id": "run-1/c-export",
+                "settled": { "tool_name": "export", "result": "exported", "is_error": false }
+            }
+        });
+        let record: RunRecord = serde_json::from_value(awaiting.clone()).unwrap();
+        assert_eq!(serde_json::to_value(&record).unwrap(), awaiting);
+        let listed: Vec<(String, bool)> = record
+            .awaited_tasks()
+            .into_iter()
+            .map(|task| (task.call_id, task.settled))
+            .collect();
+        assert_eq!(
+            listed,
+            [
+                ("c-export".to_owned(), true),
+                ("c-report".to_owned(), false)
+            ]
+        );
     }
 
     #[test]

@@ -3,19 +3,21 @@
 //! them as tasks, sends the chunks the machine says are due, and loads and
 //! saves the run through `Runtime::runs`; the machine decides the rest.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
+use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures_util::StreamExt as _;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
+use tokio::task::{JoinHandle, JoinSet};
 use tool_core::provider::Export;
 use tool_core::transform::{CallValues, Phase};
 use tool_core::{AgentContext, ErrorKind, Extensions, ModelError, RequestContext};
 use tool_runtime::{
-    Assembled, CallHead, CallOutcome, CompleteCall, Decision, InputStream, Payload, Runtime,
-    ToolCallAssembler,
+    Assembled, CallHead, CallOutcome, CallState, CallWatch, CompleteCall, Decision, InputStream,
+    Notice, Payload, Runtime, StoredCall, ToolCallAssembler,
 };
 
 use crate::chunk::{AgentChunk, FinishReason};
@@ -53,17 +55,31 @@ impl Runner {
     }
 
     /// Runs steps until the model stops, a call waits, or `max_steps`; then
-    /// saves the run and ends the stream.
+    /// saves the run and ends the stream. The background tasks the run
+    /// awaits are watched meanwhile: their results enter the conversation
+    /// before the next step.
     pub(crate) async fn run_steps(
         &self,
         run_id: &str,
         mut run: RunMachine,
-        revision: Option<u64>,
+        mut revision: Option<u64>,
         chunks: &Chunks,
     ) -> Result<(), Gone> {
+        let mut reports = Reports::new();
+        self.look_up_tasks(&mut run, &mut reports, chunks).await?;
         let end = loop {
             match run.next_action() {
-                Next::Step(step) => self.step(run_id, step, chunks).await?,
+                Next::Step(step) => self.step(run_id, step, &mut reports, chunks).await?,
+                Next::AwaitTasks(wait) => {
+                    // Saved first: should this instance die while it
+                    // waits, the run continues on another.
+                    match self.save(run_id, revision, false, run.record()).await {
+                        Ok(saved) => revision = Some(saved),
+                        Err(error) => return chunks.fail(run_id, error.to_string()).await,
+                    }
+                    self.await_tasks(&mut run, wait, &mut reports, chunks)
+                        .await?;
+                }
                 Next::End(end) => break end,
             }
         };
@@ -78,17 +94,34 @@ impl Runner {
 
     /// One step: the model's answer streamed into `step`, its calls started
     /// as their arguments complete (they run concurrently), then their
-    /// outcomes in the order of the calls.
-    async fn step(&self, run_id: &str, mut step: Step<'_>, chunks: &Chunks) -> Result<(), Gone> {
+    /// outcomes in the order of the calls; what the calls and the run's
+    /// background tasks report meanwhile is sent as it comes.
+    async fn step(
+        &self,
+        run_id: &str,
+        mut step: Step<'_>,
+        reports: &mut Reports,
+        chunks: &Chunks,
+    ) -> Result<(), Gone> {
         let mut answer = self.model.stream(self.request(step.record()));
         let mut assembler = self.assembler(run_id, step.record());
         let mut tasks = Vec::new();
-        while let Some(event) = answer.next().await {
+        loop {
+            let event = tokio::select! {
+                biased;
+                Some(report) = reports.rx.recv() => {
+                    self.on_step_report(&mut step, report, chunks).await?;
+                    continue;
+                }
+                event = answer.next() => event,
+            };
+            let Some(event) = event else { break };
             match event {
                 Ok(ModelEvent::TextDelta(delta)) => chunks.send(step.on_text(delta)).await?,
                 Ok(ModelEvent::ToolCall(event)) => {
                     if let Some(assembled) = assembler.apply(event) {
-                        self.on_assembled(run_id, &mut step, assembled, &mut tasks, chunks)
+                        let started = (&mut tasks, &*reports);
+                        self.on_assembled(run_id, &mut step, assembled, started, chunks)
                             .await?;
                     }
                 }
@@ -104,11 +137,149 @@ impl Runner {
         drop(assembler);
         chunks.send_all(step.end_answer()).await?;
         for task in tasks {
-            let call_id = task.call_id.clone();
-            let outcome = task.outcome().await;
+            let (call_id, tool_name) = (task.call_id.clone(), task.tool_name.clone());
+            let mut handle = task.handle;
+            let joined = loop {
+                tokio::select! {
+                    biased;
+                    Some(report) = reports.rx.recv() => {
+                        self.on_step_report(&mut step, report, chunks).await?;
+                    }
+                    joined = &mut handle => break joined,
+                }
+            };
+            // What the call reported before it ended comes before its result.
+            while let Ok(report) = reports.rx.try_recv() {
+                self.on_step_report(&mut step, report, chunks).await?;
+            }
+            let (outcome, mut watch) = joined.unwrap_or_else(|error| {
+                let message = format!("Tool {tool_name} did not finish: {error}");
+                let error = ModelError::new(ErrorKind::Execution, message);
+                (CallOutcome::Failed { error }, None)
+            });
+            // A background tool's notices wait in its watch: they come after
+            // its task's `BackgroundTaskStarted`, or before its result.
+            let started = matches!(outcome, CallOutcome::BackgroundStarted { .. });
+            if let Some(watch) = watch.as_mut().filter(|_| !started) {
+                while let Some(notice) = watch.try_next() {
+                    if let Some(chunk) = notice_chunk(&call_id, &tool_name, notice) {
+                        chunks.send(chunk).await?;
+                    }
+                }
+            }
             chunks
                 .send_all(step.on_outcome(&call_id, &outcome, self.show()).await)
                 .await?;
+            if let Some(task) = step.record().tasks.get(&call_id) {
+                let task_id = task.task_id.clone();
+                reports.await_task(&self.runtime, call_id, tool_name, &task_id, watch);
+            }
+        }
+        Ok(())
+    }
+
+    /// Sends the chunk of what a call or a background task reported while
+    /// a step runs.
+    async fn on_step_report(
+        &self,
+        step: &mut Step<'_>,
+        report: Report,
+        chunks: &Chunks,
+    ) -> Result<(), Gone> {
+        let chunk = match report {
+            Report::Notice(chunk) => Some(chunk),
+            Report::Settled { call_id, outcome } => {
+                step.on_task_settled(&call_id, &outcome, self.show()).await
+            }
+        };
+        match chunk {
+            Some(chunk) => chunks.send(chunk).await,
+            None => Ok(()),
+        }
+    }
+
+    /// The model stopped while background tasks run: waits up to `wait`
+    /// for one to settle, sending what they report, then takes every
+    /// result already there.
+    async fn await_tasks(
+        &self,
+        run: &mut RunMachine,
+        wait: Duration,
+        reports: &mut Reports,
+        chunks: &Chunks,
+    ) -> Result<(), Gone> {
+        let deadline = tokio::time::Instant::now() + wait;
+        let mut settled = false;
+        while !settled {
+            let report = tokio::select! {
+                Some(report) = reports.rx.recv() => report,
+                () = tokio::time::sleep_until(deadline) => break,
+            };
+            settled = self.on_report(run, report, chunks).await?;
+        }
+        while let Ok(report) = reports.rx.try_recv() {
+            self.on_report(run, report, chunks).await?;
+        }
+        Ok(())
+    }
+
+    /// Sends the chunk of what a call or a background task reported
+    /// between steps; true when a task settled.
+    async fn on_report(
+        &self,
+        run: &mut RunMachine,
+        report: Report,
+        chunks: &Chunks,
+    ) -> Result<bool, Gone> {
+        match report {
+            Report::Notice(chunk) => chunks.send(chunk).await.map(|()| false),
+            Report::Settled { call_id, outcome } => {
+                match run.on_task_settled(&call_id, &outcome, self.show()).await {
+                    Some(chunk) => chunks.send(chunk).await.map(|()| true),
+                    None => Ok(false),
+                }
+            }
+        }
+    }
+
+    /// The background tasks the run awaits: those that settled meanwhile
+    /// (on any instance: the store says) are given to the run now, the
+    /// others are watched.
+    async fn look_up_tasks(
+        &self,
+        run: &mut RunMachine,
+        reports: &mut Reports,
+        chunks: &Chunks,
+    ) -> Result<(), Gone> {
+        let awaited: Vec<(String, String, String)> = run
+            .record()
+            .tasks
+            .iter()
+            .filter(|(_, task)| task.settled.is_none())
+            .map(|(id, task)| (id.clone(), task.tool_name.clone(), task.task_id.clone()))
+            .collect();
+        for (call_id, tool_name, task_id) in awaited {
+            let outcome = match self.runtime.stored(&task_id).await {
+                Ok(Some(StoredCall {
+                    state: CallState::Settled { outcome, .. },
+                    ..
+                })) => CallOutcome::from(outcome),
+                // Purged: settled longer ago than the store keeps outcomes.
+                Ok(None) => CallOutcome::Failed {
+                    error: ModelError::new(
+                        ErrorKind::Execution,
+                        format!("The outcome of background task {task_id} is no longer stored."),
+                    ),
+                },
+                // Running, or not readable now: watched (`wait` reads the store again).
+                _ => {
+                    reports.await_task(&self.runtime, call_id, tool_name, &task_id, None);
+                    continue;
+                }
+            };
+            if let Some(chunk) = run.on_task_settled(&call_id, &outcome, self.show()).await {
+                chunks.send(chunk).await?;
+            }
         }
         Ok(())
     }
@@ -121,7 +292,7 @@ impl Runner {
         run_id: &str,
         step: &mut Step<'_>,
         assembled: Assembled,
-        tasks: &mut Vec<Task>,
+        (tasks, reports): (&mut Vec<Task>, &Reports),
         chunks: &Chunks,
     ) -> Result<(), Gone> {
         match assembled {
@@ -164,7 +335,8 @@ impl Runner {
                 };
                 let (start, chunk) = step.on_call_input(request, input, self.show()).await;
                 let thread = &step.record().thread;
-                tasks.push(self.start(run_id, thread, call_id, tool_name, start, stream));
+                let task = self.start(run_id, thread, (call_id, tool_name), start, stream);
+                tasks.push(reports.watching(&self.runtime, task));
                 chunks.send(chunk).await
             }
             Assembled::CutOff {
@@ -183,42 +355,47 @@ impl Runner {
         }
     }
 
-    /// Starts a call as the machine said, as a task of its own (the step's
-    /// calls run concurrently).
+    /// A call started as the machine said: what runs it, and the id of
+    /// the runtime's call whose notices are its own.
     fn start(
         &self,
         run_id: &str,
         thread: &Thread,
-        call_id: String,
-        tool_name: String,
+        (call_id, tool_name): (String, String),
         start: CallStart,
         stream: InputStream,
-    ) -> Task {
-        let handle = match start {
-            CallStart::Run(input) => tokio::spawn(stream.finish_with(input)),
+    ) -> Started {
+        let (runtime_id, run): (String, CallFuture) = match start {
+            CallStart::Run(input) => (
+                runtime_call_id(run_id, &call_id),
+                Box::pin(stream.finish_with(input)),
+            ),
             CallStart::Resume { suspended, data } => {
                 drop(stream);
                 let runtime = self.runtime.clone();
                 let id = runtime_call_id(run_id, &suspended);
                 let extensions = self.decided_with(run_id, thread, Some(&tool_name));
-                tokio::spawn(async move {
-                    runtime
-                        .decide(&id, Decision::Resume(data), extensions)
-                        .await
-                        .unwrap_or_else(|error| CallOutcome::Failed {
-                            error: ModelError::new(ErrorKind::Execution, error.to_string()),
-                        })
-                })
+                let decided = runtime.decide(&id, Decision::Resume(data), extensions);
+                let run = Box::pin(async move {
+                    decided.await.unwrap_or_else(|error| CallOutcome::Failed {
+                        error: ModelError::new(ErrorKind::Execution, error.to_string()),
+                    })
+                });
+                (id, run)
             }
             CallStart::Refuse(outcome) => {
                 drop(stream);
-                tokio::spawn(async move { outcome })
+                (
+                    runtime_call_id(run_id, &call_id),
+                    Box::pin(async move { outcome }),
+                )
             }
         };
-        Task {
+        Started {
             call_id,
             tool_name,
-            handle,
+            runtime_id,
+            run,
         }
     }
 
@@ -450,24 +627,161 @@ impl Runner {
     }
 }
 
-/// A call of the step, running as a task of its own.
+/// What runs a call of a step to its outcome.
+type CallFuture = Pin<Box<dyn Future<Output = CallOutcome> + Send>>;
+
+/// A call of a step about to run.
+struct Started {
+    call_id: String,
+    tool_name: String,
+    /// The runtime's call whose notices are the call's.
+    runtime_id: String,
+    run: CallFuture,
+}
+
+/// A call of the step, running as a task of its own: its outcome, and the
+/// watch of its notices (for its background task, if it started one).
 struct Task {
     call_id: String,
     tool_name: String,
-    handle: JoinHandle<CallOutcome>,
+    handle: JoinHandle<(CallOutcome, Option<CallWatch>)>,
 }
 
-impl Task {
-    /// The call's outcome; a task that panicked is a failure the model reads.
-    async fn outcome(self) -> CallOutcome {
-        self.handle
-            .await
-            .unwrap_or_else(|error| CallOutcome::Failed {
-                error: ModelError::new(
-                    ErrorKind::Execution,
-                    format!("Tool {} did not finish: {error}", self.tool_name),
-                ),
-            })
+/// What the calls and background tasks of a stream report while they run.
+enum Report {
+    /// A chunk of a notice of a call (progress, a custom chunk).
+    Notice(AgentChunk),
+    /// A background task the run awaits settled.
+    Settled {
+        call_id: String,
+        outcome: CallOutcome,
+    },
+}
+
+/// The reports of a stream's calls and background tasks, and the tasks
+/// that wait for the background tasks (stopped with the stream).
+struct Reports {
+    tx: mpsc::UnboundedSender<Report>,
+    rx: mpsc::UnboundedReceiver<Report>,
+    waiters: JoinSet<()>,
+    /// The calls whose background tasks are waited for.
+    awaited: HashSet<String>,
+}
+
+impl Reports {
+    fn new() -> Self {
+        let (tx, rx) = mpsc::unbounded_channel();
+        Reports {
+            tx,
+            rx,
+            waiters: JoinSet::new(),
+            awaited: HashSet::new(),
+        }
+    }
+
+    /// Runs the call `started` as a task of its own (the step's calls run
+    /// concurrently), reporting its notices as they come; watched before it
+    /// starts, so nothing it reports is missed. A background tool's call
+    /// returns at once: its notices are left in the watch, for the chunks
+    /// of its task.
+    fn watching(&self, runtime: &Runtime, started: Started) -> Task {
+        let mut watch = runtime.watch(&started.runtime_id);
+        let background = runs_in_background(runtime, &started.tool_name);
+        let (tx, call_id, tool_name) = (
+            self.tx.clone(),
+            started.call_id.clone(),
+            started.tool_name.clone(),
+        );
+        let handle = tokio::spawn(async move {
+            let outcome = if background {
+                started.run.await
+            } else {
+                forward(started.run, &mut watch, &tx, &call_id, &tool_name).await
+            };
+            (outcome, Some(watch))
+        });
+        Task {
+            call_id: started.call_id,
+            tool_name: started.tool_name,
+            handle,
+        }
+    }
+
+    /// Waits for the background task `task_id` of the call `call_id` (once
+    /// per call), reporting its notices (those of this instance: the one
+    /// running it, or `watch`, the call's) and then its outcome. An
+    /// outcome that cannot be read is not reported: the run keeps
+    /// awaiting the task, and its next continuation reads it again.
+    fn await_task(
+        &mut self,
+        runtime: &Runtime,
+        call_id: String,
+        tool_name: String,
+        task_id: &str,
+        watch: Option<CallWatch>,
+    ) {
+        if !self.awaited.insert(call_id.clone()) {
+            return;
+        }
+        let mut watch = watch.unwrap_or_else(|| runtime.watch(task_id));
+        let (tx, wait, task_id) = (self.tx.clone(), runtime.wait(task_id), task_id.to_owned());
+        self.waiters.spawn(async move {
+            match forward(wait, &mut watch, &tx, &call_id, &tool_name).await {
+                Ok(outcome) => {
+                    let _ = tx.send(Report::Settled { call_id, outcome });
+                }
+                Err(error) => {
+                    tracing::warn!(%error, task_id, "could not read the outcome of a background task; the run still awaits it");
+                }
+            }
+        });
+    }
+}
+
+/// Runs `work` while reporting the notices of `watch` as chunks of the
+/// call `call_id`; those sent before it ended are reported before it returns.
+async fn forward<T>(
+    work: impl Future<Output = T>,
+    watch: &mut CallWatch,
+    tx: &mpsc::UnboundedSender<Report>,
+    call_id: &str,
+    tool_name: &str,
+) -> T {
+    let report = |notice| {
+        if let Some(chunk) = notice_chunk(call_id, tool_name, notice) {
+            let _ = tx.send(Report::Notice(chunk));
+        }
+    };
+    let mut work = std::pin::pin!(work);
+    let output = loop {
+        tokio::select! {
+            biased;
+            output = &mut work => break output,
+            notice = watch.next() => report(notice),
+        }
+    };
+    while let Some(notice) = watch.try_next() {
+        report(notice);
+    }
+    output
+}
+
+/// The chunk of a call's notice: its progress and custom chunks (its logs
+/// are for the runtime's events and MCP clients).
+fn notice_chunk(call_id: &str, tool_name: &str, notice: Notice) -> Option<AgentChunk> {
+    let (call_id, tool_name) = (call_id.to_owned(), tool_name.to_owned());
+    match notice {
+        Notice::Progress(progress) => Some(AgentChunk::ToolProgress {
+            call_id,
+            tool_name,
+            progress,
+        }),
+        Notice::Custom(data) => Some(AgentChunk::Custom {
+            call_id,
+            tool_name,
+            data,
+        }),
+        _ => None,
     }
 }
 
@@ -524,10 +838,7 @@ fn agent_context(
     thread: &Thread,
     tool_name: Option<&str>,
 ) -> AgentContext {
-    let background = tool_name
-        .and_then(|name| runtime.tool(name))
-        .and_then(|tool| tool.definition().background.as_ref())
-        .is_some_and(|b| b.enabled);
+    let background = tool_name.is_some_and(|name| runs_in_background(runtime, name));
     let mut context = AgentContext::new(agent_id, run_id)
         .with_thread(thread.thread_id.as_str())
         .with_background(background);
@@ -535,6 +846,14 @@ fn agent_context(
         context = context.with_resource(resource.as_str());
     }
     context
+}
+
+/// Whether the calls of `tool_name` run as background tasks.
+fn runs_in_background(runtime: &Runtime, tool_name: &str) -> bool {
+    runtime
+        .tool(tool_name)
+        .and_then(|tool| tool.definition().background.as_ref())
+        .is_some_and(|b| b.enabled)
 }
 
 fn runtime_call_id(run_id: &str, call_id: &str) -> String {
