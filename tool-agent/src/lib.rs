@@ -57,6 +57,7 @@
 //! # });
 //! ```
 
+mod awaiting;
 mod chunk;
 mod error;
 mod machine;
@@ -362,14 +363,13 @@ impl Agent {
         let run_id = new_run_id();
         let mut record = RunRecord::new(&self.inner.id, thread, messages);
         record.request_context = request_context.values().clone();
-        let run = self.inner.machine(record);
         self.spawn(run_id.clone(), move |runner, chunks| async move {
             chunks
                 .send(AgentChunk::Start {
                     run_id: run_id.clone(),
                 })
                 .await?;
-            runner.run_steps(&run_id, run, None, &chunks).await
+            runner.start_run(&run_id, record, &chunks).await
         })
     }
 

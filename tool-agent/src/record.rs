@@ -253,6 +253,15 @@ impl RunRecord {
             .collect()
     }
 
+    /// Takes over the background tasks `other` (an earlier run of the
+    /// thread) awaits: this run gives the model their results. Named by
+    /// their task ids, unique across runs (a provider may reuse call ids).
+    pub(crate) fn adopt_tasks(&mut self, other: &mut RunRecord) {
+        for (_, task) in std::mem::take(&mut other.tasks) {
+            self.tasks.insert(task.task_id.clone(), task);
+        }
+    }
+
     /// The calls that wait, and for what.
     pub(crate) fn waiting_calls(&self) -> Vec<(String, &'static str)> {
         self.waiting

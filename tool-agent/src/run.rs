@@ -20,6 +20,7 @@ use tool_runtime::{
     Notice, Payload, Runtime, StoredCall, ToolCallAssembler,
 };
 
+use crate::awaiting::ThreadIndex;
 use crate::chunk::{AgentChunk, FinishReason};
 use crate::error::AgentError;
 use crate::machine::{CallStart, Decided, Next, RunMachine, RunSettings, Shown, Step};
@@ -77,6 +78,7 @@ impl Runner {
                         Ok(saved) => revision = Some(saved),
                         Err(error) => return chunks.fail(run_id, error.to_string()).await,
                     }
+                    self.list_awaiting(run_id, run.record()).await;
                     self.await_tasks(&mut run, wait, &mut reports, chunks)
                         .await?;
                 }
@@ -89,7 +91,89 @@ impl Runner {
         {
             return chunks.fail(run_id, error.to_string()).await;
         }
+        self.list_awaiting(run_id, run.record()).await;
         chunks.finish(run_id, end.reason).await
+    }
+
+    /// Runs a new run of a thread, `record`: it takes over the background
+    /// tasks the thread's earlier runs await (the results that settled
+    /// meanwhile enter its conversation before its first step; it awaits
+    /// the others).
+    pub(crate) async fn start_run(
+        &self,
+        run_id: &str,
+        mut record: RunRecord,
+        chunks: &Chunks,
+    ) -> Result<(), Gone> {
+        let revision = match self.take_over_tasks(run_id, &mut record).await {
+            Ok(revision) => revision,
+            Err(error) => return chunks.fail(run_id, error.to_string()).await,
+        };
+        self.run_steps(run_id, self.machine(record), revision, chunks)
+            .await
+    }
+
+    /// Moves the background tasks the earlier runs of `record`'s thread
+    /// await into it, and saves it when there were some (the revision
+    /// saved), before its first step.
+    async fn take_over_tasks(
+        &self,
+        run_id: &str,
+        record: &mut RunRecord,
+    ) -> Result<Option<u64>, AgentError> {
+        let index = ThreadIndex::new(self.runtime.runs(), &self.id, &record.thread);
+        let mut taken = Vec::new();
+        for earlier in index.awaiting().await? {
+            if self.take_tasks(&earlier, record).await? {
+                taken.push(earlier);
+            }
+        }
+        if taken.is_empty() {
+            return Ok(None);
+        }
+        index.remove(&taken).await?;
+        self.save(run_id, None, false, record).await.map(Some)
+    }
+
+    /// Moves the background tasks run `earlier` awaits into `record` (the
+    /// earlier run is saved without them first: of two streams on the
+    /// thread, one takes them). True when `earlier` awaits no task now.
+    async fn take_tasks(&self, earlier: &str, record: &mut RunRecord) -> Result<bool, AgentError> {
+        for _ in 0..SAVE_ATTEMPTS {
+            let (mut old, revision) = match self.load(earlier).await {
+                Ok(loaded) => loaded,
+                Err(AgentError::UnknownRun { .. }) => return Ok(true),
+                Err(error) => return Err(error),
+            };
+            if old.tasks.is_empty() {
+                return Ok(true);
+            }
+            let mut adopted = record.clone();
+            adopted.adopt_tasks(&mut old);
+            let finished = old.waiting.is_empty();
+            match self.save(earlier, Some(revision), finished, &old).await {
+                Ok(_) => {
+                    *record = adopted;
+                    return Ok(true);
+                }
+                Err(AgentError::Conflict { .. }) => {}
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(false)
+    }
+
+    /// Lists the run in its thread's index when it awaits background tasks,
+    /// for the next stream on the thread. A failure is logged: the run is
+    /// saved, and `continue_run` goes on with it.
+    async fn list_awaiting(&self, run_id: &str, record: &RunRecord) {
+        if record.tasks.is_empty() {
+            return;
+        }
+        let index = ThreadIndex::new(self.runtime.runs(), &self.id, &record.thread);
+        if let Err(error) = index.add(run_id).await {
+            tracing::warn!(%error, run_id, "could not list the run among its thread's runs awaiting background tasks");
+        }
     }
 
     /// One step: the model's answer streamed into `step`, its calls started

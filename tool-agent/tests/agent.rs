@@ -730,6 +730,8 @@ async fn auto_resume_fields_are_strict_compatible_and_background_tools_know_they
     let model = ScriptedModel::new([
         calls(&[("c1", "report", json!({}))]),
         ScriptedStep::answer("ok"),
+        // The task's result comes back: the model reads it.
+        ScriptedStep::answer("it ran in the background"),
     ]);
     let runtime = Runtime::builder()
         .tools([strict_booking, report])
@@ -771,25 +773,24 @@ async fn auto_resume_fields_are_strict_compatible_and_background_tools_know_they
         "{parameters}"
     );
     // The background task's tool knows it runs in the background.
-    let started = out
+    let task_id = out
         .chunks
         .iter()
         .find_map(|c| match c {
-            AgentChunk::ToolResult {
-                call_id, result, ..
-            } if call_id == "c1" => result.as_str(),
+            AgentChunk::BackgroundTaskStarted {
+                call_id, task_id, ..
+            } if call_id == "c1" => Some(task_id.as_str()),
             _ => None,
         })
-        .expect("the task's start is the call's result");
-    let task_id = started
-        .split("Task ID: ")
-        .nth(1)
-        .unwrap()
-        .split(['.', ' '])
-        .next()
-        .unwrap();
+        .expect("the call started a task");
     let wait = agent.runtime().wait(task_id).await.unwrap();
     assert_eq!(wait.output(), Some(&json!({ "background": true })));
+    assert!(out.chunks.contains(&AgentChunk::ToolResult {
+        call_id: "c1".into(),
+        tool_name: "report".into(),
+        result: json!({ "background": true }),
+        model_output: None,
+    }));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -4,7 +4,10 @@
 //! which enters the conversation before the next model step; a run that
 //! stops waiting and is continued on another instance, after a worker
 //! there settled the task, and after the process that started it was
-//! killed with SIGKILL. On the memory and SQLite stores.
+//! killed with SIGKILL. On the memory and SQLite stores, and PostgreSQL
+//! when `DATABASE_URL` is set.
+
+mod common;
 
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::os::unix::process::ExitStatusExt as _;
@@ -323,6 +326,119 @@ async fn past_the_wait_the_stream_ends_and_another_instance_continues_the_run() 
     let dir = temp_dir("background-continue");
     let sqlite = SqliteStore::open(dir.join("runs.sqlite")).unwrap();
     another_instance_continues_the_run(sqlite).await;
+    if let Some((postgres, schema)) = common::postgres::store("background_continue").await {
+        another_instance_continues_the_run(postgres).await;
+        schema.drop().await;
+    }
+}
+
+/// A run on thread t1 ends past its wait; a worker on another instance
+/// settles its task; a stream on thread t2 takes nothing of it, and the
+/// next stream on t1, on that other instance, takes its result, once.
+async fn the_next_stream_on_the_thread_takes_the_result<S: CallStore + RunStore>(store: S) {
+    let store = Arc::new(store);
+    let (_release, released) = tokio::sync::watch::channel(true);
+    let front = Runtime::builder()
+        .tool(report(&released))
+        .store(Arc::clone(&store))
+        .leave_tasks_to_workers(true)
+        .build()
+        .unwrap();
+    let back = Runtime::builder()
+        .tool(report(&released))
+        .store(store)
+        .build()
+        .unwrap();
+    let model = ScriptedModel::new([
+        ScriptedStep::new()
+            .tool_call("c1", "report", json!({}))
+            .finish(ModelFinish::ToolCalls),
+        ScriptedStep::answer("Started the report."),
+        ScriptedStep::answer("Hello."),
+        ScriptedStep::answer("It has 12 pages."),
+    ]);
+    let agent = |runtime: &Runtime| {
+        Agent::builder("reporter", model.clone(), runtime.clone())
+            .background_wait(Duration::from_millis(50))
+            .build()
+            .unwrap()
+    };
+    let (front_agent, back_agent) = (agent(&front), agent(&back));
+    let first = front_agent
+        .generate(Thread::new("t1"), vec![Message::user("report?")])
+        .await
+        .unwrap();
+    assert_eq!(first.finish_reason, FinishReason::BackgroundTasks);
+    let task_id = back_agent.background_tasks(&first.run_id).await.unwrap()[0]
+        .task_id
+        .clone();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let worker = tokio::spawn(back.worker().run_until(async move {
+        let _ = stopped.await;
+    }));
+    back.wait(&task_id).await.unwrap();
+    stop.send(()).unwrap();
+    worker.await.unwrap();
+
+    let other = back_agent
+        .generate(Thread::new("t2"), vec![Message::user("hi")])
+        .await
+        .unwrap();
+    assert_eq!(
+        (other.text.as_str(), &other.finish_reason),
+        ("Hello.", &FinishReason::Stop)
+    );
+    assert!(task_results(&model.requests()[2].messages).is_empty());
+
+    let history = vec![
+        Message::user("report?"),
+        Message::Assistant {
+            text: "Started the report.".into(),
+            tool_calls: vec![],
+        },
+        Message::user("Is it done?"),
+    ];
+    let next = back_agent
+        .generate(Thread::new("t1"), history.clone())
+        .await
+        .unwrap();
+    assert_eq!(
+        (next.text.as_str(), &next.finish_reason),
+        ("It has 12 pages.", &FinishReason::Stop)
+    );
+    // Named by its task: the call was another run's.
+    assert_eq!(
+        of_call(&next.chunks, &task_id),
+        [r#"result {"pages":12}"#, "step 1"]
+    );
+    let messages = &model.requests()[3].messages;
+    assert_eq!(messages[..3], history[..]);
+    let results = task_results(messages);
+    assert_eq!(results.len(), 1, "{messages:?}");
+    assert!(
+        results[0].ends_with(r#"completed. Result: {"pages":12}"#),
+        "{results:?}"
+    );
+    // The earlier run gave its task away.
+    let left = back_agent.background_tasks(&first.run_id).await;
+    assert!(
+        matches!(&left, Ok(tasks) if tasks.is_empty())
+            || matches!(left, Err(AgentError::UnknownRun { .. })),
+        "{left:?}"
+    );
+    assert!(back_agent.continue_run(&first.run_id).await.is_err());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_next_stream_on_the_thread_takes_the_results_an_earlier_run_awaited() {
+    the_next_stream_on_the_thread_takes_the_result(MemoryStore::new()).await;
+    let dir = temp_dir("background-thread");
+    let sqlite = SqliteStore::open(dir.join("runs.sqlite")).unwrap();
+    the_next_stream_on_the_thread_takes_the_result(sqlite).await;
+    if let Some((postgres, schema)) = common::postgres::store("background_thread").await {
+        the_next_stream_on_the_thread_takes_the_result(postgres).await;
+        schema.drop().await;
+    }
 }
 
 /// The child process's role, and the directory of its store.
@@ -449,8 +565,15 @@ async fn a_run_whose_process_was_killed_before_its_task_settled_is_continued_on_
         ),
         (1, "c1", false)
     );
-    tokio::time::sleep(CHILD_LEASE + Duration::from_millis(200)).await;
-    let recovered = survivor.recover().await.unwrap();
+    // Recovered once its lease ran out (a liveness bound: 30 s).
+    let mut recovered = Vec::new();
+    for _ in 0..300 {
+        recovered = survivor.recover().await.unwrap();
+        if !recovered.is_empty() {
+            break;
+        }
+        tokio::time::sleep(CHILD_LEASE / 5).await;
+    }
     assert_eq!(recovered.len(), 1, "{recovered:?}");
     assert!(recovered[0].rerun);
 
