@@ -13,6 +13,15 @@
 //! Each decision names the exact call; one for a call that does not wait in
 //! that run is an error, and a declined call never runs.
 //!
+//! A call of a background tool lets the run go on: its task's result enters
+//! the conversation before the next step once it settles (here, or on a
+//! worker of another instance). A run whose model stopped waits for its
+//! tasks up to [`AgentBuilder::background_wait`], then ends with
+//! [`FinishReason::BackgroundTasks`]; [`Agent::continue_run`], or the next
+//! [`Agent::stream`] on its thread, takes the results that settled
+//! meanwhile. A running call's progress and custom chunks (`ctx.writer()`)
+//! come as [`AgentChunk::ToolProgress`] and [`AgentChunk::Custom`].
+//!
 //! ```
 //! use futures_util::{StreamExt as _, stream};
 //! use serde_json::json;
@@ -310,7 +319,10 @@ impl Agent {
     }
 
     /// Starts a run of `thread` on `messages` (the conversation so far, the
-    /// user's last): its chunks, until it finishes or pauses.
+    /// user's last): its chunks, until it finishes or pauses. It takes over
+    /// the background tasks the thread's earlier runs of this agent await
+    /// (see [`continue_run`](Self::continue_run)): the results that settled
+    /// meanwhile enter its conversation before its first step.
     pub fn stream(&self, thread: Thread, messages: Vec<Message>) -> AgentStream {
         self.stream_with(thread, messages, RequestContext::new())
     }
