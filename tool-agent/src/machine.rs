@@ -431,6 +431,12 @@ impl RunMachine {
             record.waiting.insert(call_id.to_owned(), waiting);
             return;
         }
+        awaits_task(
+            record,
+            call_id,
+            (&waiting.tool_name, Some(&waiting.args)),
+            outcome,
+        );
         let settled = Settled::of(&waiting.tool_name, outcome);
         record.settled.insert(call_id.to_owned(), settled);
     }
@@ -488,17 +494,7 @@ impl RunMachine {
                     });
             }
             other => {
-                if let CallOutcome::BackgroundStarted { task_id } = other {
-                    record
-                        .tasks
-                        .entry(call_id.to_owned())
-                        .or_insert_with(|| BackgroundTask {
-                            tool_name: tool_name.to_owned(),
-                            task_id: task_id.clone(),
-                            input: None,
-                            settled: None,
-                        });
-                }
+                awaits_task(record, call_id, (tool_name, None), other);
                 record
                     .settled
                     .entry(call_id.to_owned())
@@ -594,6 +590,28 @@ impl RunMachine {
                 "No suspended call {suspended} waits in this run: nothing was resumed."
             )),
         }
+    }
+}
+
+/// Records the background task the call `call_id` started, if `outcome`
+/// says it started one: the run awaits it (its result is shown with
+/// `input`, the call's, when known).
+fn awaits_task(
+    record: &mut RunRecord,
+    call_id: &str,
+    (tool_name, input): (&str, Option<&Value>),
+    outcome: &CallOutcome,
+) {
+    if let CallOutcome::BackgroundStarted { task_id } = outcome {
+        record
+            .tasks
+            .entry(call_id.to_owned())
+            .or_insert_with(|| BackgroundTask {
+                tool_name: tool_name.to_owned(),
+                task_id: task_id.clone(),
+                input: input.cloned(),
+                settled: None,
+            });
     }
 }
 
@@ -1837,5 +1855,35 @@ mod tests {
             idle.to_string(),
             r#"run "run-2" cannot continue for background tasks: it awaits none; no call waits in it"#
         );
+    }
+
+    #[tokio::test]
+    async fn an_approved_background_call_starts_a_task_the_run_awaits() {
+        let mut run = machine(10, false);
+        let mut step = next_step(&mut run);
+        call(&mut step, "c1", "report", json!({})).await;
+        step.end_answer();
+        step.on_outcome("c1", &approval("c1", json!({})), shown)
+            .await;
+        assert_eq!(run_end(&mut run).reason, FinishReason::Suspended);
+        let mut run = RunMachine::new(run.record().clone(), run.settings);
+        assert_eq!(
+            run.on_decision("c1", &started("task-1"), false, None, shown)
+                .await,
+            Decided::StepSettled(AgentChunk::BackgroundTaskStarted {
+                call_id: "c1".into(),
+                tool_name: "report".into(),
+                task_id: "task-1".into(),
+            })
+        );
+        assert_eq!(run.record().awaited_tasks()[0].task_id, "task-1");
+        assert_eq!(
+            run.record().tasks["c1"].input,
+            Some(json!({})),
+            "shown with"
+        );
+        let mut step = next_step(&mut run);
+        answer(&mut step, "Started it.");
+        assert_eq!(wait_for_tasks(&mut run), WAIT);
     }
 }

@@ -505,7 +505,12 @@ impl Runner {
             Decision::Resume(data) => Some(data.clone()),
             _ => None,
         };
-        let outcome = match self.runtime.decide(&stored_id, decision, extensions).await {
+        let decided = self.runtime.decide(&stored_id, decision, extensions);
+        let tool_name = tool_name.unwrap_or_default();
+        let outcome = match self
+            .watched(&stored_id, (call_id, &tool_name), decided, chunks)
+            .await?
+        {
             Ok(outcome) => outcome,
             Err(error) => return chunks.fail(run_id, error.to_string()).await,
         };
@@ -561,6 +566,36 @@ impl Runner {
         }
         .to_string();
         chunks.fail(run_id, message).await
+    }
+
+    /// Runs `work`, the decided call `runtime_id`, sending its progress and
+    /// custom chunks as they come (a background tool's: those of its task,
+    /// when this instance runs it, until it started).
+    async fn watched<T>(
+        &self,
+        runtime_id: &str,
+        (call_id, tool_name): (&str, &str),
+        work: impl Future<Output = T>,
+        chunks: &Chunks,
+    ) -> Result<T, Gone> {
+        let mut watch = self.runtime.watch(runtime_id);
+        let mut work = std::pin::pin!(work);
+        let output = loop {
+            let notice = tokio::select! {
+                biased;
+                output = &mut work => break output,
+                notice = watch.next() => notice,
+            };
+            if let Some(chunk) = notice_chunk(call_id, tool_name, notice) {
+                chunks.send(chunk).await?;
+            }
+        };
+        while let Some(notice) = watch.try_next() {
+            if let Some(chunk) = notice_chunk(call_id, tool_name, notice) {
+                chunks.send(chunk).await?;
+            }
+        }
+        Ok(output)
     }
 
     /// How chunks show a call's payload: its tool's display transform.

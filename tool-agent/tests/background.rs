@@ -128,6 +128,47 @@ async fn a_tools_custom_chunks_and_progress_come_between_its_call_and_its_result
     assert!(!seen.contains("row"), "{seen}");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approved_calls_custom_chunks_come_in_the_decisions_stream() {
+    let send = Tool::builder("send")
+        .description("Sends a letter")
+        .require_approval(true)
+        .execute(|_input: Value, ctx: ToolContext<Value, Value>| async move {
+            ctx.writer().write(&json!({ "stamp": "applied" }))?;
+            Ok::<_, ToolError>(json!("sent"))
+        })
+        .build()
+        .unwrap();
+    let model = ScriptedModel::new([
+        ScriptedStep::new()
+            .tool_call("c1", "send", json!({}))
+            .finish(ModelFinish::ToolCalls),
+        ScriptedStep::answer("Sent."),
+    ]);
+    let runtime = Runtime::builder().tool(send).build().unwrap();
+    let agent = Agent::builder("clerk", model, runtime).build().unwrap();
+    let paused = agent
+        .generate(Thread::new("t1"), vec![Message::user("send it")])
+        .await
+        .unwrap();
+    assert_eq!(paused.finish_reason, FinishReason::Suspended);
+    let done = agent
+        .approve_tool_call(&paused.run_id, "c1")
+        .await
+        .unwrap()
+        .output()
+        .await;
+    assert_eq!(done.finish_reason, FinishReason::Stop);
+    assert_eq!(
+        of_call(&done.chunks, "c1"),
+        [
+            r#"custom {"stamp":"applied"}"#,
+            r#"result "sent""#,
+            "step 2"
+        ]
+    );
+}
+
 /// `report`: a background tool that waits for `release`, then reports
 /// progress, writes a custom chunk and returns 12 pages.
 fn report(release: &tokio::sync::watch::Receiver<bool>) -> Tool {
