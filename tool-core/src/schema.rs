@@ -22,9 +22,6 @@ use serde_json::Value;
 /// assert_eq!(schema["properties"]["location"]["description"], "City name");
 /// assert_eq!(schema["required"][0], "location");
 /// assert!(tool_core::schema_for::<()>().is_none());
-/// // An integer type up to 32 bits advertises its bounds.
-/// let count = tool_core::schema_for::<u32>().unwrap();
-/// assert_eq!((count["minimum"].as_u64(), count["maximum"].as_u64()), (Some(0), Some(4294967295)));
 /// assert!(tool_core::schema_for::<tool_core::NoSuspend>().is_none());
 /// ```
 pub fn schema_for<T: JsonSchema + ?Sized + 'static>() -> Option<Value> {
@@ -44,64 +41,7 @@ fn root_schema(schema: schemars::Schema) -> Value {
         map.remove("$schema");
         inline_root_ref(map);
     }
-    advertise_integer_bounds(&mut schema);
     schema
-}
-
-/// The range of the integer types whose bounds a model can be told: up to
-/// 32 bits (64-bit bounds exceed 2^53, past which JSON numbers lose
-/// precision in most parsers; `u64` keeps schemars' `minimum: 0` only).
-fn integer_range(format: &str) -> Option<(i64, i64)> {
-    Some(match format {
-        "int8" => (i8::MIN.into(), i8::MAX.into()),
-        "int16" => (i16::MIN.into(), i16::MAX.into()),
-        "int32" => (i32::MIN.into(), i32::MAX.into()),
-        "uint8" => (0, u8::MAX.into()),
-        "uint16" => (0, u16::MAX.into()),
-        "uint32" => (0, u32::MAX.into()),
-        _ => return None,
-    })
-}
-
-/// Adds to each integer schema of a type up to 32 bits (schemars' `format`
-/// says which) the bounds of its type, so that a value the type refuses is
-/// refused by the schema the model sees, with a message naming the bound.
-/// A bound the schema already has and that is tighter stays.
-fn advertise_integer_bounds(schema: &mut Value) {
-    match schema {
-        Value::Object(map) => {
-            let integer = match map.get("type") {
-                Some(Value::String(kind)) => kind == "integer",
-                Some(Value::Array(kinds)) => kinds.iter().any(|kind| kind == "integer"),
-                _ => false,
-            };
-            if let Some((low, high)) = map
-                .get("format")
-                .and_then(Value::as_str)
-                .and_then(integer_range)
-                .filter(|_| integer)
-            {
-                let tighter =
-                    |current: Option<&Value>, bound: i64, keep: fn(f64, f64) -> bool| match current
-                        .and_then(Value::as_f64)
-                    {
-                        Some(current) if keep(current, bound as f64) => None,
-                        _ => Some(Value::from(bound)),
-                    };
-                if let Some(low) = tighter(map.get("minimum"), low, |current, low| current >= low) {
-                    map.insert("minimum".to_owned(), low);
-                }
-                if let Some(high) =
-                    tighter(map.get("maximum"), high, |current, high| current <= high)
-                {
-                    map.insert("maximum".to_owned(), high);
-                }
-            }
-            map.values_mut().for_each(advertise_integer_bounds);
-        }
-        Value::Array(items) => items.iter_mut().for_each(advertise_integer_bounds),
-        _ => {}
-    }
 }
 
 /// Replaces a root that only refers to a definition (a newtype's schema,
