@@ -474,7 +474,7 @@ impl Agent {
     /// [`resume`](Self::resume) with the resume type of the typed tool `T`
     /// (`#[tool]`'s generated struct): data of another type does not
     /// compile, and a call of another tool is refused
-    /// ([`RuntimeError::TypeMismatch`](tool_runtime::RuntimeError::TypeMismatch),
+    /// ([`RuntimeError::TypeMismatch`],
     /// as [`AgentError::Runtime`]) before anything changes. See
     /// [`Runtime::resume_as`].
     ///

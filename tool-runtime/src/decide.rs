@@ -85,7 +85,7 @@ impl PendingCall {
     ///
     /// # Errors
     ///
-    /// [`RuntimeError::TypeMismatch`](crate::RuntimeError::TypeMismatch): it
+    /// Fails with [`RuntimeError::TypeMismatch`] when it
     /// is a call of another tool, or the payload does not read as `T`'s
     /// suspend type (stored by another version of the tool).
     pub fn suspend_payload<T: TypedTool>(&self) -> Result<Option<T::Suspend>, RuntimeError> {
