@@ -360,30 +360,6 @@ async fn a_stream_cut_mid_call_ends_the_run_with_an_error_and_runs_nothing() {
     }
 }
 
-/// `cut` followed by the provider's end for a token limit.
-fn cut_by_the_token_limit(api: Api) -> Vec<String> {
-    let mut answer = api.cut_answer();
-    match api {
-        Api::Chat => {
-            answer.push(chat(
-                json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]}),
-            ));
-            answer.push("data: [DONE]\n\n".into());
-        }
-        Api::Responses => answer.push(typed(
-            json!({"type": "response.incomplete", "response": {"status": "incomplete", "incomplete_details": {"reason": "max_output_tokens"}, "output": []}}),
-        )),
-        Api::Anthropic => {
-            answer.push(typed(json!({"type": "content_block_stop", "index": 0})));
-            answer.push(typed(
-                json!({"type": "message_delta", "delta": {"stop_reason": "max_tokens", "stop_sequence": null}}),
-            ));
-            answer.push(typed(json!({"type": "message_stop"})));
-        }
-    }
-    answer
-}
-
 /// The arguments a request sends back for the call `call_1` (Anthropic's
 /// `input` object, OpenAI's `arguments` text), and whether its result is
 /// an error where the API says so, with its text.
@@ -438,7 +414,7 @@ async fn a_call_cut_off_by_the_token_limit_is_sent_back_as_an_empty_object_with_
         let store = store_file(&format!("length-{api:?}.sqlite"));
         let server = Server::scripted(move |request: &Received| {
             if api.tool_results(&request.body).is_empty() {
-                Reply::sse(cut_by_the_token_limit(api))
+                Reply::sse(api.token_limit_answer())
             } else {
                 Reply::sse(api.text_answer())
             }

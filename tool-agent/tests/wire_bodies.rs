@@ -15,7 +15,7 @@ mod common;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use common::provider::{APIS, Api, Part, Received, Reply, Server, chat, typed};
+use common::provider::{APIS, Api, Part, Received, Reply, Server, typed};
 use serde_json::{Value, json};
 use tool_agent::{Agent, FinishReason, Message, Thread};
 use tool_core::{ContentPart, ModelOutput, Tool, ToolContext, ToolError};
@@ -192,30 +192,10 @@ fn refusal(api: Api) -> (Vec<String>, &'static str) {
 
 /// A call of `plan` cut off by the token limit (`{"city": "Ro`).
 fn cut_by_the_token_limit(api: Api) -> Vec<String> {
-    let mut answer: Vec<String> = api
-        .cut_answer()
+    api.token_limit_answer()
         .into_iter()
         .map(|event| event.replace("weather", "plan"))
-        .collect();
-    match api {
-        Api::Chat => {
-            answer.push(chat(
-                json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]}),
-            ));
-            answer.push("data: [DONE]\n\n".into());
-        }
-        Api::Responses => answer.push(typed(
-            json!({"type": "response.incomplete", "response": {"status": "incomplete", "incomplete_details": {"reason": "max_output_tokens"}, "output": []}}),
-        )),
-        Api::Anthropic => {
-            answer.push(typed(json!({"type": "content_block_stop", "index": 0})));
-            answer.push(typed(
-                json!({"type": "message_delta", "delta": {"stop_reason": "max_tokens", "stop_sequence": null}}),
-            ));
-            answer.push(typed(json!({"type": "message_stop"})));
-        }
-    }
-    answer
+        .collect()
 }
 
 /// Runs the conversation on `api` and returns the request bodies, in order.

@@ -308,6 +308,31 @@ impl Api {
         }
     }
 
+    /// [`cut_answer`](Self::cut_answer) followed by the provider's end for
+    /// a token limit.
+    pub fn token_limit_answer(self) -> Vec<String> {
+        let mut answer = self.cut_answer();
+        match self {
+            Api::Chat => {
+                answer.push(chat(
+                    json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]}),
+                ));
+                answer.push("data: [DONE]\n\n".into());
+            }
+            Api::Responses => answer.push(typed(
+                json!({"type": "response.incomplete", "response": {"status": "incomplete", "incomplete_details": {"reason": "max_output_tokens"}, "output": []}}),
+            )),
+            Api::Anthropic => {
+                answer.push(typed(json!({"type": "content_block_stop", "index": 0})));
+                answer.push(typed(
+                    json!({"type": "message_delta", "delta": {"stop_reason": "max_tokens", "stop_sequence": null}}),
+                ));
+                answer.push(typed(json!({"type": "message_stop"})));
+            }
+        }
+        answer
+    }
+
     /// The API's error body.
     pub fn error(self, message: &str) -> String {
         match self {
