@@ -270,23 +270,33 @@ async fn a_background_tasks_result_enters_the_conversation_before_the_next_step(
     a_task_settling_within_the_wait_enters_the_conversation(sqlite).await;
 }
 
-/// A front instance that leaves tasks to workers ends its stream past the
-/// wait; a worker on a back instance settles the task; the back instance
-/// continues the run, once.
-async fn another_instance_continues_the_run<S: CallStore + RunStore>(store: S) {
+/// Two instances of `report` on one store: a front one that leaves tasks
+/// to workers, and a back one that runs them.
+fn front_and_back<S: CallStore + RunStore>(
+    store: S,
+    released: &tokio::sync::watch::Receiver<bool>,
+) -> (Runtime, Runtime) {
     let store = Arc::new(store);
-    let (_release, released) = tokio::sync::watch::channel(true);
     let front = Runtime::builder()
-        .tool(report(&released))
+        .tool(report(released))
         .store(Arc::clone(&store))
         .leave_tasks_to_workers(true)
         .build()
         .unwrap();
     let back = Runtime::builder()
-        .tool(report(&released))
+        .tool(report(released))
         .store(store)
         .build()
         .unwrap();
+    (front, back)
+}
+
+/// A front instance that leaves tasks to workers ends its stream past the
+/// wait; a worker on a back instance settles the task; the back instance
+/// continues the run, once.
+async fn another_instance_continues_the_run<S: CallStore + RunStore>(store: S) {
+    let (_release, released) = tokio::sync::watch::channel(true);
+    let (front, back) = front_and_back(store, &released);
     let model = reporter_script();
     let agent = |runtime: &Runtime, wait| {
         Agent::builder("reporter", model.clone(), runtime.clone())
@@ -377,19 +387,8 @@ async fn past_the_wait_the_stream_ends_and_another_instance_continues_the_run() 
 /// settles its task; a stream on thread t2 takes nothing of it, and the
 /// next stream on t1, on that other instance, takes its result, once.
 async fn the_next_stream_on_the_thread_takes_the_result<S: CallStore + RunStore>(store: S) {
-    let store = Arc::new(store);
     let (_release, released) = tokio::sync::watch::channel(true);
-    let front = Runtime::builder()
-        .tool(report(&released))
-        .store(Arc::clone(&store))
-        .leave_tasks_to_workers(true)
-        .build()
-        .unwrap();
-    let back = Runtime::builder()
-        .tool(report(&released))
-        .store(store)
-        .build()
-        .unwrap();
+    let (front, back) = front_and_back(store, &released);
     let model = ScriptedModel::new([
         ScriptedStep::new()
             .tool_call("c1", "report", json!({}))
