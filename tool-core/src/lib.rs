@@ -59,6 +59,7 @@ pub mod decode;
 mod definition;
 mod derived;
 mod error;
+mod excerpt;
 mod extensions;
 pub mod hooks;
 mod host;
@@ -97,6 +98,7 @@ pub use definition::{
     BackgroundConfig, Disposition, McpAnnotations, McpOptions, OutputValidation, ToolDefinition,
 };
 pub use error::{BuildError, ErrorKind, ModelError, ToolError, ValidationErrors, is_valid_tool_id};
+pub use excerpt::{EXCERPT_CHARS, Excerpt};
 pub use extensions::Extensions;
 pub use hooks::Hooks;
 pub use host::{AgentContext, Workflow, WorkflowContext, WorkflowState};

@@ -54,6 +54,7 @@ pub use openai_chat::OpenAiChatDecoder;
 pub use openai_responses::OpenAiResponsesDecoder;
 pub use sse::{SseEvent, SseParser};
 
+use crate::Excerpt;
 use serde_json::{Map, Value};
 
 /// One step in the life of a streamed tool call.
@@ -144,7 +145,7 @@ impl ToolCallEvent {
 pub enum DecodeError {
     /// The SSE `data` text was not JSON. The message quotes at most the
     /// first 200 characters of it.
-    #[error("event data is not valid JSON ({source}): {}", excerpt(data))]
+    #[error("event data is not valid JSON ({source}): {:?}", Excerpt::of(data))]
     InvalidJson {
         /// The text as received.
         data: String,
@@ -546,31 +547,8 @@ fn provider_error(error: Option<&Value>) -> DecodeError {
         (Some(kind), None) => kind.to_owned(),
         (None, None) => "error event without a message".to_owned(),
     };
-    let message = match cut(&message) {
-        (start, Some(len)) => format!("{start}... ({len} bytes in all)"),
-        (_, None) => message,
-    };
+    let message = Excerpt::of(&message).to_string();
     DecodeError::Provider { message }
-}
-
-/// How many characters of a provider's text an error message quotes.
-const EXCERPT_CHARS: usize = 200;
-
-/// The first [`EXCERPT_CHARS`] characters of `text`, and its length when
-/// that cut it short.
-fn cut(text: &str) -> (&str, Option<usize>) {
-    match text.char_indices().nth(EXCERPT_CHARS) {
-        Some((end, _)) => (&text[..end], Some(text.len())),
-        None => (text, None),
-    }
-}
-
-/// `text` debug-quoted and [`cut`], so an error about a huge event stays small.
-fn excerpt(text: &str) -> String {
-    match cut(text) {
-        (start, Some(len)) => format!("{start:?}... ({len} bytes in all)"),
-        (start, None) => format!("{start:?}"),
-    }
 }
 
 #[cfg(test)]
