@@ -1,0 +1,404 @@
+//! The JSON endpoints: list and read the calls waiting for a person, and
+//! take their decisions, each item seen through its tool's display
+//! transforms and the application's authorization.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, extract::rejection::JsonRejection};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tool_core::Excerpt;
+use tool_core::transform::{CallValues, Phase, Target, TransformContext};
+use tool_runtime::{
+    CallOutcome, CallState, PendingCall, PendingKind, Runtime, RuntimeError, StoredCall,
+};
+
+use crate::auth::{Action, Authenticate, Principal};
+use crate::options::InboxOptions;
+
+/// What every handler shares.
+pub(crate) struct Shared<A> {
+    pub(crate) runtime: Runtime,
+    pub(crate) auth: A,
+    pub(crate) options: InboxOptions,
+}
+
+/// An error answer: `{"error": {"code": ..., "message": ...}}`.
+pub(crate) fn error_response(status: StatusCode, code: &str, message: &str) -> Response {
+    let body = json!({ "error": { "code": code, "message": message } });
+    (status, Json(body)).into_response()
+}
+
+/// A refused request, as a handler returns it.
+pub(crate) struct Refused {
+    status: StatusCode,
+    code: &'static str,
+    message: String,
+    /// The model-readable error of a value the tool's schema refused (its
+    /// `validationErrors` locate each problem for the form).
+    model_error: Option<Value>,
+}
+
+impl Refused {
+    fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        Refused {
+            status,
+            code,
+            message: message.into(),
+            model_error: None,
+        }
+    }
+
+    /// The answer for an item that does not exist or that the principal
+    /// may not read: the same, so ids cannot be probed.
+    fn not_found(call_id: &str) -> Self {
+        Refused::new(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            format!("no pending item {:?}", Excerpt::of(call_id)),
+        )
+    }
+}
+
+impl IntoResponse for Refused {
+    fn into_response(self) -> Response {
+        let mut error = json!({ "code": self.code, "message": self.message });
+        if let Some(model_error) = self.model_error {
+            error["modelError"] = model_error;
+        }
+        (self.status, Json(json!({ "error": error }))).into_response()
+    }
+}
+
+impl From<JsonRejection> for Refused {
+    fn from(rejection: JsonRejection) -> Self {
+        Refused::new(rejection.status(), "invalid_body", rejection.body_text())
+    }
+}
+
+impl From<RuntimeError> for Refused {
+    fn from(error: RuntimeError) -> Self {
+        let status = match &error {
+            RuntimeError::UnknownCall { .. } => StatusCode::NOT_FOUND,
+            RuntimeError::Store(_) => StatusCode::SERVICE_UNAVAILABLE,
+            _ => StatusCode::CONFLICT,
+        };
+        let code = if status == StatusCode::SERVICE_UNAVAILABLE {
+            "store_unavailable"
+        } else {
+            "conflict"
+        };
+        Refused::new(status, code, error.to_string())
+    }
+}
+
+/// The kinds of calls a person decides (a background task waits for a
+/// worker, not for a person).
+fn for_a_person(kind: PendingKind) -> bool {
+    matches!(
+        kind,
+        PendingKind::Approval | PendingKind::Suspended | PendingKind::Output
+    )
+}
+
+/// An item as the inbox shows it: the call's values only as its tool's
+/// display transforms show them.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ItemView {
+    call_id: String,
+    kind: PendingKind,
+    tool: ToolView,
+    /// The arguments as displayed (`null` when the transform shows nothing).
+    input: Option<Value>,
+    /// A suspension's payload as displayed.
+    payload: Option<Value>,
+    /// The schema of the resume data a suspension waits for.
+    resume_schema: Option<Value>,
+    /// The schema of a response (the tool's output schema).
+    output_schema: Option<Value>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ToolView {
+    id: String,
+    title: Option<String>,
+    description: Option<String>,
+}
+
+impl<A: Authenticate> Shared<A> {
+    /// `call` as `principal` may see it, or `None` when it is not an item
+    /// for a person or the principal may not read it.
+    fn visible(&self, principal: &Principal, call: &PendingCall) -> bool {
+        for_a_person(call.kind) && self.auth.authorize(principal, call, Action::Read)
+    }
+
+    /// The view of `call`, through its tool's display transforms.
+    async fn view(&self, call: &PendingCall) -> ItemView {
+        let tool = self.runtime.tool(&call.tool_id);
+        let shown = |phase: Phase, raw: &Value| {
+            let known = CallValues {
+                input: Some(&call.input),
+                suspend_payload: call.payload.as_ref(),
+                ..CallValues::default()
+            };
+            let ctx = TransformContext::new(
+                Target::Display,
+                phase,
+                &call.tool_id,
+                &call.call_id,
+                raw,
+                known,
+            );
+            let projecting = tool.map(|tool| tool.transform().project(&ctx));
+            let raw = raw.clone();
+            async move {
+                match projecting {
+                    Some(projecting) => projecting.await.shown(&raw),
+                    None => Some(raw),
+                }
+            }
+        };
+        let input_phase = if call.kind == PendingKind::Approval {
+            Phase::Approval
+        } else {
+            Phase::Input
+        };
+        let input = shown(input_phase, &call.input).await;
+        let payload = match &call.payload {
+            Some(payload) => shown(Phase::Suspend, payload).await,
+            None => None,
+        };
+        let definition = tool.map(|tool| tool.definition());
+        ItemView {
+            call_id: call.call_id.clone(),
+            kind: call.kind,
+            tool: ToolView {
+                id: call.tool_id.clone(),
+                title: definition.and_then(|d| d.title.clone()),
+                description: definition.map(|d| d.description.clone()),
+            },
+            input,
+            payload,
+            resume_schema: definition
+                .filter(|_| call.kind == PendingKind::Suspended)
+                .and_then(|d| d.resume_schema.clone()),
+            output_schema: definition.and_then(|d| d.output_schema.clone()),
+        }
+    }
+
+    /// The pending item `call_id`, when `principal` may read it.
+    async fn item(&self, principal: &Principal, call_id: &str) -> Result<StoredCall, Refused> {
+        match self.runtime.stored(call_id).await? {
+            Some(stored)
+                if stored.state == CallState::Pending && self.visible(principal, &stored.call) =>
+            {
+                Ok(stored)
+            }
+            _ => Err(Refused::not_found(call_id)),
+        }
+    }
+}
+
+/// The list's query: `?tool=weather&kind=approval&limit=20&after=<callId>`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ListQuery {
+    tool: Option<String>,
+    kind: Option<PendingKind>,
+    limit: Option<usize>,
+    after: Option<String>,
+}
+
+/// `GET /api/items`: a page of the items the principal may read, by call
+/// id; `next` is the `after` of the next page.
+pub(crate) async fn list<A: Authenticate>(
+    State(shared): State<Arc<Shared<A>>>,
+    Extension(principal): Extension<Principal>,
+    query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<Value>, Refused> {
+    let Query(query) = query.map_err(|rejection| {
+        Refused::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_query",
+            rejection.body_text(),
+        )
+    })?;
+    let max = shared.options.max_page;
+    let limit = query.limit.unwrap_or(max.min(50));
+    if limit == 0 || limit > max {
+        return Err(Refused::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_query",
+            format!("limit must be between 1 and {max}, got {limit}"),
+        ));
+    }
+    let mut calls: Vec<PendingCall> = shared
+        .runtime
+        .pending()
+        .await?
+        .into_iter()
+        .filter(|call| shared.visible(&principal, call))
+        .filter(|call| query.tool.as_ref().is_none_or(|tool| &call.tool_id == tool))
+        .filter(|call| query.kind.is_none_or(|kind| call.kind == kind))
+        .filter(|call| {
+            query
+                .after
+                .as_ref()
+                .is_none_or(|after| &call.call_id > after)
+        })
+        .collect();
+    calls.sort_by(|a, b| a.call_id.cmp(&b.call_id));
+    let next = (calls.len() > limit).then(|| calls[limit - 1].call_id.clone());
+    calls.truncate(limit);
+    let mut items = Vec::with_capacity(calls.len());
+    for call in &calls {
+        items.push(shared.view(call).await);
+    }
+    Ok(Json(json!({ "items": items, "next": next })))
+}
+
+/// `GET /api/items/{callId}`.
+pub(crate) async fn read<A: Authenticate>(
+    State(shared): State<Arc<Shared<A>>>,
+    Extension(principal): Extension<Principal>,
+    Path(call_id): Path<String>,
+) -> Result<Json<ItemView>, Refused> {
+    let stored = shared.item(&principal, &call_id).await?;
+    Ok(Json(shared.view(&stored.call).await))
+}
+
+/// A decision's body: `{}` to approve, `{"reason": ...}` to decline,
+/// `{"output": ...}` to respond, `{"data": ...}` to resume.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct DecisionBody {
+    reason: Option<String>,
+    output: Option<Value>,
+    data: Option<Value>,
+}
+
+/// `POST /api/items/{callId}/{action}`.
+pub(crate) async fn decide<A: Authenticate>(
+    State(shared): State<Arc<Shared<A>>>,
+    Extension(principal): Extension<Principal>,
+    Path((call_id, action)): Path<(String, String)>,
+    body: Result<Json<DecisionBody>, JsonRejection>,
+) -> Result<Json<Value>, Refused> {
+    let action = match action.as_str() {
+        "approve" => Action::Approve,
+        "decline" => Action::Decline,
+        "respond" => Action::Respond,
+        "resume" => Action::Resume,
+        _ => {
+            return Err(Refused::new(
+                StatusCode::NOT_FOUND,
+                "not_found",
+                format!(
+                    "no action {:?}: approve, decline, respond or resume",
+                    Excerpt::of(&action)
+                ),
+            ));
+        }
+    };
+    let Json(body) = body?;
+    let stored = shared.item(&principal, &call_id).await?;
+    if !shared.auth.authorize(&principal, &stored.call, action) {
+        return Err(Refused::new(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            format!("{} may not {} this item", principal.id(), action.as_str()),
+        ));
+    }
+    let max_reason = shared.options.max_reason_chars;
+    if body
+        .reason
+        .as_ref()
+        .is_some_and(|r| r.chars().count() > max_reason)
+    {
+        return Err(Refused::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_body",
+            format!("a reason has at most {max_reason} characters"),
+        ));
+    }
+    let runtime = &shared.runtime;
+    let missing = |field: &str| {
+        Refused::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_body",
+            format!("{} needs `{field}` in the body", action.as_str()),
+        )
+    };
+    let outcome = match action {
+        Action::Approve => runtime.approve(&call_id).await?,
+        Action::Decline => runtime.decline(&call_id, body.reason.as_deref()).await?,
+        Action::Respond => {
+            let output = body.output.ok_or_else(|| missing("output"))?;
+            runtime.respond(&call_id, output).await?
+        }
+        Action::Resume => {
+            let data = body.data.ok_or_else(|| missing("data"))?;
+            runtime.resume(&call_id, data).await?
+        }
+        Action::Read => unreachable!("read is not a decision"),
+    };
+    tracing::info!(
+        principal = principal.id(),
+        call_id = %Excerpt::of(&call_id),
+        action = action.as_str(),
+        "inbox decision"
+    );
+    still_pending_refusal(runtime, &call_id, &outcome).await?;
+    Ok(Json(
+        json!({ "callId": call_id, "status": status_of(&outcome) }),
+    ))
+}
+
+/// A decision the runtime refused before anything changed (resume data or
+/// an output its schema refuses) leaves the call pending with a failed
+/// outcome: that is the person's error to correct (422), with the
+/// model-readable message.
+async fn still_pending_refusal(
+    runtime: &Runtime,
+    call_id: &str,
+    outcome: &CallOutcome,
+) -> Result<(), Refused> {
+    let Some(error) = outcome.error() else {
+        return Ok(());
+    };
+    let still_pending = runtime
+        .stored(call_id)
+        .await?
+        .is_some_and(|stored| stored.state == CallState::Pending);
+    if still_pending {
+        let mut refused = Refused::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_value",
+            error.message(),
+        );
+        refused.model_error = Some(error.to_json());
+        return Err(refused);
+    }
+    Ok(())
+}
+
+/// What became of the call, without its values (the person saw them
+/// through the display transforms; the raw output is not theirs to read).
+fn status_of(outcome: &CallOutcome) -> &'static str {
+    match outcome {
+        CallOutcome::Completed { .. } => "completed",
+        CallOutcome::Failed { .. } => "failed",
+        CallOutcome::Suspended { .. } => "suspended",
+        CallOutcome::Aborted => "aborted",
+        CallOutcome::ApprovalRequired { .. } => "approval_required",
+        CallOutcome::Declined { .. } => "declined",
+        CallOutcome::BackgroundStarted { .. } => "background_started",
+        _ => "pending",
+    }
+}

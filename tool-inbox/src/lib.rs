@@ -1,0 +1,164 @@
+//! The human side of approval: an [axum] [`Router`] that lists the calls a
+//! [`Runtime`] keeps waiting for a person (approvals, suspensions, calls
+//! of declaration-only tools) and takes that person's decisions, behind
+//! the application's authentication.
+//!
+//! ```no_run
+//! use tool_inbox::{BearerTokens, Principal};
+//! use tool_runtime::Runtime;
+//!
+//! # async fn run(runtime: Runtime) -> std::io::Result<()> {
+//! let auth = BearerTokens::new().token(std::env::var("INBOX_TOKEN").unwrap(), Principal::new("ops"));
+//! let app = axum::Router::new().nest("/inbox", tool_inbox::router(runtime, auth));
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+//! axum::serve(listener, app).await
+//! # }
+//! ```
+//!
+//! # Endpoints
+//!
+//! Under wherever the router is mounted; every request authenticated by
+//! the [`Authenticate`] given, every item filtered by its
+//! [`authorize`](Authenticate::authorize):
+//!
+//! | request | answer |
+//! |---|---|
+//! | `GET /api/items?tool=&kind=&limit=&after=` | `{"items": [...], "next": callId or null}`, by call id |
+//! | `GET /api/items/{callId}` | the item |
+//! | `POST /api/items/{callId}/approve` `{}` | `{"callId", "status"}` |
+//! | `POST /api/items/{callId}/decline` `{"reason": "..."}` | `{"callId", "status": "declined"}` |
+//! | `POST /api/items/{callId}/respond` `{"output": ...}` | the call settled with that output; its tool never runs |
+//! | `POST /api/items/{callId}/resume` `{"data": ...}` | the suspended call resumed |
+//!
+//! An item shows the call's arguments and suspension payload as its
+//! tool's display transforms show them, never the raw values a transform
+//! hides. A call id holding `/` (an agent's call) is sent percent-encoded.
+//!
+//! Errors are `{"error": {"code", "message"}}`: 401 unauthenticated, 403 a
+//! foreign `Origin` or an action the principal may not take, 404 an item
+//! that does not exist or that the principal may not read (the same
+//! answer, so ids cannot be probed), 409 an item no longer waiting for
+//! that decision, 413 a body over the limit, 422 a value the tool's schema
+//! refuses (with `modelError`, the model-readable error locating each
+//! problem) or a malformed request. Every response carries a strict
+//! `Content-Security-Policy`, `X-Content-Type-Options: nosniff` and
+//! `Referrer-Policy: no-referrer`.
+
+mod api;
+mod auth;
+mod guard;
+mod options;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::middleware;
+use axum::routing::{get, post};
+use tool_runtime::Runtime;
+
+pub use auth::{
+    Action, Authenticate, Authorized, BearerTokens, Principal, RequestHead, TrustedHeader,
+    Unauthenticated,
+};
+pub use options::{MAX_BODY_BYTES, MAX_PAGE, MAX_REASON_CHARS};
+
+use api::Shared;
+use options::InboxOptions;
+
+/// The inbox of `runtime` behind `auth`, with the default limits: see
+/// [`Inbox`] to change them.
+///
+/// ```
+/// use tool_inbox::{BearerTokens, Principal};
+///
+/// let runtime = tool_runtime::Runtime::builder().build().unwrap();
+/// let router: axum::Router = tool_inbox::router(runtime, BearerTokens::new().token("t", Principal::new("ops")));
+/// # let _ = router;
+/// ```
+pub fn router<A: Authenticate>(runtime: Runtime, auth: A) -> Router {
+    Inbox::new(runtime, auth).router()
+}
+
+/// The inbox's settings, then its [`router`](Inbox::router).
+///
+/// ```
+/// use tool_inbox::{BearerTokens, Inbox, Principal};
+///
+/// let runtime = tool_runtime::Runtime::builder().build().unwrap();
+/// let router = Inbox::new(runtime, BearerTokens::new().token("t", Principal::new("ops")))
+///     .max_body_bytes(16 * 1024)
+///     .allowed_origin("https://ops.example.com")
+///     .router();
+/// # let _: axum::Router = router;
+/// ```
+#[derive(Debug)]
+pub struct Inbox<A> {
+    runtime: Runtime,
+    auth: A,
+    options: InboxOptions,
+}
+
+impl<A: Authenticate> Inbox<A> {
+    /// The inbox of `runtime` behind `auth`.
+    pub fn new(runtime: Runtime, auth: A) -> Self {
+        Inbox {
+            runtime,
+            auth,
+            options: InboxOptions::default(),
+        }
+    }
+
+    /// The largest request body accepted (413 beyond), [`MAX_BODY_BYTES`]
+    /// by default.
+    #[must_use]
+    pub fn max_body_bytes(mut self, bytes: usize) -> Self {
+        self.options.max_body_bytes = bytes;
+        self
+    }
+
+    /// The most items one page lists (a larger `limit` is refused with
+    /// 422), [`MAX_PAGE`] by default.
+    #[must_use]
+    pub fn max_page(mut self, items: usize) -> Self {
+        self.options.max_page = items.max(1);
+        self
+    }
+
+    /// The longest decline reason, in characters (422 beyond),
+    /// [`MAX_REASON_CHARS`] by default.
+    #[must_use]
+    pub fn max_reason_chars(mut self, chars: usize) -> Self {
+        self.options.max_reason_chars = chars;
+        self
+    }
+
+    /// Accepts requests from pages of `origin` (`scheme://host[:port]`)
+    /// besides the inbox's own; any other `Origin` is refused with 403.
+    #[must_use]
+    pub fn allowed_origin(mut self, origin: impl Into<String>) -> Self {
+        self.options.allowed_origins.push(origin.into());
+        self
+    }
+
+    /// The router to mount (`Router::nest("/inbox", ...)`) or serve.
+    pub fn router(self) -> Router {
+        let max_body = self.options.max_body_bytes;
+        let shared = Arc::new(Shared {
+            runtime: self.runtime,
+            auth: self.auth,
+            options: self.options,
+        });
+        Router::new()
+            .route("/api/items", get(api::list::<A>))
+            .route("/api/items/{call_id}", get(api::read::<A>))
+            .route("/api/items/{call_id}/{action}", post(api::decide::<A>))
+            .layer(middleware::from_fn_with_state(
+                Arc::clone(&shared),
+                guard::admit::<A>,
+            ))
+            .layer(DefaultBodyLimit::max(max_body))
+            .layer(middleware::from_fn(guard::security_headers))
+            .with_state(shared)
+    }
+}

@@ -1,0 +1,494 @@
+//! The inbox's HTTP API as an application's client uses it: through the
+//! router, with real runtimes and their tools.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::ConnectInfo;
+use axum::http::{Request, StatusCode, header};
+use http_body_util::BodyExt as _;
+use serde_json::{Value, json};
+use tool_core::transform::{Target, ToolTransform};
+use tool_core::{RequestContext, Tool, ToolContext, ToolError};
+use tool_inbox::{Authorized, BearerTokens, Inbox, Principal, TrustedHeader};
+use tool_runtime::{CallOutcome, CallState, Runtime, ToolCall};
+use tower::ServiceExt as _;
+
+const TOKEN: &str = "ops-token";
+
+/// A runtime with a tool needing approval (its `apiKey` hidden from
+/// displays), one that suspends for a `{"confirm": bool}` answer, and a
+/// declaration-only one; `runs` counts the executions of the first.
+fn runtime(runs: Arc<AtomicUsize>) -> Runtime {
+    let transfer = Tool::builder("transfer")
+        .description("Moves money between accounts")
+        .require_approval(true)
+        .transform(ToolTransform::new().redact(Target::Display, &["apiKey"]))
+        .execute(move |input: Value, _ctx| {
+            runs.fetch_add(1, Ordering::SeqCst);
+            async move { Ok::<_, ToolError>(json!({ "moved": input["amount"] })) }
+        })
+        .build()
+        .unwrap();
+    let confirm = Tool::builder("confirm")
+        .description("Asks before it goes on")
+        .resume_schema(json!({
+            "type": "object",
+            "properties": { "confirm": { "type": "boolean" } },
+            "required": ["confirm"]
+        }))
+        .execute(|_input: Value, ctx: ToolContext<Value, Value>| async move {
+            match ctx.resume_data() {
+                None => ctx.suspend(json!({ "question": "go on?" })),
+                Some(data) => Ok::<_, ToolError>(json!({ "answered": data["confirm"] })),
+            }
+        })
+        .build()
+        .unwrap();
+    let lookup = Tool::builder("lookup")
+        .description("Answered by the application")
+        .output_schema(json!({ "type": "object", "properties": { "answer": { "type": "string" } }, "required": ["answer"] }))
+        .build()
+        .unwrap();
+    Runtime::builder()
+        .tools([transfer, confirm, lookup])
+        .build()
+        .unwrap()
+}
+
+fn inbox(runtime: &Runtime) -> Router {
+    tool_inbox::router(
+        runtime.clone(),
+        BearerTokens::new()
+            .token("old-token", Principal::new("ops"))
+            .token(TOKEN, Principal::new("ops")),
+    )
+}
+
+async fn send(
+    router: &Router,
+    request: Request<Body>,
+) -> (StatusCode, axum::http::HeaderMap, Value) {
+    let response = router.clone().oneshot(request).await.unwrap();
+    let (parts, body) = response.into_parts();
+    let bytes = body.collect().await.unwrap().to_bytes();
+    let json = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    (parts.status, parts.headers, json)
+}
+
+fn get(uri: &str, token: &str) -> Request<Body> {
+    Request::get(uri)
+        .header(header::AUTHORIZATION, format!("Bearer {token}"))
+        .body(Body::empty())
+        .unwrap()
+}
+
+fn post(uri: &str, token: &str, body: Value) -> Request<Body> {
+    Request::post(uri)
+        .header(header::AUTHORIZATION, format!("Bearer {token}"))
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(body.to_string()))
+        .unwrap()
+}
+
+#[tokio::test]
+async fn lists_items_through_display_transforms_and_takes_each_decision() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let runtime = runtime(Arc::clone(&runs));
+    for (id, amount) in [("t1", 10), ("t2", 20), ("t3", 30)] {
+        let call = ToolCall::new(
+            id,
+            "transfer",
+            json!({ "amount": amount, "apiKey": "sk-secret" }),
+        );
+        assert!(matches!(
+            runtime.call(call).await,
+            CallOutcome::ApprovalRequired { .. }
+        ));
+    }
+    assert!(matches!(
+        runtime
+            .call(ToolCall::new("s1", "confirm", json!({})))
+            .await,
+        CallOutcome::Suspended { .. }
+    ));
+    assert!(matches!(
+        runtime.call(ToolCall::new("l1", "lookup", json!({}))).await,
+        CallOutcome::AwaitingOutput { .. }
+    ));
+    let router = inbox(&runtime);
+
+    let (status, headers, page) = send(&router, get("/api/items", TOKEN)).await;
+    assert_eq!(status, StatusCode::OK);
+    let ids: Vec<&str> = page["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["callId"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["l1", "s1", "t1", "t2", "t3"]);
+    let t1 = &page["items"][2];
+    assert_eq!(
+        t1["input"],
+        json!({ "amount": 10 }),
+        "the redacted apiKey is not shown"
+    );
+    assert_eq!(t1["tool"]["description"], "Moves money between accounts");
+    assert!(!page.to_string().contains("sk-secret"));
+    assert_eq!(page["items"][1]["payload"], json!({ "question": "go on?" }));
+    assert_eq!(
+        page["items"][1]["resumeSchema"]["required"],
+        json!(["confirm"])
+    );
+    assert!(
+        headers[header::CONTENT_SECURITY_POLICY]
+            .to_str()
+            .unwrap()
+            .contains("frame-ancestors 'none'")
+    );
+    assert_eq!(headers[header::X_CONTENT_TYPE_OPTIONS], "nosniff");
+    assert_eq!(headers[header::REFERRER_POLICY], "no-referrer");
+
+    // Pages follow `next`; filters by tool and kind.
+    let (_, _, first) = send(&router, get("/api/items?tool=transfer&limit=2", TOKEN)).await;
+    assert_eq!(first["items"].as_array().unwrap().len(), 2);
+    assert_eq!(first["next"], "t2");
+    let (_, _, second) = send(
+        &router,
+        get("/api/items?tool=transfer&limit=2&after=t2", TOKEN),
+    )
+    .await;
+    assert_eq!(second["items"][0]["callId"], "t3");
+    assert_eq!(second["next"], Value::Null);
+    let (_, _, suspended) = send(&router, get("/api/items?kind=suspended", TOKEN)).await;
+    assert_eq!(suspended["items"].as_array().unwrap().len(), 1);
+
+    // Approve: the tool runs once; the item is gone.
+    let (status, _, answer) = send(&router, post("/api/items/t1/approve", TOKEN, json!({}))).await;
+    assert_eq!(
+        (status, &answer["status"]),
+        (StatusCode::OK, &json!("completed"))
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    let (status, _, _) = send(&router, get("/api/items/t1", TOKEN)).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, _, again) = send(&router, post("/api/items/t1/approve", TOKEN, json!({}))).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{again}");
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+
+    // Decline with a reason: the model reads it; the tool never runs.
+    let (status, _, answer) = send(
+        &router,
+        post(
+            "/api/items/t2/decline",
+            TOKEN,
+            json!({ "reason": "too much" }),
+        ),
+    )
+    .await;
+    assert_eq!(
+        (status, &answer["status"]),
+        (StatusCode::OK, &json!("declined"))
+    );
+    let declined = runtime.stored("t2").await.unwrap().unwrap();
+    let CallState::Settled { outcome, .. } = declined.state else {
+        panic!("{declined:?}")
+    };
+    assert_eq!(
+        CallOutcome::from(outcome),
+        CallOutcome::Declined {
+            reason: Some("too much".into())
+        }
+    );
+
+    // Respond instead of running: the person's answer is the result.
+    let (status, _, answer) = send(
+        &router,
+        post(
+            "/api/items/t3/respond",
+            TOKEN,
+            json!({ "output": { "moved": 0 } }),
+        ),
+    )
+    .await;
+    assert_eq!(
+        (status, &answer["status"]),
+        (StatusCode::OK, &json!("completed")),
+        "{answer}"
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+
+    // Resume: invalid data is the person's error (422, located), the call
+    // stays suspended; valid data resumes it.
+    let (status, _, refused) = send(
+        &router,
+        post(
+            "/api/items/s1/resume",
+            TOKEN,
+            json!({ "data": { "confirm": "yes" } }),
+        ),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{refused}");
+    assert_eq!(refused["error"]["code"], "invalid_value");
+    assert!(refused["error"]["modelError"].is_object(), "{refused}");
+    assert!(
+        runtime
+            .stored("s1")
+            .await
+            .unwrap()
+            .unwrap()
+            .state
+            .is_pending()
+    );
+    let (status, _, answer) = send(
+        &router,
+        post(
+            "/api/items/s1/resume",
+            TOKEN,
+            json!({ "data": { "confirm": true } }),
+        ),
+    )
+    .await;
+    assert_eq!(
+        (status, &answer["status"]),
+        (StatusCode::OK, &json!("completed"))
+    );
+
+    // A declaration-only call gets its output checked against the schema.
+    let (status, _, refused) = send(
+        &router,
+        post(
+            "/api/items/l1/respond",
+            TOKEN,
+            json!({ "output": { "answer": 42 } }),
+        ),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{refused}");
+    let (status, _, _) = send(
+        &router,
+        post(
+            "/api/items/l1/respond",
+            TOKEN,
+            json!({ "output": { "answer": "42" } }),
+        ),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, _, empty) = send(&router, get("/api/items", TOKEN)).await;
+    assert_eq!(empty["items"], json!([]));
+}
+
+#[tokio::test]
+async fn refuses_missing_wrong_and_foreign_requests() {
+    let runtime = runtime(Arc::new(AtomicUsize::new(0)));
+    runtime
+        .call(ToolCall::new("t1", "transfer", json!({ "amount": 1 })))
+        .await;
+    let router = inbox(&runtime);
+
+    let (status, headers, body) = send(
+        &router,
+        Request::get("/api/items").body(Body::empty()).unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert_eq!(headers[header::WWW_AUTHENTICATE], "Bearer");
+    assert_eq!(
+        headers[header::X_CONTENT_TYPE_OPTIONS],
+        "nosniff",
+        "refusals carry the headers too"
+    );
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("Authorization")
+    );
+    let (status, _, body) = send(&router, get("/api/items", "not-a-token")).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert!(
+        !body.to_string().contains("not-a-token"),
+        "a credential is never echoed"
+    );
+    // Both tokens of a rotation are valid.
+    assert_eq!(
+        send(&router, get("/api/items", "old-token")).await.0,
+        StatusCode::OK
+    );
+
+    let mut foreign = get("/api/items", TOKEN);
+    foreign
+        .headers_mut()
+        .insert(header::ORIGIN, "http://evil.example".parse().unwrap());
+    foreign
+        .headers_mut()
+        .insert(header::HOST, "127.0.0.1:8080".parse().unwrap());
+    assert_eq!(send(&router, foreign).await.0, StatusCode::FORBIDDEN);
+    let mut own = post("/api/items/t1/decline", TOKEN, json!({}));
+    own.headers_mut()
+        .insert(header::ORIGIN, "http://127.0.0.1:8080".parse().unwrap());
+    own.headers_mut()
+        .insert(header::HOST, "127.0.0.1:8080".parse().unwrap());
+    assert_eq!(send(&router, own).await.0, StatusCode::OK);
+
+    let (status, _, body) = send(&router, get("/api/items?limit=1000", TOKEN)).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("between 1 and 100")
+    );
+    let (status, _, _) = send(&router, get("/api/items?colour=red", TOKEN)).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+}
+
+#[tokio::test]
+async fn bodies_and_reasons_are_bounded() {
+    let runtime = runtime(Arc::new(AtomicUsize::new(0)));
+    runtime
+        .call(ToolCall::new("t1", "transfer", json!({ "amount": 1 })))
+        .await;
+    let router = Inbox::new(
+        runtime.clone(),
+        BearerTokens::new().token(TOKEN, Principal::new("ops")),
+    )
+    .max_body_bytes(1024)
+    .max_reason_chars(10)
+    .router();
+    let big = json!({ "reason": "x".repeat(2048) });
+    assert_eq!(
+        send(&router, post("/api/items/t1/decline", TOKEN, big))
+            .await
+            .0,
+        StatusCode::PAYLOAD_TOO_LARGE
+    );
+    let long = json!({ "reason": "x".repeat(11) });
+    assert_eq!(
+        send(&router, post("/api/items/t1/decline", TOKEN, long))
+            .await
+            .0,
+        StatusCode::UNPROCESSABLE_ENTITY
+    );
+    let unknown = json!({ "reason": "ok", "approver": "me" });
+    assert_eq!(
+        send(&router, post("/api/items/t1/decline", TOKEN, unknown))
+            .await
+            .0,
+        StatusCode::UNPROCESSABLE_ENTITY
+    );
+    assert!(
+        runtime
+            .stored("t1")
+            .await
+            .unwrap()
+            .unwrap()
+            .state
+            .is_pending(),
+        "nothing was decided"
+    );
+}
+
+#[tokio::test]
+async fn each_principal_sees_and_decides_only_its_own_items() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let runtime = runtime(Arc::clone(&runs));
+    for (id, team) in [("a1", "red"), ("b1", "blue")] {
+        let call = ToolCall::new(id, "transfer", json!({ "amount": 1 }))
+            .with_request_context(RequestContext::new().with("team", team));
+        runtime.call(call).await;
+    }
+    let auth = Authorized::new(
+        BearerTokens::new()
+            .token("red-token", Principal::new("red"))
+            .token("blue-token", Principal::new("blue")),
+        |principal, item, _action| {
+            item.request_context.get("team").and_then(Value::as_str) == Some(principal.id())
+        },
+    );
+    let router = tool_inbox::router(runtime.clone(), auth);
+    for (token, own, foreign) in [("red-token", "a1", "b1"), ("blue-token", "b1", "a1")] {
+        let (_, _, page) = send(&router, get("/api/items", token)).await;
+        let ids: Vec<&str> = page["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["callId"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids, [own]);
+        let (status, _, read) = send(&router, get(&format!("/api/items/{foreign}"), token)).await;
+        let (missing_status, _, missing) =
+            send(&router, get("/api/items/no-such-call", token)).await;
+        assert_eq!(
+            (status, missing_status),
+            (StatusCode::NOT_FOUND, StatusCode::NOT_FOUND)
+        );
+        assert_eq!(
+            read["error"]["code"], missing["error"]["code"],
+            "a foreign item looks missing"
+        );
+        let (status, _, _) = send(
+            &router,
+            post(&format!("/api/items/{foreign}/approve"), token, json!({})),
+        )
+        .await;
+        assert_eq!(status, StatusCode::NOT_FOUND);
+    }
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        0,
+        "no foreign decision ran anything"
+    );
+    let (status, _, _) = send(
+        &router,
+        post("/api/items/a1/approve", "red-token", json!({})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn a_trusted_header_is_believed_only_from_the_proxy() {
+    let runtime = runtime(Arc::new(AtomicUsize::new(0)));
+    let proxy = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2));
+    let router = tool_inbox::router(
+        runtime,
+        TrustedHeader::new("x-forwarded-user")
+            .peer(proxy)
+            .secret("x-proxy-secret", "s3cret"),
+    );
+    let request = |peer: IpAddr, secret: Option<&str>| {
+        let mut request = Request::get("/api/items").header("x-forwarded-user", "alice");
+        if let Some(secret) = secret {
+            request = request.header("x-proxy-secret", secret);
+        }
+        let mut request = request.body(Body::empty()).unwrap();
+        request
+            .extensions_mut()
+            .insert(ConnectInfo(SocketAddr::new(peer, 4000)));
+        request
+    };
+    let direct = IpAddr::V4(Ipv4Addr::new(192, 168, 1, 9));
+    let (status, _, body) = send(&router, request(direct, None)).await;
+    assert_eq!(
+        status,
+        StatusCode::UNAUTHORIZED,
+        "a direct request naming itself is refused"
+    );
+    assert!(body["error"]["message"].as_str().unwrap().contains("proxy"));
+    assert_eq!(
+        send(&router, request(direct, Some("wrong"))).await.0,
+        StatusCode::UNAUTHORIZED
+    );
+    assert_eq!(
+        send(&router, request(direct, Some("s3cret"))).await.0,
+        StatusCode::OK
+    );
+    assert_eq!(send(&router, request(proxy, None)).await.0, StatusCode::OK);
+}
