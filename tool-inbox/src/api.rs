@@ -25,6 +25,7 @@ pub(crate) struct Shared<A> {
     pub(crate) runtime: Runtime,
     pub(crate) auth: A,
     pub(crate) options: InboxOptions,
+    pub(crate) live: crate::live::Live,
 }
 
 /// An error answer: `{"error": {"code": ..., "message": ...}}`.
@@ -44,7 +45,7 @@ pub(crate) struct Refused {
 }
 
 impl Refused {
-    fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+    pub(crate) fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
         Refused {
             status,
             code,
@@ -134,12 +135,12 @@ pub(crate) struct ToolView {
 impl<A: Authenticate> Shared<A> {
     /// `call` as `principal` may see it, or `None` when it is not an item
     /// for a person or the principal may not read it.
-    fn visible(&self, principal: &Principal, call: &PendingCall) -> bool {
+    pub(crate) fn visible(&self, principal: &Principal, call: &PendingCall) -> bool {
         for_a_person(call.kind) && self.auth.authorize(principal, call, Action::Read)
     }
 
     /// The view of `call`, through its tool's display transforms.
-    async fn view(&self, call: &PendingCall) -> ItemView {
+    pub(crate) async fn view(&self, call: &PendingCall) -> ItemView {
         let tool = self.runtime.tool(&call.tool_id);
         let shown = |phase: Phase, raw: &Value| {
             let known = CallValues {

@@ -29,6 +29,7 @@
 //! | `POST /api/items/{callId}/decline` `{"reason": "..."}` | `{"callId", "status": "declined"}` |
 //! | `POST /api/items/{callId}/respond` `{"output": ...}` | the call settled with that output; its tool never runs |
 //! | `POST /api/items/{callId}/resume` `{"data": ...}` | the suspended call resumed |
+//! | `GET /api/events` | server-sent events: `item` (an item, as listed) for each item waiting and each new one, `settled` (`{"callId"}`) for each one decided, on any instance sharing the store |
 //!
 //! An item shows the call's arguments and suspension payload as its
 //! tool's display transforms show them, never the raw values a transform
@@ -47,6 +48,7 @@
 mod api;
 mod auth;
 mod guard;
+mod live;
 mod options;
 
 use std::sync::Arc;
@@ -61,7 +63,9 @@ pub use auth::{
     Action, Authenticate, Authorized, BearerTokens, Principal, RequestHead, TrustedHeader,
     Unauthenticated,
 };
-pub use options::{MAX_BODY_BYTES, MAX_PAGE, MAX_REASON_CHARS};
+pub use options::{
+    MAX_BODY_BYTES, MAX_PAGE, MAX_REASON_CHARS, MAX_STREAMS_PER_PRINCIPAL, POLL_INTERVAL,
+};
 
 use api::Shared;
 use options::InboxOptions;
@@ -133,6 +137,23 @@ impl<A: Authenticate> Inbox<A> {
         self
     }
 
+    /// How many event streams one principal may hold open at once (429
+    /// beyond), [`MAX_STREAMS_PER_PRINCIPAL`] by default.
+    #[must_use]
+    pub fn max_streams_per_principal(mut self, streams: usize) -> Self {
+        self.options.max_streams_per_principal = streams;
+        self
+    }
+
+    /// How often the event stream reads the store, for the items of other
+    /// instances sharing it ([`POLL_INTERVAL`] by default); this runtime's
+    /// own items show at once.
+    #[must_use]
+    pub fn poll_interval(mut self, interval: std::time::Duration) -> Self {
+        self.options.poll_interval = interval;
+        self
+    }
+
     /// Accepts requests from pages of `origin` (`scheme://host[:port]`)
     /// besides the inbox's own; any other `Origin` is refused with 403.
     #[must_use]
@@ -148,11 +169,13 @@ impl<A: Authenticate> Inbox<A> {
             runtime: self.runtime,
             auth: self.auth,
             options: self.options,
+            live: live::Live::new(),
         });
         Router::new()
             .route("/api/items", get(api::list::<A>))
             .route("/api/items/{call_id}", get(api::read::<A>))
             .route("/api/items/{call_id}/{action}", post(api::decide::<A>))
+            .route("/api/events", get(live::events::<A>))
             .layer(middleware::from_fn_with_state(
                 Arc::clone(&shared),
                 guard::admit::<A>,

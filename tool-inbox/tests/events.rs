@@ -1,0 +1,195 @@
+//! The inbox's live stream: items already waiting, new ones (from this
+//! runtime at once, from another instance sharing the store by polling)
+//! and decided ones, each principal seeing only its own.
+
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::http::{Request, StatusCode, header};
+use http_body_util::BodyExt as _;
+use serde_json::{Value, json};
+use tool_core::{RequestContext, Tool, ToolError};
+use tool_inbox::{Authorized, BearerTokens, Inbox, Principal};
+use tool_runtime::{Runtime, ToolCall};
+use tower::ServiceExt as _;
+
+/// One `event:`/`data:` pair of a stream.
+#[derive(Debug, PartialEq)]
+struct SseEvent {
+    event: String,
+    data: Value,
+}
+
+/// An open event stream, read event by event.
+struct EventStream {
+    body: Body,
+    buffer: String,
+}
+
+impl EventStream {
+    async fn open(router: &Router, token: &str) -> Result<EventStream, StatusCode> {
+        let request = Request::get("/api/events")
+            .header(header::AUTHORIZATION, format!("Bearer {token}"))
+            .body(Body::empty())
+            .unwrap();
+        let response = router.clone().oneshot(request).await.unwrap();
+        if response.status() != StatusCode::OK {
+            return Err(response.status());
+        }
+        assert_eq!(
+            response.headers()[header::CONTENT_TYPE],
+            "text/event-stream"
+        );
+        Ok(EventStream {
+            body: response.into_body(),
+            buffer: String::new(),
+        })
+    }
+
+    /// The next event (keep-alive comments skipped), waiting at most 10 s.
+    async fn next(&mut self) -> SseEvent {
+        tokio::time::timeout(Duration::from_secs(10), async {
+            loop {
+                if let Some(end) = self.buffer.find("\n\n") {
+                    let block: String = self.buffer.drain(..end + 2).collect();
+                    let field = |name: &str| {
+                        block
+                            .lines()
+                            .find_map(|l| l.strip_prefix(name))
+                            .map(str::to_owned)
+                    };
+                    if let (Some(event), Some(data)) = (field("event: "), field("data: ")) {
+                        return SseEvent {
+                            event,
+                            data: serde_json::from_str(&data).unwrap(),
+                        };
+                    }
+                    continue;
+                }
+                let frame = self
+                    .body
+                    .frame()
+                    .await
+                    .expect("the stream stays open")
+                    .unwrap();
+                if let Ok(data) = frame.into_data() {
+                    self.buffer.push_str(std::str::from_utf8(&data).unwrap());
+                }
+            }
+        })
+        .await
+        .expect("an event within 10 s")
+    }
+}
+
+fn tool() -> Tool {
+    Tool::builder("transfer")
+        .description("Moves money")
+        .require_approval(true)
+        .execute(|_input: Value, _ctx| async move { Ok::<_, ToolError>(json!("moved")) })
+        .build()
+        .unwrap()
+}
+
+fn call(id: &str, team: &str) -> ToolCall {
+    ToolCall::new(id, "transfer", json!({ "amount": 1 }))
+        .with_request_context(RequestContext::new().with("team", team))
+}
+
+fn teams(runtime: &Runtime) -> Inbox<impl tool_inbox::Authenticate> {
+    let auth = Authorized::new(
+        BearerTokens::new()
+            .token("red", Principal::new("red"))
+            .token("blue", Principal::new("blue")),
+        |principal, item, _action| {
+            item.request_context.get("team").and_then(Value::as_str) == Some(principal.id())
+        },
+    );
+    Inbox::new(runtime.clone(), auth)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_sends_waiting_new_and_settled_items_of_its_principal_only() {
+    let runtime = Runtime::builder().tool(tool()).build().unwrap();
+    runtime.call(call("r1", "red")).await;
+    runtime.call(call("b1", "blue")).await;
+    // A long interval: what follows shows up through this runtime's events.
+    let router = teams(&runtime)
+        .poll_interval(Duration::from_secs(3600))
+        .router();
+
+    let mut red = EventStream::open(&router, "red").await.unwrap();
+    let mut blue = EventStream::open(&router, "blue").await.unwrap();
+    let first = red.next().await;
+    assert_eq!(
+        (first.event.as_str(), &first.data["callId"]),
+        ("item", &json!("r1"))
+    );
+    assert_eq!(first.data["tool"]["id"], "transfer");
+    assert_eq!(blue.next().await.data["callId"], "b1");
+
+    runtime.call(call("r2", "red")).await;
+    runtime.call(call("b2", "blue")).await;
+    assert_eq!(
+        red.next().await.data["callId"],
+        "r2",
+        "blue's b2 is not sent to red"
+    );
+    runtime.approve("r1").await.unwrap();
+    let settled = red.next().await;
+    assert_eq!(
+        (settled.event.as_str(), &settled.data),
+        ("settled", &json!({ "callId": "r1" }))
+    );
+    assert_eq!(blue.next().await.data["callId"], "b2");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn items_of_another_instance_show_up_by_polling_the_shared_store() {
+    let dir = std::env::temp_dir().join(format!("tool-inbox-events-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("calls.sqlite");
+    let _ = std::fs::remove_file(&path);
+    let serving = Runtime::builder()
+        .tool(tool())
+        .sqlite_store(&path)
+        .build()
+        .unwrap();
+    let other = Runtime::builder()
+        .tool(tool())
+        .sqlite_store(&path)
+        .build()
+        .unwrap();
+    let router = teams(&serving)
+        .poll_interval(Duration::from_millis(50))
+        .router();
+    let mut red = EventStream::open(&router, "red").await.unwrap();
+
+    other.call(call("elsewhere", "red")).await;
+    assert_eq!(red.next().await.data["callId"], "elsewhere");
+    other.approve("elsewhere").await.unwrap();
+    assert_eq!(red.next().await.data, json!({ "callId": "elsewhere" }));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test]
+async fn each_principal_holds_a_bounded_number_of_streams() {
+    let runtime = Runtime::builder().tool(tool()).build().unwrap();
+    let router = teams(&runtime).max_streams_per_principal(2).router();
+    let first = EventStream::open(&router, "red").await.unwrap();
+    let _second = EventStream::open(&router, "red").await.unwrap();
+    assert_eq!(
+        EventStream::open(&router, "red").await.err(),
+        Some(StatusCode::TOO_MANY_REQUESTS)
+    );
+    assert!(
+        EventStream::open(&router, "blue").await.is_ok(),
+        "the cap is per principal"
+    );
+    drop(first);
+    assert!(
+        EventStream::open(&router, "red").await.is_ok(),
+        "a closed stream frees its place"
+    );
+}
