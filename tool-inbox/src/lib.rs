@@ -29,6 +29,7 @@
 //! | `POST /api/items/{callId}/decline` `{"reason": "..."}` | `{"callId", "status": "declined"}` |
 //! | `POST /api/items/{callId}/respond` `{"output": ...}` | the call settled with that output; its tool never runs |
 //! | `POST /api/items/{callId}/resume` `{"data": ...}` | the suspended call resumed |
+//! | `GET /` | the web page (and its `inbox.js`, `inbox.css`): no authentication, it asks for the token |
 //! | `GET /api/events` | server-sent events: `item` (an item, as listed) for each item waiting and each new one, `settled` (`{"callId"}`) for each one decided, on any instance sharing the store |
 //!
 //! An item shows the call's arguments and suspension payload as its
@@ -50,6 +51,7 @@ mod auth;
 mod guard;
 mod live;
 mod options;
+mod page;
 
 use std::sync::Arc;
 
@@ -171,7 +173,7 @@ impl<A: Authenticate> Inbox<A> {
             options: self.options,
             live: live::Live::new(),
         });
-        Router::new()
+        let api = Router::new()
             .route("/api/items", get(api::list::<A>))
             .route("/api/items/{call_id}", get(api::read::<A>))
             .route("/api/items/{call_id}/{action}", post(api::decide::<A>))
@@ -181,7 +183,12 @@ impl<A: Authenticate> Inbox<A> {
                 guard::admit::<A>,
             ))
             .layer(DefaultBodyLimit::max(max_body))
+            .with_state(shared);
+        Router::new()
+            .route("/", get(page::index))
+            .route("/inbox.js", get(page::script))
+            .route("/inbox.css", get(page::style))
+            .merge(api)
             .layer(middleware::from_fn(guard::security_headers))
-            .with_state(shared)
     }
 }

@@ -1,0 +1,466 @@
+// The approval inbox's page. Everything a tool or a model wrote (arguments,
+// descriptions, payloads, reasons, error messages) is untrusted: it reaches
+// the page only through textContent and attribute setters, never as HTML.
+'use strict';
+
+const BASE = document.body.dataset.base;
+const TOKEN_KEY = 'tool-inbox-token';
+const items = new Map();
+let streaming = null;
+
+// --- elements --------------------------------------------------------------
+
+function el(tag, attributes, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attributes || {})) {
+    if (value === undefined || value === null || value === false) continue;
+    if (name === 'text') node.textContent = value;
+    else if (name.startsWith('on')) node.addEventListener(name.slice(2), value);
+    else node.setAttribute(name, value === true ? '' : String(value));
+  }
+  for (const child of children) {
+    if (child !== null && child !== undefined) node.append(child);
+  }
+  return node;
+}
+
+let nextId = 0;
+function uniqueId(prefix) {
+  nextId += 1;
+  return `${prefix}-${nextId}`;
+}
+
+// --- the token ---------------------------------------------------------------
+
+function token() {
+  return sessionStorage.getItem(TOKEN_KEY);
+}
+
+function showLogin(message) {
+  sessionStorage.removeItem(TOKEN_KEY);
+  if (streaming) streaming.abort();
+  streaming = null;
+  document.getElementById('inbox').hidden = true;
+  document.getElementById('sign-out').hidden = true;
+  const login = document.getElementById('login');
+  login.hidden = false;
+  document.getElementById('login-error').textContent = message || '';
+  document.getElementById('token').focus();
+}
+
+async function api(path, options = {}) {
+  const headers = { Authorization: `Bearer ${token()}` };
+  if (options.body !== undefined) headers['Content-Type'] = 'application/json';
+  const response = await fetch(BASE + path, {
+    method: options.method || 'GET',
+    headers,
+    body: options.body === undefined ? undefined : JSON.stringify(options.body),
+    signal: options.signal,
+    cache: 'no-store',
+    credentials: 'omit',
+  });
+  if (response.status === 401) {
+    showLogin('The token was refused: enter a valid one.');
+    throw new Error('unauthenticated');
+  }
+  return response;
+}
+
+// --- the live stream ---------------------------------------------------------
+
+function setStatus(text) {
+  document.getElementById('status').textContent = text;
+}
+
+// Reads GET api/events with fetch (EventSource cannot send the token).
+async function follow() {
+  const controller = new AbortController();
+  streaming = controller;
+  while (streaming === controller) {
+    try {
+      const response = await api('api/events', { signal: controller.signal });
+      if (!response.ok) throw new Error(`the event stream answered ${response.status}`);
+      items.clear();
+      render();
+      setStatus('Live');
+      const reader = response.body.getReader();
+      const decoder = new TextDecoder();
+      let buffer = '';
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buffer += decoder.decode(value, { stream: true });
+        let end;
+        while ((end = buffer.indexOf('\n\n')) >= 0) {
+          handleEvent(buffer.slice(0, end));
+          buffer = buffer.slice(end + 2);
+        }
+      }
+    } catch (error) {
+      if (streaming !== controller) return;
+      setStatus('Reconnecting…');
+    }
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+  }
+}
+
+function handleEvent(block) {
+  let event = 'message';
+  const data = [];
+  for (const line of block.split('\n')) {
+    if (line.startsWith('event:')) event = line.slice(6).trim();
+    else if (line.startsWith('data:')) data.push(line.slice(5).replace(/^ /, ''));
+  }
+  if (data.length === 0) return;
+  const payload = JSON.parse(data.join('\n'));
+  if (event === 'item') {
+    if (!items.has(payload.callId)) {
+      items.set(payload.callId, payload);
+      render();
+    }
+  } else if (event === 'settled') {
+    if (items.delete(payload.callId)) render();
+  }
+}
+
+// --- the list ------------------------------------------------------------------
+
+function render() {
+  const list = document.getElementById('items');
+  const shown = new Set();
+  for (const node of Array.from(list.children)) {
+    const callId = node.dataset.callId;
+    if (items.has(callId)) shown.add(callId);
+    else node.remove();
+  }
+  const ids = Array.from(items.keys()).sort();
+  for (const callId of ids) {
+    if (!shown.has(callId)) {
+      const node = itemNode(items.get(callId));
+      const after = Array.from(list.children).find((n) => n.dataset.callId > callId);
+      list.insertBefore(node, after || null);
+    }
+  }
+  document.getElementById('empty').hidden = items.size > 0;
+}
+
+const KIND_LABELS = {
+  approval: 'Waiting for approval',
+  suspended: 'Waiting for an answer',
+  output: 'Waiting for its result',
+};
+
+function json(value) {
+  return JSON.stringify(value, null, 2);
+}
+
+function itemNode(item) {
+  const headingId = uniqueId('item');
+  const node = el('li', { class: 'item', 'data-call-id': item.callId, 'aria-labelledby': headingId });
+  node.append(
+    el('p', { class: 'kind', text: KIND_LABELS[item.kind] || item.kind }),
+    el('h2', { id: headingId, text: item.tool.title || item.tool.id }),
+  );
+  if (item.tool.description) node.append(el('p', { class: 'description', text: item.tool.description }));
+  const facts = el('dl');
+  const fact = (name, value) => {
+    if (value !== undefined && value !== null) facts.append(el('dt', { text: name }), el('dd', { text: String(value) }));
+  };
+  fact('Tool', item.tool.id);
+  fact('Call', item.callId);
+  fact('Asked by', item.requester);
+  fact('Asked at', item.createdAt);
+  fact('Expires', item.expiresAt);
+  node.append(facts);
+  node.append(el('h3', { text: 'Arguments' }));
+  node.append(el('pre', { class: 'input', text: item.input === null ? '(hidden)' : json(item.input) }));
+  if (item.payload !== null && item.payload !== undefined) {
+    node.append(el('h3', { text: 'The tool asks' }), el('pre', { class: 'payload', text: json(item.payload) }));
+  }
+  const alert = el('p', { class: 'error item-error', role: 'alert' });
+  node.append(actionsFor(item, alert), alert);
+  return node;
+}
+
+// Sends a decision; on success the item goes, on a refused value the form
+// shows each problem next to its field.
+async function decide(item, action, body, alert, form) {
+  alert.textContent = '';
+  if (form) form.clearErrors();
+  let response;
+  try {
+    response = await api(`api/items/${encodeURIComponent(item.callId)}/${action}`, { method: 'POST', body });
+  } catch (error) {
+    alert.textContent = error.message === 'unauthenticated' ? '' : `Could not reach the inbox: ${error.message}`;
+    return;
+  }
+  if (response.ok) {
+    items.delete(item.callId);
+    render();
+    setStatus(`${item.tool.id} (${item.callId}): ${action} done`);
+    return;
+  }
+  const answer = await response.json().catch(() => ({}));
+  const error = answer.error || {};
+  const located = form && error.modelError && error.modelError.validationErrors
+    ? form.showErrors(error.modelError.validationErrors)
+    : false;
+  alert.textContent = located ? 'Some values were refused: see the fields.' : (error.message || `Refused (${response.status})`);
+}
+
+function actionsFor(item, alert) {
+  const actions = el('div', { class: 'actions' });
+  if (item.kind === 'approval') {
+    actions.append(el('button', {
+      type: 'button', class: 'approve', text: 'Approve',
+      onclick: () => decide(item, 'approve', {}, alert),
+    }));
+  }
+  if (item.kind === 'suspended') {
+    actions.append(valueForm(item, 'resume', 'data', item.resumeSchema, 'Resume', alert));
+  }
+  if (item.kind === 'approval' || item.kind === 'output') {
+    const reasonId = uniqueId('reason');
+    const decline = el('form', { class: 'decline-form', novalidate: true });
+    decline.append(
+      el('label', { for: reasonId, text: 'Reason (optional)' }),
+      el('input', { id: reasonId, name: 'reason', type: 'text', maxlength: 2000 }),
+      el('button', { type: 'submit', class: 'decline', text: 'Decline' }),
+    );
+    decline.addEventListener('submit', (event) => {
+      event.preventDefault();
+      const reason = decline.elements.reason.value.trim();
+      decide(item, 'decline', reason ? { reason } : {}, alert);
+    });
+    actions.append(decline);
+    actions.append(valueForm(item, 'respond', 'output', item.outputSchema, 'Respond instead', alert));
+  }
+  return actions;
+}
+
+// A form for the value a decision carries (resume data, an output), built
+// from its JSON Schema.
+function valueForm(item, action, key, schema, label, alert) {
+  const form = el('form', { class: `${action}-form`, novalidate: true });
+  const field = schemaField(schema || {}, label, [], true);
+  form.append(field.node, el('button', { type: 'submit', class: action, text: label }));
+  form.clearErrors = field.clearErrors;
+  form.showErrors = (tree) => field.showErrors(tree);
+  form.addEventListener('submit', (event) => {
+    event.preventDefault();
+    let value;
+    try {
+      value = field.read();
+    } catch (error) {
+      alert.textContent = error.message;
+      return;
+    }
+    decide(item, action, { [key]: value === undefined ? null : value }, alert, form);
+  });
+  return form;
+}
+
+// --- forms from JSON Schema ------------------------------------------------------
+
+// The schema's own type, with `null` making it optional.
+function typeOf(schema) {
+  let type = schema.type;
+  let nullable = false;
+  if (Array.isArray(type)) {
+    nullable = type.includes('null');
+    type = type.find((t) => t !== 'null');
+  }
+  const options = schema.anyOf || schema.oneOf;
+  if (!type && Array.isArray(options)) {
+    const consts = options.filter((o) => o && 'const' in o).map((o) => o.const);
+    if (consts.length === options.length) return { type: 'enum', values: consts, nullable };
+    const others = options.filter((o) => !(o && o.type === 'null'));
+    if (others.length === 1) {
+      const inner = typeOf(others[0]);
+      return { ...inner, schema: others[0], nullable: true };
+    }
+  }
+  if (Array.isArray(schema.enum)) return { type: 'enum', values: schema.enum.filter((v) => v !== null), nullable: nullable || schema.enum.includes(null) };
+  if ('const' in schema) return { type: 'enum', values: [schema.const], nullable };
+  if (!type && schema.properties) type = 'object';
+  return { type, nullable };
+}
+
+// One field: its node, how to read its value (undefined: left empty), and
+// where to show the errors of its path.
+function schemaField(schema, name, path, required) {
+  const typed = typeOf(schema);
+  const effective = typed.schema || schema;
+  const optional = !required || typed.nullable;
+  const id = uniqueId('field');
+  const errorNode = el('p', { class: 'error field-error', id: `${id}-error`, role: 'alert' });
+  const hint = effective.description ? el('p', { class: 'hint', id: `${id}-hint`, text: effective.description }) : null;
+  const describedBy = [hint && `${id}-hint`, `${id}-error`].filter(Boolean).join(' ');
+  const title = `${effective.title || name}${optional ? ' (optional)' : ''}`;
+  const ownErrors = {
+    clear: () => { errorNode.textContent = ''; },
+    show: (messages) => { errorNode.textContent = messages.join('; '); },
+  };
+
+  if (typed.type === 'object') return objectField(effective, title, path, errorNode, hint, ownErrors);
+  if (typed.type === 'array') return arrayField(effective, title, path, errorNode, hint, ownErrors);
+
+  let input;
+  let read;
+  if (typed.type === 'enum') {
+    input = el('select', { id, name: path.join('.') || name, 'aria-describedby': describedBy });
+    if (optional) input.append(el('option', { value: '', text: '(not set)' }));
+    typed.values.forEach((value, index) => input.append(el('option', { value: String(index), text: String(value) })));
+    read = () => (input.value === '' ? undefined : typed.values[Number(input.value)]);
+  } else if (typed.type === 'boolean' && !optional) {
+    input = el('input', { id, type: 'checkbox', name: path.join('.') || name, 'aria-describedby': describedBy });
+    read = () => input.checked;
+  } else if (typed.type === 'boolean') {
+    input = el('select', { id, name: path.join('.') || name, 'aria-describedby': describedBy });
+    input.append(el('option', { value: '', text: '(not set)' }), el('option', { value: 'true', text: 'yes' }), el('option', { value: 'false', text: 'no' }));
+    read = () => (input.value === '' ? undefined : input.value === 'true');
+  } else if (typed.type === 'number' || typed.type === 'integer') {
+    input = el('input', {
+      id, type: 'number', name: path.join('.') || name, 'aria-describedby': describedBy,
+      min: effective.minimum, max: effective.maximum,
+      step: typed.type === 'integer' ? 1 : 'any',
+    });
+    read = () => {
+      if (input.value.trim() === '') return undefined;
+      const number = Number(input.value);
+      if (!Number.isFinite(number)) throw new Error(`${title}: not a number`);
+      return number;
+    };
+  } else if (typed.type === 'string') {
+    const long = (effective.maxLength || 0) > 200 || effective.format === 'textarea';
+    input = el(long ? 'textarea' : 'input', {
+      id, type: long ? undefined : 'text', name: path.join('.') || name, 'aria-describedby': describedBy,
+      minlength: effective.minLength, maxlength: effective.maxLength,
+    });
+    read = () => (input.value === '' && optional ? undefined : input.value);
+  } else {
+    // No schema the form knows: the value as JSON.
+    input = el('textarea', { id, name: path.join('.') || name, 'aria-describedby': describedBy, rows: 4, placeholder: 'JSON' });
+    read = () => {
+      if (input.value.trim() === '') return undefined;
+      try {
+        return JSON.parse(input.value);
+      } catch (error) {
+        throw new Error(`${title}: not valid JSON`);
+      }
+    };
+  }
+  const node = el('div', { class: 'field' }, el('label', { for: id, text: title }), hint, input, errorNode);
+  return {
+    node,
+    read,
+    clearErrors: ownErrors.clear,
+    showErrors: (tree) => {
+      if (tree && tree.errors && tree.errors.length) {
+        ownErrors.show(tree.errors);
+        return true;
+      }
+      return false;
+    },
+  };
+}
+
+function objectField(schema, title, path, errorNode, hint, ownErrors) {
+  const fieldset = el('fieldset', { class: 'object' }, el('legend', { text: title }), hint);
+  const required = new Set(schema.required || []);
+  const children = Object.entries(schema.properties || {}).map(([key, child]) => {
+    const field = schemaField(child || {}, key, path.concat(key), required.has(key));
+    fieldset.append(field.node);
+    return [key, field];
+  });
+  fieldset.append(errorNode);
+  return {
+    node: fieldset,
+    read: () => {
+      const value = {};
+      for (const [key, field] of children) {
+        const child = field.read();
+        if (child !== undefined) value[key] = child;
+      }
+      return value;
+    },
+    clearErrors: () => {
+      ownErrors.clear();
+      children.forEach(([, field]) => field.clearErrors());
+    },
+    showErrors: (tree) => {
+      let shown = false;
+      if (tree && tree.errors && tree.errors.length) {
+        ownErrors.show(tree.errors);
+        shown = true;
+      }
+      for (const [key, field] of children) {
+        if (tree && tree.fields && tree.fields[key]) shown = field.showErrors(tree.fields[key]) || shown;
+      }
+      return shown;
+    },
+  };
+}
+
+function arrayField(schema, title, path, errorNode, hint, ownErrors) {
+  const fieldset = el('fieldset', { class: 'array' }, el('legend', { text: title }), hint);
+  const list = el('ol');
+  const entries = [];
+  const itemSchema = schema.items || {};
+  const add = () => {
+    const entry = { field: schemaField(itemSchema, `Item ${entries.length + 1}`, path.concat(String(entries.length)), true) };
+    entry.node = el('li', {}, entry.field.node, el('button', {
+      type: 'button', text: 'Remove',
+      onclick: () => {
+        entries.splice(entries.indexOf(entry), 1);
+        entry.node.remove();
+      },
+    }));
+    entries.push(entry);
+    list.append(entry.node);
+  };
+  fieldset.append(list, el('button', { type: 'button', text: 'Add an item', onclick: add }), errorNode);
+  return {
+    node: fieldset,
+    read: () => entries.map((entry) => entry.field.read()).filter((v) => v !== undefined),
+    clearErrors: () => {
+      ownErrors.clear();
+      entries.forEach((entry) => entry.field.clearErrors());
+    },
+    showErrors: (tree) => {
+      let shown = false;
+      if (tree && tree.errors && tree.errors.length) {
+        ownErrors.show(tree.errors);
+        shown = true;
+      }
+      entries.forEach((entry, index) => {
+        if (tree && tree.fields && tree.fields[String(index)]) shown = entry.field.showErrors(tree.fields[String(index)]) || shown;
+      });
+      return shown;
+    },
+  };
+}
+
+// --- start -------------------------------------------------------------------------
+
+function open() {
+  document.getElementById('login').hidden = true;
+  document.getElementById('inbox').hidden = false;
+  document.getElementById('sign-out').hidden = false;
+  setStatus('Connecting…');
+  follow();
+}
+
+document.getElementById('login').addEventListener('submit', (event) => {
+  event.preventDefault();
+  const value = document.getElementById('token').value.trim();
+  if (!value) return;
+  sessionStorage.setItem(TOKEN_KEY, value);
+  document.getElementById('token').value = '';
+  open();
+});
+
+document.getElementById('sign-out').addEventListener('click', () => showLogin(''));
+
+if (token()) open();
+else showLogin('');

@@ -1,0 +1,512 @@
+//! The inbox page in a real browser: headless Chromium driven over
+//! WebDriver (chromedriver, started here on a free loopback port), against
+//! an inbox served on loopback by a runtime with a SQLite store.
+//!
+//! Without Chromium and chromedriver the test skips with a notice; with
+//! `REQUIRE_BROWSER=1` (CI) it fails instead. With `INBOX_SCREENSHOTS=dir`
+//! it writes the README's screenshots there.
+
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use fantoccini::key::Key;
+use fantoccini::{Client, ClientBuilder, Locator};
+use serde_json::{Value, json};
+use tool_core::transform::{Target, ToolTransform};
+use tool_core::{Tool, ToolContext, ToolError};
+use tool_inbox::{BearerTokens, Principal};
+use tool_runtime::{CallOutcome, CallState, Runtime, ToolCall};
+
+const TOKEN: &str = "browser-test-token";
+const HOSTILE_MEMO: &str = "<img src=x onerror=\"window.__xss=1\">";
+const HOSTILE_TITLE: &str = "</script><script>window.__xss=2</script>";
+
+/// Chromium and chromedriver, when both are installed.
+fn browser() -> Option<(PathBuf, PathBuf)> {
+    let find = |names: &[&str]| {
+        let path = std::env::var_os("PATH")?;
+        std::env::split_paths(&path)
+            .flat_map(|dir| names.iter().map(move |name| dir.join(name)))
+            .find(|candidate| candidate.is_file())
+    };
+    let chromium = find(&["chromium", "chromium-browser", "google-chrome"])?;
+    let driver = find(&["chromedriver"])?;
+    Some((chromium, driver))
+}
+
+/// chromedriver, killed when dropped.
+struct Driver {
+    child: Child,
+    port: u16,
+}
+
+impl Driver {
+    fn start(path: &Path) -> Driver {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new(path)
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("chromedriver starts");
+        let started = Instant::now();
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "chromedriver did not listen within 30 s"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Driver { child, port }
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn session(driver: &Driver, chromium: &Path, profile: &Path) -> Client {
+    let mut capabilities = serde_json::Map::new();
+    capabilities.insert(
+        "goog:chromeOptions".into(),
+        json!({
+            "binary": chromium,
+            "args": [
+                "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync", "--no-first-run",
+                format!("--user-data-dir={}", profile.display()), "--window-size=1100,1400",
+            ],
+        }),
+    );
+    ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+        .capabilities(capabilities)
+        .connect(&format!("http://127.0.0.1:{}", driver.port))
+        .await
+        .expect("a WebDriver session")
+}
+
+/// The tools: `transfer` needs approval and hides its `apiKey`; `note`
+/// carries hostile text; `confirm` suspends for a form; `lookup` is
+/// declaration-only. `runs` counts transfers.
+fn runtime(store: &Path, runs: Arc<AtomicUsize>) -> Runtime {
+    let transfer = Tool::builder("transfer")
+        .description("Moves money between accounts")
+        .require_approval(true)
+        .transform(ToolTransform::new().redact(Target::Display, &["apiKey"]))
+        .execute(move |input: Value, _ctx| {
+            runs.fetch_add(1, Ordering::SeqCst);
+            async move { Ok::<_, ToolError>(json!({ "moved": input["amount"] })) }
+        })
+        .build()
+        .unwrap();
+    let note = Tool::builder("note")
+        .description("Writes a note")
+        .require_approval(true)
+        .execute(|_input: Value, _ctx| async move { Ok::<_, ToolError>(json!("noted")) })
+        .build()
+        .unwrap();
+    let confirm = Tool::builder("confirm")
+        .description("Asks before it ships the order")
+        .resume_schema(json!({
+            "type": "object",
+            "properties": {
+                "confirm": { "type": "boolean", "description": "Ship it?" },
+                "note": { "type": "string", "minLength": 3 },
+                "count": { "type": "integer", "minimum": 1, "maximum": 5 },
+                "carrier": { "type": "string", "enum": ["post", "courier"] },
+                "gift": { "type": "string" }
+            },
+            "required": ["confirm", "note", "count", "carrier"]
+        }))
+        .execute(|_input: Value, ctx: ToolContext<Value, Value>| async move {
+            match ctx.resume_data() {
+                None => ctx.suspend(json!({ "question": "Ship 3 boxes?" })),
+                Some(data) => Ok::<_, ToolError>(json!({ "shipped": data.clone() })),
+            }
+        })
+        .build()
+        .unwrap();
+    let lookup = Tool::builder("lookup")
+        .description("Answered by a person")
+        .output_schema(json!({
+            "type": "object",
+            "properties": { "answer": { "type": "string" } },
+            "required": ["answer"]
+        }))
+        .build()
+        .unwrap();
+    Runtime::builder()
+        .tools([transfer, note, confirm, lookup])
+        .sqlite_store(store)
+        .build()
+        .unwrap()
+}
+
+async fn serve(runtime: &Runtime) -> SocketAddr {
+    let inbox = tool_inbox::router(
+        runtime.clone(),
+        BearerTokens::new().token(TOKEN, Principal::new("ops")),
+    );
+    let app = axum::Router::new().nest("/inbox", inbox);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        axum::serve(
+            listener,
+            app.into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .await
+        .unwrap();
+    });
+    address
+}
+
+fn item(call_id: &str, rest: &str) -> Locator<'static> {
+    Locator::Css(Box::leak(
+        format!("li[data-call-id=\"{call_id}\"] {rest}").into_boxed_str(),
+    ))
+}
+
+/// Waits until `css` matches nothing (an item decided goes from the list).
+async fn gone(client: &Client, css: &str) {
+    let started = Instant::now();
+    while !client.find_all(Locator::Css(css)).await.unwrap().is_empty() {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{css} still shown after 10 s"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn screenshot(client: &Client, name: &str) {
+    if let Some(dir) = std::env::var_os("INBOX_SCREENSHOTS") {
+        let png = client.screenshot().await.unwrap();
+        std::fs::write(Path::new(&dir).join(name), png).unwrap();
+    }
+}
+
+fn settled(stored: Option<tool_runtime::StoredCall>) -> CallOutcome {
+    match stored.map(|s| s.state) {
+        Some(CallState::Settled { outcome, .. }) => CallOutcome::from(outcome),
+        other => panic!("not settled: {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_decides_every_kind_of_item_in_the_page() {
+    let Some((chromium, chromedriver)) = browser() else {
+        assert!(
+            std::env::var_os("REQUIRE_BROWSER").is_none_or(|v| v != "1"),
+            "REQUIRE_BROWSER=1 but chromium or chromedriver is not on PATH"
+        );
+        eprintln!(
+            "skipped: chromium and chromedriver are not installed (apt-get install chromium chromium-driver)"
+        );
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("tool-inbox-browser-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("profile")).unwrap();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let runtime = runtime(&dir.join("calls.sqlite"), Arc::clone(&runs));
+    for (id, amount) in [("t1", 120), ("t2", 9000)] {
+        let call = ToolCall::new(
+            id,
+            "transfer",
+            json!({ "amount": amount, "apiKey": "sk-live-secret" }),
+        )
+        .with_requester("alice");
+        runtime.call(call).await;
+    }
+    runtime
+        .call(ToolCall::new(
+            "x1",
+            "note",
+            json!({ "memo": HOSTILE_MEMO, "title": HOSTILE_TITLE }),
+        ))
+        .await;
+    runtime
+        .call(ToolCall::new("s1", "confirm", json!({ "order": 7 })))
+        .await;
+    runtime
+        .call(ToolCall::new(
+            "l1",
+            "lookup",
+            json!({ "question": "Which warehouse?" }),
+        ))
+        .await;
+    let address = serve(&runtime).await;
+    let driver = Driver::start(&chromedriver);
+    let client = session(&driver, &chromium, &dir.join("profile")).await;
+
+    // The page asks for the token once, and keeps it for the tab only.
+    client
+        .goto(&format!("http://{address}/inbox"))
+        .await
+        .unwrap();
+    client
+        .wait()
+        .for_element(Locator::Css("#token"))
+        .await
+        .unwrap()
+        .send_keys(TOKEN)
+        .await
+        .unwrap();
+    client
+        .find(Locator::Css("#login button[type=submit]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    client
+        .wait()
+        .for_element(item("t1", "button.approve"))
+        .await
+        .unwrap();
+    let storage = client
+        .execute("return [sessionStorage.getItem('tool-inbox-token'), localStorage.length, location.href];", vec![])
+        .await
+        .unwrap();
+    assert_eq!(storage[0], TOKEN);
+    assert_eq!(storage[1], 0, "nothing in localStorage");
+    assert!(
+        !storage[2].as_str().unwrap().contains(TOKEN),
+        "the token is never in the URL"
+    );
+
+    // Arguments as the display transform shows them; hostile text as text.
+    let shown = client
+        .find(item("t1", "pre.input"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        shown.contains("120") && !shown.contains("sk-live-secret"),
+        "{shown}"
+    );
+    let hostile = client
+        .find(item("x1", "pre.input"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    // As JSON shows it: the memo's quotes escaped.
+    assert!(
+        hostile.contains(r#"<img src=x onerror=\"window.__xss=1\">"#)
+            && hostile.contains(HOSTILE_TITLE),
+        "{hostile}"
+    );
+    let ran = client
+        .execute("return [window.__xss === undefined, document.querySelectorAll('#items img, #items script').length];", vec![])
+        .await
+        .unwrap();
+    assert_eq!(ran, json!([true, 0]), "no script from the arguments ran");
+    assert!(!client.source().await.unwrap().contains("sk-live-secret"));
+
+    // A new call shows up live.
+    runtime
+        .call(ToolCall::new("t3", "transfer", json!({ "amount": 5 })))
+        .await;
+    client
+        .wait()
+        .for_element(item("t3", "button.approve"))
+        .await
+        .unwrap();
+    screenshot(&client, "inbox-list.png").await;
+
+    // Approve t1 with the mouse, x1 with the keyboard only.
+    client
+        .find(item("t1", "button.approve"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    gone(&client, "li[data-call-id=\"t1\"]").await;
+    client
+        .find(item("x1", "button.approve"))
+        .await
+        .unwrap()
+        .send_keys(&Key::Enter.to_string())
+        .await
+        .unwrap();
+    gone(&client, "li[data-call-id=\"x1\"]").await;
+
+    // Decline t2 with a reason.
+    client
+        .find(item("t2", ".decline-form input"))
+        .await
+        .unwrap()
+        .send_keys("over the limit")
+        .await
+        .unwrap();
+    client
+        .find(item("t2", "button.decline"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    gone(&client, "li[data-call-id=\"t2\"]").await;
+
+    // Resume s1 through its generated form: refused values are shown next
+    // to their fields; valid ones resume it.
+    client
+        .find(item("s1", "input[name=note]"))
+        .await
+        .unwrap()
+        .send_keys("ok")
+        .await
+        .unwrap();
+    client
+        .find(item("s1", "input[name=count]"))
+        .await
+        .unwrap()
+        .send_keys("9")
+        .await
+        .unwrap();
+    client
+        .find(item("s1", "button.resume"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let errors = loop {
+        let errors = client
+            .execute(
+                "return Array.from(document.querySelectorAll('li[data-call-id=\"s1\"] .field-error')).map(e => e.textContent).filter(t => t);",
+                vec![],
+            )
+            .await
+            .unwrap();
+        if errors.as_array().is_some_and(|e| !e.is_empty()) {
+            break errors;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "no field error shown"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let errors = errors.to_string();
+    assert!(
+        errors.contains('3') && errors.contains('5'),
+        "the note's and the count's rules: {errors}"
+    );
+    screenshot(&client, "inbox-form-error.png").await;
+    assert!(
+        runtime
+            .stored("s1")
+            .await
+            .unwrap()
+            .unwrap()
+            .state
+            .is_pending()
+    );
+    let note = client.find(item("s1", "input[name=note]")).await.unwrap();
+    note.clear().await.unwrap();
+    note.send_keys("ship today").await.unwrap();
+    let count = client.find(item("s1", "input[name=count]")).await.unwrap();
+    count.clear().await.unwrap();
+    count.send_keys("3").await.unwrap();
+    client
+        .find(item("s1", "input[name=confirm]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    client
+        .find(item("s1", "select[name=carrier] option:nth-child(2)"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    client
+        .find(item("s1", "button.resume"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    gone(&client, "li[data-call-id=\"s1\"]").await;
+
+    // Respond to the declaration-only call.
+    client
+        .find(item("l1", ".respond-form input[name=answer]"))
+        .await
+        .unwrap()
+        .send_keys("north")
+        .await
+        .unwrap();
+    client
+        .find(item("l1", "button.respond"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    gone(&client, "li[data-call-id=\"l1\"]").await;
+    client.close().await.unwrap();
+
+    // The store has each decision; each tool ran as decided.
+    assert_eq!(
+        settled(runtime.stored("t1").await.unwrap()).output(),
+        Some(&json!({ "moved": 120 }))
+    );
+    assert_eq!(
+        settled(runtime.stored("x1").await.unwrap()).output(),
+        Some(&json!("noted"))
+    );
+    assert_eq!(
+        settled(runtime.stored("t2").await.unwrap()),
+        CallOutcome::Declined {
+            reason: Some("over the limit".into())
+        }
+    );
+    assert_eq!(
+        settled(runtime.stored("s1").await.unwrap()).output(),
+        Some(
+            &json!({ "shipped": { "confirm": true, "note": "ship today", "count": 3, "carrier": "courier" } })
+        )
+    );
+    assert_eq!(
+        settled(runtime.stored("l1").await.unwrap()).output(),
+        Some(&json!({ "answer": "north" }))
+    );
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        1,
+        "t1 ran; t2 was declined; t3 waits"
+    );
+    assert!(
+        runtime
+            .stored("t3")
+            .await
+            .unwrap()
+            .unwrap()
+            .state
+            .is_pending()
+    );
+    drop(driver);
+    let _ = std::fs::remove_dir_all(&dir);
+}
