@@ -172,10 +172,9 @@ async fn serve(runtime: &Runtime) -> SocketAddr {
     address
 }
 
-fn item(call_id: &str, rest: &str) -> Locator<'static> {
-    Locator::Css(Box::leak(
-        format!("li[data-call-id=\"{call_id}\"] {rest}").into_boxed_str(),
-    ))
+/// The CSS selector of `rest` inside the item of `call_id`.
+fn item(call_id: &str, rest: &str) -> String {
+    format!("li[data-call-id=\"{call_id}\"] {rest}")
 }
 
 /// Waits until `css` matches nothing (an item decided goes from the list).
@@ -188,6 +187,31 @@ async fn gone(client: &Client, css: &str) {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+async fn click(client: &Client, css: &str) {
+    client
+        .find(Locator::Css(css))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+}
+
+async fn text(client: &Client, css: &str) -> String {
+    client
+        .find(Locator::Css(css))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+}
+
+async fn type_into(client: &Client, css: &str, text: &str) {
+    let field = client.find(Locator::Css(css)).await.unwrap();
+    field.send_keys(text).await.unwrap();
 }
 
 async fn screenshot(client: &Client, name: &str) {
@@ -273,7 +297,7 @@ async fn a_person_decides_every_kind_of_item_in_the_page() {
         .unwrap();
     client
         .wait()
-        .for_element(item("t1", "button.approve"))
+        .for_element(Locator::Css(&item("t1", "button.approve")))
         .await
         .unwrap();
     let storage = client
@@ -288,24 +312,12 @@ async fn a_person_decides_every_kind_of_item_in_the_page() {
     );
 
     // Arguments as the display transform shows them; hostile text as text.
-    let shown = client
-        .find(item("t1", "pre.input"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let shown = text(&client, &item("t1", "pre.input")).await;
     assert!(
         shown.contains("120") && !shown.contains("sk-live-secret"),
         "{shown}"
     );
-    let hostile = client
-        .find(item("x1", "pre.input"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let hostile = text(&client, &item("x1", "pre.input")).await;
     // As JSON shows it: the memo's quotes escaped.
     assert!(
         hostile.contains(r#"<img src=x onerror=\"window.__xss=1\">"#)
@@ -325,69 +337,37 @@ async fn a_person_decides_every_kind_of_item_in_the_page() {
         .await;
     client
         .wait()
-        .for_element(item("t3", "button.approve"))
+        .for_element(Locator::Css(&item("t3", "button.approve")))
         .await
         .unwrap();
     screenshot(&client, "inbox-list.png").await;
 
     // Approve t1 with the mouse, x1 with the keyboard only.
-    client
-        .find(item("t1", "button.approve"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
-    gone(&client, "li[data-call-id=\"t1\"]").await;
-    client
-        .find(item("x1", "button.approve"))
-        .await
-        .unwrap()
-        .send_keys(&Key::Enter.to_string())
-        .await
-        .unwrap();
-    gone(&client, "li[data-call-id=\"x1\"]").await;
+    click(&client, &item("t1", "button.approve")).await;
+    gone(&client, &item("t1", "")).await;
+    type_into(
+        &client,
+        &item("x1", "button.approve"),
+        &Key::Enter.to_string(),
+    )
+    .await;
+    gone(&client, &item("x1", "")).await;
 
     // Decline t2 with a reason.
-    client
-        .find(item("t2", ".decline-form input"))
-        .await
-        .unwrap()
-        .send_keys("over the limit")
-        .await
-        .unwrap();
-    client
-        .find(item("t2", "button.decline"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
-    gone(&client, "li[data-call-id=\"t2\"]").await;
+    type_into(
+        &client,
+        &item("t2", ".decline-form input"),
+        "over the limit",
+    )
+    .await;
+    click(&client, &item("t2", "button.decline")).await;
+    gone(&client, &item("t2", "")).await;
 
     // Resume s1 through its generated form: refused values are shown next
     // to their fields; valid ones resume it.
-    client
-        .find(item("s1", "input[name=note]"))
-        .await
-        .unwrap()
-        .send_keys("ok")
-        .await
-        .unwrap();
-    client
-        .find(item("s1", "input[name=count]"))
-        .await
-        .unwrap()
-        .send_keys("9")
-        .await
-        .unwrap();
-    client
-        .find(item("s1", "button.resume"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    type_into(&client, &item("s1", "input[name=note]"), "ok").await;
+    type_into(&client, &item("s1", "input[name=count]"), "9").await;
+    click(&client, &item("s1", "button.resume")).await;
     let started = Instant::now();
     let errors = loop {
         let errors = client
@@ -421,51 +401,36 @@ async fn a_person_decides_every_kind_of_item_in_the_page() {
             .state
             .is_pending()
     );
-    let note = client.find(item("s1", "input[name=note]")).await.unwrap();
+    let note = client
+        .find(Locator::Css(&item("s1", "input[name=note]")))
+        .await
+        .unwrap();
     note.clear().await.unwrap();
     note.send_keys("ship today").await.unwrap();
-    let count = client.find(item("s1", "input[name=count]")).await.unwrap();
+    let count = client
+        .find(Locator::Css(&item("s1", "input[name=count]")))
+        .await
+        .unwrap();
     count.clear().await.unwrap();
     count.send_keys("3").await.unwrap();
-    client
-        .find(item("s1", "input[name=confirm]"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
-    client
-        .find(item("s1", "select[name=carrier] option:nth-child(2)"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
-    client
-        .find(item("s1", "button.resume"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
-    gone(&client, "li[data-call-id=\"s1\"]").await;
+    click(&client, &item("s1", "input[name=confirm]")).await;
+    click(
+        &client,
+        &item("s1", "select[name=carrier] option:nth-child(2)"),
+    )
+    .await;
+    click(&client, &item("s1", "button.resume")).await;
+    gone(&client, &item("s1", "")).await;
 
     // Respond to the declaration-only call.
-    client
-        .find(item("l1", ".respond-form input[name=answer]"))
-        .await
-        .unwrap()
-        .send_keys("north")
-        .await
-        .unwrap();
-    client
-        .find(item("l1", "button.respond"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
-    gone(&client, "li[data-call-id=\"l1\"]").await;
+    type_into(
+        &client,
+        &item("l1", ".respond-form input[name=answer]"),
+        "north",
+    )
+    .await;
+    click(&client, &item("l1", "button.respond")).await;
+    gone(&client, &item("l1", "")).await;
     client.close().await.unwrap();
 
     // The store has each decision; each tool ran as decided.
