@@ -27,6 +27,7 @@ use tool_runtime::{CallOutcome, CallState};
 use super::convert::{self, ServedTool};
 use super::elicit::{self, APPROVAL_KEY, Answer, ApprovalAnswer, Form, RESUME_KEY};
 use super::generation::Elicit;
+use super::input_rounds::{Ending, Round};
 use super::logging::SessionLog;
 use tool_runtime::{Notice, PendingKind, Runtime, RuntimeError};
 
@@ -118,6 +119,67 @@ impl Call {
         // whole (rmcp spawns it); a box moves as one pointer.
         self.forwarding_events(Box::pin(self.settle(first, suspension)))
             .await
+    }
+
+    /// Runs `first` (the runtime call of a tool that asks its 2026-07-28
+    /// client through `round`) and settles it: an `input_required` result
+    /// when the run asked questions without answers (its state carrying
+    /// the answers read so far); an error for an answer of the wrong shape,
+    /// or for a run that failed for want of a capability the client did
+    /// not declare; otherwise as [`run`](Self::run).
+    pub(crate) async fn run_round(
+        &self,
+        first: OutcomeFuture<'_>,
+        round: &Round,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let settled = async {
+            let stop = || {
+                // The run is over: its pending questions fail, and a tool
+                // that goes on anyway is aborted.
+                if let Err(error) = self.runtime.cancel(&self.call_id) {
+                    tracing::debug!(call_id = %self.call_id, %error, "asked: the call had ended");
+                }
+            };
+            let asking = Box::pin(round.until_asked(first, stop));
+            let outcome = self.until_cancelled(asking).await;
+            let failed = match &outcome {
+                CallOutcome::Failed { error } => Some(error.message().to_owned()),
+                _ => None,
+            };
+            match round.ending(failed.is_some()) {
+                Ending::Settled => {
+                    Ok(Box::pin(self.settle(Box::pin(std::future::ready(outcome)), None)).await)
+                }
+                Ending::Asked { questions, answers } => {
+                    let tool_id = self.tool().id();
+                    Ok(match self.states.issue_answers(tool_id, &answers) {
+                        Ok(state) => InputRequiredResult::new(Some(questions), Some(state)).into(),
+                        Err(why) => convert::error_result(format!(
+                            "{tool_id} asked its client again, but {why}"
+                        ))
+                        .into(),
+                    })
+                }
+                Ending::BadAnswer { key, why } => Err(ErrorData::invalid_params(
+                    format!(
+                        "inputResponses[{key:?}] of tool {:?}: {why}",
+                        self.tool().id()
+                    ),
+                    None,
+                )),
+                Ending::Missing(capabilities) => {
+                    let mut error = ErrorData::missing_required_client_capability(capabilities);
+                    error.message = format!(
+                        "tool {:?} failed for want of a client capability: {}",
+                        self.tool().id(),
+                        failed.unwrap_or_default()
+                    )
+                    .into();
+                    Err(error)
+                }
+            }
+        };
+        self.forwarding_events(settled).await
     }
 
     /// The retry of an `input_required` result for the pending call
@@ -474,10 +536,7 @@ impl Call {
     /// `notifications/progress` (when the client sent a progress token), and
     /// its log messages and custom chunks (`{"custom": chunk}`) as
     /// `notifications/message` (when the peer takes them).
-    async fn forwarding_events<F: Future<Output = CallToolResponse>>(
-        &self,
-        work: F,
-    ) -> CallToolResponse {
+    async fn forwarding_events<T, F: Future<Output = T>>(&self, work: F) -> T {
         if self.progress.is_none() && self.log.is_none() {
             return work.await;
         }

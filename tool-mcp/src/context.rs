@@ -46,6 +46,21 @@ pub trait Elicitor: Send + Sync + 'static {
         let _ = (prompt, max_tokens);
         Box::pin(async { Err("this client cannot be asked for a model's answer".to_owned()) })
     }
+
+    /// [`elicit`](Self::elicit), the question named `key` where questions
+    /// have names (the `inputRequests` of an `input_required` result, on
+    /// protocol 2026-07-28); by default the name is not used.
+    fn elicit_keyed(&self, key: &str, message: String, schema: Value) -> ElicitFuture<'_> {
+        let _ = key;
+        self.elicit(message, schema)
+    }
+
+    /// [`sample`](Self::sample), the question named `key` where questions
+    /// have names; by default the name is not used.
+    fn sample_keyed(&self, key: &str, prompt: String, max_tokens: u32) -> SampleFuture<'_> {
+        let _ = key;
+        self.sample(prompt, max_tokens)
+    }
 }
 
 /// The MCP side of a call: what a tool can ask the client that called it.
@@ -74,6 +89,8 @@ pub trait Elicitor: Send + Sync + 'static {
 #[derive(Clone)]
 pub struct McpContext {
     elicitor: Arc<dyn Elicitor>,
+    /// The name of the questions asked through this context, if it has one.
+    key: Option<String>,
 }
 
 impl fmt::Debug for McpContext {
@@ -87,6 +104,44 @@ impl McpContext {
     pub fn new(elicitor: impl Elicitor) -> Self {
         McpContext {
             elicitor: Arc::new(elicitor),
+            key: None,
+        }
+    }
+
+    /// This context, its questions named `key`: on protocol 2026-07-28 a
+    /// question is an entry of an `input_required` result's
+    /// `inputRequests`, under a key the client answers by (without one, the
+    /// `n`th unnamed question of a run is `elicit-n` or `sample-n`). Name a
+    /// question when a client looks for a known key; one name, one question.
+    ///
+    /// ```
+    /// use serde_json::{json, Value};
+    /// use tool_mcp::{ElicitFuture, Elicitation, Elicitor, McpContext};
+    ///
+    /// /// Answers by the question's name.
+    /// struct ByName;
+    /// impl Elicitor for ByName {
+    ///     fn elicit(&self, _message: String, _schema: Value) -> ElicitFuture<'_> {
+    ///         Box::pin(async { Ok(Elicitation::Declined) })
+    ///     }
+    ///     fn elicit_keyed(&self, key: &str, _message: String, _schema: Value) -> ElicitFuture<'_> {
+    ///         let answer = json!({ "name": key });
+    ///         Box::pin(async move { Ok(Elicitation::Accepted(answer)) })
+    ///     }
+    /// }
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let mcp = McpContext::new(ByName);
+    /// let schema = json!({ "type": "object", "properties": { "name": { "type": "string" } } });
+    /// let named = mcp.with_key("user_name").elicit("Your name?", schema.clone()).await.unwrap();
+    /// assert_eq!(named, Elicitation::Accepted(json!({ "name": "user_name" })));
+    /// assert_eq!(mcp.elicit("Your name?", schema).await.unwrap(), Elicitation::Declined);
+    /// # });
+    /// ```
+    pub fn with_key(&self, key: impl Into<String>) -> McpContext {
+        McpContext {
+            elicitor: Arc::clone(&self.elicitor),
+            key: Some(key.into()),
         }
     }
 
@@ -96,8 +151,11 @@ impl McpContext {
         message: impl Into<String>,
         schema: Value,
     ) -> Result<Elicitation, ToolError> {
-        self.elicitor
-            .elicit(message.into(), schema)
+        let asked = match &self.key {
+            Some(key) => self.elicitor.elicit_keyed(key, message.into(), schema),
+            None => self.elicitor.elicit(message.into(), schema),
+        };
+        asked
             .await
             .map_err(|reason| ToolError::new(format!("could not ask the user: {reason}")))
     }
@@ -131,8 +189,11 @@ impl McpContext {
         prompt: impl Into<String>,
         max_tokens: u32,
     ) -> Result<String, ToolError> {
-        self.elicitor
-            .sample(prompt.into(), max_tokens)
+        let asked = match &self.key {
+            Some(key) => self.elicitor.sample_keyed(key, prompt.into(), max_tokens),
+            None => self.elicitor.sample(prompt.into(), max_tokens),
+        };
+        asked
             .await
             .map_err(|reason| ToolError::new(format!("could not ask the client's model: {reason}")))
     }
@@ -157,12 +218,31 @@ impl McpContext {
 }
 
 /// `ctx.mcp()` on a tool's context: the MCP client that called the tool,
-/// when it can be asked for input (elicitation); `None` otherwise (another
-/// transport, or a client without forms): have a fallback, or suspend.
-/// In an MCP task, each question is one of the task's `inputRequests`,
-/// answered by the client's `tasks/update`; it waits on the instance that
-/// runs the task (a task rerun after its instance died has no `mcp()`):
-/// suspend for a question that must outlive it.
+/// when it can be asked for input (elicitation or sampling); `None`
+/// otherwise (another transport, or a client that declared neither): have
+/// a fallback, or suspend. Asking for what the client did not declare fails
+/// with an error that names it and the protocol.
+///
+/// How a question reaches the client depends on the protocol:
+///
+/// - Before 2026-07-28: a request of the server's (`elicitation/create`,
+///   `sampling/createMessage`) on the session; the tool waits for the answer.
+/// - 2026-07-28 (SEP-2322): the client takes no requests, so a question
+///   without an answer ends the `tools/call` with an `input_required`
+///   result carrying it (and every other question the run asked before it
+///   ended: ask several at once with `tokio::join!` to ask them in one
+///   round). The ask returns an error to the tool, and the call's abort
+///   signal fires: let the error end the run. The client's retry runs
+///   the tool **again from the start**, each question now answered (the
+///   answers of earlier rounds travel signed in the `requestState`): the
+///   tool's code before an ask runs once per round, so do side effects
+///   after the last question, or make them idempotent. A run that fails
+///   after asking for what the client did not declare is answered with
+///   `MissingRequiredClientCapability` (-32021) naming it.
+/// - In an MCP task, each question is one of the task's `inputRequests`,
+///   answered by the client's `tasks/update`; it waits on the instance that
+///   runs the task (a task rerun after its instance died has no `mcp()`):
+///   suspend for a question that must outlive it.
 ///
 /// ```
 /// use tool_core::{tool, ToolContext, ToolError};

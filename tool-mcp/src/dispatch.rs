@@ -4,6 +4,7 @@
 //! it. The retry of an `input_required` result is served alike in every
 //! generation.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use rmcp::ErrorData;
@@ -17,6 +18,7 @@ use super::call::{Call, PeerElicitor};
 use super::context::McpContext;
 use super::convert::ServedTool;
 use super::generation::{Elicit, Generation, Protocol};
+use super::input_rounds::Round;
 use super::logging::SessionLog;
 use super::shared::Shared;
 use super::task_input::TaskElicitor;
@@ -38,23 +40,36 @@ pub(crate) async fn call(
             None,
         ));
     };
-    let this = ToolsCall {
-        shared,
-        session,
-        name,
-        served,
-        context,
-        protocol,
-    };
+    // Answers to a running tool's questions (2026-07-28): those of the
+    // earlier rounds, carried by the state, before this retry's.
+    let mut given = BTreeMap::new();
     if let Some(state) = &request.request_state {
-        let responses = request.input_responses.unwrap_or_default();
-        return this.retried(state, responses).await;
+        if let Some(call_id) = shared.states.verify(name, state) {
+            let responses = request.input_responses.unwrap_or_default();
+            let this = ToolsCall::new(shared, session, name, served, context, protocol);
+            return this.answered(call_id, responses).await;
+        }
+        given = shared.states.verify_answers(name, state).ok_or_else(|| {
+            ErrorData::invalid_params(
+                format!(
+                    "requestState {state:?} does not name a call of tool {name:?} this server asked about: it was never issued, is for another tool, or expired"
+                ),
+                None,
+            )
+        })?;
     }
+    if protocol.modern {
+        for (key, answer) in request.input_responses.unwrap_or_default() {
+            given.entry(key).or_insert(answer);
+        }
+    }
+    let mut this = ToolsCall::new(shared, session, name, served, context, protocol);
+    this.given = given;
     let input = request.arguments.map_or(Value::Null, Value::Object);
     match protocol.generation {
         Generation::Handshake { declared_tasks } => this.handshake(input, declared_tasks).await,
         Generation::Stateless2026 => this.stateless_2026(input).await,
-        Generation::Sep2663 => Ok(this.sep2663(input).await),
+        Generation::Sep2663 => this.sep2663(input).await,
         Generation::Tasks2025 => Ok(this.tasks_2025(input).await),
     }
 }
@@ -67,9 +82,30 @@ struct ToolsCall<'a> {
     served: &'a Arc<ServedTool>,
     context: RequestContext<RoleServer>,
     protocol: Protocol,
+    /// The answers a running tool's questions got, by key (2026-07-28).
+    given: BTreeMap<String, Value>,
 }
 
-impl ToolsCall<'_> {
+impl<'a> ToolsCall<'a> {
+    fn new(
+        shared: &'a Shared,
+        session: &'a Arc<SessionLog>,
+        name: &'a str,
+        served: &'a Arc<ServedTool>,
+        context: RequestContext<RoleServer>,
+        protocol: Protocol,
+    ) -> Self {
+        ToolsCall {
+            shared,
+            session,
+            name,
+            served,
+            context,
+            protocol,
+            given: BTreeMap::new(),
+        }
+    }
+
     /// [`Generation::Handshake`]: the request waits; the tool may ask the
     /// client's user, or its model, with requests on the session.
     async fn handshake(
@@ -98,22 +134,44 @@ impl ToolsCall<'_> {
     }
 
     /// [`Generation::Stateless2026`]: the request waits; its client takes
-    /// no requests, so the tool cannot ask it (a pause becomes an
-    /// `input_required` result).
+    /// no requests, so a pause, or a question of the tool's, becomes an
+    /// `input_required` result.
     async fn stateless_2026(&self, input: Value) -> Result<CallToolResponse, ErrorData> {
         let call = self.call(tasks::new_call_id(false));
         let tool_call = self.tool_call(&call, input);
         if self.task_required() {
             return Err(tasks_extension_required());
         }
-        Ok(waited(&call, tool_call).await)
+        self.waited_in_rounds(&call, tool_call).await
+    }
+
+    /// Runs `tool_call` and waits for its outcome; on 2026-07-28 the tool
+    /// may ask its client, each question ending the request with an
+    /// `input_required` result, its retry running the tool again with the
+    /// answers (`input_rounds.rs`); before, with requests on the session.
+    async fn waited_in_rounds(
+        &self,
+        call: &Call,
+        tool_call: ToolCall,
+    ) -> Result<CallToolResponse, ErrorData> {
+        if !self.protocol.modern {
+            return Ok(waited(call, self.peer_asks(tool_call, call)).await);
+        }
+        let round = Round::new(self.given.clone(), self.protocol.asks);
+        let tool_call = tool_call.with_extension(McpContext::new(round.elicitor()));
+        let runtime = call.runtime.clone();
+        call.run_round(
+            Box::pin(async move { runtime.call(tool_call).await }),
+            &round,
+        )
+        .await
     }
 
     /// [`Generation::Sep2663`]: a deferred background tool's call is a
     /// task, whose questions wait for `tasks/update`; any other call is
     /// waited for (a background one becomes a task once its client
     /// answered a question on the way).
-    async fn sep2663(&self, input: Value) -> CallToolResponse {
+    async fn sep2663(&self, input: Value) -> Result<CallToolResponse, ErrorData> {
         let background = self.background();
         let call = self.call(tasks::new_call_id(background.is_some()));
         let tool_call = self.tool_call(&call, input);
@@ -126,13 +184,12 @@ impl ToolsCall<'_> {
                 forms: call.elicit != Elicit::Unsupported,
                 sampling: self.protocol.sampling,
             };
-            return started(&call, tool_call.with_extension(McpContext::new(asker))).await;
+            return Ok(started(&call, tool_call.with_extension(McpContext::new(asker))).await);
         }
-        let tool_call = self.peer_asks(tool_call, &call);
         if as_task {
-            started(&call, tool_call).await
+            Ok(started(&call, self.peer_asks(tool_call, &call)).await)
         } else {
-            waited(&call, tool_call).await
+            self.waited_in_rounds(&call, tool_call).await
         }
     }
 
@@ -150,23 +207,14 @@ impl ToolsCall<'_> {
         }
     }
 
-    /// The retry of an `input_required` result: `state` names the pending
-    /// call, signed by a server with this key; `responses` carry the user's
-    /// answer.
-    async fn retried(
+    /// The retry of an `input_required` result about the pending call
+    /// `call_id` (its state signed by a server with this key): `responses`
+    /// carry the user's answer.
+    async fn answered(
         &self,
-        state: &str,
+        call_id: String,
         responses: InputResponses,
     ) -> Result<CallToolResponse, ErrorData> {
-        let name = self.name;
-        let call_id = self.shared.states.verify(name, state).ok_or_else(|| {
-            ErrorData::invalid_params(
-                format!(
-                    "requestState {state:?} does not name a call of tool {name:?} this server asked about: it was never issued, is for another tool, or expired"
-                ),
-                None,
-            )
-        })?;
         let call = self.call(call_id);
         tracing::debug!(call_id = %call.call_id, "MCP input responses for a pending call");
         call.answered(responses).await

@@ -10,6 +10,7 @@ use rmcp::model::ProtocolVersion;
 use rmcp::service::{RequestContext, RoleServer};
 
 use super::compat_2025;
+use super::input_rounds::Asks;
 
 /// How one `tools/call` is served: its generation, and what its client can
 /// be asked.
@@ -25,6 +26,10 @@ pub(crate) struct Protocol {
     /// The client's model can be asked (`sampling/createMessage`): a client
     /// before 2026-07-28 that declared sampling.
     pub(crate) sampling: bool,
+    /// What the client declared it can be asked, and whether this server
+    /// asks users: a running tool's questions on 2026-07-28 (SEP-2322's
+    /// `input_required` rounds, `input_rounds.rs`).
+    pub(crate) asks: Asks,
 }
 
 /// The generation of MCP a `tools/call` is served under.
@@ -109,12 +114,20 @@ impl Protocol {
             (true, false) => Elicit::Request,
             (true, true) => Elicit::InputRequired,
         };
+        let declared_sampling = capabilities
+            .as_ref()
+            .is_some_and(|caps| caps.sampling.is_some());
         Protocol {
             generation,
             modern,
             elicit,
-            // Sampling is not part of the 2026-07-28 protocol.
-            sampling: !modern && capabilities.is_some_and(|caps| caps.sampling.is_some()),
+            // A request of the server's: not part of the 2026-07-28 protocol.
+            sampling: !modern && declared_sampling,
+            asks: Asks {
+                server_elicits: elicitation,
+                forms,
+                sampling: declared_sampling,
+            },
         }
     }
 

@@ -46,6 +46,11 @@ mod error;
 mod generation;
 mod http;
 mod inbound;
+#[allow(
+    deprecated,
+    reason = "MCP sampling in a tool's questions (SEP-2577 deprecates sampling; SEP-2322's input rounds carry it)"
+)]
+mod input_rounds;
 mod logging;
 mod request_state;
 mod resumption;

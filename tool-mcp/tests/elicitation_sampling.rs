@@ -6,6 +6,7 @@
 mod common;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rmcp::ServiceError;
 use rmcp::model::{CallToolRequestParams, CallToolResponse, ElicitResult, ElicitationAction};
@@ -299,22 +300,291 @@ async fn a_running_tool_asks_the_user_through_its_context() {
         .unwrap();
     assert_eq!(text(&declined), "LH456: the user did not pick a seat");
 
-    // A client that cannot show forms (and the stateless protocol, which has
-    // no server-to-client requests): the tool gets no MCP context.
-    for (client_handler, modern) in [
-        (TestClient::default(), false),
-        (TestClient::default(), true),
-    ] {
-        let client = connect(runtime(), client_handler, modern).await;
-        let result = call(&client, "pick-seat", json!({ "flight": "AF123" }))
-            .await
-            .unwrap();
-        assert_eq!(
-            text(&result),
-            "AF123: nobody to ask, seat unassigned",
-            "modern: {modern}"
+    // A client before 2026-07-28 that cannot show forms: the tool gets no
+    // MCP context. (On 2026-07-28 it always gets one: see
+    // `a_2026_client_without_the_capability_gets_an_error_naming_it`.)
+    let client = connect(runtime(), TestClient::default(), false).await;
+    let result = call(&client, "pick-seat", json!({ "flight": "AF123" }))
+        .await
+        .unwrap();
+    assert_eq!(text(&result), "AF123: nobody to ask, seat unassigned");
+}
+
+// --- asking on 2026-07-28: input_required rounds (SEP-2322) -----------------
+
+/// The first point: a foreground tool that elicits or samples works
+/// with a 2026-07-28 client that declared the capability. rmcp's client
+/// answers each `input_required` result through its handler and retries.
+#[tokio::test]
+async fn a_running_tool_asks_its_2026_client_through_input_required_rounds() {
+    let client_handler = TestClient::answering(|message, _schema| {
+        assert_eq!(message, "Which seat on AF123?");
+        accept(json!({ "seat": "12A", "window": true }))
+    });
+    let asked = Arc::clone(&client_handler.asked);
+    let client = connect(runtime(), client_handler, true).await;
+    let picked = call(&client, "pick-seat", json!({ "flight": "AF123" }))
+        .await
+        .unwrap();
+    assert_eq!(text(&picked), "AF123: seat 12A (window)");
+    assert_eq!(asked.lock().unwrap().len(), 1);
+
+    let sampling = TestClient {
+        sampling: true,
+        ..TestClient::default()
+    };
+    let runtime = Runtime::builder().tool(AskModelTool).build().unwrap();
+    let client = connect(runtime, sampling, true).await;
+    let answered = call(&client, "ask_model", json!({ "question": "ready?" }))
+        .await
+        .unwrap();
+    assert_eq!(text(&answered), "echo: ready?", "{answered:?}");
+}
+
+/// The "where a client truly lacks the capability": the error says
+/// what is missing (`requiredCapabilities`) and on which protocol, not that
+/// the client cannot be asked at all.
+#[tokio::test]
+async fn a_2026_client_without_the_capability_gets_an_error_naming_it() {
+    let cases = [
+        (
+            runtime(),
+            "pick-seat",
+            json!({ "flight": "AF123" }),
+            "elicitation",
+            "form elicitation",
+        ),
+        (
+            Runtime::builder().tool(AskModelTool).build().unwrap(),
+            "ask_model",
+            json!({ "question": "ready?" }),
+            "sampling",
+            "sampling",
+        ),
+    ];
+    for (runtime, tool, arguments, capability, named) in cases {
+        let client = connect(runtime, TestClient::default(), true).await;
+        let refused = call(&client, tool, arguments).await.unwrap_err();
+        let ServiceError::McpError(error) = refused else {
+            panic!("expected a JSON-RPC error, got {refused:?}")
+        };
+        assert_eq!(error.code.0, -32021, "{error:?}");
+        let required = &error.data.as_ref().unwrap()["requiredCapabilities"];
+        assert!(required.get(capability).is_some(), "{tool}: {required}");
+        assert!(
+            error.message.contains(named) && error.message.contains("protocol 2026-07-28"),
+            "{tool}: {}",
+            error.message
         );
     }
+}
+
+/// A tool that asks who travels, then a seat and its model's tip at once,
+/// counting its runs.
+fn plan_trip(runs: Arc<AtomicUsize>) -> Tool {
+    let form = |property: &str| {
+        json!({
+            "type": "object",
+            "properties": { property: { "type": "string" } },
+            "required": [property]
+        })
+    };
+    Tool::builder("plan-trip")
+        .description("Plans a trip, asking who travels, a seat and a tip")
+        .execute(move |input, ctx| {
+            let runs = Arc::clone(&runs);
+            async move {
+                runs.fetch_add(1, Ordering::SeqCst);
+                let mcp = ctx.mcp().ok_or_else(|| ToolError::new("no MCP client"))?;
+                let who = mcp.with_key("who");
+                let name = match who.elicit("Who travels?", form("name")).await? {
+                    Elicitation::Accepted(content) => content["name"].as_str().unwrap().to_owned(),
+                    _ => "nobody".to_owned(),
+                };
+                let city = input["city"].as_str().unwrap_or("nowhere").to_owned();
+                let (seat, tip) = tokio::join!(
+                    mcp.elicit(format!("Which seat for {name}?"), form("seat")),
+                    mcp.sample(format!("A tip for {city}"), 50)
+                );
+                let seat = match seat? {
+                    Elicitation::Accepted(content) => content["seat"].as_str().unwrap().to_owned(),
+                    _ => "any".to_owned(),
+                };
+                Ok::<_, ToolError>(json!(format!("{name} in {city}: seat {seat}, {}", tip?)))
+            }
+        })
+        .build()
+        .unwrap()
+}
+
+/// SEP-2322's rounds, driven by hand: each question without an answer ends
+/// the call with an `input_required` result (questions asked at once in one
+/// round), the retry runs the tool again from the start with the answers,
+/// those of the earlier rounds carried by a signed `requestState`; a
+/// tampered state, or an answer of the wrong shape, is an error naming it;
+/// answers nobody asked for are ignored.
+#[tokio::test]
+async fn a_2026_tool_runs_again_each_round_with_the_answers_its_state_carries() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let runtime = Runtime::builder()
+        .tool(plan_trip(Arc::clone(&runs)))
+        .build()
+        .unwrap();
+    let client_handler = TestClient {
+        sampling: true,
+        ..TestClient::answering(|_, _| accept(json!({})))
+    };
+    let client = connect(runtime, client_handler, true).await;
+    let request = |responses: Value, state: Option<&str>| {
+        let mut params = CallToolRequestParams::new("plan-trip")
+            .with_arguments(json!({ "city": "Lisbon" }).as_object().unwrap().clone());
+        if let Value::Object(responses) = responses {
+            params = params.with_input_responses(responses.into_iter().collect());
+        }
+        if let Some(state) = state {
+            params = params.with_request_state(state.to_owned());
+        }
+        params
+    };
+    let asked = |response: CallToolResponse| match response {
+        CallToolResponse::InputRequired(asked) => {
+            let requests = serde_json::to_value(asked.input_requests.unwrap()).unwrap();
+            (requests, asked.request_state.expect("a request state"))
+        }
+        other => panic!("expected input_required, got {other:?}"),
+    };
+
+    // Round 1: who travels.
+    let (requests, first) = asked(
+        client
+            .call_tool_once(request(Value::Null, None))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(requests.as_object().unwrap().len(), 1, "{requests}");
+    assert_eq!(requests["who"]["method"], "elicitation/create");
+    assert_eq!(requests["who"]["params"]["message"], "Who travels?");
+
+    // Round 2: the seat and the tip, asked at once.
+    let who = json!({ "who": { "action": "accept", "content": { "name": "Ada" } } });
+    let (requests, second) = asked(
+        client
+            .call_tool_once(request(who.clone(), Some(&first)))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(requests.as_object().unwrap().len(), 2, "{requests}");
+    assert_eq!(
+        requests["elicit-1"]["params"]["message"],
+        "Which seat for Ada?"
+    );
+    assert_eq!(requests["sample-2"]["method"], "sampling/createMessage");
+    assert_ne!(second, first);
+
+    // A tampered state is refused before the tool runs.
+    let tampered = format!("{second}-TAMPERED");
+    let refused = client
+        .call_tool_once(request(json!({}), Some(&tampered)))
+        .await
+        .unwrap_err();
+    let ServiceError::McpError(error) = refused else {
+        panic!("expected a JSON-RPC error, got {refused:?}")
+    };
+    assert_eq!(error.code.0, -32602, "{error:?}");
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+
+    // Round 3: the answers of round 2 only (`who` travels in the state),
+    // with one nobody asked for.
+    let answers = json!({
+        "elicit-1": { "action": "accept", "content": { "seat": "12A" } },
+        "sample-2": {
+            "role": "assistant",
+            "content": { "type": "text", "text": "eat pasteis" },
+            "model": "test-model"
+        },
+        "unasked": { "action": "accept", "content": {} }
+    });
+    let done = client
+        .call_tool_once(request(answers, Some(&second)))
+        .await
+        .unwrap();
+    let CallToolResponse::Complete(done) = done else {
+        panic!("expected a result, got {done:?}")
+    };
+    assert_eq!(text(&done), "Ada in Lisbon: seat 12A, eat pasteis");
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        3,
+        "the tool ran once per round"
+    );
+
+    // An answer of the wrong shape: an error naming its key and the shape.
+    let refused = client
+        .call_tool_once(request(json!({ "who": 12345 }), None))
+        .await
+        .unwrap_err();
+    let ServiceError::McpError(error) = refused else {
+        panic!("expected a JSON-RPC error, got {refused:?}")
+    };
+    assert_eq!(error.code.0, -32602, "{error:?}");
+    assert!(
+        error.message.contains("inputResponses[\"who\"]")
+            && error.message.contains("an elicitation result"),
+        "{}",
+        error.message
+    );
+}
+
+/// The same rounds over streamable HTTP, with raw requests as a 2026-07-28
+/// client sends them (`_meta` on each request, no session).
+#[tokio::test]
+async fn a_2026_tool_asks_over_streamable_http_and_its_retry_completes() {
+    let server = McpServer::new(runtime())
+        .serve_http(tool_mcp::HttpOptions::new(([127, 0, 0, 1], 0).into()))
+        .await
+        .unwrap();
+    let (addr, host) = (server.local_addr(), server.local_addr().to_string());
+    let headers = [
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "tools/call"),
+        ("Mcp-Name", "pick-seat"),
+    ];
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": { "name": "raw", "version": "0" },
+        "io.modelcontextprotocol/clientCapabilities": { "elicitation": { "form": {} } }
+    });
+    let first = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": { "name": "pick-seat", "arguments": { "flight": "AF123" }, "_meta": meta }
+    });
+    let (status, _, message) = common::http::post(addr, &host, &headers, first).await;
+    assert!(status.contains("200"), "{status}");
+    let result = &message.expect("a response")["result"];
+    assert_eq!(result["resultType"], "input_required", "{result}");
+    let question = &result["inputRequests"]["elicit-1"];
+    assert_eq!(question["method"], "elicitation/create", "{result}");
+    assert_eq!(question["params"]["message"], "Which seat on AF123?");
+    let retry = json!({
+        "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {
+            "name": "pick-seat",
+            "arguments": { "flight": "AF123" },
+            "inputResponses": {
+                "elicit-1": { "action": "accept", "content": { "seat": "3C", "window": false } }
+            },
+            "requestState": result["requestState"],
+            "_meta": meta
+        }
+    });
+    let (status, _, message) = common::http::post(addr, &host, &headers, retry).await;
+    assert!(status.contains("200"), "{status}");
+    let result = &message.expect("a response")["result"];
+    assert_eq!(
+        result["content"][0]["text"], "AF123: seat 3C (aisle)",
+        "{result}"
+    );
+    server.shutdown();
 }
 
 #[tokio::test]
