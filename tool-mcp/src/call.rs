@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use tool_core::{ErrorKind, Tool};
 
-use super::context::{ElicitFuture, Elicitation, Elicitor, SampleFuture};
+use super::context::{ElicitFuture, Elicitation, Elicitor, RootsFuture, SampleFuture};
 use super::request_state::RequestStates;
 use tool_runtime::{CallOutcome, CallState};
 
@@ -658,30 +658,52 @@ async fn ask(
 }
 
 /// What a running tool asks its MCP client (`ToolContext::mcp`): forms sent
-/// as `elicitation/create` requests, and prompts for its model as
-/// `sampling/createMessage`, on the call's connection, as far as the client
-/// declared it takes them.
+/// as `elicitation/create` requests, prompts for its model as
+/// `sampling/createMessage`, and its roots as `roots/list`, on the call's
+/// connection, as far as the client declared it takes them.
 pub(crate) struct PeerElicitor {
     peer: Peer<RoleServer>,
     ct: CancellationToken,
     call_id: String,
     forms: bool,
     sampling: bool,
+    roots: bool,
 }
 
 impl PeerElicitor {
-    pub(crate) fn new(call: &Call, sampling: bool) -> Self {
+    pub(crate) fn new(call: &Call, sampling: bool, roots: bool) -> Self {
         PeerElicitor {
             peer: call.peer.clone(),
             ct: call.ct.clone(),
             call_id: call.call_id.clone(),
             forms: call.elicit == Elicit::Request,
             sampling,
+            roots,
         }
     }
 }
 
 impl Elicitor for PeerElicitor {
+    #[allow(
+        deprecated,
+        reason = "MCP roots (SEP-2577 deprecates them; older peers use them)"
+    )]
+    fn roots(&self) -> RootsFuture<'_> {
+        Box::pin(async move {
+            if !self.roots {
+                return Err("the client did not declare roots".to_owned());
+            }
+            let listed = tokio::select! {
+                listed = self.peer.list_roots() => listed.map_err(|e| {
+                    tracing::warn!(call_id = %self.call_id, error = %e, "roots/list failed");
+                    format!("the client did not list its roots: {e}")
+                })?,
+                () = self.ct.cancelled() => return Err("the request was cancelled".to_owned()),
+            };
+            Ok(convert::listed_roots(&listed))
+        })
+    }
+
     #[allow(
         deprecated,
         reason = "MCP sampling (SEP-2577 deprecates it; older peers use it)"

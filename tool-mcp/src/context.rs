@@ -33,6 +33,35 @@ pub type ElicitFuture<'a> = Pin<Box<dyn Future<Output = Result<Elicitation, Stri
 /// The future of [`Elicitor::sample`]: the model's text, or why there is none.
 pub type SampleFuture<'a> = Pin<Box<dyn Future<Output = Result<String, String>> + Send + 'a>>;
 
+/// The future of [`Elicitor::roots`]: the client's roots, or why there are none.
+pub type RootsFuture<'a> = Pin<Box<dyn Future<Output = Result<Vec<Root>, String>> + Send + 'a>>;
+
+/// One of the client's roots (MCP `roots/list`): a place, by URI (most
+/// often `file://`), the client lets servers work in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Root {
+    /// Where it is.
+    pub uri: String,
+    /// What the client calls it, if it named it.
+    pub name: Option<String>,
+}
+
+impl Root {
+    /// A root at `uri`, named `name` if given.
+    ///
+    /// ```
+    /// let root = tool_mcp::Root::new("file:///work", Some("Work".to_owned()));
+    /// assert_eq!(root.uri, "file:///work");
+    /// ```
+    pub fn new(uri: impl Into<String>, name: Option<String>) -> Self {
+        Root {
+            uri: uri.into(),
+            name,
+        }
+    }
+}
+
 /// Asks the client that called a tool: implemented by the MCP server (and
 /// by tests), with what the client supports.
 pub trait Elicitor: Send + Sync + 'static {
@@ -45,6 +74,19 @@ pub trait Elicitor: Send + Sync + 'static {
     fn sample(&self, prompt: String, max_tokens: u32) -> SampleFuture<'_> {
         let _ = (prompt, max_tokens);
         Box::pin(async { Err("this client cannot be asked for a model's answer".to_owned()) })
+    }
+
+    /// Asks the client for its roots (MCP `roots/list`, for a client that
+    /// declares roots); by default, this host cannot.
+    fn roots(&self) -> RootsFuture<'_> {
+        Box::pin(async { Err("this client cannot be asked for its roots".to_owned()) })
+    }
+
+    /// [`roots`](Self::roots), the question named `key` where questions
+    /// have names; by default the name is not used.
+    fn roots_keyed(&self, key: &str) -> RootsFuture<'_> {
+        let _ = key;
+        self.roots()
     }
 
     /// [`elicit`](Self::elicit), the question named `key` where questions
@@ -198,6 +240,39 @@ impl McpContext {
             .map_err(|reason| ToolError::new(format!("could not ask the client's model: {reason}")))
     }
 
+    /// Asks the client for its roots (MCP `roots/list`, for a client that
+    /// declares roots): the places it lets servers work in.
+    ///
+    /// ```
+    /// use serde_json::Value;
+    /// use tool_mcp::{ElicitFuture, Elicitor, McpContext, Root, RootsFuture};
+    ///
+    /// /// A client that works in one directory.
+    /// struct OneRoot;
+    /// impl Elicitor for OneRoot {
+    ///     fn elicit(&self, _message: String, _schema: Value) -> ElicitFuture<'_> {
+    ///         Box::pin(async { Err("no forms here".to_owned()) })
+    ///     }
+    ///     fn roots(&self) -> RootsFuture<'_> {
+    ///         Box::pin(async { Ok(vec![Root::new("file:///work", None)]) })
+    ///     }
+    /// }
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let roots = McpContext::new(OneRoot).roots().await.unwrap();
+    /// assert_eq!(roots, [Root::new("file:///work", None)]);
+    /// # });
+    /// ```
+    pub async fn roots(&self) -> Result<Vec<Root>, ToolError> {
+        let asked = match &self.key {
+            Some(key) => self.elicitor.roots_keyed(key),
+            None => self.elicitor.roots(),
+        };
+        asked
+            .await
+            .map_err(|reason| ToolError::new(format!("could not ask the client's roots: {reason}")))
+    }
+
     /// Asks the user for a `T`, the form derived from its schema: `Some`
     /// when they answered, `None` when they declined or dismissed the form.
     pub async fn elicit_as<T: DeserializeOwned + JsonSchema + 'static>(
@@ -218,15 +293,17 @@ impl McpContext {
 }
 
 /// `ctx.mcp()` on a tool's context: the MCP client that called the tool,
-/// when it can be asked for input (elicitation or sampling); `None`
-/// otherwise (another transport, or a client that declared neither): have
+/// when it can be asked for input (elicitation, sampling or its roots);
+/// `None` otherwise (another transport, or a client before 2026-07-28 that
+/// declared none of them): have
 /// a fallback, or suspend. Asking for what the client did not declare fails
 /// with an error that names it and the protocol.
 ///
 /// How a question reaches the client depends on the protocol:
 ///
 /// - Before 2026-07-28: a request of the server's (`elicitation/create`,
-///   `sampling/createMessage`) on the session; the tool waits for the answer.
+///   `sampling/createMessage`, `roots/list`) on the session; the tool waits
+///   for the answer.
 /// - 2026-07-28 (SEP-2322): the client takes no requests, so a question
 ///   without an answer ends the `tools/call` with an `input_required`
 ///   result carrying it (and every other question the run asked before it

@@ -560,6 +560,19 @@ pub(crate) fn local_id(prefix: &str, name: &str) -> String {
         .collect()
 }
 
+/// The roots a client listed, as a tool reads them.
+#[allow(
+    deprecated,
+    reason = "MCP roots (SEP-2577 deprecates them; older peers and SEP-2322's rounds use them)"
+)]
+pub(crate) fn listed_roots(listed: &rmcp::model::ListRootsResult) -> Vec<super::context::Root> {
+    listed
+        .roots
+        .iter()
+        .map(|root| super::context::Root::new(root.uri.clone(), root.name.clone()))
+        .collect()
+}
+
 /// The text of the client's model's answer to `sampling/createMessage`, its
 /// text parts joined.
 #[allow(

@@ -176,13 +176,15 @@ impl<'a> ToolsCall<'a> {
         let call = self.call(tasks::new_call_id(background.is_some()));
         let tool_call = self.tool_call(&call, input);
         let as_task = deferred(background);
-        if as_task && (call.elicit != Elicit::Unsupported || self.protocol.sampling) {
+        let roots = self.protocol.asks.roots;
+        if as_task && (call.elicit != Elicit::Unsupported || self.protocol.sampling || roots) {
             // A task's questions wait for `tasks/update` (no request is open).
             let asker = TaskElicitor {
                 inputs: self.shared.inputs.clone(),
                 task_id: call.call_id.clone(),
                 forms: call.elicit != Elicit::Unsupported,
                 sampling: self.protocol.sampling,
+                roots,
             };
             return Ok(started(&call, tool_call.with_extension(McpContext::new(asker))).await);
         }
@@ -251,13 +253,13 @@ impl<'a> ToolsCall<'a> {
         ToolCall::new(call.call_id.clone(), self.name, input).with_request_context(request_context)
     }
 
-    /// `tool_call`, letting the tool ask this client's user, or its model
-    /// (`ToolContext::mcp`), with requests on the session, as far as the
-    /// client takes them.
+    /// `tool_call`, letting the tool ask this client's user, its model or
+    /// its roots (`ToolContext::mcp`), with requests on the session, as far
+    /// as the client takes them.
     fn peer_asks(&self, tool_call: ToolCall, call: &Call) -> ToolCall {
-        let sampling = self.protocol.sampling;
-        if call.elicit == Elicit::Request || sampling {
-            tool_call.with_extension(McpContext::new(PeerElicitor::new(call, sampling)))
+        let (sampling, roots) = (self.protocol.sampling, self.protocol.roots);
+        if call.elicit == Elicit::Request || sampling || roots {
+            tool_call.with_extension(McpContext::new(PeerElicitor::new(call, sampling, roots)))
         } else {
             tool_call
         }

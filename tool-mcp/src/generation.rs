@@ -26,6 +26,9 @@ pub(crate) struct Protocol {
     /// The client's model can be asked (`sampling/createMessage`): a client
     /// before 2026-07-28 that declared sampling.
     pub(crate) sampling: bool,
+    /// The client's roots can be asked with a request (`roots/list`): a
+    /// client before 2026-07-28 that declared roots.
+    pub(crate) roots: bool,
     /// What the client declared it can be asked, and whether this server
     /// asks users: a running tool's questions on 2026-07-28 (SEP-2322's
     /// `input_required` rounds, `input_rounds.rs`).
@@ -117,16 +120,21 @@ impl Protocol {
         let declared_sampling = capabilities
             .as_ref()
             .is_some_and(|caps| caps.sampling.is_some());
+        let declared_roots = capabilities
+            .as_ref()
+            .is_some_and(|caps| caps.roots.is_some());
         Protocol {
             generation,
             modern,
             elicit,
-            // A request of the server's: not part of the 2026-07-28 protocol.
+            // Requests of the server's: not part of the 2026-07-28 protocol.
             sampling: !modern && declared_sampling,
+            roots: !modern && declared_roots,
             asks: Asks {
                 server_elicits: elicitation,
                 forms,
                 sampling: declared_sampling,
+                roots: declared_roots,
             },
         }
     }

@@ -1,8 +1,8 @@
 //! A running tool's own questions on protocol 2026-07-28 (SEP-2322): the
 //! client takes no requests of the server's, so a question the tool asks
 //! through [`McpContext`](super::McpContext) ends the `tools/call` with an
-//! `input_required` result carrying it (`elicitation/create` or
-//! `sampling/createMessage`), and the client's retry (`inputResponses`,
+//! `input_required` result carrying it (`elicitation/create`,
+//! `sampling/createMessage` or `roots/list`), and the client's retry (`inputResponses`,
 //! with the `requestState`) runs the tool again from the start: each
 //! question it asks again, under the same key, now has its answer.
 //!
@@ -17,12 +17,13 @@ use std::sync::{Arc, Mutex, PoisonError};
 use rmcp::model::{
     ClientCapabilities, CreateMessageRequest, CreateMessageRequestParams, CreateMessageResult,
     ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationCapability,
-    FormElicitationCapability, InputRequest, InputRequests, SamplingMessage,
+    FormElicitationCapability, InputRequest, InputRequests, ListRootsRequest, ListRootsResult,
+    RootsCapabilities, SamplingMessage,
 };
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::context::{ElicitFuture, Elicitation, Elicitor, SampleFuture};
+use super::context::{ElicitFuture, Elicitation, Elicitor, Root, RootsFuture, SampleFuture};
 use super::convert;
 use super::elicit::{self, Answer};
 
@@ -36,6 +37,8 @@ pub(crate) struct Asks {
     pub(crate) forms: bool,
     /// The client declared sampling.
     pub(crate) sampling: bool,
+    /// The client declared roots.
+    pub(crate) roots: bool,
 }
 
 /// One run of a tool on behalf of one `tools/call` of 2026-07-28: the
@@ -306,7 +309,38 @@ impl RoundElicitor {
     }
 }
 
+impl RoundElicitor {
+    async fn roots_under(&self, key: Option<&str>) -> Result<Vec<Root>, String> {
+        if !self.round.inner.asks.roots {
+            let mut missing = ClientCapabilities::default();
+            missing.roots = Some(RootsCapabilities::default());
+            return Err(self.round.missing(missing, "roots (`roots`)"));
+        }
+        let key = self.round.key(key, "roots");
+        match self
+            .round
+            .answer::<ListRootsResult>(&key, "a roots result (ListRootsResult)")
+        {
+            Some(Ok(listed)) => Ok(convert::listed_roots(&listed)),
+            Some(Err(why)) => Err(why),
+            None => {
+                let request = InputRequest::ListRoots(ListRootsRequest::default());
+                Err(self.round.ask(key, request).await)
+            }
+        }
+    }
+}
+
 impl Elicitor for RoundElicitor {
+    fn roots(&self) -> RootsFuture<'_> {
+        Box::pin(self.roots_under(None))
+    }
+
+    fn roots_keyed(&self, key: &str) -> RootsFuture<'_> {
+        let key = key.to_owned();
+        Box::pin(async move { self.roots_under(Some(&key)).await })
+    }
+
     fn elicit(&self, message: String, schema: Value) -> ElicitFuture<'_> {
         Box::pin(self.elicit_under(None, message, schema))
     }

@@ -66,7 +66,10 @@ mod tasks;
 
 pub use call::PENDING_META;
 pub use client::McpClient;
-pub use context::{ElicitFuture, Elicitation, Elicitor, McpContext, McpToolContext, SampleFuture};
+pub use context::{
+    ElicitFuture, Elicitation, Elicitor, McpContext, McpToolContext, Root, RootsFuture,
+    SampleFuture,
+};
 pub use convert::{OUTPUT_WRAPPER, STRICT_META};
 pub use error::McpError;
 pub use http::{HttpOptions, HttpServer};

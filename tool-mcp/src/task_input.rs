@@ -18,12 +18,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 use rmcp::model::{
     CreateMessageRequest, CreateMessageRequestParams, CreateMessageResult, ElicitRequest,
     ElicitRequestParams, ElicitResult, ElicitationAction, InputRequest, InputRequests,
-    SamplingMessage,
+    ListRootsRequest, ListRootsResult, SamplingMessage,
 };
 use serde_json::Value;
 use tokio::sync::oneshot;
 
-use super::context::{ElicitFuture, Elicitation, Elicitor, SampleFuture};
+use super::context::{ElicitFuture, Elicitation, Elicitor, RootsFuture, SampleFuture};
 use super::convert;
 use super::elicit::{self, Answer};
 
@@ -34,6 +34,8 @@ enum Expect {
     Elicitation,
     /// A `CreateMessageResult`.
     Sampling,
+    /// A `ListRootsResult`.
+    Roots,
 }
 
 impl Expect {
@@ -41,6 +43,7 @@ impl Expect {
         match self {
             Expect::Elicitation => "an elicitation result ({\"action\": ..., \"content\": ...})",
             Expect::Sampling => "a sampling result (CreateMessageResult)",
+            Expect::Roots => "a roots result (ListRootsResult)",
         }
     }
 
@@ -51,6 +54,7 @@ impl Expect {
             Expect::Sampling => {
                 serde_json::from_value::<CreateMessageResult>(answer.clone()).map(drop)
             }
+            Expect::Roots => serde_json::from_value::<ListRootsResult>(answer.clone()).map(drop),
         };
         checked.map_err(|e| e.to_string())
     }
@@ -145,6 +149,7 @@ impl TaskInputs {
             match expect {
                 Expect::Elicitation => "elicit",
                 Expect::Sampling => "sample",
+                Expect::Roots => "roots",
             }
         );
         let (answer, answered) = oneshot::channel();
@@ -201,6 +206,8 @@ pub(crate) struct TaskElicitor {
     pub(crate) forms: bool,
     /// The client declared sampling.
     pub(crate) sampling: bool,
+    /// The client declared roots.
+    pub(crate) roots: bool,
 }
 
 impl TaskElicitor {
@@ -214,6 +221,19 @@ impl TaskElicitor {
 }
 
 impl Elicitor for TaskElicitor {
+    fn roots(&self) -> RootsFuture<'_> {
+        Box::pin(async move {
+            if !self.roots {
+                return Err("the client did not declare roots".to_owned());
+            }
+            let request = InputRequest::ListRoots(ListRootsRequest::default());
+            let answer = self.wait(request, Expect::Roots).await?;
+            let listed: ListRootsResult =
+                serde_json::from_value(answer).map_err(|e| format!("a bad answer: {e}"))?;
+            Ok(convert::listed_roots(&listed))
+        })
+    }
+
     fn elicit(&self, message: String, schema: Value) -> ElicitFuture<'_> {
         Box::pin(async move {
             let form = elicit::tool_form_for(self.forms, message, &schema)?;

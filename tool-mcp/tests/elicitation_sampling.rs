@@ -54,6 +54,59 @@ async fn a_tool_asks_the_clients_model_when_the_client_declares_sampling() {
     assert_eq!(result.is_error, Some(true), "{result:?}");
 }
 
+/// Lists the client's roots
+#[tool]
+pub async fn where_to_work(ctx: ToolContext) -> Result<String, ToolError> {
+    let mcp = ctx.mcp().ok_or_else(|| ToolError::new("no MCP client"))?;
+    let roots = mcp.roots().await?;
+    let named = |root: &tool_mcp::Root| {
+        format!(
+            "{} ({})",
+            root.uri,
+            root.name.as_deref().unwrap_or("unnamed")
+        )
+    };
+    Ok(roots.iter().map(named).collect::<Vec<_>>().join(", "))
+}
+
+/// A tool asks the client's roots (`ctx.mcp().roots()`): with a
+/// `roots/list` request before 2026-07-28, in an `input_required` round on
+/// 2026-07-28; a 2026-07-28 client that did not declare roots gets an
+/// error naming them.
+#[tokio::test]
+async fn a_tool_asks_the_clients_roots_on_either_protocol() {
+    let runtime = || Runtime::builder().tool(WhereToWorkTool).build().unwrap();
+    for modern in [false, true] {
+        let roots = TestClient {
+            roots: true,
+            ..TestClient::default()
+        };
+        let client = connect(runtime(), roots, modern).await;
+        let listed = call(&client, "where_to_work", json!({})).await.unwrap();
+        assert_eq!(
+            text(&listed),
+            "file:///work (Work)",
+            "modern: {modern}: {listed:?}"
+        );
+    }
+    let client = connect(
+        runtime(),
+        TestClient::answering(|_, _| accept(json!({}))),
+        true,
+    )
+    .await;
+    let refused = call(&client, "where_to_work", json!({})).await.unwrap_err();
+    let ServiceError::McpError(error) = refused else {
+        panic!("expected a JSON-RPC error, got {refused:?}")
+    };
+    assert_eq!(error.code.0, -32021, "{error:?}");
+    assert!(
+        error.data.unwrap()["requiredCapabilities"]
+            .get("roots")
+            .is_some()
+    );
+}
+
 // --- approval and suspend over elicitation ---------------------------------------------
 
 #[tokio::test]

@@ -683,6 +683,59 @@ async fn a_task_asks_the_clients_model_through_its_input_requests() {
     assert_eq!(result["content"][0]["text"], "short", "{result:?}");
 }
 
+/// Lists the client's roots, in the background
+#[tool(background)]
+pub async fn scan_roots(ctx: ToolContext) -> Result<String, ToolError> {
+    let mcp = ctx.mcp().ok_or_else(|| ToolError::new("nobody to ask"))?;
+    let roots = mcp.roots().await?;
+    Ok(roots
+        .into_iter()
+        .map(|root| root.uri)
+        .collect::<Vec<_>>()
+        .join(", "))
+}
+
+/// A task's question for the client's roots is an input request too:
+/// `roots/list`, answered by a `ListRootsResult`; anything else is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_asks_the_clients_roots_through_its_input_requests() {
+    use rmcp::model::{TaskPayload, UpdateTaskParams};
+    let runtime = Runtime::builder().tool(ScanRootsTool).build().unwrap();
+    let client = TestClient {
+        tasks: true,
+        roots: true,
+        ..TestClient::default()
+    };
+    let client = connect(runtime, client, true).await;
+    let task_id = start_task(&client, "scan_roots", json!({})).await;
+    let asked = questions(&client, &task_id, 1).await;
+    let (key, question) = asked.iter().next().unwrap();
+    assert_eq!(question["method"], "roots/list", "{question}");
+    let update = |answer: Value| {
+        let (client, task_id) = (&client, task_id.clone());
+        let answers = [(key.clone(), answer)].into();
+        async move {
+            client
+                .update_task(UpdateTaskParams::new(task_id, answers))
+                .await
+        }
+    };
+    let (code, message) = refusal(update(accepted(json!({}))).await);
+    assert_eq!(code, -32602, "{message}");
+    assert!(message.contains("roots result"), "{message}");
+    update(json!({ "roots": [{ "uri": "file:///a" }, { "uri": "file:///b", "name": "B" }] }))
+        .await
+        .unwrap();
+    let done = settled(&client, &task_id).await;
+    let TaskPayload::Completed { result } = &done.payload else {
+        panic!("a completed task: {done:?}")
+    };
+    assert_eq!(
+        result["content"][0]["text"], "file:///a, file:///b",
+        "{result:?}"
+    );
+}
+
 /// Purges the cache, in the background, once approved
 #[tool(background, require_approval)]
 pub async fn purge() -> &'static str {

@@ -29,6 +29,8 @@ pub struct TestClient {
     pub tasks: bool,
     /// Declares sampling, and answers each prompt with "echo: <prompt>".
     pub sampling: bool,
+    /// Declares roots, and lists one: `file:///work`, named "Work".
+    pub roots: bool,
 }
 
 impl TestClient {
@@ -109,6 +111,20 @@ impl ClientHandler for TestClient {
         ));
     }
 
+    #[allow(deprecated, reason = "MCP roots (SEP-2577 deprecates them)")]
+    async fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ListRootsResult, rmcp::ErrorData> {
+        assert!(
+            self.roots,
+            "roots/list from a client that declared no roots"
+        );
+        let mut root = rmcp::model::Root::new("file:///work");
+        root.name = Some("Work".to_owned());
+        Ok(rmcp::model::ListRootsResult::new(vec![root]))
+    }
+
     fn get_info(&self) -> ClientConfig {
         let mut capabilities = ClientCapabilities::default();
         if self.tasks {
@@ -116,6 +132,9 @@ impl ClientHandler for TestClient {
         }
         if self.sampling {
             capabilities.sampling = Some(Default::default());
+        }
+        if self.roots {
+            capabilities.roots = Some(Default::default());
         }
         if self.answer.is_some() {
             capabilities.elicitation =
