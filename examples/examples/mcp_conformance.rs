@@ -25,6 +25,22 @@
 //! | json-schema-2020-12 | `json_schema_2020_12_tool` |
 //! | server-sse-polling | `test_reconnection` |
 //! | tasks-* (0.2 suite, the tasks extension) | `greet`, `slow_compute`, `failing_job`, `protocol_error_job`, `confirm_delete`, `multi_input`, `test_tool_with_task` |
+//! | input-required-result-basic-elicitation, -missing-input-response, -result-type, -ignore-extra-params, -validate-input (0.2 suite) | `test_input_required_result_elicitation` |
+//! | input-required-result-basic-sampling | `test_input_required_result_sampling` |
+//! | input-required-result-basic-list-roots | `test_input_required_result_list_roots` |
+//! | input-required-result-multiple-input-requests | `test_input_required_result_multiple_inputs` |
+//! | input-required-result-request-state | `test_input_required_result_request_state` |
+//! | input-required-result-tampered-state | `test_input_required_result_tampered_state` |
+//! | input-required-result-multi-round | `test_input_required_result_multi_round` |
+//! | input-required-result-capability-check | `test_input_required_result_capabilities` |
+//! | http-custom-header-server-validation (0.2 suite) | `test_custom_header` |
+//! | server-stateless (0.2 suite) | `test_missing_capability`, `test_streaming_elicitation`, `test_logging_tool` |
+//!
+//! The input-required fixtures ask their client through `ctx.mcp()` as any
+//! tool does: on protocol 2026-07-28 a question ends the call with an
+//! `input_required` result (SEP-2322), and the client's retry runs the tool
+//! again with the answer; the keys the suite looks for are given with
+//! `McpContext::with_key`.
 //!
 //! The tasks fixtures: `greet` answers at once; `slow_compute`,
 //! `failing_job` and `protocol_error_job` are background tools, so a client
@@ -47,7 +63,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tool_core::{ContentPart, ModelOutput, ToolContext, ToolError, schema_for, tool};
-use tool_mcp::{Elicitation, HttpOptions, McpServer, McpToolContext as _};
+use tool_mcp::{Elicitation, HttpOptions, McpContext, McpServer, McpToolContext as _};
 use tool_runtime::Runtime;
 use tracing_subscriber::EnvFilter;
 
@@ -211,10 +227,7 @@ pub async fn test_sampling(
     prompt: String,
     ctx: ToolContext,
 ) -> Result<String, ToolError> {
-    let mcp = ctx
-        .mcp()
-        .ok_or_else(|| ToolError::new("the client does not support sampling"))?;
-    let answer = mcp.sample(prompt, 100).await?;
+    let answer = client(&ctx)?.sample(prompt, 100).await?;
     Ok(format!("LLM response: {answer}"))
 }
 
@@ -332,6 +345,18 @@ pub async fn test_elicitation_sep1330_enums(ctx: ToolContext) -> Result<String, 
     Ok(format!("Elicitation completed: {answer}"))
 }
 
+/// The MCP client that called a tool, to ask it something. There is none
+/// for a call from elsewhere, or from a client before 2026-07-28 that
+/// declared neither elicitation nor sampling; on 2026-07-28 there always is
+/// one, and asking it for what it did not declare says so.
+fn client<S, R>(ctx: &ToolContext<S, R>) -> Result<&McpContext, ToolError> {
+    ctx.mcp().ok_or_else(|| {
+        ToolError::new(
+            "no MCP client to ask: this call did not come over MCP, or its client (protocol before 2026-07-28) declared neither elicitation nor sampling",
+        )
+    })
+}
+
 /// Asks the client's user for a `T` (the form is its schema) and says what
 /// they did, with the answer read as a `T`:
 /// `action=<accept|decline|cancel>, content=<json>`.
@@ -339,9 +364,7 @@ async fn ask<T: DeserializeOwned + Serialize + schemars::JsonSchema + 'static>(
     ctx: &ToolContext,
     message: String,
 ) -> Result<String, ToolError> {
-    let mcp = ctx
-        .mcp()
-        .ok_or_else(|| ToolError::new("this client cannot be asked: it has no form elicitation"))?;
+    let mcp = client(ctx)?;
     let schema = schema_for::<T>().unwrap_or(Value::Null);
     Ok(match mcp.elicit(message, schema).await? {
         Elicitation::Accepted(content) => {
@@ -474,9 +497,7 @@ pub struct Name {
 /// (`tasks/update`) closes its own
 #[tool(background)]
 pub async fn multi_input(ctx: ToolContext) -> Result<String, ToolError> {
-    let mcp = ctx
-        .mcp()
-        .ok_or_else(|| ToolError::new("this client cannot be asked: it has no form elicitation"))?;
+    let mcp = client(&ctx)?;
     let (first, second) = tokio::join!(
         mcp.elicit_as::<Name>("First name?"),
         mcp.elicit_as::<Name>("Second name?")
@@ -495,6 +516,196 @@ pub async fn test_tool_with_task(ctx: ToolContext<String, Name>) -> Result<Strin
         None => ctx.suspend("What is your name?".to_owned()),
         Some(Name { name }) => Ok(format!("Hello, {name}!")),
     }
+}
+
+// --- asking on 2026-07-28: input_required results (SEP-2322) ----------------
+
+/// What `test_input_required_result_request_state` and
+/// `test_input_required_result_tampered_state` ask.
+#[derive(Serialize, Deserialize, schemars::JsonSchema)]
+pub struct OkAnswer {
+    /// Confirmed?
+    ok: bool,
+}
+
+/// A favourite colour.
+#[derive(Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Color {
+    /// The colour
+    color: String,
+}
+
+/// Asks the user's name (`user_name`), then greets them: one question, one
+/// `input_required` round on 2026-07-28
+#[tool]
+pub async fn test_input_required_result_elicitation(ctx: ToolContext) -> Result<String, ToolError> {
+    let mcp = client(&ctx)?.with_key("user_name");
+    Ok(match mcp.elicit_as::<Name>("What is your name?").await? {
+        Some(Name { name }) => format!("Hello, {name}!"),
+        None => "Hello, stranger!".into(),
+    })
+}
+
+/// Asks the client's model the capital of France (`capital_question`)
+#[tool]
+pub async fn test_input_required_result_sampling(ctx: ToolContext) -> Result<String, ToolError> {
+    let mcp = client(&ctx)?.with_key("capital_question");
+    let answer = mcp.sample("What is the capital of France?", 100).await?;
+    Ok(format!("The model says: {answer}"))
+}
+
+/// Asks the client's roots (`client_roots`) and names them
+#[tool]
+pub async fn test_input_required_result_list_roots(ctx: ToolContext) -> Result<String, ToolError> {
+    let roots = client(&ctx)?.with_key("client_roots").roots().await?;
+    Ok(format!("Roots: {}", root_uris(&roots)))
+}
+
+/// Asks three questions at once, one round: the user's name (`user_name`),
+/// a greeting from the client's model (`greeting`) and the client's roots
+/// (`client_roots`)
+#[tool]
+pub async fn test_input_required_result_multiple_inputs(
+    ctx: ToolContext,
+) -> Result<String, ToolError> {
+    let mcp = client(&ctx)?;
+    let (user, model, places) = (
+        mcp.with_key("user_name"),
+        mcp.with_key("greeting"),
+        mcp.with_key("client_roots"),
+    );
+    let (name, greeting, roots) = tokio::join!(
+        user.elicit_as::<Name>("What is your name?"),
+        model.sample("Generate a greeting", 50),
+        places.roots()
+    );
+    let name = name?.map_or_else(|| "stranger".to_owned(), |n| n.name);
+    Ok(format!(
+        "{} {name} (roots: {})",
+        greeting?,
+        root_uris(&roots?)
+    ))
+}
+
+fn root_uris(roots: &[tool_mcp::Root]) -> String {
+    let uris: Vec<&str> = roots.iter().map(|root| root.uri.as_str()).collect();
+    uris.join(", ")
+}
+
+/// Asks for a confirmation (`confirm`); answered, says `state-ok` (the
+/// answer came back with the round's requestState)
+#[tool]
+pub async fn test_input_required_result_request_state(
+    ctx: ToolContext,
+) -> Result<String, ToolError> {
+    confirmed(&ctx).await
+}
+
+/// Asks for a confirmation; the requestState it returns is signed, so a
+/// tampered one is refused (-32602) before the tool runs
+#[tool]
+pub async fn test_input_required_result_tampered_state(
+    ctx: ToolContext,
+) -> Result<String, ToolError> {
+    confirmed(&ctx).await
+}
+
+async fn confirmed(ctx: &ToolContext) -> Result<String, ToolError> {
+    let mcp = client(ctx)?.with_key("confirm");
+    Ok(match mcp.elicit_as::<OkAnswer>("Please confirm").await? {
+        Some(OkAnswer { ok: true }) => "state-ok: confirmed".into(),
+        Some(OkAnswer { ok: false }) => "state-ok: not confirmed".into(),
+        None => "state-ok: no answer".into(),
+    })
+}
+
+/// Asks two questions, one round each (`step1`, then `step2`): the tool runs
+/// again from the start on each retry, the first answer carried by the
+/// requestState
+#[tool]
+pub async fn test_input_required_result_multi_round(ctx: ToolContext) -> Result<String, ToolError> {
+    let mcp = client(&ctx)?;
+    let name = mcp
+        .with_key("step1")
+        .elicit_as::<Name>("Step 1: What is your name?")
+        .await?
+        .map_or_else(|| "someone".to_owned(), |n| n.name);
+    let color = mcp
+        .with_key("step2")
+        .elicit_as::<Color>("Step 2: What is your favorite color?")
+        .await?
+        .map_or_else(|| "no colour".to_owned(), |c| c.color);
+    Ok(format!("{name} likes {color}"))
+}
+
+/// Asks the user to go ahead and the client's model for a summary, at once,
+/// as far as the client declared each: a client of sampling only gets the
+/// sampling question alone
+#[tool]
+pub async fn test_input_required_result_capabilities(
+    ctx: ToolContext,
+) -> Result<String, ToolError> {
+    let mcp = client(&ctx)?;
+    let go_ahead = mcp.with_key("go_ahead");
+    let summary = mcp.with_key("summary");
+    let (answer, model) = tokio::join!(
+        go_ahead.elicit_as::<OkAnswer>("Go ahead?"),
+        summary.sample("Summarize the plan in one line", 50)
+    );
+    match (answer, model) {
+        (Err(user), Err(model)) => Err(ToolError::new(format!("{user}; {model}"))),
+        (answer, model) => Ok(format!(
+            "user: {}, model: {}",
+            answer
+                .ok()
+                .flatten()
+                .map_or("no answer", |a| if a.ok { "yes" } else { "no" }),
+            model.as_deref().unwrap_or("no answer")
+        )),
+    }
+}
+
+// --- stateless server diagnostics (server-stateless, SEP-2575) --------------
+
+/// Asks the client's model; a client that did not declare sampling is
+/// refused with MissingRequiredClientCapability (-32021)
+#[tool]
+pub async fn test_missing_capability(ctx: ToolContext) -> Result<String, ToolError> {
+    let answer = client(&ctx)?.sample("Say hello", 20).await?;
+    Ok(format!("The model says: {answer}"))
+}
+
+/// Asks the user while it runs: on 2026-07-28 the response stream carries
+/// the `input_required` result, never a request of the server's
+#[tool]
+pub async fn test_streaming_elicitation(ctx: ToolContext) -> Result<String, ToolError> {
+    let answer = ask::<Name>(&ctx, "What is your name?".into()).await?;
+    Ok(format!("User response: {answer}"))
+}
+
+/// Logs a message while it runs: a 2026-07-28 client that set no log level
+/// gets no `notifications/message`
+#[tool]
+pub async fn test_logging_tool(ctx: ToolContext) -> String {
+    ctx.observe().info("test_logging_tool ran");
+    "Logged once".into()
+}
+
+// --- custom headers (SEP-2243) -----------------------------------------------
+
+/// Where to run, mirrored in the `Mcp-Param-Region` header.
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct Placement {
+    /// The region, also sent as the `Mcp-Param-Region` header
+    #[schemars(extend("x-mcp-header" = "Region"))]
+    region: String,
+}
+
+/// Echoes the region its client mirrored into the `Mcp-Param-Region`
+/// header (checked against the body by the HTTP transport, SEP-2243)
+#[tool]
+pub async fn test_custom_header(placement: Placement) -> String {
+    format!("Region: {}", placement.region)
 }
 
 // --- serving --------------------------------------------------------------
@@ -545,6 +756,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .tool(ConfirmDeleteTool)
         .tool(MultiInputTool)
         .tool(TestToolWithTaskTool)
+        .tool(TestInputRequiredResultElicitationTool)
+        .tool(TestInputRequiredResultSamplingTool)
+        .tool(TestInputRequiredResultListRootsTool)
+        .tool(TestInputRequiredResultMultipleInputsTool)
+        .tool(TestInputRequiredResultRequestStateTool)
+        .tool(TestInputRequiredResultTamperedStateTool)
+        .tool(TestInputRequiredResultMultiRoundTool)
+        .tool(TestInputRequiredResultCapabilitiesTool)
+        .tool(TestMissingCapabilityTool)
+        .tool(TestStreamingElicitationTool)
+        .tool(TestLoggingToolTool)
+        .tool(TestCustomHeaderTool)
         .build()?;
     let server = McpServer::builder(runtime)
         .name("examples-mcp-conformance", env!("CARGO_PKG_VERSION"))
