@@ -101,6 +101,8 @@ pub(crate) struct Call {
     pub(crate) states: RequestStates,
     /// The request's client declared the tasks extension.
     pub(crate) tasks: bool,
+    /// The protocol version the request speaks (for errors naming it).
+    pub(crate) protocol_version: String,
 }
 
 impl Call {
@@ -668,6 +670,7 @@ pub(crate) struct PeerElicitor {
     forms: bool,
     sampling: bool,
     roots: bool,
+    protocol: String,
 }
 
 impl PeerElicitor {
@@ -679,6 +682,7 @@ impl PeerElicitor {
             forms: call.elicit == Elicit::Request,
             sampling,
             roots,
+            protocol: call.protocol_version.clone(),
         }
     }
 }
@@ -691,7 +695,7 @@ impl Elicitor for PeerElicitor {
     fn roots(&self) -> RootsFuture<'_> {
         Box::pin(async move {
             if !self.roots {
-                return Err("the client did not declare roots".to_owned());
+                return Err(elicit::undeclared("roots (`roots`)", &self.protocol));
             }
             let listed = tokio::select! {
                 listed = self.peer.list_roots() => listed.map_err(|e| {
@@ -711,7 +715,7 @@ impl Elicitor for PeerElicitor {
     fn sample(&self, prompt: String, max_tokens: u32) -> SampleFuture<'_> {
         Box::pin(async move {
             if !self.sampling {
-                return Err("the client does not support sampling".to_owned());
+                return Err(elicit::undeclared("sampling (`sampling`)", &self.protocol));
             }
             let message = rmcp::model::SamplingMessage::user_text(prompt);
             let params = rmcp::model::CreateMessageRequestParams::new(vec![message], max_tokens);
@@ -728,7 +732,7 @@ impl Elicitor for PeerElicitor {
 
     fn elicit(&self, message: String, schema: Value) -> ElicitFuture<'_> {
         Box::pin(async move {
-            let form = elicit::tool_form_for(self.forms, message, &schema)?;
+            let form = elicit::tool_form_for(self.forms, &self.protocol, message, &schema)?;
             let result = ask(&self.peer, &self.ct, &self.call_id, form.clone()).await?;
             Ok(match form.answer(&result) {
                 Answer::Data(content) => Elicitation::Accepted(content),

@@ -157,7 +157,11 @@ impl<'a> ToolsCall<'a> {
         if !self.protocol.modern {
             return Ok(waited(call, self.peer_asks(tool_call, call)).await);
         }
-        let round = Round::new(self.given.clone(), self.protocol.asks);
+        let round = Round::new(
+            call.protocol_version.clone(),
+            self.given.clone(),
+            self.protocol.asks,
+        );
         let tool_call = tool_call.with_extension(McpContext::new(round.elicitor()));
         let runtime = call.runtime.clone();
         call.run_round(
@@ -185,6 +189,7 @@ impl<'a> ToolsCall<'a> {
                 forms: call.elicit != Elicit::Unsupported,
                 sampling: self.protocol.sampling,
                 roots,
+                protocol: call.protocol_version.clone(),
             };
             return Ok(started(&call, tool_call.with_extension(McpContext::new(asker))).await);
         }
@@ -238,6 +243,10 @@ impl<'a> ToolsCall<'a> {
             elicit: self.protocol.elicit,
             states: self.shared.states.clone(),
             tasks: self.protocol.tasks(),
+            protocol_version: self
+                .context
+                .protocol_version()
+                .map_or_else(|| "unknown".to_owned(), |v| v.as_str().to_owned()),
         }
     }
 

@@ -111,12 +111,25 @@ pub(crate) fn resume_form(
     })
 }
 
+/// Why a client cannot be asked `what`: it did not declare it, on
+/// `protocol` (the version its requests speak), in words for the tool.
+pub(crate) fn undeclared(what: &str, protocol: &str) -> String {
+    format!(
+        "the client did not declare {what} in its capabilities (protocol {protocol}), so it cannot be asked"
+    )
+}
+
 /// The form a tool asks for itself (`ToolContext::mcp().elicit(..)`), for a
-/// client that may or may not take forms (`forms`): why it cannot be asked
-/// otherwise, in words for the tool.
-pub(crate) fn tool_form_for(forms: bool, message: String, schema: &Value) -> Result<Form, String> {
+/// client that may or may not take forms (`forms`), on `protocol`: why it
+/// cannot be asked otherwise, in words for the tool.
+pub(crate) fn tool_form_for(
+    forms: bool,
+    protocol: &str,
+    message: String,
+    schema: &Value,
+) -> Result<Form, String> {
     if !forms {
-        return Err("the client does not support form elicitation".to_owned());
+        return Err(undeclared("form elicitation (`elicitation`)", protocol));
     }
     tool_form(message, schema).ok_or_else(|| {
         "MCP elicitation asks for flat forms: an object of string, number, integer, boolean or string-enum properties".to_owned()

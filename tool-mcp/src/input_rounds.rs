@@ -49,6 +49,8 @@ pub(crate) struct Round {
 }
 
 struct Inner {
+    /// The protocol version the client's requests speak.
+    protocol: String,
     /// The answers given so far, by key: the earlier rounds' (from the
     /// `requestState`), then this retry's `inputResponses`.
     given: BTreeMap<String, Value>,
@@ -96,9 +98,10 @@ pub(crate) enum Ending {
 }
 
 impl Round {
-    pub(crate) fn new(given: BTreeMap<String, Value>, asks: Asks) -> Self {
+    pub(crate) fn new(protocol: String, given: BTreeMap<String, Value>, asks: Asks) -> Self {
         Round {
             inner: Arc::new(Inner {
+                protocol,
                 given,
                 asks,
                 state: Mutex::new(State::default()),
@@ -224,9 +227,7 @@ impl Round {
     /// declare; the tool's error says so.
     fn missing(&self, missing: ClientCapabilities, what: &str) -> String {
         self.lock().missing.get_or_insert(missing);
-        format!(
-            "the client did not declare {what} in its capabilities (protocol 2026-07-28), so it cannot be asked"
-        )
+        elicit::undeclared(what, &self.inner.protocol)
     }
 }
 
@@ -257,7 +258,7 @@ impl RoundElicitor {
                 .round
                 .missing(missing, "form elicitation (`elicitation`)"));
         }
-        let form = elicit::tool_form_for(true, message, &schema)?;
+        let form = elicit::tool_form_for(true, &self.round.inner.protocol, message, &schema)?;
         let key = self.round.key(key, "elicit");
         match self.round.answer::<ElicitResult>(
             &key,

@@ -208,6 +208,8 @@ pub(crate) struct TaskElicitor {
     pub(crate) sampling: bool,
     /// The client declared roots.
     pub(crate) roots: bool,
+    /// The protocol version the client's requests speak.
+    pub(crate) protocol: String,
 }
 
 impl TaskElicitor {
@@ -224,7 +226,7 @@ impl Elicitor for TaskElicitor {
     fn roots(&self) -> RootsFuture<'_> {
         Box::pin(async move {
             if !self.roots {
-                return Err("the client did not declare roots".to_owned());
+                return Err(elicit::undeclared("roots (`roots`)", &self.protocol));
             }
             let request = InputRequest::ListRoots(ListRootsRequest::default());
             let answer = self.wait(request, Expect::Roots).await?;
@@ -236,7 +238,7 @@ impl Elicitor for TaskElicitor {
 
     fn elicit(&self, message: String, schema: Value) -> ElicitFuture<'_> {
         Box::pin(async move {
-            let form = elicit::tool_form_for(self.forms, message, &schema)?;
+            let form = elicit::tool_form_for(self.forms, &self.protocol, message, &schema)?;
             let params = ElicitRequestParams::FormElicitationParams {
                 meta: None,
                 message: form.message.clone(),
@@ -258,7 +260,7 @@ impl Elicitor for TaskElicitor {
     fn sample(&self, prompt: String, max_tokens: u32) -> SampleFuture<'_> {
         Box::pin(async move {
             if !self.sampling {
-                return Err("the client does not support sampling".to_owned());
+                return Err(elicit::undeclared("sampling (`sampling`)", &self.protocol));
             }
             let message = SamplingMessage::user_text(prompt);
             let params = CreateMessageRequestParams::new(vec![message], max_tokens);

@@ -432,6 +432,27 @@ async fn a_2026_client_without_the_capability_gets_an_error_naming_it() {
     }
 }
 
+/// Before 2026-07-28 too, a tool that asks for what its client did not
+/// declare learns what is missing and on which protocol (a tool's error,
+/// as it always was on these protocols).
+#[tokio::test]
+async fn a_client_before_2026_without_the_capability_is_named_in_the_tools_error() {
+    let runtime = Runtime::builder().tool(AskModelTool).build().unwrap();
+    let forms_only = TestClient::answering(|_, _| accept(json!({})));
+    let client = connect(runtime, forms_only, false).await;
+    let result = call(&client, "ask_model", json!({ "question": "ready?" }))
+        .await
+        .unwrap();
+    assert_eq!(result.is_error, Some(true));
+    assert!(
+        text(&result).contains(
+            "the client did not declare sampling (`sampling`) in its capabilities (protocol 2025-11-25)"
+        ),
+        "{}",
+        text(&result)
+    );
+}
+
 /// A tool that asks who travels, then a seat and its model's tip at once,
 /// counting its runs.
 fn plan_trip(runs: Arc<AtomicUsize>) -> Tool {
