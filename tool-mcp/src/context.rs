@@ -321,6 +321,10 @@ impl McpContext {
 ///   runs the task (a task rerun after its instance died has no `mcp()`):
 ///   suspend for a question that must outlive it.
 ///
+/// A call that paused first (approval, a suspension) runs on without
+/// `mcp()` once decided, on every protocol: a stored call carries no
+/// extensions.
+///
 /// ```
 /// use tool_core::{tool, ToolContext, ToolError};
 /// use tool_mcp::McpToolContext as _;
