@@ -40,16 +40,23 @@ pub(crate) async fn call(
             None,
         ));
     };
+    let mut this = ToolsCall {
+        shared,
+        session,
+        name,
+        served,
+        context,
+        protocol,
+        given: BTreeMap::new(),
+    };
     // Answers to a running tool's questions (2026-07-28): those of the
     // earlier rounds, carried by the state, before this retry's.
-    let mut given = BTreeMap::new();
     if let Some(state) = &request.request_state {
         if let Some(call_id) = shared.states.verify(name, state) {
             let responses = request.input_responses.unwrap_or_default();
-            let this = ToolsCall::new(shared, session, name, served, context, protocol);
             return this.answered(call_id, responses).await;
         }
-        given = shared.states.verify_answers(name, state).ok_or_else(|| {
+        this.given = shared.states.verify_answers(name, state).ok_or_else(|| {
             ErrorData::invalid_params(
                 format!(
                     "requestState {state:?} does not name a call of tool {name:?} this server asked about: it was never issued, is for another tool, or expired"
@@ -60,11 +67,9 @@ pub(crate) async fn call(
     }
     if protocol.modern {
         for (key, answer) in request.input_responses.unwrap_or_default() {
-            given.entry(key).or_insert(answer);
+            this.given.entry(key).or_insert(answer);
         }
     }
-    let mut this = ToolsCall::new(shared, session, name, served, context, protocol);
-    this.given = given;
     let input = request.arguments.map_or(Value::Null, Value::Object);
     match protocol.generation {
         Generation::Handshake { declared_tasks } => this.handshake(input, declared_tasks).await,
@@ -86,26 +91,7 @@ struct ToolsCall<'a> {
     given: BTreeMap<String, Value>,
 }
 
-impl<'a> ToolsCall<'a> {
-    fn new(
-        shared: &'a Shared,
-        session: &'a Arc<SessionLog>,
-        name: &'a str,
-        served: &'a Arc<ServedTool>,
-        context: RequestContext<RoleServer>,
-        protocol: Protocol,
-    ) -> Self {
-        ToolsCall {
-            shared,
-            session,
-            name,
-            served,
-            context,
-            protocol,
-            given: BTreeMap::new(),
-        }
-    }
-
+impl ToolsCall<'_> {
     /// [`Generation::Handshake`]: the request waits; the tool may ask the
     /// client's user, or its model, with requests on the session.
     async fn handshake(

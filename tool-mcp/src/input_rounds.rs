@@ -204,6 +204,21 @@ impl Round {
         })
     }
 
+    /// The answer to `key` (`what` it must be), or else the question
+    /// `request()` asked under `key`: an error either way when there is
+    /// none (see [`ask`](Self::ask)).
+    async fn answer_or_ask<T: serde::de::DeserializeOwned>(
+        &self,
+        key: String,
+        what: &str,
+        request: impl FnOnce() -> InputRequest,
+    ) -> Result<T, String> {
+        match self.answer::<T>(&key, what) {
+            Some(answer) => answer,
+            None => Err(self.ask(key, request()).await),
+        }
+    }
+
     /// Asks `request` under `key`: kept for this round's result, unless the
     /// request no longer waits. Ends when the request stopped waiting for
     /// the run; `Err` says so, in words for the tool.
@@ -259,27 +274,23 @@ impl RoundElicitor {
                 .missing(missing, "form elicitation (`elicitation`)"));
         }
         let form = elicit::tool_form_for(true, &self.round.inner.protocol, message, &schema)?;
-        let key = self.round.key(key, "elicit");
-        match self.round.answer::<ElicitResult>(
-            &key,
-            "an elicitation result ({\"action\": ..., \"content\": ...})",
-        ) {
-            Some(Ok(result)) => Ok(match form.answer(&result) {
-                Answer::Data(content) => Elicitation::Accepted(content),
-                Answer::Refused(ElicitationAction::Decline) => Elicitation::Declined,
-                Answer::Refused(_) => Elicitation::Cancelled,
-            }),
-            Some(Err(why)) => Err(why),
-            None => {
+        let what = "an elicitation result ({\"action\": ..., \"content\": ...})";
+        let result: ElicitResult = self
+            .round
+            .answer_or_ask(self.round.key(key, "elicit"), what, || {
                 let params = ElicitRequestParams::FormElicitationParams {
                     meta: None,
-                    message: form.message,
-                    requested_schema: form.schema,
+                    message: form.message.clone(),
+                    requested_schema: form.schema.clone(),
                 };
-                let request = InputRequest::Elicitation(ElicitRequest::new(params));
-                Err(self.round.ask(key, request).await)
-            }
-        }
+                InputRequest::Elicitation(ElicitRequest::new(params))
+            })
+            .await?;
+        Ok(match form.answer(&result) {
+            Answer::Data(content) => Elicitation::Accepted(content),
+            Answer::Refused(ElicitationAction::Decline) => Elicitation::Declined,
+            Answer::Refused(_) => Elicitation::Cancelled,
+        })
     }
 
     async fn sample_under(
@@ -293,42 +304,32 @@ impl RoundElicitor {
             missing.sampling = Some(Default::default());
             return Err(self.round.missing(missing, "sampling (`sampling`)"));
         }
-        let key = self.round.key(key, "sample");
-        match self
+        let what = "a sampling result (CreateMessageResult)";
+        let result: CreateMessageResult = self
             .round
-            .answer::<CreateMessageResult>(&key, "a sampling result (CreateMessageResult)")
-        {
-            Some(Ok(result)) => Ok(convert::sampled_text(&result)),
-            Some(Err(why)) => Err(why),
-            None => {
+            .answer_or_ask(self.round.key(key, "sample"), what, || {
                 let message = SamplingMessage::user_text(prompt);
                 let params = CreateMessageRequestParams::new(vec![message], max_tokens);
-                let request = InputRequest::CreateMessage(CreateMessageRequest::new(params));
-                Err(self.round.ask(key, request).await)
-            }
-        }
+                InputRequest::CreateMessage(CreateMessageRequest::new(params))
+            })
+            .await?;
+        Ok(convert::sampled_text(&result))
     }
-}
 
-impl RoundElicitor {
     async fn roots_under(&self, key: Option<&str>) -> Result<Vec<Root>, String> {
         if !self.round.inner.asks.roots {
             let mut missing = ClientCapabilities::default();
             missing.roots = Some(RootsCapabilities::default());
             return Err(self.round.missing(missing, "roots (`roots`)"));
         }
-        let key = self.round.key(key, "roots");
-        match self
+        let what = "a roots result (ListRootsResult)";
+        let listed: ListRootsResult = self
             .round
-            .answer::<ListRootsResult>(&key, "a roots result (ListRootsResult)")
-        {
-            Some(Ok(listed)) => Ok(convert::listed_roots(&listed)),
-            Some(Err(why)) => Err(why),
-            None => {
-                let request = InputRequest::ListRoots(ListRootsRequest::default());
-                Err(self.round.ask(key, request).await)
-            }
-        }
+            .answer_or_ask(self.round.key(key, "roots"), what, || {
+                InputRequest::ListRoots(ListRootsRequest::default())
+            })
+            .await?;
+        Ok(convert::listed_roots(&listed))
     }
 }
 

@@ -145,6 +145,27 @@ async fn settled(client: &Client, task_id: &str) -> rmcp::model::DetailedTask {
     .unwrap_or_else(|()| panic!("task {task_id} did not settle"))
 }
 
+/// Answers task `task_id`'s question `key` with `answer` (`tasks/update`).
+async fn answer_task(
+    client: &Client,
+    task_id: &str,
+    key: &str,
+    answer: Value,
+) -> Result<(), ServiceError> {
+    let answers = [(key.to_owned(), answer)].into();
+    let params = rmcp::model::UpdateTaskParams::new(task_id.to_owned(), answers);
+    client.update_task(params).await.map(drop)
+}
+
+/// The result of task `task_id` once it settled, completed.
+async fn completed(client: &Client, task_id: &str) -> rmcp::model::JsonObject {
+    let done = settled(client, task_id).await;
+    let rmcp::model::TaskPayload::Completed { result } = done.payload else {
+        panic!("a completed task: {done:?}")
+    };
+    result
+}
+
 /// SEP-2663's error semantics: a tool that reports an error completes with
 /// an `isError` result; a tool that crashed (a panic: an internal error,
 /// not the tool's answer) fails, with a JSON-RPC error and no result.
@@ -636,7 +657,6 @@ pub async fn summarize(text: String, ctx: ToolContext) -> Result<String, ToolErr
 /// `CreateMessageResult`; anything else is refused.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_asks_the_clients_model_through_its_input_requests() {
-    use rmcp::model::{TaskPayload, UpdateTaskParams};
     let runtime = Runtime::builder().tool(SummarizeTool).build().unwrap();
     let client = connect(
         runtime,
@@ -657,29 +677,17 @@ async fn a_task_asks_the_clients_model_through_its_input_requests() {
         "Summarize: a long story"
     );
     assert_eq!(question["params"]["maxTokens"], 50);
-    let update = |answer: Value| {
-        let (client, task_id) = (&client, task_id.clone());
-        let answers = [(key.clone(), answer)].into();
-        async move {
-            client
-                .update_task(UpdateTaskParams::new(task_id, answers))
-                .await
-        }
-    };
-    let (code, message) = refusal(update(accepted(json!({ "text": "short" }))).await);
+    let not_sampled = accepted(json!({ "text": "short" }));
+    let (code, message) = refusal(answer_task(&client, &task_id, key, not_sampled).await);
     assert_eq!(code, -32602, "{message}");
     assert!(message.contains("sampling result"), "{message}");
-    update(json!({
+    let sampled = json!({
         "role": "assistant",
         "content": { "type": "text", "text": "short" },
         "model": "test-model"
-    }))
-    .await
-    .unwrap();
-    let done = settled(&client, &task_id).await;
-    let TaskPayload::Completed { result } = &done.payload else {
-        panic!("a completed task: {done:?}")
-    };
+    });
+    answer_task(&client, &task_id, key, sampled).await.unwrap();
+    let result = completed(&client, &task_id).await;
     assert_eq!(result["content"][0]["text"], "short", "{result:?}");
 }
 
@@ -699,7 +707,6 @@ pub async fn scan_roots(ctx: ToolContext) -> Result<String, ToolError> {
 /// `roots/list`, answered by a `ListRootsResult`; anything else is refused.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_asks_the_clients_roots_through_its_input_requests() {
-    use rmcp::model::{TaskPayload, UpdateTaskParams};
     let runtime = Runtime::builder().tool(ScanRootsTool).build().unwrap();
     let client = TestClient {
         tasks: true,
@@ -711,25 +718,12 @@ async fn a_task_asks_the_clients_roots_through_its_input_requests() {
     let asked = questions(&client, &task_id, 1).await;
     let (key, question) = asked.iter().next().unwrap();
     assert_eq!(question["method"], "roots/list", "{question}");
-    let update = |answer: Value| {
-        let (client, task_id) = (&client, task_id.clone());
-        let answers = [(key.clone(), answer)].into();
-        async move {
-            client
-                .update_task(UpdateTaskParams::new(task_id, answers))
-                .await
-        }
-    };
-    let (code, message) = refusal(update(accepted(json!({}))).await);
+    let (code, message) = refusal(answer_task(&client, &task_id, key, accepted(json!({}))).await);
     assert_eq!(code, -32602, "{message}");
     assert!(message.contains("roots result"), "{message}");
-    update(json!({ "roots": [{ "uri": "file:///a" }, { "uri": "file:///b", "name": "B" }] }))
-        .await
-        .unwrap();
-    let done = settled(&client, &task_id).await;
-    let TaskPayload::Completed { result } = &done.payload else {
-        panic!("a completed task: {done:?}")
-    };
+    let listed = json!({ "roots": [{ "uri": "file:///a" }, { "uri": "file:///b", "name": "B" }] });
+    answer_task(&client, &task_id, key, listed).await.unwrap();
+    let result = completed(&client, &task_id).await;
     assert_eq!(
         result["content"][0]["text"], "file:///a, file:///b",
         "{result:?}"
