@@ -63,6 +63,7 @@ mod assembler;
 mod background;
 mod call;
 mod decide;
+mod digest;
 mod error;
 mod events;
 mod hooks;
