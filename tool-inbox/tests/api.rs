@@ -492,3 +492,31 @@ async fn a_trusted_header_is_believed_only_from_the_proxy() {
     );
     assert_eq!(send(&router, request(proxy, None)).await.0, StatusCode::OK);
 }
+
+#[tokio::test]
+async fn an_agents_call_id_travels_percent_encoded() {
+    let runtime = runtime(Arc::new(AtomicUsize::new(0)));
+    let call = ToolCall::new("run-7/call-1", "transfer", json!({ "amount": 3 }));
+    runtime.call(call).await;
+    let router = inbox(&runtime);
+    let (status, _, item) = send(&router, get("/api/items/run-7%2Fcall-1", TOKEN)).await;
+    assert_eq!(
+        (status, &item["callId"]),
+        (StatusCode::OK, &json!("run-7/call-1"))
+    );
+    let (status, _, _) = send(
+        &router,
+        post("/api/items/run-7%2Fcall-1/approve", TOKEN, json!({})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        !runtime
+            .stored("run-7/call-1")
+            .await
+            .unwrap()
+            .unwrap()
+            .state
+            .is_pending()
+    );
+}
