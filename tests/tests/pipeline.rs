@@ -538,8 +538,10 @@ fn integral_floats_are_integers() {
 }
 
 #[test]
-fn input_the_schema_allows_but_the_type_rejects_is_still_an_input_error() {
-    // schemars' `format: int32` is an annotation to JSON Schema; i32 rejects it.
+fn an_integer_past_its_types_range_is_refused_by_the_schema_naming_the_bound() {
+    // The schema of an `i32` advertises the type's bounds, so the model is
+    // told the bound (it read only schemars' `format: int32`, an annotation
+    // to JSON Schema, and got serde's "expected i32").
     let (kind, message) = failure(&run(
         &Tool::from(OffsetTool),
         json!({ "by": 3_000_000_000_u64 }),
@@ -547,7 +549,7 @@ fn input_the_schema_allows_but_the_type_rejects_is_still_an_input_error() {
     assert_eq!(kind, ErrorKind::InputValidation);
     assert_eq!(
         message,
-        "Tool input validation failed for offset. Please fix the following errors and try again:\n- by: invalid value: integer `3000000000`, expected i32\n\nProvided arguments: {\n  \"by\": 3000000000\n}"
+        "Tool input validation failed for offset. Please fix the following errors and try again:\n- by: Number must be less than or equal to 2147483647\n\nProvided arguments: {\n  \"by\": 3000000000\n}"
     );
     let error = run(&Tool::from(OffsetTool), json!({ "by": 3_000_000_000_u64 }));
     let fields = &error.error().unwrap().validation_errors().unwrap().fields;

@@ -92,10 +92,10 @@ fn strict_openai_export_requires_every_key_and_nulls_come_back_as_absent() {
     );
     assert_eq!(parameters["additionalProperties"], false);
     // Optional and not nullable before: made nullable, `default` and the
-    // schemars format removed.
+    // schemars format removed; the `u32`'s bounds advertised.
     assert_eq!(
         parameters["properties"]["page"],
-        json!({ "type": ["integer", "null"], "minimum": 0, "description": "Page to show" })
+        json!({ "type": ["integer", "null"], "minimum": 0, "maximum": 4294967295_u32, "description": "Page to show" })
     );
     // `Option<u32>` was nullable already.
     assert_eq!(
@@ -962,5 +962,90 @@ fn every_provider_exports_or_refuses_any_schema_without_panicking() {
     assert!(
         exported > 0 && refused > 0,
         "{exported} exported, {refused} refused"
+    );
+}
+
+// --- Integer bounds in every export (issue 25) -------------------------------
+
+/// Move a counter
+#[tool(strict)]
+async fn move_counter(
+    /// Steps to take
+    steps: u32,
+    /// Signed offset
+    offset: i32,
+    /// Counter id
+    id: u64,
+    /// Signed 64-bit delta
+    delta: i64,
+) -> u32 {
+    steps + (offset + id as i32 + delta as i32).unsigned_abs()
+}
+
+/// A 32-bit integer's bounds reach the model in every export (Anthropic's as
+/// a short note in the description, as it has no numeric bounds); a 64-bit
+/// integer advertises no maximum (its bounds exceed 2^53), `u64` only
+/// `minimum: 0`.
+#[test]
+fn integer_bounds_reach_every_export() {
+    let tool = Tool::from(MoveCounterTool);
+    let steps = json!({ "type": "integer", "minimum": 0, "maximum": 4294967295_u32, "description": "Steps to take" });
+    let offset = json!({ "type": "integer", "minimum": -2147483648_i32, "maximum": 2147483647, "description": "Signed offset" });
+    let id = json!({ "type": "integer", "minimum": 0, "description": "Counter id" });
+    let delta = json!({ "type": "integer", "description": "Signed 64-bit delta" });
+    for provider in [Provider::OpenAiChat, Provider::OpenAiResponses] {
+        let definition = tool.export(provider).unwrap().definition();
+        let parameters = definition
+            .get("function")
+            .unwrap_or(definition)
+            .get("parameters")
+            .unwrap();
+        let properties = &parameters["properties"];
+        assert_eq!(
+            [
+                &properties["steps"],
+                &properties["offset"],
+                &properties["id"],
+                &properties["delta"]
+            ],
+            [&steps, &offset, &id, &delta],
+            "{provider:?}"
+        );
+    }
+    // Gemini's OpenAPI subset keeps the `int32` format too.
+    let gemini = tool.export(Provider::Gemini).unwrap().definition();
+    let properties = &gemini["parameters"]["properties"];
+    for (name, bounds) in [("steps", &steps), ("offset", &offset)] {
+        let bound = |key: &str| (&properties[name][key], &bounds[key]);
+        assert_eq!(bound("minimum").0, bound("minimum").1, "{name}");
+        assert_eq!(bound("maximum").0, bound("maximum").1, "{name}");
+    }
+    assert!(properties["delta"].get("maximum").is_none());
+    let anthropic = tool.export(Provider::Anthropic).unwrap().definition();
+    let properties = &anthropic["input_schema"]["properties"];
+    assert_eq!(
+        properties["steps"],
+        json!({ "type": "integer", "description": "Steps to take\n\n{minimum: 0, maximum: 4294967295}" })
+    );
+    assert_eq!(
+        properties["id"],
+        json!({ "type": "integer", "description": "Counter id\n\n{minimum: 0}" })
+    );
+    assert_eq!(
+        properties["delta"],
+        json!({ "type": "integer", "description": "Signed 64-bit delta" })
+    );
+    // A value the type refuses is refused by the schema, naming the bound.
+    let outcome = block_on(tool.execute(
+        json!({ "steps": 4294967296_u64, "offset": 0, "id": 1, "delta": 0 }),
+        CallContext::new("c"),
+    ));
+    assert!(
+        outcome
+            .error()
+            .unwrap()
+            .message()
+            .contains("- steps: Number must be less than or equal to 4294967295"),
+        "{outcome:?}"
     );
 }

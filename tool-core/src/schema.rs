@@ -7,6 +7,13 @@ use serde_json::Value;
 
 /// The JSON Schema (draft 2020-12) of `T`, as the model is shown it.
 ///
+/// Integer types up to 32 bits (`i8` to `i32`, `u8` to `u32`) carry their
+/// type's `minimum` and `maximum`, so a value the type refuses is refused by
+/// the schema, with a message naming the bound. 64-bit and wider types
+/// carry no maximum, and the unsigned ones `minimum: 0` only: their bounds
+/// exceed 2^53, past which JSON numbers lose precision in most parsers; a
+/// value past their range is refused when the input is deserialized.
+///
 /// Returns `None` for `()` (a tool with unit output has no output schema)
 /// and for [`NoSuspend`](crate::NoSuspend) (a tool that does not suspend has
 /// no suspend or resume schema).
@@ -22,6 +29,13 @@ use serde_json::Value;
 /// assert_eq!(schema["properties"]["location"]["description"], "City name");
 /// assert_eq!(schema["required"][0], "location");
 /// assert!(tool_core::schema_for::<()>().is_none());
+/// // An integer type up to 32 bits advertises its bounds; a 64-bit one no
+/// // maximum (its bounds exceed 2^53), an unsigned one `minimum: 0`.
+/// let count = tool_core::schema_for::<u32>().unwrap();
+/// assert_eq!((count["minimum"].as_u64(), count["maximum"].as_u64()), (Some(0), Some(4294967295)));
+/// let id = tool_core::schema_for::<u64>().unwrap();
+/// assert_eq!((id["minimum"].as_u64(), id.get("maximum")), (Some(0), None));
+/// assert!(tool_core::schema_for::<i64>().unwrap().get("minimum").is_none());
 /// assert!(tool_core::schema_for::<tool_core::NoSuspend>().is_none());
 /// ```
 pub fn schema_for<T: JsonSchema + ?Sized + 'static>() -> Option<Value> {
@@ -41,7 +55,64 @@ fn root_schema(schema: schemars::Schema) -> Value {
         map.remove("$schema");
         inline_root_ref(map);
     }
+    advertise_integer_bounds(&mut schema);
     schema
+}
+
+/// The range of the integer types whose bounds a model can be told: up to
+/// 32 bits (64-bit bounds exceed 2^53, past which JSON numbers lose
+/// precision in most parsers; `u64` keeps schemars' `minimum: 0` only).
+fn integer_range(format: &str) -> Option<(i64, i64)> {
+    Some(match format {
+        "int8" => (i8::MIN.into(), i8::MAX.into()),
+        "int16" => (i16::MIN.into(), i16::MAX.into()),
+        "int32" => (i32::MIN.into(), i32::MAX.into()),
+        "uint8" => (0, u8::MAX.into()),
+        "uint16" => (0, u16::MAX.into()),
+        "uint32" => (0, u32::MAX.into()),
+        _ => return None,
+    })
+}
+
+/// Adds to each integer schema of a type up to 32 bits (schemars' `format`
+/// says which) the bounds of its type, so that a value the type refuses is
+/// refused by the schema the model sees, with a message naming the bound.
+/// A bound the schema already has and that is tighter stays.
+fn advertise_integer_bounds(schema: &mut Value) {
+    match schema {
+        Value::Object(map) => {
+            let integer = match map.get("type") {
+                Some(Value::String(kind)) => kind == "integer",
+                Some(Value::Array(kinds)) => kinds.iter().any(|kind| kind == "integer"),
+                _ => false,
+            };
+            if let Some((low, high)) = map
+                .get("format")
+                .and_then(Value::as_str)
+                .and_then(integer_range)
+                .filter(|_| integer)
+            {
+                let tighter =
+                    |current: Option<&Value>, bound: i64, keep: fn(f64, f64) -> bool| match current
+                        .and_then(Value::as_f64)
+                    {
+                        Some(current) if keep(current, bound as f64) => None,
+                        _ => Some(Value::from(bound)),
+                    };
+                if let Some(low) = tighter(map.get("minimum"), low, |current, low| current >= low) {
+                    map.insert("minimum".to_owned(), low);
+                }
+                if let Some(high) =
+                    tighter(map.get("maximum"), high, |current, high| current <= high)
+                {
+                    map.insert("maximum".to_owned(), high);
+                }
+            }
+            map.values_mut().for_each(advertise_integer_bounds);
+        }
+        Value::Array(items) => items.iter_mut().for_each(advertise_integer_bounds),
+        _ => {}
+    }
 }
 
 /// Replaces a root that only refers to a definition (a newtype's schema,

@@ -40,6 +40,33 @@ const INTERACTING: &[&[&str]] = &[
     &["if", "then", "else"],
 ];
 
+/// Bounds whose combination within one schema is the tighter of the two:
+/// `true` for lower bounds (the larger wins), `false` for upper bounds.
+const BOUNDS: &[(&str, bool)] = &[
+    ("minimum", true),
+    ("exclusiveMinimum", true),
+    ("minLength", true),
+    ("minItems", true),
+    ("minProperties", true),
+    ("maximum", false),
+    ("exclusiveMaximum", false),
+    ("maxLength", false),
+    ("maxItems", false),
+    ("maxProperties", false),
+];
+
+/// The tighter of two values of the bound `keyword`, when it is one and both
+/// are numbers.
+fn tighter_bound<'v>(keyword: &str, a: &'v Value, b: &'v Value) -> Option<&'v Value> {
+    let (_, lower) = BOUNDS.iter().find(|(bound, _)| *bound == keyword)?;
+    let a_larger = match (a.as_number()?, b.as_number()?) {
+        (x, y) if x.as_i64().is_some() && y.as_i64().is_some() => x.as_i64() >= y.as_i64(),
+        (x, y) if x.as_u64().is_some() && y.as_u64().is_some() => x.as_u64() >= y.as_u64(),
+        (x, y) => x.as_f64() >= y.as_f64(),
+    };
+    Some(if a_larger == *lower { a } else { b })
+}
+
 /// Whether `keyword` only annotates (`$id` does at the root).
 pub(crate) fn is_annotation(keyword: &str, at_root: bool) -> bool {
     ANNOTATIONS.contains(&keyword) || (at_root && keyword == "$id")
@@ -49,8 +76,9 @@ pub(crate) fn is_annotation(keyword: &str, at_root: bool) -> bool {
 ///
 /// Annotations: the parent wins. Keys on one side only: taken, unless a keyword of
 /// the same [`INTERACTING`] group appears on the other side with a different value.
-/// Keys on both sides: equal JSON values (numbers by value), `required` (union) and
-/// trivially empty `properties`/`required` merge; anything else is a conflict,
+/// Keys on both sides: equal JSON values (numbers by value), `required` (union),
+/// [`BOUNDS`] (the tighter) and trivially empty `properties`/`required` merge;
+/// anything else is a conflict,
 /// returned as the sorted list of conflicting keywords.
 pub(crate) fn merge(
     parent: &Map<String, Value>,
@@ -64,6 +92,15 @@ pub(crate) fn merge(
     let mut merged = entry.clone();
     let mut conflicts = Vec::new();
     for (key, value) in parent {
+        // Both bounds apply, so the tighter one alone says the same.
+        let tighter = merged
+            .get(key)
+            .and_then(|existing| tighter_bound(key, existing, value))
+            .cloned();
+        if let Some(tighter) = tighter {
+            merged.insert(key.clone(), tighter);
+            continue;
+        }
         match merged.get(key) {
             None => {
                 merged.insert(key.clone(), value.clone());
@@ -131,5 +168,44 @@ fn json_equal(a: &Value, b: &Value) -> bool {
                     .all(|(k, v)| y.get(k).is_some_and(|w| json_equal(v, w)))
         }
         _ => a == b,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Map, Value, json};
+
+    use super::merge;
+
+    fn object(value: Value) -> Map<String, Value> {
+        value.as_object().cloned().unwrap()
+    }
+
+    /// Integer schemas carry their type's bounds, so a narrower bound next
+    /// to a `$ref` (or in another `allOf` entry) meets a wider one: both
+    /// apply, which the tighter says alone.
+    #[test]
+    fn bounds_on_both_sides_merge_to_the_tighter_one() {
+        let parent = object(json!({"minimum": 1, "maximum": 10, "maxLength": 3}));
+        let entry = object(
+            json!({"type": "integer", "minimum": 0, "maximum": 4294967295_u64, "maxLength": 8}),
+        );
+        assert_eq!(
+            Value::Object(merge(&parent, &entry, false).unwrap()),
+            json!({"type": "integer", "minimum": 1, "maximum": 10, "maxLength": 3})
+        );
+        let wider = object(json!({"minimum": -5.5, "exclusiveMaximum": 100}));
+        let narrower = object(json!({"minimum": -2, "exclusiveMaximum": 99.5}));
+        assert_eq!(
+            Value::Object(merge(&wider, &narrower, false).unwrap()),
+            json!({"minimum": -2, "exclusiveMaximum": 99.5})
+        );
+        // Keywords that are not bounds still conflict.
+        let err = merge(
+            &object(json!({"pattern": "a"})),
+            &object(json!({"pattern": "b"})),
+            false,
+        );
+        assert_eq!(err.unwrap_err(), ["pattern"]);
     }
 }
