@@ -70,27 +70,32 @@ pub(crate) const SUPPORTED_KEYWORDS: &[&str] = &[
     "$anchor",
 ];
 
-/// OpenAI strict mode's keyword rules; the value-dependent ones are in
-/// [`OpenAiStrict::action`]. Any other keyword (`minLength`, `maxLength`,
-/// `examples`...) is dropped, as unsupported formats are: it only narrowed
-/// or annotated what the original schema accepts, and validating against
-/// the original still enforces it.
+/// Validation keywords strict mode has no equivalent for. In a schema they
+/// are dropped (validation against the original schema still enforces
+/// them); next to a `$ref` they are refused, see
+/// [`OpenAiStrict::convert_ref`].
+pub(crate) const UNEXPRESSED_CONSTRAINTS: &[&str] = &[
+    "minLength",
+    "maxLength",
+    "uniqueItems",
+    "propertyNames",
+    "minProperties",
+    "maxProperties",
+    "contains",
+    "minContains",
+    "maxContains",
+];
+
+/// OpenAI strict mode's keyword rules; the value-dependent ones (and
+/// [`UNEXPRESSED_CONSTRAINTS`], dropped) are in [`OpenAiStrict::action`].
+/// Any other keyword (`examples`, `deprecated`...) is dropped, as
+/// unsupported formats are: it only annotated what the original schema
+/// accepts.
 const TABLE: Table = Table {
     keep: SUPPORTED_KEYWORDS,
-    // `default` is dead weight once every property is required (and rejected
-    // by some deployments); the others OpenAI rejects but only narrow what the
-    // original schema accepts, so validating against the original still
-    // enforces them.
-    drop: &[
-        "default",
-        "uniqueItems",
-        "propertyNames",
-        "minProperties",
-        "maxProperties",
-        "contains",
-        "minContains",
-        "maxContains",
-    ],
+    // Dead weight once every property is required (and rejected by some
+    // deployments).
+    drop: &["default"],
     note: &[],
     reject: REJECTED,
 };
@@ -320,6 +325,10 @@ impl OpenAiStrict<'_> {
         }
     }
 
+    /// A `$ref` alone to a definition stays; with siblings its target is
+    /// inlined, merged with them (bounds tightened, other constraints
+    /// equal or refused), except that a sibling in
+    /// [`UNEXPRESSED_CONSTRAINTS`] is refused.
     fn convert_ref(
         &mut self,
         walk: &mut Walk<'_>,
@@ -338,6 +347,18 @@ impl OpenAiStrict<'_> {
         let kept = is_kept_target(&tokens);
         if kept && siblings.is_empty() {
             return Ok(self.kept_ref(reference, tokens));
+        }
+        // Merged into the target and then dropped, such a sibling would
+        // vanish from the one place it was written: refused, as
+        // openai-agents does, so the schema is never silently looser.
+        let mut unexpressed: Vec<String> = siblings
+            .keys()
+            .filter(|keyword| UNEXPRESSED_CONSTRAINTS.contains(&keyword.as_str()))
+            .cloned()
+            .collect();
+        unexpressed.sort();
+        if let Some(first) = unexpressed.first().cloned() {
+            return Err(walk.error_at(&first, StrictRule::RefSiblingUnsupported(unexpressed)));
         }
         if walk.is_expanding(reference) {
             // Recursion through a reference we are inlining: the definition itself
@@ -669,6 +690,7 @@ impl Dialect for OpenAiStrict<'_> {
                 Action::Keep
             }
             "format" => Action::Drop,
+            _ if UNEXPRESSED_CONSTRAINTS.contains(&keyword) => Action::Drop,
             _ => return None,
         })
     }

@@ -58,6 +58,14 @@ pub enum StrictRule {
     /// `$ref` has constraining siblings that cannot be merged into its target.
     #[error("`$ref` has sibling keyword(s) {} that cannot be merged with its target", .0.join(", "))]
     RefSiblingConflict(Vec<String>),
+    /// `$ref` has sibling constraints strict mode cannot express (`minLength`,
+    /// `maxLength`, `uniqueItems`...): merged into the inlined target they
+    /// would be dropped, and the model would see a looser schema.
+    #[error(
+        "`$ref` has sibling constraint(s) {} that strict mode cannot express; dropping them would accept values the schema refuses",
+        .0.join(", ")
+    )]
+    RefSiblingUnsupported(Vec<String>),
     /// A `$ref` that is not a local JSON Pointer or does not resolve.
     #[error("invalid $ref `{reference}`: {reason}")]
     InvalidRef {

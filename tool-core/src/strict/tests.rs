@@ -641,3 +641,104 @@ fn only_keywords_openai_documents_are_kept() {
         assert!(at.get(kept).is_some(), "{kept} dropped: {converted}");
     }
 }
+
+/// A property `name` referring to `$defs/Name` with `siblings`, strictly.
+fn ref_with_siblings(name: Value, siblings: Value) -> Result<Value, StrictError> {
+    let mut property = siblings.as_object().cloned().unwrap_or_default();
+    property.insert("$ref".into(), json!("#/$defs/Name"));
+    openai_strict(&json!({
+        "type": "object",
+        "properties": {"name": property},
+        "required": ["name"],
+        "$defs": {"Name": name}
+    }))
+}
+
+/// Issue 25: `{"$ref": ..., "minLength": 3}` lost its `minLength` (merged
+/// into the inlined target, then dropped as strict mode has no such
+/// keyword), so the model saw a looser schema. It is refused now, naming
+/// the sibling's path and the rule, as openai-agents refuses it.
+#[test]
+fn a_ref_sibling_strict_mode_cannot_express_is_refused() {
+    let err = ref_with_siblings(json!({"type": "string"}), json!({"minLength": 3})).unwrap_err();
+    assert_eq!(
+        (err.path(), err.rule()),
+        (
+            "/properties/name/minLength",
+            &StrictRule::RefSiblingUnsupported(vec!["minLength".into()])
+        )
+    );
+    assert_eq!(
+        err.to_string(),
+        "cannot make schema strict at /properties/name/minLength: `$ref` has sibling \
+         constraint(s) minLength that strict mode cannot express; dropping them would \
+         accept values the schema refuses"
+    );
+    // With siblings strict mode supports too, every unexpressed one is named.
+    let err = ref_with_siblings(
+        json!({"type": "array", "items": {"type": "string"}}),
+        json!({"minItems": 1, "uniqueItems": true, "maxLength": 3, "description": "d"}),
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.rule(),
+        &StrictRule::RefSiblingUnsupported(vec!["maxLength".into(), "uniqueItems".into()])
+    );
+    // Such a constraint inside the definition itself is dropped as before
+    // (validation against the tool's own schema enforces it).
+    let out = ref_with_siblings(
+        json!({"type": "string", "minLength": 3}),
+        json!({"description": "d"}),
+    )
+    .unwrap();
+    assert_eq!(
+        out["properties"]["name"],
+        json!({"type": "string", "description": "d"})
+    );
+}
+
+/// Siblings strict mode supports are merged into the inlined target: a
+/// bound on both sides becomes the tighter one (both apply), others are
+/// taken, annotations from the referring side win.
+#[test]
+fn supported_ref_siblings_are_merged_into_the_inlined_target() {
+    let count = json!({"type": "integer", "minimum": 0, "maximum": 4294967295_u64, "description": "A count"});
+    let out = ref_with_siblings(
+        count,
+        json!({"minimum": 1, "maximum": 10, "multipleOf": 2, "description": "how many"}),
+    )
+    .unwrap();
+    assert_eq!(
+        out["properties"]["name"],
+        json!({"type": "integer", "minimum": 1, "maximum": 10, "multipleOf": 2, "description": "how many"})
+    );
+    // The tighter bound wins whichever side has it.
+    let out = ref_with_siblings(
+        json!({"type": "array", "items": {"type": "string"}, "maxItems": 3}),
+        json!({"maxItems": 5, "minItems": 1, "pattern": "^a"}),
+    )
+    .unwrap();
+    let name = &out["properties"]["name"];
+    assert_eq!(
+        (&name["maxItems"], &name["minItems"]),
+        (&json!(3), &json!(1))
+    );
+}
+
+/// Siblings that constrain the same keyword differently, where no one
+/// value says both, are refused with the path and the keywords.
+#[test]
+fn conflicting_ref_siblings_are_refused() {
+    let err = ref_with_siblings(
+        json!({"type": "string", "pattern": "^[A-Z]+$"}),
+        json!({"pattern": "^[a-z]+$", "type": "integer"}),
+    )
+    .unwrap_err();
+    assert_eq!(
+        (err.path(), err.rule()),
+        (
+            "/properties/name",
+            &StrictRule::RefSiblingConflict(vec!["pattern".into(), "type".into()])
+        )
+    );
+}
