@@ -10,6 +10,8 @@ use serde::ser::SerializeMap;
 use serde::{Deserialize as _, Serialize, Serializer};
 use serde_json::Value;
 
+use crate::Excerpt;
+
 /// The error a tool's execute function returns.
 ///
 /// Any `std::error::Error + Send + Sync + 'static` converts into it, so `?`
@@ -229,7 +231,17 @@ impl ModelError {
         self
     }
 
-    /// `Tool "x" not found. Available tools: a, b.`
+    /// `Tool "x" not found. Available tools: a, b.`, the requested name
+    /// quoted as an [`Excerpt`]: it comes from the model.
+    ///
+    /// ```
+    /// use tool_core::ModelError;
+    ///
+    /// let error = ModelError::unknown_tool("wether", ["weather"]);
+    /// assert_eq!(error.message(), "Tool \"wether\" not found. Available tools: weather.");
+    /// let huge = "x".repeat(1 << 20);
+    /// assert!(ModelError::unknown_tool(&huge, ["weather"]).message().len() < 300);
+    /// ```
     pub fn unknown_tool<I, S>(tool_id: &str, available: I) -> Self
     where
         I: IntoIterator<Item = S>,
@@ -242,18 +254,29 @@ impl ModelError {
         ModelError::new(
             ErrorKind::UnknownTool,
             format!(
-                "Tool \"{tool_id}\" not found. Available tools: {}.",
+                "Tool \"{}\" not found. Available tools: {}.",
+                Excerpt::of(tool_id),
                 names.join(", ")
             ),
         )
     }
 
-    /// The message for arguments that are not JSON.
+    /// The message for arguments that are not JSON, the tool's name quoted
+    /// as an [`Excerpt`].
+    ///
+    /// ```
+    /// use tool_core::{ErrorKind, ModelError};
+    ///
+    /// let error = ModelError::invalid_json("weather");
+    /// assert_eq!(error.kind(), ErrorKind::InvalidJson);
+    /// assert!(error.message().starts_with("Tool \"weather\" received invalid arguments"));
+    /// ```
     pub fn invalid_json(tool_id: &str) -> Self {
         ModelError::new(
             ErrorKind::InvalidJson,
             format!(
-                "Tool \"{tool_id}\" received invalid arguments \u{2014} the provided JSON could not be parsed. Please provide valid JSON arguments."
+                "Tool \"{}\" received invalid arguments \u{2014} the provided JSON could not be parsed. Please provide valid JSON arguments.",
+                Excerpt::of(tool_id)
             ),
         )
     }
@@ -342,7 +365,8 @@ impl Serialize for ModelError {
 pub enum BuildError {
     /// The id does not match `^[a-zA-Z0-9_-]{1,64}$`.
     #[error(
-        "invalid tool id {id:?}: ids must match ^[a-zA-Z0-9_-]{{1,64}}$ (letters, digits, '_' and '-', 1 to 64 characters)"
+        "invalid tool id {:?}: ids must match ^[a-zA-Z0-9_-]{{1,64}}$ (letters, digits, '_' and '-', 1 to 64 characters)",
+        Excerpt::of(.id)
     )]
     InvalidId {
         /// The rejected id.

@@ -167,7 +167,7 @@ impl StateType {
                 Ok(state) => Ok(Arc::new(state)),
                 Err(error) => Err((
                     crate::validate::path_tokens(error.path()),
-                    error.into_inner().to_string(),
+                    crate::Excerpt::of(&error.into_inner().to_string()).to_string(),
                 )),
             },
         }

@@ -18,6 +18,7 @@ use std::task::Poll;
 
 use serde_json::Value;
 
+use crate::Excerpt;
 use crate::context::{CallContext, CallShared};
 use crate::definition::OutputValidation;
 use crate::error::{ErrorKind, ModelError};
@@ -648,7 +649,10 @@ impl Tool {
             ),
             ExecFailure::Context(reason) => ModelError::new(
                 ErrorKind::ResumeValidation,
-                format!("Tool {id} could not resume: stored {reason}"),
+                format!(
+                    "Tool {id} could not resume: stored {}",
+                    Excerpt::of(&reason)
+                ),
             ),
         }
     }

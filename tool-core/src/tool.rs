@@ -12,6 +12,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
+use crate::Excerpt;
 use crate::approval::{ApprovalPolicyReturn, PolicyAnswer};
 use crate::context::{CallShared, ToolContext};
 use crate::definition::{BackgroundConfig, McpOptions, OutputValidation, ToolDefinition};
@@ -553,7 +554,9 @@ fn typed_call<T: TypedTool>(
     let typed = serde_path_to_error::deserialize::<_, T::Input>(input).map_err(|error| {
         ExecFailure::Input {
             path: path_tokens(error.path()),
-            reason: error.into_inner().to_string(),
+            // serde's message quotes the value it refused (`invalid type:
+            // string "..."`), so the model reads an excerpt of it.
+            reason: Excerpt::of(&error.into_inner().to_string()).to_string(),
         }
     })?;
     let ctx = ToolContext::from_state(state).map_err(ExecFailure::Context)?;

@@ -9,6 +9,7 @@ use jsonschema::error::ValidationErrorKind;
 use jsonschema::paths::LocationSegment;
 use serde_json::Value;
 
+use crate::Excerpt;
 use crate::error::{ErrorKind, ModelError, ValidationErrors};
 
 /// Longest dump of a value quoted in an error message, in characters.
@@ -18,6 +19,11 @@ const DUMP_LIMIT: usize = 200;
 /// ones, and a message must stay small however broken the value is (a
 /// million wrong array items once made a 45 MB message).
 pub(crate) const MAX_LISTED_ISSUES: usize = 20;
+
+/// How many unexpected keys a message names: the model needs a few to see
+/// what it did wrong, and an object of a million keys must not make a
+/// message of a million names.
+const MAX_LISTED_KEYS: usize = 10;
 
 /// Request-context keys whose values never appear in error messages.
 const SENSITIVE_KEYS: [&str; 7] = [
@@ -51,14 +57,15 @@ impl Issue {
 }
 
 /// The tokens of a deserialization error's path: property names, array
-/// indexes, enum variants.
+/// indexes, enum variants; a key or variant from the value as an
+/// [`Excerpt`], since it is quoted to the model.
 pub(crate) fn path_tokens(path: &serde_path_to_error::Path) -> Vec<String> {
     use serde_path_to_error::Segment;
     path.iter()
         .map(|segment| match segment {
             Segment::Seq { index } => index.to_string(),
-            Segment::Map { key } => key.clone(),
-            Segment::Enum { variant } => variant.clone(),
+            Segment::Map { key } => Excerpt::of(key).to_string(),
+            Segment::Enum { variant } => Excerpt::of(variant).to_string(),
             Segment::Unknown => "?".to_owned(),
         })
         .collect()
@@ -227,13 +234,14 @@ fn intended_branch<'a>(
     }
 }
 
-/// Property names and array indexes from the root to the error's value.
+/// Property names (as an [`Excerpt`]: they come from the value and are
+/// quoted to the model) and array indexes from the root to the error's value.
 fn instance_tokens(error: &jsonschema::ValidationError<'_>) -> Vec<String> {
     error
         .instance_path()
         .segments()
         .map(|segment| match segment {
-            LocationSegment::Property(name) => name.to_string(),
+            LocationSegment::Property(name) => Excerpt::of(&name).to_string(),
             LocationSegment::Index(index) => index.to_string(),
         })
         .collect()
@@ -262,10 +270,9 @@ fn issue_of(error: &jsonschema::ValidationError<'_>) -> Issue {
             };
             format!("Expected {expected}, received {}", json_type(instance))
         }
-        ValidationErrorKind::AdditionalProperties { unexpected } => format!(
-            "Unrecognized key(s) in object: {}",
-            quoted_list(unexpected.iter().map(String::as_str))
-        ),
+        ValidationErrorKind::AdditionalProperties { unexpected } => {
+            format!("Unrecognized key(s) in object: {}", quoted_keys(unexpected))
+        }
         ValidationErrorKind::Enum { options } => {
             let expected = options
                 .as_array()
@@ -273,7 +280,7 @@ fn issue_of(error: &jsonschema::ValidationError<'_>) -> Issue {
                 .unwrap_or_else(|| options.to_string());
             format!(
                 "Invalid enum value. Expected {expected}, received {}",
-                literal(instance)
+                received(instance)
             )
         }
         ValidationErrorKind::Constant { expected_value } => format!(
@@ -314,7 +321,7 @@ fn issue_of(error: &jsonschema::ValidationError<'_>) -> Issue {
                 Some(values) => format!(
                     "Invalid enum value. Expected {}, received {}",
                     values.join(" | "),
-                    literal(instance)
+                    received(instance)
                 ),
                 None => format!(
                     "Invalid input: {} matches none of the allowed shapes",
@@ -325,7 +332,9 @@ fn issue_of(error: &jsonschema::ValidationError<'_>) -> Issue {
         ValidationErrorKind::OneOfMultipleValid { .. } => {
             "Invalid input: matches more than one of the allowed shapes".to_owned()
         }
-        _ => error.to_string(),
+        // The validator's own wording may quote the value (`uniqueItems`
+        // quotes the whole array).
+        _ => Excerpt::of(&error.to_string()).to_string(),
     };
     Issue { path, message }
 }
@@ -370,11 +379,28 @@ fn literal(value: &Value) -> String {
     }
 }
 
-fn quoted_list<'a>(items: impl Iterator<Item = &'a str>) -> String {
-    items
-        .map(|s| format!("'{s}'"))
+/// A value the model sent, quoted as [`literal`] quotes the schema's, as an
+/// [`Excerpt`].
+fn received(value: &Value) -> String {
+    match value {
+        Value::String(s) => format!("'{}'", Excerpt::of(s)),
+        other => Excerpt::of(&other.to_string()).to_string(),
+    }
+}
+
+/// The first [`MAX_LISTED_KEYS`] keys, each as an [`Excerpt`], and how many
+/// more there are.
+fn quoted_keys(keys: &[String]) -> String {
+    let mut listed = keys
+        .iter()
+        .take(MAX_LISTED_KEYS)
+        .map(|key| format!("'{}'", Excerpt::of(key)))
         .collect::<Vec<_>>()
-        .join(", ")
+        .join(", ");
+    if keys.len() > MAX_LISTED_KEYS {
+        let _ = write!(listed, " and {} more", keys.len() - MAX_LISTED_KEYS);
+    }
+    listed
 }
 
 /// The value pretty-printed as the reference does (`JSON.stringify(v, null, 2)`),

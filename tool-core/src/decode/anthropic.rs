@@ -4,6 +4,8 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use crate::Excerpt;
+
 use super::{
     DecodeError, Fields, PendingCall, STREAM_ENDED, StreamDecoder, ToolCallEvent, provider_error,
 };
@@ -108,7 +110,8 @@ impl StreamDecoder for AnthropicDecoder {
                         return Err(Self::unexpected(
                             kind,
                             format!(
-                                "tool call id {id:?} of content block {index} is already used by open block {other}; block {index} is ignored"
+                                "tool call id {:?} of content block {index} is already used by open block {other}; block {index} is ignored",
+                                Excerpt::of(id)
                             ),
                         ));
                     }
@@ -161,7 +164,8 @@ impl StreamDecoder for AnthropicDecoder {
                 let delta = root.obj("delta")?;
                 if let Some(stop_reason) = delta.opt_str("stop_reason")? {
                     let reason = format!(
-                        "message ended (stop_reason: {stop_reason}) before content_block_stop"
+                        "message ended (stop_reason: {}) before content_block_stop",
+                        Excerpt::of(stop_reason)
                     );
                     out = self.cut_all(&reason);
                 }

@@ -4,6 +4,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde_json::Value;
 
+use crate::Excerpt;
+
 use super::{
     DONE, DecodeError, Fields, PendingCall, STREAM_ENDED, StreamDecoder, ToolCallEvent, parse_data,
     provider_error,
@@ -203,8 +205,10 @@ impl OpenAiChatDecoder {
                         let error = DecodeError::Unexpected {
                             event: EVENT.to_owned(),
                             message: format!(
-                                "tool call id {id:?} at index {} is already used by the open call at index {index} of choice {choice}; index {} is ignored",
-                                key.1, key.1
+                                "tool call id {:?} at index {} is already used by the open call at index {index} of choice {choice}; index {} is ignored",
+                                Excerpt::of(id),
+                                key.1,
+                                key.1
                             ),
                         };
                         return Err(Rejected::Duplicate(key, error));

@@ -4,6 +4,8 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
+use crate::Excerpt;
+
 use super::{
     DecodeError, Fields, PendingCall, STREAM_ENDED, StreamDecoder, ToolCallEvent, provider_error,
 };
@@ -89,7 +91,7 @@ impl OpenAiResponsesDecoder {
     fn unknown_item(event: &str, item_id: &str) -> DecodeError {
         DecodeError::Unexpected {
             event: event.to_owned(),
-            message: format!("item {item_id} is not an open function call"),
+            message: format!("item {} is not an open function call", Excerpt::of(item_id)),
         }
     }
 }
@@ -129,7 +131,7 @@ impl StreamDecoder for OpenAiResponsesDecoder {
                 if self.position(item.id).is_some() || self.ended.contains(item.id) {
                     return Err(DecodeError::Unexpected {
                         event: kind.to_owned(),
-                        message: format!("function call item {} added twice", item.id),
+                        message: format!("function call item {} added twice", Excerpt::of(item.id)),
                     });
                 }
                 if let Some((other, _)) = self.open.iter().find(|(_, c)| c.call_id == item.call_id)
@@ -137,8 +139,11 @@ impl StreamDecoder for OpenAiResponsesDecoder {
                     return Err(DecodeError::Unexpected {
                         event: kind.to_owned(),
                         message: format!(
-                            "call id {:?} of item {} is already used by open item {other}; item {} is ignored",
-                            item.call_id, item.id, item.id
+                            "call id {:?} of item {} is already used by open item {}; item {} is ignored",
+                            Excerpt::of(item.call_id),
+                            Excerpt::of(item.id),
+                            Excerpt::of(other),
+                            Excerpt::of(item.id)
                         ),
                     });
                 }
@@ -190,7 +195,7 @@ impl StreamDecoder for OpenAiResponsesDecoder {
                     .and_then(|d| d.get("reason"))
                     .and_then(Value::as_str)
                     .unwrap_or("no reason given");
-                out = self.cut_all(&format!("response.incomplete: {why}"));
+                out = self.cut_all(&format!("response.incomplete: {}", Excerpt::of(why)));
             }
             "response.failed" => {
                 let why = root
@@ -199,7 +204,7 @@ impl StreamDecoder for OpenAiResponsesDecoder {
                     .and_then(|e| e.get("message"))
                     .and_then(Value::as_str)
                     .unwrap_or("no message given");
-                out = self.cut_all(&format!("response.failed: {why}"));
+                out = self.cut_all(&format!("response.failed: {}", Excerpt::of(why)));
             }
             "error" => return Err(provider_error(Some(event))),
             // Lifecycle, text, reasoning and other tools' events carry no function-call data.
