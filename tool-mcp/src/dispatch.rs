@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use tool_core::Excerpt;
 
 use rmcp::ErrorData;
 use rmcp::model::{CallToolRequestParams, CallToolResponse, InputResponses};
@@ -59,7 +60,9 @@ pub(crate) async fn call(
         this.given = shared.states.verify_answers(name, state).ok_or_else(|| {
             ErrorData::invalid_params(
                 format!(
-                    "requestState {state:?} does not name a call of tool {name:?} this server asked about: it was never issued, is for another tool, or expired"
+                    "requestState {:?} does not name a call of tool {:?} this server asked about: it was never issued, is for another tool, or expired",
+                    Excerpt::of(state),
+                    Excerpt::of(name)
                 ),
                 None,
             )
@@ -108,7 +111,7 @@ impl ToolsCall<'_> {
                 rmcp::model::ErrorCode::METHOD_NOT_FOUND,
                 format!(
                     "tool {:?} runs only as a task: call it with a `task` param (its execution.taskSupport is \"required\")",
-                    tasks::quote(self.name)
+                    Excerpt::of(self.name)
                 ),
                 None,
             ));

@@ -6,6 +6,7 @@
 //! instance sharing it and after a restart.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tool_core::Excerpt;
 
 use rmcp::ErrorData;
 use rmcp::model::{
@@ -27,9 +28,6 @@ use tool_runtime::{
 
 /// The id prefix of a call that is (or may become) a task.
 const TASK_PREFIX: &str = "mcp-task-";
-
-/// Longest client-supplied text quoted in an error.
-const MAX_QUOTE: usize = 300;
 
 /// How often a client is asked to poll.
 const POLL_INTERVAL: Duration = Duration::from_millis(500);
@@ -148,7 +146,7 @@ pub(crate) async fn stored_task(runtime: &Runtime, task_id: &str) -> Result<Stor
         Ok(_) => Err(ErrorData::invalid_params(
             format!(
                 "no task {:?}: it was never started, or was forgotten",
-                quote(task_id)
+                Excerpt::of(task_id)
             ),
             None,
         )),
@@ -187,9 +185,10 @@ pub(crate) async fn update(
     let refused = |key: &str, why: &str| {
         ErrorData::invalid_params(
             format!(
-                "inputResponses[{:?}] of task {task_id:?} was not taken: {}",
-                quote(key),
-                quote(why)
+                "inputResponses[{:?}] of task {:?} was not taken: {}",
+                Excerpt::of(key),
+                Excerpt::of(task_id),
+                Excerpt::of(why)
             ),
             None,
         )
@@ -328,15 +327,6 @@ pub(crate) fn elicitation(form: Form) -> InputRequest {
         requested_schema: form.schema,
     };
     InputRequest::Elicitation(ElicitRequest::new(params))
-}
-
-/// `text` cut to `MAX_QUOTE` characters, to quote client input in errors.
-pub(crate) fn quote(text: &str) -> String {
-    if text.chars().count() <= MAX_QUOTE {
-        return text.to_owned();
-    }
-    let cut: String = text.chars().take(MAX_QUOTE).collect();
-    format!("{cut}... (truncated)")
 }
 
 /// A settled call's result as a completed task's (`isError` results too).

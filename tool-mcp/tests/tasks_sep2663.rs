@@ -783,3 +783,17 @@ async fn a_client_of_the_tasks_extension_gets_no_tasks_result_or_list() {
         }
     }
 }
+
+/// A task id the client made up quotes back bounded, however long it is
+/// (100 KiB here; the message stays under 1 KB and gives the length).
+#[tokio::test]
+async fn an_unknown_task_id_is_quoted_as_a_bounded_excerpt() {
+    use rmcp::model::GetTaskParams;
+    let runtime = Runtime::builder().tool(FailingJobTool).build().unwrap();
+    let client = connect(runtime, task_client(), true).await;
+    let huge = "t".repeat(100 * 1024);
+    let (code, message) = refusal(client.get_task(GetTaskParams::new(huge.as_str())).await);
+    assert_eq!(code, -32602, "{message}");
+    assert!(message.len() < 1_000, "{} bytes", message.len());
+    assert!(message.contains("102400 bytes in all"), "{message}");
+}

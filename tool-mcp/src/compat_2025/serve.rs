@@ -11,6 +11,7 @@
 use std::collections::{HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tool_core::Excerpt;
 
 use rmcp::ErrorData;
 use rmcp::model::{
@@ -152,7 +153,7 @@ async fn call(
                 ErrorCode::METHOD_NOT_FOUND,
                 format!(
                     "tool {:?} does not run as a task: call it without a `task` param (it declares no execution.taskSupport)",
-                    tasks::quote(&params.name)
+                    Excerpt::of(&params.name)
                 ),
                 None,
             )
@@ -247,13 +248,19 @@ async fn result(
             TaskPayload::Failed { error } => {
                 return Err(
                     serde_json::from_value(Value::Object(error)).unwrap_or_else(|_| {
-                        ErrorData::internal_error(format!("task {task_id:?} failed"), None)
+                        ErrorData::internal_error(
+                            format!("task {:?} failed", Excerpt::of(task_id)),
+                            None,
+                        )
                     }),
                 );
             }
             TaskPayload::Cancelled => {
                 return Err(ErrorData::invalid_params(
-                    format!("task {task_id:?} was cancelled: it has no result"),
+                    format!(
+                        "task {:?} was cancelled: it has no result",
+                        Excerpt::of(task_id)
+                    ),
                     None,
                 ));
             }
@@ -347,7 +354,8 @@ async fn cancel(shared: &Shared, task_id: &str) -> Result<Value, ErrorData> {
     if before.status().is_terminal() {
         return Err(ErrorData::invalid_params(
             format!(
-                "task {task_id:?} cannot be cancelled: it is {} already",
+                "task {:?} cannot be cancelled: it is {} already",
+                Excerpt::of(task_id),
                 status_name(&before.task)
             ),
             None,
@@ -379,7 +387,7 @@ async fn list(
             ErrorData::invalid_params(
                 format!(
                     "cursor {:?} is not one tasks/list gave",
-                    tasks::quote(cursor)
+                    Excerpt::of(cursor)
                 ),
                 None,
             )
