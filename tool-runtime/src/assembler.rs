@@ -227,8 +227,11 @@ impl ToolCallAssembler {
                 reason,
             } => {
                 self.open.remove(&call_id);
+                // Both from the provider's stream: quoted as excerpts.
                 let message = format!(
-                    "Tool call {call_id} to {tool_name} was cut off before its arguments were complete ({reason}); it did not run."
+                    "Tool call {} to {} was cut off before its arguments were complete ({reason}); it did not run.",
+                    tool_core::Excerpt::of(&call_id),
+                    tool_core::Excerpt::of(&tool_name)
                 );
                 Some(Assembled::CutOff {
                     call_id,

@@ -2,7 +2,7 @@
 //! second approval) and store failures. Tool failures are not errors here:
 //! they are [`CallOutcome::Failed`](crate::CallOutcome::Failed) results the model reads.
 
-use tool_core::BuildError;
+use tool_core::{BuildError, Excerpt};
 
 use crate::store::StoreError;
 
@@ -27,30 +27,64 @@ pub enum RuntimeError {
     /// No stored call has this id: it never paused (or it settled longer
     /// ago than the runtime's retention).
     #[error(
-        "no stored call with id {call_id:?}: it never waited for approval or resume data, or it settled longer ago than the retention"
+        "no stored call with id {:?}: it never waited for approval or resume data, or it settled longer ago than the retention", Excerpt::of(.call_id)
     )]
     UnknownCall {
         /// The id asked for.
         call_id: String,
     },
+    /// The call settled, but the store no longer keeps its outcome: it was
+    /// among the oldest settled calls beyond the size bound of the
+    /// retention ([`RuntimeBuilder::settled_limit`](crate::RuntimeBuilder::settled_limit)),
+    /// purged while younger than the time bound.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_core::{Tool, ToolError};
+    /// use tool_runtime::{Runtime, RuntimeError, ToolCall};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let tool = Tool::builder("echo").description("Echo").require_approval(true)
+    ///     .execute(|input, _ctx| async move { Ok::<_, ToolError>(input) })
+    ///     .build().unwrap();
+    /// let runtime = Runtime::builder().tool(tool).settled_limit(1).build().unwrap();
+    /// runtime.call(ToolCall::new("c1", "echo", json!({}))).await;
+    /// runtime.call(ToolCall::new("c2", "echo", json!({}))).await;
+    /// runtime.decline("c1", None).await.unwrap();
+    /// runtime.decline("c2", None).await.unwrap();
+    /// // One settled call kept: c1's outcome was purged, and the answer says so.
+    /// let error = runtime.approve("c1").await.unwrap_err();
+    /// assert!(matches!(error, RuntimeError::Purged { limit: 1, .. }), "{error}");
+    /// assert!(error.to_string().contains("purged"));
+    /// # });
+    /// ```
+    #[error(
+        "call {:?} settled, but its outcome was purged: the store keeps the most recently settled calls only ({limit} by this runtime's RuntimeBuilder::settled_limit), and this one was older", Excerpt::of(.call_id)
+    )]
+    Purged {
+        /// The id asked for.
+        call_id: String,
+        /// How many settled calls this runtime keeps.
+        limit: usize,
+    },
     /// The call was decided and is running now (on this or another runtime
     /// instance); ask again once it settles to get its outcome.
     #[error(
-        "call {call_id:?} was already decided and is running; ask again once it settles to get its outcome"
+        "call {:?} was already decided and is running; ask again once it settles to get its outcome", Excerpt::of(.call_id)
     )]
     Running {
         /// The id asked for.
         call_id: String,
     },
     /// The call is suspended, not waiting for approval (nor for its output).
-    #[error("call {call_id:?} is not waiting for approval: it is suspended; use resume")]
+    #[error("call {:?} is not waiting for approval: it is suspended; use resume", Excerpt::of(.call_id))]
     NotAwaitingApproval {
         /// The id asked for.
         call_id: String,
     },
     /// The call is waiting for approval, not suspended.
     #[error(
-        "call {call_id:?} is not suspended: it is waiting for approval; use approve or decline"
+        "call {:?} is not suspended: it is waiting for approval; use approve or decline", Excerpt::of(.call_id)
     )]
     NotSuspended {
         /// The id asked for.
@@ -59,7 +93,7 @@ pub enum RuntimeError {
     /// The call is to a declaration-only tool and waits for its output:
     /// it cannot be approved or resumed.
     #[error(
-        "call {call_id:?} waits for its output from the application (its tool has no execute function): use respond or decline"
+        "call {:?} waits for its output from the application (its tool has no execute function): use respond or decline", Excerpt::of(.call_id)
     )]
     AwaitingOutput {
         /// The id asked for.
@@ -69,7 +103,7 @@ pub enum RuntimeError {
     /// [`PendingCall::suspend_payload`](crate::PendingCall::suspend_payload))
     /// does not fit the call: it is another tool's call, or a value does
     /// not convert to or from the tool's type.
-    #[error("call {call_id:?} does not fit the typed decision: {reason}")]
+    #[error("call {:?} does not fit the typed decision: {reason}", Excerpt::of(.call_id))]
     TypeMismatch {
         /// The call.
         call_id: String,
@@ -77,13 +111,13 @@ pub enum RuntimeError {
         reason: String,
     },
     /// No call with this id is running, so there is nothing to cancel.
-    #[error("no running call with id {call_id:?}")]
+    #[error("no running call with id {:?}", Excerpt::of(.call_id))]
     NotRunning {
         /// The id asked for.
         call_id: String,
     },
     /// No background task has this id.
-    #[error("no background task with id {task_id:?}")]
+    #[error("no background task with id {:?}", Excerpt::of(.task_id))]
     UnknownTask {
         /// The id asked for.
         task_id: String,
@@ -91,7 +125,7 @@ pub enum RuntimeError {
     /// A transactional tool cannot run as declared (see
     /// `ToolBuilder::transactional`): the store cannot run a tool in its
     /// transactions, or the tool runs in the background.
-    #[error("tool {tool_id:?} is transactional, but {reason}")]
+    #[error("tool {:?} is transactional, but {reason}", Excerpt::of(.tool_id))]
     Transactional {
         /// The tool.
         tool_id: String,
@@ -100,7 +134,7 @@ pub enum RuntimeError {
     },
     /// A stored call names a tool this runtime does not have; it stays stored.
     #[error(
-        "pending call {call_id:?} is for tool {tool_id:?}, which this runtime does not have; it stays pending"
+        "pending call {:?} is for tool {:?}, which this runtime does not have; it stays pending", Excerpt::of(.call_id), Excerpt::of(.tool_id)
     )]
     MissingTool {
         /// The stored call.
@@ -116,7 +150,7 @@ pub enum RuntimeError {
     /// (`approve`, `resume`, `wait`, `stored`): a decision on a settled
     /// call answers with the outcome the store recorded.
     #[error(
-        "the outcome of call {call_id:?} is not recorded: {reason}; ask again with its id for the outcome the store records"
+        "the outcome of call {:?} is not recorded: {reason}; ask again with its id for the outcome the store records", Excerpt::of(.call_id)
     )]
     NotRecorded {
         /// The call.

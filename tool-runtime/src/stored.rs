@@ -5,7 +5,7 @@
 
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::Value;
 use tool_core::AbortSignal;
@@ -13,7 +13,7 @@ use tool_core::AbortSignal;
 use crate::error::RuntimeError;
 use crate::outcome::CallOutcome;
 use crate::store::{
-    CallState, CallStore, Committed, Decided, PendingCall, PendingKind, RecordedOutcome,
+    CallState, CallStore, Committed, Decided, PendingCall, PendingKind, RecordedOutcome, Retention,
     Settlement, StoreError, StoreTransaction, StoredCall, TaskSignal, Transition,
 };
 
@@ -50,7 +50,8 @@ pub(crate) trait DynCallStore: Send + Sync + 'static {
         lease: Duration,
         tool_ids: &'a [String],
     ) -> StoreFuture<'a, Option<StoredCall>>;
-    fn purge_settled(&self, age: Duration) -> StoreFuture<'_, usize>;
+    fn purge_settled(&self, retention: Retention) -> StoreFuture<'_, usize>;
+    fn purged<'a>(&'a self, call_id: &'a str) -> StoreFuture<'a, Option<SystemTime>>;
     fn get<'a>(&'a self, call_id: &'a str) -> StoreFuture<'a, Option<StoredCall>>;
     fn list(&self) -> StoreFuture<'_, Vec<PendingCall>>;
     fn task_signal(&self) -> Option<TaskSignal>;
@@ -103,8 +104,12 @@ impl<S: CallStore> DynCallStore for S {
         Box::pin(CallStore::claim_next(self, kind, owner, lease, tool_ids))
     }
 
-    fn purge_settled(&self, age: Duration) -> StoreFuture<'_, usize> {
-        Box::pin(CallStore::purge_settled(self, age))
+    fn purge_settled(&self, retention: Retention) -> StoreFuture<'_, usize> {
+        Box::pin(CallStore::purge_settled(self, retention))
+    }
+
+    fn purged<'a>(&'a self, call_id: &'a str) -> StoreFuture<'a, Option<SystemTime>> {
+        Box::pin(CallStore::purged(self, call_id))
     }
 
     fn get<'a>(&'a self, call_id: &'a str) -> StoreFuture<'a, Option<StoredCall>> {
@@ -124,8 +129,13 @@ impl<S: CallStore> DynCallStore for S {
     }
 }
 
-/// How often settled calls beyond the retention are purged, at most.
+/// How often settled calls beyond the retention are purged, at most, unless
+/// settlements come faster (see [`StoredCalls::purge_if_due`]).
 const PURGE_EVERY: Duration = Duration::from_secs(60);
+/// Purges come at least once per this fraction of the size bound in
+/// settlements through one instance: between two purges, the store holds
+/// at most an eighth more settled calls than the bound, per instance.
+const PURGE_FRACTION: usize = 8;
 
 /// The first wait before an outcome the store refused is offered again; it
 /// doubles up to [`RECORD_RETRY_MAX`].
@@ -148,8 +158,15 @@ pub(crate) struct StoredCalls {
     /// This instance, as the owner of the calls it claims.
     owner: Arc<str>,
     lease: Duration,
-    retention: Duration,
-    last_purge: Arc<Mutex<Option<Instant>>>,
+    retention: Retention,
+    last_purge: Arc<Mutex<PurgeClock>>,
+}
+
+/// When this instance last purged, and how many calls it finished since.
+#[derive(Default)]
+struct PurgeClock {
+    at: Option<Instant>,
+    finished_since: usize,
 }
 
 /// What a lookup found.
@@ -189,7 +206,7 @@ impl StoredCalls {
         store: Arc<dyn DynCallStore>,
         owner: String,
         lease: Duration,
-        retention: Duration,
+        retention: Retention,
     ) -> Self {
         StoredCalls {
             store,
@@ -208,12 +225,12 @@ impl StoredCalls {
             store,
             "test-instance".to_owned(),
             Duration::from_secs(30),
-            Duration::from_secs(60),
+            Retention::new(Duration::from_secs(60), 100),
         )
     }
 
-    /// How long a settled call is kept before it may be purged.
-    pub(crate) fn retention(&self) -> Duration {
+    /// How long a settled call is kept before it may be purged, and how many.
+    pub(crate) fn retention(&self) -> Retention {
         self.retention
     }
 
@@ -285,7 +302,7 @@ impl StoredCalls {
             Some(stored) if stored.state.is_pending() && kinds.contains(&stored.call.kind) => {
                 Ok(Lookup::Pending(stored))
             }
-            found => settled_outcome(call_id, found).map(Lookup::Settled),
+            found => self.not_pending(call_id, found).await.map(Lookup::Settled),
         }
     }
 
@@ -312,8 +329,15 @@ impl StoredCalls {
                 let lease = self.lease_of(&stored, asked);
                 Ok(Verdict::Claimed(stored, lease))
             }
-            Decided::Won(stored) => Ok(Verdict::Settled(stored)),
-            Decided::Lost(found) => settled_outcome(call_id, found).map(Verdict::AlreadySettled),
+            Decided::Won(stored) => {
+                self.note_finished();
+                self.purge_if_due().await;
+                Ok(Verdict::Settled(stored))
+            }
+            Decided::Lost(found) => self
+                .not_pending(call_id, found)
+                .await
+                .map(Verdict::AlreadySettled),
         }
     }
 
@@ -354,17 +378,35 @@ impl StoredCalls {
         }))
     }
 
-    /// Forgets settled calls older than the retention, at most once a minute.
+    /// Counts one call finished (settled or suspended) through this instance
+    /// towards the next purge.
+    pub(crate) fn note_finished(&self) {
+        self.last_purge
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .finished_since += 1;
+    }
+
+    /// Forgets what the retention no longer keeps (settled calls past its
+    /// age, the oldest beyond its size bound), when due: a minute after
+    /// the last purge, or sooner once an eighth of the size bound finished
+    /// through this instance since, so that a fast stream of decisions
+    /// cannot outgrow the bound by more than that between two purges.
     pub(crate) async fn purge_if_due(&self) {
         {
             let mut last = self
                 .last_purge
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
-            if last.is_some_and(|at| at.elapsed() < PURGE_EVERY) {
+            let batch = (self.retention.max_settled / PURGE_FRACTION).max(1);
+            let recent = last.at.is_some_and(|at| at.elapsed() < PURGE_EVERY);
+            if recent && last.finished_since < batch {
                 return;
             }
-            *last = Some(Instant::now());
+            *last = PurgeClock {
+                at: Some(Instant::now()),
+                finished_since: 0,
+            };
         }
         match self.store.purge_settled(self.retention).await {
             Ok(0) => {}
@@ -398,15 +440,36 @@ impl StoredCalls {
     }
 }
 
-/// What a decision on `call_id` answers when the call is not pending for
-/// the kind it asked for: the recorded outcome of a settled call, or why not
-/// (what the call waits for is enough to say: each decision that does not
-/// fit it is told what does).
-fn settled_outcome(call_id: &str, found: Option<StoredCall>) -> Result<CallOutcome, RuntimeError> {
+impl StoredCalls {
+    /// What a decision on `call_id` answers when the call is not pending
+    /// for the kind it asked for: the recorded outcome of a settled call, or
+    /// why not (what the call waits for is enough to say: each decision that
+    /// does not fit it is told what does). A call the store does not have
+    /// may have been purged by the size bound: the store remembers that.
+    async fn not_pending(
+        &self,
+        call_id: &str,
+        found: Option<StoredCall>,
+    ) -> Result<CallOutcome, RuntimeError> {
+        match found {
+            Some(stored) => settled_outcome(call_id, stored),
+            None => Err(match self.store.purged(call_id).await? {
+                Some(_) => RuntimeError::Purged {
+                    call_id: call_id.to_owned(),
+                    limit: self.retention.max_settled,
+                },
+                None => RuntimeError::UnknownCall {
+                    call_id: call_id.to_owned(),
+                },
+            }),
+        }
+    }
+}
+
+/// The answer to a decision on `stored`, which is not pending for the kind
+/// the decision asked for (see [`StoredCalls::not_pending`]).
+fn settled_outcome(call_id: &str, stored: StoredCall) -> Result<CallOutcome, RuntimeError> {
     let call_id = call_id.to_owned();
-    let Some(stored) = found else {
-        return Err(RuntimeError::UnknownCall { call_id });
-    };
     match stored.state {
         CallState::Settled { outcome, .. } => Ok(outcome.into()),
         CallState::Running { .. } => Err(RuntimeError::Running { call_id }),
@@ -715,6 +778,7 @@ impl Lease {
             tracing::error!(call_id = %self.call_id, "the call was taken over by another instance; its outcome here is not recorded");
             return Err(NotRecorded::Superseded);
         }
+        self.calls.note_finished();
         self.calls.purge_if_due().await;
         Ok(())
     }

@@ -99,7 +99,7 @@ async fn postgres_store_meets_the_store_contract() {
     let Some(url) = database_url() else { return };
     // The contract purges and recovers across the whole table: each of its
     // stores gets a schema of its own.
-    const STORES: usize = 8;
+    const STORES: usize = 10;
     let mut schemas = Vec::new();
     let mut stores = Vec::new();
     for _ in 0..STORES {
@@ -244,18 +244,19 @@ async fn errors_name_the_database_without_its_password_and_the_call() {
     assert!(matches!(error, StoreError::Io { .. }), "{error:?}");
     let message = error.to_string();
     assert!(
-        message.contains("version 99") && message.contains("(4)"),
+        message.contains("version 99") && message.contains("(5)"),
         "{message}"
     );
     schema.drop().await;
 }
 
 /// A schema of version 1, as the build before agent runs created it: its
-/// tables by hand, one pending call. Connecting migrates it to version 4
-/// (the runs table, fencing tokens, then calls waiting for their output),
-/// keeping the call; concurrent first connections migrate it once.
+/// tables by hand, one pending call. Connecting migrates it to version 5
+/// (the runs table, fencing tokens, calls waiting for their output, then
+/// the ids of purged calls), keeping the call; concurrent first connections
+/// migrate it once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_schema_of_version_1_is_migrated_to_version_4_and_keeps_its_calls() {
+async fn a_schema_of_version_1_is_migrated_to_version_5_and_keeps_its_calls() {
     let Some(url) = database_url() else { return };
     let schema = Schema::new(&url, "v1").await;
     schema
@@ -314,7 +315,7 @@ async fn a_schema_of_version_1_is_migrated_to_version_4_and_keeps_its_calls() {
         .iter()
         .map(|row| row.get(0))
         .collect();
-    assert_eq!(versions, [4]);
+    assert_eq!(versions, [5]);
     let store = &stores[0];
     assert_eq!(
         store.list().await.unwrap(),
@@ -342,6 +343,17 @@ async fn a_schema_of_version_1_is_migrated_to_version_4_and_keeps_its_calls() {
         ))
         .await
         .expect("a call may wait for its output");
+    assert_eq!(
+        store
+            .purge_settled(tool_runtime::store::Retention::new(
+                std::time::Duration::from_secs(60),
+                0
+            ))
+            .await
+            .unwrap(),
+        0,
+        "the table of purged ids is there"
+    );
     let reconnected = schema.store().await;
     assert_eq!(
         reconnected.load_run("r1").await.unwrap().unwrap().revision,

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use tool_core::{Tool, ToolContext, ToolError};
 use tool_runtime::store::{CallStore, Decided, MemoryStore, RunStore, SqliteStore, Transition};
 use tool_runtime::{
-    CallOutcome, CallState, PendingCall, PendingKind, Runtime, StoreError, ToolCall,
+    CallOutcome, CallState, PendingCall, PendingKind, Runtime, RuntimeError, StoreError, ToolCall,
 };
 
 fn temp_dir(name: &str) -> PathBuf {
@@ -596,7 +596,7 @@ fn a_store_file_of_the_previous_layout_is_migrated_and_a_newer_one_refused() {
     drop(conn);
     let store = SqliteStore::open(&old).expect("layout 1 is migrated");
     assert_eq!(block_on(store.list()).unwrap(), [call]);
-    assert_eq!(user_version(&old), 4);
+    assert_eq!(user_version(&old), 5);
     assert_eq!(
         block_on(store.save_run("r1", None, false, json!({}))).unwrap(),
         Some(1),
@@ -613,7 +613,7 @@ fn a_store_file_of_the_previous_layout_is_migrated_and_a_newer_one_refused() {
     assert!(
         error.contains("layout-9.sqlite")
             && error.contains("version 9")
-            && error.contains("reads 4"),
+            && error.contains("reads 5"),
         "{error}"
     );
 }
@@ -675,7 +675,7 @@ fn a_store_file_of_layout_2_gains_the_runs_table_and_keeps_its_calls() {
     drop(conn);
 
     let store = SqliteStore::open(&path).expect("layout 2 is migrated");
-    assert_eq!(user_version(&path), 4);
+    assert_eq!(user_version(&path), 5);
     assert_eq!(block_on(store.list()).unwrap(), [pending]);
     let kept = block_on(store.get("c-running")).unwrap().unwrap();
     assert!(
@@ -698,10 +698,10 @@ fn a_store_file_of_layout_2_gains_the_runs_table_and_keeps_its_calls() {
         Some(1)
     );
     drop(store);
-    let reopened = SqliteStore::open(&path).expect("layout 4 opens as it is");
+    let reopened = SqliteStore::open(&path).expect("layout 5 opens as it is");
     let run = block_on(reopened.load_run("r1")).unwrap().unwrap();
     assert_eq!((run.revision, run.record), (1, json!({ "step": 1 })));
-    assert_eq!(user_version(&path), 4);
+    assert_eq!(user_version(&path), 5);
 }
 
 #[test]
@@ -853,4 +853,95 @@ async fn sqlite_io_waits_off_the_async_executor() {
     blocker.execute_batch("COMMIT").unwrap();
     insert.await.unwrap().unwrap();
     assert_eq!(store.list().await.unwrap().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_decision_on_a_call_purged_by_the_size_bound_says_it_was_purged_on_every_runtime_of_the_store()
+ {
+    let dir = temp_dir("size-bound");
+    let path = dir.join("pending.sqlite");
+    let (tool, runs) = echo_tool("pay", |b| b.require_approval(true));
+    let bounded = Runtime::builder()
+        .tool(tool.clone())
+        .sqlite_store(&path)
+        .settled_limit(2)
+        .build()
+        .unwrap();
+    assert_eq!(bounded.settled_limit(), 2);
+    for i in 0..4 {
+        let id = format!("c{i}");
+        bounded
+            .call(ToolCall::new(&id, "pay", json!({ "n": i })))
+            .await;
+        bounded.approve(&id).await.unwrap();
+    }
+    assert_eq!(runs.lock().unwrap().len(), 4);
+    // A runtime purges after an eighth of its bound in settlements, at
+    // least one: here after every approval, so c0 and c1 are gone. Another
+    // runtime on the file (its own default bound) says so too.
+    let other = Runtime::builder()
+        .tool(tool)
+        .sqlite_store(&path)
+        .build()
+        .unwrap();
+    for runtime in [&bounded, &other] {
+        for id in ["c0", "c1"] {
+            let error = runtime.approve(id).await.unwrap_err();
+            assert!(matches!(error, RuntimeError::Purged { .. }), "{error:?}");
+            let message = error.to_string();
+            assert!(
+                message.contains(&format!(
+                    "call \"{id}\" settled, but its outcome was purged"
+                )) && message.contains("settled_limit"),
+                "{message}"
+            );
+            assert!(matches!(
+                runtime.decline(id, None).await,
+                Err(RuntimeError::Purged { .. })
+            ));
+        }
+        assert_eq!(
+            runtime.approve("c3").await.unwrap().output(),
+            Some(&json!({ "echo": { "n": 3 } })),
+            "the newest kept"
+        );
+        assert!(matches!(
+            runtime.approve("never").await,
+            Err(RuntimeError::UnknownCall { .. })
+        ));
+    }
+    assert_eq!(runs.lock().unwrap().len(), 4, "nothing ran again");
+}
+
+#[tokio::test]
+async fn runtime_errors_quote_a_huge_id_as_a_bounded_excerpt() {
+    let (tool, runs) = echo_tool("pay", |b| b.require_approval(true));
+    let runtime = Runtime::builder().tool(tool).build().unwrap();
+    let huge = "x".repeat(1 << 20);
+    let bounded = |message: String| {
+        assert!(
+            message.len() < 1_000 && message.contains("(1048576 bytes in all)"),
+            "{message}"
+        );
+    };
+    bounded(runtime.approve(&huge).await.unwrap_err().to_string());
+    bounded(runtime.decline(&huge, None).await.unwrap_err().to_string());
+    bounded(
+        runtime
+            .resume(&huge, json!(1))
+            .await
+            .unwrap_err()
+            .to_string(),
+    );
+    bounded(runtime.cancel(&huge).unwrap_err().to_string());
+    // A call with such an id is refused by the store (on memory as on
+    // SQLite or PostgreSQL), in a bounded message naming the limit.
+    let outcome = runtime
+        .call(ToolCall::new(huge.as_str(), "pay", json!({})))
+        .await;
+    let message = outcome.error().expect("not stored").message().to_owned();
+    bounded(message.clone());
+    assert!(message.contains("at most 1024 bytes"), "{message}");
+    assert!(runtime.pending().await.unwrap().is_empty());
+    assert!(runs.lock().unwrap().is_empty());
 }

@@ -7,17 +7,19 @@ use std::time::{Duration, SystemTime};
 use serde_json::Value;
 
 use super::{
-    CallState, CallStore, Decided, PendingCall, PendingKind, RunStore, Settlement, StoreError,
-    StoredCall, StoredRun, TaskSignal, TaskSignaller, Transition, storable_run_record,
+    CallState, CallStore, Decided, PendingCall, PendingKind, Retention, RunStore, Settlement,
+    StoreError, StoredCall, StoredRun, TaskSignal, TaskSignaller, Transition, storable_call,
+    storable_json, storable_run_record,
 };
 
 /// A [`CallStore`] in memory, the default when no store is configured:
 /// one runtime (and its clones) shares it; nothing survives the process.
 ///
-/// Run records ([`save_run`](super::RunStore::save_run)) are checked as the
-/// durable stores check them: one that JSON would not read back (nested
-/// deeper than 127 levels) is refused here too, so that an agent tested on
-/// this store does not meet the refusal first in production.
+/// What it stores is checked as the durable stores check it, before it is
+/// kept: an id longer than [`MAX_ID_BYTES`](super::MAX_ID_BYTES) or holding
+/// NUL, a value or run record nested deeper than
+/// [`MAX_JSON_DEPTH`](super::MAX_JSON_DEPTH), is refused here too, so that
+/// code tested on this store does not meet the refusal first in production.
 ///
 /// ```
 /// use tool_runtime::store::MemoryStore;
@@ -42,6 +44,8 @@ struct Memory {
     last_epoch: u64,
     /// Each run with when it was last saved.
     runs: BTreeMap<String, (StoredRun, SystemTime)>,
+    /// The ids of calls purged by the size bound, with when.
+    purged: BTreeMap<String, SystemTime>,
 }
 
 impl MemoryStore {
@@ -83,6 +87,7 @@ impl Memory {
 
 impl CallStore for MemoryStore {
     async fn insert(&self, call: PendingCall) -> Result<(), StoreError> {
+        storable_call(&call)?;
         let mut state = self.state();
         let calls = &mut state.calls;
         if calls.contains_key(&call.call_id) {
@@ -105,6 +110,14 @@ impl CallStore for MemoryStore {
         kind: PendingKind,
         transition: Transition,
     ) -> Result<Decided, StoreError> {
+        match &transition {
+            Transition::Run {
+                resume_data: Some(data),
+                ..
+            } => drop(storable_json(call_id, "resume data", data)?),
+            Transition::Settle(outcome) => drop(storable_json(call_id, "outcome", outcome)?),
+            Transition::Run { .. } => {}
+        }
         let mut state = self.state();
         let Some(stored) = state.calls.get_mut(call_id) else {
             return Ok(Decided::Lost(None));
@@ -153,6 +166,10 @@ impl CallStore for MemoryStore {
         epoch: u64,
         settlement: Settlement,
     ) -> Result<bool, StoreError> {
+        match &settlement {
+            Settlement::Settled(outcome) => drop(storable_json(call_id, "outcome", outcome)?),
+            Settlement::Suspended { payload } => drop(storable_json(call_id, "payload", payload)?),
+        }
         let mut state = self.state();
         let Some(stored) = Self::claimed(&mut state.calls, call_id, epoch) else {
             return Ok(false);
@@ -218,19 +235,40 @@ impl CallStore for MemoryStore {
         Ok(state.claim(&call_id, owner, SystemTime::now() + lease))
     }
 
-    async fn purge_settled(&self, age: Duration) -> Result<usize, StoreError> {
+    async fn purge_settled(&self, retention: Retention) -> Result<usize, StoreError> {
         let now = SystemTime::now();
-        let older = |at: SystemTime| now.duration_since(at).unwrap_or_default() > age;
+        let older = |at: SystemTime| now.duration_since(at).unwrap_or_default() > retention.age;
         let mut state = self.state();
         let before = state.calls.len() + state.runs.len();
         state.calls.retain(|_, stored| match stored.state {
             CallState::Settled { settled_at, .. } => !older(settled_at),
             _ => true,
         });
+        let mut settled: Vec<(SystemTime, String)> = state
+            .calls
+            .values()
+            .filter_map(|stored| match stored.state {
+                CallState::Settled { settled_at, .. } => {
+                    Some((settled_at, stored.call.call_id.clone()))
+                }
+                _ => None,
+            })
+            .collect();
+        let excess = settled.len().saturating_sub(retention.max_settled);
+        settled.sort_unstable();
+        for (_, call_id) in settled.into_iter().take(excess) {
+            state.calls.remove(&call_id);
+            state.purged.insert(call_id, now);
+        }
+        state.purged.retain(|_, purged_at| !older(*purged_at));
         state
             .runs
             .retain(|_, (run, saved_at)| !(run.finished && older(*saved_at)));
         Ok(before - state.calls.len() - state.runs.len())
+    }
+
+    async fn purged(&self, call_id: &str) -> Result<Option<SystemTime>, StoreError> {
+        Ok(self.state().purged.get(call_id).copied())
     }
 
     async fn get(&self, call_id: &str) -> Result<Option<StoredCall>, StoreError> {
@@ -264,7 +302,7 @@ impl RunStore for MemoryStore {
         finished: bool,
         record: Value,
     ) -> Result<Option<u64>, StoreError> {
-        storable_run_record("memory", run_id, &record)?;
+        storable_run_record(run_id, &record)?;
         let mut state = self.state();
         let current = state.runs.get(run_id).map(|(run, _)| run.revision);
         let revision = match (current, expected_revision) {

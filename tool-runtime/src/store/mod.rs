@@ -20,10 +20,11 @@ mod transaction;
 
 use std::future::Future;
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use tool_core::Excerpt;
 
 pub use memory::MemoryStore;
 #[cfg(feature = "postgres")]
@@ -43,54 +44,151 @@ pub use sqlite::SqliteTransaction;
 pub use state::{CallState, Decided, RecordedOutcome, Settlement, StoredCall, Transition};
 pub use transaction::{CommitFuture, Committed, StoreTransaction, TransactionEnded};
 
-/// The nesting serde_json reads, and so the deepest value a store keeps:
-/// each durable store checks that what it writes reads back (and every
-/// store, the memory store too, checks a run's record).
-const MAX_JSON_DEPTH: usize = 127;
+/// The deepest JSON value a store keeps: 127 levels of arrays and objects,
+/// the most serde_json parses back. Every value of a call (its arguments,
+/// request context, messages, payload, resume data, outcome) and every run
+/// record is checked against it before any store writes it, the memory
+/// store too, so code tested on memory meets the same refusal as on SQLite
+/// or PostgreSQL ([`StoreError::Refused`]).
+///
+/// ```
+/// use serde_json::json;
+/// use tool_runtime::store::{CallStore, MemoryStore, MAX_JSON_DEPTH};
+/// use tool_runtime::{PendingCall, PendingKind, StoreError};
+///
+/// let nested = |levels: usize| (1..levels).fold(json!([]), |inner, _| json!([inner]));
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let store = MemoryStore::new();
+/// let deepest = PendingCall::new("c1", "t", PendingKind::Approval, nested(MAX_JSON_DEPTH));
+/// store.insert(deepest).await.unwrap();
+/// let deeper = PendingCall::new("c2", "t", PendingKind::Approval, nested(MAX_JSON_DEPTH + 1));
+/// let error = store.insert(deeper).await.unwrap_err();
+/// assert!(matches!(error, StoreError::Refused { .. }));
+/// assert!(error.to_string().contains("the arguments of call \"c2\""));
+/// # });
+/// ```
+pub const MAX_JSON_DEPTH: usize = 127;
 
-/// `value` as JSON text for the store at `location`, checked to read back:
-/// a value nested deeper than serde_json parses is refused now, naming the
-/// call and what it was, rather than stored unreadable. The check parses a
-/// `Value`: serde_json skips an `IgnoredAny` without its depth limit.
-#[cfg(any(feature = "sqlite", feature = "postgres"))]
-fn storable_json(
-    location: &str,
-    call_id: &str,
-    what: &str,
-    value: &impl Serialize,
-) -> Result<String, StoreError> {
+/// The longest id a store keeps, in bytes: a call's id, its tool's id and
+/// a run's id are at most 1024 bytes and hold no NUL character, on every
+/// store ([`StoreError::Refused`] otherwise, before anything is written).
+///
+/// The stores differ below this: PostgreSQL refuses NUL in `text` and an
+/// id whose primary-key index entry passes 2704 bytes (measured: 2688
+/// random bytes fit, 2700 do not; a compressible id fits far longer),
+/// SQLite and the memory store keep both. One limit, well below
+/// PostgreSQL's, holds whatever the id's bytes are.
+///
+/// ```
+/// use serde_json::json;
+/// use tool_runtime::store::{CallStore, MemoryStore, MAX_ID_BYTES};
+/// use tool_runtime::{PendingCall, PendingKind, StoreError};
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let store = MemoryStore::new();
+/// let longest = "c".repeat(MAX_ID_BYTES);
+/// store.insert(PendingCall::new(longest, "t", PendingKind::Approval, json!({}))).await.unwrap();
+/// let longer = "c".repeat(MAX_ID_BYTES + 1);
+/// let error = store.insert(PendingCall::new(longer, "t", PendingKind::Approval, json!({}))).await.unwrap_err();
+/// assert!(matches!(error, StoreError::Refused { .. }));
+/// assert!(error.to_string().contains("at most 1024 bytes"));
+/// let error = store.insert(PendingCall::new("a\0b", "t", PendingKind::Approval, json!({}))).await.unwrap_err();
+/// assert!(error.to_string().contains("NUL"));
+/// # });
+/// ```
+pub const MAX_ID_BYTES: usize = 1024;
+
+/// Whether a store can keep `id` (see [`MAX_ID_BYTES`]): a lookup of an id
+/// it cannot keep finds nothing, without asking the database (PostgreSQL
+/// would fail on a NUL rather than find nothing).
+pub(crate) fn storable_id(id: &str) -> bool {
+    id.len() <= MAX_ID_BYTES && !id.contains('\0')
+}
+
+/// Refuses `id` unless a store can keep it; `subject` says whose id it is
+/// (`call`, `tool of call "c1"`, `run`).
+fn check_id(subject: std::fmt::Arguments<'_>, id: &str) -> Result<(), StoreError> {
+    let problem = if id.len() > MAX_ID_BYTES {
+        format!("it is {} bytes long", id.len())
+    } else if id.contains('\0') {
+        "it holds a NUL character".to_owned()
+    } else {
+        return Ok(());
+    };
+    Err(StoreError::Refused {
+        subject: format!("the id of {subject} {:?}", Excerpt::of(id)),
+        reason: format!(
+            "{problem}; ids are at most {MAX_ID_BYTES} bytes, without NUL, on every store"
+        ),
+    })
+}
+
+/// The values of a call as the stores write them: each as JSON text,
+/// checked (with the call's ids) against the stores' limits.
+pub(crate) struct CallTexts {
+    pub(crate) input: String,
+    pub(crate) request_context: String,
+    pub(crate) messages: String,
+    pub(crate) payload: Option<String>,
+}
+
+/// Checks `call` against the limits every store enforces ([`MAX_ID_BYTES`],
+/// [`MAX_JSON_DEPTH`]) before anything is written, and gives its values as
+/// JSON text: the one check all three stores run, so that they refuse alike.
+pub(crate) fn storable_call(call: &PendingCall) -> Result<CallTexts, StoreError> {
+    let id = call.call_id.as_str();
+    check_id(format_args!("call"), id)?;
+    check_id(
+        format_args!("the tool of call {:?}:", Excerpt::of(id)),
+        &call.tool_id,
+    )?;
+    Ok(CallTexts {
+        input: storable_json(id, "arguments", &call.input)?,
+        request_context: storable_json(id, "request context", &call.request_context)?,
+        messages: storable_json(id, "messages", &call.messages)?,
+        payload: call
+            .payload
+            .as_ref()
+            .map(|payload| storable_json(id, "payload", payload))
+            .transpose()?,
+    })
+}
+
+/// `value` as JSON text, checked to read back: a value nested deeper than
+/// [`MAX_JSON_DEPTH`] is refused now, naming the call and what it was,
+/// rather than stored unreadable.
+fn storable_json(call_id: &str, what: &str, value: &impl Serialize) -> Result<String, StoreError> {
     checked_json(
-        location,
-        format_args!("the {what} of call {call_id:?}"),
+        format_args!("the {what} of call {:?}", Excerpt::of(call_id)),
         value,
     )
 }
 
-/// The record of run `run_id` as JSON text, checked to read back as
-/// [`storable_json`] checks a call's values; refused naming the run.
-fn storable_run_record(location: &str, run_id: &str, record: &Value) -> Result<String, StoreError> {
+/// The record of run `run_id` as JSON text, its id and depth checked as a
+/// call's are; refused naming the run.
+fn storable_run_record(run_id: &str, record: &Value) -> Result<String, StoreError> {
+    check_id(format_args!("run"), run_id)?;
     checked_json(
-        location,
-        format_args!("the record of run {run_id:?}"),
+        format_args!("the record of run {:?}", Excerpt::of(run_id)),
         record,
     )
 }
 
-/// `value` as JSON text, checked to read back; `subject` names it in the error.
+/// `value` as JSON text, checked to read back; `subject` names it in the
+/// error. The check parses a `Value`: serde_json skips an `IgnoredAny`
+/// without its depth limit.
 fn checked_json(
-    location: &str,
     subject: std::fmt::Arguments<'_>,
     value: &impl Serialize,
 ) -> Result<String, StoreError> {
-    let fail = |e: serde_json::Error| StoreError::Io {
-        location: location.to_owned(),
+    let refused = |e: serde_json::Error| StoreError::Refused {
+        subject: subject.to_string(),
         reason: format!(
-            "cannot store {subject}: it cannot be read back ({e}); JSON deeper than {MAX_JSON_DEPTH} levels is refused"
+            "it cannot be read back ({e}); JSON deeper than {MAX_JSON_DEPTH} levels is refused on every store"
         ),
-        source: Some(Box::new(e)),
     };
-    let text = serde_json::to_string(value).map_err(fail)?;
-    serde_json::from_str::<Value>(&text).map_err(fail)?;
+    let text = serde_json::to_string(value).map_err(refused)?;
+    serde_json::from_str::<Value>(&text).map_err(refused)?;
     Ok(text)
 }
 
@@ -177,6 +275,48 @@ impl PendingCall {
     }
 }
 
+/// What a store keeps of settled calls ([`CallStore::purge_settled`]): for
+/// how long after they settled, and how many at most. A runtime purges
+/// with its own ([`RuntimeBuilder::settled_retention`](crate::RuntimeBuilder::settled_retention),
+/// [`RuntimeBuilder::settled_limit`](crate::RuntimeBuilder::settled_limit)).
+///
+/// ```
+/// use std::time::Duration;
+/// use serde_json::json;
+/// use tool_runtime::store::{CallStore, MemoryStore, RecordedOutcome, Retention, Transition};
+/// use tool_runtime::{PendingCall, PendingKind};
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let store = MemoryStore::new();
+/// for id in ["c1", "c2", "c3"] {
+///     store.insert(PendingCall::new(id, "t", PendingKind::Approval, json!({}))).await.unwrap();
+///     let declined = RecordedOutcome::Declined { reason: None };
+///     store.decide(id, PendingKind::Approval, Transition::Settle(declined)).await.unwrap();
+/// }
+/// let hour = Duration::from_secs(3600);
+/// // Two settled calls kept: c1, the oldest settled, is purged and remembered so.
+/// assert_eq!(store.purge_settled(Retention::new(hour, 2)).await.unwrap(), 1);
+/// assert!(store.get("c1").await.unwrap().is_none());
+/// assert!(store.purged("c1").await.unwrap().is_some());
+/// assert!(store.get("c3").await.unwrap().is_some());
+/// # });
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retention {
+    /// How long after it settled a call is kept (and a finished run after
+    /// its last save, and the id of a call purged by the size bound).
+    pub age: Duration,
+    /// How many settled calls are kept at most, the most recently settled.
+    pub max_settled: usize,
+}
+
+impl Retention {
+    /// Settled calls kept for `age`, `max_settled` of them at most.
+    pub fn new(age: Duration, max_settled: usize) -> Self {
+        Retention { age, max_settled }
+    }
+}
+
 /// Why the pending store failed. Every variant names what it is about (the
 /// file, the call id), so the message alone tells what to fix.
 ///
@@ -211,10 +351,21 @@ pub enum StoreError {
         source: Option<Box<dyn std::error::Error + Send + Sync>>,
     },
     /// A pending call with this id is already stored.
-    #[error("a pending call with id {call_id:?} is already stored")]
+    #[error("a pending call with id {:?} is already stored", Excerpt::of(.call_id))]
     Duplicate {
         /// The id.
         call_id: String,
+    },
+    /// A value no store keeps, refused before anything was written: an id
+    /// longer than [`MAX_ID_BYTES`] or holding NUL, JSON nested deeper than
+    /// [`MAX_JSON_DEPTH`]. Every store refuses the same values.
+    #[error("cannot store {subject}: {reason}")]
+    Refused {
+        /// What was refused, naming its call or run (the id quoted as a
+        /// bounded [`Excerpt`]): `the arguments of call "c1"`.
+        subject: String,
+        /// Why, with the limit.
+        reason: String,
     },
     /// Reading or writing failed.
     #[error("the pending store {location} failed: {reason}")]
@@ -325,14 +476,32 @@ pub trait CallStore: Send + Sync + 'static {
         tool_ids: &[String],
     ) -> impl Future<Output = Result<Option<StoredCall>, StoreError>> + Send;
 
-    /// Forgets settled calls that settled more than `age` ago, and finished
-    /// runs last saved more than `age` ago; returns how many calls and runs
-    /// it forgot, together. Pending and running calls, and unfinished
-    /// (paused) runs, are never purged.
+    /// Forgets what `retention` no longer keeps, and returns how many calls
+    /// and runs it forgot, together:
+    /// - settled calls that settled more than [`Retention::age`] ago;
+    /// - then, of the settled calls left, all but the
+    ///   [`Retention::max_settled`] most recently settled (oldest settled
+    ///   first; of two settled at once, the smaller id first), each
+    ///   remembered by its id as purged ([`purged`](Self::purged)) for
+    ///   [`Retention::age`], so that a decision on it says so;
+    /// - finished runs last saved more than [`Retention::age`] ago.
+    ///
+    /// Pending and running calls, and unfinished (paused) runs, are never
+    /// purged.
     fn purge_settled(
         &self,
-        age: Duration,
+        retention: Retention,
     ) -> impl Future<Output = Result<usize, StoreError>> + Send;
+
+    /// When the call `call_id` was purged by the size bound of a
+    /// [`purge_settled`](Self::purge_settled) (its outcome forgotten while
+    /// it was younger than the age bound); `None` when it was not, or
+    /// longer ago than that purge's [`Retention::age`]. Asked only for an
+    /// id the store does not have.
+    fn purged(
+        &self,
+        call_id: &str,
+    ) -> impl Future<Output = Result<Option<SystemTime>, StoreError>> + Send;
 
     /// The call `call_id`, in whatever state.
     fn get(
@@ -427,9 +596,16 @@ impl<S: CallStore> CallStore for std::sync::Arc<S> {
 
     fn purge_settled(
         &self,
-        age: Duration,
+        retention: Retention,
     ) -> impl Future<Output = Result<usize, StoreError>> + Send {
-        S::purge_settled(self, age)
+        S::purge_settled(self, retention)
+    }
+
+    fn purged(
+        &self,
+        call_id: &str,
+    ) -> impl Future<Output = Result<Option<SystemTime>, StoreError>> + Send {
+        S::purged(self, call_id)
     }
 
     fn get(

@@ -12,11 +12,12 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::{AsyncMessage, Config, NoTls, Row};
+use tool_core::Excerpt;
 
 use super::{
-    CallState, CallStore, Decided, PendingCall, PendingKind, RunStore, Settlement, StoreError,
-    StoreTransaction, StoredCall, StoredRun, TaskSignal, TaskSignaller, Transition, storable_json,
-    storable_run_record,
+    CallState, CallStore, Decided, PendingCall, PendingKind, Retention, RunStore, Settlement,
+    StoreError, StoreTransaction, StoredCall, StoredRun, TaskSignal, TaskSignaller, Transition,
+    storable_call, storable_id, storable_json, storable_run_record,
 };
 
 mod transaction;
@@ -24,11 +25,12 @@ mod transaction;
 pub use transaction::{PostgresTransaction, TransactionError};
 
 /// The schema version this build creates and reads, recorded in
-/// `tool_runtime_schema`: 4 lets calls wait for their output
+/// `tool_runtime_schema`: 5 remembers the ids of calls purged by the size
+/// bound ([`ADD_PURGED`]); 4 lets calls wait for their output
 /// ([`ADD_OUTPUT_KIND`]); 3 adds fencing tokens ([`ADD_FENCING`]); 2 adds
 /// agent runs (`tool_runtime_runs`) to the calls of version 1. Versions 1
-/// to 3 are migrated.
-const SCHEMA_VERSION: i32 = 4;
+/// to 4 are migrated.
+const SCHEMA_VERSION: i32 = 5;
 /// Connections the pool keeps at most: every store operation is one short
 /// statement or transaction, so a few serve many concurrent calls.
 const MAX_CONNECTIONS: usize = 8;
@@ -104,6 +106,16 @@ ALTER TABLE tool_runtime_calls ADD CONSTRAINT tool_runtime_calls_kind_check
 const ADD_FENCING: &str = "
 ALTER TABLE tool_runtime_calls ADD COLUMN epoch bigint NOT NULL DEFAULT 0;
 CREATE SEQUENCE tool_runtime_epochs;";
+
+/// What schema version 5 adds: the ids of calls purged by the size bound of
+/// the retention, with when (the database's clock), themselves purged after
+/// the retention's age.
+const ADD_PURGED: &str = "
+CREATE TABLE tool_runtime_purged (
+    call_id text PRIMARY KEY,
+    purged_at timestamptz NOT NULL
+);
+CREATE INDEX tool_runtime_purged_by_time ON tool_runtime_purged (purged_at);";
 
 /// The columns a [`StoredCall`] is read from ([`PostgresStore::stored`]).
 const COLUMNS: &str = "call_id, kind, tool_id, state, owner, lease_expires_at, attempt, \
@@ -295,6 +307,7 @@ impl PostgresStore {
             tx.batch_execute(CREATE_RUNS).await?;
             tx.batch_execute(ADD_FENCING).await?;
             tx.batch_execute(ADD_OUTPUT_KIND).await?;
+            tx.batch_execute(ADD_PURGED).await?;
             tx.execute(
                 "INSERT INTO tool_runtime_schema (version) VALUES ($1)",
                 &[&SCHEMA_VERSION],
@@ -317,7 +330,7 @@ impl PostgresStore {
         };
         match version {
             Some(SCHEMA_VERSION) => Ok(()),
-            Some(version @ 1..=3) => {
+            Some(version @ 1..=4) => {
                 if version == 1 {
                     // Version 1 had no runs; its calls are as they were.
                     tx.batch_execute(CREATE_RUNS).await?;
@@ -326,8 +339,12 @@ impl PostgresStore {
                     // Version 2 had no fencing tokens.
                     tx.batch_execute(ADD_FENCING).await?;
                 }
-                // Version 3 had no calls waiting for their output.
-                tx.batch_execute(ADD_OUTPUT_KIND).await?;
+                if version <= 3 {
+                    // Version 3 had no calls waiting for their output.
+                    tx.batch_execute(ADD_OUTPUT_KIND).await?;
+                }
+                // Version 4 did not remember purged calls.
+                tx.batch_execute(ADD_PURGED).await?;
                 tx.execute(
                     "UPDATE tool_runtime_schema SET version = $1",
                     &[&SCHEMA_VERSION],
@@ -374,7 +391,7 @@ impl PostgresStore {
         what: &str,
         value: &impl serde::Serialize,
     ) -> Result<String, StoreError> {
-        storable_json(&self.location, call_id, what, value)
+        storable_json(call_id, what, value)
     }
 
     /// A JSON column of call `call_id`; unreadable: an error naming the call.
@@ -387,7 +404,8 @@ impl PostgresStore {
         serde_json::from_str(text).map_err(|e| StoreError::Io {
             location: self.location.to_string(),
             reason: format!(
-                "the {what} of call {call_id:?} is unreadable: {e}; it was left in the store"
+                "the {what} of call {:?} is unreadable: {e}; it was left in the store",
+                Excerpt::of(call_id)
             ),
             source: Some(Box::new(e)),
         })
@@ -400,7 +418,8 @@ impl PostgresStore {
             Failure::Store(StoreError::Io {
                 location: self.location.to_string(),
                 reason: format!(
-                    "the {what} of call {call_id:?} is unreadable: {reason}; it was left in the store"
+                    "the {what} of call {:?} is unreadable: {reason}; it was left in the store",
+                    Excerpt::of(&call_id)
                 ),
                 source: None,
             })
@@ -469,14 +488,7 @@ impl PostgresStore {
 
     async fn try_insert(&self, call: &PendingCall) -> Result<(), Failure> {
         let id = &call.call_id;
-        let input = self.json_text(id, "arguments", &call.input)?;
-        let context = self.json_text(id, "request context", &call.request_context)?;
-        let messages = self.json_text(id, "messages", &call.messages)?;
-        let payload = call
-            .payload
-            .as_ref()
-            .map(|payload| self.json_text(id, "payload", payload))
-            .transpose()?;
+        let texts = storable_call(call)?;
         let client = self.pool.get().await?;
         let statement = client
             .prepare_cached(
@@ -496,10 +508,10 @@ impl PostgresStore {
                     id,
                     &call.kind.as_str(),
                     &call.tool_id,
-                    &input,
-                    &context,
-                    &messages,
-                    &payload,
+                    &texts.input,
+                    &texts.request_context,
+                    &texts.messages,
+                    &texts.payload,
                     &TASK_CHANNEL,
                 ],
             )
@@ -752,28 +764,61 @@ impl PostgresStore {
         Ok(recovered)
     }
 
-    async fn try_purge_settled(&self, age: Duration) -> Result<usize, Failure> {
+    async fn try_purge_settled(&self, retention: Retention) -> Result<usize, Failure> {
         let client = self.pool.get().await?;
-        // One statement: settled calls and finished runs, by one clock reading.
+        // Past i64 keeps every one: no table holds that many rows.
+        let kept = i64::try_from(retention.max_settled).unwrap_or(i64::MAX);
+        // One statement, by one clock reading and one snapshot: settled calls
+        // past the age; of the younger ones, all but the newest `kept`
+        // (oldest settled first), their ids remembered as purged; purged ids
+        // and finished runs past the age. (The statement's parts see the
+        // same snapshot, so the two deletions of calls are kept disjoint.)
         let statement = client
             .prepare_cached(
-                "WITH calls AS (
+                "WITH aged AS (
                      DELETE FROM tool_runtime_calls
                      WHERE state = 'settled'
                          AND settled_at < now() - $1::bigint * interval '1 millisecond'
+                     RETURNING 1),
+                 excess AS (
+                     DELETE FROM tool_runtime_calls
+                     WHERE call_id IN (
+                         SELECT call_id FROM tool_runtime_calls
+                         WHERE state = 'settled'
+                             AND settled_at >= now() - $1::bigint * interval '1 millisecond'
+                         ORDER BY settled_at DESC, call_id COLLATE \"C\" DESC OFFSET $2)
+                     RETURNING call_id),
+                 remembered AS (
+                     INSERT INTO tool_runtime_purged (call_id, purged_at)
+                     SELECT call_id, now() FROM excess
+                     ON CONFLICT (call_id) DO UPDATE SET purged_at = excluded.purged_at
+                     RETURNING 1),
+                 forgotten AS (
+                     DELETE FROM tool_runtime_purged
+                     WHERE purged_at < now() - $1::bigint * interval '1 millisecond'
                      RETURNING 1),
                  runs AS (
                      DELETE FROM tool_runtime_runs
                      WHERE finished AND saved_at < now() - $1::bigint * interval '1 millisecond'
                      RETURNING 1)
-                 SELECT (SELECT count(*) FROM calls) + (SELECT count(*) FROM runs)",
+                 SELECT (SELECT count(*) FROM aged) + (SELECT count(*) FROM remembered)
+                     + (SELECT count(*) FROM runs)",
             )
             .await?;
         let purged: i64 = client
-            .query_one(&statement, &[&millis(age)])
+            .query_one(&statement, &[&millis(retention.age), &kept])
             .await?
             .try_get(0)?;
         Ok(usize::try_from(purged).unwrap_or(usize::MAX))
+    }
+
+    async fn try_purged(&self, call_id: &str) -> Result<Option<SystemTime>, Failure> {
+        let client = self.pool.get().await?;
+        let statement = client
+            .prepare_cached("SELECT purged_at FROM tool_runtime_purged WHERE call_id = $1")
+            .await?;
+        let row = client.query_opt(&statement, &[&call_id]).await?;
+        Ok(row.map(|row| row.try_get(0)).transpose()?)
     }
 
     async fn try_load_run(&self, run_id: &str) -> Result<Option<StoredRun>, Failure> {
@@ -790,7 +835,8 @@ impl PostgresStore {
             Failure::Store(StoreError::Io {
                 location: self.location.to_string(),
                 reason: format!(
-                    "the record of run {run_id:?} is unreadable: {reason}; it was left in the store"
+                    "the record of run {:?} is unreadable: {reason}; it was left in the store",
+                    Excerpt::of(run_id)
                 ),
                 source: None,
             })
@@ -815,7 +861,7 @@ impl PostgresStore {
         finished: bool,
         record: &Value,
     ) -> Result<Option<u64>, Failure> {
-        let record = storable_run_record(&self.location, run_id, record)?;
+        let record = storable_run_record(run_id, record)?;
         let client = self.pool.get().await?;
         // One guarded statement each: a concurrent save of the same revision
         // waits for the row (or the key) and then finds it changed.
@@ -883,7 +929,10 @@ impl CallStore for PostgresStore {
     async fn insert(&self, call: PendingCall) -> Result<(), StoreError> {
         self.try_insert(&call)
             .await
-            .map_err(self.failed(format_args!("inserting call {:?}", call.call_id)))
+            .map_err(self.failed(format_args!(
+                "inserting call {:?}",
+                Excerpt::of(&call.call_id)
+            )))
     }
 
     async fn decide(
@@ -892,15 +941,25 @@ impl CallStore for PostgresStore {
         kind: PendingKind,
         transition: Transition,
     ) -> Result<Decided, StoreError> {
+        // An id no store keeps is not stored (asking would fail on a NUL).
+        if !storable_id(call_id) {
+            return Ok(Decided::Lost(None));
+        }
         self.try_decide(call_id, kind, transition)
             .await
-            .map_err(self.failed(format_args!("deciding call {call_id:?}")))
+            .map_err(self.failed(format_args!("deciding call {:?}", Excerpt::of(call_id))))
     }
 
     async fn renew(&self, call_id: &str, epoch: u64, lease: Duration) -> Result<bool, StoreError> {
+        if !storable_id(call_id) {
+            return Ok(false);
+        }
         self.try_renew(call_id, epoch, lease)
             .await
-            .map_err(self.failed(format_args!("renewing the lease of call {call_id:?}")))
+            .map_err(self.failed(format_args!(
+                "renewing the lease of call {:?}",
+                Excerpt::of(call_id)
+            )))
     }
 
     async fn finish(
@@ -909,9 +968,12 @@ impl CallStore for PostgresStore {
         epoch: u64,
         settlement: Settlement,
     ) -> Result<bool, StoreError> {
+        if !storable_id(call_id) {
+            return Ok(false);
+        }
         self.try_finish(call_id, epoch, settlement)
             .await
-            .map_err(self.failed(format_args!("finishing call {call_id:?}")))
+            .map_err(self.failed(format_args!("finishing call {:?}", Excerpt::of(call_id))))
     }
 
     async fn recover_expired(
@@ -937,19 +999,34 @@ impl CallStore for PostgresStore {
             .map_err(self.failed("claiming a pending call"))
     }
 
-    async fn purge_settled(&self, age: Duration) -> Result<usize, StoreError> {
-        self.try_purge_settled(age)
+    async fn purge_settled(&self, retention: Retention) -> Result<usize, StoreError> {
+        self.try_purge_settled(retention)
             .await
             .map_err(self.failed("purging settled calls"))
     }
 
+    async fn purged(&self, call_id: &str) -> Result<Option<SystemTime>, StoreError> {
+        if !storable_id(call_id) {
+            return Ok(None);
+        }
+        self.try_purged(call_id)
+            .await
+            .map_err(self.failed(format_args!(
+                "reading whether call {:?} was purged",
+                Excerpt::of(call_id)
+            )))
+    }
+
     async fn get(&self, call_id: &str) -> Result<Option<StoredCall>, StoreError> {
+        if !storable_id(call_id) {
+            return Ok(None);
+        }
         async {
             let client = self.pool.get().await?;
             self.read(&client, call_id).await
         }
         .await
-        .map_err(self.failed(format_args!("reading call {call_id:?}")))
+        .map_err(self.failed(format_args!("reading call {:?}", Excerpt::of(call_id))))
     }
 
     async fn list(&self) -> Result<Vec<PendingCall>, StoreError> {
@@ -987,9 +1064,12 @@ impl CallStore for PostgresStore {
 
 impl RunStore for PostgresStore {
     async fn load_run(&self, run_id: &str) -> Result<Option<StoredRun>, StoreError> {
+        if !storable_id(run_id) {
+            return Ok(None);
+        }
         self.try_load_run(run_id)
             .await
-            .map_err(self.failed(format_args!("loading run {run_id:?}")))
+            .map_err(self.failed(format_args!("loading run {:?}", Excerpt::of(run_id))))
     }
 
     async fn save_run(
@@ -1001,7 +1081,7 @@ impl RunStore for PostgresStore {
     ) -> Result<Option<u64>, StoreError> {
         self.try_save_run(run_id, expected_revision, finished, &record)
             .await
-            .map_err(self.failed(format_args!("saving run {run_id:?}")))
+            .map_err(self.failed(format_args!("saving run {:?}", Excerpt::of(run_id))))
     }
 }
 

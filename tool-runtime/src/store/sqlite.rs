@@ -11,10 +11,12 @@ use rusqlite::{
 };
 use serde_json::Value;
 
+use tool_core::Excerpt;
+
 use super::{
-    CallState, CallStore, Decided, PendingCall, PendingKind, RecordedOutcome, RunStore, Settlement,
-    StoreError, StoreTransaction, StoredCall, StoredRun, TaskSignal, TaskSignaller, Transition,
-    storable_json, storable_run_record,
+    CallState, CallStore, Decided, PendingCall, PendingKind, RecordedOutcome, Retention, RunStore,
+    Settlement, StoreError, StoreTransaction, StoredCall, StoredRun, TaskSignal, TaskSignaller,
+    Transition, storable_call, storable_json, storable_run_record,
 };
 
 mod transaction;
@@ -23,11 +25,12 @@ pub use transaction::SqliteTransaction;
 
 /// `PRAGMA application_id` of a pending store: "tool" in ASCII.
 const APPLICATION_ID: i32 = 0x746F_6F6C;
-/// `PRAGMA user_version` of the current layout: 4 adds fencing tokens
+/// `PRAGMA user_version` of the current layout: 5 remembers the ids of
+/// calls purged by the size bound (table `purged`); 4 adds fencing tokens
 /// (column `epoch`, table `fencing`); 3 adds agent runs (table `runs`); 2
 /// has the call lifecycle (state, owner, lease, outcome); 1 (pending calls
-/// only). Files of layouts 1 to 3 are migrated.
-const LAYOUT_VERSION: i32 = 4;
+/// only). Files of layouts 1 to 4 are migrated.
+const LAYOUT_VERSION: i32 = 5;
 /// How long a write waits for another process holding the file.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -194,9 +197,17 @@ impl CallStore for SqliteStore {
 
     fn purge_settled(
         &self,
-        age: Duration,
+        retention: Retention,
     ) -> impl Future<Output = Result<usize, StoreError>> + Send {
-        self.blocking(move |file| file.purge_settled(age))
+        self.blocking(move |file| file.purge_settled(retention))
+    }
+
+    fn purged(
+        &self,
+        call_id: &str,
+    ) -> impl Future<Output = Result<Option<SystemTime>, StoreError>> + Send {
+        let call_id = call_id.to_owned();
+        self.blocking(move |file| file.purged(&call_id))
     }
 
     fn get(
@@ -300,7 +311,10 @@ impl SqliteFile {
     fn decode(&self, call_id: &str, record: &str) -> Result<PendingCall, StoreError> {
         let corrupt = |e: serde_json::Error| StoreError::Corrupt {
             path: self.path.clone(),
-            reason: format!("the record of call {call_id:?} is unreadable: {e}"),
+            reason: format!(
+                "the record of call {:?} is unreadable: {e}",
+                Excerpt::of(call_id)
+            ),
             source: Some(Box::new(e)),
         };
         match serde_json::from_str::<Record>(record) {
@@ -310,13 +324,13 @@ impl SqliteFile {
         }
     }
 
-    /// The record of `call`: its values as JSON text each, checked to read back.
+    /// The record of `call`: its values as JSON text each, checked against
+    /// the stores' limits ([`storable_call`]).
     fn encode(&self, call: &PendingCall) -> Result<String, StoreError> {
-        let location = self.path.display().to_string();
-        let record = Record::encode(call, &location)?;
+        let record = Record::encode(call)?;
         serde_json::to_string(&record).map_err(|e| StoreError::Io {
-            reason: format!("cannot encode call {:?}: {e}", call.call_id),
-            location,
+            reason: format!("cannot encode call {:?}: {e}", Excerpt::of(&call.call_id)),
+            location: self.path.display().to_string(),
             source: Some(Box::new(e)),
         })
     }
@@ -340,21 +354,17 @@ struct Record {
 }
 
 impl Record {
-    fn encode(call: &PendingCall, location: &str) -> Result<Self, StoreError> {
-        let id = call.call_id.as_str();
+    fn encode(call: &PendingCall) -> Result<Self, StoreError> {
+        let texts = storable_call(call)?;
         Ok(Record {
             v: 2,
             call_id: call.call_id.clone(),
             tool_id: call.tool_id.clone(),
             kind: call.kind,
-            input: storable_json(location, id, "arguments", &call.input)?,
-            request_context: storable_json(location, id, "request context", &call.request_context)?,
-            messages: storable_json(location, id, "messages", &call.messages)?,
-            payload: call
-                .payload
-                .as_ref()
-                .map(|payload| storable_json(location, id, "payload", payload))
-                .transpose()?,
+            input: texts.input,
+            request_context: texts.request_context,
+            messages: texts.messages,
+            payload: texts.payload,
         })
     }
 
@@ -407,6 +417,15 @@ const ADD_FENCING: &str = "ALTER TABLE calls ADD COLUMN epoch INTEGER NOT NULL D
 CREATE TABLE fencing (last INTEGER NOT NULL);
 INSERT INTO fencing (last) VALUES (0);";
 
+/// What layout 5 adds: the ids of calls purged by the size bound of the
+/// retention, with when (milliseconds since the Unix epoch), themselves
+/// purged after the retention's age.
+const ADD_PURGED: &str = "CREATE TABLE purged (
+    call_id TEXT PRIMARY KEY NOT NULL,
+    purged_at INTEGER NOT NULL
+);
+CREATE INDEX purged_by_time ON purged (purged_at);";
+
 /// Creates the tables in a new file, migrates a file of an older layout (in
 /// the same transaction: a failed migration leaves the file as it was), or
 /// checks that an existing file is a pending store of this layout.
@@ -429,6 +448,7 @@ fn init_layout(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
             "{CREATE_CALLS}
             {CREATE_RUNS}
             {ADD_FENCING}
+            {ADD_PURGED}
             PRAGMA application_id = {APPLICATION_ID};
             PRAGMA user_version = {LAYOUT_VERSION};"
         ))
@@ -448,9 +468,13 @@ fn init_layout(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
             // Layout 2 had no runs.
             tx.execute_batch(CREATE_RUNS).map_err(err)?;
         }
-        // Layout 3 had no fencing tokens.
+        if version <= 3 {
+            // Layout 3 had no fencing tokens.
+            tx.execute_batch(ADD_FENCING).map_err(err)?;
+        }
+        // Layout 4 did not remember purged calls.
         tx.execute_batch(&format!(
-            "{ADD_FENCING}
+            "{ADD_PURGED}
             PRAGMA user_version = {LAYOUT_VERSION};"
         ))
         .map_err(err)?;
@@ -630,7 +654,10 @@ impl SqliteFile {
         .map_err(|e| self.io(e))?;
         self.read(tx, call_id)?.ok_or_else(|| StoreError::Io {
             location: self.path.display().to_string(),
-            reason: format!("call {call_id:?} vanished while being claimed"),
+            reason: format!(
+                "call {:?} vanished while being claimed",
+                Excerpt::of(call_id)
+            ),
             source: None,
         })
     }
@@ -773,14 +800,41 @@ impl SqliteFile {
         })
     }
 
-    fn purge_settled(&self, age: Duration) -> Result<usize, StoreError> {
-        let before = millis(SystemTime::now().checked_sub(age).unwrap_or(UNIX_EPOCH));
+    fn purge_settled(&self, retention: Retention) -> Result<usize, StoreError> {
+        let now = SystemTime::now();
+        let before = millis(now.checked_sub(retention.age).unwrap_or(UNIX_EPOCH));
+        // Past i64 keeps every one: no table holds that many rows.
+        let kept = i64::try_from(retention.max_settled).unwrap_or(i64::MAX);
         self.write(|tx| {
-            let calls = tx
+            let aged = tx
                 .execute(
                     "DELETE FROM calls WHERE state = 'settled' AND settled_at < ?1",
                     params![before],
                 )
+                .map_err(|e| self.io(e))?;
+            // Beyond the newest `kept`, oldest settled first; each id
+            // remembered as purged.
+            let excess: Vec<String> = tx
+                .prepare(
+                    "DELETE FROM calls WHERE call_id IN (
+                         SELECT call_id FROM calls WHERE state = 'settled'
+                         ORDER BY settled_at DESC, call_id DESC LIMIT -1 OFFSET ?1)
+                     RETURNING call_id",
+                )
+                .and_then(|mut stmt| {
+                    stmt.query_map(params![kept], |row| row.get(0))?
+                        .collect::<Result<_, _>>()
+                })
+                .map_err(|e| self.io(e))?;
+            for call_id in &excess {
+                tx.execute(
+                    "INSERT INTO purged (call_id, purged_at) VALUES (?1, ?2)
+                     ON CONFLICT (call_id) DO UPDATE SET purged_at = excluded.purged_at",
+                    params![call_id, millis(now)],
+                )
+                .map_err(|e| self.io(e))?;
+            }
+            tx.execute("DELETE FROM purged WHERE purged_at < ?1", params![before])
                 .map_err(|e| self.io(e))?;
             let runs = tx
                 .execute(
@@ -788,8 +842,21 @@ impl SqliteFile {
                     params![before],
                 )
                 .map_err(|e| self.io(e))?;
-            Ok(calls + runs)
+            Ok(aged + excess.len() + runs)
         })
+    }
+
+    fn purged(&self, call_id: &str) -> Result<Option<SystemTime>, StoreError> {
+        let purged_at: Option<i64> = self
+            .conn()
+            .query_row(
+                "SELECT purged_at FROM purged WHERE call_id = ?1",
+                params![call_id],
+                |row| row.get(0),
+            )
+            .optional()
+            .map_err(|e| self.io(e))?;
+        Ok(purged_at.map(time))
     }
 
     fn load_run(&self, run_id: &str) -> Result<Option<StoredRun>, StoreError> {
@@ -813,7 +880,10 @@ impl SqliteFile {
         };
         let corrupt = |reason: String| StoreError::Corrupt {
             path: self.path.clone(),
-            reason: format!("the record of run {run_id:?} is unreadable: {reason}"),
+            reason: format!(
+                "the record of run {:?} is unreadable: {reason}",
+                Excerpt::of(run_id)
+            ),
             source: None,
         };
         let revision =
@@ -834,7 +904,7 @@ impl SqliteFile {
         finished: bool,
         record: &Value,
     ) -> Result<Option<u64>, StoreError> {
-        let record = storable_run_record(&self.path.display().to_string(), run_id, record)?;
+        let record = storable_run_record(run_id, record)?;
         let now = millis(SystemTime::now());
         self.write(|tx| {
             let saved = match expected_revision {
@@ -895,7 +965,10 @@ impl SqliteFile {
         let call_id = row.call_id;
         let corrupt = |what: &str, reason: String| StoreError::Corrupt {
             path: self.path.clone(),
-            reason: format!("the {what} of call {call_id:?} is unreadable: {reason}"),
+            reason: format!(
+                "the {what} of call {:?} is unreadable: {reason}",
+                Excerpt::of(&call_id)
+            ),
             source: None,
         };
         let call = self.decode(&call_id, &row.record)?;
@@ -936,7 +1009,7 @@ impl SqliteFile {
         what: &str,
         value: &impl serde::Serialize,
     ) -> Result<String, StoreError> {
-        storable_json(&self.path.display().to_string(), call_id, what, value)
+        storable_json(call_id, what, value)
     }
 }
 

@@ -3,14 +3,18 @@
 //! calls, recovery of expired leases, retention, and that of concurrent
 //! decisions on one call exactly one wins; agent runs saved by
 //! compare-and-set (of concurrent saves of one revision exactly one wins),
-//! purged once finished.
+//! purged once finished; the size bound of the retention (oldest settled
+//! first, purged ids remembered); and the limits every store enforces alike
+//! (ids at most `MAX_ID_BYTES` bytes without NUL, JSON at most
+//! `MAX_JSON_DEPTH` levels), each run just under and just over.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
 use tool_runtime::store::{
-    CallStore, Decided, RecordedOutcome, RunStore, Settlement, StoredRun, Transition,
+    CallStore, Decided, MAX_ID_BYTES, MAX_JSON_DEPTH, RecordedOutcome, Retention, RunStore,
+    Settlement, StoredRun, Transition,
 };
 use tool_runtime::{CallState, PendingCall, PendingKind, StoreError, StoredCall};
 
@@ -22,6 +26,11 @@ fn run(owner: &str, lease: Duration, resume_data: Option<serde_json::Value>) -> 
         lease,
         resume_data,
     }
+}
+
+/// A retention by age alone.
+fn aged(age: Duration) -> Retention {
+    Retention::new(age, usize::MAX)
 }
 
 fn completed(n: i64) -> RecordedOutcome {
@@ -58,6 +67,8 @@ pub async fn store_contract<S: CallStore + RunStore>(prefix: &str, fresh: impl F
     concurrent_decisions(Arc::new(fresh()), prefix).await;
     claiming_tasks(Arc::new(fresh()), prefix).await;
     runs(Arc::new(fresh()), prefix).await;
+    size_bound(&fresh(), prefix).await;
+    limits(&fresh(), prefix).await;
 }
 
 async fn lifecycle(store: &(impl CallStore + RunStore), p: &str) {
@@ -342,7 +353,7 @@ async fn fencing(store: &(impl CallStore + RunStore), p: &str) {
         .unwrap();
     tokio::time::sleep(Duration::from_millis(20)).await;
     store
-        .purge_settled(Duration::from_millis(10))
+        .purge_settled(aged(Duration::from_millis(10)))
         .await
         .unwrap();
     store
@@ -452,11 +463,15 @@ async fn decline_and_retention(store: &(impl CallStore + RunStore), p: &str) {
         ))
         .await
         .unwrap();
-    assert_eq!(store.purge_settled(LONG).await.unwrap(), 0, "recent: kept");
+    assert_eq!(
+        store.purge_settled(aged(LONG)).await.unwrap(),
+        0,
+        "recent: kept"
+    );
     tokio::time::sleep(Duration::from_millis(30)).await;
     assert_eq!(
         store
-            .purge_settled(Duration::from_millis(10))
+            .purge_settled(aged(Duration::from_millis(10)))
             .await
             .unwrap(),
         1
@@ -714,11 +729,15 @@ async fn runs<S: CallStore + RunStore>(store: Arc<S>, p: &str) {
         Some(2)
     );
     assert!(store.load_run(&done).await.unwrap().unwrap().finished);
-    assert_eq!(store.purge_settled(LONG).await.unwrap(), 0, "recent: kept");
+    assert_eq!(
+        store.purge_settled(aged(LONG)).await.unwrap(),
+        0,
+        "recent: kept"
+    );
     tokio::time::sleep(Duration::from_millis(30)).await;
     assert_eq!(
         store
-            .purge_settled(Duration::from_millis(10))
+            .purge_settled(aged(Duration::from_millis(10)))
             .await
             .unwrap(),
         1,
@@ -849,4 +868,376 @@ pub async fn commit_after_takeover<S: CallStore>(
         CallState::Running { .. }
     ));
     committed
+}
+
+/// Settles the new approval call `id` by declining it.
+async fn settled_call(store: &impl CallStore, id: &str) {
+    store
+        .insert(PendingCall::new(
+            id,
+            "tool",
+            PendingKind::Approval,
+            json!({}),
+        ))
+        .await
+        .unwrap();
+    let declined =
+        RecordedOutcome::from_outcome(&tool_runtime::CallOutcome::Declined { reason: None })
+            .unwrap();
+    won(store
+        .decide(id, PendingKind::Approval, Transition::Settle(declined))
+        .await
+        .unwrap());
+}
+
+/// The size bound of the retention: all but the newest `max_settled`
+/// settled calls are purged, oldest settled first, whatever their ids; the
+/// ids purged so are remembered for the age, and only those.
+async fn size_bound(store: &(impl CallStore + RunStore), p: &str) {
+    // Settled in this order, apart in time (the durable stores keep
+    // milliseconds); ids in another order, so that the order is by time.
+    let settled: Vec<String> = ["e", "d", "c", "b", "a"]
+        .iter()
+        .map(|name| format!("{p}-bound-{name}"))
+        .collect();
+    for id in &settled {
+        settled_call(store, id).await;
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let pending = format!("{p}-bound-pending");
+    store
+        .insert(PendingCall::new(
+            &pending,
+            "tool",
+            PendingKind::Approval,
+            json!({}),
+        ))
+        .await
+        .unwrap();
+    let running = format!("{p}-bound-running");
+    store
+        .insert(PendingCall::new(
+            &running,
+            "tool",
+            PendingKind::Approval,
+            json!({}),
+        ))
+        .await
+        .unwrap();
+    won(store
+        .decide(&running, PendingKind::Approval, run("a", LONG, None))
+        .await
+        .unwrap());
+
+    assert_eq!(
+        store.purge_settled(Retention::new(LONG, 5)).await.unwrap(),
+        0,
+        "five settled, five kept"
+    );
+    assert_eq!(
+        store.purge_settled(Retention::new(LONG, 2)).await.unwrap(),
+        3,
+        "the three oldest settled purged"
+    );
+    for id in &settled[..3] {
+        assert!(store.get(id).await.unwrap().is_none(), "{id} purged");
+        assert!(
+            store.purged(id).await.unwrap().is_some(),
+            "{id} remembered as purged"
+        );
+    }
+    for id in &settled[3..] {
+        assert!(
+            matches!(
+                store.get(id).await.unwrap().unwrap().state,
+                CallState::Settled { .. }
+            ),
+            "{id}, among the newest two, kept"
+        );
+        assert_eq!(store.purged(id).await.unwrap(), None);
+    }
+    for id in [&pending, &running] {
+        assert!(
+            store.get(id).await.unwrap().is_some(),
+            "pending and running calls are never purged: {id}"
+        );
+    }
+    let never = format!("{p}-bound-never");
+    assert_eq!(store.purged(&never).await.unwrap(), None, "never stored");
+    // A decision on a purged call finds nothing; the runtime asks `purged`.
+    assert_eq!(
+        lost(
+            store
+                .decide(&settled[0], PendingKind::Approval, run("a", LONG, None))
+                .await
+                .unwrap()
+        ),
+        None
+    );
+    assert_eq!(
+        store.purge_settled(Retention::new(LONG, 2)).await.unwrap(),
+        0,
+        "nothing more to purge"
+    );
+    assert_eq!(
+        store.purge_settled(Retention::new(LONG, 0)).await.unwrap(),
+        2,
+        "a bound of 0 keeps no settled call"
+    );
+    assert!(store.purged(&settled[4]).await.unwrap().is_some());
+
+    // The remembered ids are themselves kept for the age only.
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    store
+        .purge_settled(Retention::new(Duration::from_millis(10), 0))
+        .await
+        .unwrap();
+    for id in &settled {
+        assert_eq!(store.purged(id).await.unwrap(), None, "{id} forgotten");
+    }
+    assert!(store.get(&pending).await.unwrap().is_some());
+}
+
+/// `levels` levels of arrays.
+fn nested_arrays(levels: usize) -> serde_json::Value {
+    (1..levels).fold(json!([]), |inner, _| json!([inner]))
+}
+
+/// `error` is the refusal of every store: it names `subject` and says
+/// `limit`, and quotes no more than an excerpt of what it refused.
+fn refused(result: Result<impl std::fmt::Debug, StoreError>, subject: &str, limit: &str) {
+    let error = result.expect_err("refused");
+    let message = error.to_string();
+    assert!(matches!(error, StoreError::Refused { .. }), "{error:?}");
+    assert!(message.contains(subject), "{message} names {subject}");
+    assert!(message.contains(limit), "{message} says {limit}");
+    assert!(message.len() < 1_000, "a bounded message: {message}");
+}
+
+/// The limits every store enforces alike, before it writes: ids at most
+/// `MAX_ID_BYTES` bytes without NUL, JSON at most `MAX_JSON_DEPTH` levels.
+/// Each just under (kept, read back) and just over (refused, nothing written).
+async fn limits(store: &(impl CallStore + RunStore), p: &str) {
+    assert_eq!(MAX_ID_BYTES, 1024);
+    assert_eq!(MAX_JSON_DEPTH, 127);
+    // Ids of digits, not one repeated byte: PostgreSQL compresses a
+    // repetitive id before indexing it, and would keep a longer one.
+    let id_of = |bytes: usize| {
+        let mut id = format!("{p}-id-");
+        let mut n = 0_u64;
+        while id.len() < bytes {
+            id.push_str(&format!("{n:x}"));
+            n = n
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+        }
+        id.truncate(bytes);
+        id
+    };
+    let call = |id: &str| PendingCall::new(id, "tool", PendingKind::Approval, json!({}));
+
+    // Call ids.
+    let longest = id_of(MAX_ID_BYTES);
+    store.insert(call(&longest)).await.unwrap();
+    assert_eq!(
+        store.get(&longest).await.unwrap().unwrap().call,
+        call(&longest)
+    );
+    let longer = id_of(MAX_ID_BYTES + 1);
+    refused(
+        store.insert(call(&longer)).await,
+        "the id of call",
+        "at most 1024 bytes",
+    );
+    let huge = id_of(1 << 20);
+    refused(
+        store.insert(call(&huge)).await,
+        "(1048576 bytes in all)",
+        "1024 bytes",
+    );
+    let with_nul = format!("{p}-nul\0id");
+    refused(store.insert(call(&with_nul)).await, "the id of call", "NUL");
+    // Nothing written; a lookup of an id no store keeps finds nothing.
+    for id in [&longer, &huge, &with_nul] {
+        assert_eq!(store.get(id).await.unwrap(), None);
+        assert_eq!(
+            lost(
+                store
+                    .decide(id, PendingKind::Approval, run("a", LONG, None))
+                    .await
+                    .unwrap()
+            ),
+            None
+        );
+        assert_eq!(store.purged(id).await.unwrap(), None);
+    }
+
+    // Tool ids.
+    let tool_call = |tool: &str| {
+        PendingCall::new(
+            format!("{p}-tool-{}", tool.len()),
+            tool,
+            PendingKind::Approval,
+            json!({}),
+        )
+    };
+    store.insert(tool_call(&id_of(MAX_ID_BYTES))).await.unwrap();
+    refused(
+        store.insert(tool_call(&id_of(MAX_ID_BYTES + 1))).await,
+        &format!("the tool of call \"{p}-tool-1025\""),
+        "at most 1024 bytes",
+    );
+    refused(
+        store.insert(tool_call("to\0ol")).await,
+        "the tool of call",
+        "NUL",
+    );
+
+    // JSON depth: of each value a call keeps.
+    let deep = format!("{p}-deep");
+    let mut deepest = PendingCall::new(&deep, "tool", PendingKind::Suspended, nested_arrays(127));
+    deepest.payload = Some(nested_arrays(127));
+    deepest.messages = vec![nested_arrays(126)];
+    deepest
+        .request_context
+        .insert("k".into(), nested_arrays(126));
+    store.insert(deepest.clone()).await.unwrap();
+    assert_eq!(store.get(&deep).await.unwrap().unwrap().call, deepest);
+    let deeper = format!("{p}-deeper");
+    let too_deep = |change: &dyn Fn(&mut PendingCall)| {
+        let mut call = PendingCall::new(&deeper, "tool", PendingKind::Suspended, json!({}));
+        change(&mut call);
+        call
+    };
+    let subject = |what: &str| format!("the {what} of call \"{deeper}\"");
+    for (what, call) in [
+        ("arguments", too_deep(&|c| c.input = nested_arrays(128))),
+        (
+            "payload",
+            too_deep(&|c| c.payload = Some(nested_arrays(128))),
+        ),
+        (
+            "messages",
+            too_deep(&|c| c.messages = vec![nested_arrays(127)]),
+        ),
+        (
+            "request context",
+            too_deep(&|c| {
+                c.request_context.insert("k".into(), nested_arrays(127));
+            }),
+        ),
+    ] {
+        refused(store.insert(call).await, &subject(what), "127 levels");
+    }
+    assert_eq!(store.get(&deeper).await.unwrap(), None, "nothing written");
+
+    // Resume data: refused, and the call stays pending.
+    let subject = |what: &str| format!("the {what} of call \"{deep}\"");
+    refused(
+        store
+            .decide(
+                &deep,
+                PendingKind::Suspended,
+                run("a", LONG, Some(nested_arrays(128))),
+            )
+            .await,
+        &subject("resume data"),
+        "127 levels",
+    );
+    assert_eq!(
+        store.get(&deep).await.unwrap().unwrap().state,
+        CallState::Pending
+    );
+    let claimed = won(store
+        .decide(
+            &deep,
+            PendingKind::Suspended,
+            run("a", LONG, Some(nested_arrays(127))),
+        )
+        .await
+        .unwrap());
+    assert_eq!(claimed.resume_data, Some(nested_arrays(127)));
+    // A suspension's payload and an outcome: refused, the call still running.
+    refused(
+        store
+            .finish(
+                &deep,
+                claimed.epoch,
+                Settlement::Suspended {
+                    payload: nested_arrays(128),
+                },
+            )
+            .await,
+        &subject("payload"),
+        "127 levels",
+    );
+    // The outcome's output sits one level inside the recorded outcome.
+    let output = |levels| RecordedOutcome::Completed {
+        output: nested_arrays(levels),
+        model_output: None,
+        state: None,
+    };
+    refused(
+        store
+            .finish(&deep, claimed.epoch, Settlement::Settled(output(127)))
+            .await,
+        &subject("outcome"),
+        "127 levels",
+    );
+    assert!(matches!(
+        store.get(&deep).await.unwrap().unwrap().state,
+        CallState::Running { .. }
+    ));
+    assert!(
+        store
+            .finish(&deep, claimed.epoch, Settlement::Settled(output(126)))
+            .await
+            .unwrap()
+    );
+    let settled = store.get(&deep).await.unwrap().unwrap();
+    assert!(
+        matches!(&settled.state, CallState::Settled { outcome, .. } if *outcome == output(126))
+    );
+    // A decline's outcome, likewise.
+    let approval = format!("{p}-deep-approval");
+    store.insert(call(&approval)).await.unwrap();
+    refused(
+        store
+            .decide(
+                &approval,
+                PendingKind::Approval,
+                Transition::Settle(output(127)),
+            )
+            .await,
+        &format!("the outcome of call \"{approval}\""),
+        "127 levels",
+    );
+    assert_eq!(
+        store.get(&approval).await.unwrap().unwrap().state,
+        CallState::Pending
+    );
+
+    // Run ids, as call ids.
+    let run_id = id_of(MAX_ID_BYTES);
+    assert_eq!(
+        store
+            .save_run(&run_id, None, false, json!(1))
+            .await
+            .unwrap(),
+        Some(1)
+    );
+    assert_eq!(store.load_run(&run_id).await.unwrap().unwrap().revision, 1);
+    refused(
+        store
+            .save_run(&id_of(MAX_ID_BYTES + 1), None, false, json!(1))
+            .await,
+        "the id of run",
+        "at most 1024 bytes",
+    );
+    refused(
+        store.save_run("r\0un", None, false, json!(1)).await,
+        "the id of run",
+        "NUL",
+    );
+    assert_eq!(store.load_run("r\0un").await.unwrap(), None);
 }

@@ -4,11 +4,12 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
 use tool_runtime::store::{
-    CallStore, Decided, RunStore, Settlement, StoreTransaction, StoredRun, TaskSignal, Transition,
+    CallStore, Decided, Retention, RunStore, Settlement, StoreTransaction, StoredRun, TaskSignal,
+    Transition,
 };
 use tool_runtime::{PendingCall, PendingKind, StoreError, StoredCall};
 
@@ -112,8 +113,11 @@ impl<S: CallStore> CallStore for Faulty<S> {
     ) -> Result<Option<StoredCall>, StoreError> {
         self.store.claim_next(kind, owner, lease, tool_ids).await
     }
-    async fn purge_settled(&self, age: Duration) -> Result<usize, StoreError> {
-        self.store.purge_settled(age).await
+    async fn purge_settled(&self, retention: Retention) -> Result<usize, StoreError> {
+        self.store.purge_settled(retention).await
+    }
+    async fn purged(&self, call_id: &str) -> Result<Option<SystemTime>, StoreError> {
+        self.store.purged(call_id).await
     }
     async fn get(&self, call_id: &str) -> Result<Option<StoredCall>, StoreError> {
         if self.get_down.load(Ordering::SeqCst) {

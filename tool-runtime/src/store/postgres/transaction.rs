@@ -246,9 +246,10 @@ impl StoreTransaction for PostgresCallTransaction {
                     // Whether the commit happened is for the store to say:
                     // the connection is not reused.
                     discard(client);
-                    Err(store.failed(format_args!("committing call {call_id:?}"))(
-                        failure,
-                    ))
+                    Err(store.failed(format_args!(
+                        "committing call {:?}",
+                        tool_core::Excerpt::of(&call_id)
+                    ))(failure))
                 }
             }
         })
