@@ -102,12 +102,11 @@ macro_rules! head_builders {
             }
 
             /// Says which agent makes the call; the tool reads it with
-            /// `ToolContext::agent`. It travels as an extension, so it is not
-            /// stored with a call that pauses: a call approved with
-            /// `Runtime::approve` or resumed with `Runtime::resume` runs with
-            /// `ctx.agent()` returning `None` (`Runtime::decide` passes an
-            /// agent on). A tool that needs the agent after a pause should
-            /// carry what it needs in its suspend payload.
+            /// `ToolContext::agent`. It travels as an extension, and is the
+            /// one extension stored with a call that pauses
+            /// (`PendingCall::agent`): a call approved with `Runtime::approve`
+            /// or resumed with `Runtime::resume` runs with the same
+            /// `ctx.agent()` (`Runtime::decide` may pass another).
             ///
             /// ```
             /// use serde_json::json;
@@ -202,7 +201,7 @@ impl ToolCall {
     /// Runs the call as a workflow step; the tool reads it with
     /// `ToolContext::workflow`, and the state it sets comes back in
     /// [`CallOutcome::state`](crate::CallOutcome::state). Not stored with a
-    /// call that pauses, like [`with_agent`](Self::with_agent).
+    /// call that pauses (unlike [`with_agent`](Self::with_agent)).
     ///
     /// ```
     /// use serde_json::{json, Value};

@@ -13,7 +13,8 @@ use serde::{Deserialize as _, Serialize};
 use serde_json::{Value, json};
 use tool_core::transform::{CallValues, Phase};
 use tool_core::{
-    CallContext, ErrorKind, Extensions, ModelError, Reconciled, RequestContext, Tool, TypedTool,
+    AgentContext, CallContext, ErrorKind, Extensions, ModelError, Reconciled, RequestContext, Tool,
+    TypedTool,
 };
 use tracing::Instrument as _;
 
@@ -366,8 +367,14 @@ impl Decisions {
                 lease,
             },
         };
+        // A decision that names no agent (the application's `approve` on an
+        // agent's call) runs the call as the agent that made it.
+        let agent = stored.call.agent.clone();
         let mut call = to_tool_call(stored.call);
         call.head.extensions = extensions;
+        if let Some(agent) = agent.filter(|_| !call.head.extensions.contains::<AgentContext>()) {
+            call.head.extensions.insert(agent);
+        }
         let outcome = self.path.run_call(call, entry, None).await;
         recorded(&held, outcome)
     }

@@ -37,7 +37,7 @@ use tracing::Instrument as _;
 use std::collections::HashMap;
 
 use tokio::sync::watch;
-use tool_core::{Extensions, Hooks, ToolSet, WorkflowContext};
+use tool_core::{AgentContext, Extensions, Hooks, ToolSet, WorkflowContext};
 
 use crate::abort::{CancelRegistry, RunningGuard, with_limit};
 use crate::approval::{ApprovalCheck, ApprovalPolicy, decision_schema};
@@ -131,6 +131,8 @@ pub(crate) struct CallRecord {
     /// What the tool's transformers see of the call's earlier phases (kept
     /// only for a tool with a transform, which alone reads them).
     pub(crate) known: OwnedCallValues,
+    /// The agent that made the call, stored with it if it pauses.
+    pub(crate) agent: Option<AgentContext>,
 }
 
 impl CallRecord {
@@ -314,6 +316,7 @@ impl CallPath {
         }
         let mut record = CallRecord {
             known,
+            agent: extensions.get::<AgentContext>().cloned(),
             timeout: timeout.or_else(|| self.timeout_of(&tool)),
             tool,
             call_id,
@@ -759,6 +762,7 @@ impl CallPath {
             .map(<[Value]>::to_vec)
             .unwrap_or_default();
         pending.payload = payload;
+        pending.agent = record.agent.clone();
         pending
     }
 

@@ -465,7 +465,9 @@ impl Runtime {
     /// `extensions` (`ToolContext::extension`; an agent that decides passes
     /// its `AgentContext` among them, which `ToolContext::agent` reads):
     /// extensions are not stored with a paused call, so its decider gives
-    /// them. Waits for the call's outcome. Of concurrent
+    /// them; only the `AgentContext` the call was made with is stored, and a
+    /// decision that gives none runs the call with it (so `approve` of an
+    /// agent's call runs it as that agent's). Waits for the call's outcome. Of concurrent
     /// decisions on one call, across runtimes sharing a store, exactly one
     /// wins; the others get the recorded outcome or
     /// [`RuntimeError::Running`]. The decision runs as a task of its own:
@@ -493,6 +495,12 @@ impl Runtime {
     /// extensions.insert(AgentContext::new("support", "run-7"));
     /// let outcome = runtime.decide("c1", Decision::Approve, extensions).await.unwrap();
     /// assert_eq!(outcome.output(), Some(&json!({ "run": "run-7" })));
+    ///
+    /// // A call an agent made keeps its agent: approved without one, it runs as the agent's.
+    /// runtime.call(ToolCall::new("c2", "delete-file", json!({})).with_agent(AgentContext::new("support", "run-8"))).await;
+    /// assert_eq!(runtime.pending().await.unwrap()[0].agent, Some(AgentContext::new("support", "run-8")));
+    /// let outcome = runtime.approve("c2").await.unwrap();
+    /// assert_eq!(outcome.output(), Some(&json!({ "run": "run-8" })));
     /// # });
     /// ```
     pub fn decide(

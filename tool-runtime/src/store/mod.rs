@@ -24,7 +24,7 @@ use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use tool_core::Excerpt;
+use tool_core::{AgentContext, Excerpt};
 
 pub use memory::MemoryStore;
 #[cfg(feature = "postgres")]
@@ -130,6 +130,7 @@ pub(crate) struct CallTexts {
     pub(crate) request_context: String,
     pub(crate) messages: String,
     pub(crate) payload: Option<String>,
+    pub(crate) agent: Option<String>,
 }
 
 /// Checks `call` against the limits every store enforces ([`MAX_ID_BYTES`],
@@ -150,6 +151,11 @@ pub(crate) fn storable_call(call: &PendingCall) -> Result<CallTexts, StoreError>
             .payload
             .as_ref()
             .map(|payload| storable_json(id, "payload", payload))
+            .transpose()?,
+        agent: call
+            .agent
+            .as_ref()
+            .map(|agent| storable_json(id, "agent context", agent))
             .transpose()?,
     })
 }
@@ -253,6 +259,12 @@ pub struct PendingCall {
     /// For a suspended call, what it suspended with.
     #[serde(default)]
     pub payload: Option<Value>,
+    /// The agent that made the call (its id, run, thread and resource), when
+    /// an agent made it: a decision that gives none (`Runtime::approve` on
+    /// an agent's call) runs the call with this one, so the tool's
+    /// `ctx.agent()` reads the same before and after the pause.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<AgentContext>,
 }
 
 impl PendingCall {
@@ -271,6 +283,7 @@ impl PendingCall {
             request_context: Map::new(),
             messages: Vec::new(),
             payload: None,
+            agent: None,
         }
     }
 }

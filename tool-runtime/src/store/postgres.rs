@@ -109,17 +109,19 @@ CREATE SEQUENCE tool_runtime_epochs;";
 
 /// What schema version 5 adds: the ids of calls purged by the size bound of
 /// the retention, with when (the database's clock), themselves purged after
-/// the retention's age.
+/// the retention's age; and the agent context a call was made with (JSON
+/// text, `NULL` for a call no agent made).
 const ADD_PURGED: &str = "
 CREATE TABLE tool_runtime_purged (
     call_id text PRIMARY KEY,
     purged_at timestamptz NOT NULL
 );
-CREATE INDEX tool_runtime_purged_by_time ON tool_runtime_purged (purged_at);";
+CREATE INDEX tool_runtime_purged_by_time ON tool_runtime_purged (purged_at);
+ALTER TABLE tool_runtime_calls ADD COLUMN agent text;";
 
 /// The columns a [`StoredCall`] is read from ([`PostgresStore::stored`]).
 const COLUMNS: &str = "call_id, kind, tool_id, state, owner, lease_expires_at, attempt, \
-     input, request_context, messages, payload, resume_data, outcome, settled_at, epoch";
+     input, request_context, messages, payload, resume_data, outcome, settled_at, epoch, agent";
 
 /// A durable [`CallStore`] in a PostgreSQL database, for runtimes on
 /// several hosts: pending approvals and suspensions, running calls and
@@ -462,6 +464,10 @@ impl PostgresStore {
             .try_get::<_, Option<&str>>("resume_data")?
             .map(|text| self.parse::<Value>(&call_id, "resume data", text))
             .transpose()?;
+        let agent = row
+            .try_get::<_, Option<&str>>("agent")?
+            .map(|text| self.parse(&call_id, "agent context", text))
+            .transpose()?;
         let attempt: i32 = row.try_get("attempt")?;
         let epoch: i64 = row.try_get("epoch")?;
         let call = PendingCall {
@@ -475,6 +481,7 @@ impl PostgresStore {
             )?,
             messages: self.parse(&call_id, "messages", row.try_get("messages")?)?,
             payload,
+            agent,
             call_id,
         };
         Ok(StoredCall {
@@ -495,8 +502,8 @@ impl PostgresStore {
                 // A task notifies listening workers, when (and if) the insert commits.
                 "WITH inserted AS (
                      INSERT INTO tool_runtime_calls
-                         (call_id, kind, tool_id, state, attempt, input, request_context, messages, payload)
-                     VALUES ($1, $2, $3, 'pending', 0, $4, $5, $6, $7)
+                         (call_id, kind, tool_id, state, attempt, input, request_context, messages, payload, agent)
+                     VALUES ($1, $2, $3, 'pending', 0, $4, $5, $6, $7, $9)
                      RETURNING kind)
                  SELECT pg_notify($8, '') FROM inserted WHERE kind = 'task'",
             )
@@ -513,6 +520,7 @@ impl PostgresStore {
                     &texts.messages,
                     &texts.payload,
                     &TASK_CHANNEL,
+                    &texts.agent,
                 ],
             )
             .await;

@@ -351,6 +351,9 @@ struct Record {
     request_context: String,
     messages: String,
     payload: Option<String>,
+    /// Added with layout 5; absent before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    agent: Option<String>,
 }
 
 impl Record {
@@ -365,6 +368,7 @@ impl Record {
             request_context: texts.request_context,
             messages: texts.messages,
             payload: texts.payload,
+            agent: texts.agent,
         })
     }
 
@@ -377,6 +381,7 @@ impl Record {
             request_context: serde_json::from_str(&self.request_context)?,
             messages: serde_json::from_str(&self.messages)?,
             payload: self.payload.map(|p| serde_json::from_str(&p)).transpose()?,
+            agent: self.agent.map(|a| serde_json::from_str(&a)).transpose()?,
         })
     }
 }

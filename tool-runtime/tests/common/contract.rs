@@ -77,6 +77,11 @@ async fn lifecycle(store: &(impl CallStore + RunStore), p: &str) {
     call.payload = Some(json!({ "p": false }));
     call.request_context.insert("userId".into(), json!("u"));
     call.messages.push(json!({ "role": "user" }));
+    call.agent = Some(
+        tool_core::AgentContext::new("agent", "run-1")
+            .with_thread("thread")
+            .with_resource("user"),
+    );
     store.insert(call.clone()).await.unwrap();
     assert!(matches!(
         store.insert(call.clone()).await,
@@ -136,6 +141,10 @@ async fn lifecycle(store: &(impl CallStore + RunStore), p: &str) {
     assert_eq!((again.attempt, again.resume_data), (0, None));
     assert_eq!(again.call.payload, Some(json!(2)));
     assert_eq!(again.call.input, call.input);
+    assert_eq!(
+        again.call.agent, call.agent,
+        "the agent is kept across a suspension"
+    );
 
     assert_eq!(again.epoch, claimed.epoch, "suspending draws no token");
 
