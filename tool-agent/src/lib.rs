@@ -548,8 +548,18 @@ impl Agent {
     /// continuations race: the run's save decides) and the model takes the
     /// next step; when none settled yet, the run waits for them as a step
     /// does ([`AgentBuilder::background_wait`]). Steps count again from
-    /// here. Fails when the run awaits no task, or calls wait for a
-    /// decision (which continues it).
+    /// here.
+    ///
+    /// Continues too a run whose waiting calls were decided outside the
+    /// agent, through the runtime (`runtime.approve("{run_id}/{call_id}")`,
+    /// say, from an approval inbox on any instance sharing the store; such
+    /// a call runs with the agent's `AgentContext`, stored with it): their
+    /// recorded outcomes enter the run, each once whatever decisions race
+    /// (the run's save decides), and the model reads them in the next step
+    /// once no call of the step waits.
+    ///
+    /// Fails when the run awaits no task and none of its waiting calls was
+    /// decided, or calls wait for a decision (which continues it).
     ///
     /// ```
     /// use std::time::Duration;
@@ -593,6 +603,20 @@ impl Agent {
     /// ```
     pub async fn continue_run(&self, run_id: &str) -> Result<AgentStream, AgentError> {
         let (record, revision) = self.inner.load(run_id).await?;
+        let decided = self.inner.decided_outside(run_id, &record).await?;
+        if !decided.is_empty() {
+            let run_id = run_id.to_owned();
+            return Ok(
+                self.spawn(run_id.clone(), move |runner, chunks| async move {
+                    chunks
+                        .send(AgentChunk::Start {
+                            run_id: run_id.clone(),
+                        })
+                        .await?;
+                    runner.record_decided(&run_id, &decided, &chunks).await
+                }),
+            );
+        }
         let mut run = self.inner.machine(record);
         run.on_continue(run_id)?;
         Ok(self.go_on(run_id, run, revision))

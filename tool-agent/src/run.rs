@@ -14,10 +14,10 @@ use tokio::sync::mpsc;
 use tokio::task::{JoinHandle, JoinSet};
 use tool_core::provider::Export;
 use tool_core::transform::{CallValues, Phase};
-use tool_core::{AgentContext, ErrorKind, Extensions, ModelError, RequestContext};
+use tool_core::{AgentContext, ErrorKind, Excerpt, Extensions, ModelError, RequestContext};
 use tool_runtime::{
     Assembled, CallHead, CallOutcome, CallState, CallWatch, CompleteCall, Decision, InputStream,
-    Notice, Payload, Runtime, StoredCall, ToolCallAssembler,
+    Notice, Payload, Runtime, RuntimeError, StoredCall, ToolCallAssembler,
 };
 
 use crate::awaiting::ThreadIndex;
@@ -512,6 +512,15 @@ impl Runner {
             .await?
         {
             Ok(outcome) => outcome,
+            // Decided through the runtime meanwhile (an approval inbox), and
+            // running there: its outcome enters the run by a continuation.
+            Err(error @ RuntimeError::Running { .. }) => {
+                let message = format!(
+                    "{error}; once it settled, Agent::continue_run({:?}) takes its outcome into the run",
+                    Excerpt::of(run_id)
+                );
+                return chunks.fail(run_id, message).await;
+            }
             Err(error) => return chunks.fail(run_id, error.to_string()).await,
         };
         // Invalid resume data leaves the call waiting as it was: the run
@@ -522,36 +531,103 @@ impl Runner {
                 self.runtime.stored(&stored_id).await,
                 Ok(Some(stored)) if stored.state.is_pending()
             );
+        let decided = DecidedCall {
+            call_id: call_id.to_owned(),
+            outcome,
+            still_pending,
+            resume_data,
+        };
+        self.record_decided(run_id, &[decided], chunks).await
+    }
+
+    /// The calls of run `run_id` that wait in its record but were decided
+    /// outside the agent (through the runtime, on any instance sharing the
+    /// store): settled there, with their recorded outcomes.
+    pub(crate) async fn decided_outside(
+        &self,
+        run_id: &str,
+        record: &RunRecord,
+    ) -> Result<Vec<DecidedCall>, AgentError> {
+        let mut decided = Vec::new();
+        for call_id in record.waiting.keys() {
+            let stored = self
+                .runtime
+                .stored(&runtime_call_id(run_id, call_id))
+                .await?;
+            if let Some(StoredCall {
+                state: CallState::Settled { outcome, .. },
+                resume_data,
+                ..
+            }) = stored
+            {
+                decided.push(DecidedCall {
+                    call_id: call_id.clone(),
+                    outcome: outcome.into(),
+                    still_pending: false,
+                    resume_data,
+                });
+            }
+        }
+        Ok(decided)
+    }
+
+    /// Records the outcomes of `decided` calls in run `run_id` (again on a
+    /// concurrent change: the run's save is compare-and-set, so each enters
+    /// the run once, whoever else records it), and goes on when no call of
+    /// the step waits any more.
+    pub(crate) async fn record_decided(
+        &self,
+        run_id: &str,
+        decided: &[DecidedCall],
+        chunks: &Chunks,
+    ) -> Result<(), Gone> {
         for _ in 0..SAVE_ATTEMPTS {
             let (record, revision) = match self.load(run_id).await {
                 Ok(loaded) => loaded,
                 Err(error) => return chunks.fail(run_id, error.to_string()).await,
             };
             let mut run = self.machine(record);
-            let decided = run.on_decision(
-                call_id,
-                &outcome,
-                still_pending,
-                resume_data.as_ref(),
-                self.show(),
-            );
-            let (chunk, goes_on) = match decided.await {
-                Decided::NotWaiting => {
-                    let message = format!("call {call_id:?} was decided by another decision");
-                    return chunks.fail(run_id, message).await;
+            let (mut reported, mut goes_on, mut still_pending) = (Vec::new(), false, false);
+            for call in decided {
+                let applied = run.on_decision(
+                    &call.call_id,
+                    &call.outcome,
+                    call.still_pending,
+                    call.resume_data.as_ref(),
+                    self.show(),
+                );
+                match applied.await {
+                    // Recorded by another decision meanwhile.
+                    Decided::NotWaiting => {}
+                    Decided::CallStillPending(chunk) => {
+                        reported.push(chunk);
+                        still_pending = true;
+                    }
+                    Decided::CallsWait(chunk) => reported.push(chunk),
+                    Decided::StepSettled(chunk) => {
+                        reported.push(chunk);
+                        goes_on = true;
+                    }
                 }
-                Decided::CallStillPending(chunk) => {
+            }
+            if reported.is_empty() {
+                let ids: Vec<&str> = decided.iter().map(|c| c.call_id.as_str()).collect();
+                let message = format!("call {ids:?} was decided by another decision");
+                return chunks.fail(run_id, message).await;
+            }
+            if still_pending {
+                for chunk in reported {
                     chunks.send(chunk).await?;
-                    return chunks.finish(run_id, FinishReason::Suspended).await;
                 }
-                Decided::CallsWait(chunk) => (chunk, false),
-                Decided::StepSettled(chunk) => (chunk, true),
-            };
+                return chunks.finish(run_id, FinishReason::Suspended).await;
+            }
             // Reported once the run has it: a save that lost to a concurrent
             // decision is made again, and its result is not reported twice.
             match self.save(run_id, Some(revision), false, run.record()).await {
                 Ok(saved) => {
-                    chunks.send(chunk).await?;
+                    for chunk in reported {
+                        chunks.send(chunk).await?;
+                    }
                     if goes_on {
                         return self.run_steps(run_id, run, Some(saved), chunks).await;
                     }
@@ -944,6 +1020,17 @@ impl Chunks {
 
 /// The stream's reader went away.
 pub(crate) struct Gone;
+
+/// A decision's outcome on a waiting call of a run, to record in the run.
+pub(crate) struct DecidedCall {
+    /// The call, as the model named it.
+    call_id: String,
+    outcome: CallOutcome,
+    /// The runtime keeps the call waiting (refused resume data).
+    still_pending: bool,
+    /// The data it was resumed with, if it was.
+    resume_data: Option<Value>,
+}
 
 /// The id of a run's call in the runtime (and its store): the provider's
 /// call id within the run, so that calls of two runs never collide, even
