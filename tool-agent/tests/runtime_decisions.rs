@@ -69,6 +69,21 @@ fn agent_and_inbox(path: &PathBuf, seen: &Seen) -> (Agent, ScriptedModel, Runtim
     (agent, model, inbox)
 }
 
+/// A run of a fresh agent (on a store file of its own, `name`) paused for
+/// the approval of its call `c1`: the agent, its model, the inbox, what the
+/// tool saw, and the run's id.
+async fn paused_run(name: &str) -> (Agent, ScriptedModel, Runtime, Seen, String) {
+    let path = store_file(name);
+    let seen = Seen::default();
+    let (agent, model, inbox) = agent_and_inbox(&path, &seen);
+    let paused = agent
+        .generate(Thread::new("thread-1"), vec![Message::user("pay ada")])
+        .await
+        .unwrap();
+    assert_eq!(paused.finish_reason, FinishReason::Suspended);
+    (agent, model, inbox, seen, paused.run_id)
+}
+
 /// The results the run's conversation holds, by call id.
 async fn results_in_run(agent: &Agent, run_id: &str) -> Vec<(String, Value)> {
     agent
@@ -158,14 +173,7 @@ async fn a_runtime_approval_of_an_agents_call_runs_as_the_agent_and_continue_run
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agents_approval_racing_a_runtime_approval_runs_the_call_once_and_records_it_once() {
     for round in 0..6 {
-        let path = store_file(&format!("race-{round}"));
-        let seen = Seen::default();
-        let (agent, model, inbox) = agent_and_inbox(&path, &seen);
-        let paused = agent
-            .generate(Thread::new("thread-1"), vec![Message::user("pay ada")])
-            .await
-            .unwrap();
-        let run_id = paused.run_id.clone();
+        let (agent, model, inbox, seen, run_id) = paused_run(&format!("race-{round}")).await;
         let stored_id = format!("{run_id}/c1");
         let (by_agent, by_inbox) = tokio::join!(
             async {
@@ -218,14 +226,8 @@ async fn an_agents_approval_racing_a_runtime_approval_runs_the_call_once_and_rec
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_continuation_racing_the_agents_own_approval_records_the_result_once() {
     for round in 0..6 {
-        let path = store_file(&format!("continue-race-{round}"));
-        let seen = Seen::default();
-        let (agent, model, inbox) = agent_and_inbox(&path, &seen);
-        let paused = agent
-            .generate(Thread::new("thread-1"), vec![Message::user("pay ada")])
-            .await
-            .unwrap();
-        let run_id = paused.run_id.clone();
+        let (agent, model, inbox, seen, run_id) =
+            paused_run(&format!("continue-race-{round}")).await;
         inbox.approve(&format!("{run_id}/c1")).await.unwrap();
         // Both take the recorded outcome into the run: the run's save lets one.
         let (approved, continued) = tokio::join!(

@@ -879,17 +879,14 @@ pub async fn commit_after_takeover<S: CallStore>(
     committed
 }
 
+/// A new call `id` waiting for approval.
+fn approval(id: &str) -> PendingCall {
+    PendingCall::new(id, "tool", PendingKind::Approval, json!({}))
+}
+
 /// Settles the new approval call `id` by declining it.
 async fn settled_call(store: &impl CallStore, id: &str) {
-    store
-        .insert(PendingCall::new(
-            id,
-            "tool",
-            PendingKind::Approval,
-            json!({}),
-        ))
-        .await
-        .unwrap();
+    store.insert(approval(id)).await.unwrap();
     let declined =
         RecordedOutcome::from_outcome(&tool_runtime::CallOutcome::Declined { reason: None })
             .unwrap();
@@ -914,25 +911,9 @@ async fn size_bound(store: &(impl CallStore + RunStore), p: &str) {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     let pending = format!("{p}-bound-pending");
-    store
-        .insert(PendingCall::new(
-            &pending,
-            "tool",
-            PendingKind::Approval,
-            json!({}),
-        ))
-        .await
-        .unwrap();
+    store.insert(approval(&pending)).await.unwrap();
     let running = format!("{p}-bound-running");
-    store
-        .insert(PendingCall::new(
-            &running,
-            "tool",
-            PendingKind::Approval,
-            json!({}),
-        ))
-        .await
-        .unwrap();
+    store.insert(approval(&running)).await.unwrap();
     won(store
         .decide(&running, PendingKind::Approval, run("a", LONG, None))
         .await
@@ -1043,29 +1024,32 @@ async fn limits(store: &(impl CallStore + RunStore), p: &str) {
         id.truncate(bytes);
         id
     };
-    let call = |id: &str| PendingCall::new(id, "tool", PendingKind::Approval, json!({}));
 
     // Call ids.
     let longest = id_of(MAX_ID_BYTES);
-    store.insert(call(&longest)).await.unwrap();
+    store.insert(approval(&longest)).await.unwrap();
     assert_eq!(
         store.get(&longest).await.unwrap().unwrap().call,
-        call(&longest)
+        approval(&longest)
     );
     let longer = id_of(MAX_ID_BYTES + 1);
     refused(
-        store.insert(call(&longer)).await,
+        store.insert(approval(&longer)).await,
         "the id of call",
         "at most 1024 bytes",
     );
     let huge = id_of(1 << 20);
     refused(
-        store.insert(call(&huge)).await,
+        store.insert(approval(&huge)).await,
         "(1048576 bytes in all)",
         "1024 bytes",
     );
     let with_nul = format!("{p}-nul\0id");
-    refused(store.insert(call(&with_nul)).await, "the id of call", "NUL");
+    refused(
+        store.insert(approval(&with_nul)).await,
+        "the id of call",
+        "NUL",
+    );
     // Nothing written; a lookup of an id no store keeps finds nothing.
     for id in [&longer, &huge, &with_nul] {
         assert_eq!(store.get(id).await.unwrap(), None);
@@ -1208,21 +1192,21 @@ async fn limits(store: &(impl CallStore + RunStore), p: &str) {
         matches!(&settled.state, CallState::Settled { outcome, .. } if *outcome == output(126))
     );
     // A decline's outcome, likewise.
-    let approval = format!("{p}-deep-approval");
-    store.insert(call(&approval)).await.unwrap();
+    let approval_id = format!("{p}-deep-approval");
+    store.insert(approval(&approval_id)).await.unwrap();
     refused(
         store
             .decide(
-                &approval,
+                &approval_id,
                 PendingKind::Approval,
                 Transition::Settle(output(127)),
             )
             .await,
-        &format!("the outcome of call \"{approval}\""),
+        &format!("the outcome of call \"{approval_id}\""),
         "127 levels",
     );
     assert_eq!(
-        store.get(&approval).await.unwrap().unwrap().state,
+        store.get(&approval_id).await.unwrap().unwrap().state,
         CallState::Pending
     );
 
