@@ -23,7 +23,9 @@ use crate::error::RuntimeError;
 use crate::events::{EventKind, Payload};
 use crate::outcome::CallOutcome;
 use crate::pipeline::{CallPath, Entry, call_span};
-use crate::store::{PendingCall, PendingKind, RecordedOutcome, Settlement, StoredCall};
+use crate::store::{
+    AuditEntry, AuditKind, PendingCall, PendingKind, RecordedOutcome, Settlement, StoredCall,
+};
 use crate::stored::{Claim, Lease, Lookup, NotRecorded, Verdict};
 
 /// A person's (or a system's) decision on a stored call, for
@@ -73,6 +75,36 @@ impl Decision {
             Decision::Decline(_) => "decline",
             Decision::Resume(_) => "resume",
             Decision::Respond(_) => "respond",
+        }
+    }
+}
+
+/// Who takes a decision, and on which version of the item: for
+/// [`Runtime::decide_as`](crate::Runtime::decide_as). The digest is the
+/// one the listing gave ([`StoredCall::digest`]): a person decides on what
+/// they were shown, never on a call that changed since.
+///
+/// ```
+/// use tool_runtime::Decider;
+///
+/// let decider = Decider::new("alice", "sha256:0f...");
+/// assert_eq!(decider.principal, "alice");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Decider {
+    /// Who decides (a user, a service), as the application names them.
+    pub principal: String,
+    /// The digest of the item as it was read.
+    pub digest: String,
+}
+
+impl Decider {
+    /// `principal` deciding on the item with `digest`.
+    pub fn new(principal: impl Into<String>, digest: impl Into<String>) -> Self {
+        Decider {
+            principal: principal.into(),
+            digest: digest.into(),
         }
     }
 }
@@ -155,13 +187,30 @@ impl Decisions {
         extensions: Extensions,
         tool_id: Option<&'static str>,
     ) -> impl Future<Output = Result<CallOutcome, RuntimeError>> + Send + 'static {
+        self.decide_by(call_id, decision, extensions, tool_id, None)
+    }
+
+    /// [`decide`](Self::decide), by `decider` when given: the call must
+    /// have the digest it names, a decision that loses to another is an
+    /// error, and both are recorded in the audit log.
+    pub(crate) fn decide_by(
+        &self,
+        call_id: &str,
+        decision: Decision,
+        extensions: Extensions,
+        tool_id: Option<&'static str>,
+        decider: Option<Decider>,
+    ) -> impl Future<Output = Result<CallOutcome, RuntimeError>> + Send + 'static {
         let (decisions, call_id) = (self.clone(), call_id.to_owned());
         async move {
             let id = call_id.clone();
             detached(&id, async move {
-                decisions
-                    .decide_here(&call_id, decision, extensions, tool_id)
-                    .await
+                let deciding = DecidingCall {
+                    call_id: &call_id,
+                    tool_id,
+                    decider: decider.as_ref(),
+                };
+                decisions.decide_here(deciding, decision, extensions).await
             })
             .await
         }
@@ -182,16 +231,37 @@ impl Decisions {
 
     async fn decide_here(
         &self,
-        call_id: &str,
+        deciding: DecidingCall<'_>,
         decision: Decision,
         extensions: Extensions,
-        tool_id: Option<&'static str>,
     ) -> Result<CallOutcome, RuntimeError> {
+        let DecidingCall {
+            call_id,
+            tool_id,
+            decider,
+        } = deciding;
         let calls = self.path.stored();
         let stored = match calls.lookup(call_id, decision.pending_kinds()).await? {
-            Lookup::Settled(outcome) => return Ok(outcome),
+            Lookup::Settled(outcome) => return deciding.lost(outcome),
             Lookup::Pending(stored) => stored,
         };
+        if let Some(decider) = decider
+            && decider.digest != stored.digest()
+        {
+            let refused = AuditEntry::new(
+                AuditKind::Refused,
+                call_id,
+                &stored.call.tool_id,
+                decision.step(),
+            )
+            .principal(&decider.principal)
+            .digest(&decider.digest)
+            .reason("stale or foreign digest");
+            calls.audit(refused).await;
+            return Err(RuntimeError::StaleDigest {
+                call_id: call_id.to_owned(),
+            });
+        }
         if let Some(expected) = tool_id.filter(|id| *id != stored.call.tool_id) {
             return Err(RuntimeError::TypeMismatch {
                 call_id: call_id.to_owned(),
@@ -266,8 +336,16 @@ impl Decisions {
             Claim::Settle(outcome) => Some(outcome.clone()),
             Claim::Run(_) => None,
         };
-        let (stored, lease) = match calls.decide(call_id, kind, claim).await? {
-            Verdict::AlreadySettled(outcome) => return Ok(outcome),
+        let verdict = calls.decide(call_id, kind, claim).await?;
+        if let (Some(decider), Verdict::Settled(stored) | Verdict::Claimed(stored, _)) =
+            (decider, &verdict)
+        {
+            calls
+                .audit(self.decided_entry(stored, &decision, decider).await)
+                .await;
+        }
+        let (stored, lease) = match verdict {
+            Verdict::AlreadySettled(outcome) => return deciding.lost(outcome),
             Verdict::Settled(stored) => {
                 let settled = self.settled(&stored.call, settles);
                 return Ok(settled.instrument(span).await);
@@ -311,6 +389,44 @@ impl Decisions {
         };
         self.run_stored(stored, lease, resume_data, extensions)
             .await
+    }
+
+    /// The audit entry of `decision`, which took effect on `stored`: its
+    /// values as the tool's display transforms show them.
+    async fn decided_entry(
+        &self,
+        stored: &StoredCall,
+        decision: &Decision,
+        decider: &Decider,
+    ) -> AuditEntry {
+        let call = &stored.call;
+        let mut entry = AuditEntry::new(
+            AuditKind::Decided,
+            &call.call_id,
+            &call.tool_id,
+            decision.step(),
+        )
+        .principal(&decider.principal)
+        .digest(&decider.digest);
+        let (phase, value) = match decision {
+            Decision::Decline(reason) => {
+                if let Some(reason) = reason {
+                    entry = entry.reason(reason);
+                }
+                return entry;
+            }
+            Decision::Approve => return entry,
+            Decision::Resume(data) => (Phase::Resume, data),
+            Decision::Respond(output) => (Phase::Output, output),
+        };
+        let known = CallValues {
+            input: Some(&call.input),
+            suspend_payload: call.payload.as_ref(),
+            ..CallValues::default()
+        };
+        let tool = self.path.tool(&call.tool_id);
+        let shown = Payload::of(tool, &call.call_id, &call.tool_id, phase, value, known).await;
+        entry.detail(shown.display)
     }
 
     /// The outcome of `call`, which this decision settled with `settles`
@@ -612,6 +728,29 @@ impl Decision {
             Decision::Decline(_) => "declined",
             Decision::Resume(_) => "resumed",
             Decision::Respond(_) => "responded to",
+        }
+    }
+}
+
+/// The call a decision is about, and by whom.
+#[derive(Clone, Copy)]
+struct DecidingCall<'a> {
+    call_id: &'a str,
+    /// The tool a typed decision expects.
+    tool_id: Option<&'static str>,
+    decider: Option<&'a Decider>,
+}
+
+impl DecidingCall<'_> {
+    /// The answer to a decision another one beat: its recorded outcome,
+    /// or, for a decider, an error carrying it.
+    fn lost(&self, outcome: CallOutcome) -> Result<CallOutcome, RuntimeError> {
+        match self.decider {
+            None => Ok(outcome),
+            Some(_) => Err(RuntimeError::AlreadyDecided {
+                call_id: self.call_id.to_owned(),
+                outcome: Box::new(outcome),
+            }),
         }
     }
 }

@@ -83,7 +83,10 @@ mod tests {
     #[test]
     fn canonical_json_sorts_keys_at_every_depth() {
         let mut out = String::new();
-        write_canonical(&mut out, &json!({ "b": [{ "z": 1, "a": "x\"" }], "a": null }));
+        write_canonical(
+            &mut out,
+            &json!({ "b": [{ "z": 1, "a": "x\"" }], "a": null }),
+        );
         assert_eq!(out, r#"{"a":null,"b":[{"a":"x\"","z":1}]}"#);
     }
 

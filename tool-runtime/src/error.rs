@@ -110,6 +110,27 @@ pub enum RuntimeError {
         /// What does not fit.
         reason: String,
     },
+    /// A decision named the item by a digest ([`Runtime::decide_as`](crate::Runtime::decide_as))
+    /// that is not the call's as it is now: the call changed since the
+    /// person saw it, or the digest is another call's. Nothing changed;
+    /// the attempt is in the audit log.
+    #[error(
+        "call {:?} is not the item decided on: its digest changed (it was decided, resumed or edited since it was read) or belongs to another call; read it again",
+        Excerpt::of(.call_id)
+    )]
+    StaleDigest {
+        /// The call.
+        call_id: String,
+    },
+    /// Another decision on the call took effect first
+    /// ([`Runtime::decide_as`](crate::Runtime::decide_as)); this one changed nothing.
+    #[error("call {:?} was decided already: {}", Excerpt::of(.call_id), .outcome.to_model_value())]
+    AlreadyDecided {
+        /// The call.
+        call_id: String,
+        /// What the decision that took effect recorded.
+        outcome: Box<crate::CallOutcome>,
+    },
     /// No call with this id is running, so there is nothing to cancel.
     #[error("no running call with id {:?}", Excerpt::of(.call_id))]
     NotRunning {

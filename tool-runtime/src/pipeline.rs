@@ -47,7 +47,9 @@ use crate::error::RuntimeError;
 use crate::events::{EventBus, EventKind, Notice, Payload};
 use crate::hooks::Firing;
 use crate::outcome::CallOutcome;
-use crate::store::{PendingCall, PendingKind, RecordedOutcome, Settlement, StoreTransaction};
+use crate::store::{
+    AuditEntry, AuditKind, PendingCall, PendingKind, RecordedOutcome, Settlement, StoreTransaction,
+};
 use crate::stored::{Claim, Lease, LeaseLost, NotRecorded, StoredCalls, Verdict};
 
 /// The call path: admission, hooks, the approval gate, execution (in the
@@ -648,8 +650,15 @@ impl CallPath {
         lease
             .finish(settlement, record.take_transaction())
             .await
-            .map(drop)
-            .map_err(|why| why.reason().to_owned())
+            .map_err(|why| why.reason().to_owned())?;
+        let request = AuditEntry::new(
+            AuditKind::Requested,
+            &record.call_id,
+            record.tool.id(),
+            PendingKind::Suspended.as_str(),
+        );
+        self.parts.stored.audit(request).await;
+        Ok(())
     }
 
     /// Stores a new call as a task (a call that waits for a runtime to run

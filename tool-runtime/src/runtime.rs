@@ -16,7 +16,7 @@ use serde_json::Value;
 use crate::approval::{ApprovalCheck, ApprovalPolicy};
 use crate::background::{BackgroundCallback, BackgroundResult, Tasks};
 use crate::call::{CallHead, ToolCall};
-use crate::decide::{Decision, Decisions, Recovered, typed_value};
+use crate::decide::{Decider, Decision, Decisions, Recovered, typed_value};
 use crate::error::RuntimeError;
 use crate::events::{CallWatch, EventBus, Events};
 use crate::hooks::{DEFAULT_APPROVAL_TIMEOUT, DEFAULT_HOOK_TIMEOUT};
@@ -27,7 +27,9 @@ use crate::pipeline::{CallPath, PathParts};
 use crate::runs::{DynRunStore, Runs};
 #[cfg(feature = "sqlite")]
 use crate::store::SqliteStore;
-use crate::store::{CallStore, MemoryStore, PendingCall, Retention, RunStore, StoredCall};
+use crate::store::{
+    AuditEntry, AuditQuery, CallStore, MemoryStore, PendingCall, Retention, RunStore, StoredCall,
+};
 use crate::stored::{DynCallStore, StoredCalls};
 use crate::stream::InputStream;
 use crate::worker::Worker;
@@ -512,6 +514,91 @@ impl Runtime {
         self.inner
             .decisions
             .decide(call_id, decision, extensions, None)
+    }
+
+    /// [`decide`](Self::decide), by a person: `decider` names who decides
+    /// and the digest of the item as they read it ([`StoredCall::digest`],
+    /// which a listing gives). A call that changed since (another digest)
+    /// is refused with [`RuntimeError::StaleDigest`]; a decision another
+    /// one beat is [`RuntimeError::AlreadyDecided`], with what that one
+    /// recorded. The decision, or the refused attempt, is appended to the
+    /// audit log ([`audit`](Self::audit)) with the principal, the digest
+    /// and the values as the tool's display transforms show them.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_core::{Tool, ToolError};
+    /// use tool_runtime::store::{AuditKind, AuditQuery};
+    /// use tool_runtime::{Decider, Decision, Runtime, RuntimeError, ToolCall};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let transfer = Tool::builder("transfer").description("Moves money")
+    ///     .require_approval(true)
+    ///     .execute(|_input, _ctx| async move { Ok::<_, ToolError>(json!("moved")) })
+    ///     .build().unwrap();
+    /// let runtime = Runtime::builder().tool(transfer).build().unwrap();
+    /// runtime.call(ToolCall::new("c1", "transfer", json!({ "amount": 5 }))).await;
+    /// let digest = runtime.stored("c1").await.unwrap().unwrap().digest();
+    ///
+    /// let refused = runtime.decide_as("c1", Decision::Approve, Decider::new("bob", "sha256:00")).await;
+    /// assert!(matches!(refused, Err(RuntimeError::StaleDigest { .. })));
+    /// let outcome = runtime.decide_as("c1", Decision::Approve, Decider::new("alice", &digest)).await.unwrap();
+    /// assert_eq!(outcome.output(), Some(&json!("moved")));
+    /// let late = runtime.decide_as("c1", Decision::Decline(None), Decider::new("carol", &digest)).await;
+    /// assert!(matches!(late, Err(RuntimeError::AlreadyDecided { .. })));
+    ///
+    /// let log = runtime.audit(AuditQuery::all().call("c1")).await.unwrap();
+    /// let kinds: Vec<_> = log.iter().map(|e| (e.kind, e.principal.as_deref())).collect();
+    /// assert_eq!(kinds, [(AuditKind::Requested, None), (AuditKind::Refused, Some("bob")), (AuditKind::Decided, Some("alice"))]);
+    /// # });
+    /// ```
+    pub fn decide_as(
+        &self,
+        call_id: &str,
+        decision: Decision,
+        decider: Decider,
+    ) -> impl Future<Output = Result<CallOutcome, RuntimeError>> + Send + 'static {
+        self.inner
+            .decisions
+            .decide_by(call_id, decision, Extensions::new(), None, Some(decider))
+    }
+
+    /// The entries of the audit log `query` selects, in order: the
+    /// requests (a call starting to wait for a person), the decisions
+    /// taken through [`decide_as`](Self::decide_as) and the refused
+    /// attempts, from the store (every instance's). The log is
+    /// append-only and kept when the calls are purged; export it with
+    /// [`AuditEntry::to_json_line`](crate::store::AuditEntry::to_json_line).
+    pub fn audit(
+        &self,
+        query: AuditQuery,
+    ) -> impl Future<Output = Result<Vec<AuditEntry>, RuntimeError>> + Send + 'static {
+        self.inner.path.stored().read_audit(query)
+    }
+
+    /// Appends `entry` to the audit log: what an application records
+    /// beside the runtime's own entries (a decision attempt it refused
+    /// before reaching the runtime: an unauthorized principal, a foreign
+    /// origin). Returns its `seq`.
+    ///
+    /// ```
+    /// use tool_runtime::Runtime;
+    /// use tool_runtime::store::{AuditEntry, AuditKind, AuditQuery};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let runtime = Runtime::builder().build().unwrap();
+    /// let entry = AuditEntry::new(AuditKind::Refused, "c1", "transfer", "approve")
+    ///     .principal("mallory")
+    ///     .reason("not authorized");
+    /// let seq = runtime.append_audit(entry).await.unwrap();
+    /// assert_eq!(runtime.audit(AuditQuery::all()).await.unwrap()[0].seq, seq);
+    /// # });
+    /// ```
+    pub fn append_audit(
+        &self,
+        entry: AuditEntry,
+    ) -> impl Future<Output = Result<u64, RuntimeError>> + Send + 'static {
+        self.inner.path.stored().append_audit(entry)
     }
 
     /// Recovers the stored calls whose runtime died while running them

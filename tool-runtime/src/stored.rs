@@ -8,13 +8,14 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::Value;
-use tool_core::AbortSignal;
+use tool_core::{AbortSignal, Excerpt};
 
 use crate::error::RuntimeError;
 use crate::outcome::CallOutcome;
 use crate::store::{
-    CallState, CallStore, Committed, Decided, PendingCall, PendingKind, RecordedOutcome, Retention,
-    Settlement, StoreError, StoreTransaction, StoredCall, TaskSignal, Transition,
+    AuditEntry, AuditKind, AuditQuery, CallState, CallStore, Committed, Decided, PendingCall,
+    PendingKind, RecordedOutcome, Retention, Settlement, StoreError, StoreTransaction, StoredCall,
+    TaskSignal, Transition,
 };
 
 /// A boxed store future, for the object-safe form of [`CallStore`].
@@ -54,6 +55,8 @@ pub(crate) trait DynCallStore: Send + Sync + 'static {
     fn purged<'a>(&'a self, call_id: &'a str) -> StoreFuture<'a, Option<SystemTime>>;
     fn get<'a>(&'a self, call_id: &'a str) -> StoreFuture<'a, Option<StoredCall>>;
     fn list(&self) -> StoreFuture<'_, Vec<PendingCall>>;
+    fn append_audit(&self, entry: AuditEntry) -> StoreFuture<'_, u64>;
+    fn audit(&self, query: AuditQuery) -> StoreFuture<'_, Vec<AuditEntry>>;
     fn task_signal(&self) -> Option<TaskSignal>;
     fn transaction(&self) -> Option<Box<dyn StoreTransaction>>;
 }
@@ -118,6 +121,14 @@ impl<S: CallStore> DynCallStore for S {
 
     fn list(&self) -> StoreFuture<'_, Vec<PendingCall>> {
         Box::pin(CallStore::list(self))
+    }
+
+    fn append_audit(&self, entry: AuditEntry) -> StoreFuture<'_, u64> {
+        Box::pin(CallStore::append_audit(self, entry))
+    }
+
+    fn audit(&self, query: AuditQuery) -> StoreFuture<'_, Vec<AuditEntry>> {
+        Box::pin(CallStore::audit(self, query))
     }
 
     fn task_signal(&self) -> Option<TaskSignal> {
@@ -260,9 +271,52 @@ impl StoredCalls {
         async move { Ok(stored.get(&call_id).await?) }
     }
 
-    /// Stores a paused call.
+    /// Stores a paused call; one that waits for a person (not a task) is
+    /// requested in the audit log.
     pub(crate) async fn insert(&self, call: PendingCall) -> Result<(), StoreError> {
-        self.store.insert(call).await
+        let request = (call.kind != PendingKind::Task).then(|| {
+            AuditEntry::new(
+                AuditKind::Requested,
+                &call.call_id,
+                &call.tool_id,
+                call.kind.as_str(),
+            )
+        });
+        self.store.insert(call).await?;
+        if let Some(request) = request {
+            self.audit(request).await;
+        }
+        Ok(())
+    }
+
+    /// Appends `entry` to the audit log. A store that fails to is logged,
+    /// not raised: what the entry records (a request, a decision) has
+    /// happened either way.
+    pub(crate) async fn audit(&self, entry: AuditEntry) {
+        let call_id = Excerpt::of(&entry.call_id).to_string();
+        if let Err(error) = self.store.append_audit(entry).await {
+            tracing::error!(call_id, %error, "an audit log entry was not stored");
+        }
+    }
+
+    /// Appends `entry` to the audit log, for the application
+    /// ([`Runtime::append_audit`](crate::Runtime::append_audit)).
+    pub(crate) fn append_audit(
+        &self,
+        entry: AuditEntry,
+    ) -> impl Future<Output = Result<u64, RuntimeError>> + Send + 'static {
+        let stored = self.clone();
+        async move { Ok(stored.store.append_audit(entry).await?) }
+    }
+
+    /// The entries of the audit log `query` selects
+    /// ([`Runtime::audit`](crate::Runtime::audit)).
+    pub(crate) fn read_audit(
+        &self,
+        query: AuditQuery,
+    ) -> impl Future<Output = Result<Vec<AuditEntry>, RuntimeError>> + Send + 'static {
+        let stored = self.clone();
+        async move { Ok(stored.store.audit(query).await?) }
     }
 
     /// Every pending call, ordered by call id.

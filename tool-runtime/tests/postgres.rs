@@ -99,7 +99,7 @@ async fn postgres_store_meets_the_store_contract() {
     let Some(url) = database_url() else { return };
     // The contract purges and recovers across the whole table: each of its
     // stores gets a schema of its own.
-    const STORES: usize = 10;
+    const STORES: usize = 11;
     let mut schemas = Vec::new();
     let mut stores = Vec::new();
     for _ in 0..STORES {
@@ -244,7 +244,7 @@ async fn errors_name_the_database_without_its_password_and_the_call() {
     assert!(matches!(error, StoreError::Io { .. }), "{error:?}");
     let message = error.to_string();
     assert!(
-        message.contains("version 99") && message.contains("(5)"),
+        message.contains("version 99") && message.contains("(6)"),
         "{message}"
     );
     schema.drop().await;
@@ -256,7 +256,7 @@ async fn errors_name_the_database_without_its_password_and_the_call() {
 /// the ids of purged calls), keeping the call; concurrent first connections
 /// migrate it once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_schema_of_version_1_is_migrated_to_version_5_and_keeps_its_calls() {
+async fn a_schema_of_version_1_is_migrated_to_version_6_and_keeps_its_calls() {
     let Some(url) = database_url() else { return };
     let schema = Schema::new(&url, "v1").await;
     schema
@@ -315,7 +315,7 @@ async fn a_schema_of_version_1_is_migrated_to_version_5_and_keeps_its_calls() {
         .iter()
         .map(|row| row.get(0))
         .collect();
-    assert_eq!(versions, [5]);
+    assert_eq!(versions, [6]);
     let store = &stores[0];
     assert_eq!(
         store.list().await.unwrap(),

@@ -596,7 +596,7 @@ fn a_store_file_of_the_previous_layout_is_migrated_and_a_newer_one_refused() {
     drop(conn);
     let store = SqliteStore::open(&old).expect("layout 1 is migrated");
     assert_eq!(block_on(store.list()).unwrap(), [call]);
-    assert_eq!(user_version(&old), 5);
+    assert_eq!(user_version(&old), 6);
     assert_eq!(
         block_on(store.save_run("r1", None, false, json!({}))).unwrap(),
         Some(1),
@@ -613,7 +613,7 @@ fn a_store_file_of_the_previous_layout_is_migrated_and_a_newer_one_refused() {
     assert!(
         error.contains("layout-9.sqlite")
             && error.contains("version 9")
-            && error.contains("reads 5"),
+            && error.contains("reads 6"),
         "{error}"
     );
 }
@@ -675,7 +675,7 @@ fn a_store_file_of_layout_2_gains_the_runs_table_and_keeps_its_calls() {
     drop(conn);
 
     let store = SqliteStore::open(&path).expect("layout 2 is migrated");
-    assert_eq!(user_version(&path), 5);
+    assert_eq!(user_version(&path), 6);
     assert_eq!(block_on(store.list()).unwrap(), [pending]);
     let kept = block_on(store.get("c-running")).unwrap().unwrap();
     assert!(
@@ -697,11 +697,19 @@ fn a_store_file_of_layout_2_gains_the_runs_table_and_keeps_its_calls() {
         block_on(store.save_run("r1", None, false, json!({ "step": 1 }))).unwrap(),
         Some(1)
     );
+    // Layout 6's audit log is there.
+    let entry = tool_runtime::store::AuditEntry::new(
+        tool_runtime::store::AuditKind::Requested,
+        "c-running",
+        "t",
+        "approval",
+    );
+    assert_eq!(block_on(store.append_audit(entry)).unwrap(), 1);
     drop(store);
-    let reopened = SqliteStore::open(&path).expect("layout 5 opens as it is");
+    let reopened = SqliteStore::open(&path).expect("layout 6 opens as it is");
     let run = block_on(reopened.load_run("r1")).unwrap().unwrap();
     assert_eq!((run.revision, run.record), (1, json!({ "step": 1 })));
-    assert_eq!(user_version(&path), 5);
+    assert_eq!(user_version(&path), 6);
 }
 
 #[test]

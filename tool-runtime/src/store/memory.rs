@@ -7,9 +7,9 @@ use std::time::{Duration, SystemTime};
 use serde_json::Value;
 
 use super::{
-    CallState, CallStore, Decided, PendingCall, PendingKind, Retention, RunStore, Settlement,
-    StoreError, StoredCall, StoredRun, TaskSignal, TaskSignaller, Transition, storable_call,
-    storable_json, storable_run_record,
+    AuditEntry, AuditQuery, CallState, CallStore, Decided, PendingCall, PendingKind, Retention,
+    RunStore, Settlement, StoreError, StoredCall, StoredRun, TaskSignal, TaskSignaller, Transition,
+    storable_audit, storable_call, storable_json, storable_run_record,
 };
 
 /// A [`CallStore`] in memory, the default when no store is configured:
@@ -46,6 +46,8 @@ struct Memory {
     runs: BTreeMap<String, (StoredRun, SystemTime)>,
     /// The ids of calls purged by the size bound, with when.
     purged: BTreeMap<String, SystemTime>,
+    /// The audit log, in `seq` order.
+    audit: Vec<AuditEntry>,
 }
 
 impl MemoryStore {
@@ -282,6 +284,26 @@ impl CallStore for MemoryStore {
             .values()
             .filter(|stored| stored.state.is_pending())
             .map(|stored| stored.call.clone())
+            .collect())
+    }
+
+    async fn append_audit(&self, mut entry: AuditEntry) -> Result<u64, StoreError> {
+        storable_audit(&entry)?;
+        let mut state = self.state();
+        entry.seq = state.audit.last().map_or(1, |last| last.seq + 1);
+        let seq = entry.seq;
+        state.audit.push(entry);
+        Ok(seq)
+    }
+
+    async fn audit(&self, query: AuditQuery) -> Result<Vec<AuditEntry>, StoreError> {
+        Ok(self
+            .state()
+            .audit
+            .iter()
+            .filter(|entry| query.matches(entry))
+            .take(query.limit)
+            .cloned()
             .collect())
     }
 

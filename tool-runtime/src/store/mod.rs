@@ -8,6 +8,7 @@
 //! runtimes share one store; a running call holds a lease, so a call whose
 //! runtime died is recovered rather than lost.
 
+mod audit;
 mod memory;
 #[cfg(feature = "postgres")]
 mod postgres;
@@ -26,6 +27,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tool_core::{AgentContext, Excerpt};
 
+pub use audit::{AuditEntry, AuditKind, AuditQuery};
 pub use memory::MemoryStore;
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
@@ -101,6 +103,7 @@ pub const MAX_ID_BYTES: usize = 1024;
 /// Whether a store can keep `id` (see [`MAX_ID_BYTES`]): a lookup of an id
 /// it cannot keep finds nothing, without asking the database (PostgreSQL
 /// would fail on a NUL rather than find nothing).
+#[cfg(feature = "postgres")]
 pub(crate) fn storable_id(id: &str) -> bool {
     id.len() <= MAX_ID_BYTES && !id.contains('\0')
 }
@@ -177,6 +180,16 @@ fn storable_run_record(run_id: &str, record: &Value) -> Result<String, StoreErro
     checked_json(
         format_args!("the record of run {:?}", Excerpt::of(run_id)),
         record,
+    )
+}
+
+/// `entry` as JSON text for the audit log, its call id and detail checked
+/// as a call's are.
+fn storable_audit(entry: &AuditEntry) -> Result<String, StoreError> {
+    check_id(format_args!("the call of an audit entry"), &entry.call_id)?;
+    checked_json(
+        format_args!("the audit entry of call {:?}", Excerpt::of(&entry.call_id)),
+        entry,
     )
 }
 
@@ -525,6 +538,20 @@ pub trait CallStore: Send + Sync + 'static {
     /// Every pending call, ordered by call id.
     fn list(&self) -> impl Future<Output = Result<Vec<PendingCall>, StoreError>> + Send;
 
+    /// Appends `entry` to the audit log, which is never updated and never
+    /// purged; returns the `seq` it was given (larger than every earlier
+    /// one). Its call id is checked as a call's is, its detail as JSON is.
+    fn append_audit(
+        &self,
+        entry: AuditEntry,
+    ) -> impl Future<Output = Result<u64, StoreError>> + Send;
+
+    /// The audit log's entries `query` selects, in `seq` order.
+    fn audit(
+        &self,
+        query: AuditQuery,
+    ) -> impl Future<Output = Result<Vec<AuditEntry>, StoreError>> + Send;
+
     /// A signal that resolves when a task ([`PendingKind::Task`]) was
     /// stored through any runtime this store can hear of, so that a
     /// [`Worker`](crate::Worker) claims it at once; `None` (the default)
@@ -630,6 +657,20 @@ impl<S: CallStore> CallStore for std::sync::Arc<S> {
 
     fn list(&self) -> impl Future<Output = Result<Vec<PendingCall>, StoreError>> + Send {
         S::list(self)
+    }
+
+    fn append_audit(
+        &self,
+        entry: AuditEntry,
+    ) -> impl Future<Output = Result<u64, StoreError>> + Send {
+        S::append_audit(self, entry)
+    }
+
+    fn audit(
+        &self,
+        query: AuditQuery,
+    ) -> impl Future<Output = Result<Vec<AuditEntry>, StoreError>> + Send {
+        S::audit(self, query)
     }
 
     fn task_signal(&self) -> Option<TaskSignal> {

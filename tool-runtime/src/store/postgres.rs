@@ -15,9 +15,10 @@ use tokio_postgres::{AsyncMessage, Config, NoTls, Row};
 use tool_core::Excerpt;
 
 use super::{
-    CallState, CallStore, Decided, PendingCall, PendingKind, Retention, RunStore, Settlement,
-    StoreError, StoreTransaction, StoredCall, StoredRun, TaskSignal, TaskSignaller, Transition,
-    storable_call, storable_id, storable_json, storable_run_record,
+    AuditEntry, AuditQuery, CallState, CallStore, Decided, PendingCall, PendingKind, Retention,
+    RunStore, Settlement, StoreError, StoreTransaction, StoredCall, StoredRun, TaskSignal,
+    TaskSignaller, Transition, storable_audit, storable_call, storable_id, storable_json,
+    storable_run_record,
 };
 
 mod transaction;
@@ -30,7 +31,7 @@ pub use transaction::{PostgresTransaction, TransactionError};
 /// ([`ADD_OUTPUT_KIND`]); 3 adds fencing tokens ([`ADD_FENCING`]); 2 adds
 /// agent runs (`tool_runtime_runs`) to the calls of version 1. Versions 1
 /// to 4 are migrated.
-const SCHEMA_VERSION: i32 = 5;
+const SCHEMA_VERSION: i32 = 6;
 /// Connections the pool keeps at most: every store operation is one short
 /// statement or transaction, so a few serve many concurrent calls.
 const MAX_CONNECTIONS: usize = 8;
@@ -118,6 +119,16 @@ CREATE TABLE tool_runtime_purged (
 );
 CREATE INDEX tool_runtime_purged_by_time ON tool_runtime_purged (purged_at);
 ALTER TABLE tool_runtime_calls ADD COLUMN agent text;";
+
+/// What schema version 6 adds: the audit log, appended to and never
+/// updated; `seq` orders it, `entry` is the entry as JSON text.
+const ADD_AUDIT: &str = "
+CREATE TABLE tool_runtime_audit (
+    seq bigserial PRIMARY KEY,
+    call_id text NOT NULL,
+    entry text NOT NULL
+);
+CREATE INDEX tool_runtime_audit_by_call ON tool_runtime_audit (call_id, seq);";
 
 /// The columns a [`StoredCall`] is read from ([`PostgresStore::stored`]).
 const COLUMNS: &str = "call_id, kind, tool_id, state, owner, lease_expires_at, attempt, \
@@ -310,6 +321,7 @@ impl PostgresStore {
             tx.batch_execute(ADD_FENCING).await?;
             tx.batch_execute(ADD_OUTPUT_KIND).await?;
             tx.batch_execute(ADD_PURGED).await?;
+            tx.batch_execute(ADD_AUDIT).await?;
             tx.execute(
                 "INSERT INTO tool_runtime_schema (version) VALUES ($1)",
                 &[&SCHEMA_VERSION],
@@ -332,7 +344,7 @@ impl PostgresStore {
         };
         match version {
             Some(SCHEMA_VERSION) => Ok(()),
-            Some(version @ 1..=4) => {
+            Some(version @ 1..=5) => {
                 if version == 1 {
                     // Version 1 had no runs; its calls are as they were.
                     tx.batch_execute(CREATE_RUNS).await?;
@@ -345,8 +357,12 @@ impl PostgresStore {
                     // Version 3 had no calls waiting for their output.
                     tx.batch_execute(ADD_OUTPUT_KIND).await?;
                 }
-                // Version 4 did not remember purged calls.
-                tx.batch_execute(ADD_PURGED).await?;
+                if version <= 4 {
+                    // Version 4 did not remember purged calls.
+                    tx.batch_execute(ADD_PURGED).await?;
+                }
+                // Version 5 kept no audit log.
+                tx.batch_execute(ADD_AUDIT).await?;
                 tx.execute(
                     "UPDATE tool_runtime_schema SET version = $1",
                     &[&SCHEMA_VERSION],
@@ -931,6 +947,47 @@ impl PostgresStore {
         }
         Ok(calls)
     }
+
+    async fn try_append_audit(&self, call_id: &str, text: &str) -> Result<u64, Failure> {
+        let client = self.pool.get().await?;
+        let statement = client
+            .prepare_cached(
+                "INSERT INTO tool_runtime_audit (call_id, entry) VALUES ($1, $2) RETURNING seq",
+            )
+            .await?;
+        let seq: i64 = client
+            .query_one(&statement, &[&call_id, &text])
+            .await?
+            .try_get(0)?;
+        Ok(u64::try_from(seq).unwrap_or_default())
+    }
+
+    async fn try_audit(&self, query: &AuditQuery) -> Result<Vec<AuditEntry>, Failure> {
+        let client = self.pool.get().await?;
+        let statement = client
+            .prepare_cached(
+                "SELECT seq, entry, call_id FROM tool_runtime_audit
+                 WHERE seq > $1 AND ($2::text IS NULL OR call_id = $2)
+                 ORDER BY seq LIMIT $3",
+            )
+            .await?;
+        let after = i64::try_from(query.after).unwrap_or(i64::MAX);
+        let limit = i64::try_from(query.limit).unwrap_or(i64::MAX);
+        let mut entries = Vec::new();
+        for row in client
+            .query(&statement, &[&after, &query.call_id, &limit])
+            .await?
+        {
+            let seq: i64 = row.try_get(0)?;
+            let text: String = row.try_get(1)?;
+            let call_id: String = row.try_get(2)?;
+            let mut entry: AuditEntry =
+                self.parse(&call_id, &format!("audit entry {seq}"), &text)?;
+            entry.seq = u64::try_from(seq).unwrap_or_default();
+            entries.push(entry);
+        }
+        Ok(entries)
+    }
 }
 
 impl CallStore for PostgresStore {
@@ -1041,6 +1098,19 @@ impl CallStore for PostgresStore {
         self.try_list()
             .await
             .map_err(self.failed("listing pending calls"))
+    }
+
+    async fn append_audit(&self, entry: AuditEntry) -> Result<u64, StoreError> {
+        let text = storable_audit(&entry)?;
+        self.try_append_audit(&entry.call_id, &text)
+            .await
+            .map_err(self.failed("appending to the audit log"))
+    }
+
+    async fn audit(&self, query: AuditQuery) -> Result<Vec<AuditEntry>, StoreError> {
+        self.try_audit(&query)
+            .await
+            .map_err(self.failed("reading the audit log"))
     }
 
     /// Notifications from a connection of its own that `LISTEN`s while

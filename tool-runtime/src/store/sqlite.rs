@@ -14,9 +14,10 @@ use serde_json::Value;
 use tool_core::Excerpt;
 
 use super::{
-    CallState, CallStore, Decided, PendingCall, PendingKind, RecordedOutcome, Retention, RunStore,
-    Settlement, StoreError, StoreTransaction, StoredCall, StoredRun, TaskSignal, TaskSignaller,
-    Transition, storable_call, storable_json, storable_run_record,
+    AuditEntry, AuditQuery, CallState, CallStore, Decided, PendingCall, PendingKind,
+    RecordedOutcome, Retention, RunStore, Settlement, StoreError, StoreTransaction, StoredCall,
+    StoredRun, TaskSignal, TaskSignaller, Transition, storable_audit, storable_call, storable_json,
+    storable_run_record,
 };
 
 mod transaction;
@@ -25,12 +26,13 @@ pub use transaction::SqliteTransaction;
 
 /// `PRAGMA application_id` of a pending store: "tool" in ASCII.
 const APPLICATION_ID: i32 = 0x746F_6F6C;
-/// `PRAGMA user_version` of the current layout: 5 remembers the ids of
+/// `PRAGMA user_version` of the current layout: 6 keeps the audit log
+/// (table `audit`); 5 remembers the ids of
 /// calls purged by the size bound (table `purged`); 4 adds fencing tokens
 /// (column `epoch`, table `fencing`); 3 adds agent runs (table `runs`); 2
 /// has the call lifecycle (state, owner, lease, outcome); 1 (pending calls
-/// only). Files of layouts 1 to 4 are migrated.
-const LAYOUT_VERSION: i32 = 5;
+/// only). Files of layouts 1 to 5 are migrated.
+const LAYOUT_VERSION: i32 = 6;
 /// How long a write waits for another process holding the file.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -220,6 +222,21 @@ impl CallStore for SqliteStore {
 
     fn list(&self) -> impl Future<Output = Result<Vec<PendingCall>, StoreError>> + Send {
         self.blocking(SqliteFile::list)
+    }
+
+    fn append_audit(
+        &self,
+        entry: AuditEntry,
+    ) -> impl Future<Output = Result<u64, StoreError>> + Send {
+        let text = storable_audit(&entry);
+        self.blocking(move |file| file.append_audit(&entry, text?))
+    }
+
+    fn audit(
+        &self,
+        query: AuditQuery,
+    ) -> impl Future<Output = Result<Vec<AuditEntry>, StoreError>> + Send {
+        self.blocking(move |file| file.audit(&query))
     }
 
     fn transaction(&self) -> Option<Box<dyn StoreTransaction>> {
@@ -431,6 +448,15 @@ const ADD_PURGED: &str = "CREATE TABLE purged (
 );
 CREATE INDEX purged_by_time ON purged (purged_at);";
 
+/// What layout 6 adds: the audit log, appended to and never updated;
+/// `seq` orders it, `entry` is the entry as JSON text.
+const ADD_AUDIT: &str = "CREATE TABLE audit (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    call_id TEXT NOT NULL,
+    entry TEXT NOT NULL
+);
+CREATE INDEX audit_by_call ON audit (call_id, seq);";
+
 /// Creates the tables in a new file, migrates a file of an older layout (in
 /// the same transaction: a failed migration leaves the file as it was), or
 /// checks that an existing file is a pending store of this layout.
@@ -454,6 +480,7 @@ fn init_layout(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
             {CREATE_RUNS}
             {ADD_FENCING}
             {ADD_PURGED}
+            {ADD_AUDIT}
             PRAGMA application_id = {APPLICATION_ID};
             PRAGMA user_version = {LAYOUT_VERSION};"
         ))
@@ -477,9 +504,13 @@ fn init_layout(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
             // Layout 3 had no fencing tokens.
             tx.execute_batch(ADD_FENCING).map_err(err)?;
         }
-        // Layout 4 did not remember purged calls.
+        if version <= 4 {
+            // Layout 4 did not remember purged calls.
+            tx.execute_batch(ADD_PURGED).map_err(err)?;
+        }
+        // Layout 5 kept no audit log.
         tx.execute_batch(&format!(
-            "{ADD_PURGED}
+            "{ADD_AUDIT}
             PRAGMA user_version = {LAYOUT_VERSION};"
         ))
         .map_err(err)?;
@@ -963,6 +994,47 @@ impl SqliteFile {
             }
         }
         Ok(calls)
+    }
+
+    fn append_audit(&self, entry: &AuditEntry, text: String) -> Result<u64, StoreError> {
+        let conn = self.conn();
+        conn.execute(
+            "INSERT INTO audit (call_id, entry) VALUES (?1, ?2)",
+            params![entry.call_id, text],
+        )
+        .map_err(|e| self.io(e))?;
+        // AUTOINCREMENT rowids start at 1 and only grow.
+        Ok(u64::try_from(conn.last_insert_rowid()).unwrap_or_default())
+    }
+
+    fn audit(&self, query: &AuditQuery) -> Result<Vec<AuditEntry>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare(
+                "SELECT seq, entry FROM audit WHERE seq > ?1 AND (?2 IS NULL OR call_id = ?2)
+                 ORDER BY seq LIMIT ?3",
+            )
+            .map_err(|e| self.io(e))?;
+        let after = i64::try_from(query.after).unwrap_or(i64::MAX);
+        let limit = i64::try_from(query.limit).unwrap_or(i64::MAX);
+        let rows = stmt
+            .query_map(params![after, query.call_id, limit], |row| {
+                Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?))
+            })
+            .map_err(|e| self.io(e))?;
+        let mut entries = Vec::new();
+        for row in rows {
+            let (seq, text) = row.map_err(|e| self.io(e))?;
+            let mut entry: AuditEntry =
+                serde_json::from_str(&text).map_err(|e| StoreError::Corrupt {
+                    path: self.path.clone(),
+                    reason: format!("audit entry {seq} is unreadable: {e}"),
+                    source: Some(Box::new(e)),
+                })?;
+            entry.seq = u64::try_from(seq).unwrap_or_default();
+            entries.push(entry);
+        }
+        Ok(entries)
     }
 
     /// The stored call a row holds; an unreadable value is an error naming the call.

@@ -6,15 +6,17 @@
 //! purged once finished; the size bound of the retention (oldest settled
 //! first, purged ids remembered); and the limits every store enforces alike
 //! (ids at most `MAX_ID_BYTES` bytes without NUL, JSON at most
-//! `MAX_JSON_DEPTH` levels), each run just under and just over.
+//! `MAX_JSON_DEPTH` levels), each run just under and just over; the audit
+//! log, appended to in order (concurrently too), read by call and from a
+//! place, never changed by purges, refusing what calls refuse.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
 use tool_runtime::store::{
-    CallStore, Decided, MAX_ID_BYTES, MAX_JSON_DEPTH, RecordedOutcome, Retention, RunStore,
-    Settlement, StoredRun, Transition,
+    AuditEntry, AuditKind, AuditQuery, CallStore, Decided, MAX_ID_BYTES, MAX_JSON_DEPTH,
+    RecordedOutcome, Retention, RunStore, Settlement, StoredRun, Transition,
 };
 use tool_runtime::{CallState, PendingCall, PendingKind, StoreError, StoredCall};
 
@@ -69,6 +71,7 @@ pub async fn store_contract<S: CallStore + RunStore>(prefix: &str, fresh: impl F
     runs(Arc::new(fresh()), prefix).await;
     size_bound(&fresh(), prefix).await;
     limits(&fresh(), prefix).await;
+    audit_log(Arc::new(fresh()), prefix).await;
 }
 
 async fn lifecycle(store: &(impl CallStore + RunStore), p: &str) {
@@ -1233,4 +1236,113 @@ async fn limits(store: &(impl CallStore + RunStore), p: &str) {
         "NUL",
     );
     assert_eq!(store.load_run("r\0un").await.unwrap(), None);
+}
+
+/// The audit log: entries come back in the order they were appended, each
+/// with a larger `seq` (appended concurrently too), selected by call, after
+/// a place and up to a limit; a purge of settled calls leaves it whole; an
+/// entry whose call id or detail a call could not have is refused.
+async fn audit_log<S: CallStore + RunStore>(store: Arc<S>, p: &str) {
+    let call = format!("{p}-audited");
+    let other = format!("{p}-audited-other");
+    let entry = |call_id: &str, kind, action: &str| AuditEntry::new(kind, call_id, "t", action);
+    let first = store
+        .append_audit(entry(&call, AuditKind::Requested, "approval"))
+        .await
+        .unwrap();
+    store
+        .append_audit(entry(&other, AuditKind::Requested, "suspended"))
+        .await
+        .unwrap();
+    let decided = entry(&call, AuditKind::Decided, "decline")
+        .principal("alice")
+        .digest("sha256:ab")
+        .reason("too much")
+        .detail(json!({ "shown": true }));
+    let second = store.append_audit(decided.clone()).await.unwrap();
+    assert!(second > first);
+
+    let mut appending = Vec::new();
+    for n in 0..8 {
+        let (store, call) = (Arc::clone(&store), call.clone());
+        appending.push(tokio::spawn(async move {
+            let refused = AuditEntry::new(AuditKind::Refused, call, "t", "approve")
+                .reason(format!("attempt {n}"));
+            store.append_audit(refused).await.unwrap()
+        }));
+    }
+    let mut seqs = Vec::new();
+    for task in appending {
+        seqs.push(task.await.unwrap());
+    }
+    seqs.sort_unstable();
+    seqs.dedup();
+    assert_eq!(
+        seqs.len(),
+        8,
+        "every concurrent append has a place of its own"
+    );
+
+    store
+        .purge_settled(Retention::new(Duration::ZERO, 0))
+        .await
+        .unwrap();
+    let log = store.audit(AuditQuery::all().call(&call)).await.unwrap();
+    assert_eq!(log.len(), 10, "{log:?}");
+    assert!(log.windows(2).all(|w| w[0].seq < w[1].seq));
+    assert_eq!((log[0].seq, log[0].kind), (first, AuditKind::Requested));
+    let read = &log[1];
+    assert_eq!(read.seq, second);
+    assert_eq!(
+        (
+            read.principal.as_deref(),
+            read.digest.as_deref(),
+            read.reason.as_deref()
+        ),
+        (Some("alice"), Some("sha256:ab"), Some("too much"))
+    );
+    assert_eq!(
+        (read.detail.as_ref(), read.at_ms),
+        (Some(&json!({ "shown": true })), decided.at_ms)
+    );
+    let after = store
+        .audit(AuditQuery::all().call(&call).after(second).limit(3))
+        .await
+        .unwrap();
+    assert_eq!(after.len(), 3);
+    assert!(
+        after
+            .iter()
+            .all(|e| e.seq > second && e.kind == AuditKind::Refused)
+    );
+    let others = store.audit(AuditQuery::all().call(&other)).await.unwrap();
+    assert_eq!(others.len(), 1);
+
+    let long_id = "x".repeat(MAX_ID_BYTES + 1);
+    let refused = store
+        .append_audit(entry(&long_id, AuditKind::Refused, "approve"))
+        .await;
+    assert!(
+        matches!(refused, Err(StoreError::Refused { .. })),
+        "{refused:?}"
+    );
+    let mut deep = json!(1);
+    for _ in 0..MAX_JSON_DEPTH + 1 {
+        deep = json!([deep]);
+    }
+    let refused = store
+        .append_audit(entry(&call, AuditKind::Decided, "resume").detail(deep))
+        .await;
+    assert!(
+        matches!(refused, Err(StoreError::Refused { .. })),
+        "{refused:?}"
+    );
+    assert_eq!(
+        store
+            .audit(AuditQuery::all().call(&call))
+            .await
+            .unwrap()
+            .len(),
+        10
+    );
 }

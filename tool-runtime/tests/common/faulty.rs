@@ -8,8 +8,8 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
 use tool_runtime::store::{
-    CallStore, Decided, Retention, RunStore, Settlement, StoreTransaction, StoredRun, TaskSignal,
-    Transition,
+    AuditEntry, AuditQuery, CallStore, Decided, Retention, RunStore, Settlement, StoreTransaction,
+    StoredRun, TaskSignal, Transition,
 };
 use tool_runtime::{PendingCall, PendingKind, StoreError, StoredCall};
 
@@ -127,6 +127,12 @@ impl<S: CallStore> CallStore for Faulty<S> {
     }
     async fn list(&self) -> Result<Vec<PendingCall>, StoreError> {
         self.store.list().await
+    }
+    async fn append_audit(&self, entry: AuditEntry) -> Result<u64, StoreError> {
+        self.store.append_audit(entry).await
+    }
+    async fn audit(&self, query: AuditQuery) -> Result<Vec<AuditEntry>, StoreError> {
+        self.store.audit(query).await
     }
     fn transaction(&self) -> Option<Box<dyn StoreTransaction>> {
         self.store.transaction()

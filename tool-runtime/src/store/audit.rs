@@ -1,0 +1,189 @@
+//! The audit log: an append-only record of what was asked of people and
+//! what they decided, kept by the store beside the calls. Entries are
+//! appended, never updated or purged with the calls they are about, and
+//! carry values only as the tool's display transforms show them.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// What an [`AuditEntry`] records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AuditKind {
+    /// A call started waiting for a person (its `action` is the pending
+    /// kind: `approval`, `suspended`, `output`).
+    Requested,
+    /// A person's (or the runtime's) decision took effect.
+    Decided,
+    /// A decision attempt was refused (its `reason` says why: a stale or
+    /// foreign digest, an unauthorized principal, a foreign origin...).
+    Refused,
+}
+
+/// One line of the audit log.
+///
+/// ```
+/// use serde_json::json;
+/// use tool_runtime::store::{AuditEntry, AuditKind};
+///
+/// let entry = AuditEntry::new(AuditKind::Decided, "c1", "transfer", "decline")
+///     .principal("alice")
+///     .reason("too much");
+/// let line = entry.to_json_line();
+/// assert!(line.contains(r#""principal":"alice""#) && !line.contains('\n'));
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct AuditEntry {
+    /// Its place in the log, given by the store when appended (increasing;
+    /// 0 before).
+    pub seq: u64,
+    /// When, in milliseconds since the Unix epoch (the appending
+    /// instance's clock).
+    pub at_ms: u64,
+    /// The call it is about.
+    pub call_id: String,
+    /// The call's tool.
+    pub tool_id: String,
+    /// What it records.
+    pub kind: AuditKind,
+    /// For a request, what the call waits for (`approval`, `suspended`,
+    /// `output`); for a decision or a refused attempt, the action
+    /// (`approve`, `decline`, `respond`, `resume`, `expire`).
+    pub action: String,
+    /// Who decided or tried to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub principal: Option<String>,
+    /// The digest of the item the decision was taken on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digest: Option<String>,
+    /// A decline's reason, or why an attempt was refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The values of the decision (resume data, an output) as the tool's
+    /// display transforms show them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<Value>,
+}
+
+impl AuditEntry {
+    /// An entry of `kind` about call `call_id` of `tool_id`, now.
+    pub fn new(
+        kind: AuditKind,
+        call_id: impl Into<String>,
+        tool_id: impl Into<String>,
+        action: impl Into<String>,
+    ) -> Self {
+        let at_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or(Duration::ZERO)
+            .as_millis();
+        AuditEntry {
+            seq: 0,
+            at_ms: u64::try_from(at_ms).unwrap_or(u64::MAX),
+            call_id: call_id.into(),
+            tool_id: tool_id.into(),
+            kind,
+            action: action.into(),
+            principal: None,
+            digest: None,
+            reason: None,
+            detail: None,
+        }
+    }
+
+    /// Says who.
+    #[must_use]
+    pub fn principal(mut self, principal: impl Into<String>) -> Self {
+        self.principal = Some(principal.into());
+        self
+    }
+
+    /// Says on which digest.
+    #[must_use]
+    pub fn digest(mut self, digest: impl Into<String>) -> Self {
+        self.digest = Some(digest.into());
+        self
+    }
+
+    /// Says why.
+    #[must_use]
+    pub fn reason(mut self, reason: impl Into<String>) -> Self {
+        self.reason = Some(reason.into());
+        self
+    }
+
+    /// Adds the decision's values, as displayed.
+    #[must_use]
+    pub fn detail(mut self, detail: Value) -> Self {
+        self.detail = Some(detail);
+        self
+    }
+
+    /// The entry as one line of JSON (no newline), for an export in JSON
+    /// lines.
+    pub fn to_json_line(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+/// Which entries [`CallStore::audit`](super::CallStore::audit) reads: those
+/// after `after` (a `seq`), of one call or of all, at most `limit`, in
+/// order.
+///
+/// ```
+/// use tool_runtime::store::AuditQuery;
+///
+/// let query = AuditQuery::all().call("c1").after(10).limit(50);
+/// assert_eq!((query.call_id.as_deref(), query.after, query.limit), (Some("c1"), 10, 50));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AuditQuery {
+    /// Only this call's entries, when set.
+    pub call_id: Option<String>,
+    /// Only entries with a larger `seq`.
+    pub after: u64,
+    /// At most this many.
+    pub limit: usize,
+}
+
+impl AuditQuery {
+    /// Every entry from the start, 1,000 at a time.
+    pub fn all() -> Self {
+        AuditQuery {
+            call_id: None,
+            after: 0,
+            limit: 1_000,
+        }
+    }
+
+    /// Only the entries of `call_id`.
+    #[must_use]
+    pub fn call(mut self, call_id: impl Into<String>) -> Self {
+        self.call_id = Some(call_id.into());
+        self
+    }
+
+    /// Only the entries after `seq`.
+    #[must_use]
+    pub fn after(mut self, seq: u64) -> Self {
+        self.after = seq;
+        self
+    }
+
+    /// At most `limit` entries.
+    #[must_use]
+    pub fn limit(mut self, limit: usize) -> Self {
+        self.limit = limit;
+        self
+    }
+
+    /// Whether `entry` is one this query reads (its place aside).
+    pub(crate) fn matches(&self, entry: &AuditEntry) -> bool {
+        entry.seq > self.after && self.call_id.as_ref().is_none_or(|c| *c == entry.call_id)
+    }
+}
