@@ -48,6 +48,7 @@
 
 mod api;
 mod auth;
+mod events;
 mod guard;
 mod live;
 mod options;
@@ -177,7 +178,7 @@ impl<A: Authenticate> Inbox<A> {
             .route("/api/items", get(api::list::<A>))
             .route("/api/items/{call_id}", get(api::read::<A>))
             .route("/api/items/{call_id}/{action}", post(api::decide::<A>))
-            .route("/api/events", get(live::events::<A>))
+            .route("/api/events", get(events::events::<A>))
             .layer(middleware::from_fn_with_state(
                 Arc::clone(&shared),
                 guard::admit::<A>,

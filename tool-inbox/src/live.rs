@@ -1,30 +1,17 @@
-//! The live stream of items (`GET /api/events`): one poller per inbox reads
-//! the store's pending calls (so items of every instance sharing it show
-//! up) at an interval, and at once when this runtime's calls change; each
-//! open stream sends its principal the items that appeared and settled
-//! since the last snapshot it saw, through the same authorization as the
-//! list.
+//! What the live stream of items reads: one poller per inbox reads the
+//! store's pending calls (so items of every instance sharing it show up) at
+//! an interval, and at once when this runtime's calls change, while
+//! streams are open; and the count of each principal's open streams.
 
 use std::collections::{BTreeMap, HashMap};
-use std::convert::Infallible;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use axum::Extension;
-use axum::extract::State;
-use axum::http::StatusCode;
-use axum::response::sse::{Event, KeepAlive, Sse};
-use futures_util::Stream;
-use futures_util::stream;
-use serde_json::json;
 use tokio::sync::watch;
 use tool_runtime::{EventKind, PendingCall, Runtime};
 
-use crate::api::{Refused, Shared};
-use crate::auth::{Authenticate, Principal};
-
 /// The pending calls by id, as one poll found them.
-type Snapshot = BTreeMap<String, PendingCall>;
+pub(crate) type Snapshot = BTreeMap<String, PendingCall>;
 
 /// The poller's snapshots and the streams open per principal.
 pub(crate) struct Live {
@@ -44,8 +31,27 @@ impl Live {
         }
     }
 
+    /// A place for one more stream of `principal`, unless it holds `max`
+    /// already; the place is freed when the returned guard is dropped.
+    pub(crate) fn open_stream(&self, principal: &str, max: usize) -> Option<OpenStream> {
+        let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
+        let count = open.entry(principal.to_owned()).or_default();
+        if *count >= max {
+            return None;
+        }
+        *count += 1;
+        Some(OpenStream {
+            open: Arc::clone(&self.open),
+            principal: principal.to_owned(),
+        })
+    }
+
     /// A receiver of snapshots, the poller started if it is not running.
-    fn subscribe(&self, runtime: &Runtime, interval: Duration) -> watch::Receiver<Arc<Snapshot>> {
+    pub(crate) fn subscribe(
+        &self,
+        runtime: &Runtime,
+        interval: Duration,
+    ) -> watch::Receiver<Arc<Snapshot>> {
         let mut polling = self.polling.lock().unwrap_or_else(PoisonError::into_inner);
         let receiver = self.snapshots.subscribe();
         if !*polling {
@@ -130,12 +136,12 @@ fn changes_pending(kind: &EventKind) -> bool {
 }
 
 /// One open stream of a principal, counted while it lives.
-struct Opened {
+pub(crate) struct OpenStream {
     open: Arc<Mutex<HashMap<String, usize>>>,
     principal: String,
 }
 
-impl Drop for Opened {
+impl Drop for OpenStream {
     fn drop(&mut self) {
         let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(count) = open.get_mut(&self.principal) {
@@ -145,94 +151,4 @@ impl Drop for Opened {
             }
         }
     }
-}
-
-/// What one stream knows: the last snapshot it sent from.
-struct Follower<A> {
-    shared: Arc<Shared<A>>,
-    principal: Principal,
-    receiver: watch::Receiver<Arc<Snapshot>>,
-    seen: Arc<Snapshot>,
-    queued: Vec<Event>,
-    _opened: Opened,
-}
-
-impl<A: Authenticate> Follower<A> {
-    /// The next event: queued ones first, then the changes of the next
-    /// snapshot (the first one: every item, as they are now).
-    async fn next(mut self) -> Option<(Result<Event, Infallible>, Self)> {
-        loop {
-            if let Some(event) = self.queued.pop() {
-                return Some((Ok(event), self));
-            }
-            let current = Arc::clone(&self.receiver.borrow_and_update());
-            self.queue_changes(&current).await;
-            self.seen = current;
-            if self.queued.is_empty() && self.receiver.changed().await.is_err() {
-                return None;
-            }
-        }
-    }
-
-    /// Queues `item` events for calls in `current` that were not in the
-    /// last snapshot, and `settled` events for those gone, that this
-    /// principal may read.
-    async fn queue_changes(&mut self, current: &Snapshot) {
-        let mut events = Vec::new();
-        for (call_id, call) in self.seen.iter() {
-            if !current.contains_key(call_id) && self.shared.visible(&self.principal, call) {
-                let data = json!({ "callId": call_id }).to_string();
-                events.push(Event::default().event("settled").data(data));
-            }
-        }
-        for (call_id, call) in current {
-            if !self.seen.contains_key(call_id) && self.shared.visible(&self.principal, call) {
-                let view = self.shared.view(call).await;
-                let data = serde_json::to_string(&view).unwrap_or_default();
-                events.push(Event::default().event("item").data(data));
-            }
-        }
-        events.reverse();
-        self.queued = events;
-    }
-}
-
-/// `GET /api/events`: `item` events (the item, as the list shows it) and
-/// `settled` events (`{"callId"}`), the items already waiting first.
-pub(crate) async fn events<A: Authenticate>(
-    State(shared): State<Arc<Shared<A>>>,
-    Extension(principal): Extension<Principal>,
-) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, Refused> {
-    let live = &shared.live;
-    let opened = {
-        let mut open = live.open.lock().unwrap_or_else(PoisonError::into_inner);
-        let count = open.entry(principal.id().to_owned()).or_default();
-        let max = shared.options.max_streams_per_principal;
-        if *count >= max {
-            return Err(Refused::new(
-                StatusCode::TOO_MANY_REQUESTS,
-                "too_many_streams",
-                format!(
-                    "{} has {max} event streams open already: close one",
-                    principal.id()
-                ),
-            ));
-        }
-        *count += 1;
-        Opened {
-            open: Arc::clone(&live.open),
-            principal: principal.id().to_owned(),
-        }
-    };
-    let receiver = live.subscribe(&shared.runtime, shared.options.poll_interval);
-    let follower = Follower {
-        shared: Arc::clone(&shared),
-        principal,
-        receiver,
-        seen: Arc::new(Snapshot::new()),
-        queued: Vec::new(),
-        _opened: opened,
-    };
-    let stream = stream::unfold(follower, Follower::next);
-    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
 }
