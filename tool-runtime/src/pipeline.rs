@@ -1153,10 +1153,10 @@ mod tests {
             matches!(outcome, CallOutcome::ApprovalRequired { .. }),
             "{outcome:?}"
         );
-        let pending = path.stored().pending().await.unwrap();
-        assert_eq!(pending.len(), 1);
+        let waiting = path.stored().waiting().await.unwrap();
+        assert_eq!(waiting.len(), 1);
         assert_eq!(
-            (pending[0].kind, &pending[0].input),
+            (waiting[0].call.kind, &waiting[0].call.input),
             (PendingKind::Approval, &json!({ "path": "/x" }))
         );
     }

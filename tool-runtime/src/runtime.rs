@@ -762,7 +762,41 @@ impl Runtime {
     pub fn pending(
         &self,
     ) -> impl Future<Output = Result<Vec<PendingCall>, RuntimeError>> + Send + 'static {
-        self.inner.path.stored().pending()
+        let waiting = self.waiting();
+        async move {
+            Ok(waiting
+                .await?
+                .into_iter()
+                .map(|stored| stored.call)
+                .collect())
+        }
+    }
+
+    /// Every call waiting for a decision, as [`pending`](Self::pending)
+    /// lists them, as stored: each with its version, for the
+    /// [`digest`](StoredCall::digest) a person's decision echoes
+    /// ([`decide_as`](Self::decide_as)).
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_core::{Tool, ToolError};
+    /// use tool_runtime::{Runtime, ToolCall};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let transfer = Tool::builder("transfer").description("Moves money")
+    ///     .require_approval(true)
+    ///     .execute(|_input, _ctx| async move { Ok::<_, ToolError>(json!("moved")) })
+    ///     .build().unwrap();
+    /// let runtime = Runtime::builder().tool(transfer).build().unwrap();
+    /// runtime.call(ToolCall::new("c1", "transfer", json!({ "amount": 5 }))).await;
+    /// let waiting = runtime.waiting().await.unwrap();
+    /// assert_eq!(waiting[0].digest(), runtime.stored("c1").await.unwrap().unwrap().digest());
+    /// # });
+    /// ```
+    pub fn waiting(
+        &self,
+    ) -> impl Future<Output = Result<Vec<StoredCall>, RuntimeError>> + Send + 'static {
+        self.inner.path.stored().waiting()
     }
 
     /// The stored call `call_id` in whatever state it is (pending, running,

@@ -54,7 +54,7 @@ pub(crate) trait DynCallStore: Send + Sync + 'static {
     fn purge_settled(&self, retention: Retention) -> StoreFuture<'_, usize>;
     fn purged<'a>(&'a self, call_id: &'a str) -> StoreFuture<'a, Option<SystemTime>>;
     fn get<'a>(&'a self, call_id: &'a str) -> StoreFuture<'a, Option<StoredCall>>;
-    fn list(&self) -> StoreFuture<'_, Vec<PendingCall>>;
+    fn list(&self) -> StoreFuture<'_, Vec<StoredCall>>;
     fn append_audit(&self, entry: AuditEntry) -> StoreFuture<'_, u64>;
     fn audit(&self, query: AuditQuery) -> StoreFuture<'_, Vec<AuditEntry>>;
     fn task_signal(&self) -> Option<TaskSignal>;
@@ -119,7 +119,7 @@ impl<S: CallStore> DynCallStore for S {
         Box::pin(CallStore::get(self, call_id))
     }
 
-    fn list(&self) -> StoreFuture<'_, Vec<PendingCall>> {
+    fn list(&self) -> StoreFuture<'_, Vec<StoredCall>> {
         Box::pin(CallStore::list(self))
     }
 
@@ -250,15 +250,15 @@ impl StoredCalls {
         &self.owner
     }
 
-    /// Every call waiting for approval or resume data ([`Runtime::pending`](crate::Runtime::pending)).
-    pub(crate) fn pending(
+    /// Every call waiting for a decision, as stored ([`Runtime::waiting`](crate::Runtime::waiting)).
+    pub(crate) fn waiting(
         &self,
-    ) -> impl Future<Output = Result<Vec<PendingCall>, RuntimeError>> + Send + 'static {
+    ) -> impl Future<Output = Result<Vec<StoredCall>, RuntimeError>> + Send + 'static {
         let stored = self.clone();
         async move {
-            let mut pending = stored.list().await?;
-            pending.retain(|call| call.kind != PendingKind::Task);
-            Ok(pending)
+            let mut waiting = stored.list().await?;
+            waiting.retain(|stored| stored.call.kind != PendingKind::Task);
+            Ok(waiting)
         }
     }
 
@@ -319,8 +319,8 @@ impl StoredCalls {
         async move { Ok(stored.store.audit(query).await?) }
     }
 
-    /// Every pending call, ordered by call id.
-    pub(crate) async fn list(&self) -> Result<Vec<PendingCall>, StoreError> {
+    /// Every pending call, ordered by call id, as stored.
+    pub(crate) async fn list(&self) -> Result<Vec<StoredCall>, StoreError> {
         self.store.list().await
     }
 

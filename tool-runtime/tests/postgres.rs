@@ -12,6 +12,8 @@
 
 mod common;
 
+use common::calls;
+
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -174,11 +176,11 @@ async fn errors_name_the_database_without_its_password_and_the_call() {
     assert_eq!(
         listed
             .iter()
-            .map(|c| c.call_id.as_str())
+            .map(|c| c.call.call_id.as_str())
             .collect::<Vec<_>>(),
         ["c-good"]
     );
-    assert_eq!(listed[0].input, json!({ "k": [1, 2] }));
+    assert_eq!(listed[0].call.input, json!({ "k": [1, 2] }));
     let message = store.get("c-bad").await.unwrap_err().to_string();
     assert!(
         message.contains("c-bad") && message.contains(store.location()),
@@ -318,7 +320,7 @@ async fn a_schema_of_version_1_is_migrated_to_version_6_and_keeps_its_calls() {
     assert_eq!(versions, [6]);
     let store = &stores[0];
     assert_eq!(
-        store.list().await.unwrap(),
+        calls(store.list().await.unwrap()),
         [PendingCall::new(
             "c-old",
             "t",

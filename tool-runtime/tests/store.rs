@@ -4,6 +4,8 @@
 
 mod common;
 
+use common::calls;
+
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::os::unix::process::ExitStatusExt as _;
 use std::path::{Path, PathBuf};
@@ -228,7 +230,7 @@ fn a_corrupt_store_file_is_an_error_naming_it_and_one_unreadable_record_does_not
     assert_eq!(
         listed
             .iter()
-            .map(|c| c.call_id.as_str())
+            .map(|c| c.call.call_id.as_str())
             .collect::<Vec<_>>(),
         ["c-good"]
     );
@@ -595,7 +597,7 @@ fn a_store_file_of_the_previous_layout_is_migrated_and_a_newer_one_refused() {
     .unwrap();
     drop(conn);
     let store = SqliteStore::open(&old).expect("layout 1 is migrated");
-    assert_eq!(block_on(store.list()).unwrap(), [call]);
+    assert_eq!(calls(block_on(store.list()).unwrap()), [call]);
     assert_eq!(user_version(&old), 6);
     assert_eq!(
         block_on(store.save_run("r1", None, false, json!({}))).unwrap(),
@@ -676,7 +678,7 @@ fn a_store_file_of_layout_2_gains_the_runs_table_and_keeps_its_calls() {
 
     let store = SqliteStore::open(&path).expect("layout 2 is migrated");
     assert_eq!(user_version(&path), 6);
-    assert_eq!(block_on(store.list()).unwrap(), [pending]);
+    assert_eq!(calls(block_on(store.list()).unwrap()), [pending]);
     let kept = block_on(store.get("c-running")).unwrap().unwrap();
     assert!(
         matches!(&kept.state, CallState::Running { owner, .. } if owner == "dead"),
@@ -801,7 +803,7 @@ async fn values_as_deep_as_a_json_parser_reads_are_stored_readably_and_deeper_on
     call.messages = vec![nested(126)];
     store.insert(call.clone()).await.unwrap();
     let reopened = SqliteStore::open(&path).expect("every record reads back");
-    assert_eq!(reopened.list().await.unwrap(), [call]);
+    assert_eq!(calls(reopened.list().await.unwrap()), [call]);
 
     let deeper = PendingCall::new("c2", "t", PendingKind::Suspended, nested(200));
     let error = reopened.insert(deeper).await.unwrap_err();
@@ -829,7 +831,7 @@ fn records_written_before_values_were_kept_as_text_still_read() {
         )
         .unwrap();
     let store = SqliteStore::open(&path).unwrap();
-    assert_eq!(block_on(store.list()).unwrap(), [legacy]);
+    assert_eq!(calls(block_on(store.list()).unwrap()), [legacy]);
 }
 
 #[tokio::test(flavor = "current_thread")]

@@ -277,13 +277,13 @@ impl CallStore for MemoryStore {
         Ok(self.state().calls.get(call_id).cloned())
     }
 
-    async fn list(&self) -> Result<Vec<PendingCall>, StoreError> {
+    async fn list(&self) -> Result<Vec<StoredCall>, StoreError> {
         Ok(self
             .state()
             .calls
             .values()
             .filter(|stored| stored.state.is_pending())
-            .map(|stored| stored.call.clone())
+            .cloned()
             .collect())
     }
 

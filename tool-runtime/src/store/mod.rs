@@ -535,8 +535,9 @@ pub trait CallStore: Send + Sync + 'static {
         call_id: &str,
     ) -> impl Future<Output = Result<Option<StoredCall>, StoreError>> + Send;
 
-    /// Every pending call, ordered by call id.
-    fn list(&self) -> impl Future<Output = Result<Vec<PendingCall>, StoreError>> + Send;
+    /// Every pending call, ordered by call id, as stored (its `epoch`
+    /// names its version: [`StoredCall::digest`]).
+    fn list(&self) -> impl Future<Output = Result<Vec<StoredCall>, StoreError>> + Send;
 
     /// Appends `entry` to the audit log, which is never updated and never
     /// purged; returns the `seq` it was given (larger than every earlier
@@ -655,7 +656,7 @@ impl<S: CallStore> CallStore for std::sync::Arc<S> {
         S::get(self, call_id)
     }
 
-    fn list(&self) -> impl Future<Output = Result<Vec<PendingCall>, StoreError>> + Send {
+    fn list(&self) -> impl Future<Output = Result<Vec<StoredCall>, StoreError>> + Send {
         S::list(self)
     }
 

@@ -922,7 +922,7 @@ impl PostgresStore {
         Ok((saved == 1).then(|| expected_revision.map_or(1, |r| r + 1)))
     }
 
-    async fn try_list(&self) -> Result<Vec<PendingCall>, Failure> {
+    async fn try_list(&self) -> Result<Vec<StoredCall>, Failure> {
         let client = self.pool.get().await?;
         // COLLATE "C": ordered by the ids' bytes, as the other stores order
         // them, whatever the database's collation.
@@ -935,7 +935,7 @@ impl PostgresStore {
         let mut calls = Vec::new();
         for row in client.query(&statement, &[]).await? {
             match self.stored(&row) {
-                Ok(stored) => calls.push(stored.call),
+                Ok(stored) => calls.push(stored),
                 // One bad row must not hide every other call: it is
                 // reported, left for the operator, and named by get and decide.
                 Err(error) => {
@@ -1094,7 +1094,7 @@ impl CallStore for PostgresStore {
         .map_err(self.failed(format_args!("reading call {:?}", Excerpt::of(call_id))))
     }
 
-    async fn list(&self) -> Result<Vec<PendingCall>, StoreError> {
+    async fn list(&self) -> Result<Vec<StoredCall>, StoreError> {
         self.try_list()
             .await
             .map_err(self.failed("listing pending calls"))

@@ -220,7 +220,7 @@ impl CallStore for SqliteStore {
         self.blocking(move |file| file.get(&call_id))
     }
 
-    fn list(&self) -> impl Future<Output = Result<Vec<PendingCall>, StoreError>> + Send {
+    fn list(&self) -> impl Future<Output = Result<Vec<StoredCall>, StoreError>> + Send {
         self.blocking(SqliteFile::list)
     }
 
@@ -971,21 +971,31 @@ impl SqliteFile {
         self.read(&self.conn(), call_id)
     }
 
-    fn list(&self) -> Result<Vec<PendingCall>, StoreError> {
+    fn list(&self) -> Result<Vec<StoredCall>, StoreError> {
         let conn = self.conn();
         let mut stmt = conn
-            .prepare("SELECT call_id, record FROM calls WHERE state = 'pending' ORDER BY call_id")
+            .prepare(
+                "SELECT call_id, record, epoch FROM calls WHERE state = 'pending' ORDER BY call_id",
+            )
             .map_err(|e| self.io(e))?;
         let rows = stmt
             .query_map([], |row| {
-                Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
+                Ok((
+                    row.get::<_, String>(0)?,
+                    row.get::<_, String>(1)?,
+                    row.get::<_, i64>(2)?,
+                ))
             })
             .map_err(|e| self.io(e))?;
         let mut calls = Vec::new();
         for row in rows {
-            let (call_id, record) = row.map_err(|e| self.io(e))?;
+            let (call_id, record, epoch) = row.map_err(|e| self.io(e))?;
             match self.decode(&call_id, &record) {
-                Ok(call) => calls.push(call),
+                // Pending: no attempt, no resume data, only its version.
+                Ok(call) => calls.push(StoredCall {
+                    epoch: u64::try_from(epoch).unwrap_or_default(),
+                    ..StoredCall::pending(call)
+                }),
                 // One bad record must not hide every other call: it is
                 // reported, left for the operator, and named by get and decide.
                 Err(error) => {

@@ -11,6 +11,8 @@
 //! place, never changed by purges, refusing what calls refuse.
 
 use std::sync::Arc;
+
+use super::calls;
 use std::time::Duration;
 
 use serde_json::json;
@@ -92,7 +94,7 @@ async fn lifecycle(store: &(impl CallStore + RunStore), p: &str) {
     ));
     let stored = store.get(&id).await.unwrap().unwrap();
     assert_eq!(stored, StoredCall::pending(call.clone()));
-    assert_eq!(store.list().await.unwrap(), [call.clone()]);
+    assert_eq!(calls(store.list().await.unwrap()), [call.clone()]);
 
     // Wrong kind: nothing changes.
     let found = lost(
@@ -394,7 +396,10 @@ async fn awaiting_output(store: &(impl CallStore + RunStore), p: &str) {
     let id = format!("{p}-output");
     let call = PendingCall::new(&id, "pick", PendingKind::Output, json!({ "q": "color?" }));
     store.insert(call.clone()).await.unwrap();
-    assert_eq!(store.list().await.unwrap(), std::slice::from_ref(&call));
+    assert_eq!(
+        calls(store.list().await.unwrap()),
+        std::slice::from_ref(&call)
+    );
     let found = lost(
         store
             .decide(&id, PendingKind::Approval, run("a", LONG, None))

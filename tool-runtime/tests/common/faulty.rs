@@ -125,7 +125,7 @@ impl<S: CallStore> CallStore for Faulty<S> {
         }
         self.store.get(call_id).await
     }
-    async fn list(&self) -> Result<Vec<PendingCall>, StoreError> {
+    async fn list(&self) -> Result<Vec<StoredCall>, StoreError> {
         self.store.list().await
     }
     async fn append_audit(&self, entry: AuditEntry) -> Result<u64, StoreError> {

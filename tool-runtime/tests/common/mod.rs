@@ -155,3 +155,8 @@ pub mod contract;
 pub mod drops;
 pub mod faulty;
 pub mod respond;
+
+/// The calls of a store's listing, without their lifecycle fields.
+pub fn calls(listed: Vec<tool_runtime::StoredCall>) -> Vec<tool_runtime::PendingCall> {
+    listed.into_iter().map(|stored| stored.call).collect()
+}
