@@ -13,8 +13,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tool_core::Excerpt;
 use tool_core::transform::{CallValues, Phase, Target, TransformContext};
+use tool_runtime::store::{AuditEntry, AuditKind, AuditQuery};
 use tool_runtime::{
-    CallOutcome, CallState, PendingCall, PendingKind, Runtime, RuntimeError, StoredCall,
+    CallOutcome, CallState, Decider, Decision, PendingCall, PendingKind, Runtime, RuntimeError,
+    StoredCall,
 };
 
 use crate::auth::{Action, Authenticate, Principal};
@@ -83,15 +85,12 @@ impl From<JsonRejection> for Refused {
 
 impl From<RuntimeError> for Refused {
     fn from(error: RuntimeError) -> Self {
-        let status = match &error {
-            RuntimeError::UnknownCall { .. } => StatusCode::NOT_FOUND,
-            RuntimeError::Store(_) => StatusCode::SERVICE_UNAVAILABLE,
-            _ => StatusCode::CONFLICT,
-        };
-        let code = if status == StatusCode::SERVICE_UNAVAILABLE {
-            "store_unavailable"
-        } else {
-            "conflict"
+        let (status, code) = match &error {
+            RuntimeError::UnknownCall { .. } => (StatusCode::NOT_FOUND, "not_found"),
+            RuntimeError::Store(_) => (StatusCode::SERVICE_UNAVAILABLE, "store_unavailable"),
+            RuntimeError::StaleDigest { .. } => (StatusCode::CONFLICT, "stale_digest"),
+            RuntimeError::AlreadyDecided { .. } => (StatusCode::CONFLICT, "already_decided"),
+            _ => (StatusCode::CONFLICT, "conflict"),
         };
         Refused::new(status, code, error.to_string())
     }
@@ -122,6 +121,9 @@ pub(crate) struct ItemView {
     resume_schema: Option<Value>,
     /// The schema of a response (the tool's output schema).
     output_schema: Option<Value>,
+    /// The item's digest, which a decision echoes: it names this version
+    /// of this call, so a decision never lands on a call that changed.
+    digest: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -139,8 +141,9 @@ impl<A: Authenticate> Shared<A> {
         for_a_person(call.kind) && self.auth.authorize(principal, call, Action::Read)
     }
 
-    /// The view of `call`, through its tool's display transforms.
-    pub(crate) async fn view(&self, call: &PendingCall) -> ItemView {
+    /// The view of `stored`, through its tool's display transforms.
+    pub(crate) async fn view(&self, stored: &StoredCall) -> ItemView {
+        let call = &stored.call;
         let tool = self.runtime.tool(&call.tool_id);
         let shown = |phase: Phase, raw: &Value| {
             let known = CallValues {
@@ -190,6 +193,7 @@ impl<A: Authenticate> Shared<A> {
                 .filter(|_| call.kind == PendingKind::Suspended)
                 .and_then(|d| d.resume_schema.clone()),
             output_schema: definition.and_then(|d| d.output_schema.clone()),
+            digest: stored.digest(),
         }
     }
 
@@ -239,27 +243,28 @@ pub(crate) async fn list<A: Authenticate>(
             format!("limit must be between 1 and {max}, got {limit}"),
         ));
     }
-    let mut calls: Vec<PendingCall> = shared
+    let mut calls: Vec<StoredCall> = shared
         .runtime
-        .pending()
+        .waiting()
         .await?
         .into_iter()
-        .filter(|call| shared.visible(&principal, call))
-        .filter(|call| query.tool.as_ref().is_none_or(|tool| &call.tool_id == tool))
-        .filter(|call| query.kind.is_none_or(|kind| call.kind == kind))
-        .filter(|call| {
-            query
-                .after
-                .as_ref()
-                .is_none_or(|after| &call.call_id > after)
+        .filter(|stored| {
+            let call = &stored.call;
+            shared.visible(&principal, call)
+                && query.tool.as_ref().is_none_or(|tool| &call.tool_id == tool)
+                && query.kind.is_none_or(|kind| call.kind == kind)
+                && query
+                    .after
+                    .as_ref()
+                    .is_none_or(|after| &call.call_id > after)
         })
         .collect();
-    calls.sort_by(|a, b| a.call_id.cmp(&b.call_id));
-    let next = (calls.len() > limit).then(|| calls[limit - 1].call_id.clone());
+    calls.sort_by(|a, b| a.call.call_id.cmp(&b.call.call_id));
+    let next = (calls.len() > limit).then(|| calls[limit - 1].call.call_id.clone());
     calls.truncate(limit);
     let mut items = Vec::with_capacity(calls.len());
-    for call in &calls {
-        items.push(shared.view(call).await);
+    for stored in &calls {
+        items.push(shared.view(stored).await);
     }
     Ok(Json(json!({ "items": items, "next": next })))
 }
@@ -271,14 +276,42 @@ pub(crate) async fn read<A: Authenticate>(
     Path(call_id): Path<String>,
 ) -> Result<Json<ItemView>, Refused> {
     let stored = shared.item(&principal, &call_id).await?;
-    Ok(Json(shared.view(&stored.call).await))
+    Ok(Json(shared.view(&stored).await))
 }
 
-/// A decision's body: `{}` to approve, `{"reason": ...}` to decline,
-/// `{"output": ...}` to respond, `{"data": ...}` to resume.
-#[derive(Debug, Default, Deserialize)]
+/// `GET /api/items/{callId}/audit`: the call's audit trail (requests,
+/// decisions, refused attempts), in order, while the principal may read
+/// the call (pending or settled).
+pub(crate) async fn audit<A: Authenticate>(
+    State(shared): State<Arc<Shared<A>>>,
+    Extension(principal): Extension<Principal>,
+    Path(call_id): Path<String>,
+) -> Result<Json<Value>, Refused> {
+    let readable = shared
+        .runtime
+        .stored(&call_id)
+        .await?
+        .is_some_and(|stored| {
+            shared
+                .auth
+                .authorize(&principal, &stored.call, Action::Read)
+        });
+    if !readable {
+        return Err(Refused::not_found(&call_id));
+    }
+    let entries = shared
+        .runtime
+        .audit(AuditQuery::all().call(&call_id))
+        .await?;
+    Ok(Json(json!({ "entries": entries })))
+}
+
+/// A decision's body: the item's `digest` as listed, and nothing else to
+/// approve, `reason` to decline, `output` to respond, `data` to resume.
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct DecisionBody {
+    digest: String,
     reason: Option<String>,
     output: Option<Value>,
     data: Option<Value>,
@@ -310,6 +343,15 @@ pub(crate) async fn decide<A: Authenticate>(
     let Json(body) = body?;
     let stored = shared.item(&principal, &call_id).await?;
     if !shared.auth.authorize(&principal, &stored.call, action) {
+        let attempt = AuditEntry::new(
+            AuditKind::Refused,
+            &call_id,
+            &stored.call.tool_id,
+            action.as_str(),
+        )
+        .principal(principal.id())
+        .reason("not authorized");
+        shared.runtime.append_audit(attempt).await?;
         return Err(Refused::new(
             StatusCode::FORBIDDEN,
             "forbidden",
@@ -336,19 +378,15 @@ pub(crate) async fn decide<A: Authenticate>(
             format!("{} needs `{field}` in the body", action.as_str()),
         )
     };
-    let outcome = match action {
-        Action::Approve => runtime.approve(&call_id).await?,
-        Action::Decline => runtime.decline(&call_id, body.reason.as_deref()).await?,
-        Action::Respond => {
-            let output = body.output.ok_or_else(|| missing("output"))?;
-            runtime.respond(&call_id, output).await?
-        }
-        Action::Resume => {
-            let data = body.data.ok_or_else(|| missing("data"))?;
-            runtime.resume(&call_id, data).await?
-        }
+    let decision = match action {
+        Action::Approve => Decision::Approve,
+        Action::Decline => Decision::Decline(body.reason),
+        Action::Respond => Decision::Respond(body.output.ok_or_else(|| missing("output"))?),
+        Action::Resume => Decision::Resume(body.data.ok_or_else(|| missing("data"))?),
         Action::Read => unreachable!("read is not a decision"),
     };
+    let decider = Decider::new(principal.id(), body.digest);
+    let outcome = runtime.decide_as(&call_id, decision, decider).await?;
     tracing::info!(
         principal = principal.id(),
         call_id = %Excerpt::of(&call_id),

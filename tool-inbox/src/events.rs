@@ -51,13 +51,14 @@ impl<A: Authenticate> Follower<A> {
     async fn queue_changes(&mut self, current: &Snapshot) {
         let mut events = Vec::new();
         for (call_id, call) in self.seen.iter() {
-            if !current.contains_key(call_id) && self.shared.visible(&self.principal, call) {
+            if !current.contains_key(call_id) && self.shared.visible(&self.principal, &call.call) {
                 let data = json!({ "callId": call_id }).to_string();
                 events.push(Event::default().event("settled").data(data));
             }
         }
         for (call_id, call) in current {
-            if !self.seen.contains_key(call_id) && self.shared.visible(&self.principal, call) {
+            if !self.seen.contains_key(call_id) && self.shared.visible(&self.principal, &call.call)
+            {
                 let view = self.shared.view(call).await;
                 let data = serde_json::to_string(&view).unwrap_or_default();
                 events.push(Event::default().event("item").data(data));

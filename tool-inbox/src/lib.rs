@@ -25,16 +25,21 @@
 //! |---|---|
 //! | `GET /api/items?tool=&kind=&limit=&after=` | `{"items": [...], "next": callId or null}`, by call id |
 //! | `GET /api/items/{callId}` | the item |
-//! | `POST /api/items/{callId}/approve` `{}` | `{"callId", "status"}` |
-//! | `POST /api/items/{callId}/decline` `{"reason": "..."}` | `{"callId", "status": "declined"}` |
-//! | `POST /api/items/{callId}/respond` `{"output": ...}` | the call settled with that output; its tool never runs |
-//! | `POST /api/items/{callId}/resume` `{"data": ...}` | the suspended call resumed |
+//! | `POST /api/items/{callId}/approve` `{"digest"}` | `{"callId", "status"}` |
+//! | `POST /api/items/{callId}/decline` `{"digest", "reason": "..."}` | `{"callId", "status": "declined"}` |
+//! | `POST /api/items/{callId}/respond` `{"digest", "output": ...}` | the call settled with that output; its tool never runs |
+//! | `POST /api/items/{callId}/resume` `{"digest", "data": ...}` | the suspended call resumed |
+//! | `GET /api/items/{callId}/audit` | `{"entries": [...]}`: the call's requests, decisions and refused attempts, pending or settled |
 //! | `GET /` | the web page (and its `inbox.js`, `inbox.css`): no authentication, it asks for the token |
 //! | `GET /api/events` | server-sent events: `item` (an item, as listed) for each item waiting and each new one, `settled` (`{"callId"}`) for each one decided, on any instance sharing the store |
 //!
 //! An item shows the call's arguments and suspension payload as its
 //! tool's display transforms show them, never the raw values a transform
-//! hides. A call id holding `/` (an agent's call) is sent percent-encoded.
+//! hides, and its `digest`: a decision echoes it, and is refused (409
+//! `stale_digest`) when the call changed since it was read, or (409
+//! `already_decided`) when another decision took effect first. Every
+//! decision is taken as the principal ([`tool_runtime::Runtime::decide_as`])
+//! and recorded in the runtime's audit log, as are refused attempts. A call id holding `/` (an agent's call) is sent percent-encoded.
 //!
 //! Errors are `{"error": {"code", "message"}}`: 401 unauthenticated, 403 a
 //! foreign `Origin` or an action the principal may not take, 404 an item
@@ -177,6 +182,7 @@ impl<A: Authenticate> Inbox<A> {
         let api = Router::new()
             .route("/api/items", get(api::list::<A>))
             .route("/api/items/{call_id}", get(api::read::<A>))
+            .route("/api/items/{call_id}/audit", get(api::audit::<A>))
             .route("/api/items/{call_id}/{action}", post(api::decide::<A>))
             .route("/api/events", get(events::events::<A>))
             .layer(middleware::from_fn_with_state(

@@ -8,10 +8,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use tokio::sync::watch;
-use tool_runtime::{EventKind, PendingCall, Runtime};
+use tool_runtime::{EventKind, Runtime, StoredCall};
 
 /// The pending calls by id, as one poll found them.
-pub(crate) type Snapshot = BTreeMap<String, PendingCall>;
+pub(crate) type Snapshot = BTreeMap<String, StoredCall>;
 
 /// The poller's snapshots and the streams open per principal.
 pub(crate) struct Live {
@@ -89,9 +89,12 @@ impl Poller {
         } = self;
         let mut events = runtime.events();
         loop {
-            match runtime.pending().await {
+            match runtime.waiting().await {
                 Ok(calls) => {
-                    let snapshot = calls.into_iter().map(|c| (c.call_id.clone(), c)).collect();
+                    let snapshot = calls
+                        .into_iter()
+                        .map(|c| (c.call.call_id.clone(), c))
+                        .collect();
                     sender.send_replace(Arc::new(snapshot));
                 }
                 // The store is away for now: keep the last snapshot, try again.

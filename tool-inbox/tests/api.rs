@@ -86,6 +86,19 @@ fn get(uri: &str, token: &str) -> Request<Body> {
         .unwrap()
 }
 
+/// A decision's request to `uri` (`/api/items/{id}/{action}`): `body`
+/// with the item's digest as `token` reads it (a made-up one for an item
+/// it cannot read).
+async fn decision(router: &Router, uri: &str, token: &str, mut body: Value) -> Request<Body> {
+    let item = &uri[..uri.rfind('/').unwrap()];
+    let (_, _, read) = send(router, get(item, token)).await;
+    body["digest"] = read
+        .get("digest")
+        .cloned()
+        .unwrap_or(json!("sha256:unknown"));
+    post(uri, token, body)
+}
+
 fn post(uri: &str, token: &str, body: Value) -> Request<Body> {
     Request::post(uri)
         .header(header::AUTHORIZATION, format!("Bearer {token}"))
@@ -167,7 +180,11 @@ async fn lists_items_through_display_transforms_and_takes_each_decision() {
     assert_eq!(suspended["items"].as_array().unwrap().len(), 1);
 
     // Approve: the tool runs once; the item is gone.
-    let (status, _, answer) = send(&router, post("/api/items/t1/approve", TOKEN, json!({}))).await;
+    let (status, _, answer) = send(
+        &router,
+        decision(&router, "/api/items/t1/approve", TOKEN, json!({})).await,
+    )
+    .await;
     assert_eq!(
         (status, &answer["status"]),
         (StatusCode::OK, &json!("completed"))
@@ -175,18 +192,24 @@ async fn lists_items_through_display_transforms_and_takes_each_decision() {
     assert_eq!(runs.load(Ordering::SeqCst), 1);
     let (status, _, _) = send(&router, get("/api/items/t1", TOKEN)).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
-    let (status, _, again) = send(&router, post("/api/items/t1/approve", TOKEN, json!({}))).await;
+    let (status, _, again) = send(
+        &router,
+        decision(&router, "/api/items/t1/approve", TOKEN, json!({})).await,
+    )
+    .await;
     assert_eq!(status, StatusCode::NOT_FOUND, "{again}");
     assert_eq!(runs.load(Ordering::SeqCst), 1);
 
     // Decline with a reason: the model reads it; the tool never runs.
     let (status, _, answer) = send(
         &router,
-        post(
+        decision(
+            &router,
             "/api/items/t2/decline",
             TOKEN,
             json!({ "reason": "too much" }),
-        ),
+        )
+        .await,
     )
     .await;
     assert_eq!(
@@ -207,11 +230,13 @@ async fn lists_items_through_display_transforms_and_takes_each_decision() {
     // Respond instead of running: the person's answer is the result.
     let (status, _, answer) = send(
         &router,
-        post(
+        decision(
+            &router,
             "/api/items/t3/respond",
             TOKEN,
             json!({ "output": { "moved": 0 } }),
-        ),
+        )
+        .await,
     )
     .await;
     assert_eq!(
@@ -225,11 +250,13 @@ async fn lists_items_through_display_transforms_and_takes_each_decision() {
     // stays suspended; valid data resumes it.
     let (status, _, refused) = send(
         &router,
-        post(
+        decision(
+            &router,
             "/api/items/s1/resume",
             TOKEN,
             json!({ "data": { "confirm": "yes" } }),
-        ),
+        )
+        .await,
     )
     .await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{refused}");
@@ -246,11 +273,13 @@ async fn lists_items_through_display_transforms_and_takes_each_decision() {
     );
     let (status, _, answer) = send(
         &router,
-        post(
+        decision(
+            &router,
             "/api/items/s1/resume",
             TOKEN,
             json!({ "data": { "confirm": true } }),
-        ),
+        )
+        .await,
     )
     .await;
     assert_eq!(
@@ -261,21 +290,25 @@ async fn lists_items_through_display_transforms_and_takes_each_decision() {
     // A declaration-only call gets its output checked against the schema.
     let (status, _, refused) = send(
         &router,
-        post(
+        decision(
+            &router,
             "/api/items/l1/respond",
             TOKEN,
             json!({ "output": { "answer": 42 } }),
-        ),
+        )
+        .await,
     )
     .await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{refused}");
     let (status, _, _) = send(
         &router,
-        post(
+        decision(
+            &router,
             "/api/items/l1/respond",
             TOKEN,
             json!({ "output": { "answer": "42" } }),
-        ),
+        )
+        .await,
     )
     .await;
     assert_eq!(status, StatusCode::OK);
@@ -329,7 +362,7 @@ async fn refuses_missing_wrong_and_foreign_requests() {
         .headers_mut()
         .insert(header::HOST, "127.0.0.1:8080".parse().unwrap());
     assert_eq!(send(&router, foreign).await.0, StatusCode::FORBIDDEN);
-    let mut own = post("/api/items/t1/decline", TOKEN, json!({}));
+    let mut own = decision(&router, "/api/items/t1/decline", TOKEN, json!({})).await;
     own.headers_mut()
         .insert(header::ORIGIN, "http://127.0.0.1:8080".parse().unwrap());
     own.headers_mut()
@@ -363,23 +396,32 @@ async fn bodies_and_reasons_are_bounded() {
     .router();
     let big = json!({ "reason": "x".repeat(2048) });
     assert_eq!(
-        send(&router, post("/api/items/t1/decline", TOKEN, big))
-            .await
-            .0,
+        send(
+            &router,
+            decision(&router, "/api/items/t1/decline", TOKEN, big).await
+        )
+        .await
+        .0,
         StatusCode::PAYLOAD_TOO_LARGE
     );
     let long = json!({ "reason": "x".repeat(11) });
     assert_eq!(
-        send(&router, post("/api/items/t1/decline", TOKEN, long))
-            .await
-            .0,
+        send(
+            &router,
+            decision(&router, "/api/items/t1/decline", TOKEN, long).await
+        )
+        .await
+        .0,
         StatusCode::UNPROCESSABLE_ENTITY
     );
     let unknown = json!({ "reason": "ok", "approver": "me" });
     assert_eq!(
-        send(&router, post("/api/items/t1/decline", TOKEN, unknown))
-            .await
-            .0,
+        send(
+            &router,
+            decision(&router, "/api/items/t1/decline", TOKEN, unknown).await
+        )
+        .await
+        .0,
         StatusCode::UNPROCESSABLE_ENTITY
     );
     assert!(
@@ -434,7 +476,13 @@ async fn each_principal_sees_and_decides_only_its_own_items() {
         );
         let (status, _, _) = send(
             &router,
-            post(&format!("/api/items/{foreign}/approve"), token, json!({})),
+            decision(
+                &router,
+                &format!("/api/items/{foreign}/approve"),
+                token,
+                json!({}),
+            )
+            .await,
         )
         .await;
         assert_eq!(status, StatusCode::NOT_FOUND);
@@ -446,7 +494,7 @@ async fn each_principal_sees_and_decides_only_its_own_items() {
     );
     let (status, _, _) = send(
         &router,
-        post("/api/items/a1/approve", "red-token", json!({})),
+        decision(&router, "/api/items/a1/approve", "red-token", json!({})).await,
     )
     .await;
     assert_eq!(status, StatusCode::OK);
@@ -506,7 +554,13 @@ async fn an_agents_call_id_travels_percent_encoded() {
     );
     let (status, _, _) = send(
         &router,
-        post("/api/items/run-7%2Fcall-1/approve", TOKEN, json!({})),
+        decision(
+            &router,
+            "/api/items/run-7%2Fcall-1/approve",
+            TOKEN,
+            json!({}),
+        )
+        .await,
     )
     .await;
     assert_eq!(status, StatusCode::OK);
@@ -519,4 +573,98 @@ async fn an_agents_call_id_travels_percent_encoded() {
             .state
             .is_pending()
     );
+}
+
+#[tokio::test]
+async fn decisions_name_their_item_by_digest_and_the_audit_trail_records_who() {
+    let runtime = runtime(Arc::new(AtomicUsize::new(0)));
+    runtime
+        .call(ToolCall::new(
+            "t1",
+            "transfer",
+            json!({ "amount": 7, "apiKey": "sk-secret" }),
+        ))
+        .await;
+    runtime
+        .call(ToolCall::new("s1", "confirm", json!({})))
+        .await;
+    let auth = Authorized::new(
+        BearerTokens::new()
+            .token(TOKEN, Principal::new("ops"))
+            .token("viewer-token", Principal::new("viewer")),
+        |principal, _item, action| principal.id() == "ops" || action == tool_inbox::Action::Read,
+    );
+    let router = tool_inbox::router(runtime.clone(), auth);
+
+    // A made-up digest changes nothing.
+    let forged = post(
+        "/api/items/t1/approve",
+        TOKEN,
+        json!({ "digest": "sha256:00" }),
+    );
+    let (status, _, body) = send(&router, forged).await;
+    assert_eq!(
+        (status, &body["error"]["code"]),
+        (StatusCode::CONFLICT, &json!("stale_digest"))
+    );
+    // A principal who may read but not approve is refused, and logged.
+    let (status, _, _) = send(
+        &router,
+        decision(&router, "/api/items/t1/approve", "viewer-token", json!({})).await,
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, _, _) = send(
+        &router,
+        decision(&router, "/api/items/t1/approve", TOKEN, json!({})).await,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+
+    // A resume sent with the digest of a suspension that was answered (and
+    // asked again) since is refused: the call is not what was read.
+    let (_, _, read) = send(&router, get("/api/items/s1", TOKEN)).await;
+    let first_digest = read["digest"].clone();
+    let answer = json!({ "digest": first_digest, "data": { "confirm": true } });
+    let (status, _, _) = send(&router, post("/api/items/s1/resume", TOKEN, answer.clone())).await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, _, body) = send(&router, post("/api/items/s1/resume", TOKEN, answer)).await;
+    assert_eq!(
+        status,
+        StatusCode::NOT_FOUND,
+        "settled: no longer an item: {body}"
+    );
+
+    let (status, _, trail) = send(&router, get("/api/items/t1/audit", TOKEN)).await;
+    assert_eq!(status, StatusCode::OK);
+    let lines: Vec<(String, String, Option<String>)> = trail["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let who = e["principal"].as_str().map(str::to_owned);
+            (
+                e["kind"].as_str().unwrap().to_owned(),
+                e["action"].as_str().unwrap().to_owned(),
+                who,
+            )
+        })
+        .collect();
+    let expected = [
+        ("requested", "approval", None),
+        ("refused", "approve", Some("ops")),
+        ("refused", "approve", Some("viewer")),
+        ("decided", "approve", Some("ops")),
+    ];
+    let expected: Vec<_> = expected
+        .iter()
+        .map(|(k, a, w)| (k.to_string(), a.to_string(), w.map(str::to_owned)))
+        .collect();
+    assert_eq!(lines, expected);
+    assert!(
+        !trail.to_string().contains("sk-secret"),
+        "values only as displayed"
+    );
+    let refused_reason = &trail["entries"][1]["reason"];
+    assert_eq!(refused_reason, "stale or foreign digest");
 }

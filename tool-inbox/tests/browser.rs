@@ -431,6 +431,14 @@ async fn a_person_decides_every_kind_of_item_in_the_page() {
     .await;
     click(&client, &item("l1", "button.respond")).await;
     gone(&client, &item("l1", "")).await;
+    // The audit trail of the item still waiting.
+    click(&client, &item("t3", ".history summary")).await;
+    client
+        .wait()
+        .for_element(Locator::Css(&item("t3", ".audit li.audit-requested")))
+        .await
+        .unwrap();
+    screenshot(&client, "inbox-audit.png").await;
     client.close().await.unwrap();
 
     // The store has each decision; each tool ran as decided.

@@ -178,8 +178,36 @@ function itemNode(item) {
     node.append(el('h3', { text: 'The tool asks' }), el('pre', { class: 'payload', text: json(item.payload) }));
   }
   const alert = el('p', { class: 'error item-error', role: 'alert' });
-  node.append(actionsFor(item, alert), alert);
+  node.append(actionsFor(item, alert), alert, historyNode(item));
   return node;
+}
+
+// The item's audit trail, read when opened.
+function historyNode(item) {
+  const details = el('details', { class: 'history' }, el('summary', { text: 'History' }));
+  const list = el('ol', { class: 'audit' });
+  details.append(list);
+  details.addEventListener('toggle', async () => {
+    if (!details.open) return;
+    list.replaceChildren(el('li', { text: 'Loading…' }));
+    try {
+      const response = await api(`api/items/${encodeURIComponent(item.callId)}/audit`);
+      const answer = await response.json();
+      list.replaceChildren(...(answer.entries || []).map(auditLine));
+    } catch (error) {
+      list.replaceChildren(el('li', { text: `Could not read the history: ${error.message}` }));
+    }
+  });
+  return details;
+}
+
+function auditLine(entry) {
+  const when = new Date(entry.atMs).toISOString();
+  const who = entry.principal ? ` by ${entry.principal}` : '';
+  const why = entry.reason ? `: ${entry.reason}` : '';
+  const line = el('li', { class: `audit-${entry.kind}`, text: `${when} ${entry.kind} ${entry.action}${who}${why}` });
+  if (entry.detail !== undefined && entry.detail !== null) line.append(el('pre', { text: json(entry.detail) }));
+  return line;
 }
 
 // Sends a decision; on success the item goes, on a refused value the form
@@ -189,7 +217,10 @@ async function decide(item, action, body, alert, form) {
   if (form) form.clearErrors();
   let response;
   try {
-    response = await api(`api/items/${encodeURIComponent(item.callId)}/${action}`, { method: 'POST', body });
+    response = await api(`api/items/${encodeURIComponent(item.callId)}/${action}`, {
+      method: 'POST',
+      body: { ...body, digest: item.digest },
+    });
   } catch (error) {
     alert.textContent = error.message === 'unauthenticated' ? '' : `Could not reach the inbox: ${error.message}`;
     return;
