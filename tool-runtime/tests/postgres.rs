@@ -373,6 +373,18 @@ async fn responses_and_typed_decisions_settle_once_on_the_postgres_store() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn five_deciders_on_each_of_200_items_make_one_decision_each_on_postgres() {
+    let Some(url) = database_url() else { return };
+    let schema = Schema::new(&url, "deciders").await;
+    let mut stores = Vec::new();
+    for _ in 0..5 {
+        stores.push(schema.store().await);
+    }
+    common::deciders::five_deciders_per_item("pg", stores, 200).await;
+    schema.drop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn futures_dropped_at_random_points_lose_no_call_on_the_postgres_store() {
     let Some(url) = database_url() else { return };
     let schema = Schema::new(&url, "drops").await;

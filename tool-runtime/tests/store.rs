@@ -69,6 +69,16 @@ async fn responses_and_typed_decisions_settle_once_on_the_memory_and_sqlite_stor
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn five_deciders_on_each_of_200_items_make_one_decision_each_on_memory_and_sqlite() {
+    let memory = std::sync::Arc::new(MemoryStore::new());
+    let shared = (0..5).map(|_| std::sync::Arc::clone(&memory)).collect();
+    common::deciders::five_deciders_per_item("memory", shared, 200).await;
+    let path = temp_dir("deciders").join("store.sqlite");
+    let files = (0..5).map(|_| SqliteStore::open(&path).unwrap()).collect();
+    common::deciders::five_deciders_per_item("sqlite", files, 200).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn futures_dropped_at_random_points_lose_no_call_on_the_memory_and_sqlite_stores() {
     common::drops::dropped_futures_lose_nothing(MemoryStore::new(), "memory", 60).await;
     let dir = temp_dir("drops");

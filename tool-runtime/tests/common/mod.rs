@@ -152,6 +152,7 @@ impl Capture {
     }
 }
 pub mod contract;
+pub mod deciders;
 pub mod drops;
 pub mod faulty;
 pub mod respond;
