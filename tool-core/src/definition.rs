@@ -57,6 +57,11 @@ pub struct ToolDefinition {
     pub strict: bool,
     /// Whether calls always need human approval (a policy function may also decide).
     pub require_approval: bool,
+    /// The top-level input properties a reviewer may change before approving
+    /// a call ([`ToolBuilder::editable`](crate::ToolBuilder::editable),
+    /// `#[tool(require_approval(editable(..)))]`); empty when none is.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub editable: Vec<String>,
     /// Whether a stored call (approved or resumed) whose run was interrupted
     /// by a crash may run again when it is recovered. `false`: it is settled
     /// as failed with an "interrupted" error instead. A tool that sets this

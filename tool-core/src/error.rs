@@ -426,6 +426,53 @@ pub enum BuildError {
         /// The repeated id.
         id: String,
     },
+    /// An editable field ([`ToolBuilder::editable`](crate::ToolBuilder::editable),
+    /// `#[tool(require_approval(editable(..)))]`) that is not a top-level
+    /// property of the input schema. The message quotes the field and the
+    /// properties (at most 20, each as an [`Excerpt`]).
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_core::{BuildError, Tool};
+    ///
+    /// let error = Tool::builder("transfer").description("Move money")
+    ///     .input_schema(json!({ "type": "object", "properties": { "amount": { "type": "integer" }, "to": { "type": "string" } } }))
+    ///     .editable(["amout"])
+    ///     .build().unwrap_err();
+    /// assert_eq!(error.to_string(), r#"tool "transfer" declares "amout" editable, but it is not a top-level property of its input schema: its properties are: amount, to"#);
+    /// ```
+    #[error(
+        "tool {id:?} declares {:?} editable, but it is not a top-level property of its input schema: {}",
+        Excerpt::of(.field),
+        properties_sentence(.properties)
+    )]
+    UnknownEditableField {
+        /// The tool's id.
+        id: String,
+        /// The field as declared.
+        field: String,
+        /// The input schema's top-level properties.
+        properties: Vec<String>,
+    },
+    /// An editable field listed twice.
+    #[error(
+        "tool {id:?} lists the editable field {:?} twice: each field is listed once",
+        Excerpt::of(.field)
+    )]
+    DuplicateEditableField {
+        /// The tool's id.
+        id: String,
+        /// The repeated field.
+        field: String,
+    },
+    /// An editable field named by the empty string.
+    #[error(
+        "tool {id:?} lists an empty name among its editable fields: name top-level properties of its input schema"
+    )]
+    EmptyEditableField {
+        /// The tool's id.
+        id: String,
+    },
 }
 
 impl PartialEq for BuildError {
@@ -434,7 +481,24 @@ impl PartialEq for BuildError {
         match (self, other) {
             (InvalidId { id: a }, InvalidId { id: b })
             | (MissingDescription { id: a }, MissingDescription { id: b })
-            | (DuplicateId { id: a }, DuplicateId { id: b }) => a == b,
+            | (DuplicateId { id: a }, DuplicateId { id: b })
+            | (EmptyEditableField { id: a }, EmptyEditableField { id: b }) => a == b,
+            (
+                DuplicateEditableField { id: a, field: x },
+                DuplicateEditableField { id: b, field: y },
+            ) => a == b && x == y,
+            (
+                UnknownEditableField {
+                    id: a,
+                    field: x,
+                    properties: p,
+                },
+                UnknownEditableField {
+                    id: b,
+                    field: y,
+                    properties: q,
+                },
+            ) => a == b && x == y && p == q,
             (NotExecutable { id: a, option: x }, NotExecutable { id: b, option: y }) => {
                 a == b && x == y
             }
@@ -472,6 +536,37 @@ impl PartialEq for BuildError {
 }
 
 impl Eq for BuildError {}
+
+/// How many names of properties an error lists: a schema of a thousand
+/// properties must not make an error of a thousand names.
+const MAX_LISTED_PROPERTIES: usize = 20;
+
+/// `a, b, c` (each an [`Excerpt`]), at most [`MAX_LISTED_PROPERTIES`] of
+/// them and how many more.
+pub(crate) fn listed_names(names: &[String]) -> String {
+    let mut listed = names
+        .iter()
+        .take(MAX_LISTED_PROPERTIES)
+        .map(|name| Excerpt::of(name).to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    if names.len() > MAX_LISTED_PROPERTIES {
+        listed.push_str(&format!(
+            " and {} more",
+            names.len() - MAX_LISTED_PROPERTIES
+        ));
+    }
+    listed
+}
+
+/// What a build error says of the input schema's properties.
+pub(crate) fn properties_sentence(properties: &[String]) -> String {
+    if properties.is_empty() {
+        "it has no properties".to_owned()
+    } else {
+        format!("its properties are: {}", listed_names(properties))
+    }
+}
 
 /// True when `id` is a valid tool id: `^[a-zA-Z0-9_-]{1,64}$`, the pattern
 /// every provider accepts.

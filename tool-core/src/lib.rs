@@ -58,6 +58,8 @@ mod context;
 pub mod decode;
 mod definition;
 mod derived;
+mod edit;
+mod editable;
 mod error;
 mod excerpt;
 mod extensions;

@@ -411,7 +411,7 @@ impl Tool {
             })
     }
 
-    fn configuration_error(&self) -> ModelError {
+    pub(crate) fn configuration_error(&self) -> ModelError {
         let reason = self.config_error().map_or_else(
             || "the tool is misconfigured".to_owned(),
             ToString::to_string,
@@ -800,7 +800,7 @@ async fn drive<T>(
 }
 
 /// The model-facing error for a value that nests beyond [`MAX_NESTING`].
-fn nesting_failure(
+pub(crate) fn nesting_failure(
     subject: Subject,
     tool_id: &str,
     path: Vec<String>,

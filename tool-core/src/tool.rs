@@ -164,6 +164,10 @@ pub(crate) struct ToolInner {
     request_context: Option<LazyValidator>,
     /// The workflow state's.
     state: Option<LazyValidator>,
+    /// The edit schema ([`Tool::edit_schema`]) and its validator, when
+    /// some fields are editable.
+    pub(crate) edit_schema: Option<Value>,
+    edit: Option<LazyValidator>,
     /// The workflow state's type, when the tool declares one.
     pub(crate) state_type: Option<StateType>,
     /// The input schema has integers: integral floats are read as integers.
@@ -427,6 +431,10 @@ impl ToolInner {
         Schema::pair(self.definition.state_schema.as_ref(), self.state.as_ref())
     }
 
+    pub(crate) fn edit_schema(&self) -> Option<Schema<'_>> {
+        Schema::pair(self.edit_schema.as_ref(), self.edit.as_ref())
+    }
+
     /// Compiles every validator (once) and returns the first that failed.
     fn compile_validators(&self) -> Option<&BuildError> {
         self.compile_error
@@ -438,6 +446,7 @@ impl ToolInner {
                     ("resume", self.resume_schema()),
                     ("request context", self.request_context_schema()),
                     ("workflow state", self.state_schema()),
+                    ("edit", self.edit_schema()),
                 ]
                 .into_iter()
                 .find_map(|(which, schema)| {
@@ -669,6 +678,7 @@ pub struct ToolBuilder {
     state_type: Option<StateType>,
     strict: bool,
     require_approval: bool,
+    editable: Vec<String>,
     retry_safe: bool,
     transactional: bool,
     approval_policy: Option<Arc<ApprovalPolicy>>,
@@ -722,6 +732,7 @@ impl ToolBuilder {
             state_type: None,
             strict: false,
             require_approval: false,
+            editable: Vec::new(),
             retry_safe: false,
             transactional: false,
             approval_policy: None,
@@ -872,6 +883,45 @@ impl ToolBuilder {
     /// Every call needs human approval.
     pub fn require_approval(mut self, required: bool) -> Self {
         self.require_approval = required;
+        self
+    }
+
+    /// The top-level properties of the input that a reviewer may change
+    /// before approving a call (replacing any list given before): the
+    /// runtime's edit decision takes new values for them, the rest of the
+    /// input stays as the model wrote it. [`Tool::edit_schema`] is the input
+    /// schema restricted to them, [`Tool::apply_edit`] and
+    /// [`Tool::validate_edit`] take an edit. `#[tool(require_approval(editable(..)))]`
+    /// sets it.
+    ///
+    /// [`build`](Self::build) refuses a name that is not a top-level
+    /// property of the input schema
+    /// ([`BuildError::UnknownEditableField`]), a name listed twice and the
+    /// empty name.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_core::{BuildError, Tool, ToolError};
+    ///
+    /// let transfer = || Tool::builder("transfer").description("Move money")
+    ///     .input_schema(json!({
+    ///         "type": "object",
+    ///         "properties": { "to": { "type": "string" }, "amount": { "type": "integer" }, "memo": { "type": "string" } },
+    ///         "required": ["to", "amount"]
+    ///     }))
+    ///     .require_approval(true)
+    ///     .execute(|input, _ctx| async move { Ok::<_, ToolError>(input) });
+    /// let tool = transfer().editable(["amount", "memo"]).build().unwrap();
+    /// assert_eq!(tool.definition().editable, ["amount", "memo"]);
+    /// let twice = transfer().editable(["amount", "amount"]).build().unwrap_err();
+    /// assert_eq!(twice, BuildError::DuplicateEditableField { id: "transfer".into(), field: "amount".into() });
+    /// ```
+    pub fn editable<I>(mut self, fields: I) -> Self
+    where
+        I: IntoIterator,
+        I::Item: Into<String>,
+    {
+        self.editable = fields.into_iter().map(Into::into).collect();
         self
     }
 
@@ -1115,8 +1165,10 @@ impl ToolBuilder {
     /// # Errors
     ///
     /// An invalid id, no description, a schema that is invalid or nests too
-    /// deep, or an option about running (`background`, `transactional`,
-    /// `reconcile`) on a tool without an execute function.
+    /// deep, an option about running (`background`, `transactional`,
+    /// `reconcile`) on a tool without an execute function, or an editable
+    /// field that is not a top-level property of the input schema, is
+    /// listed twice or is empty ([`editable`](Self::editable)).
     ///
     /// ```
     /// use tool_core::{BackgroundConfig, BuildError, Tool};
@@ -1231,6 +1283,13 @@ impl ToolBuilder {
             derived.request_context,
         );
         let state = compile("workflow state", self.state_schema.as_ref(), derived.state);
+        // Made from the input schema, which building checked already.
+        let edit_schema = (!self.editable.is_empty())
+            .then(|| crate::editable::edit_schema(&input_schema, &self.editable));
+        let edit = compile("edit", edit_schema.as_ref(), true);
+        if let Err(error) = crate::editable::check_fields(&id, &input_schema, &self.editable) {
+            config_error.get_or_insert(error);
+        }
         let definition = ToolDefinition {
             id: id.clone(),
             description: self.description.unwrap_or_default(),
@@ -1243,6 +1302,7 @@ impl ToolBuilder {
             state_schema: self.state_schema,
             strict: self.strict,
             require_approval: self.require_approval,
+            editable: self.editable,
             retry_safe: self.retry_safe,
             transactional: self.transactional,
             mcp: self.mcp,
@@ -1261,6 +1321,8 @@ impl ToolBuilder {
                 resume,
                 request_context,
                 state,
+                edit_schema,
+                edit,
                 state_type: self.state_type,
                 has_integers,
                 config_error,

@@ -360,7 +360,7 @@ fn allowed_values(context: &[Vec<jsonschema::ValidationError<'static>>]) -> Opti
     (!values.is_empty()).then_some(values)
 }
 
-fn json_type(value: &Value) -> &'static str {
+pub(crate) fn json_type(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "boolean",
@@ -445,6 +445,8 @@ pub(crate) enum Subject {
     WorkflowState,
     /// The workflow state a tool set.
     NewWorkflowState,
+    /// A reviewer's edit of the input.
+    Edit,
 }
 
 /// Builds the model-facing error for `issues` found in `value`; `value` is
@@ -497,6 +499,11 @@ pub(crate) fn failure(
                 "Workflow state validation failed for {tool_id}. The tool set an invalid workflow state:"
             ),
             "New workflow state",
+        ),
+        Subject::Edit => (
+            ErrorKind::InputValidation,
+            format!("Edit validation failed for {tool_id}. {FIX}"),
+            "Provided edit",
         ),
     };
     let mut message = headline;
