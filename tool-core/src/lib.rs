@@ -168,6 +168,35 @@ pub use transform::ToolTransform;
 /// The context parameter is recognized by its name too: write
 /// `ToolContext<S, R>` (any path to it) in the signature, not an alias.
 ///
+/// `#[tool(require_approval(editable(amount, memo)))]` requires approval
+/// of every call and lets a reviewer change those input fields before
+/// approving ([`ToolBuilder::editable`], [`Tool::edit_schema`],
+/// [`Tool::apply_edit`]); `require_approval(policy = path, editable(..))`
+/// leaves the decision to a policy, as `require_approval = path` does. A
+/// field is named as an identifier, or as a string for a property serde
+/// renames (`editable("amountCents")`). With plain parameters each name
+/// must be one of them (a compile error otherwise); the fields of a struct
+/// taken as the whole input are not visible to the macro, so a wrong name
+/// there is found when the tool is built: [`Tool::config_error`] is
+/// [`BuildError::UnknownEditableField`] and every call fails with it.
+///
+/// ```
+/// use serde_json::json;
+/// use tool_core::{tool, Tool};
+///
+/// /// Transfer money
+/// #[tool(require_approval(editable(amount, memo)))]
+/// async fn transfer(to: String, amount: u32, memo: Option<String>) -> String {
+///     format!("{amount} to {to}: {memo:?}")
+/// }
+///
+/// let tool = Tool::from(TransferTool);
+/// assert_eq!(tool.definition().editable, ["amount", "memo"]);
+/// assert_eq!(tool.edit_schema().unwrap()["required"], json!(["amount"]));
+/// let input = json!({ "to": "ann", "amount": 500 });
+/// assert_eq!(tool.apply_edit(&input, &json!({ "amount": 50 })), Ok(json!({ "to": "ann", "amount": 50 })));
+/// ```
+///
 /// `#[tool(transactional)]` (a flag, like `retry_safe`; also `transactional
 /// = false`) declares that the tool's database work runs in the runtime's
 /// own transaction: see [`ToolBuilder::transactional`].

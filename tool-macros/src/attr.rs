@@ -4,6 +4,7 @@
 
 use heck::ToSnakeCase;
 use proc_macro2::{Span, TokenStream, TokenTree};
+use syn::ext::IdentExt as _;
 use syn::meta::ParseNestedMeta;
 use syn::parse::{ParseStream, Parser};
 use syn::spanned::Spanned as _;
@@ -53,9 +54,26 @@ const DESCRIPTION_FORM: &str = "a string literal, or a macro producing one: `des
 
 const BACKGROUND_KEYS: &[&str] = &["enabled", "disposition", "timeout_ms", "max_retries"];
 
+const APPROVAL_KEYS: &[&str] = &["policy", "editable"];
+
+const EDITABLE_FORM: &str = "`editable` lists the input fields a reviewer may change before approving: `editable(amount, memo)`, or `editable(\"amountCents\")` for a property serde renames";
+
 pub enum Approval {
     Always(bool),
     Policy(Path),
+}
+
+/// `editable(a, b)` inside `require_approval(...)`: the input fields a
+/// reviewer may change.
+pub struct Editable {
+    pub fields: Vec<EditableField>,
+}
+
+/// One name of `editable(...)`, as the input property it names.
+pub struct EditableField {
+    /// The property's name (an identifier without `r#`, or a string).
+    pub name: String,
+    pub span: Span,
 }
 
 #[derive(Default)]
@@ -120,6 +138,8 @@ pub struct Attrs {
     /// `reconcile = path`: the reconcile hook.
     pub reconcile: Option<Path>,
     pub approval: Option<Approval>,
+    /// `require_approval(editable(...))`.
+    pub editable: Option<Editable>,
     pub suspend: Option<Type>,
     pub resume: Option<Type>,
     pub request_context: Option<Type>,
@@ -289,9 +309,9 @@ fn parse_key(
                     )?)
                 }
             } else if meta.input.peek(syn::token::Paren) {
-                return Err(meta.error(
-                    "`require_approval` takes no value, `= true`/`= false`, or `= path::to::policy`",
-                ));
+                let (policy, editable) = parse_approval(cx, meta)?;
+                attrs.editable = editable;
+                policy.map_or(Approval::Always(true), Approval::Policy)
             } else {
                 Approval::Always(true)
             };
@@ -375,6 +395,10 @@ fn parse_key(
 fn unknown_key_message(key: &str) -> String {
     let hint = if MCP_KEYS.contains(&key) && !KEYS.contains(&key) {
         format!(": MCP annotations go inside `mcp(...)`: `mcp({key})`")
+    } else if key == "editable" {
+        ": editable fields go inside `require_approval(...)`: `require_approval(editable(amount, memo))`".to_owned()
+    } else if key == "policy" {
+        ": an approval policy goes inside `require_approval(...)`: `require_approval(policy = my_policy)`, or `require_approval = my_policy`".to_owned()
     } else if BACKGROUND_KEYS.contains(&key) {
         format!(": background settings go inside `background(...)`: `background({key} = ...)`")
     } else if let Some(nested) = suggest(key, MCP_KEYS).filter(|s| !KEYS.contains(s)) {
@@ -397,7 +421,7 @@ fn unknown_key_message(key: &str) -> String {
 
 /// The entry of `valid` closest to `key`: the same in snake case (Mastra's
 /// `requireApproval`), or within a small edit distance.
-fn suggest(key: &str, valid: &[&'static str]) -> Option<&'static str> {
+pub fn suggest<'a>(key: &str, valid: &[&'a str]) -> Option<&'a str> {
     let snake = key.to_snake_case();
     if let Some(exact) = valid.iter().find(|v| **v == snake) {
         return Some(exact);
@@ -481,6 +505,14 @@ const MCP_LIST: List = List {
     keys: MCP_KEYS,
 };
 
+const APPROVAL_LIST: List = List {
+    name: "require_approval(...)",
+    entry: "require_approval entry",
+    once: "each entry is given once",
+    entries: "require_approval(...) entries",
+    keys: APPROVAL_KEYS,
+};
+
 const BACKGROUND_LIST: List = List {
     name: "background(...)",
     entry: "background setting",
@@ -556,6 +588,73 @@ fn parse_mcp(cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> syn::Result<Mcp> {
         Ok(true)
     })?;
     Ok(mcp)
+}
+
+/// `require_approval(policy = path, editable(a, b))`, either entry optional
+/// but not both: the policy, and the editable fields.
+fn parse_approval(
+    cx: &Ctxt,
+    meta: &ParseNestedMeta<'_>,
+) -> syn::Result<(Option<Path>, Option<Editable>)> {
+    let content;
+    syn::parenthesized!(content in meta.input.fork());
+    if content.is_empty() {
+        return Err(syn::Error::new(
+            meta.path.span(),
+            "`require_approval(...)` lists `policy = path` and/or `editable(field, ...)`; for approval of every call, write `require_approval`",
+        ));
+    }
+    let mut policy = None;
+    let mut editable = None;
+    parse_list(cx, meta, &APPROVAL_LIST, |inner, key| {
+        match key {
+            "policy" => {
+                policy = Some(path_value(
+                    inner,
+                    key,
+                    "`fn(&Input, &RequestContext) -> bool`",
+                )?);
+            }
+            "editable" => editable = Some(parse_editable(inner)?),
+            _ => return Ok(false),
+        }
+        Ok(true)
+    })?;
+    Ok((policy, editable))
+}
+
+/// The names of `editable(...)`, at least one.
+fn parse_editable(meta: &ParseNestedMeta<'_>) -> syn::Result<Editable> {
+    if !meta.input.peek(syn::token::Paren) {
+        return Err(meta.error(EDITABLE_FORM));
+    }
+    let content;
+    syn::parenthesized!(content in meta.input);
+    let fields = content.parse_terminated(editable_field, Token![,])?;
+    if fields.is_empty() {
+        return Err(syn::Error::new(meta.path.span(), EDITABLE_FORM));
+    }
+    Ok(Editable {
+        fields: fields.into_iter().collect(),
+    })
+}
+
+/// One name of `editable(...)`: an identifier (a keyword too, or a raw
+/// one) or a string literal.
+fn editable_field(input: ParseStream<'_>) -> syn::Result<EditableField> {
+    if input.peek(LitStr) {
+        let name: LitStr = input.parse()?;
+        return Ok(EditableField {
+            name: name.value(),
+            span: name.span(),
+        });
+    }
+    let name =
+        Ident::parse_any(input).map_err(|error| syn::Error::new(error.span(), EDITABLE_FORM))?;
+    Ok(EditableField {
+        name: name.unraw().to_string(),
+        span: name.span(),
+    })
 }
 
 fn parse_background(cx: &Ctxt, meta: &ParseNestedMeta<'_>, span: Span) -> syn::Result<Background> {
@@ -638,5 +737,9 @@ mod tests {
             unknown_key_message("inputSchema").contains("derived from the function's parameters")
         );
         assert!(unknown_key_message("descripton").contains("did you mean `description`?"));
+        assert!(
+            unknown_key_message("editable").contains("`require_approval(editable(amount, memo))`")
+        );
+        assert!(unknown_key_message("policy").contains("`require_approval(policy = my_policy)`"));
     }
 }

@@ -539,6 +539,10 @@ fn configure(
         }
         None => {}
     }
+    if let Some(editable) = &attrs.editable {
+        let names = editable.fields.iter().map(|field| &field.name);
+        steps.push(quote!(.editable([#(#names),*])));
+    }
     // A function rather than a method so that it goes first in the chain
     // and its bound is reported on the user's type.
     let mut start = quote!(builder);

@@ -2,10 +2,11 @@
 //! with the span of the token to fix.
 
 use quote::ToTokens;
+use syn::ext::IdentExt as _;
 use syn::{Pat, Safety, Type};
 
 use crate::ast::{Input, Output, ToolFn, find_impl_trait, is_tool_context};
-use crate::attr::{Attrs, Description, InputShape};
+use crate::attr::{Attrs, Description, InputShape, suggest};
 use crate::ctxt::Ctxt;
 
 pub fn check(cx: &Ctxt, attrs: &Attrs, tool: &ToolFn) {
@@ -13,6 +14,7 @@ pub fn check(cx: &Ctxt, attrs: &Attrs, tool: &ToolFn) {
     check_id(cx, attrs, tool);
     check_description(cx, attrs, tool);
     check_input(cx, attrs, tool);
+    check_editable(cx, attrs, tool);
     check_context(cx, attrs, tool);
     check_state(cx, attrs, tool);
     check_output(cx, tool);
@@ -182,6 +184,67 @@ fn check_input(cx: &Ctxt, attrs: &Attrs, tool: &ToolFn) {
                 );
             }
         }
+    }
+}
+
+/// The names of `require_approval(editable(...))`: each given once, and,
+/// where the macro generates the input struct from the parameters, each
+/// one of them. A struct taken as the whole input (or a lone parameter,
+/// whose shape its schema decides) has fields the macro cannot see: the
+/// tool's build checks those names against the input schema.
+fn check_editable(cx: &Ctxt, attrs: &Attrs, tool: &ToolFn) {
+    let Some(editable) = &attrs.editable else {
+        return;
+    };
+    let properties: Option<Vec<String>> = match tool.input(attrs.input_shape()) {
+        Input::Params(params) => Some(
+            params
+                .iter()
+                .map(|param| param.property().unraw().to_string())
+                .collect(),
+        ),
+        Input::Struct(_) | Input::Lone(_) => None,
+    };
+    let mut seen: Vec<&str> = Vec::new();
+    for field in &editable.fields {
+        let name = field.name.as_str();
+        if name.is_empty() {
+            cx.syn_error(syn::Error::new(
+                field.span,
+                "an editable field needs a name: an input property's",
+            ));
+            continue;
+        }
+        if seen.contains(&name) {
+            cx.syn_error(syn::Error::new(
+                field.span,
+                format!("duplicate field `{name}` in editable(...): each field is listed once"),
+            ));
+            continue;
+        }
+        seen.push(name);
+        let Some(properties) = &properties else {
+            continue;
+        };
+        if properties.iter().any(|property| property == name) {
+            continue;
+        }
+        let names: Vec<&str> = properties.iter().map(String::as_str).collect();
+        let hint = suggest(name, &names).map_or_else(String::new, |closest| {
+            format!(": did you mean `{closest}`?")
+        });
+        let listed = if names.is_empty() {
+            "it takes no parameters, so it has no input fields".to_owned()
+        } else {
+            format!("its input fields are its parameters: {}", names.join(", "))
+        };
+        cx.syn_error(syn::Error::new(
+            field.span,
+            format!(
+                "`{name}` is not an input field of `{}`{hint}\n{listed}",
+                tool.name().unraw()
+            ),
+        ));
     }
 }
 
