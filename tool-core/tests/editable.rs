@@ -1,12 +1,10 @@
 //! Editable fields through the public API: the builder's checks, the edit
 //! schema of derived and hand-written input schemas, and edits applied and
-//! validated.
+//! validated. (A typed tool's fields, checked when `Tool::from` builds it,
+//! are tested with `#[tool]` in the workspace's tests/tests/editable.rs.)
 
 use serde_json::{Value, json};
-use tool_core::{
-    BuildError, CallContext, ErrorKind, NoSuspend, Tool, ToolBuilder, ToolContext, ToolError,
-    TypedTool,
-};
+use tool_core::{BuildError, CallContext, ErrorKind, ModelError, Tool, ToolBuilder, ToolError};
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 #[allow(dead_code)]
@@ -37,28 +35,32 @@ struct TransferInput {
     audit: Audit,
 }
 
-struct TransferTool;
+/// Asserts that `error`'s message contains `text`, showing it if not.
+#[track_caller]
+fn assert_says(error: &ModelError, text: &str) {
+    assert!(error.message().contains(text), "{}", error.message());
+}
 
-impl TypedTool for TransferTool {
-    type Input = TransferInput;
-    type Output = String;
-    type Suspend = NoSuspend;
-    type Resume = NoSuspend;
-    const ID: &'static str = "transfer";
-    const DESCRIPTION: &'static str = "Move money";
+/// A tool of `input_schema` (derived by schemars, or written by hand)
+/// whose `fields` are editable.
+fn tool_with(input_schema: Value, fields: &[&str]) -> ToolBuilder {
+    Tool::builder("transfer")
+        .description("Move money")
+        .input_schema(input_schema)
+        .require_approval(true)
+        .editable(fields.iter().copied())
+        .execute(|input, _ctx| async move { Ok::<_, ToolError>(input) })
+}
 
-    fn configure(builder: ToolBuilder) -> ToolBuilder {
-        builder.require_approval(true).editable(["amount", "memo"])
-    }
-
-    async fn execute(&self, input: TransferInput, _ctx: ToolContext) -> Result<String, ToolError> {
-        Ok(format!("sent {} cents to {}", input.amount.cents, input.to))
-    }
+/// The transfer tool, its input schema derived from `TransferInput`.
+fn derived_transfer() -> Tool {
+    let schema = tool_core::schema_for::<TransferInput>().unwrap();
+    tool_with(schema, &["amount", "memo"]).build().unwrap()
 }
 
 #[test]
 fn a_derived_inputs_edit_schema_keeps_the_definitions_its_fields_reach() {
-    let tool = Tool::from(TransferTool);
+    let tool = derived_transfer();
     assert_eq!(tool.definition().editable, ["amount", "memo"]);
     let schema = tool.edit_schema().expect("editable fields");
     let properties: Vec<&String> = schema["properties"].as_object().unwrap().keys().collect();
@@ -78,7 +80,7 @@ fn a_derived_inputs_edit_schema_keeps_the_definitions_its_fields_reach() {
 
 #[test]
 fn a_nested_edit_is_validated_through_the_kept_definitions() {
-    let tool = Tool::from(TransferTool);
+    let tool = derived_transfer();
     let input = json!({
         "to": "ann",
         "amount": { "cents": 500, "currency": "Eur" },
@@ -122,28 +124,10 @@ struct Node {
     children: Vec<Node>,
 }
 
-struct TreeTool;
-
-impl TypedTool for TreeTool {
-    type Input = Node;
-    type Output = usize;
-    type Suspend = NoSuspend;
-    type Resume = NoSuspend;
-    const ID: &'static str = "tree";
-    const DESCRIPTION: &'static str = "Count a tree's children";
-
-    fn configure(builder: ToolBuilder) -> ToolBuilder {
-        builder.require_approval(true).editable(["children"])
-    }
-
-    async fn execute(&self, input: Node, _ctx: ToolContext) -> Result<usize, ToolError> {
-        Ok(input.children.len())
-    }
-}
-
 #[test]
 fn a_reference_to_a_recursive_inputs_root_points_at_a_copy_of_it() {
-    let tool = Tool::from(TreeTool);
+    let schema = tool_core::schema_for::<Node>().unwrap();
+    let tool = tool_with(schema, &["children"]).build().unwrap();
     let schema = tool.edit_schema().unwrap();
     // schemars refers to a recursive root as `#`; in the edit schema `#`
     // is the edit itself, so the root is copied into `$defs`.
@@ -190,12 +174,7 @@ fn hand_written() -> Value {
 }
 
 fn transfer_builder(fields: &[&str]) -> ToolBuilder {
-    Tool::builder("transfer")
-        .description("Move money")
-        .input_schema(hand_written())
-        .require_approval(true)
-        .editable(fields.iter().copied())
-        .execute(|input, _ctx| async move { Ok::<_, ToolError>(input) })
+    tool_with(hand_written(), fields)
 }
 
 #[test]
@@ -245,11 +224,7 @@ fn no_editable_field_means_no_edit_schema() {
     let refused = tool
         .apply_edit(&json!({ "to": "ann" }), &json!({ "to": "bob" }))
         .unwrap_err();
-    assert!(
-        refused.message().contains("has no editable fields"),
-        "{}",
-        refused.message()
-    );
+    assert_says(&refused, "has no editable fields");
 }
 
 #[test]
@@ -278,12 +253,9 @@ fn a_key_outside_the_editable_fields_is_refused_naming_it_and_them() {
         .apply_edit(&input, &json!({ "amount": 5, "to": "mallory" }))
         .unwrap_err();
     assert_eq!(refused.kind(), ErrorKind::InputValidation);
-    assert!(
-        refused
-            .message()
-            .contains("\n- to: Not an editable field; the editable fields are: amount, memo"),
-        "{}",
-        refused.message()
+    assert_says(
+        &refused,
+        "\n- to: Not an editable field; the editable fields are: amount, memo",
     );
     let errors = refused.validation_errors().unwrap();
     assert_eq!(
@@ -343,11 +315,7 @@ fn an_edit_nested_too_deep_is_refused_before_it_is_walked() {
         .validate_edit(&json!({ "to": "ann" }), &json!({ "memo": deep }))
         .unwrap_err();
     assert_eq!(refused.kind(), ErrorKind::InputValidation);
-    assert!(
-        refused.message().contains("Nested deeper than"),
-        "{}",
-        refused.message()
-    );
+    assert_says(&refused, "Nested deeper than");
 }
 
 #[test]
@@ -425,39 +393,4 @@ fn the_refusal_of_an_unknown_field_is_bounded() {
             .ends_with("its input schema: it has no properties"),
         "{empty}"
     );
-}
-
-struct MisdeclaredTool;
-
-impl TypedTool for MisdeclaredTool {
-    type Input = TransferInput;
-    type Output = String;
-    type Suspend = NoSuspend;
-    type Resume = NoSuspend;
-    const ID: &'static str = "misdeclared";
-    const DESCRIPTION: &'static str = "Move money";
-
-    fn configure(builder: ToolBuilder) -> ToolBuilder {
-        builder.require_approval(true).editable(["cents"])
-    }
-
-    async fn execute(&self, input: TransferInput, _ctx: ToolContext) -> Result<String, ToolError> {
-        Ok(input.to)
-    }
-}
-
-#[tokio::test]
-async fn a_typed_tool_with_an_unknown_field_cannot_run() {
-    let tool = Tool::from(MisdeclaredTool);
-    let Some(BuildError::UnknownEditableField { field, .. }) = tool.config_error() else {
-        panic!("{:?}", tool.config_error());
-    };
-    assert_eq!(field, "cents");
-    let input = json!({
-        "to": "ann",
-        "amount": { "cents": 500, "currency": "Eur" },
-        "audit": { "requested_by": "bob" }
-    });
-    let outcome = tool.execute(input, CallContext::new("c1")).await;
-    assert_eq!(outcome.error().unwrap().kind(), ErrorKind::Configuration);
 }
