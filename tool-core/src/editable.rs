@@ -97,6 +97,15 @@ pub(crate) fn edit_schema(input_schema: &Value, fields: &[String]) -> Value {
 /// not a reference.
 const DATA_KEYS: [&str; 4] = ["const", "enum", "default", "examples"];
 
+/// Keywords whose values map names to schemas.
+const NAMED_SCHEMAS: [&str; 5] = [
+    "properties",
+    "patternProperties",
+    "$defs",
+    "definitions",
+    "dependentSchemas",
+];
+
 /// The definitions an edit schema carries: each local `$ref` of the kept
 /// properties is followed in the input schema and its target copied once.
 /// A reference to a definition (`#/$defs/Name`, `#/definitions/Name`)
@@ -138,14 +147,19 @@ impl<'a> Imports<'a> {
         match schema {
             Value::Object(map) => {
                 for (key, value) in map.iter_mut() {
-                    if key == "$ref" {
-                        if let Value::String(reference) = value
-                            && let Some(rewritten) = self.reference(reference)
-                        {
-                            *reference = rewritten;
+                    match (key.as_str(), value) {
+                        ("$ref", Value::String(reference)) => {
+                            if let Some(rewritten) = self.reference(reference) {
+                                *reference = rewritten;
+                            }
                         }
-                    } else if !DATA_KEYS.contains(&key.as_str()) {
-                        self.rewrite(value);
+                        (key, _) if DATA_KEYS.contains(&key) => {}
+                        // Maps of names to schemas: a property may be named
+                        // `default` or `$ref`.
+                        (key, Value::Object(named)) if NAMED_SCHEMAS.contains(&key) => {
+                            named.values_mut().for_each(|schema| self.rewrite(schema));
+                        }
+                        (_, value) => self.rewrite(value),
                     }
                 }
             }

@@ -394,3 +394,33 @@ fn the_refusal_of_an_unknown_field_is_bounded() {
         "{empty}"
     );
 }
+
+#[test]
+fn properties_named_like_keywords_are_followed_as_schemas() {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "options": {
+                "type": "object",
+                "properties": {
+                    "default": { "$ref": "#/$defs/level" },
+                    "$ref": { "type": "string" }
+                }
+            }
+        },
+        "$defs": { "level": { "enum": ["low", "high"] } }
+    });
+    let tool = tool_with(schema, &["options"]).build().unwrap();
+    let edit_schema = tool.edit_schema().unwrap();
+    assert_eq!(
+        edit_schema["$defs"]["level"],
+        json!({ "enum": ["low", "high"] })
+    );
+    let refused = tool
+        .validate_edit(&json!({}), &json!({ "options": { "default": "mid" } }))
+        .unwrap_err();
+    assert_eq!(
+        refused.validation_errors().unwrap().fields["options"].fields["default"].errors,
+        ["Invalid enum value. Expected 'low' | 'high', received 'mid'"]
+    );
+}
