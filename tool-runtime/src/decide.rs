@@ -45,6 +45,15 @@ pub enum Decision {
     /// declaration-only tool's call, or an answer instead of running a call
     /// waiting for approval. Validated against the tool's output schema.
     Respond(Value),
+    /// Run the call waiting for approval with some of its arguments
+    /// changed: an object of the tool's editable fields
+    /// ([`ToolBuilder::editable`](tool_core::ToolBuilder::editable),
+    /// `#[tool(require_approval(editable(..)))]`) and their new values. The
+    /// edit is checked against the tool's edit schema and the edited input
+    /// like any input before anything changes (a refused edit leaves the
+    /// call waiting); the stored input is replaced in the same atomic step
+    /// as the claim, and the before and after go to the audit log.
+    Edit(Value),
 }
 
 impl Decision {
@@ -60,7 +69,7 @@ impl Decision {
     /// ```
     pub fn pending_kinds(&self) -> &'static [PendingKind] {
         match self {
-            Decision::Approve => &[PendingKind::Approval],
+            Decision::Approve | Decision::Edit(_) => &[PendingKind::Approval],
             Decision::Decline(_) | Decision::Respond(_) => {
                 &[PendingKind::Approval, PendingKind::Output]
             }
@@ -75,6 +84,7 @@ impl Decision {
             Decision::Decline(_) => "decline",
             Decision::Resume(_) => "resume",
             Decision::Respond(_) => "respond",
+            Decision::Edit(_) => "edit",
         }
     }
 }
@@ -283,6 +293,34 @@ impl Decisions {
                 self.tool_of(&stored.call)?;
                 Claim::Run(None)
             }
+            Decision::Edit(changes) => {
+                let tool = self.tool_of(&stored.call)?;
+                // Checked before anything changes: a refused edit leaves the call waiting.
+                let edited = tool
+                    .validate_edit(&stored.call.input, changes)
+                    .and_then(|edited| {
+                        let check = CallContext::new(call_id).with_request_context(
+                            RequestContext::from(stored.call.request_context.clone()),
+                        );
+                        tool.admit(edited.clone(), check).map(|_| edited)
+                    });
+                match edited {
+                    Ok(edited) => Claim::RunEdited(edited),
+                    Err(error) => {
+                        span.in_scope(|| {
+                            tracing::info!(%error, "edit rejected; the call still waits");
+                        });
+                        let known = CallValues {
+                            input: Some(&stored.call.input),
+                            ..CallValues::default()
+                        };
+                        let failed =
+                            self.path
+                                .failed(Some(&tool), call_id, tool.id(), error, known);
+                        return Ok(failed.instrument(span.clone()).await);
+                    }
+                }
+            }
             Decision::Resume(data) => {
                 let tool = self.tool_of(&stored.call)?;
                 // Checked before anything changes: invalid data leaves the call suspended.
@@ -334,15 +372,15 @@ impl Decisions {
         };
         let settles = match &claim {
             Claim::Settle(outcome) => Some(outcome.clone()),
-            Claim::Run(_) => None,
+            Claim::Run(_) | Claim::RunEdited(_) => None,
         };
+        let before = stored.call.input.clone();
         let verdict = calls.decide(call_id, kind, claim).await?;
         if let (Some(decider), Verdict::Settled(stored) | Verdict::Claimed(stored, _)) =
             (decider, &verdict)
         {
-            calls
-                .audit(self.decided_entry(stored, &decision, decider).await)
-                .await;
+            let entry = self.decided_entry(stored, &decision, decider, &before);
+            calls.audit(entry.await).await;
         }
         let (stored, lease) = match verdict {
             Verdict::AlreadySettled(outcome) => return deciding.lost(outcome),
@@ -391,13 +429,15 @@ impl Decisions {
             .await
     }
 
-    /// The audit entry of `decision`, which took effect on `stored`: its
-    /// values as the tool's display transforms show them.
+    /// The audit entry of `decision`, which took effect on `stored` (whose
+    /// input was `before`): its values as the tool's display transforms
+    /// show them; an edit's, the input before and after.
     async fn decided_entry(
         &self,
         stored: &StoredCall,
         decision: &Decision,
         decider: &Decider,
+        before: &Value,
     ) -> AuditEntry {
         let call = &stored.call;
         let mut entry = AuditEntry::new(
@@ -418,6 +458,27 @@ impl Decisions {
             Decision::Approve => return entry,
             Decision::Resume(data) => (Phase::Resume, data),
             Decision::Respond(output) => (Phase::Output, output),
+            Decision::Edit(_) => {
+                let tool = self.path.tool(&call.tool_id);
+                let mut shown = Vec::new();
+                for input in [before, &call.input] {
+                    let known = CallValues {
+                        input: Some(input),
+                        ..CallValues::default()
+                    };
+                    let payload = Payload::of(
+                        tool,
+                        &call.call_id,
+                        &call.tool_id,
+                        Phase::Input,
+                        input,
+                        known,
+                    );
+                    shown.push(payload.await.display);
+                }
+                let [before, after]: [Value; 2] = shown.try_into().unwrap_or_default();
+                return entry.detail(json!({ "before": before, "after": after }));
+            }
         };
         let known = CallValues {
             input: Some(&call.input),
@@ -728,6 +789,7 @@ impl Decision {
             Decision::Decline(_) => "declined",
             Decision::Resume(_) => "resumed",
             Decision::Respond(_) => "responded to",
+            Decision::Edit(_) => "approved with edits",
         }
     }
 }

@@ -210,6 +210,8 @@ pub(crate) enum Claim {
     Run(Option<Value>),
     /// Settle it without running.
     Settle(RecordedOutcome),
+    /// Run it with this edited input, stored in the same step.
+    RunEdited(Value),
 }
 
 impl StoredCalls {
@@ -376,6 +378,11 @@ impl StoredCalls {
                 resume_data,
             },
             Claim::Settle(outcome) => Transition::Settle(outcome),
+            Claim::RunEdited(input) => Transition::RunEdited {
+                owner: self.owner.to_string(),
+                lease: self.claimed_for(),
+                input,
+            },
         };
         let asked = Instant::now();
         match self.store.decide(call_id, kind, transition).await? {

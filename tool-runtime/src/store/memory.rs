@@ -118,6 +118,7 @@ impl CallStore for MemoryStore {
                 ..
             } => drop(storable_json(call_id, "resume data", data)?),
             Transition::Settle(outcome) => drop(storable_json(call_id, "outcome", outcome)?),
+            Transition::RunEdited { input, .. } => drop(storable_json(call_id, "input", input)?),
             Transition::Run { .. } => {}
         }
         let mut state = self.state();
@@ -144,6 +145,16 @@ impl CallStore for MemoryStore {
                     settled_at: now,
                 };
                 Ok(Decided::Won(stored.clone()))
+            }
+            Transition::RunEdited {
+                owner,
+                lease,
+                input,
+            } => {
+                stored.call.input = input;
+                stored.resume_data = None;
+                let claimed = state.claim(call_id, &owner, now + lease);
+                Ok(claimed.map_or(Decided::Lost(None), Decided::Won))
             }
         }
     }

@@ -593,6 +593,28 @@ impl PostgresStore {
                 )
                 .await?
             }
+            Transition::RunEdited {
+                owner,
+                lease,
+                input,
+            } => {
+                let input = self.json_text(call_id, "input", input)?;
+                let statement = tx
+                    .prepare_cached(&format!(
+                        "UPDATE tool_runtime_calls SET state = 'running', owner = $3,
+                             lease_expires_at = now() + $4::bigint * interval '1 millisecond',
+                             attempt = attempt + 1, resume_data = NULL, input = $5,
+                             epoch = nextval('tool_runtime_epochs')
+                         WHERE call_id = $1 AND state = 'pending' AND kind = $2
+                         RETURNING {COLUMNS}"
+                    ))
+                    .await?;
+                tx.query_opt(
+                    &statement,
+                    &[&call_id, &kind.as_str(), owner, &millis(*lease), &input],
+                )
+                .await?
+            }
             Transition::Settle(outcome) => {
                 let outcome = self.json_text(call_id, "outcome", outcome)?;
                 let statement = tx

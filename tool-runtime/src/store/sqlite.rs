@@ -641,6 +641,21 @@ impl SqliteFile {
                         settled_at: time(millis(now)),
                     };
                 }
+                Transition::RunEdited {
+                    owner,
+                    lease,
+                    input,
+                } => {
+                    let mut call = stored.call;
+                    call.input = input;
+                    let record = self.encode(&call)?;
+                    tx.execute(
+                        "UPDATE calls SET record = ?2, resume_data = NULL WHERE call_id = ?1",
+                        params![call_id, record],
+                    )
+                    .map_err(|e| self.io(e))?;
+                    stored = self.claim(tx, call_id, &owner, millis(now + lease))?;
+                }
             }
             Ok(Decided::Won(stored))
         })

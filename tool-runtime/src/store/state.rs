@@ -106,6 +106,18 @@ pub enum Transition {
     /// Settle it without running (a decline, or a response with its
     /// output): pending → settled.
     Settle(RecordedOutcome),
+    /// Claim it to run with the input a person edited (an approval with
+    /// edits): the stored input is replaced by `input`, then as
+    /// [`Run`](Transition::Run) without resume data, in the same atomic
+    /// step, so a recovered call runs the edited input too.
+    RunEdited {
+        /// The claiming instance.
+        owner: String,
+        /// How long the claim holds unless renewed.
+        lease: Duration,
+        /// The edited input, validated by the runtime.
+        input: Value,
+    },
 }
 
 /// The answer of [`CallStore::decide`](super::CallStore::decide).

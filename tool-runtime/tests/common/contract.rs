@@ -74,6 +74,7 @@ pub async fn store_contract<S: CallStore + RunStore>(prefix: &str, fresh: impl F
     size_bound(&fresh(), prefix).await;
     limits(&fresh(), prefix).await;
     audit_log(Arc::new(fresh()), prefix).await;
+    edited_claims(&fresh(), prefix).await;
 }
 
 async fn lifecycle(store: &(impl CallStore + RunStore), p: &str) {
@@ -1350,4 +1351,50 @@ async fn audit_log<S: CallStore + RunStore>(store: Arc<S>, p: &str) {
             .len(),
         10
     );
+}
+
+/// An approval with edits: the claim replaces the stored input in the same
+/// step (what a recovery runs), once; a call pending for another kind is
+/// not claimed so, and an input the stores refuse is refused.
+async fn edited_claims(store: &(impl CallStore + RunStore), p: &str) {
+    let id = format!("{p}-edited");
+    store.insert(approval(&id)).await.unwrap();
+    let edit = |input: serde_json::Value| Transition::RunEdited {
+        owner: "a".into(),
+        lease: Duration::from_secs(30),
+        input,
+    };
+    let mut deep = json!(1);
+    for _ in 0..MAX_JSON_DEPTH + 1 {
+        deep = json!([deep]);
+    }
+    let refused = store.decide(&id, PendingKind::Approval, edit(deep)).await;
+    assert!(
+        matches!(refused, Err(StoreError::Refused { .. })),
+        "{refused:?}"
+    );
+    let wrong_kind = store
+        .decide(&id, PendingKind::Suspended, edit(json!({ "amount": 1 })))
+        .await
+        .unwrap();
+    assert!(matches!(wrong_kind, Decided::Lost(Some(_))));
+    let Decided::Won(claimed) = store
+        .decide(&id, PendingKind::Approval, edit(json!({ "amount": 1 })))
+        .await
+        .unwrap()
+    else {
+        panic!("the edit claims the call")
+    };
+    assert!(matches!(claimed.state, CallState::Running { .. }));
+    assert_eq!(claimed.call.input, json!({ "amount": 1 }));
+    let read = store.get(&id).await.unwrap().unwrap();
+    assert_eq!(
+        (read.call.input, read.resume_data),
+        (json!({ "amount": 1 }), None)
+    );
+    let again = store
+        .decide(&id, PendingKind::Approval, edit(json!({ "amount": 2 })))
+        .await
+        .unwrap();
+    assert!(matches!(again, Decided::Lost(Some(_))), "once");
 }
