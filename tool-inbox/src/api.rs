@@ -121,6 +121,9 @@ pub(crate) struct ItemView {
     resume_schema: Option<Value>,
     /// The schema of a response (the tool's output schema).
     output_schema: Option<Value>,
+    /// The schema of an edit (the tool's editable fields), for a call
+    /// waiting for approval whose tool has some.
+    edit_schema: Option<Value>,
     /// The item's digest, which a decision echoes: it names this version
     /// of this call, so a decision never lands on a call that changed.
     digest: String,
@@ -193,6 +196,9 @@ impl<A: Authenticate> Shared<A> {
                 .filter(|_| call.kind == PendingKind::Suspended)
                 .and_then(|d| d.resume_schema.clone()),
             output_schema: definition.and_then(|d| d.output_schema.clone()),
+            edit_schema: tool
+                .filter(|_| call.kind == PendingKind::Approval)
+                .and_then(|tool| tool.edit_schema().cloned()),
             digest: stored.digest(),
         }
     }
@@ -313,6 +319,7 @@ pub(crate) async fn audit<A: Authenticate>(
 pub(crate) struct DecisionBody {
     digest: String,
     reason: Option<String>,
+    edit: Option<Value>,
     output: Option<Value>,
     data: Option<Value>,
 }
@@ -329,12 +336,13 @@ pub(crate) async fn decide<A: Authenticate>(
         "decline" => Action::Decline,
         "respond" => Action::Respond,
         "resume" => Action::Resume,
+        "edit" => Action::Edit,
         _ => {
             return Err(Refused::new(
                 StatusCode::NOT_FOUND,
                 "not_found",
                 format!(
-                    "no action {:?}: approve, decline, respond or resume",
+                    "no action {:?}: approve, decline, edit, respond or resume",
                     Excerpt::of(&action)
                 ),
             ));
@@ -383,6 +391,7 @@ pub(crate) async fn decide<A: Authenticate>(
         Action::Decline => Decision::Decline(body.reason),
         Action::Respond => Decision::Respond(body.output.ok_or_else(|| missing("output"))?),
         Action::Resume => Decision::Resume(body.data.ok_or_else(|| missing("data"))?),
+        Action::Edit => Decision::Edit(body.edit.ok_or_else(|| missing("edit"))?),
         Action::Read => unreachable!("read is not a decision"),
     };
     let decider = Decider::new(principal.id(), body.digest);

@@ -51,6 +51,8 @@ pub enum Action {
     Respond,
     /// Resume a suspended call with data.
     Resume,
+    /// Approve a call with some of its editable arguments changed.
+    Edit,
 }
 
 impl Action {
@@ -66,6 +68,7 @@ impl Action {
             Action::Decline => "decline",
             Action::Respond => "respond",
             Action::Resume => "resume",
+            Action::Edit => "edit",
         }
     }
 }

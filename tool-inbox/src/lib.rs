@@ -29,6 +29,7 @@
 //! | `POST /api/items/{callId}/decline` `{"digest", "reason": "..."}` | `{"callId", "status": "declined"}` |
 //! | `POST /api/items/{callId}/respond` `{"digest", "output": ...}` | the call settled with that output; its tool never runs |
 //! | `POST /api/items/{callId}/resume` `{"digest", "data": ...}` | the suspended call resumed |
+//! | `POST /api/items/{callId}/edit` `{"digest", "edit": {...}}` | the call approved with its editable fields (`editSchema`) changed |
 //! | `GET /api/items/{callId}/audit` | `{"entries": [...]}`: the call's requests, decisions and refused attempts, pending or settled |
 //! | `GET /` | the web page (and its `inbox.js`, `inbox.css`): no authentication, it asks for the token |
 //! | `GET /api/events` | server-sent events: `item` (an item, as listed) for each item waiting and each new one, `settled` (`{"callId"}`) for each one decided, on any instance sharing the store |

@@ -25,6 +25,15 @@ const TOKEN: &str = "ops-token";
 fn runtime(runs: Arc<AtomicUsize>) -> Runtime {
     let transfer = Tool::builder("transfer")
         .description("Moves money between accounts")
+        .input_schema(json!({
+            "type": "object",
+            "properties": {
+                "amount": { "type": "integer", "minimum": 1, "maximum": 10000 },
+                "apiKey": { "type": "string" }
+            },
+            "required": ["amount"]
+        }))
+        .editable(["amount"])
         .require_approval(true)
         .transform(ToolTransform::new().redact(Target::Display, &["apiKey"]))
         .execute(move |input: Value, _ctx| {
@@ -667,4 +676,79 @@ async fn decisions_name_their_item_by_digest_and_the_audit_trail_records_who() {
     );
     let refused_reason = &trail["entries"][1]["reason"];
     assert_eq!(refused_reason, "stale or foreign digest");
+}
+
+#[tokio::test]
+async fn an_approval_with_edits_changes_only_the_editable_fields() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let runtime = runtime(Arc::clone(&runs));
+    let input = json!({ "amount": 900, "apiKey": "sk-secret" });
+    runtime.call(ToolCall::new("t1", "transfer", input)).await;
+    let router = inbox(&runtime);
+    let (_, _, item) = send(&router, get("/api/items/t1", TOKEN)).await;
+    assert_eq!(
+        item["editSchema"]["properties"],
+        json!({ "amount": { "type": "integer", "minimum": 1, "maximum": 10000 } })
+    );
+
+    let outside = json!({ "edit": { "apiKey": "sk-other" } });
+    let (status, _, refused) = send(
+        &router,
+        decision(&router, "/api/items/t1/edit", TOKEN, outside).await,
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("apiKey"),
+        "{refused}"
+    );
+    let invalid = json!({ "edit": { "amount": 0 } });
+    let (status, _, refused) = send(
+        &router,
+        decision(&router, "/api/items/t1/edit", TOKEN, invalid).await,
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{refused}");
+    assert!(
+        refused["error"]["modelError"]["validationErrors"]["fields"]["amount"].is_object(),
+        "{refused}"
+    );
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        0,
+        "a refused edit runs nothing"
+    );
+
+    let capped = json!({ "edit": { "amount": 500 } });
+    let (status, _, answer) = send(
+        &router,
+        decision(&router, "/api/items/t1/edit", TOKEN, capped).await,
+    )
+    .await;
+    assert_eq!(
+        (status, &answer["status"]),
+        (StatusCode::OK, &json!("completed")),
+        "{answer}"
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    let settled = runtime.stored("t1").await.unwrap().unwrap();
+    assert_eq!(
+        settled.call.input,
+        json!({ "amount": 500, "apiKey": "sk-secret" })
+    );
+    let (_, _, trail) = send(&router, get("/api/items/t1/audit", TOKEN)).await;
+    let decided = trail["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["kind"] == "decided")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        decided["detail"],
+        json!({ "before": { "amount": 900 }, "after": { "amount": 500 } })
+    );
 }

@@ -102,6 +102,15 @@ async fn session(driver: &Driver, chromium: &Path, profile: &Path) -> Client {
 fn runtime(store: &Path, runs: Arc<AtomicUsize>) -> Runtime {
     let transfer = Tool::builder("transfer")
         .description("Moves money between accounts")
+        .input_schema(json!({
+            "type": "object",
+            "properties": {
+                "amount": { "type": "integer", "minimum": 1, "maximum": 10000 },
+                "apiKey": { "type": "string" }
+            },
+            "required": ["amount"]
+        }))
+        .editable(["amount"])
         .require_approval(true)
         .transform(ToolTransform::new().redact(Target::Display, &["apiKey"]))
         .execute(move |input: Value, _ctx| {
@@ -245,7 +254,7 @@ async fn a_person_decides_every_kind_of_item_in_the_page() {
     std::fs::create_dir_all(dir.join("profile")).unwrap();
     let runs = Arc::new(AtomicUsize::new(0));
     let runtime = runtime(&dir.join("calls.sqlite"), Arc::clone(&runs));
-    for (id, amount) in [("t1", 120), ("t2", 9000)] {
+    for (id, amount) in [("t1", 120), ("t2", 9000), ("t4", 300)] {
         let call = ToolCall::new(
             id,
             "transfer",
@@ -422,6 +431,17 @@ async fn a_person_decides_every_kind_of_item_in_the_page() {
     click(&client, &item("s1", "button.resume")).await;
     gone(&client, &item("s1", "")).await;
 
+    // Edit t4's amount (the form shows the editable field, filled) and approve.
+    let amount = client
+        .find(Locator::Css(&item("t4", ".edit-form input[name=amount]")))
+        .await
+        .unwrap();
+    assert_eq!(amount.prop("value").await.unwrap().as_deref(), Some("300"));
+    amount.clear().await.unwrap();
+    amount.send_keys("250").await.unwrap();
+    click(&client, &item("t4", "button.edit")).await;
+    gone(&client, &item("t4", "")).await;
+
     // Respond to the declaration-only call.
     type_into(
         &client,
@@ -467,9 +487,14 @@ async fn a_person_decides_every_kind_of_item_in_the_page() {
         Some(&json!({ "answer": "north" }))
     );
     assert_eq!(
+        settled(runtime.stored("t4").await.unwrap()).output(),
+        Some(&json!({ "moved": 250 })),
+        "t4 ran with the edited amount"
+    );
+    assert_eq!(
         runs.load(Ordering::SeqCst),
-        1,
-        "t1 ran; t2 was declined; t3 waits"
+        2,
+        "t1 and t4 ran; t2 was declined; t3 waits"
     );
     assert!(
         runtime

@@ -246,6 +246,9 @@ function actionsFor(item, alert) {
       type: 'button', class: 'approve', text: 'Approve',
       onclick: () => decide(item, 'approve', {}, alert),
     }));
+    if (item.editSchema) {
+      actions.append(valueForm(item, 'edit', 'edit', item.editSchema, 'Edit and approve', alert, item.input));
+    }
   }
   if (item.kind === 'suspended') {
     actions.append(valueForm(item, 'resume', 'data', item.resumeSchema, 'Resume', alert));
@@ -271,9 +274,9 @@ function actionsFor(item, alert) {
 
 // A form for the value a decision carries (resume data, an output), built
 // from its JSON Schema.
-function valueForm(item, action, key, schema, label, alert) {
+function valueForm(item, action, key, schema, label, alert, initial) {
   const form = el('form', { class: `${action}-form`, novalidate: true });
-  const field = schemaField(schema || {}, label, [], true);
+  const field = schemaField(schema || {}, label, [], true, initial);
   form.append(field.node, el('button', { type: 'submit', class: action, text: label }));
   form.clearErrors = field.clearErrors;
   form.showErrors = (tree) => field.showErrors(tree);
@@ -319,7 +322,7 @@ function typeOf(schema) {
 
 // One field: its node, how to read its value (undefined: left empty), and
 // where to show the errors of its path.
-function schemaField(schema, name, path, required) {
+function schemaField(schema, name, path, required, initial) {
   const typed = typeOf(schema);
   const effective = typed.schema || schema;
   const optional = !required || typed.nullable;
@@ -333,7 +336,7 @@ function schemaField(schema, name, path, required) {
     show: (messages) => { errorNode.textContent = messages.join('; '); },
   };
 
-  if (typed.type === 'object') return objectField(effective, title, path, errorNode, hint, ownErrors);
+  if (typed.type === 'object') return objectField(effective, title, path, errorNode, hint, ownErrors, initial);
   if (typed.type === 'array') return arrayField(effective, title, path, errorNode, hint, ownErrors);
 
   let input;
@@ -381,6 +384,7 @@ function schemaField(schema, name, path, required) {
       }
     };
   }
+  setInitial(input, typed, initial);
   const node = el('div', { class: 'field' }, el('label', { for: id, text: title }), hint, input, errorNode);
   return {
     node,
@@ -396,11 +400,27 @@ function schemaField(schema, name, path, required) {
   };
 }
 
-function objectField(schema, title, path, errorNode, hint, ownErrors) {
+// Shows `initial` (the value as displayed) in a new input.
+function setInitial(input, typed, initial) {
+  if (initial === undefined || initial === null) return;
+  if (typed.type === 'enum') {
+    const index = typed.values.findIndex((v) => JSON.stringify(v) === JSON.stringify(initial));
+    if (index >= 0) input.value = String(index);
+  } else if (input.type === 'checkbox') {
+    input.checked = initial === true;
+  } else if (input.tagName === 'SELECT') {
+    input.value = String(initial);
+  } else {
+    input.value = typeof initial === 'string' ? initial : JSON.stringify(initial);
+  }
+}
+
+function objectField(schema, title, path, errorNode, hint, ownErrors, initial) {
   const fieldset = el('fieldset', { class: 'object' }, el('legend', { text: title }), hint);
   const required = new Set(schema.required || []);
   const children = Object.entries(schema.properties || {}).map(([key, child]) => {
-    const field = schemaField(child || {}, key, path.concat(key), required.has(key));
+    const start = initial && typeof initial === 'object' ? initial[key] : undefined;
+    const field = schemaField(child || {}, key, path.concat(key), required.has(key), start);
     fieldset.append(field.node);
     return [key, field];
   });
