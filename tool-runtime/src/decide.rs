@@ -22,7 +22,7 @@ use crate::call::ToolCall;
 use crate::error::RuntimeError;
 use crate::events::{EventKind, Payload};
 use crate::outcome::CallOutcome;
-use crate::pipeline::{CallPath, Entry, call_span};
+use crate::pipeline::{CallPath, Entry, call_span, now_ms};
 use crate::store::{
     AuditEntry, AuditKind, PendingCall, PendingKind, RecordedOutcome, Settlement, StoredCall,
 };
@@ -255,10 +255,8 @@ impl Decisions {
             Lookup::Settled(outcome) => return deciding.lost(outcome),
             Lookup::Pending(stored) => stored,
         };
-        if let Some(decider) = decider
-            && decider.digest != stored.digest()
-        {
-            let refused = AuditEntry::new(
+        let refused = |reason: &str, decider: &Decider| {
+            AuditEntry::new(
                 AuditKind::Refused,
                 call_id,
                 &stored.call.tool_id,
@@ -266,10 +264,36 @@ impl Decisions {
             )
             .principal(&decider.principal)
             .digest(&decider.digest)
-            .reason("stale or foreign digest");
-            calls.audit(refused).await;
+            .reason(reason)
+        };
+        if stored.call.expired(now_ms()) {
+            let outcome = self.expire(&stored).await?;
+            if let Some(decider) = decider {
+                calls.audit(refused("expired", decider)).await;
+            }
+            return deciding.lost(outcome);
+        }
+        if let Some(decider) = decider
+            && decider.digest != stored.digest()
+        {
+            calls
+                .audit(refused("stale or foreign digest", decider))
+                .await;
             return Err(RuntimeError::StaleDigest {
                 call_id: call_id.to_owned(),
+            });
+        }
+        if let Some(decider) = decider
+            && self.path.forbids_self_approval()
+            && !matches!(decision, Decision::Decline(_) | Decision::Resume(_))
+            && stored.call.requester.as_deref() == Some(decider.principal.as_str())
+        {
+            calls
+                .audit(refused("the requester may not approve", decider))
+                .await;
+            return Err(RuntimeError::SelfApproval {
+                call_id: call_id.to_owned(),
+                principal: decider.principal.clone(),
             });
         }
         if let Some(expected) = tool_id.filter(|id| *id != stored.call.tool_id) {
@@ -427,6 +451,63 @@ impl Decisions {
         };
         self.run_stored(stored, lease, resume_data, extensions)
             .await
+    }
+
+    /// Declines `stored`, waiting for approval past its expiry, with the
+    /// reason `expired`, unless another decision settled it first; either
+    /// way, what was recorded. The expiry goes to the audit log once, by
+    /// whichever runtime made it.
+    async fn expire(&self, stored: &StoredCall) -> Result<CallOutcome, RuntimeError> {
+        let call = &stored.call;
+        let expired = RecordedOutcome::Declined {
+            reason: Some("expired".to_owned()),
+        };
+        let calls = self.path.stored();
+        let verdict = calls
+            .decide(
+                &call.call_id,
+                PendingKind::Approval,
+                Claim::Settle(expired.clone()),
+            )
+            .await?;
+        match verdict {
+            Verdict::Settled(stored) => {
+                let entry =
+                    AuditEntry::new(AuditKind::Decided, &call.call_id, &call.tool_id, "expire")
+                        .reason("expired");
+                calls.audit(entry).await;
+                Ok(self.settled(&stored.call, Some(expired)).await)
+            }
+            Verdict::AlreadySettled(outcome) => Ok(outcome),
+            // A settlement never claims.
+            Verdict::Claimed(..) => Err(RuntimeError::Running {
+                call_id: call.call_id.clone(),
+            }),
+        }
+    }
+
+    /// Every call waiting for a decision ([`Runtime::waiting`](crate::Runtime::waiting)),
+    /// those past their expiry declined on the way (and left out).
+    pub(crate) fn waiting(
+        &self,
+    ) -> impl Future<Output = Result<Vec<StoredCall>, RuntimeError>> + Send + 'static {
+        let decisions = self.clone();
+        async move {
+            let mut waiting = decisions.path.stored().waiting().await?;
+            let now = now_ms();
+            if waiting.iter().any(|stored| stored.call.expired(now)) {
+                let mut current = Vec::with_capacity(waiting.len());
+                for stored in waiting {
+                    if stored.call.expired(now) {
+                        decisions.expire(&stored).await?;
+                    } else {
+                        current.push(stored);
+                    }
+                }
+                waiting = current;
+            }
+            Ok(waiting)
+        }
     }
 
     /// The audit entry of `decision`, which took effect on `stored` (whose
@@ -594,6 +675,9 @@ impl Decisions {
         async move {
             let calls = decisions.path.stored();
             calls.purge_if_due().await;
+            if decisions.path.expires_approvals() {
+                decisions.waiting().await?;
+            }
             let tool_ids = decisions.path.tool_ids();
             let mut claimed = calls.recover_expired(&tool_ids).await?;
             // Tasks whose creator died before claiming them.

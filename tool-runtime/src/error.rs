@@ -131,6 +131,21 @@ pub enum RuntimeError {
         /// What the decision that took effect recorded.
         outcome: Box<crate::CallOutcome>,
     },
+    /// The principal who asked for the call tried to approve it (or edit
+    /// it, or answer in its place) on a runtime that forbids it
+    /// ([`RuntimeBuilder::forbid_self_approval`](crate::RuntimeBuilder::forbid_self_approval)).
+    /// Nothing changed; the attempt is in the audit log.
+    #[error(
+        "call {:?} was asked for by {:?}, who may not approve it: another principal must decide it",
+        Excerpt::of(.call_id),
+        Excerpt::of(.principal)
+    )]
+    SelfApproval {
+        /// The call.
+        call_id: String,
+        /// Who asked for it and tried to approve it.
+        principal: String,
+    },
     /// No call with this id is running, so there is nothing to cancel.
     #[error("no running call with id {:?}", Excerpt::of(.call_id))]
     NotRunning {

@@ -87,6 +87,11 @@ pub(crate) struct PathParts {
     pub(crate) tool_timeouts: HashMap<String, Duration>,
     /// Background calls are stored and left to a [`Worker`](crate::Worker).
     pub(crate) leave_tasks_to_workers: bool,
+    /// How long a call waits for approval, unless its tool has its own.
+    pub(crate) approval_ttl: Option<Duration>,
+    pub(crate) tool_approval_ttls: HashMap<String, Duration>,
+    /// A call's requester may not approve it; calls needing approval name one.
+    pub(crate) forbid_self_approval: bool,
 }
 
 /// How a call reaches the pipeline, which decides the stages it goes through.
@@ -772,7 +777,28 @@ impl CallPath {
             .unwrap_or_default();
         pending.payload = payload;
         pending.agent = record.agent.clone();
+        pending.requester = record.requester.clone();
+        let ttl = (kind == PendingKind::Approval)
+            .then(|| {
+                self.parts
+                    .tool_approval_ttls
+                    .get(record.tool.id())
+                    .or(self.parts.approval_ttl.as_ref())
+            })
+            .flatten();
+        pending.expires_at_ms = ttl
+            .map(|ttl| now_ms().saturating_add(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX)));
         pending
+    }
+
+    /// Whether calls waiting for approval may expire here.
+    pub(crate) fn expires_approvals(&self) -> bool {
+        self.parts.approval_ttl.is_some() || !self.parts.tool_approval_ttls.is_empty()
+    }
+
+    /// Whether a call's requester may not decide it ([`RuntimeBuilder::forbid_self_approval`](crate::RuntimeBuilder::forbid_self_approval)).
+    pub(crate) fn forbids_self_approval(&self) -> bool {
+        self.parts.forbid_self_approval
     }
 
     /// A failure before execution: emit the error event, return the outcome.
@@ -838,6 +864,19 @@ impl CallPath {
     pub(crate) async fn request_approval(&self, record: &CallRecord, input: Value) -> CallOutcome {
         let (tool, call_id) = (&record.tool, record.call_id.as_str());
         let tool_id = tool.id();
+        if self.parts.forbid_self_approval && record.requester.is_none() {
+            // Nobody could tell whether its approver asked for it.
+            let error = ModelError::new(
+                ErrorKind::Execution,
+                format!(
+                    "Tool {tool_id} needs approval, and this runtime forbids approving one's own calls, so the call must say who asked for it (its requester), and it does not."
+                ),
+            );
+            let known = CallValues::default().with(Phase::Input, &input);
+            return self
+                .failed(Some(tool), call_id, tool_id, error, known)
+                .await;
+        }
         let pending = self.pending_call(record, PendingKind::Approval, input.clone(), None);
         if let Err(error) = self.parts.stored.insert(pending).await {
             tracing::error!(%error, "could not store the call awaiting approval");
@@ -1109,7 +1148,18 @@ pub(crate) fn test_path(tools: Vec<Tool>) -> CallPath {
         timeout: None,
         tool_timeouts: HashMap::new(),
         leave_tasks_to_workers: false,
+        approval_ttl: None,
+        tool_approval_ttls: HashMap::new(),
+        forbid_self_approval: false,
     })
+}
+
+/// Now, in milliseconds since the Unix epoch (expiry times are kept so).
+pub(crate) fn now_ms() -> u64 {
+    let since = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]

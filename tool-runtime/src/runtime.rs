@@ -796,7 +796,7 @@ impl Runtime {
     pub fn waiting(
         &self,
     ) -> impl Future<Output = Result<Vec<StoredCall>, RuntimeError>> + Send + 'static {
-        self.inner.path.stored().waiting()
+        self.inner.decisions.waiting()
     }
 
     /// The stored call `call_id` in whatever state it is (pending, running,
@@ -911,6 +911,9 @@ pub struct RuntimeBuilder {
     settled_retention: Option<Duration>,
     settled_limit: Option<usize>,
     leave_tasks_to_workers: bool,
+    approval_ttl: Option<Duration>,
+    tool_approval_ttls: HashMap<String, Duration>,
+    forbid_self_approval: bool,
 }
 
 /// The pending store a [`RuntimeBuilder`] was given: the last call wins.
@@ -1115,6 +1118,79 @@ impl RuntimeBuilder {
         self
     }
 
+    /// How long a call waits for approval before it expires: from then on
+    /// it is declined with the reason `expired` (the model reads it) by
+    /// the first runtime sharing the store that notices (a listing,
+    /// [`waiting`](Runtime::waiting), a decision on it, or
+    /// [`recover`](Runtime::recover), which workers run), exactly once,
+    /// and no decision runs it. No expiry by default.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use serde_json::json;
+    /// use tool_core::{Tool, ToolError};
+    /// use tool_runtime::{CallOutcome, Runtime, ToolCall};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let transfer = Tool::builder("transfer").description("Moves money")
+    ///     .require_approval(true)
+    ///     .execute(|_input, _ctx| async move { Ok::<_, ToolError>(json!("moved")) })
+    ///     .build().unwrap();
+    /// let runtime = Runtime::builder().tool(transfer).approval_ttl(Duration::ZERO).build().unwrap();
+    /// runtime.call(ToolCall::new("c1", "transfer", json!({}))).await;
+    /// assert!(runtime.waiting().await.unwrap().is_empty(), "expired: declined on sight");
+    /// let outcome = runtime.approve("c1").await.unwrap();
+    /// assert_eq!(outcome, CallOutcome::Declined { reason: Some("expired".into()) });
+    /// # });
+    /// ```
+    pub fn approval_ttl(mut self, ttl: Duration) -> Self {
+        self.approval_ttl = Some(ttl);
+        self
+    }
+
+    /// How long a call of one tool waits for approval before it expires,
+    /// instead of the runtime's [`approval_ttl`](Self::approval_ttl).
+    pub fn tool_approval_ttl(mut self, tool_id: impl Into<String>, ttl: Duration) -> Self {
+        self.tool_approval_ttls.insert(tool_id.into(), ttl);
+        self
+    }
+
+    /// Whether the principal who asked for a call (its
+    /// [`requester`](crate::CallHead::requester)) is refused when they
+    /// approve it, edit it or answer it in its place through
+    /// [`Runtime::decide_as`] ([`RuntimeError::SelfApproval`]; the attempt
+    /// goes to the audit log). A call that needs approval must then say
+    /// who asked: one without a requester fails with an error saying so,
+    /// since nobody could tell whether its approver asked for it. Off by
+    /// default.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_core::{Tool, ToolError};
+    /// use tool_runtime::{Decider, Decision, Runtime, RuntimeError, ToolCall};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let transfer = Tool::builder("transfer").description("Moves money")
+    ///     .require_approval(true)
+    ///     .execute(|_input, _ctx| async move { Ok::<_, ToolError>(json!("moved")) })
+    ///     .build().unwrap();
+    /// let runtime = Runtime::builder().tool(transfer).forbid_self_approval(true).build().unwrap();
+    /// let anonymous = runtime.call(ToolCall::new("c0", "transfer", json!({}))).await;
+    /// assert!(anonymous.error().unwrap().message().contains("requester"));
+    ///
+    /// runtime.call(ToolCall::new("c1", "transfer", json!({})).with_requester("alice")).await;
+    /// let digest = runtime.stored("c1").await.unwrap().unwrap().digest();
+    /// let own = runtime.decide_as("c1", Decision::Approve, Decider::new("alice", &digest)).await;
+    /// assert!(matches!(own, Err(RuntimeError::SelfApproval { .. })));
+    /// let other = runtime.decide_as("c1", Decision::Approve, Decider::new("bob", &digest)).await;
+    /// assert_eq!(other.unwrap().output(), Some(&json!("moved")));
+    /// # });
+    /// ```
+    pub fn forbid_self_approval(mut self, forbid: bool) -> Self {
+        self.forbid_self_approval = forbid;
+        self
+    }
+
     /// Called when a background task completes.
     pub fn on_background_complete(
         mut self,
@@ -1276,6 +1352,9 @@ impl RuntimeBuilder {
             timeout: self.timeout,
             tool_timeouts: self.tool_timeouts,
             leave_tasks_to_workers: self.leave_tasks_to_workers,
+            approval_ttl: self.approval_ttl,
+            tool_approval_ttls: self.tool_approval_ttls,
+            forbid_self_approval: self.forbid_self_approval,
         });
         Ok(Runtime {
             inner: Arc::new(Inner {

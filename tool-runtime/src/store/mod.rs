@@ -148,6 +148,12 @@ pub(crate) fn storable_call(call: &PendingCall) -> Result<CallTexts, StoreError>
         format_args!("the tool of call {:?}:", Excerpt::of(id)),
         &call.tool_id,
     )?;
+    if let Some(requester) = &call.requester {
+        check_id(
+            format_args!("the requester of call {:?}:", Excerpt::of(id)),
+            requester,
+        )?;
+    }
     Ok(CallTexts {
         input: storable_json(id, "arguments", &call.input)?,
         request_context: storable_json(id, "request context", &call.request_context)?,
@@ -280,6 +286,18 @@ pub struct PendingCall {
     /// `ctx.agent()` reads the same before and after the pause.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<AgentContext>,
+    /// Who asked for the call ([`CallHead::requester`](crate::CallHead::requester)),
+    /// kept for the decisions on it: with
+    /// [`RuntimeBuilder::forbid_self_approval`](crate::RuntimeBuilder::forbid_self_approval),
+    /// the requester may not approve it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requester: Option<String>,
+    /// When a call waiting for approval expires, in milliseconds since the
+    /// Unix epoch ([`RuntimeBuilder::approval_ttl`](crate::RuntimeBuilder::approval_ttl)):
+    /// from then on it is declined with the reason `expired` by the first
+    /// runtime that notices, and no decision runs it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at_ms: Option<u64>,
 }
 
 impl PendingCall {
@@ -299,7 +317,26 @@ impl PendingCall {
             messages: Vec::new(),
             payload: None,
             agent: None,
+            requester: None,
+            expires_at_ms: None,
         }
+    }
+
+    /// Whether the call expired by `now_ms` (milliseconds since the Unix
+    /// epoch): it waits for approval past its
+    /// [`expires_at_ms`](Self::expires_at_ms).
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_runtime::{PendingCall, PendingKind};
+    ///
+    /// let mut call = PendingCall::new("c1", "t", PendingKind::Approval, json!({}));
+    /// assert!(!call.expired(u64::MAX));
+    /// call.expires_at_ms = Some(1_000);
+    /// assert!(!call.expired(999) && call.expired(1_000));
+    /// ```
+    pub fn expired(&self, now_ms: u64) -> bool {
+        self.kind == PendingKind::Approval && self.expires_at_ms.is_some_and(|at| at <= now_ms)
     }
 }
 

@@ -121,18 +121,23 @@ CREATE INDEX tool_runtime_purged_by_time ON tool_runtime_purged (purged_at);
 ALTER TABLE tool_runtime_calls ADD COLUMN agent text;";
 
 /// What schema version 6 adds: the audit log, appended to and never
-/// updated; `seq` orders it, `entry` is the entry as JSON text.
+/// updated (`seq` orders it, `entry` is the entry as JSON text); who asked
+/// for each call, and when an approval expires (milliseconds since the
+/// Unix epoch).
 const ADD_AUDIT: &str = "
 CREATE TABLE tool_runtime_audit (
     seq bigserial PRIMARY KEY,
     call_id text NOT NULL,
     entry text NOT NULL
 );
-CREATE INDEX tool_runtime_audit_by_call ON tool_runtime_audit (call_id, seq);";
+CREATE INDEX tool_runtime_audit_by_call ON tool_runtime_audit (call_id, seq);
+ALTER TABLE tool_runtime_calls ADD COLUMN requester text;
+ALTER TABLE tool_runtime_calls ADD COLUMN expires_at_ms bigint;";
 
 /// The columns a [`StoredCall`] is read from ([`PostgresStore::stored`]).
 const COLUMNS: &str = "call_id, kind, tool_id, state, owner, lease_expires_at, attempt, \
-     input, request_context, messages, payload, resume_data, outcome, settled_at, epoch, agent";
+     input, request_context, messages, payload, resume_data, outcome, settled_at, epoch, agent, \
+     requester, expires_at_ms";
 
 /// A durable [`CallStore`] in a PostgreSQL database, for runtimes on
 /// several hosts: pending approvals and suspensions, running calls and
@@ -498,6 +503,10 @@ impl PostgresStore {
             messages: self.parse(&call_id, "messages", row.try_get("messages")?)?,
             payload,
             agent,
+            requester: row.try_get("requester")?,
+            expires_at_ms: row
+                .try_get::<_, Option<i64>>("expires_at_ms")?
+                .and_then(|at| u64::try_from(at).ok()),
             call_id,
         };
         Ok(StoredCall {
@@ -518,8 +527,8 @@ impl PostgresStore {
                 // A task notifies listening workers, when (and if) the insert commits.
                 "WITH inserted AS (
                      INSERT INTO tool_runtime_calls
-                         (call_id, kind, tool_id, state, attempt, input, request_context, messages, payload, agent)
-                     VALUES ($1, $2, $3, 'pending', 0, $4, $5, $6, $7, $9)
+                         (call_id, kind, tool_id, state, attempt, input, request_context, messages, payload, agent, requester, expires_at_ms)
+                     VALUES ($1, $2, $3, 'pending', 0, $4, $5, $6, $7, $9, $10, $11)
                      RETURNING kind)
                  SELECT pg_notify($8, '') FROM inserted WHERE kind = 'task'",
             )
@@ -537,6 +546,8 @@ impl PostgresStore {
                     &texts.payload,
                     &TASK_CHANNEL,
                     &texts.agent,
+                    &call.requester,
+                    &call.expires_at_ms.and_then(|at| i64::try_from(at).ok()),
                 ],
             )
             .await;

@@ -371,6 +371,12 @@ struct Record {
     /// Added with layout 5; absent before.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     agent: Option<String>,
+    /// Added with layout 6; absent before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    requester: Option<String>,
+    /// Added with layout 6; absent before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    expires_at_ms: Option<u64>,
 }
 
 impl Record {
@@ -386,6 +392,8 @@ impl Record {
             messages: texts.messages,
             payload: texts.payload,
             agent: texts.agent,
+            requester: call.requester.clone(),
+            expires_at_ms: call.expires_at_ms,
         })
     }
 
@@ -399,6 +407,8 @@ impl Record {
             messages: serde_json::from_str(&self.messages)?,
             payload: self.payload.map(|p| serde_json::from_str(&p)).transpose()?,
             agent: self.agent.map(|a| serde_json::from_str(&a)).transpose()?,
+            requester: self.requester,
+            expires_at_ms: self.expires_at_ms,
         })
     }
 }

@@ -215,6 +215,10 @@ async fn lifecycle(store: &(impl CallStore + RunStore), p: &str) {
     );
 }
 
+/// The lease of a claim the contract lets run out: long enough that a
+/// loaded machine does not see it end before the checks that it is live.
+const DEAD_LEASE: Duration = Duration::from_millis(800);
+
 async fn ownership_and_recovery(store: &(impl CallStore + RunStore), p: &str) {
     let (short, other) = (format!("{p}-short"), format!("{p}-other-tool"));
     let mut epochs = Vec::new();
@@ -224,11 +228,7 @@ async fn ownership_and_recovery(store: &(impl CallStore + RunStore), p: &str) {
             .await
             .unwrap();
         let claimed = won(store
-            .decide(
-                id,
-                PendingKind::Approval,
-                run("dead", Duration::from_millis(50), None),
-            )
+            .decide(id, PendingKind::Approval, run("dead", DEAD_LEASE, None))
             .await
             .unwrap());
         epochs.push(claimed.epoch);
@@ -243,17 +243,12 @@ async fn ownership_and_recovery(store: &(impl CallStore + RunStore), p: &str) {
             .is_empty(),
         "a live lease is not recovered"
     );
-    assert!(
-        store
-            .renew(&short, dead, Duration::from_millis(50))
-            .await
-            .unwrap()
-    );
+    assert!(store.renew(&short, dead, DEAD_LEASE).await.unwrap());
     assert!(
         !store.renew(&short, epochs[1], LONG).await.unwrap(),
         "only the current claim renews"
     );
-    tokio::time::sleep(Duration::from_millis(120)).await;
+    tokio::time::sleep(DEAD_LEASE + Duration::from_millis(200)).await;
 
     let recovered = store.recover_expired("b", LONG, &tools).await.unwrap();
     assert_eq!(
@@ -1353,12 +1348,21 @@ async fn audit_log<S: CallStore + RunStore>(store: Arc<S>, p: &str) {
     );
 }
 
-/// An approval with edits: the claim replaces the stored input in the same
-/// step (what a recovery runs), once; a call pending for another kind is
+/// A call's requester and expiry read back; an approval with edits: the
+/// claim replaces the stored input in the same step (what a recovery
+/// runs), once; a call pending for another kind is
 /// not claimed so, and an input the stores refuse is refused.
 async fn edited_claims(store: &(impl CallStore + RunStore), p: &str) {
     let id = format!("{p}-edited");
-    store.insert(approval(&id)).await.unwrap();
+    let mut call = approval(&id);
+    call.requester = Some("alice".into());
+    call.expires_at_ms = Some(4_102_444_800_000);
+    store.insert(call.clone()).await.unwrap();
+    assert_eq!(
+        store.get(&id).await.unwrap().unwrap().call,
+        call,
+        "who asked and when it expires read back"
+    );
     let edit = |input: serde_json::Value| Transition::RunEdited {
         owner: "a".into(),
         lease: Duration::from_secs(30),

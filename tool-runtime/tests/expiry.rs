@@ -1,0 +1,151 @@
+//! Approvals that expire, and the requester who may not approve their own
+//! call: across runtimes sharing a store, an overdue approval is declined
+//! "expired" exactly once, by whichever notices first; a decision on it is
+//! told so; both show in the audit log.
+
+use std::time::Duration;
+
+use serde_json::json;
+use tool_core::{Tool, ToolError};
+use tool_runtime::store::{AuditKind, AuditQuery, SqliteStore};
+use tool_runtime::{CallOutcome, CallState, Decider, Decision, Runtime, RuntimeError, ToolCall};
+
+fn transfer() -> Tool {
+    Tool::builder("transfer")
+        .description("Moves money")
+        .require_approval(true)
+        .execute(|_input, _ctx| async move { Ok::<_, ToolError>(json!("moved")) })
+        .build()
+        .unwrap()
+}
+
+fn runtimes(path: &std::path::Path, ttl: Duration) -> Vec<Runtime> {
+    (0..4)
+        .map(|_| {
+            Runtime::builder()
+                .tool(transfer())
+                .store(SqliteStore::open(path).unwrap())
+                .approval_ttl(ttl)
+                .forbid_self_approval(true)
+                .build()
+                .unwrap()
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_overdue_approval_is_declined_expired_once_across_runtimes() {
+    let dir = std::env::temp_dir().join(format!("tool-runtime-expiry-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let runtimes = runtimes(&dir.join("calls.sqlite"), Duration::from_millis(200));
+    for n in 0..10 {
+        let call =
+            ToolCall::new(format!("c{n}"), "transfer", json!({ "n": n })).with_requester("alice");
+        runtimes[0].call(call).await;
+    }
+    assert_eq!(runtimes[1].waiting().await.unwrap().len(), 10, "not yet");
+    let digest = runtimes[0].stored("c0").await.unwrap().unwrap().digest();
+    let stored = runtimes[0].stored("c0").await.unwrap().unwrap();
+    assert!(stored.call.expires_at_ms.is_some());
+    assert_eq!(stored.call.requester.as_deref(), Some("alice"));
+
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Every runtime notices at once: listings, recoveries and a decision.
+    let mut noticing = Vec::new();
+    for runtime in &runtimes {
+        let (listing, recovering) = (runtime.clone(), runtime.clone());
+        noticing.push(tokio::spawn(async move {
+            listing.waiting().await.map(|w| w.len())
+        }));
+        noticing.push(tokio::spawn(async move {
+            recovering.recover().await.map(|_| 0)
+        }));
+    }
+    let late = runtimes[2]
+        .decide_as("c0", Decision::Approve, Decider::new("bob", &digest))
+        .await;
+    for task in noticing {
+        assert_eq!(task.await.unwrap().unwrap(), 0, "nothing waits any more");
+    }
+    let expired = CallOutcome::Declined {
+        reason: Some("expired".into()),
+    };
+    match late {
+        Err(RuntimeError::AlreadyDecided { outcome, .. }) => assert_eq!(*outcome, expired),
+        other => panic!("the late approval is told the call expired: {other:?}"),
+    }
+    let log = runtimes[3].audit(AuditQuery::all()).await.unwrap();
+    for n in 0..10 {
+        let id = format!("c{n}");
+        let stored = runtimes[3].stored(&id).await.unwrap().unwrap();
+        let CallState::Settled { outcome, .. } = stored.state else {
+            panic!("{stored:?}")
+        };
+        assert_eq!(CallOutcome::from(outcome), expired);
+        let expiries = log
+            .iter()
+            .filter(|e| e.call_id == id && e.kind == AuditKind::Decided && e.action == "expire")
+            .count();
+        assert_eq!(expiries, 1, "{id} expired once");
+    }
+    let refused: Vec<_> = log
+        .iter()
+        .filter(|e| e.kind == AuditKind::Refused && e.call_id == "c0")
+        .map(|e| (e.principal.as_deref(), e.reason.as_deref()))
+        .collect();
+    assert_eq!(refused, [(Some("bob"), Some("expired"))]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test]
+async fn the_requester_may_not_approve_and_a_call_without_one_is_refused() {
+    let dir = std::env::temp_dir().join(format!("tool-runtime-self-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let runtimes = runtimes(&dir.join("calls.sqlite"), Duration::from_secs(3600));
+    let anonymous = runtimes[0]
+        .call(ToolCall::new("c0", "transfer", json!({})))
+        .await;
+    assert!(
+        anonymous.error().unwrap().message().contains("requester"),
+        "{anonymous:?}"
+    );
+    assert!(
+        runtimes[0].stored("c0").await.unwrap().is_none(),
+        "not stored"
+    );
+
+    runtimes[0]
+        .call(ToolCall::new("c1", "transfer", json!({})).with_requester("alice"))
+        .await;
+    let digest = runtimes[0].stored("c1").await.unwrap().unwrap().digest();
+    for decision in [Decision::Approve, Decision::Respond(json!("done by hand"))] {
+        let own = runtimes[1]
+            .decide_as("c1", decision, Decider::new("alice", &digest))
+            .await;
+        assert!(
+            matches!(own, Err(RuntimeError::SelfApproval { .. })),
+            "{own:?}"
+        );
+    }
+    // Declining one's own request is allowed.
+    let declined = runtimes[2]
+        .decide_as(
+            "c1",
+            Decision::Decline(Some("changed my mind".into())),
+            Decider::new("alice", &digest),
+        )
+        .await
+        .unwrap();
+    assert!(matches!(declined, CallOutcome::Declined { .. }));
+    let refusals = runtimes[3]
+        .audit(AuditQuery::all().call("c1"))
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.kind == AuditKind::Refused)
+        .count();
+    assert_eq!(refusals, 2);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
