@@ -90,6 +90,7 @@ impl From<RuntimeError> for Refused {
             RuntimeError::Store(_) => (StatusCode::SERVICE_UNAVAILABLE, "store_unavailable"),
             RuntimeError::StaleDigest { .. } => (StatusCode::CONFLICT, "stale_digest"),
             RuntimeError::AlreadyDecided { .. } => (StatusCode::CONFLICT, "already_decided"),
+            RuntimeError::SelfApproval { .. } => (StatusCode::FORBIDDEN, "self_approval"),
             _ => (StatusCode::CONFLICT, "conflict"),
         };
         Refused::new(status, code, error.to_string())
@@ -124,6 +125,11 @@ pub(crate) struct ItemView {
     /// The schema of an edit (the tool's editable fields), for a call
     /// waiting for approval whose tool has some.
     edit_schema: Option<Value>,
+    /// Who asked for the call, when the call says.
+    requester: Option<String>,
+    /// When a call waiting for approval expires (milliseconds since the
+    /// Unix epoch).
+    expires_at_ms: Option<u64>,
     /// The item's digest, which a decision echoes: it names this version
     /// of this call, so a decision never lands on a call that changed.
     digest: String,
@@ -200,6 +206,8 @@ impl<A: Authenticate> Shared<A> {
                 .filter(|_| call.kind == PendingKind::Approval)
                 .and_then(|tool| tool.edit_schema().cloned()),
             digest: stored.digest(),
+            requester: call.requester.clone(),
+            expires_at_ms: call.expires_at_ms,
         }
     }
 

@@ -155,8 +155,15 @@ fn runtime(store: &Path, runs: Arc<AtomicUsize>) -> Runtime {
         }))
         .build()
         .unwrap();
+    let wire = Tool::builder("wire")
+        .description("Wires money abroad: the approval expires")
+        .require_approval(true)
+        .execute(|_input: Value, _ctx| async move { Ok::<_, ToolError>(json!("wired")) })
+        .build()
+        .unwrap();
     Runtime::builder()
-        .tools([transfer, note, confirm, lookup])
+        .tools([transfer, note, confirm, lookup, wire])
+        .tool_approval_ttl("wire", Duration::from_secs(4))
         .sqlite_store(store)
         .build()
         .unwrap()
@@ -280,6 +287,9 @@ async fn a_person_decides_every_kind_of_item_in_the_page() {
             json!({ "question": "Which warehouse?" }),
         ))
         .await;
+    runtime
+        .call(ToolCall::new("e1", "wire", json!({ "amount": 10 })))
+        .await;
     let address = serve(&runtime).await;
     let driver = Driver::start(&chromedriver);
     let client = session(&driver, &chromium, &dir.join("profile")).await;
@@ -309,6 +319,14 @@ async fn a_person_decides_every_kind_of_item_in_the_page() {
         .for_element(Locator::Css(&item("t1", "button.approve")))
         .await
         .unwrap();
+    // Who asked, and the item that expires, are shown.
+    let facts = text(&client, &item("t1", "dl")).await;
+    assert!(
+        facts.contains("Asked by") && facts.contains("alice"),
+        "{facts}"
+    );
+    let facts = text(&client, &item("e1", "dl")).await;
+    assert!(facts.contains("Expires"), "{facts}");
     let storage = client
         .execute("return [sessionStorage.getItem('tool-inbox-token'), localStorage.length, location.href];", vec![])
         .await
@@ -459,6 +477,8 @@ async fn a_person_decides_every_kind_of_item_in_the_page() {
         .await
         .unwrap();
     screenshot(&client, "inbox-audit.png").await;
+    // The wire's approval expired meanwhile: it went from the page.
+    gone(&client, &item("e1", "")).await;
     client.close().await.unwrap();
 
     // The store has each decision; each tool ran as decided.
@@ -495,6 +515,12 @@ async fn a_person_decides_every_kind_of_item_in_the_page() {
         runs.load(Ordering::SeqCst),
         2,
         "t1 and t4 ran; t2 was declined; t3 waits"
+    );
+    assert_eq!(
+        settled(runtime.stored("e1").await.unwrap()),
+        CallOutcome::Declined {
+            reason: Some("expired".into())
+        }
     );
     assert!(
         runtime

@@ -169,8 +169,7 @@ function itemNode(item) {
   fact('Tool', item.tool.id);
   fact('Call', item.callId);
   fact('Asked by', item.requester);
-  fact('Asked at', item.createdAt);
-  fact('Expires', item.expiresAt);
+  if (item.expiresAtMs) fact('Expires', new Date(item.expiresAtMs).toISOString());
   node.append(facts);
   node.append(el('h3', { text: 'Arguments' }));
   node.append(el('pre', { class: 'input', text: item.input === null ? '(hidden)' : json(item.input) }));
