@@ -224,14 +224,42 @@ impl<A: Authenticate> Shared<A> {
     }
 }
 
-/// The list's query: `?tool=weather&kind=approval&limit=20&after=<callId>`.
+/// The list's query: `?tool=weather&kind=approval&run=<runId>&thread=..&resource=..&requester=..&limit=20&after=<callId>`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ListQuery {
     tool: Option<String>,
     kind: Option<PendingKind>,
+    /// The agent run that made the call.
+    run: Option<String>,
+    /// The agent's thread.
+    thread: Option<String>,
+    /// The agent's resource (the user or entity the thread belongs to).
+    resource: Option<String>,
+    /// Who asked for the call.
+    requester: Option<String>,
     limit: Option<usize>,
     after: Option<String>,
+}
+
+impl ListQuery {
+    /// Whether `call` is one the query selects (its place aside).
+    fn selects(&self, call: &PendingCall) -> bool {
+        let agent = call.agent.as_ref();
+        let is = |wanted: &Option<String>, got: Option<&str>| {
+            wanted.as_deref().is_none_or(|wanted| got == Some(wanted))
+        };
+        is(&self.tool, Some(&call.tool_id))
+            && self.kind.is_none_or(|kind| call.kind == kind)
+            && is(&self.run, agent.map(|a| a.run_id.as_str()))
+            && is(&self.thread, agent.and_then(|a| a.thread_id.as_deref()))
+            && is(&self.resource, agent.and_then(|a| a.resource_id.as_deref()))
+            && is(&self.requester, call.requester.as_deref())
+            && self
+                .after
+                .as_deref()
+                .is_none_or(|after| call.call_id.as_str() > after)
+    }
 }
 
 /// `GET /api/items`: a page of the items the principal may read, by call
@@ -262,16 +290,7 @@ pub(crate) async fn list<A: Authenticate>(
         .waiting()
         .await?
         .into_iter()
-        .filter(|stored| {
-            let call = &stored.call;
-            shared.visible(&principal, call)
-                && query.tool.as_ref().is_none_or(|tool| &call.tool_id == tool)
-                && query.kind.is_none_or(|kind| call.kind == kind)
-                && query
-                    .after
-                    .as_ref()
-                    .is_none_or(|after| &call.call_id > after)
-        })
+        .filter(|stored| query.selects(&stored.call) && shared.visible(&principal, &stored.call))
         .collect();
     calls.sort_by(|a, b| a.call.call_id.cmp(&b.call.call_id));
     let next = (calls.len() > limit).then(|| calls[limit - 1].call.call_id.clone());

@@ -23,7 +23,7 @@
 //!
 //! | request | answer |
 //! |---|---|
-//! | `GET /api/items?tool=&kind=&limit=&after=` | `{"items": [...], "next": callId or null}`, by call id |
+//! | `GET /api/items?tool=&kind=&run=&thread=&resource=&requester=&limit=&after=` | `{"items": [...], "next": callId or null}`, by call id; `run`, `thread` and `resource` are those of the agent that made the call |
 //! | `GET /api/items/{callId}` | the item |
 //! | `POST /api/items/{callId}/approve` `{"digest"}` | `{"callId", "status"}` |
 //! | `POST /api/items/{callId}/decline` `{"digest", "reason": "..."}` | `{"callId", "status": "declined"}` |

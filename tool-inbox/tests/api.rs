@@ -752,3 +752,42 @@ async fn an_approval_with_edits_changes_only_the_editable_fields() {
         json!({ "before": { "amount": 900 }, "after": { "amount": 500 } })
     );
 }
+
+#[tokio::test]
+async fn the_list_filters_by_agent_run_thread_resource_and_requester() {
+    let runtime = runtime(Arc::new(AtomicUsize::new(0)));
+    let agent = |run: &str, resource: &str| {
+        tool_core::AgentContext::new("support", run)
+            .with_thread("thread-1")
+            .with_resource(resource)
+    };
+    let calls = [
+        ToolCall::new("a1", "transfer", json!({ "amount": 1 })).with_agent(agent("run-1", "ann")),
+        ToolCall::new("a2", "transfer", json!({ "amount": 2 })).with_agent(agent("run-2", "bob")),
+        ToolCall::new("a3", "transfer", json!({ "amount": 3 })).with_requester("carol"),
+    ];
+    for call in calls {
+        runtime.call(call).await;
+    }
+    let router = inbox(&runtime);
+    let ids = |page: Value| -> Vec<String> {
+        let items = page["items"].as_array().unwrap();
+        items
+            .iter()
+            .map(|i| i["callId"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    for (query, expected) in [
+        ("run=run-1", vec!["a1"]),
+        ("thread=thread-1", vec!["a1", "a2"]),
+        ("resource=bob", vec!["a2"]),
+        ("requester=carol", vec!["a3"]),
+        ("run=run-9", vec![]),
+    ] {
+        let (status, _, page) = send(&router, get(&format!("/api/items?{query}"), TOKEN)).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(ids(page), expected, "{query}");
+    }
+    let (_, _, item) = send(&router, get("/api/items/a3", TOKEN)).await;
+    assert_eq!(item["requester"], "carol");
+}
