@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tool_core::Excerpt;
 use tool_core::transform::{CallValues, Phase, Target, TransformContext};
-use tool_runtime::store::{AuditEntry, AuditKind, AuditQuery};
+use tool_runtime::store::{AuditEntry, AuditKind, AuditQuery, PendingQuery};
 use tool_runtime::{
     CallOutcome, CallState, Decider, Decision, PendingCall, PendingKind, Runtime, RuntimeError,
     StoredCall,
@@ -224,6 +224,9 @@ impl<A: Authenticate> Shared<A> {
     }
 }
 
+/// How many pending calls the list reads from the store at a time.
+const STORE_PAGE: usize = 100;
+
 /// The list's query: `?tool=weather&kind=approval&run=<runId>&thread=..&resource=..&requester=..&limit=20&after=<callId>`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -285,14 +288,25 @@ pub(crate) async fn list<A: Authenticate>(
             format!("limit must be between 1 and {max}, got {limit}"),
         ));
     }
-    let mut calls: Vec<StoredCall> = shared
-        .runtime
-        .waiting()
-        .await?
-        .into_iter()
-        .filter(|stored| query.selects(&stored.call) && shared.visible(&principal, &stored.call))
-        .collect();
-    calls.sort_by(|a, b| a.call.call_id.cmp(&b.call.call_id));
+    // Pages of the store's index until one more item than asked is found
+    // (the principal's and the query's filters apply on the way).
+    let mut store_query = PendingQuery::waiting_for_people().limit(STORE_PAGE);
+    if let Some(kind) = query.kind {
+        store_query = store_query.kind(kind);
+    }
+    if let Some(tool) = &query.tool {
+        store_query = store_query.tool(tool);
+    }
+    store_query.after.clone_from(&query.after);
+    let mut calls: Vec<StoredCall> = Vec::new();
+    while calls.len() <= limit {
+        let page = shared.runtime.waiting_page(store_query.clone()).await?;
+        let Some(last) = page.last() else { break };
+        store_query.after = Some(last.call.call_id.clone());
+        calls.extend(page.into_iter().filter(|stored| {
+            query.selects(&stored.call) && shared.visible(&principal, &stored.call)
+        }));
+    }
     let next = (calls.len() > limit).then(|| calls[limit - 1].call.call_id.clone());
     calls.truncate(limit);
     let mut items = Vec::with_capacity(calls.len());

@@ -791,3 +791,40 @@ async fn the_list_filters_by_agent_run_thread_resource_and_requester() {
     let (_, _, item) = send(&router, get("/api/items/a3", TOKEN)).await;
     assert_eq!(item["requester"], "carol");
 }
+
+#[tokio::test]
+async fn pages_of_one_principals_items_span_the_store_in_order() {
+    let runtime = runtime(Arc::new(AtomicUsize::new(0)));
+    for n in 0..230 {
+        let team = if n % 2 == 0 { "red" } else { "blue" };
+        let call = ToolCall::new(format!("c{n:03}"), "transfer", json!({ "amount": 1 }))
+            .with_request_context(RequestContext::new().with("team", team));
+        runtime.call(call).await;
+    }
+    let auth = Authorized::new(
+        BearerTokens::new().token("red-token", Principal::new("red")),
+        |principal, item, _action| {
+            item.request_context.get("team").and_then(Value::as_str) == Some(principal.id())
+        },
+    );
+    let router = tool_inbox::router(runtime, auth);
+    let mut seen: Vec<String> = Vec::new();
+    let mut uri = "/api/items?limit=100".to_owned();
+    loop {
+        let (status, _, page) = send(&router, get(&uri, "red-token")).await;
+        assert_eq!(status, StatusCode::OK);
+        let items = page["items"].as_array().unwrap();
+        assert!(items.len() <= 100);
+        seen.extend(
+            items
+                .iter()
+                .map(|i| i["callId"].as_str().unwrap().to_owned()),
+        );
+        match page["next"].as_str() {
+            Some(next) => uri = format!("/api/items?limit=100&after={next}"),
+            None => break,
+        }
+    }
+    let expected: Vec<String> = (0..230).step_by(2).map(|n| format!("c{n:03}")).collect();
+    assert_eq!(seen, expected);
+}

@@ -24,7 +24,8 @@ use crate::events::{EventKind, Payload};
 use crate::outcome::CallOutcome;
 use crate::pipeline::{CallPath, Entry, call_span, now_ms};
 use crate::store::{
-    AuditEntry, AuditKind, PendingCall, PendingKind, RecordedOutcome, Settlement, StoredCall,
+    AuditEntry, AuditKind, PendingCall, PendingKind, PendingQuery, RecordedOutcome, Settlement,
+    StoredCall,
 };
 use crate::stored::{Claim, Lease, Lookup, NotRecorded, Verdict};
 
@@ -493,21 +494,42 @@ impl Decisions {
     ) -> impl Future<Output = Result<Vec<StoredCall>, RuntimeError>> + Send + 'static {
         let decisions = self.clone();
         async move {
-            let mut waiting = decisions.path.stored().waiting().await?;
-            let now = now_ms();
-            if waiting.iter().any(|stored| stored.call.expired(now)) {
-                let mut current = Vec::with_capacity(waiting.len());
-                for stored in waiting {
-                    if stored.call.expired(now) {
-                        decisions.expire(&stored).await?;
-                    } else {
-                        current.push(stored);
-                    }
-                }
-                waiting = current;
-            }
-            Ok(waiting)
+            let waiting = decisions.path.stored().waiting().await?;
+            decisions.without_expired(waiting).await
         }
+    }
+
+    /// A page of the calls waiting for a decision ([`Runtime::waiting_page`](crate::Runtime::waiting_page)),
+    /// those past their expiry declined on the way (and left out).
+    pub(crate) fn waiting_page(
+        &self,
+        query: PendingQuery,
+    ) -> impl Future<Output = Result<Vec<StoredCall>, RuntimeError>> + Send + 'static {
+        let decisions = self.clone();
+        async move {
+            let page = decisions.path.stored().list_page(query).await?;
+            decisions.without_expired(page).await
+        }
+    }
+
+    /// `calls` but those past their expiry, which are declined `expired`.
+    async fn without_expired(
+        &self,
+        calls: Vec<StoredCall>,
+    ) -> Result<Vec<StoredCall>, RuntimeError> {
+        let now = now_ms();
+        if !calls.iter().any(|stored| stored.call.expired(now)) {
+            return Ok(calls);
+        }
+        let mut current = Vec::with_capacity(calls.len());
+        for stored in calls {
+            if stored.call.expired(now) {
+                self.expire(&stored).await?;
+            } else {
+                current.push(stored);
+            }
+        }
+        Ok(current)
     }
 
     /// The audit entry of `decision`, which took effect on `stored` (whose

@@ -28,7 +28,8 @@ use crate::runs::{DynRunStore, Runs};
 #[cfg(feature = "sqlite")]
 use crate::store::SqliteStore;
 use crate::store::{
-    AuditEntry, AuditQuery, CallStore, MemoryStore, PendingCall, Retention, RunStore, StoredCall,
+    AuditEntry, AuditQuery, CallStore, MemoryStore, PendingCall, PendingQuery, Retention, RunStore,
+    StoredCall,
 };
 use crate::stored::{DynCallStore, StoredCalls};
 use crate::stream::InputStream;
@@ -797,6 +798,39 @@ impl Runtime {
         &self,
     ) -> impl Future<Output = Result<Vec<StoredCall>, RuntimeError>> + Send + 'static {
         self.inner.decisions.waiting()
+    }
+
+    /// One page of the calls [`waiting`](Self::waiting) lists, as `query`
+    /// selects them (kinds, tool, after a call id, at most a limit), by
+    /// call id: what a listing of many calls reads, from the store's
+    /// index where it has one (PostgreSQL). Calls past their expiry are
+    /// declined on the way and left out, so a page may hold fewer than
+    /// the limit; the next starts after the last id of this one.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_core::{Tool, ToolError};
+    /// use tool_runtime::store::PendingQuery;
+    /// use tool_runtime::{Runtime, ToolCall};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let transfer = Tool::builder("transfer").description("Moves money")
+    ///     .require_approval(true)
+    ///     .execute(|_input, _ctx| async move { Ok::<_, ToolError>(json!("moved")) })
+    ///     .build().unwrap();
+    /// let runtime = Runtime::builder().tool(transfer).build().unwrap();
+    /// for id in ["c1", "c2", "c3"] {
+    ///     runtime.call(ToolCall::new(id, "transfer", json!({}))).await;
+    /// }
+    /// let page = runtime.waiting_page(PendingQuery::waiting_for_people().after("c1").limit(1)).await.unwrap();
+    /// assert_eq!(page[0].call.call_id, "c2");
+    /// # });
+    /// ```
+    pub fn waiting_page(
+        &self,
+        query: PendingQuery,
+    ) -> impl Future<Output = Result<Vec<StoredCall>, RuntimeError>> + Send + 'static {
+        self.inner.decisions.waiting_page(query)
     }
 
     /// The stored call `call_id` in whatever state it is (pending, running,

@@ -14,8 +14,8 @@ use crate::error::RuntimeError;
 use crate::outcome::CallOutcome;
 use crate::store::{
     AuditEntry, AuditKind, AuditQuery, CallState, CallStore, Committed, Decided, PendingCall,
-    PendingKind, RecordedOutcome, Retention, Settlement, StoreError, StoreTransaction, StoredCall,
-    TaskSignal, Transition,
+    PendingKind, PendingQuery, RecordedOutcome, Retention, Settlement, StoreError,
+    StoreTransaction, StoredCall, TaskSignal, Transition,
 };
 
 /// A boxed store future, for the object-safe form of [`CallStore`].
@@ -55,6 +55,7 @@ pub(crate) trait DynCallStore: Send + Sync + 'static {
     fn purged<'a>(&'a self, call_id: &'a str) -> StoreFuture<'a, Option<SystemTime>>;
     fn get<'a>(&'a self, call_id: &'a str) -> StoreFuture<'a, Option<StoredCall>>;
     fn list(&self) -> StoreFuture<'_, Vec<StoredCall>>;
+    fn list_page(&self, query: PendingQuery) -> StoreFuture<'_, Vec<StoredCall>>;
     fn append_audit(&self, entry: AuditEntry) -> StoreFuture<'_, u64>;
     fn audit(&self, query: AuditQuery) -> StoreFuture<'_, Vec<AuditEntry>>;
     fn task_signal(&self) -> Option<TaskSignal>;
@@ -121,6 +122,10 @@ impl<S: CallStore> DynCallStore for S {
 
     fn list(&self) -> StoreFuture<'_, Vec<StoredCall>> {
         Box::pin(CallStore::list(self))
+    }
+
+    fn list_page(&self, query: PendingQuery) -> StoreFuture<'_, Vec<StoredCall>> {
+        Box::pin(CallStore::list_page(self, query))
     }
 
     fn append_audit(&self, entry: AuditEntry) -> StoreFuture<'_, u64> {
@@ -309,6 +314,14 @@ impl StoredCalls {
     ) -> impl Future<Output = Result<u64, RuntimeError>> + Send + 'static {
         let stored = self.clone();
         async move { Ok(stored.store.append_audit(entry).await?) }
+    }
+
+    /// A page of the pending calls `query` selects ([`Runtime::waiting_page`](crate::Runtime::waiting_page)).
+    pub(crate) async fn list_page(
+        &self,
+        query: PendingQuery,
+    ) -> Result<Vec<StoredCall>, StoreError> {
+        self.store.list_page(query).await
     }
 
     /// The entries of the audit log `query` selects

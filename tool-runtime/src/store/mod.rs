@@ -219,6 +219,89 @@ fn checked_json(
     Ok(text)
 }
 
+/// Which pending calls a page of [`CallStore::list_page`] holds: of these
+/// kinds, of one tool or all, after a call id (the last of the previous
+/// page), at most `limit`, ordered by call id.
+///
+/// ```
+/// use tool_runtime::PendingKind;
+/// use tool_runtime::store::PendingQuery;
+///
+/// let query = PendingQuery::waiting_for_people().tool("transfer").after("c9").limit(50);
+/// assert_eq!(query.kinds, [PendingKind::Approval, PendingKind::Suspended, PendingKind::Output]);
+/// assert_eq!((query.tool_id.as_deref(), query.after.as_deref(), query.limit), (Some("transfer"), Some("c9"), 50));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PendingQuery {
+    /// The kinds of pending calls (none: no call).
+    pub kinds: Vec<PendingKind>,
+    /// Only this tool's calls, when set.
+    pub tool_id: Option<String>,
+    /// Only calls whose id comes after this one (by bytes).
+    pub after: Option<String>,
+    /// At most this many.
+    pub limit: usize,
+}
+
+impl PendingQuery {
+    /// The calls waiting for a person (approval, suspended, output; not
+    /// tasks), 100 at a time.
+    pub fn waiting_for_people() -> Self {
+        PendingQuery {
+            kinds: vec![
+                PendingKind::Approval,
+                PendingKind::Suspended,
+                PendingKind::Output,
+            ],
+            tool_id: None,
+            after: None,
+            limit: 100,
+        }
+    }
+
+    /// Only the calls of `kind`.
+    #[must_use]
+    pub fn kind(mut self, kind: PendingKind) -> Self {
+        self.kinds.retain(|k| *k == kind);
+        self
+    }
+
+    /// Only the calls of `tool_id`.
+    #[must_use]
+    pub fn tool(mut self, tool_id: impl Into<String>) -> Self {
+        self.tool_id = Some(tool_id.into());
+        self
+    }
+
+    /// Only the calls after `call_id`.
+    #[must_use]
+    pub fn after(mut self, call_id: impl Into<String>) -> Self {
+        self.after = Some(call_id.into());
+        self
+    }
+
+    /// At most `limit` calls.
+    #[must_use]
+    pub fn limit(mut self, limit: usize) -> Self {
+        self.limit = limit;
+        self
+    }
+
+    /// Whether `call` (pending) is one this query selects.
+    pub fn selects(&self, call: &PendingCall) -> bool {
+        self.kinds.contains(&call.kind)
+            && self
+                .tool_id
+                .as_ref()
+                .is_none_or(|tool| *tool == call.tool_id)
+            && self
+                .after
+                .as_deref()
+                .is_none_or(|after| call.call_id.as_str() > after)
+    }
+}
+
 /// Why a call is pending.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -578,6 +661,22 @@ pub trait CallStore: Send + Sync + 'static {
     /// names its version: [`StoredCall::digest`]).
     fn list(&self) -> impl Future<Output = Result<Vec<StoredCall>, StoreError>> + Send;
 
+    /// One page of the pending calls `query` selects, ordered by call id:
+    /// what a listing of many calls reads. By default the calls of
+    /// [`list`](Self::list), filtered; a store with many calls answers
+    /// from an index (PostgreSQL does).
+    fn list_page(
+        &self,
+        query: PendingQuery,
+    ) -> impl Future<Output = Result<Vec<StoredCall>, StoreError>> + Send {
+        async move {
+            let mut calls = self.list().await?;
+            calls.retain(|stored| query.selects(&stored.call));
+            calls.truncate(query.limit);
+            Ok(calls)
+        }
+    }
+
     /// Appends `entry` to the audit log, which is never updated and never
     /// purged; returns the `seq` it was given (larger than every earlier
     /// one). Its call id is checked as a call's is, its detail as JSON is.
@@ -697,6 +796,13 @@ impl<S: CallStore> CallStore for std::sync::Arc<S> {
 
     fn list(&self) -> impl Future<Output = Result<Vec<StoredCall>, StoreError>> + Send {
         S::list(self)
+    }
+
+    fn list_page(
+        &self,
+        query: PendingQuery,
+    ) -> impl Future<Output = Result<Vec<StoredCall>, StoreError>> + Send {
+        S::list_page(self, query)
     }
 
     fn append_audit(

@@ -15,10 +15,10 @@ use tokio_postgres::{AsyncMessage, Config, NoTls, Row};
 use tool_core::Excerpt;
 
 use super::{
-    AuditEntry, AuditQuery, CallState, CallStore, Decided, PendingCall, PendingKind, Retention,
-    RunStore, Settlement, StoreError, StoreTransaction, StoredCall, StoredRun, TaskSignal,
-    TaskSignaller, Transition, storable_audit, storable_call, storable_id, storable_json,
-    storable_run_record,
+    AuditEntry, AuditQuery, CallState, CallStore, Decided, PendingCall, PendingKind, PendingQuery,
+    Retention, RunStore, Settlement, StoreError, StoreTransaction, StoredCall, StoredRun,
+    TaskSignal, TaskSignaller, Transition, storable_audit, storable_call, storable_id,
+    storable_json, storable_run_record,
 };
 
 mod transaction;
@@ -131,6 +131,8 @@ CREATE TABLE tool_runtime_audit (
     entry text NOT NULL
 );
 CREATE INDEX tool_runtime_audit_by_call ON tool_runtime_audit (call_id, seq);
+CREATE INDEX tool_runtime_calls_waiting ON tool_runtime_calls (call_id COLLATE \"C\")
+    WHERE state = 'pending';
 ALTER TABLE tool_runtime_calls ADD COLUMN requester text;
 ALTER TABLE tool_runtime_calls ADD COLUMN expires_at_ms bigint;";
 
@@ -981,6 +983,38 @@ impl PostgresStore {
         Ok(calls)
     }
 
+    /// A page from the index of pending calls by id (bytes order), the
+    /// kinds and tool filtered on the way.
+    async fn try_list_page(&self, query: &PendingQuery) -> Result<Vec<StoredCall>, Failure> {
+        let client = self.pool.get().await?;
+        let statement = client
+            .prepare_cached(&format!(
+                "SELECT {COLUMNS} FROM tool_runtime_calls
+                 WHERE state = 'pending' AND kind = ANY($1)
+                   AND ($2::text IS NULL OR tool_id = $2)
+                   AND ($3::text IS NULL OR call_id COLLATE \"C\" > $3)
+                 ORDER BY call_id COLLATE \"C\" LIMIT $4"
+            ))
+            .await?;
+        let kinds: Vec<&str> = query.kinds.iter().map(|kind| kind.as_str()).collect();
+        let limit = i64::try_from(query.limit).unwrap_or(i64::MAX);
+        let mut calls = Vec::new();
+        for row in client
+            .query(&statement, &[&kinds, &query.tool_id, &query.after, &limit])
+            .await?
+        {
+            match self.stored(&row) {
+                Ok(stored) => calls.push(stored),
+                Err(error) => {
+                    let call_id: Option<String> = row.try_get("call_id").ok();
+                    let error = self.failed("listing")(error);
+                    tracing::error!(call_id, %error, "unreadable pending call left in the store");
+                }
+            }
+        }
+        Ok(calls)
+    }
+
     async fn try_append_audit(&self, call_id: &str, text: &str) -> Result<u64, Failure> {
         let client = self.pool.get().await?;
         let statement = client
@@ -1131,6 +1165,12 @@ impl CallStore for PostgresStore {
         self.try_list()
             .await
             .map_err(self.failed("listing pending calls"))
+    }
+
+    async fn list_page(&self, query: PendingQuery) -> Result<Vec<StoredCall>, StoreError> {
+        self.try_list_page(&query)
+            .await
+            .map_err(self.failed("listing a page of pending calls"))
     }
 
     async fn append_audit(&self, entry: AuditEntry) -> Result<u64, StoreError> {

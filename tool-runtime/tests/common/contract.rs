@@ -18,7 +18,7 @@ use std::time::Duration;
 use serde_json::json;
 use tool_runtime::store::{
     AuditEntry, AuditKind, AuditQuery, CallStore, Decided, MAX_ID_BYTES, MAX_JSON_DEPTH,
-    RecordedOutcome, Retention, RunStore, Settlement, StoredRun, Transition,
+    PendingQuery, RecordedOutcome, Retention, RunStore, Settlement, StoredRun, Transition,
 };
 use tool_runtime::{CallState, PendingCall, PendingKind, StoreError, StoredCall};
 
@@ -75,6 +75,7 @@ pub async fn store_contract<S: CallStore + RunStore>(prefix: &str, fresh: impl F
     limits(&fresh(), prefix).await;
     audit_log(Arc::new(fresh()), prefix).await;
     edited_claims(&fresh(), prefix).await;
+    pages(&fresh(), prefix).await;
 }
 
 async fn lifecycle(store: &(impl CallStore + RunStore), p: &str) {
@@ -1401,4 +1402,45 @@ async fn edited_claims(store: &(impl CallStore + RunStore), p: &str) {
         .await
         .unwrap();
     assert!(matches!(again, Decided::Lost(Some(_))), "once");
+}
+
+/// Pages of pending calls: by id (bytes order), of the kinds and tool
+/// asked for, after a cursor, at most a limit; running, settled and other
+/// kinds' calls are not listed.
+async fn pages(store: &(impl CallStore + RunStore), p: &str) {
+    for n in 0..7 {
+        let (kind, tool) = match n % 3 {
+            0 => (PendingKind::Approval, "pay"),
+            1 => (PendingKind::Suspended, "ask"),
+            _ => (PendingKind::Task, "pay"),
+        };
+        let call = PendingCall::new(format!("{p}-page-{n}"), tool, kind, json!({ "n": n }));
+        store.insert(call).await.unwrap();
+    }
+    // A claimed approval is no longer pending.
+    let claimed = format!("{p}-page-3");
+    won(store
+        .decide(&claimed, PendingKind::Approval, run("a", LONG, None))
+        .await
+        .unwrap());
+    let ids = |page: Vec<StoredCall>| -> Vec<String> {
+        page.into_iter()
+            .map(|s| s.call.call_id.replace(&format!("{p}-page-"), ""))
+            .collect()
+    };
+    let people = PendingQuery::waiting_for_people();
+    assert_eq!(
+        ids(store.list_page(people.clone()).await.unwrap()),
+        ["0", "1", "4", "6"]
+    );
+    assert_eq!(
+        ids(store.list_page(people.clone().limit(2)).await.unwrap()),
+        ["0", "1"]
+    );
+    let after = people.clone().after(format!("{p}-page-1")).limit(2);
+    assert_eq!(ids(store.list_page(after).await.unwrap()), ["4", "6"]);
+    let pay = people.clone().tool("pay");
+    assert_eq!(ids(store.list_page(pay).await.unwrap()), ["0", "6"]);
+    let asked = people.kind(PendingKind::Suspended);
+    assert_eq!(ids(store.list_page(asked).await.unwrap()), ["1", "4"]);
 }

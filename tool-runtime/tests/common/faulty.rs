@@ -8,8 +8,8 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
 use tool_runtime::store::{
-    AuditEntry, AuditQuery, CallStore, Decided, Retention, RunStore, Settlement, StoreTransaction,
-    StoredRun, TaskSignal, Transition,
+    AuditEntry, AuditQuery, CallStore, Decided, PendingQuery, Retention, RunStore, Settlement,
+    StoreTransaction, StoredRun, TaskSignal, Transition,
 };
 use tool_runtime::{PendingCall, PendingKind, StoreError, StoredCall};
 
@@ -127,6 +127,9 @@ impl<S: CallStore> CallStore for Faulty<S> {
     }
     async fn list(&self) -> Result<Vec<StoredCall>, StoreError> {
         self.store.list().await
+    }
+    async fn list_page(&self, query: PendingQuery) -> Result<Vec<StoredCall>, StoreError> {
+        self.store.list_page(query).await
     }
     async fn append_audit(&self, entry: AuditEntry) -> Result<u64, StoreError> {
         self.store.append_audit(entry).await
