@@ -353,6 +353,69 @@ pub(crate) async fn audit<A: Authenticate>(
     Ok(Json(json!({ "entries": entries })))
 }
 
+/// The audit export's query: `?after=<seq>&limit=<n>` (at most 1,000).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ExportQuery {
+    after: Option<u64>,
+    limit: Option<usize>,
+}
+
+/// The most entries one export answers.
+const MAX_EXPORT: usize = 1_000;
+
+/// `GET /api/audit`: the audit log as JSON lines (`application/x-ndjson`),
+/// from `after`, the entries of the calls the principal may read (a call
+/// purged since is left out: its item cannot be authorized any more).
+pub(crate) async fn export<A: Authenticate>(
+    State(shared): State<Arc<Shared<A>>>,
+    Extension(principal): Extension<Principal>,
+    query: Result<Query<ExportQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Response, Refused> {
+    let Query(query) = query.map_err(|rejection| {
+        Refused::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_query",
+            rejection.body_text(),
+        )
+    })?;
+    let limit = query.limit.unwrap_or(MAX_EXPORT);
+    if limit == 0 || limit > MAX_EXPORT {
+        return Err(Refused::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_query",
+            format!("limit must be between 1 and {MAX_EXPORT}, got {limit}"),
+        ));
+    }
+    let entries = shared
+        .runtime
+        .audit(
+            AuditQuery::all()
+                .after(query.after.unwrap_or(0))
+                .limit(limit),
+        )
+        .await?;
+    let mut readable = std::collections::HashMap::new();
+    let mut lines = String::new();
+    for entry in entries {
+        if !readable.contains_key(&entry.call_id) {
+            let stored = shared.runtime.stored(&entry.call_id).await?;
+            let may =
+                stored.is_some_and(|s| shared.auth.authorize(&principal, &s.call, Action::Read));
+            readable.insert(entry.call_id.clone(), may);
+        }
+        if readable[&entry.call_id] {
+            lines.push_str(&entry.to_json_line());
+            lines.push('\n');
+        }
+    }
+    Ok((
+        [(axum::http::header::CONTENT_TYPE, "application/x-ndjson")],
+        lines,
+    )
+        .into_response())
+}
+
 /// A decision's body: the item's `digest` as listed, and nothing else to
 /// approve, `reason` to decline, `output` to respond, `data` to resume.
 #[derive(Debug, Deserialize)]

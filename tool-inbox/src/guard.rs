@@ -5,9 +5,12 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::extract::{ConnectInfo, Request, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse as _, Response};
+use tool_core::Excerpt;
+use tool_runtime::Runtime;
+use tool_runtime::store::{AuditEntry, AuditKind};
 
 use crate::api::{Shared, error_response};
 use crate::auth::{Authenticate, RequestHead};
@@ -59,6 +62,14 @@ pub(crate) async fn admit<A: Authenticate>(
     next: Next,
 ) -> Response {
     if !origin_allowed(request.headers(), &shared.options.allowed_origins) {
+        let origin = request.headers().get(header::ORIGIN);
+        let origin = origin
+            .and_then(|o| o.to_str().ok())
+            .unwrap_or_default()
+            .to_owned();
+        if request.method() == Method::POST {
+            audit_foreign_origin(&shared.runtime, request.uri().path().to_owned(), origin).await;
+        }
         return error_response(
             StatusCode::FORBIDDEN,
             "foreign_origin",
@@ -92,6 +103,52 @@ pub(crate) async fn admit<A: Authenticate>(
     }
 }
 
+/// Records a decision attempt from a foreign `Origin` (a POST to
+/// `.../api/items/{callId}/{action}`, at `path`) in the audit log, against
+/// the call if it exists; other refused requests decide nothing and are
+/// not logged.
+async fn audit_foreign_origin(runtime: &Runtime, path: String, origin: String) {
+    let mut segments = path.rsplit('/');
+    let (Some(action), Some(call_id)) = (segments.next(), segments.next()) else {
+        return;
+    };
+    let Ok(call_id) = percent_decoded(call_id) else {
+        return;
+    };
+    let Ok(Some(stored)) = runtime.stored(&call_id).await else {
+        return;
+    };
+    let attempt = AuditEntry::new(AuditKind::Refused, &call_id, &stored.call.tool_id, action)
+        .reason(format!("foreign Origin {:?}", Excerpt::of(&origin)));
+    if let Err(error) = runtime.append_audit(attempt).await {
+        tracing::error!(%error, "a refused attempt was not logged");
+    }
+}
+
+/// `segment` of a path with its `%XX` escapes decoded (an agent's call id
+/// holds a `/`, sent as `%2F`).
+fn percent_decoded(segment: &str) -> Result<String, std::string::FromUtf8Error> {
+    let bytes = segment.as_bytes();
+    let mut decoded = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok());
+        match (bytes[i], hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
+            (b'%', Some(byte)) => {
+                decoded.push(byte);
+                i += 3;
+            }
+            (byte, _) => {
+                decoded.push(byte);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(decoded)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -115,6 +172,13 @@ mod tests {
             &with("https://ops.example.com", "inbox:80"),
             &allowed
         ));
+    }
+
+    #[test]
+    fn path_segments_are_percent_decoded() {
+        assert_eq!(percent_decoded("run-1%2Fcall-2").unwrap(), "run-1/call-2");
+        assert_eq!(percent_decoded("100%").unwrap(), "100%");
+        assert!(percent_decoded("%ff").is_err());
     }
 
     #[test]

@@ -30,6 +30,7 @@
 //! | `POST /api/items/{callId}/respond` `{"digest", "output": ...}` | the call settled with that output; its tool never runs |
 //! | `POST /api/items/{callId}/resume` `{"digest", "data": ...}` | the suspended call resumed |
 //! | `POST /api/items/{callId}/edit` `{"digest", "edit": {...}}` | the call approved with its editable fields (`editSchema`) changed |
+//! | `GET /api/audit?after=&limit=` | the audit log as JSON lines (`application/x-ndjson`), the entries of the calls the principal may read, from a `seq` |
 //! | `GET /api/items/{callId}/audit` | `{"entries": [...]}`: the call's requests, decisions and refused attempts, pending or settled |
 //! | `GET /` | the web page (and its `inbox.js`, `inbox.css`): no authentication, it asks for the token |
 //! | `GET /api/events` | server-sent events: `item` (an item, as listed) for each item waiting and each new one, `settled` (`{"callId"}`) for each one decided, on any instance sharing the store |
@@ -184,6 +185,7 @@ impl<A: Authenticate> Inbox<A> {
             .route("/api/items", get(api::list::<A>))
             .route("/api/items/{call_id}", get(api::read::<A>))
             .route("/api/items/{call_id}/audit", get(api::audit::<A>))
+            .route("/api/audit", get(api::export::<A>))
             .route("/api/items/{call_id}/{action}", post(api::decide::<A>))
             .route("/api/events", get(events::events::<A>))
             .layer(middleware::from_fn_with_state(

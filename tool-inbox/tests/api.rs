@@ -828,3 +828,104 @@ async fn pages_of_one_principals_items_span_the_store_in_order() {
     let expected: Vec<String> = (0..230).step_by(2).map(|n| format!("c{n:03}")).collect();
     assert_eq!(seen, expected);
 }
+
+#[tokio::test]
+async fn foreign_origins_are_logged_and_the_log_exports_as_json_lines_per_principal() {
+    let runtime = runtime(Arc::new(AtomicUsize::new(0)));
+    for (id, team) in [("r1", "red"), ("b1", "blue")] {
+        let call = ToolCall::new(
+            id,
+            "transfer",
+            json!({ "amount": 1, "apiKey": "sk-secret" }),
+        )
+        .with_request_context(RequestContext::new().with("team", team));
+        runtime.call(call).await;
+    }
+    let auth = Authorized::new(
+        BearerTokens::new()
+            .token("red-token", Principal::new("red"))
+            .token("blue-token", Principal::new("blue")),
+        |principal, item, _action| {
+            item.request_context.get("team").and_then(Value::as_str) == Some(principal.id())
+        },
+    );
+    let router = tool_inbox::router(runtime.clone(), auth);
+    let mut forged = decision(&router, "/api/items/r1/approve", "red-token", json!({})).await;
+    forged
+        .headers_mut()
+        .insert(header::ORIGIN, "http://evil.example".parse().unwrap());
+    forged
+        .headers_mut()
+        .insert(header::HOST, "127.0.0.1:8080".parse().unwrap());
+    assert_eq!(send(&router, forged).await.0, StatusCode::FORBIDDEN);
+    assert!(
+        runtime
+            .stored("r1")
+            .await
+            .unwrap()
+            .unwrap()
+            .state
+            .is_pending()
+    );
+    let (status, _, _) = send(
+        &router,
+        decision(
+            &router,
+            "/api/items/r1/decline",
+            "red-token",
+            json!({ "reason": "no" }),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+
+    let response = router
+        .clone()
+        .oneshot(get("/api/audit", "red-token"))
+        .await
+        .unwrap();
+    assert_eq!(
+        response.headers()[header::CONTENT_TYPE],
+        "application/x-ndjson"
+    );
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    let lines: Vec<Value> = std::str::from_utf8(&body)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let seen: Vec<(&str, &str, &str)> = lines
+        .iter()
+        .map(|l| {
+            (
+                l["callId"].as_str().unwrap(),
+                l["kind"].as_str().unwrap(),
+                l["action"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("r1", "requested", "approval"),
+            ("r1", "refused", "approve"),
+            ("r1", "decided", "decline")
+        ],
+        "red's calls only"
+    );
+    assert!(
+        lines[1]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("evil.example")
+    );
+    assert!(!std::str::from_utf8(&body).unwrap().contains("sk-secret"));
+    let after = lines[1]["seq"].as_u64().unwrap();
+    let (status, _, _) = send(
+        &router,
+        get(&format!("/api/audit?after={after}&limit=5000"), "red-token"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "a bounded export");
+}
