@@ -17,7 +17,7 @@ use std::future::Future;
 use std::pin::Pin;
 
 use tool_core::transform::{CallValues, OwnedCallValues, Phase};
-use tool_core::{ContentPart, ErrorKind, ModelError, ModelOutput};
+use tool_core::{ContentPart, ErrorKind, Excerpt, ModelError, ModelOutput};
 use tool_runtime::CallOutcome;
 
 use crate::chunk::{AgentChunk, FinishReason, approval_schema};
@@ -584,10 +584,13 @@ impl RunMachine {
                 None
             }
             Some(_) => Some(format!(
-                "Call {suspended} is not a suspended call of tool {tool_name} in this run: it was not resumed."
+                "Call {} is not a suspended call of tool {} in this run: it was not resumed.",
+                Excerpt::of(suspended),
+                Excerpt::of(tool_name)
             )),
             None => Some(format!(
-                "No suspended call {suspended} waits in this run: nothing was resumed."
+                "No suspended call {} waits in this run: nothing was resumed.",
+                Excerpt::of(suspended)
             )),
         }
     }
@@ -686,8 +689,10 @@ fn task_message(call_id: &str, task: &BackgroundTask, settled: Settled) -> Messa
         ("completed", "Result")
     };
     Message::user(format!(
-        "Background task {} of tool {} (call {call_id}) {ended}. {label}: {content}",
-        task.task_id, task.tool_name
+        "Background task {} of tool {} (call {}) {ended}. {label}: {content}",
+        task.task_id,
+        task.tool_name,
+        Excerpt::of(call_id)
     ))
 }
 

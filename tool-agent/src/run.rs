@@ -237,7 +237,7 @@ impl Runner {
                 self.on_step_report(&mut step, report, chunks).await?;
             }
             let (outcome, mut watch) = joined.unwrap_or_else(|error| {
-                let message = format!("Tool {tool_name} did not finish: {error}");
+                let message = format!("Tool {} did not finish: {error}", Excerpt::of(&tool_name));
                 let error = ModelError::new(ErrorKind::Execution, message);
                 (CallOutcome::Failed { error }, None)
             });
