@@ -4,11 +4,12 @@
 
 use std::sync::Arc;
 
+use axum::Extension;
 use axum::Json;
+use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::{Extension, extract::rejection::JsonRejection};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tool_core::Excerpt;
@@ -80,6 +81,29 @@ impl IntoResponse for Refused {
 impl From<JsonRejection> for Refused {
     fn from(rejection: JsonRejection) -> Self {
         Refused::new(rejection.status(), "invalid_body", rejection.body_text())
+    }
+}
+
+impl From<QueryRejection> for Refused {
+    fn from(rejection: QueryRejection) -> Self {
+        Refused::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_query",
+            rejection.body_text(),
+        )
+    }
+}
+
+/// The `limit` of a query, `default` when it gives none; refused unless
+/// between 1 and `max`.
+fn bounded_limit(limit: Option<usize>, default: usize, max: usize) -> Result<usize, Refused> {
+    match limit.unwrap_or(default) {
+        limit @ 1.. if limit <= max => Ok(limit),
+        limit => Err(Refused::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_query",
+            format!("limit must be between 1 and {max}, got {limit}"),
+        )),
     }
 }
 
@@ -270,24 +294,11 @@ impl ListQuery {
 pub(crate) async fn list<A: Authenticate>(
     State(shared): State<Arc<Shared<A>>>,
     Extension(principal): Extension<Principal>,
-    query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
+    query: Result<Query<ListQuery>, QueryRejection>,
 ) -> Result<Json<Value>, Refused> {
-    let Query(query) = query.map_err(|rejection| {
-        Refused::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "invalid_query",
-            rejection.body_text(),
-        )
-    })?;
+    let Query(query) = query?;
     let max = shared.options.max_page;
-    let limit = query.limit.unwrap_or(max.min(50));
-    if limit == 0 || limit > max {
-        return Err(Refused::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "invalid_query",
-            format!("limit must be between 1 and {max}, got {limit}"),
-        ));
-    }
+    let limit = bounded_limit(query.limit, max.min(50), max)?;
     // Pages of the store's index until one more item than asked is found
     // (the principal's and the query's filters apply on the way).
     let mut store_query = PendingQuery::waiting_for_people().limit(STORE_PAGE);
@@ -370,23 +381,10 @@ const MAX_EXPORT: usize = 1_000;
 pub(crate) async fn export<A: Authenticate>(
     State(shared): State<Arc<Shared<A>>>,
     Extension(principal): Extension<Principal>,
-    query: Result<Query<ExportQuery>, axum::extract::rejection::QueryRejection>,
+    query: Result<Query<ExportQuery>, QueryRejection>,
 ) -> Result<Response, Refused> {
-    let Query(query) = query.map_err(|rejection| {
-        Refused::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "invalid_query",
-            rejection.body_text(),
-        )
-    })?;
-    let limit = query.limit.unwrap_or(MAX_EXPORT);
-    if limit == 0 || limit > MAX_EXPORT {
-        return Err(Refused::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "invalid_query",
-            format!("limit must be between 1 and {MAX_EXPORT}, got {limit}"),
-        ));
-    }
+    let Query(query) = query?;
+    let limit = bounded_limit(query.limit, MAX_EXPORT, MAX_EXPORT)?;
     let entries = shared
         .runtime
         .audit(

@@ -332,17 +332,9 @@ impl Decisions {
                 match edited {
                     Ok(edited) => Claim::RunEdited(edited),
                     Err(error) => {
-                        span.in_scope(|| {
-                            tracing::info!(%error, "edit rejected; the call still waits");
-                        });
-                        let known = CallValues {
-                            input: Some(&stored.call.input),
-                            ..CallValues::default()
-                        };
-                        let failed =
-                            self.path
-                                .failed(Some(&tool), call_id, tool.id(), error, known);
-                        return Ok(failed.instrument(span.clone()).await);
+                        let known = CallValues::default().with(Phase::Input, &stored.call.input);
+                        let left = self.left_waiting(&tool, call_id, error, known, "edit");
+                        return Ok(left.instrument(span.clone()).await);
                     }
                 }
             }
@@ -353,19 +345,14 @@ impl Decisions {
                     .with_request_context(RequestContext::from(stored.call.request_context.clone()))
                     .resuming(data.clone(), stored.call.payload.clone());
                 if let Err(error) = tool.admit(stored.call.input.clone(), check) {
-                    span.in_scope(|| {
-                        tracing::info!(%error, "resume data rejected; the call stays suspended");
-                    });
                     let known = CallValues {
                         input: Some(&stored.call.input),
                         suspend_payload: stored.call.payload.as_ref(),
                         resume_data: Some(data),
                         ..CallValues::default()
                     };
-                    let failed = self
-                        .path
-                        .failed(Some(&tool), call_id, tool.id(), error, known);
-                    return Ok(failed.instrument(span.clone()).await);
+                    let left = self.left_waiting(&tool, call_id, error, known, "resume data");
+                    return Ok(left.instrument(span.clone()).await);
                 }
                 Claim::Run(Some(data.clone()))
             }
@@ -380,17 +367,9 @@ impl Decisions {
                         state: None,
                     }),
                     Err(error) => {
-                        span.in_scope(|| {
-                            tracing::info!(%error, "output rejected; the call still waits");
-                        });
-                        let known = CallValues {
-                            input: Some(&stored.call.input),
-                            ..CallValues::default()
-                        };
-                        let failed =
-                            self.path
-                                .failed(Some(&tool), call_id, tool.id(), error, known);
-                        return Ok(failed.instrument(span.clone()).await);
+                        let known = CallValues::default().with(Phase::Input, &stored.call.input);
+                        let left = self.left_waiting(&tool, call_id, error, known, "output");
+                        return Ok(left.instrument(span.clone()).await);
                     }
                 }
             }
@@ -451,6 +430,23 @@ impl Decisions {
             _ => None,
         };
         self.run_stored(stored, lease, resume_data, extensions)
+            .await
+    }
+
+    /// The answer to a decision whose value (`what`: resume data, an edit,
+    /// an output) `tool` refused before anything changed: the call still
+    /// waits, and the decider gets the model-readable error.
+    async fn left_waiting(
+        &self,
+        tool: &Tool,
+        call_id: &str,
+        error: ModelError,
+        known: CallValues<'_>,
+        what: &str,
+    ) -> CallOutcome {
+        tracing::info!(%error, "{what} rejected; the call still waits");
+        self.path
+            .failed(Some(tool), call_id, tool.id(), error, known)
             .await
     }
 

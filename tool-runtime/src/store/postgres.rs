@@ -967,12 +967,18 @@ impl PostgresStore {
                  WHERE state = 'pending' ORDER BY call_id COLLATE \"C\""
             ))
             .await?;
-        let mut calls = Vec::new();
-        for row in client.query(&statement, &[]).await? {
+        let rows = client.query(&statement, &[]).await?;
+        Ok(self.readable(rows))
+    }
+
+    /// The calls of listed `rows`. One bad row must not hide every other
+    /// call: it is reported, left for the operator, and named by get and
+    /// decide.
+    fn readable(&self, rows: Vec<Row>) -> Vec<StoredCall> {
+        let mut calls = Vec::with_capacity(rows.len());
+        for row in rows {
             match self.stored(&row) {
                 Ok(stored) => calls.push(stored),
-                // One bad row must not hide every other call: it is
-                // reported, left for the operator, and named by get and decide.
                 Err(error) => {
                     let call_id: Option<String> = row.try_get("call_id").ok();
                     let error = self.failed("listing")(error);
@@ -980,7 +986,7 @@ impl PostgresStore {
                 }
             }
         }
-        Ok(calls)
+        calls
     }
 
     /// A page from the index of pending calls by id (bytes order), the
@@ -998,21 +1004,10 @@ impl PostgresStore {
             .await?;
         let kinds: Vec<&str> = query.kinds.iter().map(|kind| kind.as_str()).collect();
         let limit = i64::try_from(query.limit).unwrap_or(i64::MAX);
-        let mut calls = Vec::new();
-        for row in client
+        let rows = client
             .query(&statement, &[&kinds, &query.tool_id, &query.after, &limit])
-            .await?
-        {
-            match self.stored(&row) {
-                Ok(stored) => calls.push(stored),
-                Err(error) => {
-                    let call_id: Option<String> = row.try_get("call_id").ok();
-                    let error = self.failed("listing")(error);
-                    tracing::error!(call_id, %error, "unreadable pending call left in the store");
-                }
-            }
-        }
-        Ok(calls)
+            .await?;
+        Ok(self.readable(rows))
     }
 
     async fn try_append_audit(&self, call_id: &str, text: &str) -> Result<u64, Failure> {
