@@ -253,7 +253,7 @@ impl Decisions {
         } = deciding;
         let calls = self.path.stored();
         let stored = match calls.lookup(call_id, decision.pending_kinds()).await? {
-            Lookup::Settled(outcome) => return deciding.lost(outcome),
+            Lookup::Settled(outcome) => return self.lost(deciding, &decision, outcome).await,
             Lookup::Pending(stored) => stored,
         };
         let refused = |reason: &str, decider: &Decider| {
@@ -269,10 +269,7 @@ impl Decisions {
         };
         if stored.call.expired(now_ms()) {
             let outcome = self.expire(&stored).await?;
-            if let Some(decider) = decider {
-                calls.audit(refused("expired", decider)).await;
-            }
-            return deciding.lost(outcome);
+            return self.lost(deciding, &decision, outcome).await;
         }
         if let Some(decider) = decider
             && decider.digest != stored.digest()
@@ -387,7 +384,9 @@ impl Decisions {
             calls.audit(entry.await).await;
         }
         let (stored, lease) = match verdict {
-            Verdict::AlreadySettled(outcome) => return deciding.lost(outcome),
+            Verdict::AlreadySettled(outcome) => {
+                return self.lost(deciding, &decision, outcome).await;
+            }
             Verdict::Settled(stored) => {
                 let settled = self.settled(&stored.call, settles);
                 return Ok(settled.instrument(span).await);
@@ -450,6 +449,40 @@ impl Decisions {
             .await
     }
 
+    /// The answer to `decision`, which another decision (or the call's
+    /// expiry) beat: its recorded outcome; for a decider, an error carrying
+    /// it, and the attempt in the audit log as refused (`expired`, or
+    /// `decided already`), however the loss was noticed.
+    async fn lost(
+        &self,
+        deciding: DecidingCall<'_>,
+        decision: &Decision,
+        outcome: CallOutcome,
+    ) -> Result<CallOutcome, RuntimeError> {
+        let Some(decider) = deciding.decider else {
+            return Ok(outcome);
+        };
+        let calls = self.path.stored();
+        let call_id = deciding.call_id;
+        let tool_id = match calls.get(call_id).await {
+            Ok(Some(stored)) => stored.call.tool_id,
+            // Purged or unreadable meanwhile: the entry still names the call.
+            _ => String::new(),
+        };
+        let expired =
+            matches!(&outcome, CallOutcome::Declined { reason: Some(reason) } if reason == EXPIRED);
+        let reason = if expired { EXPIRED } else { "decided already" };
+        let attempt = AuditEntry::new(AuditKind::Refused, call_id, tool_id, decision.step())
+            .principal(&decider.principal)
+            .digest(&decider.digest)
+            .reason(reason);
+        calls.audit(attempt).await;
+        Err(RuntimeError::AlreadyDecided {
+            call_id: call_id.to_owned(),
+            outcome: Box::new(outcome),
+        })
+    }
+
     /// Declines `stored`, waiting for approval past its expiry, with the
     /// reason `expired`, unless another decision settled it first; either
     /// way, what was recorded. The expiry goes to the audit log once, by
@@ -457,7 +490,7 @@ impl Decisions {
     async fn expire(&self, stored: &StoredCall) -> Result<CallOutcome, RuntimeError> {
         let call = &stored.call;
         let expired = RecordedOutcome::Declined {
-            reason: Some("expired".to_owned()),
+            reason: Some(EXPIRED.to_owned()),
         };
         let calls = self.path.stored();
         let verdict = calls
@@ -471,7 +504,7 @@ impl Decisions {
             Verdict::Settled(stored) => {
                 let entry =
                     AuditEntry::new(AuditKind::Decided, &call.call_id, &call.tool_id, "expire")
-                        .reason("expired");
+                        .reason(EXPIRED);
                 calls.audit(entry).await;
                 Ok(self.settled(&stored.call, Some(expired)).await)
             }
@@ -896,6 +929,9 @@ impl Decision {
     }
 }
 
+/// The reason of an approval declined because it expired.
+const EXPIRED: &str = "expired";
+
 /// The call a decision is about, and by whom.
 #[derive(Clone, Copy)]
 struct DecidingCall<'a> {
@@ -903,20 +939,6 @@ struct DecidingCall<'a> {
     /// The tool a typed decision expects.
     tool_id: Option<&'static str>,
     decider: Option<&'a Decider>,
-}
-
-impl DecidingCall<'_> {
-    /// The answer to a decision another one beat: its recorded outcome,
-    /// or, for a decider, an error carrying it.
-    fn lost(&self, outcome: CallOutcome) -> Result<CallOutcome, RuntimeError> {
-        match self.decider {
-            None => Ok(outcome),
-            Some(_) => Err(RuntimeError::AlreadyDecided {
-                call_id: self.call_id.to_owned(),
-                outcome: Box::new(outcome),
-            }),
-        }
-    }
 }
 
 /// `value`, a typed decision's data for call `call_id`, as JSON.

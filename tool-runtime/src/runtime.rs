@@ -522,8 +522,8 @@ impl Runtime {
     /// which a listing gives). A call that changed since (another digest)
     /// is refused with [`RuntimeError::StaleDigest`]; a decision another
     /// one beat is [`RuntimeError::AlreadyDecided`], with what that one
-    /// recorded. The decision, or the refused attempt, is appended to the
-    /// audit log ([`audit`](Self::audit)) with the principal, the digest
+    /// recorded. The decision, or the refused attempt (a stale digest, a
+    /// decision beaten or expired), is appended to the audit log ([`audit`](Self::audit)) with the principal, the digest
     /// and the values as the tool's display transforms show them.
     ///
     /// ```
@@ -550,7 +550,12 @@ impl Runtime {
     ///
     /// let log = runtime.audit(AuditQuery::all().call("c1")).await.unwrap();
     /// let kinds: Vec<_> = log.iter().map(|e| (e.kind, e.principal.as_deref())).collect();
-    /// assert_eq!(kinds, [(AuditKind::Requested, None), (AuditKind::Refused, Some("bob")), (AuditKind::Decided, Some("alice"))]);
+    /// assert_eq!(kinds, [
+    ///     (AuditKind::Requested, None),
+    ///     (AuditKind::Refused, Some("bob")),     // a stale digest
+    ///     (AuditKind::Decided, Some("alice")),
+    ///     (AuditKind::Refused, Some("carol")),   // decided already
+    /// ]);
     /// # });
     /// ```
     pub fn decide_as(
