@@ -24,8 +24,8 @@ use crate::events::{EventKind, Payload};
 use crate::outcome::CallOutcome;
 use crate::pipeline::{CallPath, Entry, call_span, now_ms};
 use crate::store::{
-    AuditEntry, AuditKind, PendingCall, PendingKind, PendingQuery, RecordedOutcome, Settlement,
-    StoredCall,
+    AuditEntry, AuditKind, Expected, PendingCall, PendingKind, PendingQuery, RecordedOutcome,
+    Settlement, StoredCall,
 };
 use crate::stored::{Claim, Lease, Lookup, NotRecorded, Verdict};
 
@@ -376,7 +376,23 @@ impl Decisions {
             Claim::Run(_) | Claim::RunEdited(_) => None,
         };
         let before = stored.call.input.clone();
-        let verdict = calls.decide(call_id, kind, claim).await?;
+        // A person decided on the version their digest names: the
+        // transition applies to that version only.
+        let expected = match decider {
+            Some(_) => Expected::from(kind).at(stored.epoch),
+            None => Expected::from(kind),
+        };
+        let verdict = match calls.decide(call_id, expected, claim).await {
+            Err(RuntimeError::StaleDigest { .. }) if let Some(decider) = decider => {
+                calls
+                    .audit(refused("stale or foreign digest", decider))
+                    .await;
+                return Err(RuntimeError::StaleDigest {
+                    call_id: call_id.to_owned(),
+                });
+            }
+            verdict => verdict?,
+        };
         if let (Some(decider), Verdict::Settled(stored) | Verdict::Claimed(stored, _)) =
             (decider, &verdict)
         {
@@ -496,7 +512,7 @@ impl Decisions {
         let verdict = calls
             .decide(
                 &call.call_id,
-                PendingKind::Approval,
+                PendingKind::Approval.into(),
                 Claim::Settle(expired.clone()),
             )
             .await?;

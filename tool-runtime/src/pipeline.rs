@@ -704,7 +704,7 @@ impl CallPath {
             return Ok(None);
         }
         match calls
-            .decide(call_id, PendingKind::Task, Claim::Run(None))
+            .decide(call_id, PendingKind::Task.into(), Claim::Run(None))
             .await
         {
             Ok(Verdict::Claimed(_, lease)) => Ok(Some(lease)),

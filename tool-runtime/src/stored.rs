@@ -13,8 +13,8 @@ use tool_core::{AbortSignal, Excerpt};
 use crate::error::RuntimeError;
 use crate::outcome::CallOutcome;
 use crate::store::{
-    AuditEntry, AuditKind, AuditQuery, CallState, CallStore, Committed, Decided, PendingCall,
-    PendingKind, PendingQuery, RecordedOutcome, Retention, Settlement, StoreError,
+    AuditEntry, AuditKind, AuditQuery, CallState, CallStore, Committed, Decided, Expected,
+    PendingCall, PendingKind, PendingQuery, RecordedOutcome, Retention, Settlement, StoreError,
     StoreTransaction, StoredCall, TaskSignal, Transition,
 };
 
@@ -28,7 +28,7 @@ pub(crate) trait DynCallStore: Send + Sync + 'static {
     fn decide<'a>(
         &'a self,
         call_id: &'a str,
-        kind: PendingKind,
+        expected: Expected,
         transition: Transition,
     ) -> StoreFuture<'a, Decided>;
     fn renew<'a>(&'a self, call_id: &'a str, epoch: u64, lease: Duration) -> StoreFuture<'a, bool>;
@@ -70,10 +70,10 @@ impl<S: CallStore> DynCallStore for S {
     fn decide<'a>(
         &'a self,
         call_id: &'a str,
-        kind: PendingKind,
+        expected: Expected,
         transition: Transition,
     ) -> StoreFuture<'a, Decided> {
-        Box::pin(CallStore::decide(self, call_id, kind, transition))
+        Box::pin(CallStore::decide(self, call_id, expected, transition))
     }
 
     fn renew<'a>(&'a self, call_id: &'a str, epoch: u64, lease: Duration) -> StoreFuture<'a, bool> {
@@ -381,7 +381,7 @@ impl StoredCalls {
     pub(crate) async fn decide(
         &self,
         call_id: &str,
-        kind: PendingKind,
+        expected: Expected,
         claim: Claim,
     ) -> Result<Verdict, RuntimeError> {
         let transition = match claim {
@@ -398,7 +398,7 @@ impl StoredCalls {
             },
         };
         let asked = Instant::now();
-        match self.store.decide(call_id, kind, transition).await? {
+        match self.store.decide(call_id, expected, transition).await? {
             Decided::Won(stored) if matches!(stored.state, CallState::Running { .. }) => {
                 let lease = self.lease_of(&stored, asked);
                 Ok(Verdict::Claimed(stored, lease))
@@ -407,6 +407,15 @@ impl StoredCalls {
                 self.note_finished();
                 self.purge_if_due().await;
                 Ok(Verdict::Settled(stored))
+            }
+            // Still waiting for the same, under another token: a later
+            // version of the call than the one decided on.
+            Decided::Lost(Some(found))
+                if found.state.is_pending() && found.call.kind == expected.kind =>
+            {
+                Err(RuntimeError::StaleDigest {
+                    call_id: call_id.to_owned(),
+                })
             }
             Decided::Lost(found) => self
                 .not_pending(call_id, found)

@@ -7,9 +7,9 @@ use std::time::{Duration, SystemTime};
 use serde_json::Value;
 
 use super::{
-    AuditEntry, AuditQuery, CallState, CallStore, Decided, PendingCall, PendingKind, Retention,
-    RunStore, Settlement, StoreError, StoredCall, StoredRun, TaskSignal, TaskSignaller, Transition,
-    storable_audit, storable_call, storable_json, storable_run_record,
+    AuditEntry, AuditQuery, CallState, CallStore, Decided, Expected, PendingCall, PendingKind,
+    Retention, RunStore, Settlement, StoreError, StoredCall, StoredRun, TaskSignal, TaskSignaller,
+    Transition, storable_audit, storable_call, storable_json, storable_run_record,
 };
 
 /// A [`CallStore`] in memory, the default when no store is configured:
@@ -109,9 +109,10 @@ impl CallStore for MemoryStore {
     async fn decide(
         &self,
         call_id: &str,
-        kind: PendingKind,
+        expected: impl Into<Expected> + Send,
         transition: Transition,
     ) -> Result<Decided, StoreError> {
+        let expected = expected.into();
         match &transition {
             Transition::Run {
                 resume_data: Some(data),
@@ -125,7 +126,7 @@ impl CallStore for MemoryStore {
         let Some(stored) = state.calls.get_mut(call_id) else {
             return Ok(Decided::Lost(None));
         };
-        if !stored.state.is_pending() || stored.call.kind != kind {
+        if !expected.matches(stored) {
             return Ok(Decided::Lost(Some(stored.clone())));
         }
         let now = SystemTime::now();

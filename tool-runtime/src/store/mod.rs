@@ -43,7 +43,9 @@ pub use sqlite::SqliteStore;
 #[cfg(feature = "sqlite")]
 #[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
 pub use sqlite::SqliteTransaction;
-pub use state::{CallState, Decided, RecordedOutcome, Settlement, StoredCall, Transition};
+pub use state::{
+    CallState, Decided, Expected, RecordedOutcome, Settlement, StoredCall, Transition,
+};
 pub use transaction::{CommitFuture, Committed, StoreTransaction, TransactionEnded};
 
 /// The deepest JSON value a store keeps: 127 levels of arrays and objects,
@@ -571,13 +573,13 @@ pub trait CallStore: Send + Sync + 'static {
     /// call with its id is stored, in any state.
     fn insert(&self, call: PendingCall) -> impl Future<Output = Result<(), StoreError>> + Send;
 
-    /// Applies `transition` to the call `call_id` if it is pending for
-    /// `kind`, atomically; otherwise changes nothing and returns the call as
-    /// it is.
+    /// Applies `transition` to the call `call_id` if it is as `expected`
+    /// (pending for a kind, or a [`PendingKind`] alone; at a fencing token),
+    /// atomically; otherwise changes nothing and returns the call as it is.
     fn decide(
         &self,
         call_id: &str,
-        kind: PendingKind,
+        expected: impl Into<Expected> + Send,
         transition: Transition,
     ) -> impl Future<Output = Result<Decided, StoreError>> + Send;
 
@@ -730,10 +732,10 @@ impl<S: CallStore> CallStore for std::sync::Arc<S> {
     fn decide(
         &self,
         call_id: &str,
-        kind: PendingKind,
+        expected: impl Into<Expected> + Send,
         transition: Transition,
     ) -> impl Future<Output = Result<Decided, StoreError>> + Send {
-        S::decide(self, call_id, kind, transition)
+        S::decide(self, call_id, expected, transition)
     }
 
     fn renew(

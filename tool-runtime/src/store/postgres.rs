@@ -15,9 +15,9 @@ use tokio_postgres::{AsyncMessage, Config, NoTls, Row};
 use tool_core::Excerpt;
 
 use super::{
-    AuditEntry, AuditQuery, CallState, CallStore, Decided, PendingCall, PendingKind, PendingQuery,
-    Retention, RunStore, Settlement, StoreError, StoreTransaction, StoredCall, StoredRun,
-    TaskSignal, TaskSignaller, Transition, storable_audit, storable_call, storable_id,
+    AuditEntry, AuditQuery, CallState, CallStore, Decided, Expected, PendingCall, PendingKind,
+    PendingQuery, Retention, RunStore, Settlement, StoreError, StoreTransaction, StoredCall,
+    StoredRun, TaskSignal, TaskSignaller, Transition, storable_audit, storable_call, storable_id,
     storable_json, storable_run_record,
 };
 
@@ -567,9 +567,11 @@ impl PostgresStore {
     async fn try_decide(
         &self,
         call_id: &str,
-        kind: PendingKind,
+        expected: Expected,
         transition: Transition,
     ) -> Result<Decided, Failure> {
+        let kind = expected.kind.as_str();
+        let epoch = expected.epoch.map(epoch_value);
         let mut client = self.pool.get().await?;
         // One transaction, so that a call whose row does not read back is
         // left as it was (rolled back) rather than claimed and unusable.
@@ -591,6 +593,7 @@ impl PostgresStore {
                              attempt = attempt + 1, resume_data = $5,
                              epoch = nextval('tool_runtime_epochs')
                          WHERE call_id = $1 AND state = 'pending' AND kind = $2
+                             AND ($6::bigint IS NULL OR epoch = $6)
                          RETURNING {COLUMNS}"
                     ))
                     .await?;
@@ -598,10 +601,11 @@ impl PostgresStore {
                     &statement,
                     &[
                         &call_id,
-                        &kind.as_str(),
+                        &kind,
                         owner,
                         &millis(*lease),
                         &resume_text,
+                        &epoch,
                     ],
                 )
                 .await?
@@ -619,12 +623,13 @@ impl PostgresStore {
                              attempt = attempt + 1, resume_data = NULL, input = $5,
                              epoch = nextval('tool_runtime_epochs')
                          WHERE call_id = $1 AND state = 'pending' AND kind = $2
+                             AND ($6::bigint IS NULL OR epoch = $6)
                          RETURNING {COLUMNS}"
                     ))
                     .await?;
                 tx.query_opt(
                     &statement,
-                    &[&call_id, &kind.as_str(), owner, &millis(*lease), &input],
+                    &[&call_id, &kind, owner, &millis(*lease), &input, &epoch],
                 )
                 .await?
             }
@@ -635,10 +640,11 @@ impl PostgresStore {
                         "UPDATE tool_runtime_calls SET state = 'settled', owner = NULL,
                              lease_expires_at = NULL, outcome = $3, settled_at = now()
                          WHERE call_id = $1 AND state = 'pending' AND kind = $2
+                             AND ($4::bigint IS NULL OR epoch = $4)
                          RETURNING {COLUMNS}"
                     ))
                     .await?;
-                tx.query_opt(&statement, &[&call_id, &kind.as_str(), &outcome])
+                tx.query_opt(&statement, &[&call_id, &kind, &outcome, &epoch])
                     .await?
             }
         };
@@ -647,7 +653,7 @@ impl PostgresStore {
             tx.commit().await?;
             return Ok(Decided::Won(stored));
         }
-        // Not pending for `kind` (or no such call): nothing changed.
+        // Not as expected (or no such call): nothing changed.
         let found = self.read(&tx, call_id).await?;
         tx.rollback().await?;
         Ok(Decided::Lost(found))
@@ -1065,14 +1071,14 @@ impl CallStore for PostgresStore {
     async fn decide(
         &self,
         call_id: &str,
-        kind: PendingKind,
+        expected: impl Into<Expected> + Send,
         transition: Transition,
     ) -> Result<Decided, StoreError> {
         // An id no store keeps is not stored (asking would fail on a NUL).
         if !storable_id(call_id) {
             return Ok(Decided::Lost(None));
         }
-        self.try_decide(call_id, kind, transition)
+        self.try_decide(call_id, expected.into(), transition)
             .await
             .map_err(self.failed(format_args!("deciding call {:?}", Excerpt::of(call_id))))
     }

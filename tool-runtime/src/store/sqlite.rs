@@ -14,7 +14,7 @@ use serde_json::Value;
 use tool_core::Excerpt;
 
 use super::{
-    AuditEntry, AuditQuery, CallState, CallStore, Decided, PendingCall, PendingKind,
+    AuditEntry, AuditQuery, CallState, CallStore, Decided, Expected, PendingCall, PendingKind,
     RecordedOutcome, Retention, RunStore, Settlement, StoreError, StoreTransaction, StoredCall,
     StoredRun, TaskSignal, TaskSignaller, Transition, storable_audit, storable_call, storable_json,
     storable_run_record,
@@ -149,11 +149,11 @@ impl CallStore for SqliteStore {
     fn decide(
         &self,
         call_id: &str,
-        kind: PendingKind,
+        expected: impl Into<Expected> + Send,
         transition: Transition,
     ) -> impl Future<Output = Result<Decided, StoreError>> + Send {
-        let call_id = call_id.to_owned();
-        self.blocking(move |file| file.decide(&call_id, kind, transition))
+        let (call_id, expected) = (call_id.to_owned(), expected.into());
+        self.blocking(move |file| file.decide(&call_id, expected, transition))
     }
 
     fn renew(
@@ -616,14 +616,14 @@ impl SqliteFile {
     fn decide(
         &self,
         call_id: &str,
-        kind: PendingKind,
+        expected: Expected,
         transition: Transition,
     ) -> Result<Decided, StoreError> {
         self.write(|tx| {
             let Some(mut stored) = self.read(tx, call_id)? else {
                 return Ok(Decided::Lost(None));
             };
-            if !stored.state.is_pending() || stored.call.kind != kind {
+            if !expected.matches(&stored) {
                 return Ok(Decided::Lost(Some(stored)));
             }
             let now = SystemTime::now();

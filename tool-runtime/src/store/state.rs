@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tool_core::{ErrorKind, ModelError, ModelOutput};
 
-use super::PendingCall;
+use super::{PendingCall, PendingKind};
 use crate::outcome::CallOutcome;
 
 /// Where a stored call is in its lifecycle.
@@ -88,6 +88,54 @@ impl StoredCall {
     /// Whether the call is running and its lease has ended at `now`.
     pub fn lease_expired(&self, now: SystemTime) -> bool {
         matches!(&self.state, CallState::Running { lease_expires_at, .. } if *lease_expires_at <= now)
+    }
+}
+
+/// What a decision expects of the call it decides
+/// ([`CallStore::decide`](super::CallStore::decide)): pending for `kind`
+/// and, when `epoch` is set, still under that fencing token. A decision
+/// taken on one version of a call (the digest a person saw names it) then
+/// never applies to a later one, such as the same call resumed and
+/// suspended again in between.
+///
+/// ```
+/// use tool_runtime::PendingKind;
+/// use tool_runtime::store::Expected;
+///
+/// let any_version = Expected::from(PendingKind::Suspended);
+/// assert_eq!(any_version.epoch, None);
+/// assert_eq!(any_version.at(7).epoch, Some(7));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Expected {
+    /// What the call must be pending for.
+    pub kind: PendingKind,
+    /// The fencing token ([`StoredCall::epoch`]) the call must still have;
+    /// `None`: any.
+    pub epoch: Option<u64>,
+}
+
+impl Expected {
+    /// Also expects the call to be still under fencing token `epoch`.
+    #[must_use]
+    pub fn at(self, epoch: u64) -> Self {
+        Expected {
+            epoch: Some(epoch),
+            ..self
+        }
+    }
+
+    /// Whether `stored` is as expected.
+    pub fn matches(&self, stored: &StoredCall) -> bool {
+        stored.state.is_pending()
+            && stored.call.kind == self.kind
+            && self.epoch.is_none_or(|epoch| epoch == stored.epoch)
+    }
+}
+
+impl From<PendingKind> for Expected {
+    fn from(kind: PendingKind) -> Self {
+        Expected { kind, epoch: None }
     }
 }
 

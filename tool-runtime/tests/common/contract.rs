@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use serde_json::json;
 use tool_runtime::store::{
-    AuditEntry, AuditKind, AuditQuery, CallStore, Decided, MAX_ID_BYTES, MAX_JSON_DEPTH,
+    AuditEntry, AuditKind, AuditQuery, CallStore, Decided, Expected, MAX_ID_BYTES, MAX_JSON_DEPTH,
     PendingQuery, RecordedOutcome, Retention, RunStore, Settlement, StoredRun, Transition,
 };
 use tool_runtime::{CallState, PendingCall, PendingKind, StoreError, StoredCall};
@@ -76,6 +76,7 @@ pub async fn store_contract<S: CallStore + RunStore>(prefix: &str, fresh: impl F
     audit_log(Arc::new(fresh()), prefix).await;
     edited_claims(&fresh(), prefix).await;
     pages(&fresh(), prefix).await;
+    versioned_decisions(&fresh(), prefix).await;
 }
 
 async fn lifecycle(store: &(impl CallStore + RunStore), p: &str) {
@@ -1443,4 +1444,49 @@ async fn pages(store: &(impl CallStore + RunStore), p: &str) {
     assert_eq!(ids(store.list_page(pay).await.unwrap()), ["0", "6"]);
     let asked = people.kind(PendingKind::Suspended);
     assert_eq!(ids(store.list_page(asked).await.unwrap()), ["1", "4"]);
+}
+
+/// A decision that expects a fencing token applies to the call only while
+/// it has that token: a suspension resumed and suspended again in between
+/// (the same kind, a new version) is not decided by it, on any store.
+async fn versioned_decisions(store: &(impl CallStore + RunStore), p: &str) {
+    let id = format!("{p}-versioned");
+    let call = PendingCall::new(&id, "t", PendingKind::Suspended, json!({}));
+    store.insert(call).await.unwrap();
+    let first = store.get(&id).await.unwrap().unwrap().epoch;
+    let suspended = Expected::from(PendingKind::Suspended);
+    let claimed = won(store
+        .decide(&id, suspended.at(first), run("a", LONG, Some(json!(1))))
+        .await
+        .unwrap());
+    let finished = store
+        .finish(
+            &id,
+            claimed.epoch,
+            Settlement::Suspended {
+                payload: json!("again"),
+            },
+        )
+        .await
+        .unwrap();
+    assert!(finished, "the claim suspends the call again");
+    let stale = store
+        .decide(&id, suspended.at(first), Transition::Settle(completed(1)))
+        .await
+        .unwrap();
+    let found = lost(stale).expect("the call is there");
+    assert!(found.state.is_pending() && found.epoch == claimed.epoch);
+    assert_eq!(
+        store.get(&id).await.unwrap().unwrap().call.payload,
+        Some(json!("again")),
+        "the stale decision changed nothing"
+    );
+    won(store
+        .decide(
+            &id,
+            suspended.at(claimed.epoch),
+            Transition::Settle(completed(2)),
+        )
+        .await
+        .unwrap());
 }

@@ -8,8 +8,8 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
 use tool_runtime::store::{
-    AuditEntry, AuditQuery, CallStore, Decided, PendingQuery, Retention, RunStore, Settlement,
-    StoreTransaction, StoredRun, TaskSignal, Transition,
+    AuditEntry, AuditQuery, CallStore, Decided, Expected, PendingQuery, Retention, RunStore,
+    Settlement, StoreTransaction, StoredRun, TaskSignal, Transition,
 };
 use tool_runtime::{PendingCall, PendingKind, StoreError, StoredCall};
 
@@ -70,10 +70,10 @@ impl<S: CallStore> CallStore for Faulty<S> {
     async fn decide(
         &self,
         call_id: &str,
-        kind: PendingKind,
+        expected: impl Into<Expected> + Send,
         transition: Transition,
     ) -> Result<Decided, StoreError> {
-        self.store.decide(call_id, kind, transition).await
+        self.store.decide(call_id, expected, transition).await
     }
     async fn renew(&self, call_id: &str, epoch: u64, lease: Duration) -> Result<bool, StoreError> {
         if self.renew_down.load(Ordering::SeqCst) {
