@@ -24,10 +24,10 @@ use crate::events::{EventKind, Payload};
 use crate::outcome::CallOutcome;
 use crate::pipeline::{CallPath, Entry, call_span, now_ms};
 use crate::store::{
-    AuditEntry, AuditKind, Expected, PendingCall, PendingKind, PendingQuery, RecordedOutcome,
-    Settlement, StoredCall,
+    AuditEntry, AuditKind, AuditQuery, Expected, PendingCall, PendingKind, PendingQuery,
+    RecordedOutcome, Settlement, StoredCall,
 };
-use crate::stored::{Claim, Lease, Lookup, NotRecorded, Verdict};
+use crate::stored::{Claim, Lease, Lookup, NotRecorded, StoredCalls, Verdict};
 
 /// A person's (or a system's) decision on a stored call, for
 /// [`Runtime::decide`](crate::Runtime::decide): what [`Runtime::approve`](crate::Runtime::approve), [`Runtime::decline`](crate::Runtime::decline),
@@ -303,6 +303,17 @@ impl Decisions {
                 ),
             });
         }
+        let approved_by = match self.quorum(&stored, &decision, decider).await? {
+            Quorum::NotNeeded => None,
+            Quorum::Reached(principals) => Some(principals),
+            Quorum::Waiting => {
+                return Ok(CallOutcome::ApprovalRequired {
+                    call_id: call_id.to_owned(),
+                    input: stored.call.input.clone(),
+                    resume_schema: Some(crate::approval::decision_schema()),
+                });
+            }
+        };
         // The kind found: the transition asks for it, so a call that
         // changed in between is not decided.
         let kind = stored.call.kind;
@@ -396,8 +407,13 @@ impl Decisions {
         if let (Some(decider), Verdict::Settled(stored) | Verdict::Claimed(stored, _)) =
             (decider, &verdict)
         {
-            let entry = self.decided_entry(stored, &decision, decider, &before);
-            calls.audit(entry.await).await;
+            let mut entry = self
+                .decided_entry(stored, &decision, decider, &before)
+                .await;
+            if let Some(principals) = approved_by {
+                entry = entry.detail(json!({ "approvedBy": principals }));
+            }
+            calls.audit(entry).await;
         }
         let (stored, lease) = match verdict {
             Verdict::AlreadySettled(outcome) => {
@@ -446,6 +462,79 @@ impl Decisions {
         };
         self.run_stored(stored, lease, resume_data, extensions)
             .await
+    }
+
+    /// Whether `decision` on `stored` may go on under the tool's count of
+    /// approvals: a person's approval is recorded as granted (once per
+    /// principal and version) and goes on once enough principals granted
+    /// it; an approval naming nobody, or an edit, cannot count.
+    async fn quorum(
+        &self,
+        stored: &StoredCall,
+        decision: &Decision,
+        decider: Option<&Decider>,
+    ) -> Result<Quorum, RuntimeError> {
+        let call = &stored.call;
+        let required = self.path.approvals_required(&call.tool_id);
+        if required <= 1 || call.kind != PendingKind::Approval {
+            return Ok(Quorum::NotNeeded);
+        }
+        let refused = |why| RuntimeError::ApprovalsRequired {
+            call_id: call.call_id.clone(),
+            required,
+            why,
+        };
+        let decider = match (decision, decider) {
+            (Decision::Approve, Some(decider)) => decider,
+            (Decision::Approve, None) => {
+                return Err(refused("an approval naming nobody cannot count"));
+            }
+            (Decision::Edit(_), _) => {
+                return Err(refused(
+                    "an edit would change what the others approved: approve as is, or decline",
+                ));
+            }
+            _ => return Ok(Quorum::NotNeeded),
+        };
+        let calls = self.path.stored();
+        let digest = stored.digest();
+        if !granted_by(calls, &call.call_id, &digest)
+            .await?
+            .contains(&decider.principal)
+        {
+            let grant =
+                AuditEntry::new(AuditKind::Granted, &call.call_id, &call.tool_id, "approve")
+                    .principal(&decider.principal)
+                    .digest(&digest);
+            calls.append_audit(grant).await?;
+        }
+        // Read after this grant is written: of concurrent last grants, at
+        // least the one written last sees them all.
+        let principals = granted_by(calls, &call.call_id, &digest).await?;
+        if principals.len() >= usize::try_from(required).unwrap_or(usize::MAX) {
+            Ok(Quorum::Reached(principals))
+        } else {
+            Ok(Quorum::Waiting)
+        }
+    }
+
+    /// The approvals of call `call_id` so far ([`Runtime::approvals`](crate::Runtime::approvals)).
+    pub(crate) fn approvals(
+        &self,
+        call_id: &str,
+    ) -> impl Future<Output = Result<Approvals, RuntimeError>> + Send + 'static {
+        let (decisions, call_id) = (self.clone(), call_id.to_owned());
+        async move {
+            let calls = decisions.path.stored();
+            let stored = calls.lookup(&call_id, &[PendingKind::Approval]).await?;
+            let Lookup::Pending(stored) = stored else {
+                return Err(RuntimeError::NotAwaitingApproval { call_id });
+            };
+            Ok(Approvals {
+                required: decisions.path.approvals_required(&stored.call.tool_id),
+                granted: granted_by(calls, &call_id, &stored.digest()).await?,
+            })
+        }
     }
 
     /// The answer to a decision whose value (`what`: resume data, an edit,
@@ -958,6 +1047,68 @@ struct DecidingCall<'a> {
 }
 
 /// `value`, a typed decision's data for call `call_id`, as JSON.
+/// Where a decision stands under the tool's count of approvals.
+enum Quorum {
+    /// The tool needs one approval, or the decision is not an approval.
+    NotNeeded,
+    /// Enough principals approved: these.
+    Reached(Vec<String>),
+    /// This principal's approval is recorded; others are needed.
+    Waiting,
+}
+
+/// The principals who granted an approval of version `digest` of call
+/// `call_id`, in the order they did, each once.
+async fn granted_by(
+    calls: &StoredCalls,
+    call_id: &str,
+    digest: &str,
+) -> Result<Vec<String>, RuntimeError> {
+    let mut principals: Vec<String> = Vec::new();
+    let mut query = AuditQuery::all().call(call_id);
+    loop {
+        let page = calls.read_audit(query.clone()).await?;
+        let Some(last) = page.last() else { break };
+        query = query.after(last.seq);
+        for entry in page {
+            if entry.kind == AuditKind::Granted
+                && entry.digest.as_deref() == Some(digest)
+                && let Some(principal) = entry.principal
+                && !principals.contains(&principal)
+            {
+                principals.push(principal);
+            }
+        }
+    }
+    Ok(principals)
+}
+
+/// The approvals a call waiting for several has
+/// ([`Runtime::approvals`](crate::Runtime::approvals)).
+///
+/// ```
+/// use tool_runtime::Approvals;
+///
+/// let approvals = Approvals { required: 2, granted: vec!["alice".into()] };
+/// assert_eq!(approvals.missing(), 1);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Approvals {
+    /// How many different principals must approve it.
+    pub required: u32,
+    /// Who approved its current version, in order.
+    pub granted: Vec<String>,
+}
+
+impl Approvals {
+    /// How many more approvals it needs.
+    pub fn missing(&self) -> usize {
+        usize::try_from(self.required)
+            .unwrap_or(usize::MAX)
+            .saturating_sub(self.granted.len())
+    }
+}
+
 pub(crate) fn typed_value(call_id: &str, value: &impl Serialize) -> Result<Value, RuntimeError> {
     serde_json::to_value(value).map_err(|error| RuntimeError::TypeMismatch {
         call_id: call_id.to_owned(),

@@ -89,7 +89,7 @@ pub use approval::ApprovalCheck;
 pub use assembler::{Assembled, CompleteCall, ToolCallAssembler};
 pub use background::BackgroundResult;
 pub use call::{CallHead, ToolCall};
-pub use decide::{Decider, Decision, Recovered};
+pub use decide::{Approvals, Decider, Decision, Recovered};
 pub use error::RuntimeError;
 pub use events::{CallWatch, EventKind, Events, Notice, Payload, ToolEvent, TranscriptEntry};
 pub use hooks::{DEFAULT_APPROVAL_TIMEOUT, DEFAULT_HOOK_TIMEOUT};

@@ -92,6 +92,9 @@ pub(crate) struct PathParts {
     pub(crate) tool_approval_ttls: HashMap<String, Duration>,
     /// A call's requester may not approve it; calls needing approval name one.
     pub(crate) forbid_self_approval: bool,
+    /// How many principals must approve a call, unless its tool has its own.
+    pub(crate) approvals_required: u32,
+    pub(crate) tool_approvals_required: HashMap<String, u32>,
 }
 
 /// How a call reaches the pipeline, which decides the stages it goes through.
@@ -801,6 +804,16 @@ impl CallPath {
         self.parts.forbid_self_approval
     }
 
+    /// How many different principals must approve a call of `tool_id`
+    /// ([`RuntimeBuilder::approvals_required`](crate::RuntimeBuilder::approvals_required)).
+    pub(crate) fn approvals_required(&self, tool_id: &str) -> u32 {
+        self.parts
+            .tool_approvals_required
+            .get(tool_id)
+            .copied()
+            .unwrap_or(self.parts.approvals_required)
+    }
+
     /// A failure before execution: emit the error event, return the outcome.
     /// `known`: what the call gave before, which the tool's transformers see.
     pub(crate) async fn failed(
@@ -1151,6 +1164,8 @@ pub(crate) fn test_path(tools: Vec<Tool>) -> CallPath {
         approval_ttl: None,
         tool_approval_ttls: HashMap::new(),
         forbid_self_approval: false,
+        approvals_required: 1,
+        tool_approvals_required: HashMap::new(),
     })
 }
 

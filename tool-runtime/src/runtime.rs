@@ -16,7 +16,7 @@ use serde_json::Value;
 use crate::approval::{ApprovalCheck, ApprovalPolicy};
 use crate::background::{BackgroundCallback, BackgroundResult, Tasks};
 use crate::call::{CallHead, ToolCall};
-use crate::decide::{Decider, Decision, Decisions, Recovered, typed_value};
+use crate::decide::{Approvals, Decider, Decision, Decisions, Recovered, typed_value};
 use crate::error::RuntimeError;
 use crate::events::{CallWatch, EventBus, Events};
 use crate::hooks::{DEFAULT_APPROVAL_TIMEOUT, DEFAULT_HOOK_TIMEOUT};
@@ -569,6 +569,19 @@ impl Runtime {
             .decide_by(call_id, decision, Extensions::new(), None, Some(decider))
     }
 
+    /// The approvals call `call_id` has so far, on every instance sharing
+    /// the store, and how many it needs
+    /// ([`RuntimeBuilder::approvals_required`]); a call not waiting for
+    /// approval is [`RuntimeError::NotAwaitingApproval`] (or why not).
+    /// See [`approvals_required`](RuntimeBuilder::approvals_required) for
+    /// an example.
+    pub fn approvals(
+        &self,
+        call_id: &str,
+    ) -> impl Future<Output = Result<Approvals, RuntimeError>> + Send + 'static {
+        self.inner.decisions.approvals(call_id)
+    }
+
     /// The entries of the audit log `query` selects, in order: the
     /// requests (a call starting to wait for a person), the decisions
     /// taken through [`decide_as`](Self::decide_as) and the refused
@@ -953,6 +966,8 @@ pub struct RuntimeBuilder {
     approval_ttl: Option<Duration>,
     tool_approval_ttls: HashMap<String, Duration>,
     forbid_self_approval: bool,
+    approvals_required: u32,
+    tool_approvals_required: HashMap<String, u32>,
 }
 
 /// The pending store a [`RuntimeBuilder`] was given: the last call wins.
@@ -1230,6 +1245,56 @@ impl RuntimeBuilder {
         self
     }
 
+    /// How many different principals must approve a call before it runs
+    /// (N of M: M is whoever the application lets approve). Each
+    /// [`Runtime::decide_as`] approval by a principal who has not approved
+    /// this version of the call yet is recorded (in the audit log, as
+    /// [`AuditKind::Granted`](crate::store::AuditKind::Granted), on every
+    /// instance sharing the store) and answered
+    /// [`CallOutcome::ApprovalRequired`]; the one that completes the count
+    /// runs the call, once. A decline by any of them declines it. An
+    /// approval naming nobody ([`Runtime::approve`]) or an edit (which would
+    /// change what the others approved) cannot count and is refused with
+    /// [`RuntimeError::ApprovalsRequired`]. One by default; 0 counts as 1.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_core::{Tool, ToolError};
+    /// use tool_runtime::{CallOutcome, Decider, Decision, Runtime, RuntimeError, ToolCall};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let transfer = Tool::builder("transfer").description("Moves money")
+    ///     .require_approval(true)
+    ///     .execute(|_input, _ctx| async move { Ok::<_, ToolError>(json!("moved")) })
+    ///     .build().unwrap();
+    /// let runtime = Runtime::builder().tool(transfer).approvals_required(2).build().unwrap();
+    /// runtime.call(ToolCall::new("c1", "transfer", json!({}))).await;
+    /// let digest = runtime.stored("c1").await.unwrap().unwrap().digest();
+    ///
+    /// let first = runtime.decide_as("c1", Decision::Approve, Decider::new("alice", &digest)).await;
+    /// assert!(matches!(first.unwrap(), CallOutcome::ApprovalRequired { .. }));
+    /// let again = runtime.decide_as("c1", Decision::Approve, Decider::new("alice", &digest)).await;
+    /// assert!(matches!(again.unwrap(), CallOutcome::ApprovalRequired { .. }), "alice counts once");
+    /// assert!(matches!(runtime.approve("c1").await, Err(RuntimeError::ApprovalsRequired { .. })));
+    /// assert_eq!(runtime.approvals("c1").await.unwrap().granted, ["alice"]);
+    ///
+    /// let second = runtime.decide_as("c1", Decision::Approve, Decider::new("bob", &digest)).await;
+    /// assert_eq!(second.unwrap().output(), Some(&json!("moved")));
+    /// # });
+    /// ```
+    pub fn approvals_required(mut self, principals: u32) -> Self {
+        self.approvals_required = principals;
+        self
+    }
+
+    /// How many different principals must approve a call of one tool,
+    /// instead of the runtime's [`approvals_required`](Self::approvals_required).
+    pub fn tool_approvals_required(mut self, tool_id: impl Into<String>, principals: u32) -> Self {
+        self.tool_approvals_required
+            .insert(tool_id.into(), principals.max(1));
+        self
+    }
+
     /// Called when a background task completes.
     pub fn on_background_complete(
         mut self,
@@ -1394,6 +1459,8 @@ impl RuntimeBuilder {
             approval_ttl: self.approval_ttl,
             tool_approval_ttls: self.tool_approval_ttls,
             forbid_self_approval: self.forbid_self_approval,
+            approvals_required: self.approvals_required.max(1),
+            tool_approvals_required: self.tool_approvals_required,
         });
         Ok(Runtime {
             inner: Arc::new(Inner {

@@ -385,6 +385,18 @@ async fn five_deciders_on_each_of_200_items_make_one_decision_each_on_postgres()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_of_five_approvers_run_each_call_once_on_postgres() {
+    let Some(url) = database_url() else { return };
+    let schema = Schema::new(&url, "quorum").await;
+    let mut stores = Vec::new();
+    for _ in 0..5 {
+        stores.push(schema.store().await);
+    }
+    common::deciders::three_of_five_approvers_per_item("pg", stores, 40).await;
+    schema.drop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn futures_dropped_at_random_points_lose_no_call_on_the_postgres_store() {
     let Some(url) = database_url() else { return };
     let schema = Schema::new(&url, "drops").await;

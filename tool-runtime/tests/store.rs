@@ -79,6 +79,16 @@ async fn five_deciders_on_each_of_200_items_make_one_decision_each_on_memory_and
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_of_five_approvers_run_each_call_once_on_memory_and_sqlite() {
+    let memory = std::sync::Arc::new(MemoryStore::new());
+    let shared = (0..5).map(|_| std::sync::Arc::clone(&memory)).collect();
+    common::deciders::three_of_five_approvers_per_item("memory", shared, 40).await;
+    let path = temp_dir("quorum").join("store.sqlite");
+    let files = (0..5).map(|_| SqliteStore::open(&path).unwrap()).collect();
+    common::deciders::three_of_five_approvers_per_item("sqlite", files, 40).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn futures_dropped_at_random_points_lose_no_call_on_the_memory_and_sqlite_stores() {
     common::drops::dropped_futures_lose_nothing(MemoryStore::new(), "memory", 60).await;
     let dir = temp_dir("drops");

@@ -17,6 +17,11 @@ pub enum AuditKind {
     Requested,
     /// A person's (or the runtime's) decision took effect.
     Decided,
+    /// A person gave one of the approvals a call needs
+    /// ([`RuntimeBuilder::approvals_required`](crate::RuntimeBuilder::approvals_required));
+    /// the call waits for the others. Counted for the version its `digest`
+    /// names.
+    Granted,
     /// A decision attempt was refused (its `reason` says why: a stale or
     /// foreign digest, an unauthorized principal, a foreign origin...).
     Refused,

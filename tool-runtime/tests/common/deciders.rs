@@ -11,6 +11,9 @@ use tool_core::{Tool, ToolError};
 use tool_runtime::store::{AuditKind, AuditQuery, CallStore, RunStore};
 use tool_runtime::{CallOutcome, CallState, Decider, Decision, Runtime, RuntimeError, ToolCall};
 
+/// How many times the tool ran for each call id.
+type Runs = Arc<Mutex<HashMap<String, usize>>>;
+
 /// A decider's answer: who, and what the runtime told them.
 type Answer = (&'static str, Result<CallOutcome, RuntimeError>);
 
@@ -37,37 +40,9 @@ pub async fn five_deciders_per_item<S: CallStore + RunStore>(
     items: usize,
 ) {
     assert_eq!(stores.len(), 5);
-    let runs: Arc<Mutex<HashMap<String, usize>>> = Arc::default();
-    let runtimes: Vec<Runtime> = stores
-        .into_iter()
-        .map(|store| {
-            let runs = Arc::clone(&runs);
-            let pay = Tool::builder("pay")
-                .description("Pays an invoice")
-                .require_approval(true)
-                .execute(move |_input: Value, ctx| {
-                    *runs
-                        .lock()
-                        .unwrap()
-                        .entry(ctx.call_id().to_owned())
-                        .or_default() += 1;
-                    async move { Ok::<_, ToolError>(json!({ "paid": "by the tool" })) }
-                })
-                .build()
-                .unwrap();
-            Runtime::builder().tool(pay).store(store).build().unwrap()
-        })
-        .collect();
-    let ids: Vec<String> = (0..items).map(|n| format!("{prefix}-pay-{n}")).collect();
-    for id in &ids {
-        let outcome = runtimes[0]
-            .call(ToolCall::new(id, "pay", json!({ "invoice": id })))
-            .await;
-        assert!(
-            matches!(outcome, CallOutcome::ApprovalRequired { .. }),
-            "{outcome:?}"
-        );
-    }
+    let runs: Runs = Arc::default();
+    let runtimes = runtimes_of(stores, &runs, 1);
+    let ids = asked(&runtimes[0], prefix, items).await;
 
     let mut deciding = Vec::new();
     for id in &ids {
@@ -131,5 +106,147 @@ pub async fn five_deciders_per_item<S: CallStore + RunStore>(
             usize::from(approved),
             "{id} ran as decided"
         );
+    }
+}
+
+/// One runtime per store, with a tool "pay" needing approval (of
+/// `approvals` principals) that counts its runs in `runs`.
+fn runtimes_of<S: CallStore + RunStore>(
+    stores: Vec<S>,
+    runs: &Runs,
+    approvals: u32,
+) -> Vec<Runtime> {
+    stores
+        .into_iter()
+        .map(|store| {
+            let runs = Arc::clone(runs);
+            let pay = Tool::builder("pay")
+                .description("Pays an invoice")
+                .require_approval(true)
+                .execute(move |_input: Value, ctx| {
+                    *runs
+                        .lock()
+                        .unwrap()
+                        .entry(ctx.call_id().to_owned())
+                        .or_default() += 1;
+                    async move { Ok::<_, ToolError>(json!({ "paid": "by the tool" })) }
+                })
+                .build()
+                .unwrap();
+            Runtime::builder()
+                .tool(pay)
+                .store(store)
+                .approvals_required(approvals)
+                .build()
+                .unwrap()
+        })
+        .collect()
+}
+
+/// `items` calls of "pay", each waiting for approval: their ids.
+async fn asked(runtime: &Runtime, prefix: &str, items: usize) -> Vec<String> {
+    let ids: Vec<String> = (0..items).map(|n| format!("{prefix}-pay-{n}")).collect();
+    for id in &ids {
+        let outcome = runtime
+            .call(ToolCall::new(id, "pay", json!({ "invoice": id })))
+            .await;
+        assert!(
+            matches!(outcome, CallOutcome::ApprovalRequired { .. }),
+            "{outcome:?}"
+        );
+    }
+    ids
+}
+
+/// Three of five: `items` calls needing three approvals, each approved at
+/// once by five principals on five runtimes (one per store of `stores`),
+/// and as many needing three approved by two only. Each call approved by
+/// five ran exactly once, its one decision in the log naming at least
+/// three different approvers, each of whom granted once; no decider was
+/// told anything but "still waiting", the outcome, or that it was decided
+/// already (or running). The calls approved by two still wait, with those
+/// two counted, on every runtime.
+pub async fn three_of_five_approvers_per_item<S: CallStore + RunStore>(
+    prefix: &str,
+    stores: Vec<S>,
+    items: usize,
+) {
+    assert_eq!(stores.len(), 5);
+    let runs: Runs = Arc::default();
+    let runtimes = runtimes_of(stores, &runs, 3);
+    let ids = asked(&runtimes[0], prefix, 2 * items).await;
+    let principals = ["ann", "bob", "cem", "dee", "eve"];
+    let mut deciding = Vec::new();
+    for (n, id) in ids.iter().enumerate() {
+        let digest = runtimes[0].stored(id).await.unwrap().unwrap().digest();
+        let approvers = if n < items { 5 } else { 2 };
+        for (r, principal) in principals.into_iter().enumerate().take(approvers) {
+            let runtime = runtimes[r].clone();
+            let (id, decider) = (id.clone(), Decider::new(principal, &digest));
+            deciding.push(tokio::spawn(async move {
+                let answer = runtime.decide_as(&id, Decision::Approve, decider).await;
+                (id, principal, answer)
+            }));
+        }
+    }
+    let mut answers: HashMap<String, Vec<Answer>> = HashMap::new();
+    for task in deciding {
+        let (id, principal, answer) = task.await.unwrap();
+        answers.entry(id).or_default().push((principal, answer));
+    }
+    let log = runtimes[0]
+        .audit(AuditQuery::all().limit(100_000))
+        .await
+        .unwrap();
+    let runs = runs.lock().unwrap().clone();
+    for (n, id) in ids.iter().enumerate() {
+        let entries = |kind| -> Vec<_> {
+            log.iter()
+                .filter(|e| &e.call_id == id && e.kind == kind)
+                .collect()
+        };
+        let mut granted: Vec<_> = entries(AuditKind::Granted)
+            .iter()
+            .map(|e| e.principal.clone().unwrap())
+            .collect();
+        let count = granted.len();
+        granted.sort();
+        granted.dedup();
+        assert_eq!(granted.len(), count, "{id}: each principal granted once");
+        for (principal, answer) in &answers[id] {
+            match answer {
+                Ok(CallOutcome::ApprovalRequired { .. } | CallOutcome::Completed { .. })
+                | Err(RuntimeError::AlreadyDecided { .. } | RuntimeError::Running { .. }) => {}
+                other => panic!("{id}: {principal} got {other:?}"),
+            }
+        }
+        if n < items {
+            assert_eq!(runs.get(id), Some(&1), "{id} ran once");
+            let decided = entries(AuditKind::Decided);
+            assert_eq!(decided.len(), 1, "{id}: one decision in the log");
+            let approved_by = decided[0].detail.as_ref().unwrap()["approvedBy"]
+                .as_array()
+                .unwrap()
+                .len();
+            assert!(
+                (3..=5).contains(&approved_by),
+                "{id}: {approved_by} approvers"
+            );
+            let completed = answers[id]
+                .iter()
+                .filter(|(_, a)| matches!(a, Ok(CallOutcome::Completed { .. })))
+                .count();
+            assert_eq!(completed, 1, "{id}: one decider ran it: {:?}", answers[id]);
+        } else {
+            assert_eq!(runs.get(id), None, "{id} never ran");
+            for runtime in &runtimes {
+                let approvals = runtime.approvals(id).await.unwrap();
+                assert_eq!(
+                    (approvals.required, approvals.granted.len()),
+                    (3, 2),
+                    "{id}"
+                );
+            }
+        }
     }
 }
