@@ -3,6 +3,7 @@
 //! transforms and the application's authorization.
 
 use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::Extension;
 use axum::Json;
@@ -16,8 +17,8 @@ use tool_core::Excerpt;
 use tool_core::transform::{CallValues, Phase, Target, TransformContext};
 use tool_runtime::store::{AuditEntry, AuditKind, AuditQuery, PendingQuery};
 use tool_runtime::{
-    CallOutcome, CallState, Decider, Decision, PendingCall, PendingKind, Runtime, RuntimeError,
-    StoredCall,
+    Approvals, CallOutcome, CallState, Decider, Decision, PendingCall, PendingKind, Runtime,
+    RuntimeError, StoredCall,
 };
 
 use crate::auth::{Action, Authenticate, Principal};
@@ -115,6 +116,7 @@ impl From<RuntimeError> for Refused {
             RuntimeError::StaleDigest { .. } => (StatusCode::CONFLICT, "stale_digest"),
             RuntimeError::AlreadyDecided { .. } => (StatusCode::CONFLICT, "already_decided"),
             RuntimeError::SelfApproval { .. } => (StatusCode::FORBIDDEN, "self_approval"),
+            RuntimeError::ApprovalsRequired { .. } => (StatusCode::CONFLICT, "approvals_required"),
             _ => (StatusCode::CONFLICT, "conflict"),
         };
         Refused::new(status, code, error.to_string())
@@ -154,6 +156,11 @@ pub(crate) struct ItemView {
     /// When a call waiting for approval expires (milliseconds since the
     /// Unix epoch).
     expires_at_ms: Option<u64>,
+    /// When the call started waiting (milliseconds since the Unix epoch).
+    asked_at_ms: Option<u64>,
+    /// For a call whose tool needs several approvers: how many, and who
+    /// approved so far.
+    approvals: Option<Approvals>,
     /// The item's digest, which a decision echoes: it names this version
     /// of this call, so a decision never lands on a call that changed.
     digest: String,
@@ -212,6 +219,13 @@ impl<A: Authenticate> Shared<A> {
             None => None,
         };
         let definition = tool.map(|tool| tool.definition());
+        let approvals = if call.kind == PendingKind::Approval
+            && self.runtime.approvals_required(&call.tool_id) > 1
+        {
+            self.runtime.approvals(&call.call_id).await.ok()
+        } else {
+            None
+        };
         ItemView {
             call_id: call.call_id.clone(),
             kind: call.kind,
@@ -232,6 +246,8 @@ impl<A: Authenticate> Shared<A> {
             digest: stored.digest(),
             requester: call.requester.clone(),
             expires_at_ms: call.expires_at_ms,
+            asked_at_ms: call.asked_at_ms,
+            approvals,
         }
     }
 
@@ -251,7 +267,7 @@ impl<A: Authenticate> Shared<A> {
 /// How many pending calls the list reads from the store at a time.
 const STORE_PAGE: usize = 100;
 
-/// The list's query: `?tool=weather&kind=approval&run=<runId>&thread=..&resource=..&requester=..&limit=20&after=<callId>`.
+/// The list's query: `?tool=weather&kind=approval&run=<runId>&thread=..&resource=..&requester=..&older_than=<s>&newer_than=<s>&limit=20&after=<callId>`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ListQuery {
@@ -265,13 +281,17 @@ pub(crate) struct ListQuery {
     resource: Option<String>,
     /// Who asked for the call.
     requester: Option<String>,
+    /// Only calls waiting for more than this many seconds.
+    older_than: Option<u64>,
+    /// Only calls waiting for less than this many seconds.
+    newer_than: Option<u64>,
     limit: Option<usize>,
     after: Option<String>,
 }
 
 impl ListQuery {
-    /// Whether `call` is one the query selects (its place aside).
-    fn selects(&self, call: &PendingCall) -> bool {
+    /// Whether `call` is one the query selects at `now_ms` (its place aside).
+    fn selects(&self, call: &PendingCall, now_ms: u64) -> bool {
         let agent = call.agent.as_ref();
         let is = |wanted: &Option<String>, got: Option<&str>| {
             wanted.as_deref().is_none_or(|wanted| got == Some(wanted))
@@ -282,11 +302,35 @@ impl ListQuery {
             && is(&self.thread, agent.and_then(|a| a.thread_id.as_deref()))
             && is(&self.resource, agent.and_then(|a| a.resource_id.as_deref()))
             && is(&self.requester, call.requester.as_deref())
+            && self.waited(call, now_ms)
             && self
                 .after
                 .as_deref()
                 .is_none_or(|after| call.call_id.as_str() > after)
     }
+
+    /// Whether `call` has waited as long as the query's age bounds say (a
+    /// call that does not say when it was asked for has no age to match).
+    fn waited(&self, call: &PendingCall, now_ms: u64) -> bool {
+        if self.older_than.is_none() && self.newer_than.is_none() {
+            return true;
+        }
+        let Some(asked) = call.asked_at_ms else {
+            return false;
+        };
+        let waited_ms = now_ms.saturating_sub(asked);
+        let secs = |s: u64| s.saturating_mul(1_000);
+        self.older_than.is_none_or(|s| waited_ms > secs(s))
+            && self.newer_than.is_none_or(|s| waited_ms < secs(s))
+    }
+}
+
+/// Now, in milliseconds since the Unix epoch (as calls keep their times).
+fn now_ms() -> u64 {
+    let since = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// `GET /api/items`: a page of the items the principal may read, by call
@@ -310,12 +354,13 @@ pub(crate) async fn list<A: Authenticate>(
     }
     store_query.after.clone_from(&query.after);
     let mut calls: Vec<StoredCall> = Vec::new();
+    let now_ms = now_ms();
     while calls.len() <= limit {
         let page = shared.runtime.waiting_page(store_query.clone()).await?;
         let Some(last) = page.last() else { break };
         store_query.after = Some(last.call.call_id.clone());
         calls.extend(page.into_iter().filter(|stored| {
-            query.selects(&stored.call) && shared.visible(&principal, &stored.call)
+            query.selects(&stored.call, now_ms) && shared.visible(&principal, &stored.call)
         }));
     }
     let next = (calls.len() > limit).then(|| calls[limit - 1].call.call_id.clone());
@@ -505,9 +550,12 @@ pub(crate) async fn decide<A: Authenticate>(
         "inbox decision"
     );
     still_pending_refusal(runtime, &call_id, &outcome).await?;
-    Ok(Json(
-        json!({ "callId": call_id, "status": status_of(&outcome) }),
-    ))
+    let mut answer = json!({ "callId": call_id, "status": status_of(&outcome) });
+    if matches!(outcome, CallOutcome::ApprovalRequired { .. }) {
+        // An approval counted, and others are needed: who gave theirs.
+        answer["approvals"] = json!(runtime.approvals(&call_id).await.ok());
+    }
+    Ok(Json(answer))
 }
 
 /// A decision the runtime refused before anything changed (resume data or

@@ -14,7 +14,10 @@ use serde_json::{Value, json};
 use tool_core::transform::{Target, ToolTransform};
 use tool_core::{RequestContext, Tool, ToolContext, ToolError};
 use tool_inbox::{Authorized, BearerTokens, Inbox, Principal, TrustedHeader};
-use tool_runtime::{CallOutcome, CallState, Runtime, ToolCall};
+use tool_runtime::store::MemoryStore;
+use tool_runtime::{
+    CallOutcome, CallState, PendingCall, PendingKind, Runtime, RuntimeBuilder, ToolCall,
+};
 use tower::ServiceExt as _;
 
 const TOKEN: &str = "ops-token";
@@ -23,6 +26,11 @@ const TOKEN: &str = "ops-token";
 /// displays), one that suspends for a `{"confirm": bool}` answer, and a
 /// declaration-only one; `runs` counts the executions of the first.
 fn runtime(runs: Arc<AtomicUsize>) -> Runtime {
+    runtime_with(runs, Runtime::builder())
+}
+
+/// [`runtime`]'s tools on `builder` (a store, policies).
+fn runtime_with(runs: Arc<AtomicUsize>, builder: RuntimeBuilder) -> Runtime {
     let transfer = Tool::builder("transfer")
         .description("Moves money between accounts")
         .input_schema(json!({
@@ -62,10 +70,7 @@ fn runtime(runs: Arc<AtomicUsize>) -> Runtime {
         .output_schema(json!({ "type": "object", "properties": { "answer": { "type": "string" } }, "required": ["answer"] }))
         .build()
         .unwrap();
-    Runtime::builder()
-        .tools([transfer, confirm, lookup])
-        .build()
-        .unwrap()
+    builder.tools([transfer, confirm, lookup]).build().unwrap()
 }
 
 fn inbox(runtime: &Runtime) -> Router {
@@ -790,6 +795,129 @@ async fn the_list_filters_by_agent_run_thread_resource_and_requester() {
     }
     let (_, _, item) = send(&router, get("/api/items/a3", TOKEN)).await;
     assert_eq!(item["requester"], "carol");
+}
+
+#[tokio::test]
+async fn the_list_filters_by_how_long_items_have_waited() {
+    let store = Arc::new(MemoryStore::new());
+    let builder = Runtime::builder().store(Arc::clone(&store));
+    let runtime = runtime_with(Arc::new(AtomicUsize::new(0)), builder);
+    let now_ms = u64::try_from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis(),
+    )
+    .unwrap();
+    // Asked for two hours ago (stored then, as a runtime would have).
+    let mut old = PendingCall::new(
+        "old",
+        "transfer",
+        PendingKind::Approval,
+        json!({ "amount": 1 }),
+    );
+    old.asked_at_ms = Some(now_ms - 2 * 3_600_000);
+    tool_runtime::store::CallStore::insert(&*store, old)
+        .await
+        .unwrap();
+    runtime
+        .call(ToolCall::new("new", "transfer", json!({ "amount": 2 })))
+        .await;
+    let router = inbox(&runtime);
+    for (query, expected) in [
+        ("older_than=3600", vec!["old"]),
+        ("newer_than=3600", vec!["new"]),
+        ("older_than=60&newer_than=10800", vec!["old"]),
+        ("older_than=10800", vec![]),
+        ("", vec!["new", "old"]),
+    ] {
+        let (status, _, page) = send(&router, get(&format!("/api/items?{query}"), TOKEN)).await;
+        assert_eq!(status, StatusCode::OK, "{query}");
+        let ids: Vec<_> = page["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["callId"].as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(ids, expected, "{query}");
+    }
+    let (_, _, item) = send(&router, get("/api/items/new", TOKEN)).await;
+    let asked = item["askedAtMs"].as_u64().unwrap();
+    assert!(asked >= now_ms && asked < now_ms + 60_000, "{item}");
+    let (status, _, refused) = send(&router, get("/api/items?older_than=soon", TOKEN)).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{refused}");
+}
+
+#[tokio::test]
+async fn a_call_needing_two_approvers_runs_at_the_second_principals_approval() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let builder = Runtime::builder().tool_approvals_required("transfer", 2);
+    let runtime = runtime_with(Arc::clone(&runs), builder);
+    runtime
+        .call(ToolCall::new("t1", "transfer", json!({ "amount": 7 })))
+        .await;
+    let router = tool_inbox::router(
+        runtime.clone(),
+        BearerTokens::new()
+            .token("ann-token", Principal::new("ann"))
+            .token("bob-token", Principal::new("bob")),
+    );
+    let approve = "/api/items/t1/approve";
+    for _ in 0..2 {
+        let request = decision(&router, approve, "ann-token", json!({})).await;
+        let (status, _, answer) = send(&router, request).await;
+        assert_eq!(status, StatusCode::OK, "{answer}");
+        assert_eq!(answer["status"], "approval_required", "{answer}");
+        assert_eq!(
+            answer["approvals"],
+            json!({ "required": 2, "granted": ["ann"] }),
+            "ann counts once"
+        );
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 0, "one approval is not enough");
+    let (_, _, item) = send(&router, get("/api/items/t1", "bob-token")).await;
+    assert_eq!(
+        item["approvals"],
+        json!({ "required": 2, "granted": ["ann"] })
+    );
+    let edit = decision(
+        &router,
+        "/api/items/t1/edit",
+        "bob-token",
+        json!({ "edit": { "amount": 8 } }),
+    )
+    .await;
+    let (status, _, refused) = send(&router, edit).await;
+    assert_eq!(
+        (status, refused["error"]["code"].as_str()),
+        (StatusCode::CONFLICT, Some("approvals_required")),
+        "an edit would change what ann approved: {refused}"
+    );
+    let request = decision(&router, approve, "bob-token", json!({})).await;
+    let (status, _, answer) = send(&router, request).await;
+    assert_eq!(
+        (status, answer["status"].as_str()),
+        (StatusCode::OK, Some("completed")),
+        "{answer}"
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    let (_, _, trail) = send(&router, get("/api/items/t1/audit", "ann-token")).await;
+    let kinds: Vec<_> = trail["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["kind"].as_str().unwrap(), e["principal"].as_str()))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("requested", None),
+            ("granted", Some("ann")),
+            ("refused", Some("bob")),
+            ("granted", Some("bob")),
+            ("decided", Some("bob")),
+        ]
+    );
 }
 
 #[tokio::test]

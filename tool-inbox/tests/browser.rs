@@ -449,6 +449,40 @@ async fn a_person_decides_every_kind_of_item_in_the_page() {
     click(&client, &item("s1", "button.resume")).await;
     gone(&client, &item("s1", "")).await;
 
+    // The form offers only the editable fields; a request from the page
+    // that edits another (as a tampered client would send) is refused and
+    // leaves t4 waiting.
+    let outside = client
+        .execute_async(
+            r#"const done = arguments[arguments.length - 1];
+               const base = document.body.dataset.base;
+               const headers = { Authorization: `Bearer ${sessionStorage.getItem('tool-inbox-token')}` };
+               fetch(`${base}api/items/t4`, { headers }).then(r => r.json()).then(item =>
+                 fetch(`${base}api/items/t4/edit`, {
+                   method: 'POST',
+                   headers: { ...headers, 'Content-Type': 'application/json' },
+                   body: JSON.stringify({ digest: item.digest, edit: { apiKey: 'sk-other' } }),
+                 })).then(r => r.json().then(answer => done([r.status, answer.error.message])))
+                 .catch(e => done([0, String(e)]));"#,
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(outside[0], json!(422), "{outside}");
+    assert!(
+        outside[1].as_str().unwrap_or_default().contains("apiKey"),
+        "the refusal names the field: {outside}"
+    );
+    assert_eq!(
+        client
+            .find_all(Locator::Css(&item("t4", "")))
+            .await
+            .unwrap()
+            .len(),
+        1,
+        "t4 still waits"
+    );
+
     // Edit t4's amount (the form shows the editable field, filled) and approve.
     let amount = client
         .find(Locator::Css(&item("t4", ".edit-form input[name=amount]")))

@@ -489,10 +489,18 @@ impl Decisions {
             (Decision::Approve, None) => {
                 return Err(refused("an approval naming nobody cannot count"));
             }
-            (Decision::Edit(_), _) => {
-                return Err(refused(
-                    "an edit would change what the others approved: approve as is, or decline",
-                ));
+            (Decision::Edit(_), decider) => {
+                let why =
+                    "an edit would change what the others approved: approve as is, or decline";
+                if let Some(decider) = decider {
+                    let attempt =
+                        AuditEntry::new(AuditKind::Refused, &call.call_id, &call.tool_id, "edit")
+                            .principal(&decider.principal)
+                            .digest(&decider.digest)
+                            .reason("an edit cannot count toward several approvals");
+                    self.path.stored().audit(attempt).await;
+                }
+                return Err(refused(why));
             }
             _ => return Ok(Quorum::NotNeeded),
         };

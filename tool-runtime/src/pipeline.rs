@@ -789,8 +789,10 @@ impl CallPath {
                     .or(self.parts.approval_ttl.as_ref())
             })
             .flatten();
-        pending.expires_at_ms = ttl
-            .map(|ttl| now_ms().saturating_add(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX)));
+        let now = now_ms();
+        pending.asked_at_ms = Some(now);
+        pending.expires_at_ms =
+            ttl.map(|ttl| now.saturating_add(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX)));
         pending
     }
 

@@ -569,6 +569,19 @@ impl Runtime {
             .decide_by(call_id, decision, Extensions::new(), None, Some(decider))
     }
 
+    /// How many different principals must approve a call of `tool_id`
+    /// ([`RuntimeBuilder::approvals_required`]).
+    ///
+    /// ```
+    /// use tool_runtime::Runtime;
+    ///
+    /// let runtime = Runtime::builder().tool_approvals_required("transfer", 2).build().unwrap();
+    /// assert_eq!((runtime.approvals_required("transfer"), runtime.approvals_required("weather")), (2, 1));
+    /// ```
+    pub fn approvals_required(&self, tool_id: &str) -> u32 {
+        self.inner.path.approvals_required(tool_id)
+    }
+
     /// The approvals call `call_id` has so far, on every instance sharing
     /// the store, and how many it needs
     /// ([`RuntimeBuilder::approvals_required`]); a call not waiting for

@@ -154,6 +154,11 @@ function json(value) {
   return JSON.stringify(value, null, 2);
 }
 
+function approvalsText(approvals) {
+  const who = approvals.granted.length ? ` (${approvals.granted.join(', ')})` : '';
+  return `${approvals.granted.length} of ${approvals.required}${who}`;
+}
+
 function itemNode(item) {
   const headingId = uniqueId('item');
   const node = el('li', { class: 'item', 'data-call-id': item.callId, 'aria-labelledby': headingId });
@@ -169,7 +174,9 @@ function itemNode(item) {
   fact('Tool', item.tool.id);
   fact('Call', item.callId);
   fact('Asked by', item.requester);
+  if (item.askedAtMs) fact('Asked at', new Date(item.askedAtMs).toISOString());
   if (item.expiresAtMs) fact('Expires', new Date(item.expiresAtMs).toISOString());
+  if (item.approvals) fact('Approvals', approvalsText(item.approvals));
   node.append(facts);
   node.append(el('h3', { text: 'Arguments' }));
   node.append(el('pre', { class: 'input', text: item.input === null ? '(hidden)' : json(item.input) }));
@@ -225,6 +232,14 @@ async function decide(item, action, body, alert, form) {
     return;
   }
   if (response.ok) {
+    const answer = await response.json().catch(() => ({}));
+    if (answer.status === 'approval_required' && answer.approvals) {
+      // Counted; others must approve too: the item stays, with who did.
+      item.approvals = answer.approvals;
+      render();
+      setStatus(`${item.tool.id} (${item.callId}): your approval is recorded, ${approvalsText(answer.approvals)}`);
+      return;
+    }
     items.delete(item.callId);
     render();
     setStatus(`${item.tool.id} (${item.callId}): ${action} done`);

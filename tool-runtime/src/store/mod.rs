@@ -383,6 +383,11 @@ pub struct PendingCall {
     /// runtime that notices, and no decision runs it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at_ms: Option<u64>,
+    /// When the runtime first stored the call to wait (for a person, or
+    /// for a worker), in milliseconds since the Unix epoch: how long it
+    /// has waited, for listings that sort or filter by age.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asked_at_ms: Option<u64>,
 }
 
 impl PendingCall {
@@ -404,6 +409,7 @@ impl PendingCall {
             agent: None,
             requester: None,
             expires_at_ms: None,
+            asked_at_ms: None,
         }
     }
 

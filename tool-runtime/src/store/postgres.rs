@@ -26,12 +26,13 @@ mod transaction;
 pub use transaction::{PostgresTransaction, TransactionError};
 
 /// The schema version this build creates and reads, recorded in
-/// `tool_runtime_schema`: 5 remembers the ids of calls purged by the size
-/// bound ([`ADD_PURGED`]); 4 lets calls wait for their output
-/// ([`ADD_OUTPUT_KIND`]); 3 adds fencing tokens ([`ADD_FENCING`]); 2 adds
-/// agent runs (`tool_runtime_runs`) to the calls of version 1. Versions 1
-/// to 4 are migrated.
-const SCHEMA_VERSION: i32 = 6;
+/// `tool_runtime_schema`: 7 keeps when calls were asked for
+/// ([`ADD_ASKED_AT`]); 6 adds the audit log ([`ADD_AUDIT`]); 5 remembers
+/// the ids of calls purged by the size bound ([`ADD_PURGED`]); 4 lets calls
+/// wait for their output ([`ADD_OUTPUT_KIND`]); 3 adds fencing tokens
+/// ([`ADD_FENCING`]); 2 adds agent runs (`tool_runtime_runs`) to the calls
+/// of version 1. Versions 1 to 6 are migrated.
+const SCHEMA_VERSION: i32 = 7;
 /// Connections the pool keeps at most: every store operation is one short
 /// statement or transaction, so a few serve many concurrent calls.
 const MAX_CONNECTIONS: usize = 8;
@@ -136,10 +137,14 @@ CREATE INDEX tool_runtime_calls_waiting ON tool_runtime_calls (call_id COLLATE \
 ALTER TABLE tool_runtime_calls ADD COLUMN requester text;
 ALTER TABLE tool_runtime_calls ADD COLUMN expires_at_ms bigint;";
 
+/// What schema version 7 adds: when each call was first stored to wait
+/// (milliseconds since the Unix epoch; `NULL` for calls stored before).
+const ADD_ASKED_AT: &str = "ALTER TABLE tool_runtime_calls ADD COLUMN asked_at_ms bigint;";
+
 /// The columns a [`StoredCall`] is read from ([`PostgresStore::stored`]).
 const COLUMNS: &str = "call_id, kind, tool_id, state, owner, lease_expires_at, attempt, \
      input, request_context, messages, payload, resume_data, outcome, settled_at, epoch, agent, \
-     requester, expires_at_ms";
+     requester, expires_at_ms, asked_at_ms";
 
 /// A durable [`CallStore`] in a PostgreSQL database, for runtimes on
 /// several hosts: pending approvals and suspensions, running calls and
@@ -329,6 +334,7 @@ impl PostgresStore {
             tx.batch_execute(ADD_OUTPUT_KIND).await?;
             tx.batch_execute(ADD_PURGED).await?;
             tx.batch_execute(ADD_AUDIT).await?;
+            tx.batch_execute(ADD_ASKED_AT).await?;
             tx.execute(
                 "INSERT INTO tool_runtime_schema (version) VALUES ($1)",
                 &[&SCHEMA_VERSION],
@@ -351,7 +357,7 @@ impl PostgresStore {
         };
         match version {
             Some(SCHEMA_VERSION) => Ok(()),
-            Some(version @ 1..=5) => {
+            Some(version @ 1..=6) => {
                 if version == 1 {
                     // Version 1 had no runs; its calls are as they were.
                     tx.batch_execute(CREATE_RUNS).await?;
@@ -368,8 +374,12 @@ impl PostgresStore {
                     // Version 4 did not remember purged calls.
                     tx.batch_execute(ADD_PURGED).await?;
                 }
-                // Version 5 kept no audit log.
-                tx.batch_execute(ADD_AUDIT).await?;
+                if version <= 5 {
+                    // Version 5 kept no audit log.
+                    tx.batch_execute(ADD_AUDIT).await?;
+                }
+                // Version 6 did not keep when calls were asked for.
+                tx.batch_execute(ADD_ASKED_AT).await?;
                 tx.execute(
                     "UPDATE tool_runtime_schema SET version = $1",
                     &[&SCHEMA_VERSION],
@@ -509,6 +519,9 @@ impl PostgresStore {
             expires_at_ms: row
                 .try_get::<_, Option<i64>>("expires_at_ms")?
                 .and_then(|at| u64::try_from(at).ok()),
+            asked_at_ms: row
+                .try_get::<_, Option<i64>>("asked_at_ms")?
+                .and_then(|at| u64::try_from(at).ok()),
             call_id,
         };
         Ok(StoredCall {
@@ -529,8 +542,8 @@ impl PostgresStore {
                 // A task notifies listening workers, when (and if) the insert commits.
                 "WITH inserted AS (
                      INSERT INTO tool_runtime_calls
-                         (call_id, kind, tool_id, state, attempt, input, request_context, messages, payload, agent, requester, expires_at_ms)
-                     VALUES ($1, $2, $3, 'pending', 0, $4, $5, $6, $7, $9, $10, $11)
+                         (call_id, kind, tool_id, state, attempt, input, request_context, messages, payload, agent, requester, expires_at_ms, asked_at_ms)
+                     VALUES ($1, $2, $3, 'pending', 0, $4, $5, $6, $7, $9, $10, $11, $12)
                      RETURNING kind)
                  SELECT pg_notify($8, '') FROM inserted WHERE kind = 'task'",
             )
@@ -550,6 +563,7 @@ impl PostgresStore {
                     &texts.agent,
                     &call.requester,
                     &call.expires_at_ms.and_then(|at| i64::try_from(at).ok()),
+                    &call.asked_at_ms.and_then(|at| i64::try_from(at).ok()),
                 ],
             )
             .await;

@@ -377,6 +377,10 @@ struct Record {
     /// Added with layout 6; absent before.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     expires_at_ms: Option<u64>,
+    /// Added after layout 6; absent before (a field of the record, which
+    /// needs no new layout).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    asked_at_ms: Option<u64>,
 }
 
 impl Record {
@@ -394,6 +398,7 @@ impl Record {
             agent: texts.agent,
             requester: call.requester.clone(),
             expires_at_ms: call.expires_at_ms,
+            asked_at_ms: call.asked_at_ms,
         })
     }
 
@@ -409,6 +414,7 @@ impl Record {
             agent: self.agent.map(|a| serde_json::from_str(&a)).transpose()?,
             requester: self.requester,
             expires_at_ms: self.expires_at_ms,
+            asked_at_ms: self.asked_at_ms,
         })
     }
 }

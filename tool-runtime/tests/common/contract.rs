@@ -1359,11 +1359,12 @@ async fn edited_claims(store: &(impl CallStore + RunStore), p: &str) {
     let mut call = approval(&id);
     call.requester = Some("alice".into());
     call.expires_at_ms = Some(4_102_444_800_000);
+    call.asked_at_ms = Some(4_102_444_000_000);
     store.insert(call.clone()).await.unwrap();
     assert_eq!(
         store.get(&id).await.unwrap().unwrap().call,
         call,
-        "who asked and when it expires read back"
+        "who asked, when, and when it expires read back"
     );
     let edit = |input: serde_json::Value| Transition::RunEdited {
         owner: "a".into(),
