@@ -290,38 +290,23 @@ pub(crate) struct ListQuery {
 }
 
 impl ListQuery {
-    /// Whether `call` is one the query selects at `now_ms` (its place aside).
-    fn selects(&self, call: &PendingCall, now_ms: u64) -> bool {
-        let agent = call.agent.as_ref();
-        let is = |wanted: &Option<String>, got: Option<&str>| {
-            wanted.as_deref().is_none_or(|wanted| got == Some(wanted))
-        };
-        is(&self.tool, Some(&call.tool_id))
-            && self.kind.is_none_or(|kind| call.kind == kind)
-            && is(&self.run, agent.map(|a| a.run_id.as_str()))
-            && is(&self.thread, agent.and_then(|a| a.thread_id.as_deref()))
-            && is(&self.resource, agent.and_then(|a| a.resource_id.as_deref()))
-            && is(&self.requester, call.requester.as_deref())
-            && self.waited(call, now_ms)
-            && self
-                .after
-                .as_deref()
-                .is_none_or(|after| call.call_id.as_str() > after)
-    }
-
-    /// Whether `call` has waited as long as the query's age bounds say (a
-    /// call that does not say when it was asked for has no age to match).
-    fn waited(&self, call: &PendingCall, now_ms: u64) -> bool {
-        if self.older_than.is_none() && self.newer_than.is_none() {
-            return true;
+    /// The store's query for the list's filters, at `now_ms`; pages of
+    /// [`STORE_PAGE`] from the query's `after`.
+    fn store_query(&self, now_ms: u64) -> PendingQuery {
+        let mut query = PendingQuery::waiting_for_people().limit(STORE_PAGE);
+        if let Some(kind) = self.kind {
+            query = query.kind(kind);
         }
-        let Some(asked) = call.asked_at_ms else {
-            return false;
-        };
-        let waited_ms = now_ms.saturating_sub(asked);
-        let secs = |s: u64| s.saturating_mul(1_000);
-        self.older_than.is_none_or(|s| waited_ms > secs(s))
-            && self.newer_than.is_none_or(|s| waited_ms < secs(s))
+        let ago = |secs: u64| now_ms.saturating_sub(secs.saturating_mul(1_000));
+        query.tool_id.clone_from(&self.tool);
+        query.run_id.clone_from(&self.run);
+        query.thread_id.clone_from(&self.thread);
+        query.resource_id.clone_from(&self.resource);
+        query.requester.clone_from(&self.requester);
+        query.asked_before_ms = self.older_than.map(ago);
+        query.asked_after_ms = self.newer_than.map(ago);
+        query.after.clone_from(&self.after);
+        query
     }
 }
 
@@ -344,24 +329,17 @@ pub(crate) async fn list<A: Authenticate>(
     let max = shared.options.max_page;
     let limit = bounded_limit(query.limit, max.min(50), max)?;
     // Pages of the store's index until one more item than asked is found
-    // (the principal's and the query's filters apply on the way).
-    let mut store_query = PendingQuery::waiting_for_people().limit(STORE_PAGE);
-    if let Some(kind) = query.kind {
-        store_query = store_query.kind(kind);
-    }
-    if let Some(tool) = &query.tool {
-        store_query = store_query.tool(tool);
-    }
-    store_query.after.clone_from(&query.after);
+    // (the principal's authorization applies on the way).
+    let mut store_query = query.store_query(now_ms());
     let mut calls: Vec<StoredCall> = Vec::new();
-    let now_ms = now_ms();
     while calls.len() <= limit {
         let page = shared.runtime.waiting_page(store_query.clone()).await?;
         let Some(last) = page.last() else { break };
         store_query.after = Some(last.call.call_id.clone());
-        calls.extend(page.into_iter().filter(|stored| {
-            query.selects(&stored.call, now_ms) && shared.visible(&principal, &stored.call)
-        }));
+        calls.extend(
+            page.into_iter()
+                .filter(|stored| shared.visible(&principal, &stored.call)),
+        );
     }
     let next = (calls.len() > limit).then(|| calls[limit - 1].call.call_id.clone());
     calls.truncate(limit);

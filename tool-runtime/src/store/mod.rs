@@ -222,8 +222,10 @@ fn checked_json(
 }
 
 /// Which pending calls a page of [`CallStore::list_page`] holds: of these
-/// kinds, of one tool or all, after a call id (the last of the previous
-/// page), at most `limit`, ordered by call id.
+/// kinds, of one tool or all, made by one agent run, thread or resource,
+/// asked for by one principal, asked for within a time range, after a
+/// call id (the last of the previous page), at most `limit`, ordered by
+/// call id.
 ///
 /// ```
 /// use tool_runtime::PendingKind;
@@ -232,6 +234,11 @@ fn checked_json(
 /// let query = PendingQuery::waiting_for_people().tool("transfer").after("c9").limit(50);
 /// assert_eq!(query.kinds, [PendingKind::Approval, PendingKind::Suspended, PendingKind::Output]);
 /// assert_eq!((query.tool_id.as_deref(), query.after.as_deref(), query.limit), (Some("transfer"), Some("c9"), 50));
+///
+/// // Asked for by one agent's run more than an hour before `now_ms`.
+/// let now_ms = 1_767_225_600_000;
+/// let stale = PendingQuery::waiting_for_people().run("run-7").asked_before_ms(now_ms - 3_600_000);
+/// assert_eq!((stale.run_id.as_deref(), stale.asked_before_ms), (Some("run-7"), Some(now_ms - 3_600_000)));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -240,6 +247,20 @@ pub struct PendingQuery {
     pub kinds: Vec<PendingKind>,
     /// Only this tool's calls, when set.
     pub tool_id: Option<String>,
+    /// Only calls made by this agent run ([`AgentContext::run_id`](tool_core::AgentContext::run_id)).
+    pub run_id: Option<String>,
+    /// Only calls made in this agent thread.
+    pub thread_id: Option<String>,
+    /// Only calls made for this resource (the user or entity a thread
+    /// belongs to).
+    pub resource_id: Option<String>,
+    /// Only calls this principal asked for ([`PendingCall::requester`]).
+    pub requester: Option<String>,
+    /// Only calls asked for before this time ([`PendingCall::asked_at_ms`];
+    /// a call that does not say when is left out).
+    pub asked_before_ms: Option<u64>,
+    /// Only calls asked for after this time (as above).
+    pub asked_after_ms: Option<u64>,
     /// Only calls whose id comes after this one (by bytes).
     pub after: Option<String>,
     /// At most this many.
@@ -257,6 +278,12 @@ impl PendingQuery {
                 PendingKind::Output,
             ],
             tool_id: None,
+            run_id: None,
+            thread_id: None,
+            resource_id: None,
+            requester: None,
+            asked_before_ms: None,
+            asked_after_ms: None,
             after: None,
             limit: 100,
         }
@@ -276,6 +303,50 @@ impl PendingQuery {
         self
     }
 
+    /// Only the calls made by agent run `run_id`.
+    #[must_use]
+    pub fn run(mut self, run_id: impl Into<String>) -> Self {
+        self.run_id = Some(run_id.into());
+        self
+    }
+
+    /// Only the calls made in agent thread `thread_id`.
+    #[must_use]
+    pub fn thread(mut self, thread_id: impl Into<String>) -> Self {
+        self.thread_id = Some(thread_id.into());
+        self
+    }
+
+    /// Only the calls made for resource `resource_id`.
+    #[must_use]
+    pub fn resource(mut self, resource_id: impl Into<String>) -> Self {
+        self.resource_id = Some(resource_id.into());
+        self
+    }
+
+    /// Only the calls `principal` asked for.
+    #[must_use]
+    pub fn requester(mut self, principal: impl Into<String>) -> Self {
+        self.requester = Some(principal.into());
+        self
+    }
+
+    /// Only the calls asked for before `ms` (milliseconds since the Unix
+    /// epoch): those waiting longer than `now - ms`.
+    #[must_use]
+    pub fn asked_before_ms(mut self, ms: u64) -> Self {
+        self.asked_before_ms = Some(ms);
+        self
+    }
+
+    /// Only the calls asked for after `ms` (milliseconds since the Unix
+    /// epoch).
+    #[must_use]
+    pub fn asked_after_ms(mut self, ms: u64) -> Self {
+        self.asked_after_ms = Some(ms);
+        self
+    }
+
     /// Only the calls after `call_id`.
     #[must_use]
     pub fn after(mut self, call_id: impl Into<String>) -> Self {
@@ -292,11 +363,24 @@ impl PendingQuery {
 
     /// Whether `call` (pending) is one this query selects.
     pub fn selects(&self, call: &PendingCall) -> bool {
+        let is = |wanted: &Option<String>, got: Option<&str>| {
+            wanted.as_deref().is_none_or(|wanted| got == Some(wanted))
+        };
+        let agent = call.agent.as_ref();
+        let asked = |bound: Option<u64>, within: fn(u64, u64) -> bool| {
+            bound.is_none_or(|bound| call.asked_at_ms.is_some_and(|at| within(at, bound)))
+        };
         self.kinds.contains(&call.kind)
-            && self
-                .tool_id
-                .as_ref()
-                .is_none_or(|tool| *tool == call.tool_id)
+            && is(&self.tool_id, Some(&call.tool_id))
+            && is(&self.run_id, agent.map(|a| a.run_id.as_str()))
+            && is(&self.thread_id, agent.and_then(|a| a.thread_id.as_deref()))
+            && is(
+                &self.resource_id,
+                agent.and_then(|a| a.resource_id.as_deref()),
+            )
+            && is(&self.requester, call.requester.as_deref())
+            && asked(self.asked_before_ms, |at, bound| at < bound)
+            && asked(self.asked_after_ms, |at, bound| at > bound)
             && self
                 .after
                 .as_deref()

@@ -1019,13 +1019,34 @@ impl PostgresStore {
                  WHERE state = 'pending' AND kind = ANY($1)
                    AND ($2::text IS NULL OR tool_id = $2)
                    AND ($3::text IS NULL OR call_id COLLATE \"C\" > $3)
+                   AND ($5::text IS NULL OR agent::jsonb ->> 'runId' = $5)
+                   AND ($6::text IS NULL OR agent::jsonb ->> 'threadId' = $6)
+                   AND ($7::text IS NULL OR agent::jsonb ->> 'resourceId' = $7)
+                   AND ($8::text IS NULL OR requester = $8)
+                   AND ($9::bigint IS NULL OR asked_at_ms < $9)
+                   AND ($10::bigint IS NULL OR asked_at_ms > $10)
                  ORDER BY call_id COLLATE \"C\" LIMIT $4"
             ))
             .await?;
         let kinds: Vec<&str> = query.kinds.iter().map(|kind| kind.as_str()).collect();
         let limit = i64::try_from(query.limit).unwrap_or(i64::MAX);
+        let time = |ms: Option<u64>| ms.map(|ms| i64::try_from(ms).unwrap_or(i64::MAX));
         let rows = client
-            .query(&statement, &[&kinds, &query.tool_id, &query.after, &limit])
+            .query(
+                &statement,
+                &[
+                    &kinds,
+                    &query.tool_id,
+                    &query.after,
+                    &limit,
+                    &query.run_id,
+                    &query.thread_id,
+                    &query.resource_id,
+                    &query.requester,
+                    &time(query.asked_before_ms),
+                    &time(query.asked_after_ms),
+                ],
+            )
             .await?;
         Ok(self.readable(rows))
     }

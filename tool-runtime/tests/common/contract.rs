@@ -1416,7 +1416,16 @@ async fn pages(store: &(impl CallStore + RunStore), p: &str) {
             1 => (PendingKind::Suspended, "ask"),
             _ => (PendingKind::Task, "pay"),
         };
-        let call = PendingCall::new(format!("{p}-page-{n}"), tool, kind, json!({ "n": n }));
+        let mut call = PendingCall::new(format!("{p}-page-{n}"), tool, kind, json!({ "n": n }));
+        // Even calls an agent made; the first two carol asked for; all
+        // but the last say when they were asked for.
+        call.agent = (n % 2 == 0).then(|| {
+            tool_core::AgentContext::new("helper", "run-even")
+                .with_thread(format!("th-{}", n % 3))
+                .with_resource(format!("res-{n}"))
+        });
+        call.requester = (n <= 1).then(|| "carol".to_owned());
+        call.asked_at_ms = (n != 6).then_some(1_000 * (n + 1));
         store.insert(call).await.unwrap();
     }
     // A claimed approval is no longer pending.
@@ -1443,8 +1452,37 @@ async fn pages(store: &(impl CallStore + RunStore), p: &str) {
     assert_eq!(ids(store.list_page(after).await.unwrap()), ["4", "6"]);
     let pay = people.clone().tool("pay");
     assert_eq!(ids(store.list_page(pay).await.unwrap()), ["0", "6"]);
-    let asked = people.kind(PendingKind::Suspended);
+    let asked = people.clone().kind(PendingKind::Suspended);
     assert_eq!(ids(store.list_page(asked).await.unwrap()), ["1", "4"]);
+    // Who made them, who asked, and when: the listed calls are 0, 1, 4, 6.
+    for (query, expected) in [
+        (people.clone().run("run-even"), vec!["0", "4", "6"]),
+        (people.clone().run("run-odd"), vec![]),
+        (people.clone().thread("th-0"), vec!["0", "6"]),
+        (people.clone().resource("res-4"), vec!["4"]),
+        (people.clone().requester("carol"), vec!["0", "1"]),
+        (people.clone().asked_before_ms(2_500), vec!["0", "1"]),
+        (people.clone().asked_after_ms(1_500), vec!["1", "4"]),
+        (
+            people.clone().asked_after_ms(1_500).asked_before_ms(4_500),
+            vec!["1"],
+        ),
+        (
+            people.clone().run("run-even").asked_after_ms(0).limit(1),
+            vec!["0"],
+        ),
+        (
+            people.clone().run("run-even").after(format!("{p}-page-0")),
+            vec!["4", "6"],
+        ),
+    ] {
+        let described = format!("{query:?}");
+        assert_eq!(
+            ids(store.list_page(query).await.unwrap()),
+            expected,
+            "{described}"
+        );
+    }
 }
 
 /// A decision that expects a fencing token applies to the call only while
