@@ -253,3 +253,54 @@ async fn a_continuation_racing_the_agents_own_approval_records_the_result_once()
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_that_expires_releases_the_agents_run_with_the_model_reading_why() {
+    let path = store_file("expired");
+    let seen = Seen::default();
+    let model = ScriptedModel::new([
+        ScriptedStep::new()
+            .tool_call("c1", "pay", json!({ "to": "ada" }))
+            .finish(ModelFinish::ToolCalls),
+        ScriptedStep::answer("nobody approved in time"),
+    ]);
+    // Approvals of the agent's runtime expire at once: the call is stored
+    // already overdue.
+    let runtime = Runtime::builder()
+        .tool(pay(&seen))
+        .sqlite_store(&path)
+        .approval_ttl(std::time::Duration::ZERO)
+        .build()
+        .unwrap();
+    let agent = Agent::builder("payer", model.clone(), runtime)
+        .build()
+        .unwrap();
+    let inbox = Runtime::builder()
+        .tool(pay(&seen))
+        .sqlite_store(&path)
+        .build()
+        .unwrap();
+    let paused = agent
+        .generate(Thread::new("thread-1"), vec![Message::user("pay ada")])
+        .await
+        .unwrap();
+    assert_eq!(paused.finish_reason, FinishReason::Suspended);
+    let run_id = paused.run_id;
+
+    // Another instance notices first (its listing declines what is overdue).
+    assert!(inbox.waiting().await.unwrap().is_empty());
+    let done = agent.continue_run(&run_id).await.unwrap().output().await;
+    assert_eq!(
+        (done.text.as_str(), done.finish_reason),
+        ("nobody approved in time", FinishReason::Stop),
+        "{:?}",
+        done.chunks
+    );
+    let results = results_in_run(&agent, &run_id).await;
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert!(
+        results[0].0 == "c1" && results[0].1.to_string().contains("expired"),
+        "the model reads that the approval expired: {results:?}"
+    );
+    assert!(seen.lock().unwrap().is_empty(), "the call never ran");
+}
