@@ -2,6 +2,12 @@
 //! token to fix (`ui/fail/*.rs`, with the expected `.stderr` committed), and
 //! every supported shape compiles and runs (`ui/pass/*.rs`).
 //!
+//! trybuild builds each file as a crate of its own, so cases are grouped, one
+//! module each, into a file per stage that reports them: the macro's own
+//! errors (it reports every one and still emits the item), type checking,
+//! and the later checks (a future that is not `Send`, const evaluation),
+//! which rustc may skip once earlier errors exist.
+//!
 //! The `.stderr` files are for the toolchain CI uses; regenerate them with
 //! `TRYBUILD=overwrite cargo test -p integration-tests --test ui` and read
 //! every diff as a user would.
