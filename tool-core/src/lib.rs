@@ -378,6 +378,31 @@ pub mod __private_0_1_0 {
         error.into_tool_error()
     }
 
+    /// The future of an `async fn` tool that returns `Result<T, E>`, its
+    /// error converted by `convert` ([`into_tool_error`], whose bound is
+    /// checked where the generated code names it, on the error type): one
+    /// generic function rather than an async block in every tool's
+    /// expansion.
+    pub async fn result<T, E>(
+        future: impl Future<Output = Result<T, E>>,
+        convert: fn(E) -> crate::ToolError,
+    ) -> Result<T, crate::ToolError> {
+        future.await.map_err(convert)
+    }
+
+    /// The future of a (sync) `fn` tool, which calls it when first polled,
+    /// as an async block would.
+    pub async fn call<T>(
+        function: impl FnOnce() -> Result<T, crate::ToolError>,
+    ) -> Result<T, crate::ToolError> {
+        function()
+    }
+
+    /// The future of an `async fn` tool that returns its output.
+    pub async fn ok<T>(future: impl Future<Output = T>) -> Result<T, crate::ToolError> {
+        Ok(future.await)
+    }
+
     /// The suspend payload type of a `#[tool]` (from `suspend = Type` or the
     /// `ToolContext<Payload, Resume>` generics).
     #[diagnostic::on_unimplemented(
@@ -397,6 +422,12 @@ pub mod __private_0_1_0 {
     // resolution on `Probe<T>` (a by-value method where the type has the
     // property, else a `&self` one: autoref specialization), a kind type
     // that the check function then accepts or rejects with a message.
+
+    /// The traits a probe's method resolution picks from, imported by one
+    /// glob in the generated code.
+    pub mod probe {
+        pub use super::{ContextKind, MaybeObjectKind, NotContextKind, NotObjectKind};
+    }
 
     /// The subject of a probe.
     pub struct Probe<T: ?Sized>(core::marker::PhantomData<T>);

@@ -6,15 +6,20 @@
 //! tell an enum from a struct by its name, so the schema decides, once per
 //! tool. Used by generated code through `__private`.
 //!
-//! Everything goes through the generated struct `P` (`{ <name>: T }`), whose
-//! derives carry the spanned checks of the parameter's traits: nothing here
-//! bounds `T` itself, so a missing trait is reported once, on the type.
+//! The generated struct `P` (`{ <name>: T }`) derives nothing: its schema
+//! and deserialization are written here once, generic over [`LoneParam`],
+//! rather than derived for every tool. The generated impl reaches `T`'s
+//! traits through two functions whose bounds carry the messages, spanned on
+//! the parameter's type, so a missing trait is reported once, there.
 
+use std::any::type_name;
 use std::borrow::Cow;
+use std::fmt;
+use std::marker::PhantomData;
 use std::sync::OnceLock;
 
-use serde::de::value::BorrowedStrDeserializer;
-use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, Visitor};
+use schemars::JsonSchema;
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
 use crate::RequestContext;
@@ -27,9 +32,21 @@ pub trait LoneParam: Sized + 'static {
     type Value;
     /// The name of the struct's one property (the parameter's).
     const NAME: &'static str;
+    /// The parameter's doc comment, lines joined as schemars joins them:
+    /// the property's description.
+    const DOC: &'static str;
+    /// Whether the parameter is an `Option` (by its name), a property that
+    /// may be left out.
+    const OPTIONAL: bool;
     /// Where the tool keeps its decision, made on first use: one static per
     /// tool, since a generic function has no statics of its own.
     fn decision() -> &'static OnceLock<LoneShape>;
+    /// The parameter's value, deserialized (`deserialize_param`).
+    fn deserialize_value<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Self::Value, D::Error>;
+    /// The parameter type's schema (`param_schema`).
+    fn value_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema;
     /// The struct holding `value`.
     fn from_value(value: Self::Value) -> Self;
     /// The parameter's value.
@@ -49,23 +66,62 @@ pub struct LoneShape {
 /// The decision for `P`, made from the generated struct's schema: the
 /// parameter is the whole input when its property's schema (after its
 /// `$ref`) is an object with named properties.
-fn shape<P: LoneParam + schemars::JsonSchema>() -> &'static LoneShape {
+fn shape<P: LoneParam>() -> &'static LoneShape {
     P::decision().get_or_init(|| {
-        let schema = crate::schema::schema_for::<P>().unwrap_or(Value::Null);
+        let schema = crate::schema::schema_for::<Struct<P>>().unwrap_or(Value::Null);
         let property = &schema["properties"][P::NAME];
         if !crate::schema::is_object_root(&schema, property) {
             return LoneShape {
                 whole: false,
-                title: P::schema_name(),
+                title: Struct::<P>::schema_name(),
             };
         }
         let title = property
             .get("$ref")
             .and_then(Value::as_str)
             .and_then(|reference| crate::schema::parse_ref(reference).ok()?.pop())
-            .map_or_else(P::schema_name, Cow::Owned);
+            .map_or_else(Struct::<P>::schema_name, Cow::Owned);
         LoneShape { whole: true, title }
     })
+}
+
+/// The generated struct's name (`XxxToolInput`).
+fn struct_name<P>() -> &'static str {
+    let path = type_name::<P>();
+    path.rsplit("::").next().unwrap_or(path)
+}
+
+/// The generated struct as a JSON Schema, `{"<name>": value}`: what
+/// schemars' derive made of it (the property's title and description from
+/// the parameter's docs, an `Option` not required and defaulting to null).
+struct Struct<P>(PhantomData<P>);
+
+impl<P: LoneParam> JsonSchema for Struct<P> {
+    fn schema_name() -> Cow<'static, str> {
+        Cow::Borrowed(struct_name::<P>())
+    }
+
+    fn schema_id() -> Cow<'static, str> {
+        Cow::Borrowed(type_name::<P>())
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let mut property = P::value_schema(generator);
+        let (title, description) = schemars::_private::get_title_and_description(P::DOC);
+        schemars::_private::insert_metadata_property_if_nonempty(&mut property, "title", title);
+        schemars::_private::insert_metadata_property_if_nonempty(
+            &mut property,
+            "description",
+            description,
+        );
+        if P::OPTIONAL {
+            property.insert("default".into(), Value::Null);
+        }
+        let mut schema = schemars::json_schema!({ "type": "object" });
+        let optional = P::OPTIONAL && generator.contract().is_deserialize();
+        schemars::_private::insert_object_property(&mut schema, P::NAME, optional, property);
+        schema
+    }
 }
 
 /// The input of a tool with one parameter ([`LoneParam`]): the parameter's
@@ -74,37 +130,30 @@ fn shape<P: LoneParam + schemars::JsonSchema>() -> &'static LoneShape {
 #[derive(Debug)]
 pub struct Lone<P>(pub P);
 
-impl<'de, P> serde::Deserialize<'de> for Lone<P>
-where
-    P: LoneParam + schemars::JsonSchema + serde::Deserialize<'de>,
-{
+impl<'de, P: LoneParam> serde::Deserialize<'de> for Lone<P> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         if shape::<P>().whole {
-            // The generated struct, fed its one property: the parameter's
-            // checks and `deserialize_with` stay the struct's, and error
-            // paths stay relative to the value.
-            P::deserialize(OneEntry {
-                name: P::NAME,
-                value: Some(deserializer),
-            })
-            .map(Lone)
+            // Error paths stay relative to the value.
+            P::deserialize_value(deserializer).map(|value| Lone(P::from_value(value)))
         } else {
-            P::deserialize(deserializer).map(Lone)
+            deserializer
+                .deserialize_struct(struct_name::<P>(), &[P::NAME], StructVisitor(PhantomData))
+                .map(Lone)
         }
     }
 }
 
-impl<P: LoneParam + schemars::JsonSchema> schemars::JsonSchema for Lone<P> {
+impl<P: LoneParam> JsonSchema for Lone<P> {
     fn schema_name() -> Cow<'static, str> {
         shape::<P>().title.clone()
     }
 
     fn schema_id() -> Cow<'static, str> {
-        P::schema_id()
+        Struct::<P>::schema_id()
     }
 
     fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        let wrapped = P::json_schema(generator);
+        let wrapped = Struct::<P>::json_schema(generator);
         if !shape::<P>().whole {
             return wrapped;
         }
@@ -123,57 +172,105 @@ impl<P: LoneParam + schemars::JsonSchema> schemars::JsonSchema for Lone<P> {
     }
 }
 
-/// A deserializer of a one-entry map `{name: value}`, `value` being another
-/// deserializer's.
-struct OneEntry<D> {
-    name: &'static str,
-    value: Option<D>,
+/// Deserializes the generated struct as serde's derive does: its one
+/// property once, other keys ignored, a missing `Option` read as `None`.
+struct StructVisitor<P>(PhantomData<P>);
+
+impl<'de, P: LoneParam> Visitor<'de> for StructVisitor<P> {
+    type Value = P;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(formatter, "struct {}", struct_name::<P>())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<P, A::Error> {
+        match seq.next_element_seed(ValueSeed::<P>(PhantomData))? {
+            Some(value) => Ok(P::from_value(value)),
+            None => Err(de::Error::invalid_length(0, &self)),
+        }
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<P, A::Error> {
+        let mut value = None;
+        while let Some(ours) = map.next_key_seed(Key(P::NAME))? {
+            if !ours {
+                map.next_value::<IgnoredAny>()?;
+            } else if value.is_some() {
+                return Err(de::Error::duplicate_field(P::NAME));
+            } else {
+                value = Some(map.next_value_seed(ValueSeed::<P>(PhantomData))?);
+            }
+        }
+        let value = match value {
+            Some(value) => value,
+            None => P::deserialize_value(Missing(P::NAME, PhantomData))?,
+        };
+        Ok(P::from_value(value))
+    }
 }
 
-impl<'de, D: Deserializer<'de>> Deserializer<'de> for OneEntry<D> {
-    type Error = D::Error;
+/// The parameter's value, as a seed.
+struct ValueSeed<P>(PhantomData<P>);
 
-    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, D::Error> {
-        visitor.visit_map(OneEntryAccess {
-            name: Some(self.name),
-            value: self.value,
-        })
+impl<'de, P: LoneParam> DeserializeSeed<'de> for ValueSeed<P> {
+    type Value = P::Value;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<P::Value, D::Error> {
+        P::deserialize_value(deserializer)
+    }
+}
+
+/// A key of the generated struct: whether it is the property's (by name, or
+/// by index as serde's derive also accepts).
+struct Key(&'static str);
+
+impl<'de> DeserializeSeed<'de> for Key {
+    type Value = bool;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<bool, D::Error> {
+        deserializer.deserialize_identifier(self)
+    }
+}
+
+impl Visitor<'_> for Key {
+    type Value = bool;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str("field identifier")
+    }
+
+    fn visit_u64<E: de::Error>(self, index: u64) -> Result<bool, E> {
+        Ok(index == 0)
+    }
+
+    fn visit_str<E: de::Error>(self, key: &str) -> Result<bool, E> {
+        Ok(key == self.0)
+    }
+
+    fn visit_bytes<E: de::Error>(self, key: &[u8]) -> Result<bool, E> {
+        Ok(key == self.0.as_bytes())
+    }
+}
+
+/// The value of a property that is absent: `None` for an `Option`, else
+/// serde's "missing field" error (what its derive does).
+struct Missing<E>(&'static str, PhantomData<E>);
+
+impl<'de, E: de::Error> Deserializer<'de> for Missing<E> {
+    type Error = E;
+
+    fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, E> {
+        Err(de::Error::missing_field(self.0))
+    }
+
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, E> {
+        visitor.visit_none()
     }
 
     serde::forward_to_deserialize_any! {
         bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
-        bytes byte_buf option unit unit_struct newtype_struct seq tuple
+        bytes byte_buf unit unit_struct newtype_struct seq tuple
         tuple_struct map struct enum identifier ignored_any
-    }
-}
-
-struct OneEntryAccess<D> {
-    name: Option<&'static str>,
-    value: Option<D>,
-}
-
-impl<'de, D: Deserializer<'de>> MapAccess<'de> for OneEntryAccess<D> {
-    type Error = D::Error;
-
-    fn next_key_seed<K: DeserializeSeed<'de>>(
-        &mut self,
-        seed: K,
-    ) -> Result<Option<K::Value>, D::Error> {
-        self.name
-            .take()
-            .map(|name| seed.deserialize(BorrowedStrDeserializer::new(name)))
-            .transpose()
-    }
-
-    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, D::Error> {
-        match self.value.take() {
-            Some(value) => seed.deserialize(value),
-            None => Err(de::Error::custom("the input's value was already read")),
-        }
-    }
-
-    fn size_hint(&self) -> Option<usize> {
-        Some(usize::from(self.name.is_some()))
     }
 }
 
@@ -244,7 +341,7 @@ pub fn lone_policy<P, M>(
     policy: &impl LonePolicy<P, M>,
 ) -> PolicyAnswer
 where
-    P: LoneParam + schemars::JsonSchema + serde::de::DeserializeOwned,
+    P: LoneParam,
 {
     match <Lone<P> as serde::Deserialize>::deserialize(input) {
         Ok(Lone(input)) => policy.requires_approval(&input, request_context),
@@ -284,7 +381,7 @@ pub fn example_to_value<T: serde::Serialize>(example: &T) -> Value {
 /// Input examples of a [`Lone`] tool, in the input's decided shape.
 pub fn lone_examples<P, M>(examples: impl LoneExamples<P, M>) -> Vec<Value>
 where
-    P: LoneParam + schemars::JsonSchema + serde::Serialize,
+    P: LoneParam + serde::Serialize,
 {
     let whole = shape::<P>().whole;
     examples

@@ -63,24 +63,28 @@ pub fn expand(attrs: &Attrs, tool: &ToolFn) -> TokenStream {
         .clone()
         .or_else(|| context.and_then(|c| c.resume.clone()))
         .unwrap_or_else(|| syn::parse_quote!(#krate::NoSuspend));
-    let await_call = tool.item.sig.asyncness.map(|_| quote!(.await));
-    let call = quote!(#fn_name(#(#call_args),*) #await_call);
-    let body = match &tool.output {
+    let call = quote!(#fn_name(#(#call_args),*));
+    let is_async = tool.item.sig.asyncness.is_some();
+    // The function's future or value as the tool's, through generic
+    // functions of tool-core rather than an async block per tool.
+    let future = match &tool.output {
         Output::Result { err, .. } => {
             // Spanned on the error type: if it does not convert, the error
             // (with its hint) points there.
             let span = err
                 .as_ref()
                 .map_or_else(|| tool.item.sig.output.span(), |err| err.span());
-            let convert = respan(quote!(#private::into_tool_error(error)), span);
-            quote! {
-                match #call {
-                    ::core::result::Result::Ok(output) => ::core::result::Result::Ok(output),
-                    ::core::result::Result::Err(error) => ::core::result::Result::Err(#convert),
-                }
+            let convert = respan(quote!(#private::into_tool_error), span);
+            if is_async {
+                quote!(#private::result(#call, #convert))
+            } else {
+                quote!(#private::call(move || ::core::result::Result::map_err(#call, #convert)))
             }
         }
-        Output::Plain(_) | Output::Unit => quote!(::core::result::Result::Ok(#call)),
+        Output::Plain(_) | Output::Unit if is_async => quote!(#private::ok(#call)),
+        Output::Plain(_) | Output::Unit => {
+            quote!(#private::call(move || ::core::result::Result::Ok(#call)))
+        }
     };
     // Spanned on the function's name: a future that is not `Send` (a
     // non-`Send` value held across an `.await`) is reported there, by
@@ -88,7 +92,6 @@ pub fn expand(attrs: &Attrs, tool: &ToolFn) -> TokenStream {
     // cannot carry advice of ours: rustc reports a coroutine that is not
     // `Send` in its own words even through a bound with
     // `#[diagnostic::on_unimplemented]`.
-    let future = quote_spanned!(fn_name.span()=> async move { #body });
     let future_ty = respan(
         quote! {
             impl ::core::future::Future<
@@ -175,7 +178,6 @@ pub fn expand(attrs: &Attrs, tool: &ToolFn) -> TokenStream {
 
             #to_model_output
 
-            #[allow(clippy::manual_async_fn)]
             fn execute(
                 &self,
                 input: Self::Input,
@@ -276,7 +278,7 @@ fn probes(private: &TokenStream, attrs: &Attrs, tool: &ToolFn) -> TokenStream {
         const _: () = {
             #[allow(dead_code)]
             fn probe_parameter_types() {
-                use #private::{ContextKind as _, MaybeObjectKind as _, NotContextKind as _, NotObjectKind as _};
+                use #private::probe::*;
                 #(#checks)*
             }
         };
@@ -326,7 +328,14 @@ fn input_parts(krate: &Path, attrs: &Attrs, tool: &ToolFn, tool_ident: &Ident) -
         Input::Lone(param) => {
             let field = param.property();
             args.push((param.position, quote!(input.0.#field)));
-            let def = input_struct(krate, attrs, tool, &ident, std::slice::from_ref(param));
+            let def = input_struct(
+                krate,
+                attrs,
+                tool,
+                &ident,
+                std::slice::from_ref(param),
+                false,
+            );
             let private = private_path(krate);
             let lone_param = lone_param(&private, &ident, param);
             (
@@ -340,7 +349,7 @@ fn input_parts(krate: &Path, attrs: &Attrs, tool: &ToolFn, tool_ident: &Ident) -
                 let name = param.property();
                 args.push((param.position, quote!(input.#name)));
             }
-            let def = input_struct(krate, attrs, tool, &ident, params);
+            let def = input_struct(krate, attrs, tool, &ident, params, true);
             (syn::parse_quote!(#ident), def, None)
         }
     };
@@ -354,16 +363,30 @@ fn input_parts(krate: &Path, attrs: &Attrs, tool: &ToolFn, tool_ident: &Ident) -
 }
 
 /// `LoneParam` for the generated struct of a lone parameter: what
-/// `tool_core::__private::Lone` needs to decide the shape once and to move
-/// the value in and out.
+/// `tool_core::__private::Lone` needs to decide the shape once, to derive
+/// the struct's schema and deserialize it, and to move the value in and out.
+/// The parameter's traits are bounds of `Value`, reported on its type.
 fn lone_param(private: &TokenStream, ident: &Ident, param: &Param) -> TokenStream {
     let field = param.property();
     let name = field.unraw().to_string();
     let ty = &param.ty;
+    let doc = doc_text(&param.docs);
+    let optional = is_option(ty);
+    // Spanned on the parameter's type, where a missing trait is reported.
+    let deserialize = respan(quote!(#private::deserialize_param(deserializer)), ty.span());
+    let schema = respan(quote!(#private::param_schema::<#ty>), ty.span());
     quote! {
         impl #private::LoneParam for #ident {
             type Value = #ty;
             const NAME: &'static str = #name;
+            const DOC: &'static str = #doc;
+            const OPTIONAL: bool = #optional;
+            fn deserialize_value<'de, D: #private::serde::Deserializer<'de>>(deserializer: D) -> ::core::result::Result<#ty, D::Error> {
+                #deserialize
+            }
+            fn value_schema(generator: &mut #private::schemars::SchemaGenerator) -> #private::schemars::Schema {
+                #schema(generator)
+            }
             fn decision() -> &'static #private::OnceLock<#private::LoneShape> {
                 static DECISION: #private::OnceLock<#private::LoneShape> = #private::OnceLock::new();
                 &DECISION
@@ -378,12 +401,41 @@ fn lone_param(private: &TokenStream, ident: &Ident, param: &Param) -> TokenStrea
     }
 }
 
+/// The doc comment `docs` as schemars' derive reads it: one line per
+/// attribute, joined by newlines, each without its first space.
+fn doc_text(docs: &[syn::Attribute]) -> TokenStream {
+    let lines: Vec<TokenStream> = docs
+        .iter()
+        .filter_map(|attr| attr.meta.require_name_value().ok())
+        .map(|line| match &line.value {
+            syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Str(text),
+                ..
+            }) => {
+                let text = text.value();
+                let text = text.strip_prefix(' ').unwrap_or(&text);
+                quote!(#text)
+            }
+            other => quote!(#other),
+        })
+        .collect();
+    if lines.is_empty() {
+        quote!("")
+    } else {
+        quote!(::core::concat!(#(#lines),*))
+    }
+}
+
+/// The generated input struct. `derive`: whether it derives its
+/// deserialization and schema (plain parameters); a lone parameter's struct
+/// has them from `LoneParam` instead, written once in tool-core.
 fn input_struct(
     krate: &Path,
     attrs: &Attrs,
     tool: &ToolFn,
     ident: &Ident,
     params: &[Param],
+    derive: bool,
 ) -> TokenStream {
     let vis = &tool.item.vis;
     let private = private_path(krate);
@@ -398,7 +450,6 @@ fn input_struct(
         let name = param.property();
         let ty = &param.ty;
         let docs = &param.docs;
-        let default = is_option(ty).then(|| quote!(#[serde(default)]));
         // A doc comment would reach the schema; an undocumented parameter
         // must not make `missing_docs` point at the attribute.
         let allow = docs.is_empty().then(|| quote!(#[allow(missing_docs)]));
@@ -407,12 +458,20 @@ fn input_struct(
         // type: one error per missing trait instead of several from inside
         // the derives.
         let span = ty.span();
-        let deserialize_with =
-            syn::LitStr::new(&format!("{private_text}::deserialize_param"), span);
-        let schema_with = syn::LitStr::new(
-            &format!("{private_text}::param_schema::<{}>", quote!(#ty)),
-            span,
-        );
+        let derived = derive.then(|| {
+            let default = is_option(ty).then(|| quote!(#[serde(default)]));
+            let deserialize_with =
+                syn::LitStr::new(&format!("{private_text}::deserialize_param"), span);
+            let schema_with = syn::LitStr::new(
+                &format!("{private_text}::param_schema::<{}>", quote!(#ty)),
+                span,
+            );
+            quote! {
+                #default
+                #[serde(deserialize_with = #deserialize_with)]
+                #[schemars(schema_with = #schema_with)]
+            }
+        });
         let serialize_with = serialize.as_ref().map(|_| {
             let path = syn::LitStr::new(
                 &format!("{private_text}::serialize_param::<{}, _, _>", quote!(#ty)),
@@ -423,23 +482,33 @@ fn input_struct(
         quote! {
             #(#docs)*
             #allow
-            #default
-            #[serde(deserialize_with = #deserialize_with)]
+            #derived
             #serialize_with
-            #[schemars(schema_with = #schema_with)]
             pub #name: #ty,
         }
     });
     let fn_name = tool.name();
     let doc = format!("Arguments of [`{fn_name}`], generated by `#[tool]` from its parameters.");
+    let derives = derive.then(|| {
+        quote! {
+            #[derive(#serialize #private::serde::Deserialize, #private::schemars::JsonSchema)]
+            #[serde(crate = #serde_path)]
+            #[schemars(crate = #schemars_path)]
+            // The doc comment is for rustdoc; the model reads the tool's
+            // description, not a note about code generation.
+            #[schemars(description = "")]
+        }
+    });
+    let serialize_only = (!derive && serialize.is_some()).then(|| {
+        quote! {
+            #[derive(#serialize)]
+            #[serde(crate = #serde_path)]
+        }
+    });
     quote! {
         #[doc = #doc]
-        #[derive(#serialize #private::serde::Deserialize, #private::schemars::JsonSchema)]
-        #[serde(crate = #serde_path)]
-        #[schemars(crate = #schemars_path)]
-        // The doc comment is for rustdoc; the model reads the tool's
-        // description, not a note about code generation.
-        #[schemars(description = "")]
+        #derives
+        #serialize_only
         #vis struct #ident {
             #(#fields)*
         }
