@@ -19,7 +19,7 @@ use std::marker::PhantomData;
 use std::sync::OnceLock;
 
 use schemars::JsonSchema;
-use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::Value;
 
 use crate::RequestContext;
@@ -174,6 +174,9 @@ impl<P: LoneParam> JsonSchema for Lone<P> {
 
 /// Deserializes the generated struct as serde's derive does: its one
 /// property once, other keys ignored, a missing `Option` read as `None`.
+/// Not from a sequence, which serde's derive also accepts: the input was
+/// validated against its schema, an object, and every deserialization path
+/// is one more copy of the parameter type's code per tool.
 struct StructVisitor<P>(PhantomData<P>);
 
 impl<'de, P: LoneParam> Visitor<'de> for StructVisitor<P> {
@@ -181,13 +184,6 @@ impl<'de, P: LoneParam> Visitor<'de> for StructVisitor<P> {
 
     fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(formatter, "struct {}", struct_name::<P>())
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<P, A::Error> {
-        match seq.next_element_seed(ValueSeed::<P>(PhantomData))? {
-            Some(value) => Ok(P::from_value(value)),
-            None => Err(de::Error::invalid_length(0, &self)),
-        }
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<P, A::Error> {
@@ -203,7 +199,10 @@ impl<'de, P: LoneParam> Visitor<'de> for StructVisitor<P> {
         }
         let value = match value {
             Some(value) => value,
-            None => P::deserialize_value(Missing(P::NAME, PhantomData))?,
+            // A branch on a constant: a required parameter's function is
+            // not instantiated once more for `Missing`.
+            None if P::OPTIONAL => P::deserialize_value(Missing(P::NAME, PhantomData))?,
+            None => return Err(de::Error::missing_field(P::NAME)),
         };
         Ok(P::from_value(value))
     }
