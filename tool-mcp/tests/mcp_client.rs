@@ -1,5 +1,5 @@
 //! `McpClient` against the project's own example MCP server
-//! (`examples/examples/mcp_server.rs`), spawned over stdio: its tools join a
+//! (`examples-mcp/examples/mcp_server.rs`), spawned over stdio: its tools join a
 //! runtime beside a local tool.
 
 use std::path::{Path, PathBuf};
@@ -12,7 +12,7 @@ use tool_mcp::McpClient;
 use tool_runtime::{CallOutcome, EventKind, Runtime, ToolCall};
 
 /// The example server's executable, built with the cargo running this test
-/// (`cargo build -p examples --example mcp_server`; a no-op when up to
+/// (`cargo build -p examples-mcp --example mcp_server`; a no-op when up to
 /// date, as after `cargo test --workspace`), located from cargo's own
 /// report so that any target directory works.
 fn example_server() -> &'static Path {
@@ -25,7 +25,7 @@ fn example_server() -> &'static Path {
             .args([
                 "build",
                 "-p",
-                "examples",
+                "examples-mcp",
                 "--example",
                 "mcp_server",
                 "--message-format=json-render-diagnostics",

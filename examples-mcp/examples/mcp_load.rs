@@ -4,11 +4,11 @@
 //! input and the output against their schemas; the plain one deserializes
 //! with serde.
 //!
-//!     cargo run --release -p examples --example mcp_load -- bench [--calls N] [--rounds R] [--stdio pipe|socket]
+//!     cargo run --release -p examples-mcp --example mcp_load -- bench [--calls N] [--rounds R] [--stdio pipe|socket]
 //!         every round runs both servers (alternating which goes first) at 1
 //!         and at 32 calls in flight; prints calls/s, p50 and p99 per run and
 //!         the medians.
-//!     cargo run --release -p examples --example mcp_load -- drive [--calls N] [--in-flight K] [--stdio pipe|socket] -- <server command...>
+//!     cargo run --release -p examples-mcp --example mcp_load -- drive [--calls N] [--in-flight K] [--stdio pipe|socket] -- <server command...>
 //!         one run against any stdio server (e.g. under valgrind).
 //!     mcp_load serve-ours | serve-rmcp
 //!         the servers themselves.

@@ -3,7 +3,7 @@
 //! both to a person in the browser; once both are decided there, the run
 //! continues and the model answers with the results.
 //!
-//! Run: `cargo run -p examples --example inbox`, open the URL it prints and
+//! Run: `cargo run -p examples-inbox --example inbox`, open the URL it prints and
 //! paste the token it prints. Offline: a `ScriptedModel` plays the model.
 //! `INBOX_PORT` picks the port (a free one by default), `INBOX_TOKEN` the
 //! token (a random one by default).

@@ -3,7 +3,7 @@
 //! with `#[tool]` and served over streamable HTTP by the runtime's MCP
 //! server, so the suite can be run against this crate:
 //!
-//!     cargo run -q -p examples --example mcp_conformance -- --http 127.0.0.1:3000
+//!     cargo run -q -p examples-mcp --example mcp_conformance -- --http 127.0.0.1:3000
 //!     npx @modelcontextprotocol/conformance server --url http://127.0.0.1:3000/mcp --scenario tools-call-image
 //!
 //! (`.ci/mcp-conformance` does both, with the suite's Node.js from npm.)

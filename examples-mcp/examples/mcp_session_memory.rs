@@ -5,7 +5,7 @@
 //! resident memory after each round.
 //!
 //! ```sh
-//! cargo run --release -p examples --example mcp_session_memory -- 2000
+//! cargo run --release -p examples-mcp --example mcp_session_memory -- 2000
 //! ```
 //! (Linux: reads `/proc/self/statm`.)
 

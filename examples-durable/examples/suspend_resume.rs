@@ -2,7 +2,7 @@
 //! ask the user to confirm; the suspended call is stored in a SQLite file.
 //! A second, separate process opens the same file and resumes it.
 //!
-//! Run: `cargo run -p examples --example suspend_resume`
+//! Run: `cargo run -p examples-durable --example suspend_resume`
 //! (it runs `suspend <file>` and then `resume <file>` as two child processes
 //! of itself; each step can also be run by hand).
 

@@ -9,11 +9,11 @@
 //!   aborts it (the runtime logs the abort to stderr).
 //!
 //! Run over stdio (the default; logs go to stderr, stdout carries only JSON-RPC):
-//!     cargo run -q -p examples --example mcp_server
+//!     cargo run -q -p examples-mcp --example mcp_server
 //! Check it with the official Python client:
-//!     ../shared/mcp-probe/run --mode both -- cargo run -q -p examples --example mcp_server
+//!     ../shared/mcp-probe/run --mode both -- cargo run -q -p examples-mcp --example mcp_server
 //! Or over streamable HTTP, at http://<addr>/mcp:
-//!     cargo run -q -p examples --example mcp_server -- --http 127.0.0.1:8000
+//!     cargo run -q -p examples-mcp --example mcp_server -- --http 127.0.0.1:8000
 //!
 //! `--pending-demo` adds two tools that pause: `delete-file` needs approval,
 //! `book-flight` suspends for a confirmation. A client with form

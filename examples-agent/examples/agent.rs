@@ -2,7 +2,7 @@
 //! money, the run stops with a `tool-call-approval` chunk, the approval
 //! continues it, and the model answers with the result.
 //!
-//! Run: `cargo run -p examples --example agent`. By default it runs
+//! Run: `cargo run -p examples-agent --example agent`. By default it runs
 //! offline: a `ScriptedModel` plays the model, its two answers written as
 //! data, and the example shows what the model was sent; with
 //! `OPENAI_API_KEY` (or `ANTHROPIC_API_KEY`) set, it talks to the real API
