@@ -19,6 +19,7 @@ pages! {
     Tools = "../../docs/tools.md";
     Context = "../../docs/context.md";
     Runtime = "../../docs/runtime.md";
+    Approval = "../../docs/approval.md";
     Durability = "../../docs/durability.md";
     Production = "../../docs/production.md";
     Providers = "../../docs/providers.md";

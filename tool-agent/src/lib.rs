@@ -2,6 +2,15 @@
 //! tool calls it makes through a [`Runtime`], pauses for approval and
 //! suspension, and goes on when they are decided.
 //!
+//! Use it when you want the whole loop rather than single calls: streamed
+//! chunks for a UI, runs that pause for a person and continue on any
+//! instance sharing the runtime's store, background tasks whose results
+//! reach the model later, and HTTP models for OpenAI Chat, OpenAI Responses
+//! and Anthropic (or your own [`Model`]; [`ScriptedModel`] in tests). If
+//! your application already has an agent framework, give it the runtime's
+//! tools instead (`tool-rig` for rig, `tool_core::provider` for your own
+//! HTTP calls).
+//!
 //! A run is one turn of a conversation: model answer, tool calls (the
 //! step's calls run concurrently), results, next answer, until the model
 //! stops or `max_steps`. A step whose calls wait for approval or resume

@@ -6,6 +6,14 @@
 //! validates its arguments with model-readable errors, runs, validates its
 //! output and maps it for the model, the way Mastra's `createTool()` does.
 //!
+//! Use this crate to declare tools, and on its own to run them in-process
+//! ([`Tool::execute`], [`ToolSet`]) or to give them to a model whose HTTP API
+//! you call yourself (`provider`: export, strict mode, results back, stream
+//! decoders). Add `tool-runtime` when calls need approval, suspend and
+//! resume, hooks, background tasks or storage that survives a crash;
+//! `tool-mcp` to serve them over MCP; `tool-agent` for the model loop. The
+//! repository's guide (`docs/`) has a page per capability.
+//!
 //! ```
 //! use tool_core::{tool, CallContext, Tool, ToolError};
 //!

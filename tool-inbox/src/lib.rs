@@ -3,6 +3,13 @@
 //! of declaration-only tools) and takes that person's decisions, behind
 //! the application's authentication.
 //!
+//! Use it when people, not programs, approve, decline, edit, answer or
+//! resume your tools' calls: mount the router in your axum application,
+//! give it your authentication (bearer tokens, a trusted proxy header, or
+//! your own [`Authenticate`]) and, per item, who may see and decide it.
+//! Every decision is checked against the tool's schemas and recorded in
+//! the runtime's audit log. (The example serves a port, so it is not run.)
+//!
 //! ```no_run
 //! use tool_inbox::{BearerTokens, Principal};
 //! use tool_runtime::Runtime;

@@ -1,6 +1,48 @@
 //! MCP (Model Context Protocol) for tool-runtime, with the official
 //! [`rmcp`] crate, on the runtime's public API.
 //!
+//! Use it to offer your tools to MCP clients (desktop assistants, IDEs,
+//! other agents), over stdio for a local process or streamable HTTP for a
+//! service, or to use another MCP server's tools as local ones next to
+//! your own. Both protocol eras are served: the `initialize` handshake
+//! (2025-11-25 and older) and the stateless 2026-07-28 protocol.
+//!
+//! A server and a client over an in-memory pipe (a real server calls
+//! [`McpServer::serve_stdio`] or [`McpServer::serve_http`]):
+//!
+//! ```
+//! use serde_json::json;
+//! use tool_core::{ToolError, tool};
+//! use tool_mcp::{McpClient, McpServer};
+//! use tool_runtime::{Runtime, ToolCall};
+//!
+//! /// Get the current weather for a location
+//! #[tool(id = "weather-tool", mcp(title = "Weather Lookup", read_only))]
+//! async fn weather(location: String) -> Result<String, ToolError> {
+//!     Ok(format!("{location}: sunny"))
+//! }
+//!
+//! # tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap().block_on(async {
+//! let server = McpServer::builder(Runtime::builder().tool(WeatherTool).build().unwrap())
+//!     .name("weather", "1.0.0")
+//!     .build();
+//! let (server_end, client_end) = tokio::io::duplex(64 * 1024);
+//! tokio::spawn(server.serve(server_end));
+//!
+//! // The remote tools, as local dynamic tools of another runtime.
+//! let remote = McpClient::connect(client_end).await.unwrap();
+//! let tools = remote.tools_with_prefix("remote_").await.unwrap();
+//! assert_eq!(tools[0].definition().title.as_deref(), Some("Weather Lookup"));
+//! let runtime = Runtime::builder().tools(tools).build().unwrap();
+//! let call = ToolCall::new("c1", "remote_weather-tool", json!({ "location": "Paris" }));
+//! // A string output travels wrapped in an object (`OUTPUT_WRAPPER`), as MCP
+//! // before 2026-07-28 asks.
+//! let output = runtime.call(call).await.output().cloned();
+//! assert_eq!(output, Some(json!({ "result": "Paris: sunny" })));
+//! remote.close().await.unwrap();
+//! # });
+//! ```
+//!
 //! - [`McpServer`] serves a [`Runtime`](tool_runtime::Runtime)'s tools over stdio
 //!   ([`McpServer::serve_stdio`]), streamable HTTP
 //!   ([`McpServer::serve_http`], loopback by default) or any rmcp

@@ -3,6 +3,10 @@
 //! agent makes goes through the runtime ([`Runtime::call`]), with its
 //! validation, hooks, approval gate, suspension, store and events.
 //!
+//! Use it when your agent is a rig agent and you want tools declared with
+//! `#[tool]` (or a runtime's dynamic tools) in it, with the runtime's
+//! guarantees; for the loop of this workspace use `tool-agent` instead.
+//!
 //! Supported: rig-core and rig-agent 0.44 (0.45 and later need a newer rustc
 //! than this workspace's 1.95).
 //!

@@ -1,6 +1,15 @@
 //! Runtime for [`tool_core`] tools: the call pipeline of Mastra's
 //! `createTool` and more, around [`tool_core::Tool::execute`].
 //!
+//! Use it when a call needs more than running the tool: a person's approval
+//! (or edit, or answer), suspend and resume, lifecycle hooks, arguments
+//! streamed from a provider, background tasks, cancellation and time limits,
+//! events for a UI, or calls stored so that no crash, dropped future or
+//! second instance loses or repeats them (SQLite on one host, PostgreSQL
+//! across hosts, workers). Build one [`Runtime`] with your tools and a store,
+//! and send it every call the model makes; `tool-mcp`, `tool-agent`,
+//! `tool-inbox` and `tool-rig` all work on a runtime.
+//!
 //! - [`Runtime::call`] runs a [`ToolCall`]: validation, hooks, approval
 //!   gate, execute, output; a failure is a [`CallOutcome::Failed`] the model reads.
 //! - Streaming input: [`Runtime::begin`] → [`InputStream::push`] /
