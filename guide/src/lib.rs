@@ -24,6 +24,7 @@ pages! {
     Production = "../../docs/production.md";
     Providers = "../../docs/providers.md";
     Mcp = "../../docs/mcp.md";
+    McpAsking = "../../docs/mcp-asking.md";
     McpTasks = "../../docs/mcp-tasks.md";
     Agents = "../../docs/agents.md";
     Inbox = "../../docs/inbox.md";
