@@ -126,8 +126,8 @@ pub use tool::{Tool, ToolBuilder, TypedTool};
 pub use toolset::ToolSet;
 pub use transform::ToolTransform;
 
-/// Declares a tool on an async (or plain) function. See the crate docs and
-/// the README for every key.
+/// Declares a tool on an async (or plain) function. See the crate docs, and
+/// the repository's guide page `docs/tools.md` for every key.
 ///
 /// The input is a struct generated from the parameters, one property each.
 /// A single parameter is the whole input when its type's JSON Schema is an
