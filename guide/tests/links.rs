@@ -251,6 +251,31 @@ fn every_guide_page_is_a_doctest_of_this_package() {
 }
 
 #[test]
+fn the_guide_index_links_every_page() {
+    let root = root();
+    let index = fs::read_to_string(root.join("docs/README.md")).expect("docs/README.md");
+    let linked: Vec<String> = links(&index)
+        .into_iter()
+        .map(|(_, target)| target)
+        .collect();
+    for page in pages(&root).iter().skip(1) {
+        let name = page
+            .file_name()
+            .expect("a page has a name")
+            .to_string_lossy();
+        if name == "README.md" {
+            continue;
+        }
+        assert!(
+            linked
+                .iter()
+                .any(|target| target.split('#').next() == Some(&*name)),
+            "docs/README.md does not link docs/{name}: nobody would find it"
+        );
+    }
+}
+
+#[test]
 fn slugs_follow_github() {
     assert_eq!(
         slug("Agents (crate `tool-agent`)"),
