@@ -12,9 +12,12 @@ use tool_mcp::McpClient;
 use tool_runtime::{CallOutcome, EventKind, Runtime, ToolCall};
 
 /// The example server's executable, built with the cargo running this test
-/// (`cargo build -p examples-mcp --example mcp_server`; a no-op when up to
-/// date, as after `cargo test --workspace`), located from cargo's own
-/// report so that any target directory works.
+/// and the README's feature selection (`cargo build --workspace
+/// --all-features --example mcp_server`: the same features as `cargo test
+/// --workspace --all-features`, so a no-op after it, where `-p
+/// examples-mcp` alone would build its dependencies again with fewer
+/// features), located from cargo's own report so that any target directory
+/// works.
 fn example_server() -> &'static Path {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT.get_or_init(|| {
@@ -24,8 +27,8 @@ fn example_server() -> &'static Path {
             .current_dir(&workspace)
             .args([
                 "build",
-                "-p",
-                "examples-mcp",
+                "--workspace",
+                "--all-features",
                 "--example",
                 "mcp_server",
                 "--message-format=json-render-diagnostics",
