@@ -15,7 +15,7 @@ use tool_agent::{
     Thread,
 };
 use tool_core::{AgentContext, Tool, ToolContext, ToolError};
-use tool_runtime::Runtime;
+use tool_runtime::{Runtime, RuntimeBuilder};
 
 /// The agent context of each execution of the tool.
 type Seen = Arc<Mutex<Vec<Option<AgentContext>>>>;
@@ -47,17 +47,24 @@ fn store_file(name: &str) -> PathBuf {
 /// An agent whose model asks to pay and then answers "paid", on a runtime
 /// over the file `path`; and an inbox, a runtime of its own on the file.
 fn agent_and_inbox(path: &PathBuf, seen: &Seen) -> (Agent, ScriptedModel, Runtime) {
+    agent_answering(path, seen, Runtime::builder(), "paid")
+}
+
+/// [`agent_and_inbox`], the agent's runtime from `builder` and its model's
+/// last answer `answer`.
+fn agent_answering(
+    path: &PathBuf,
+    seen: &Seen,
+    builder: RuntimeBuilder,
+    answer: &str,
+) -> (Agent, ScriptedModel, Runtime) {
     let model = ScriptedModel::new([
         ScriptedStep::new()
             .tool_call("c1", "pay", json!({ "to": "ada" }))
             .finish(ModelFinish::ToolCalls),
-        ScriptedStep::answer("paid"),
+        ScriptedStep::answer(answer),
     ]);
-    let runtime = Runtime::builder()
-        .tool(pay(seen))
-        .sqlite_store(path)
-        .build()
-        .unwrap();
+    let runtime = builder.tool(pay(seen)).sqlite_store(path).build().unwrap();
     let agent = Agent::builder("payer", model.clone(), runtime)
         .build()
         .unwrap();
@@ -258,28 +265,10 @@ async fn a_continuation_racing_the_agents_own_approval_records_the_result_once()
 async fn an_approval_that_expires_releases_the_agents_run_with_the_model_reading_why() {
     let path = store_file("expired");
     let seen = Seen::default();
-    let model = ScriptedModel::new([
-        ScriptedStep::new()
-            .tool_call("c1", "pay", json!({ "to": "ada" }))
-            .finish(ModelFinish::ToolCalls),
-        ScriptedStep::answer("nobody approved in time"),
-    ]);
     // Approvals of the agent's runtime expire at once: the call is stored
     // already overdue.
-    let runtime = Runtime::builder()
-        .tool(pay(&seen))
-        .sqlite_store(&path)
-        .approval_ttl(std::time::Duration::ZERO)
-        .build()
-        .unwrap();
-    let agent = Agent::builder("payer", model.clone(), runtime)
-        .build()
-        .unwrap();
-    let inbox = Runtime::builder()
-        .tool(pay(&seen))
-        .sqlite_store(&path)
-        .build()
-        .unwrap();
+    let expiring = Runtime::builder().approval_ttl(std::time::Duration::ZERO);
+    let (agent, _model, inbox) = agent_answering(&path, &seen, expiring, "nobody approved in time");
     let paused = agent
         .generate(Thread::new("thread-1"), vec![Message::user("pay ada")])
         .await

@@ -44,23 +44,13 @@ pub async fn five_deciders_per_item<S: CallStore + RunStore>(
     let runtimes = runtimes_of(stores, &runs, 1);
     let ids = asked(&runtimes[0], prefix, items).await;
 
-    let mut deciding = Vec::new();
-    for id in &ids {
-        let digest = runtimes[0].stored(id).await.unwrap().unwrap().digest();
-        for (n, (principal, decision)) in decisions().into_iter().enumerate() {
-            let runtime = runtimes[n].clone();
-            let (id, decider) = (id.clone(), Decider::new(principal, &digest));
-            deciding.push(tokio::spawn(async move {
-                let answer = runtime.decide_as(&id, decision, decider).await;
-                (id, principal, answer)
-            }));
-        }
-    }
-    let mut answers: HashMap<String, Vec<Answer>> = HashMap::new();
-    for task in deciding {
-        let (id, principal, answer) = task.await.unwrap();
-        answers.entry(id).or_default().push((principal, answer));
-    }
+    let plan = ids.iter().flat_map(|id| {
+        decisions()
+            .into_iter()
+            .enumerate()
+            .map(move |(n, (principal, decision))| (id.clone(), n, principal, decision))
+    });
+    let answers = decide_at_once(&runtimes, plan.collect()).await;
 
     let log = runtimes[0]
         .audit(AuditQuery::all().limit(100_000))
@@ -107,6 +97,34 @@ pub async fn five_deciders_per_item<S: CallStore + RunStore>(
             "{id} ran as decided"
         );
     }
+}
+
+/// Takes every decision of `plan` (a call, the runtime to decide on, who,
+/// what) at once, each with the call's digest as first read; each
+/// decider's answer, by call id.
+async fn decide_at_once(
+    runtimes: &[Runtime],
+    plan: Vec<(String, usize, &'static str, Decision)>,
+) -> HashMap<String, Vec<Answer>> {
+    let mut digests = HashMap::new();
+    let mut deciding = Vec::new();
+    for (id, on, principal, decision) in plan {
+        if !digests.contains_key(&id) {
+            let stored = runtimes[0].stored(&id).await.unwrap().unwrap();
+            digests.insert(id.clone(), stored.digest());
+        }
+        let (runtime, decider) = (runtimes[on].clone(), Decider::new(principal, &digests[&id]));
+        deciding.push(tokio::spawn(async move {
+            let answer = runtime.decide_as(&id, decision, decider).await;
+            (id, principal, answer)
+        }));
+    }
+    let mut answers: HashMap<String, Vec<Answer>> = HashMap::new();
+    for task in deciding {
+        let (id, principal, answer) = task.await.unwrap();
+        answers.entry(id).or_default().push((principal, answer));
+    }
+    answers
 }
 
 /// One runtime per store, with a tool "pay" needing approval (of
@@ -176,24 +194,15 @@ pub async fn three_of_five_approvers_per_item<S: CallStore + RunStore>(
     let runtimes = runtimes_of(stores, &runs, 3);
     let ids = asked(&runtimes[0], prefix, 2 * items).await;
     let principals = ["ann", "bob", "cem", "dee", "eve"];
-    let mut deciding = Vec::new();
-    for (n, id) in ids.iter().enumerate() {
-        let digest = runtimes[0].stored(id).await.unwrap().unwrap().digest();
+    let plan = ids.iter().enumerate().flat_map(|(n, id)| {
         let approvers = if n < items { 5 } else { 2 };
-        for (r, principal) in principals.into_iter().enumerate().take(approvers) {
-            let runtime = runtimes[r].clone();
-            let (id, decider) = (id.clone(), Decider::new(principal, &digest));
-            deciding.push(tokio::spawn(async move {
-                let answer = runtime.decide_as(&id, Decision::Approve, decider).await;
-                (id, principal, answer)
-            }));
-        }
-    }
-    let mut answers: HashMap<String, Vec<Answer>> = HashMap::new();
-    for task in deciding {
-        let (id, principal, answer) = task.await.unwrap();
-        answers.entry(id).or_default().push((principal, answer));
-    }
+        principals
+            .into_iter()
+            .enumerate()
+            .take(approvers)
+            .map(move |(r, principal)| (id.clone(), r, principal, Decision::Approve))
+    });
+    let answers = decide_at_once(&runtimes, plan.collect()).await;
     let log = runtimes[0]
         .audit(AuditQuery::all().limit(100_000))
         .await
