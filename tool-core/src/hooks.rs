@@ -25,6 +25,7 @@ use serde_json::Value;
 
 use crate::abort::AbortSignal;
 use crate::panic::{catch_panic, catch_panic_async};
+use crate::tool::{TypedTool, typed_input};
 
 /// Arguments of `on_input_start`: the model began streaming a call's arguments.
 #[derive(Debug, Clone)]
@@ -407,28 +408,38 @@ impl Hooks {
     /// assert!(hooks.has_on_input_available());
     /// ```
     #[must_use]
-    pub fn on_input_available_as<I, F, R, M>(self, hook: F) -> Self
+    pub fn on_input_available_as<I, F, R, M>(mut self, hook: F) -> Self
     where
         I: DeserializeOwned + 'static,
         F: Fn(InputAvailable<I>) -> R + Send + Sync + 'static,
         R: HookReturn<M>,
     {
-        self.on_input_available_via::<I, I, F, R, M>(hook, std::convert::identity)
+        let convert = |args: InputAvailable| args.try_map(deserialize);
+        self.input_available = Some(typed(convert, hook));
+        self
     }
 
-    /// Sets `on_input_available` with the input deserialized into `S`, then
-    /// made into `I` by `to`: what `#[tool]` sets (`S` its input type, `I`
-    /// what its function takes).
+    /// Sets `on_input_available` with the input of tool `T` read as its
+    /// function reads it, then made into `I` by `to`: what `#[tool]` sets
+    /// (`I` what its function takes).
     #[doc(hidden)]
     #[must_use]
-    pub fn on_input_available_via<S, I, F, R, M>(mut self, hook: F, to: fn(S) -> I) -> Self
+    pub fn on_input_available_via<T, I, F, R, M>(mut self, hook: F, to: fn(T::Input) -> I) -> Self
     where
-        S: DeserializeOwned + 'static,
+        T: TypedTool,
         I: 'static,
         F: Fn(InputAvailable<I>) -> R + Send + Sync + 'static,
         R: HookReturn<M>,
     {
-        let convert = move |args: InputAvailable| args.try_map(|v| deserialize(v).map(to));
+        let convert = move |args: InputAvailable| {
+            args.try_map(|value| match typed_input::<T>(&value) {
+                Ok(input) => Ok(to(input)),
+                Err(mismatch) => Err(format!(
+                    "the hook did not run: the value is not a `{}`: {mismatch}",
+                    std::any::type_name::<T::Input>(),
+                )),
+            })
+        };
         self.input_available = Some(typed(convert, hook));
         self
     }

@@ -75,10 +75,10 @@ pub mod hooks;
 mod host;
 mod idempotency;
 mod input;
-mod lone_input;
 mod model_output;
 mod outcome;
 mod panic;
+mod parameter;
 #[cfg(feature = "partial-json")]
 #[cfg_attr(docsrs, doc(cfg(feature = "partial-json")))]
 pub mod partial_json;
@@ -117,6 +117,7 @@ pub use input::{MAX_NESTING, MAX_SCHEMA_DEPTH, RawInput};
 pub use model_output::{ContentPart, ModelOutput};
 pub use outcome::{ModelFacing, Outcome};
 pub use panic::catch_panic;
+pub use parameter::InputParameter;
 pub use pipeline::Admitted;
 pub use reconcile::Reconciled;
 pub use request_context::RequestContext;
@@ -264,7 +265,6 @@ pub mod __private_0_1_0 {
     pub use schemars;
     pub use serde;
     pub use serde_json;
-    pub use std::sync::OnceLock;
 
     /// The entries of a JSON object returned by a `provider_options` or
     /// `meta` function; anything else is reported and ignored.
@@ -281,8 +281,8 @@ pub mod __private_0_1_0 {
         }
     }
 
-    pub use crate::lone_input::{
-        ByStruct, ByValue, Lone, LoneExamples, LoneParam, LonePolicy, LoneShape, example_to_value,
+    pub use crate::parameter::{
+        ByStruct, ByValue, LoneExamples, LoneInput, LonePolicy, Param, example_to_value,
         lone_examples, lone_policy, typed_policy,
     };
 

@@ -22,6 +22,7 @@ use crate::host::{StateType, WorkflowState};
 use crate::idempotency::IdempotencyKey;
 use crate::input::{MAX_SCHEMA_DEPTH, drop_iteratively, too_deep};
 use crate::model_output::ModelOutput;
+use crate::parameter::{InputParameter, input_schema, wrapping};
 use crate::reconcile::{ReconcileFunction, Reconciled};
 use crate::request_context::RequestContext;
 use crate::schema::{escape_token, mentions_integers, schema_for};
@@ -113,6 +114,12 @@ pub trait TypedTool: Send + Sync + Sized + 'static {
     const ID: &'static str;
     /// The tool's description for the model.
     const DESCRIPTION: &'static str;
+    /// When `Input` is the tool function's one parameter: its name and docs.
+    /// If `Input`'s JSON Schema is then not an object with named properties
+    /// (an enum, a list, a scalar), the model's input is the object
+    /// `{"<name>": value}`, since providers and MCP take an object as a
+    /// tool's input. `None` (the default): `Input` is the whole input.
+    const INPUT_PARAMETER: Option<InputParameter> = None;
 
     /// Sets the remaining options (title, strict, approval, MCP, hooks, ...).
     fn configure(builder: ToolBuilder) -> ToolBuilder {
@@ -484,7 +491,7 @@ impl<T: TypedTool> From<T> for Tool {
         typed_tool(TypedParts {
             id: T::ID,
             description: T::DESCRIPTION,
-            input_schema: schema_for::<T::Input>(),
+            input_schema: input_schema::<T>(),
             output_schema: schema_for::<T::Output>(),
             suspend_schema: schema_for::<T::Suspend>(),
             resume_schema: schema_for::<T::Resume>(),
@@ -560,16 +567,60 @@ fn typed_call<T: TypedTool>(
     input: &Value,
     state: Arc<CallShared>,
 ) -> Result<TypedCall<T>, ExecFailure> {
-    let typed = serde_path_to_error::deserialize::<_, T::Input>(input).map_err(|error| {
-        ExecFailure::Input {
-            path: path_tokens(error.path()),
+    let typed = typed_input::<T>(input).map_err(|mismatch| ExecFailure::Input {
+        path: mismatch.path,
+        reason: mismatch.reason,
+    })?;
+    let ctx = ToolContext::from_state(state).map_err(ExecFailure::Context)?;
+    Ok((typed, ctx))
+}
+
+/// `T`'s input from the validated arguments, the one way every typed path
+/// reads it: by reference (the arguments stay available to store with a
+/// suspension and to quote in an error), the parameter's property picked
+/// out when the input wraps it ([`TypedTool::INPUT_PARAMETER`]).
+pub(crate) fn typed_input<T: TypedTool>(input: &Value) -> Result<T::Input, InputMismatch> {
+    let (value, mut path) = match wrapping::<T>() {
+        None => (input, Vec::new()),
+        Some(parameter) => match input.get(parameter.name()) {
+            Some(value) => (value, vec![parameter.name().to_owned()]),
+            // As serde's derive reads an absent field: `None`, or an error.
+            None if parameter.is_optional() => (&Value::Null, Vec::new()),
+            None => {
+                return Err(InputMismatch {
+                    path: Vec::new(),
+                    reason: format!("missing field `{}`", parameter.name()),
+                });
+            }
+        },
+    };
+    serde_path_to_error::deserialize::<_, T::Input>(value).map_err(|error| {
+        path.extend(path_tokens(error.path()));
+        InputMismatch {
+            path,
             // serde's message quotes the value it refused (`invalid type:
             // string "..."`), so the model reads an excerpt of it.
             reason: Excerpt::of(&error.into_inner().to_string()).to_string(),
         }
-    })?;
-    let ctx = ToolContext::from_state(state).map_err(ExecFailure::Context)?;
-    Ok((typed, ctx))
+    })
+}
+
+/// Where and why validated arguments did not deserialize into a typed
+/// tool's input.
+pub(crate) struct InputMismatch {
+    /// Property names and array indexes.
+    pub(crate) path: Vec<String>,
+    pub(crate) reason: String,
+}
+
+impl fmt::Display for InputMismatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.path.is_empty() {
+            f.write_str(&self.reason)
+        } else {
+            write!(f, "at `{}`: {}", self.path.join("."), self.reason)
+        }
+    }
 }
 
 /// Sets the reconcile hook of a typed tool `T`: `reconcile` takes what the

@@ -44,6 +44,7 @@ pub fn expand(attrs: &Attrs, tool: &ToolFn) -> TokenStream {
         def: input_def,
         call_args,
         lone,
+        parameter: input_parameter,
     } = input_parts(&krate, attrs, tool, &tool_ident);
     let probes = probes(&private, attrs, tool);
     let output_ty = output_type(&tool.output);
@@ -110,13 +111,10 @@ pub fn expand(attrs: &Attrs, tool: &ToolFn) -> TokenStream {
     // lone parameter's type, else the input type), and how it is made from
     // the input.
     let reconcile_input = match tool.input(attrs.input_shape()) {
-        Input::Lone(param) => {
-            let field = param.property();
-            ((*param.ty).clone(), quote!(input.0.#field))
-        }
+        Input::Lone(param) => ((*param.ty).clone(), quote!(input.0)),
         Input::Struct(_) | Input::Params(_) => (input_ty.clone(), quote!(input)),
     };
-    let configure = configure(&krate, attrs, &input_ty, lone.as_ref(), &reconcile_input);
+    let configure = configure(&krate, attrs, lone.as_ref(), &reconcile_input);
     let to_model_output = attrs.to_model_output.as_ref().map(|path| {
         // A call (not a fn pointer) so that deref coercions apply (`&str` for
         // a `String` output); spanned on the path, where a mismatch is shown.
@@ -151,8 +149,6 @@ pub fn expand(attrs: &Attrs, tool: &ToolFn) -> TokenStream {
     quote! {
         #item
 
-        #probes
-
         #input_def
 
         #[doc = #tool_doc]
@@ -178,11 +174,14 @@ pub fn expand(attrs: &Attrs, tool: &ToolFn) -> TokenStream {
 
             #to_model_output
 
+            #input_parameter
+
             fn execute(
                 &self,
                 input: Self::Input,
                 #ctx_binding: #krate::ToolContext<Self::Suspend, Self::Resume>,
             ) -> #future_ty {
+                #probes
                 #future
             }
         }
@@ -261,7 +260,8 @@ fn private_path(krate: &Path) -> TokenStream {
 /// Compile-time probes of the parameters' types, for what `ast` decides
 /// from their names and so cannot see through an alias: an `input = whole`
 /// whose JSON Schema is not an object, and a `ToolContext` taken as input.
-/// Each failure is reported on the parameter's type.
+/// Each failure is reported on the parameter's type. A block of `execute`:
+/// its calls do nothing when run.
 fn probes(private: &TokenStream, attrs: &Attrs, tool: &ToolFn) -> TokenStream {
     let whole = match tool.input(attrs.input_shape()) {
         Input::Struct(param) => Some(param),
@@ -275,13 +275,10 @@ fn probes(private: &TokenStream, attrs: &Attrs, tool: &ToolFn) -> TokenStream {
         quote!(#context #object)
     });
     quote! {
-        const _: () = {
-            #[allow(dead_code)]
-            fn probe_parameter_types() {
-                use #private::probe::*;
-                #(#checks)*
-            }
-        };
+        {
+            use #private::probe::*;
+            #(#checks)*
+        }
     }
 }
 
@@ -300,14 +297,16 @@ fn probe(private: &TokenStream, ty: &Type, check: &str, kind: &str) -> TokenStre
 struct InputParts {
     /// `TypedTool::Input`.
     ty: Type,
-    /// The generated input struct and its impls, if any.
+    /// The generated input struct, if any.
     def: TokenStream,
     /// The arguments of the call to the user's function.
     call_args: Vec<TokenStream>,
-    /// For a lone parameter whose shape is decided from its schema: the
-    /// generated struct, which approval policies and input examples are
-    /// converted through.
-    lone: Option<Ident>,
+    /// For a lone parameter with an approval policy or input examples: the
+    /// generated struct and its field, which a policy or examples may be
+    /// written against instead of the parameter's type.
+    lone: Option<(Ident, Ident)>,
+    /// For a lone parameter: `TypedTool::INPUT_PARAMETER`.
+    parameter: TokenStream,
 }
 
 fn input_parts(krate: &Path, attrs: &Attrs, tool: &ToolFn, tool_ident: &Ident) -> InputParts {
@@ -318,6 +317,8 @@ fn input_parts(krate: &Path, attrs: &Attrs, tool: &ToolFn, tool_ident: &Ident) -
         .into_iter()
         .collect();
     let ident = format_ident!("{}Input", tool_ident);
+    let private = private_path(krate);
+    let mut parameter = TokenStream::new();
     let (ty, def, lone) = match tool.input(attrs.input_shape()) {
         // Its traits are checked by `TypedTool::Input`'s bounds, reported
         // once on the parameter's type.
@@ -325,24 +326,32 @@ fn input_parts(krate: &Path, attrs: &Attrs, tool: &ToolFn, tool_ident: &Ident) -
             args.push((param.position, quote!(input)));
             ((*param.ty).clone(), TokenStream::new(), None)
         }
+        // The parameter's value is the input, its shape decided by tool-core
+        // from its schema; its traits are checked by `TypedTool::Input`'s
+        // bounds through `Param`'s.
         Input::Lone(param) => {
-            let field = param.property();
-            args.push((param.position, quote!(input.0.#field)));
-            let def = input_struct(
-                krate,
-                attrs,
-                tool,
-                &ident,
-                std::slice::from_ref(param),
-                false,
-            );
-            let private = private_path(krate);
-            let lone_param = lone_param(&private, &ident, param);
-            (
-                syn::parse_quote!(#private::Lone<#ident>),
-                quote!(#def #lone_param),
-                Some(ident),
-            )
+            args.push((param.position, quote!(input.0)));
+            parameter = input_parameter(krate, param);
+            let ty = &param.ty;
+            // Spanned on the parameter's type, where a missing trait is
+            // reported (on its first token: a proc macro cannot join spans).
+            let input_ty = respan(quote!(#private::Param<#ty>), ty.span());
+            let takes_struct = matches!(attrs.approval, Some(Approval::Policy(_)))
+                || attrs.input_examples.is_some();
+            let (def, lone) = if takes_struct {
+                let def = input_struct(
+                    krate,
+                    attrs,
+                    tool,
+                    &ident,
+                    std::slice::from_ref(param),
+                    false,
+                );
+                (def, Some((ident, param.property())))
+            } else {
+                (TokenStream::new(), None)
+            };
+            (syn::parse_quote!(#input_ty), def, lone)
         }
         Input::Params(params) => {
             for param in params {
@@ -359,45 +368,22 @@ fn input_parts(krate: &Path, attrs: &Attrs, tool: &ToolFn, tool_ident: &Ident) -
         def,
         call_args: args.into_iter().map(|(_, a)| a).collect(),
         lone,
+        parameter,
     }
 }
 
-/// `LoneParam` for the generated struct of a lone parameter: what
-/// `tool_core::__private::Lone` needs to decide the shape once, to derive
-/// the struct's schema and deserialize it, and to move the value in and out.
-/// The parameter's traits are bounds of `Value`, reported on its type.
-fn lone_param(private: &TokenStream, ident: &Ident, param: &Param) -> TokenStream {
-    let field = param.property();
-    let name = field.unraw().to_string();
-    let ty = &param.ty;
-    let doc = doc_text(&param.docs);
-    let optional = is_option(ty);
-    // Spanned on the parameter's type, where a missing trait is reported.
-    let deserialize = respan(quote!(#private::deserialize_param(deserializer)), ty.span());
-    let schema = respan(quote!(#private::param_schema::<#ty>), ty.span());
+/// `TypedTool::INPUT_PARAMETER` of a lone parameter: its name, docs and
+/// whether it may be left out.
+fn input_parameter(krate: &Path, param: &Param) -> TokenStream {
+    let name = param.property().unraw().to_string();
+    let docs = (!param.docs.is_empty()).then(|| {
+        let docs = doc_text(&param.docs);
+        quote!(.docs(#docs))
+    });
+    let optional = is_option(&param.ty).then(|| quote!(.optional(true)));
     quote! {
-        impl #private::LoneParam for #ident {
-            type Value = #ty;
-            const NAME: &'static str = #name;
-            const DOC: &'static str = #doc;
-            const OPTIONAL: bool = #optional;
-            fn deserialize_value<'de, D: #private::serde::Deserializer<'de>>(deserializer: D) -> ::core::result::Result<#ty, D::Error> {
-                #deserialize
-            }
-            fn value_schema(generator: &mut #private::schemars::SchemaGenerator) -> #private::schemars::Schema {
-                #schema(generator)
-            }
-            fn decision() -> &'static #private::OnceLock<#private::LoneShape> {
-                static DECISION: #private::OnceLock<#private::LoneShape> = #private::OnceLock::new();
-                &DECISION
-            }
-            fn from_value(value: #ty) -> Self {
-                Self { #field: value }
-            }
-            fn value(&self) -> &#ty {
-                &self.#field
-            }
-        }
+        const INPUT_PARAMETER: ::core::option::Option<#krate::InputParameter> =
+            ::core::option::Option::Some(#krate::InputParameter::new(#name) #docs #optional);
     }
 }
 
@@ -428,7 +414,8 @@ fn doc_text(docs: &[syn::Attribute]) -> TokenStream {
 
 /// The generated input struct. `derive`: whether it derives its
 /// deserialization and schema (plain parameters); a lone parameter's struct
-/// has them from `LoneParam` instead, written once in tool-core.
+/// derives nothing: policies and examples written against it are converted
+/// to and from the parameter's value.
 fn input_struct(
     krate: &Path,
     attrs: &Attrs,
@@ -442,9 +429,12 @@ fn input_struct(
     let private_text = private.to_string();
     let serde_path = quote!(#private::serde).to_string();
     let schemars_path = quote!(#private::schemars).to_string();
+    // Examples of plain parameters are serialized as the struct; a lone
+    // parameter's, as its value.
     let serialize = attrs
         .input_examples
         .as_ref()
+        .filter(|_| derive)
         .map(|_| quote!(#private::serde::Serialize,));
     let fields = params.iter().map(|param| {
         let name = param.property();
@@ -499,16 +489,9 @@ fn input_struct(
             #[schemars(description = "")]
         }
     });
-    let serialize_only = (!derive && serialize.is_some()).then(|| {
-        quote! {
-            #[derive(#serialize)]
-            #[serde(crate = #serde_path)]
-        }
-    });
     quote! {
         #[doc = #doc]
         #derives
-        #serialize_only
         #vis struct #ident {
             #(#fields)*
         }
@@ -564,8 +547,7 @@ fn respan(tokens: TokenStream, span: Span) -> TokenStream {
 fn configure(
     krate: &Path,
     attrs: &Attrs,
-    input_ty: &Type,
-    lone: Option<&Ident>,
+    lone: Option<&(Ident, Ident)>,
     reconcile_input: &(Type, TokenStream),
 ) -> TokenStream {
     let private = private_path(krate);
@@ -591,11 +573,11 @@ fn configure(
         Some(Approval::Policy(path)) => {
             let run = match lone {
                 // Either signature (the parameter or the generated struct).
-                Some(ident) => {
-                    quote!(#private::lone_policy::<#ident, _>(input, request_context, &policy))
-                }
+                Some((ident, field)) => quote! {
+                    #private::lone_policy::<Self, #ident, _>(input, request_context, &policy, |value| #ident { #field: value })
+                },
                 None => {
-                    quote!(#private::typed_policy::<#input_ty, _, _>(input, request_context, &policy))
+                    quote!(#private::typed_policy::<Self, _, _>(input, request_context, &policy))
                 }
             };
             let run = respan(run, path.span());
@@ -646,8 +628,8 @@ fn configure(
     }
     if let Some(path) = &attrs.input_examples {
         let examples = match lone {
-            Some(ident) => respan(
-                quote!(#private::lone_examples::<#ident, _>(#path())),
+            Some((ident, field)) => respan(
+                quote!(#private::lone_examples::<Self, #ident, _>(#path(), |input| input.#field)),
                 path.span(),
             ),
             None => quote!(#path().iter().map(#private::example_to_value)),
@@ -710,7 +692,7 @@ fn configure(
     let typed_setters = [
         (
             &hooks.on_input_available,
-            quote!(.on_input_available_via::<#input_ty, #hook_input_ty, _, _, _>),
+            quote!(.on_input_available_via::<Self, #hook_input_ty, _, _, _>),
             quote!(, |input| #from_input),
         ),
         (
