@@ -1,5 +1,22 @@
-//! The `#[tool]` attribute of `tool-core`. Use it through `tool_core::tool`;
-//! see that crate for documentation.
+//! The `#[tool]` attribute of `tool-core`. Use it through `tool_core::tool`
+//! (`tool-core`'s default `macros` feature), never as a dependency of its
+//! own: the code it generates names `tool-core`'s items, and the two
+//! crates' versions go together. `tool_core` documents every key.
+//!
+//! ```
+//! use tool_core::{tool, Tool};
+//!
+//! /// Add two numbers
+//! #[tool]
+//! async fn add(a: f64, b: f64) -> f64 {
+//!     a + b
+//! }
+//!
+//! // `AddTool` derives its input schema from the parameters.
+//! let tool = Tool::from(AddTool);
+//! assert_eq!(tool.id(), "add");
+//! assert_eq!(tool.definition().input_schema["required"], serde_json::json!(["a", "b"]));
+//! ```
 //!
 //! The expansion runs in stages, one module each: `attr` parses the
 //! attribute, `ast` models the function, `valid` checks both, and
