@@ -13,17 +13,16 @@
 use std::any::{TypeId, type_name};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
-use std::marker::PhantomData;
 use std::sync::{PoisonError, RwLock};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::__private_0_1_0::{ParamDeserialize, ParamSchema, ParamSerialize};
 use crate::RequestContext;
 use crate::approval::{ApprovalPolicyReturn, PolicyAnswer};
-use crate::schema::{is_object_root, schema_for};
+use crate::schema::{is_object_root, raw_root_schema, root_schema, schema_for};
 use crate::tool::{TypedTool, typed_input};
 
 /// The one parameter a [`TypedTool`]'s input is: its name, under which the
@@ -98,57 +97,90 @@ impl InputParameter {
     }
 }
 
+/// Whether each one-parameter input type is wrapped, by type: one map for
+/// every tool, since a generic function has no statics of its own.
+static WRAPS: RwLock<BTreeMap<TypeId, bool>> = RwLock::new(BTreeMap::new());
+
 /// The parameter of `T` when its input is wrapped as `{"<name>": value}`;
 /// `None` when the input is the value itself. Decided from the input type's
-/// schema on first use, and remembered per type.
+/// schema on first use (usually when the tool is built, by
+/// [`input_schema`]), and remembered per type.
 pub(crate) fn wrapping<T: TypedTool>() -> Option<InputParameter> {
-    // One map for every tool: a generic function has no statics of its own.
-    static WRAPS: RwLock<BTreeMap<TypeId, bool>> = RwLock::new(BTreeMap::new());
     let parameter = T::INPUT_PARAMETER?;
-    let id = TypeId::of::<T::Input>();
-    let known = WRAPS
-        .read()
-        .unwrap_or_else(PoisonError::into_inner)
-        .get(&id)
-        .copied();
-    let wraps = known.unwrap_or_else(|| {
-        let wraps =
-            !schema_for::<T::Input>().is_some_and(|schema| is_object_root(&schema, &schema));
-        WRAPS
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(id, wraps);
-        wraps
-    });
-    wraps.then_some(parameter)
+    let schema = || root_schema(raw_root_schema::<T::Input>());
+    wraps(TypeId::of::<T::Input>(), &schema).then_some(parameter)
 }
 
 /// `T`'s input schema: the input type's, or the object that wraps it.
 pub(crate) fn input_schema<T: TypedTool>() -> Option<Value> {
-    match wrapping::<T>() {
-        Some(_) => schema_for::<Wrapped<T>>(),
-        None => schema_for::<T::Input>(),
-    }
+    let Some(parameter) = T::INPUT_PARAMETER else {
+        return schema_for::<T::Input>();
+    };
+    let raw = raw_root_schema::<T::Input>();
+    let input = Input {
+        id: TypeId::of::<T::Input>(),
+        inline: <T::Input as JsonSchema>::inline_schema(),
+        name: <T::Input as JsonSchema>::schema_name(),
+        tool: short_type_name(type_name::<T>()),
+    };
+    Some(input.schema(raw, parameter))
 }
 
-/// The object `{"<name>": value}` of a wrapped input, as a JSON Schema: what
-/// schemars' derive makes of a struct with that one field (the property's
-/// title and description from the parameter's docs, an optional one not
-/// required and defaulting to null), titled after the tool (`XxxToolInput`).
-struct Wrapped<T>(PhantomData<T>);
+/// What the schema of a one-parameter input needs from its types, gathered
+/// by the generic caller so that the work is not generic.
+struct Input {
+    id: TypeId,
+    /// Whether schemars inlines the value's schema (else a `$ref` to it).
+    inline: bool,
+    /// The value type's schema name, its definition's name.
+    name: Cow<'static, str>,
+    /// The tool type's name, for the wrapping object's title.
+    tool: &'static str,
+}
 
-impl<T: TypedTool> JsonSchema for Wrapped<T> {
-    fn schema_name() -> Cow<'static, str> {
-        Cow::Owned(format!("{}Input", short_type_name::<T>()))
+impl Input {
+    /// The input schema made from the value type's root schema `raw`.
+    fn schema(self, raw: schemars::Schema, parameter: InputParameter) -> Value {
+        let whole = root_schema(raw.clone());
+        let wrapped = wraps(self.id, &|| whole.clone());
+        if wrapped {
+            root_schema(self.wrap(raw, parameter))
+        } else {
+            whole
+        }
     }
 
-    fn schema_id() -> Cow<'static, str> {
-        Cow::Owned(format!("{}Input", type_name::<T>()))
-    }
-
-    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        let parameter = T::INPUT_PARAMETER.unwrap_or(InputParameter::new("input"));
-        let mut property = generator.subschema_for::<T::Input>();
+    /// `{"<name>": value}` as a JSON Schema, from the value's root schema:
+    /// what schemars' derive makes of a struct with that one field (the
+    /// property's title and description from the parameter's docs, an
+    /// optional one not required and defaulting to null), titled after the
+    /// tool (`XxxToolInput`).
+    fn wrap(self, raw: schemars::Schema, parameter: InputParameter) -> schemars::Schema {
+        let mut value = raw.to_value();
+        let mut definitions = Map::new();
+        if let Some(object) = value.as_object_mut() {
+            object.remove("$schema");
+            if let Some(Value::Object(defs)) = object.remove("$defs") {
+                definitions = defs;
+            }
+            // The root's title is schemars' addition, not the value's.
+            if object.get("title").and_then(Value::as_str) == Some(&*self.name) {
+                object.remove("title");
+            }
+        }
+        let mut property = if self.inline {
+            schemars::Schema::try_from(value).unwrap_or_default()
+        } else {
+            // The value's definition moves from the root to `$defs`, and so
+            // does the target of every reference to it (a recursive type's).
+            let reference = format!("#/$defs/{}", self.name);
+            retarget_root_refs(&mut value, &reference);
+            definitions
+                .values_mut()
+                .for_each(|definition| retarget_root_refs(definition, &reference));
+            definitions.insert(self.name.to_string(), value);
+            schemars::json_schema!({ "$ref": reference })
+        };
         let (title, description) = schemars::_private::get_title_and_description(parameter.docs);
         schemars::_private::insert_metadata_property_if_nonempty(&mut property, "title", title);
         schemars::_private::insert_metadata_property_if_nonempty(
@@ -160,15 +192,60 @@ impl<T: TypedTool> JsonSchema for Wrapped<T> {
             property.insert("default".into(), Value::Null);
         }
         let mut schema = schemars::json_schema!({ "type": "object" });
-        let optional = parameter.optional && generator.contract().is_deserialize();
-        schemars::_private::insert_object_property(&mut schema, parameter.name, optional, property);
+        schemars::_private::insert_object_property(
+            &mut schema,
+            parameter.name,
+            parameter.optional,
+            property,
+        );
+        schema.insert("title".into(), format!("{}Input", self.tool).into());
+        if !definitions.is_empty() {
+            schema.insert("$defs".into(), Value::Object(definitions));
+        }
         schema
     }
 }
 
-/// `T`'s name without its path or generics (`WeatherTool`).
-fn short_type_name<T>() -> &'static str {
-    let path = type_name::<T>();
+/// Points every `{"$ref": "#"}` (the root) in `schema` at `reference`.
+fn retarget_root_refs(schema: &mut Value, reference: &str) {
+    match schema {
+        Value::Object(object) => {
+            for (key, value) in object.iter_mut() {
+                if key == "$ref" && value.as_str() == Some("#") {
+                    *value = reference.into();
+                } else {
+                    retarget_root_refs(value, reference);
+                }
+            }
+        }
+        Value::Array(items) => items
+            .iter_mut()
+            .for_each(|item| retarget_root_refs(item, reference)),
+        _ => {}
+    }
+}
+
+/// Whether the input type `id` is wrapped: remembered, or decided from its
+/// root schema (it is not an object with named properties) and remembered.
+fn wraps(id: TypeId, schema: &dyn Fn() -> Value) -> bool {
+    let known = WRAPS
+        .read()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(&id)
+        .copied();
+    known.unwrap_or_else(|| {
+        let schema = schema();
+        let wraps = !is_object_root(&schema, &schema);
+        WRAPS
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(id, wraps);
+        wraps
+    })
+}
+
+/// A type's name without its path or generics (`WeatherTool`).
+fn short_type_name(path: &'static str) -> &'static str {
     let path = path.split('<').next().unwrap_or(path);
     path.rsplit("::").next().unwrap_or(path)
 }
@@ -368,4 +445,117 @@ where
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use schemars::JsonSchema;
+    use serde::Deserialize;
+    use serde_json::json;
+
+    use super::{InputParameter, input_schema};
+    use crate::{NoSuspend, ToolContext, ToolError, TypedTool, schema_for};
+
+    /// A recursive enum: its schema refers to itself.
+    #[derive(Deserialize, JsonSchema)]
+    #[allow(dead_code)]
+    enum Expr {
+        Num(f64),
+        Add(Box<Expr>, Box<Expr>),
+    }
+
+    /// A unit.
+    ///
+    /// Of temperature.
+    #[derive(Deserialize, serde::Serialize, JsonSchema)]
+    #[allow(dead_code)]
+    enum Unit {
+        Celsius,
+        Fahrenheit,
+    }
+
+    /// A tool `$tool` whose input is the parameter `$name: $value`, and the
+    /// struct `$derived` that schemars' derive makes of that parameter.
+    macro_rules! case {
+        ($tool:ident, $derived:ident, $value:ty, $parameter:expr, { $($field:tt)* }) => {
+            struct $tool;
+
+            impl TypedTool for $tool {
+                type Input = $value;
+                type Output = ();
+                type Suspend = NoSuspend;
+                type Resume = NoSuspend;
+                const ID: &'static str = "t";
+                const DESCRIPTION: &'static str = "d";
+                const INPUT_PARAMETER: Option<InputParameter> = Some($parameter);
+
+                async fn execute(&self, _: $value, _: ToolContext) -> Result<(), ToolError> {
+                    Ok(())
+                }
+            }
+
+            #[derive(JsonSchema)]
+            #[schemars(title = "", description = "")]
+            #[allow(dead_code)]
+            struct $derived { $($field)* }
+        };
+    }
+
+    case!(ExprTool, ExprInput, Expr, InputParameter::new("expr"), { expr: Expr });
+    case!(UnitTool, UnitInput, Option<Unit>, InputParameter::new("unit").docs("The unit\n\nCelsius unless given.").optional(true), {
+        /// The unit
+        ///
+        /// Celsius unless given.
+        #[serde(default)]
+        unit: Option<Unit>
+    });
+    case!(TagsTool, TagsInput, Vec<String>, InputParameter::new("tags").docs("Tags"), {
+        /// Tags
+        tags: Vec<String>
+    });
+    case!(CountsTool, CountsInput, BTreeMap<String, u32>, InputParameter::new("counts"), { counts: BTreeMap<String, u32> });
+    case!(LimitTool, LimitInput, u8, InputParameter::new("limit"), { limit: u8 });
+
+    /// What the derive gives, titled as the wrapping object is.
+    fn derived<D: JsonSchema + 'static>(title: &str) -> serde_json::Value {
+        let mut schema = schema_for::<D>().unwrap();
+        let object = schema.as_object_mut().unwrap();
+        object.remove("description");
+        object.insert("title".into(), title.into());
+        schema
+    }
+
+    #[test]
+    fn a_wrapped_input_has_the_schema_of_the_derived_struct() {
+        assert_eq!(
+            input_schema::<ExprTool>().unwrap(),
+            derived::<ExprInput>("ExprToolInput")
+        );
+        assert_eq!(
+            input_schema::<UnitTool>().unwrap(),
+            derived::<UnitInput>("UnitToolInput")
+        );
+        assert_eq!(
+            input_schema::<TagsTool>().unwrap(),
+            derived::<TagsInput>("TagsToolInput")
+        );
+        assert_eq!(
+            input_schema::<CountsTool>().unwrap(),
+            derived::<CountsInput>("CountsToolInput")
+        );
+        assert_eq!(
+            input_schema::<LimitTool>().unwrap(),
+            derived::<LimitInput>("LimitToolInput")
+        );
+        // The property's metadata, from the parameter's docs.
+        let unit = input_schema::<UnitTool>().unwrap();
+        assert_eq!(
+            unit["properties"]["unit"]["description"],
+            "The unit\n\nCelsius unless given."
+        );
+        assert_eq!(unit["properties"]["unit"]["default"], json!(null));
+        assert_eq!(unit.get("required"), None);
+    }
 }

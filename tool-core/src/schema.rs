@@ -40,15 +40,21 @@ use serde_json::Value;
 /// ```
 pub fn schema_for<T: JsonSchema + ?Sized + 'static>() -> Option<Value> {
     // Generic only where it must be: this runs once per type of every tool.
-    has_schema(TypeId::of::<T>())
-        .then(|| root_schema(schemars::SchemaGenerator::default().into_root_schema_for::<T>()))
+    has_schema(TypeId::of::<T>()).then(|| root_schema(raw_root_schema::<T>()))
+}
+
+/// `T`'s root schema as schemars makes it, before [`root_schema`].
+pub(crate) fn raw_root_schema<T: JsonSchema + ?Sized>() -> schemars::Schema {
+    schemars::SchemaGenerator::default().into_root_schema_for::<T>()
 }
 
 fn has_schema(id: TypeId) -> bool {
     id != TypeId::of::<()>() && id != TypeId::of::<crate::NoSuspend>()
 }
 
-fn root_schema(schema: schemars::Schema) -> Value {
+/// A root schema as the model is shown it: without `$schema`, a root `$ref`
+/// inlined, integer bounds advertised.
+pub(crate) fn root_schema(schema: schemars::Schema) -> Value {
     let mut schema = schema.to_value();
     if let Some(map) = schema.as_object_mut() {
         // The dialect marker is noise for models and rejected by some providers.
