@@ -321,8 +321,12 @@ fn links_are_found_outside_code_only() {
 
 #[test]
 fn a_broken_link_is_named_with_its_page_and_line() {
-    let dir = std::env::temp_dir().join(format!("guide-links-{}", std::process::id()));
-    fs::create_dir_all(&dir).unwrap();
+    // Removed when `tmp` drops, also when the test fails.
+    let tmp = tempfile::Builder::new()
+        .prefix("guide-links-")
+        .tempdir()
+        .unwrap();
+    let dir = tmp.path();
     fs::write(dir.join("other.md"), "# Other\n\n## Part two\n").unwrap();
     let page = dir.join("page.md");
     fs::write(
@@ -332,7 +336,6 @@ fn a_broken_link_is_named_with_its_page_and_line() {
     )
     .unwrap();
     let broken = broken_links(&page, "page.md");
-    fs::remove_dir_all(&dir).ok();
     assert_eq!(broken.len(), 3, "{broken:#?}");
     assert!(broken[0].starts_with("page.md:4: missing.md: no file"));
     assert!(

@@ -123,9 +123,9 @@ proptest! {
     fn the_sqlite_store_reads_back_what_it_stores(value in json_value(), id in "[a-z0-9]{1,12}") {
         use tool_runtime::store::{CallStore, SqliteStore};
         use tool_runtime::{PendingCall, PendingKind};
-        let dir = std::env::temp_dir().join(format!("tool-proptest-store-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let store = SqliteStore::open(dir.join("pending.sqlite")).unwrap();
+        // Removed when `tmp` drops, also when the case fails.
+        let tmp = tempfile::Builder::new().prefix("tool-proptest-store-").tempdir().unwrap();
+        let store = SqliteStore::open(tmp.path().join("pending.sqlite")).unwrap();
         let id = format!("{id}-{}", std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos());
         let mut call = PendingCall::new(id.as_str(), "t", PendingKind::Suspended, value.clone());
         call.payload = Some(value);

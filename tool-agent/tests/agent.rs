@@ -96,12 +96,13 @@ fn banker(parallel: bool, runs: usize) -> ScriptedModel {
     ScriptedModel::new((0..runs).flat_map(|_| [calls(&first), ScriptedStep::answer("done")]))
 }
 
-fn temp_store(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("tool-runtime-agent-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(name);
-    let _ = std::fs::remove_file(&path);
-    path
+/// A new directory, removed with what it holds when the guard drops, also
+/// when the test fails: keep the guard until the test's end.
+fn temp_dir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("tool-runtime-agent-")
+        .tempdir()
+        .unwrap()
 }
 
 fn agent_on(model: ScriptedModel, runtime: Runtime) -> Agent {
@@ -114,7 +115,8 @@ fn agent_on(model: ScriptedModel, runtime: Runtime) -> Agent {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_approval_pause_is_continued_by_another_runtime_on_the_same_store_after_a_restart() {
     let runs = Runs::default();
-    let path = temp_store("approval.sqlite");
+    let tmp = temp_dir();
+    let path = tmp.path().join("approval.sqlite");
     let model = banker(false, 1);
     let first = Runtime::builder()
         .tools(tools(&runs))
@@ -550,7 +552,8 @@ async fn two_approvals_in_one_step_are_decided_each_for_its_own_call() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_approvals_from_two_runtimes_run_the_call_once_and_the_run_goes_on_once() {
     let runs = Runs::default();
-    let path = temp_store("concurrent.sqlite");
+    let tmp = temp_dir();
+    let path = tmp.path().join("concurrent.sqlite");
     let model = banker(false, 1);
     let agents: Vec<Agent> = (0..2)
         .map(|_| {

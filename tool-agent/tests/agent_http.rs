@@ -76,12 +76,13 @@ fn agent(api: Api, server: &Server, runtime: Runtime) -> Agent {
         .unwrap()
 }
 
-fn store_file(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("tool-runtime-agent-http-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(name);
-    let _ = std::fs::remove_file(&path);
-    path
+/// A new directory, removed with what it holds when the guard drops, also
+/// when the test fails: keep the guard until the test's end.
+fn temp_dir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("tool-runtime-agent-http-")
+        .tempdir()
+        .unwrap()
 }
 
 /// The provider's side of a conversation about money: it calls what
@@ -112,7 +113,8 @@ fn approval_of(chunks: &[AgentChunk]) -> Option<String> {
 async fn an_approval_pause_survives_a_restart_and_the_approved_call_runs_once() {
     for api in APIS {
         let runs = Runs::default();
-        let store = store_file(&format!("approval-{api:?}.sqlite"));
+        let tmp = temp_dir();
+        let store = tmp.path().join(format!("approval-{api:?}.sqlite"));
         let server = Server::scripted(banker(
             api,
             vec![Part::Text("Sending. ".into()), transfer_call()],
@@ -171,7 +173,8 @@ async fn an_approval_pause_survives_a_restart_and_the_approved_call_runs_once() 
 async fn a_declined_call_never_runs_and_the_model_reads_the_reason() {
     for api in APIS {
         let runs = Runs::default();
-        let store = store_file(&format!("decline-{api:?}.sqlite"));
+        let tmp = temp_dir();
+        let store = tmp.path().join(format!("decline-{api:?}.sqlite"));
         let server = Server::scripted(banker(api, vec![transfer_call()])).await;
         let agent = agent(api, &server, runtime(&runs, &store));
         let paused = agent
@@ -199,7 +202,8 @@ async fn a_declined_call_never_runs_and_the_model_reads_the_reason() {
 async fn a_suspension_is_resumed_from_the_users_reply() {
     for api in APIS {
         let runs = Runs::default();
-        let store = store_file(&format!("suspend-{api:?}.sqlite"));
+        let tmp = temp_dir();
+        let store = tmp.path().join(format!("suspend-{api:?}.sqlite"));
         let server = Server::scripted(move |request: &Received| {
             let results = api.tool_results(&request.body);
             let user = api.last_user_text(&request.body).unwrap_or_default();
@@ -260,7 +264,8 @@ async fn a_suspension_is_resumed_from_the_users_reply() {
 async fn parallel_calls_where_one_waits() {
     for api in APIS {
         let runs = Runs::default();
-        let store = store_file(&format!("parallel-{api:?}.sqlite"));
+        let tmp = temp_dir();
+        let store = tmp.path().join(format!("parallel-{api:?}.sqlite"));
         let first = vec![
             transfer_call(),
             Part::Call("call_l".into(), "lookup", json!({})),
@@ -297,7 +302,8 @@ async fn parallel_calls_where_one_waits() {
 async fn a_429_is_retried_and_the_run_goes_on() {
     for api in APIS {
         let runs = Runs::default();
-        let store = store_file(&format!("retry-{api:?}.sqlite"));
+        let tmp = temp_dir();
+        let store = tmp.path().join(format!("retry-{api:?}.sqlite"));
         let served = Arc::new(AtomicUsize::new(0));
         let count = Arc::clone(&served);
         let answer = banker(api, vec![Part::Call("call_l".into(), "lookup", json!({}))]);
@@ -331,7 +337,8 @@ async fn a_429_is_retried_and_the_run_goes_on() {
 async fn a_stream_cut_mid_call_ends_the_run_with_an_error_and_runs_nothing() {
     for api in APIS {
         let runs = Runs::default();
-        let store = store_file(&format!("cut-{api:?}.sqlite"));
+        let tmp = temp_dir();
+        let store = tmp.path().join(format!("cut-{api:?}.sqlite"));
         let server = Server::scripted(move |_: &Received| Reply::sse(api.cut_answer())).await;
         let out = agent(api, &server, runtime(&runs, &store))
             .generate(Thread::new("t1"), vec![Message::user("weather?")])
@@ -411,7 +418,8 @@ fn empty_arguments(api: Api) -> Value {
 async fn a_call_cut_off_by_the_token_limit_is_sent_back_as_an_empty_object_with_its_error() {
     for api in APIS {
         let runs = Runs::default();
-        let store = store_file(&format!("length-{api:?}.sqlite"));
+        let tmp = temp_dir();
+        let store = tmp.path().join(format!("length-{api:?}.sqlite"));
         let server = Server::scripted(move |request: &Received| {
             if api.tool_results(&request.body).is_empty() {
                 Reply::sse(api.token_limit_answer())
@@ -450,7 +458,8 @@ async fn a_call_cut_off_by_the_token_limit_is_sent_back_as_an_empty_object_with_
 async fn a_call_of_a_cut_stream_is_sent_back_as_an_empty_object_after_a_reply() {
     for api in APIS {
         let runs = Runs::default();
-        let store = store_file(&format!("cut-reply-{api:?}.sqlite"));
+        let tmp = temp_dir();
+        let store = tmp.path().join(format!("cut-reply-{api:?}.sqlite"));
         let served = Arc::new(AtomicUsize::new(0));
         let count = Arc::clone(&served);
         let server = Server::scripted(move |_: &Received| {
@@ -496,7 +505,8 @@ async fn a_call_of_a_cut_stream_is_sent_back_as_an_empty_object_after_a_reply() 
 async fn a_refusal_ends_the_run_with_the_refusal_reason_and_its_text() {
     for api in APIS {
         let runs = Runs::default();
-        let store = store_file(&format!("refusal-{api:?}.sqlite"));
+        let tmp = temp_dir();
+        let store = tmp.path().join(format!("refusal-{api:?}.sqlite"));
         let answer: Vec<String> = match api {
             Api::Chat => vec![
                 chat(
@@ -579,7 +589,8 @@ async fn a_recorded_anthropic_tool_use_cut_by_max_tokens_is_sent_back_as_an_obje
     };
     let api = Api::Anthropic;
     let runs = Runs::default();
-    let store = store_file("recorded-length.sqlite");
+    let tmp = temp_dir();
+    let store = tmp.path().join("recorded-length.sqlite");
     let server = Server::scripted(move |request: &Received| {
         if api.tool_results(&request.body).is_empty() {
             Reply::sse(vec![recorded.clone()])
@@ -614,7 +625,8 @@ async fn a_recorded_anthropic_tool_use_cut_by_max_tokens_is_sent_back_as_an_obje
 /// output.
 async fn answered_with(api: Api, first: Vec<String>) -> tool_agent::AgentOutput {
     let runs = Runs::default();
-    let store = store_file(&format!("usage-{api:?}.sqlite"));
+    let tmp = temp_dir();
+    let store = tmp.path().join(format!("usage-{api:?}.sqlite"));
     let server = Server::scripted(move |request: &Received| {
         if api.tool_results(&request.body).is_empty() {
             Reply::sse(first.clone())

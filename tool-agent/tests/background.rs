@@ -11,7 +11,7 @@ mod common;
 
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::os::unix::process::ExitStatusExt as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,11 +26,13 @@ use tool_core::{BackgroundConfig, Progress, Tool, ToolContext, ToolError};
 use tool_runtime::Runtime;
 use tool_runtime::store::{CallStore, MemoryStore, RunStore, SqliteStore};
 
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tool-agent-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A new directory, removed with what it holds when the guard drops, also
+/// when the test fails: keep the guard until the test's end.
+fn temp_dir(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("tool-agent-{name}-"))
+        .tempdir()
+        .unwrap()
 }
 
 /// The chunks of the call `call_id`, each named by its kind (and what it
@@ -265,7 +267,8 @@ async fn a_task_settling_within_the_wait_enters_the_conversation<S: CallStore + 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_background_tasks_result_enters_the_conversation_before_the_next_step() {
     a_task_settling_within_the_wait_enters_the_conversation(MemoryStore::new()).await;
-    let dir = temp_dir("background-wait");
+    let tmp = temp_dir("background-wait");
+    let dir = tmp.path().to_path_buf();
     let sqlite = SqliteStore::open(dir.join("runs.sqlite")).unwrap();
     a_task_settling_within_the_wait_enters_the_conversation(sqlite).await;
 }
@@ -374,7 +377,8 @@ async fn another_instance_continues_the_run<S: CallStore + RunStore>(store: S) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn past_the_wait_the_stream_ends_and_another_instance_continues_the_run() {
     another_instance_continues_the_run(MemoryStore::new()).await;
-    let dir = temp_dir("background-continue");
+    let tmp = temp_dir("background-continue");
+    let dir = tmp.path().to_path_buf();
     let sqlite = SqliteStore::open(dir.join("runs.sqlite")).unwrap();
     another_instance_continues_the_run(sqlite).await;
     if let Some((postgres, schema)) = common::postgres::store("background_continue").await {
@@ -472,7 +476,8 @@ async fn the_next_stream_on_the_thread_takes_the_result<S: CallStore + RunStore>
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_next_stream_on_the_thread_takes_the_results_an_earlier_run_awaited() {
     the_next_stream_on_the_thread_takes_the_result(MemoryStore::new()).await;
-    let dir = temp_dir("background-thread");
+    let tmp = temp_dir("background-thread");
+    let dir = tmp.path().to_path_buf();
     let sqlite = SqliteStore::open(dir.join("runs.sqlite")).unwrap();
     the_next_stream_on_the_thread_takes_the_result(sqlite).await;
     if let Some((postgres, schema)) = common::postgres::store("background_thread").await {
@@ -555,7 +560,8 @@ fn child_process() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_whose_process_was_killed_before_its_task_settled_is_continued_on_another() {
-    let dir = temp_dir("background-sigkill");
+    let tmp = temp_dir("background-sigkill");
+    let dir = tmp.path().to_path_buf();
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",

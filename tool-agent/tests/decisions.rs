@@ -115,10 +115,12 @@ async fn last_decisions_report_each_result_once<S: CallStore + RunStore>(store: 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_last_decisions_report_each_result_once_on_the_memory_and_sqlite_stores() {
     last_decisions_report_each_result_once(MemoryStore::new(), "memory").await;
-    let dir = std::env::temp_dir().join(format!("tool-agent-decisions-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let sqlite = SqliteStore::open(dir.join("runs.sqlite")).unwrap();
+    // Removed when `tmp` drops, also when the test fails.
+    let tmp = tempfile::Builder::new()
+        .prefix("tool-agent-decisions-")
+        .tempdir()
+        .unwrap();
+    let sqlite = SqliteStore::open(tmp.path().join("runs.sqlite")).unwrap();
     last_decisions_report_each_result_once(sqlite, "sqlite").await;
 }
 

@@ -190,15 +190,13 @@ async fn the_run_waits_for_the_applications_response(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_declaration_only_tools_call_waits_for_the_applications_response() {
     the_run_waits_for_the_applications_response(MemoryStore::new(), "memory").await;
-    let dir = std::env::temp_dir().join(format!(
-        "tool-agent-declaration-only-{}",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let sqlite = SqliteStore::open(dir.join("store.sqlite")).unwrap();
+    // Removed when `tmp` drops, also when the test fails.
+    let tmp = tempfile::Builder::new()
+        .prefix("tool-agent-declaration-only-")
+        .tempdir()
+        .unwrap();
+    let sqlite = SqliteStore::open(tmp.path().join("store.sqlite")).unwrap();
     the_run_waits_for_the_applications_response(sqlite, "sqlite").await;
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// What to ask.

@@ -66,10 +66,12 @@ fn tool_result(request: &ModelRequest) -> (Value, bool) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_runs_request_context_reaches_its_calls_after_an_approval_on_another_runtime() {
-    let dir = std::env::temp_dir().join(format!("tool-agent-rc-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("store.sqlite");
+    // Removed when `tmp` drops, also when the test fails.
+    let tmp = tempfile::Builder::new()
+        .prefix("tool-agent-rc-")
+        .tempdir()
+        .unwrap();
+    let path = tmp.path().join("store.sqlite");
     let on_store = || {
         Runtime::builder()
             .tool(whoami())

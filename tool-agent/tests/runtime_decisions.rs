@@ -34,14 +34,16 @@ fn pay(seen: &Seen) -> Tool {
         .unwrap()
 }
 
-fn store_file(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "tool-agent-runtime-decisions-{}-{name}",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join("store.sqlite")
+/// A new directory and the path of the store file `store.sqlite` in it: the
+/// directory is removed with what it holds when its guard drops, also when
+/// the test fails, so keep the guard until the test's end.
+fn store_file(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("tool-agent-runtime-decisions-{name}-"))
+        .tempdir()
+        .unwrap();
+    let path = dir.path().join("store.sqlite");
+    (dir, path)
 }
 
 /// An agent whose model asks to pay and then answers "paid", on a runtime
@@ -77,10 +79,19 @@ fn agent_answering(
 }
 
 /// A run of a fresh agent (on a store file of its own, `name`) paused for
-/// the approval of its call `c1`: the agent, its model, the inbox, what the
-/// tool saw, and the run's id.
-async fn paused_run(name: &str) -> (Agent, ScriptedModel, Runtime, Seen, String) {
-    let path = store_file(name);
+/// the approval of its call `c1`: the guard of the file's directory, the
+/// agent, its model, the inbox, what the tool saw, and the run's id.
+async fn paused_run(
+    name: &str,
+) -> (
+    tempfile::TempDir,
+    Agent,
+    ScriptedModel,
+    Runtime,
+    Seen,
+    String,
+) {
+    let (tmp, path) = store_file(name);
     let seen = Seen::default();
     let (agent, model, inbox) = agent_and_inbox(&path, &seen);
     let paused = agent
@@ -88,7 +99,7 @@ async fn paused_run(name: &str) -> (Agent, ScriptedModel, Runtime, Seen, String)
         .await
         .unwrap();
     assert_eq!(paused.finish_reason, FinishReason::Suspended);
-    (agent, model, inbox, seen, paused.run_id)
+    (tmp, agent, model, inbox, seen, paused.run_id)
 }
 
 /// The results the run's conversation holds, by call id.
@@ -110,7 +121,7 @@ async fn results_in_run(agent: &Agent, run_id: &str) -> Vec<(String, Value)> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_runtime_approval_of_an_agents_call_runs_as_the_agent_and_continue_run_lets_the_model_read_it()
  {
-    let path = store_file("approve-then-continue");
+    let (_tmp, path) = store_file("approve-then-continue");
     let seen = Seen::default();
     let (agent, model, inbox) = agent_and_inbox(&path, &seen);
     let paused = agent
@@ -180,7 +191,7 @@ async fn a_runtime_approval_of_an_agents_call_runs_as_the_agent_and_continue_run
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agents_approval_racing_a_runtime_approval_runs_the_call_once_and_records_it_once() {
     for round in 0..6 {
-        let (agent, model, inbox, seen, run_id) = paused_run(&format!("race-{round}")).await;
+        let (_tmp, agent, model, inbox, seen, run_id) = paused_run(&format!("race-{round}")).await;
         let stored_id = format!("{run_id}/c1");
         let (by_agent, by_inbox) = tokio::join!(
             async {
@@ -233,7 +244,7 @@ async fn an_agents_approval_racing_a_runtime_approval_runs_the_call_once_and_rec
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_continuation_racing_the_agents_own_approval_records_the_result_once() {
     for round in 0..6 {
-        let (agent, model, inbox, seen, run_id) =
+        let (_tmp, agent, model, inbox, seen, run_id) =
             paused_run(&format!("continue-race-{round}")).await;
         inbox.approve(&format!("{run_id}/c1")).await.unwrap();
         // Both take the recorded outcome into the run: the run's save lets one.
@@ -263,7 +274,7 @@ async fn a_continuation_racing_the_agents_own_approval_records_the_result_once()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_approval_that_expires_releases_the_agents_run_with_the_model_reading_why() {
-    let path = store_file("expired");
+    let (_tmp, path) = store_file("expired");
     let seen = Seen::default();
     // Approvals of the agent's runtime expire at once: the call is stored
     // already overdue.

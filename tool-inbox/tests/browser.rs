@@ -256,8 +256,12 @@ async fn a_person_decides_every_kind_of_item_in_the_page() {
         );
         return;
     };
-    let dir = std::env::temp_dir().join(format!("tool-inbox-browser-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    // Removed when `tmp` drops, also when the test fails.
+    let tmp = tempfile::Builder::new()
+        .prefix("tool-inbox-browser-")
+        .tempdir()
+        .unwrap();
+    let dir = tmp.path().to_path_buf();
     std::fs::create_dir_all(dir.join("profile")).unwrap();
     let runs = Arc::new(AtomicUsize::new(0));
     let runtime = runtime(&dir.join("calls.sqlite"), Arc::clone(&runs));
@@ -566,5 +570,4 @@ async fn a_person_decides_every_kind_of_item_in_the_page() {
             .is_pending()
     );
     drop(driver);
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -147,10 +147,12 @@ async fn a_stream_sends_waiting_new_and_settled_items_of_its_principal_only() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn items_of_another_instance_show_up_by_polling_the_shared_store() {
-    let dir = std::env::temp_dir().join(format!("tool-inbox-events-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("calls.sqlite");
-    let _ = std::fs::remove_file(&path);
+    // Removed when `tmp` drops, also when the test fails.
+    let tmp = tempfile::Builder::new()
+        .prefix("tool-inbox-events-")
+        .tempdir()
+        .unwrap();
+    let path = tmp.path().join("calls.sqlite");
     let serving = Runtime::builder()
         .tool(tool())
         .sqlite_store(&path)
@@ -170,7 +172,7 @@ async fn items_of_another_instance_show_up_by_polling_the_shared_store() {
     assert_eq!(red.next().await.data["callId"], "elsewhere");
     other.approve("elsewhere").await.unwrap();
     assert_eq!(red.next().await.data, json!({ "callId": "elsewhere" }));
-    std::fs::remove_dir_all(&dir).unwrap();
+    tmp.close().unwrap();
 }
 
 #[tokio::test]

@@ -204,9 +204,12 @@ async fn without_elicitation_a_call_needing_approval_stays_pending() {
 
 #[tokio::test]
 async fn an_input_required_retry_is_accepted_after_a_restart_and_on_another_instance() {
-    let dir = std::env::temp_dir().join(format!("tool-runtime-mcp-state-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    // Removed when `tmp` drops, also when the test fails.
+    let tmp = tempfile::Builder::new()
+        .prefix("tool-runtime-mcp-state-")
+        .tempdir()
+        .unwrap();
+    let dir = tmp.path();
     let on_file = || {
         Runtime::builder()
             .tool(DeleteFileTool)

@@ -37,9 +37,12 @@ fn transfer(seen: Arc<Mutex<Vec<Value>>>) -> Tool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_approval_with_edits_runs_the_edited_input_and_logs_before_and_after() {
-    let dir = std::env::temp_dir().join(format!("tool-runtime-edits-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    // Removed when `tmp` drops, also when the test fails.
+    let tmp = tempfile::Builder::new()
+        .prefix("tool-runtime-edits-")
+        .tempdir()
+        .unwrap();
+    let dir = tmp.path();
     let seen = Arc::new(Mutex::new(Vec::new()));
     let runtime = Runtime::builder()
         .tool(transfer(Arc::clone(&seen)))
@@ -106,5 +109,5 @@ async fn an_approval_with_edits_runs_the_edited_input_and_logs_before_and_after(
         .await;
     assert!(late.is_err(), "decided once: {late:?}");
     assert!(matches!(outcome, CallOutcome::Completed { .. }));
-    std::fs::remove_dir_all(&dir).unwrap();
+    tmp.close().unwrap();
 }

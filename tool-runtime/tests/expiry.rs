@@ -35,9 +35,12 @@ fn runtimes(path: &std::path::Path, ttl: Duration) -> Vec<Runtime> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_overdue_approval_is_declined_expired_once_across_runtimes() {
-    let dir = std::env::temp_dir().join(format!("tool-runtime-expiry-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    // Removed when `tmp` drops, also when the test fails.
+    let tmp = tempfile::Builder::new()
+        .prefix("tool-runtime-expiry-")
+        .tempdir()
+        .unwrap();
+    let dir = tmp.path();
     let runtimes = runtimes(&dir.join("calls.sqlite"), Duration::from_millis(200));
     for n in 0..10 {
         let call =
@@ -95,14 +98,17 @@ async fn an_overdue_approval_is_declined_expired_once_across_runtimes() {
         .map(|e| (e.principal.as_deref(), e.reason.as_deref()))
         .collect();
     assert_eq!(refused, [(Some("bob"), Some("expired"))]);
-    std::fs::remove_dir_all(&dir).unwrap();
+    tmp.close().unwrap();
 }
 
 #[tokio::test]
 async fn the_requester_may_not_approve_and_a_call_without_one_is_refused() {
-    let dir = std::env::temp_dir().join(format!("tool-runtime-self-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    // Removed when `tmp` drops, also when the test fails.
+    let tmp = tempfile::Builder::new()
+        .prefix("tool-runtime-self-")
+        .tempdir()
+        .unwrap();
+    let dir = tmp.path();
     let runtimes = runtimes(&dir.join("calls.sqlite"), Duration::from_secs(3600));
     let anonymous = runtimes[0]
         .call(ToolCall::new("c0", "transfer", json!({})))
@@ -147,5 +153,5 @@ async fn the_requester_may_not_approve_and_a_call_without_one_is_refused() {
         .filter(|e| e.kind == AuditKind::Refused)
         .count();
     assert_eq!(refusals, 2);
-    std::fs::remove_dir_all(&dir).unwrap();
+    tmp.close().unwrap();
 }

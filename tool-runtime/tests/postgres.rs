@@ -89,11 +89,13 @@ impl Schema {
     }
 }
 
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tool-runtime-pg-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A new directory, removed with what it holds when the guard drops, also
+/// when the test fails: keep the guard until the test's end.
+fn temp_dir(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("tool-runtime-pg-{name}-"))
+        .tempdir()
+        .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -767,7 +769,8 @@ fn wait_for_line(child: &mut Child, word: &str) -> BufReader<std::process::Child
 async fn three_processes_approving_the_same_calls_run_each_once() {
     let Some(url) = database_url() else { return };
     let schema = Schema::new(&url, "processes").await;
-    let dir = temp_dir("processes");
+    let tmp = temp_dir("processes");
+    let dir = tmp.path().to_path_buf();
     let runtime = Runtime::builder()
         .tool(counting_tool(&dir))
         .store(schema.store().await)
@@ -834,7 +837,8 @@ async fn three_processes_approving_the_same_calls_run_each_once() {
 async fn tasks_stored_by_one_process_run_once_each_on_workers_of_three_others_woken_by_notify() {
     let Some(url) = database_url() else { return };
     let schema = Schema::new(&url, "workers").await;
-    let dir = temp_dir("workers");
+    let tmp = temp_dir("workers");
+    let dir = tmp.path().to_path_buf();
     let front = Runtime::builder()
         .tool(counting_task(&dir))
         .store(schema.store().await)
@@ -904,7 +908,8 @@ async fn tasks_stored_by_one_process_run_once_each_on_workers_of_three_others_wo
 async fn a_worker_whose_listener_connection_is_killed_reconnects_and_is_woken_again() {
     let Some(url) = database_url() else { return };
     let schema = Schema::new(&url, "relisten").await;
-    let dir = temp_dir("relisten");
+    let tmp = temp_dir("relisten");
+    let dir = tmp.path().to_path_buf();
     let runtime = |leave: bool, store: PostgresStore| {
         Runtime::builder()
             .tool(counting_task(&dir))
@@ -956,7 +961,8 @@ async fn a_worker_whose_listener_connection_is_killed_reconnects_and_is_woken_ag
 async fn calls_of_a_process_killed_while_running_them_are_recovered() {
     let Some(url) = database_url() else { return };
     let schema = Schema::new(&url, "sigkill").await;
-    let dir = temp_dir("sigkill");
+    let tmp = temp_dir("sigkill");
+    let dir = tmp.path().to_path_buf();
     let runtime = Runtime::builder()
         .tools(stuck_tools(&dir))
         .store(schema.store().await)

@@ -19,11 +19,13 @@ use tool_runtime::{
     CallOutcome, CallState, PendingCall, PendingKind, Runtime, RuntimeError, StoreError, ToolCall,
 };
 
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tool-runtime-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A new directory, removed with what it holds when the guard drops, also
+/// when the test fails: keep the guard until the test's end.
+fn temp_dir(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("tool-runtime-test-{name}-"))
+        .tempdir()
+        .unwrap()
 }
 
 /// A store file in `dir` holding one call, `c-bad`, whose record is not JSON.
@@ -52,7 +54,8 @@ fn block_on<F: std::future::Future>(future: F) -> F::Output {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn memory_and_sqlite_stores_meet_the_store_contract() {
     common::contract::store_contract("memory", MemoryStore::new).await;
-    let dir = temp_dir("contract");
+    let tmp = temp_dir("contract");
+    let dir = tmp.path().to_path_buf();
     let counter = std::sync::atomic::AtomicUsize::new(0);
     common::contract::store_contract("sqlite", || {
         let n = counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -64,7 +67,8 @@ async fn memory_and_sqlite_stores_meet_the_store_contract() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn responses_and_typed_decisions_settle_once_on_the_memory_and_sqlite_stores() {
     common::respond::respond_decisions("memory", std::sync::Arc::new(MemoryStore::new())).await;
-    let path = temp_dir("respond").join("store.sqlite");
+    let tmp = temp_dir("respond");
+    let path = tmp.path().join("store.sqlite");
     common::respond::respond_decisions("sqlite", SqliteStore::open(path).unwrap()).await;
 }
 
@@ -73,7 +77,8 @@ async fn five_deciders_on_each_of_200_items_make_one_decision_each_on_memory_and
     let memory = std::sync::Arc::new(MemoryStore::new());
     let shared = (0..5).map(|_| std::sync::Arc::clone(&memory)).collect();
     common::deciders::five_deciders_per_item("memory", shared, 200).await;
-    let path = temp_dir("deciders").join("store.sqlite");
+    let tmp = temp_dir("deciders");
+    let path = tmp.path().join("store.sqlite");
     let files = (0..5).map(|_| SqliteStore::open(&path).unwrap()).collect();
     common::deciders::five_deciders_per_item("sqlite", files, 200).await;
 }
@@ -83,7 +88,8 @@ async fn three_of_five_approvers_run_each_call_once_on_memory_and_sqlite() {
     let memory = std::sync::Arc::new(MemoryStore::new());
     let shared = (0..5).map(|_| std::sync::Arc::clone(&memory)).collect();
     common::deciders::three_of_five_approvers_per_item("memory", shared, 40).await;
-    let path = temp_dir("quorum").join("store.sqlite");
+    let tmp = temp_dir("quorum");
+    let path = tmp.path().join("store.sqlite");
     let files = (0..5).map(|_| SqliteStore::open(&path).unwrap()).collect();
     common::deciders::three_of_five_approvers_per_item("sqlite", files, 40).await;
 }
@@ -91,14 +97,16 @@ async fn three_of_five_approvers_run_each_call_once_on_memory_and_sqlite() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn futures_dropped_at_random_points_lose_no_call_on_the_memory_and_sqlite_stores() {
     common::drops::dropped_futures_lose_nothing(MemoryStore::new(), "memory", 60).await;
-    let dir = temp_dir("drops");
+    let tmp = temp_dir("drops");
+    let dir = tmp.path().to_path_buf();
     let store = SqliteStore::open(dir.join("drops.sqlite")).unwrap();
     common::drops::dropped_futures_lose_nothing(store, "sqlite", 60).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_decisions_from_two_connections_to_one_file_claim_each_call_once() {
-    let dir = temp_dir("concurrent-decisions");
+    let tmp = temp_dir("concurrent-decisions");
+    let dir = tmp.path().to_path_buf();
     let path = dir.join("pending.sqlite");
     let a = SqliteStore::open(&path).unwrap();
     let b = SqliteStore::open(&path).unwrap();
@@ -143,7 +151,8 @@ async fn concurrent_decisions_from_two_connections_to_one_file_claim_each_call_o
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn run_saves_from_four_connections_to_one_file_lose_no_update() {
-    let dir = temp_dir("concurrent-runs");
+    let tmp = temp_dir("concurrent-runs");
+    let dir = tmp.path().to_path_buf();
     let path = dir.join("pending.sqlite");
     let stores = (0..4).map(|_| SqliteStore::open(&path).unwrap()).collect();
     common::contract::run_updates_from_several_stores_lose_nothing(stores, "r1", 25).await;
@@ -151,7 +160,8 @@ async fn run_saves_from_four_connections_to_one_file_lose_no_update() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_runtimes_on_one_file_run_each_approved_call_once() {
-    let dir = temp_dir("two-runtimes");
+    let tmp = temp_dir("two-runtimes");
+    let dir = tmp.path().to_path_buf();
     let path = dir.join("pending.sqlite");
     let (tool, runs) = echo_tool("pay", |b| b.require_approval(true));
     let first = Runtime::builder()
@@ -192,7 +202,8 @@ async fn two_runtimes_on_one_file_run_each_approved_call_once() {
 
 #[test]
 fn a_corrupt_store_file_is_an_error_naming_it_and_one_unreadable_record_does_not_stop_the_store() {
-    let dir = temp_dir("corrupt");
+    let tmp = temp_dir("corrupt");
+    let dir = tmp.path().to_path_buf();
     for (name, bytes) in [
         ("short.sqlite", b"garbage!".to_vec()),
         ("long.sqlite", b"not a database at all. ".repeat(200)),
@@ -280,7 +291,8 @@ fn a_corrupt_store_file_is_an_error_naming_it_and_one_unreadable_record_does_not
 fn store_errors_keep_the_underlying_error_as_their_source() {
     use std::error::Error as _;
 
-    let dir = temp_dir("sources");
+    let tmp = temp_dir("sources");
+    let dir = tmp.path().to_path_buf();
     let garbage = dir.join("garbage.sqlite");
     std::fs::write(&garbage, b"not a database at all. ".repeat(200)).unwrap();
     let error = SqliteStore::open(&garbage).unwrap_err();
@@ -492,7 +504,8 @@ fn spawn_child(role: &str, dir: &Path) -> std::process::Child {
 
 #[test]
 fn pending_calls_survive_sigkill_of_a_child_process() {
-    let dir = temp_dir("sigkill");
+    let tmp = temp_dir("sigkill");
+    let dir = tmp.path().to_path_buf();
     let mut first = spawn_child("first", &dir);
     let mut lines = BufReader::new(first.stdout.take().unwrap()).lines();
     wait_for_line(&mut first, &mut lines, "READY");
@@ -554,7 +567,8 @@ fn kill_9(child: &mut std::process::Child) {
 
 #[tokio::test]
 async fn calls_running_in_a_process_killed_with_sigkill_are_recovered_per_the_tools_declaration() {
-    let dir = temp_dir("sigkill-running");
+    let tmp = temp_dir("sigkill-running");
+    let dir = tmp.path().to_path_buf();
     let mut runner = spawn_child("runner", &dir);
     let mut lines = BufReader::new(runner.stdout.take().unwrap()).lines();
     wait_for_line(&mut runner, &mut lines, "RUNNING");
@@ -599,7 +613,8 @@ async fn calls_running_in_a_process_killed_with_sigkill_are_recovered_per_the_to
 
 #[test]
 fn a_store_file_of_the_previous_layout_is_migrated_and_a_newer_one_refused() {
-    let dir = temp_dir("layouts");
+    let tmp = temp_dir("layouts");
+    let dir = tmp.path().to_path_buf();
     let old = dir.join("layout-1.sqlite");
     let call = PendingCall::new("c-old", "t", PendingKind::Approval, json!({ "n": 1 }));
     let conn = rusqlite::Connection::open(&old).unwrap();
@@ -651,7 +666,8 @@ fn user_version(path: &Path) -> i32 {
 /// before agent runs wrote it: its schema by hand, one call of each state.
 #[test]
 fn a_store_file_of_layout_2_gains_the_runs_table_and_keeps_its_calls() {
-    let dir = temp_dir("layout-2");
+    let tmp = temp_dir("layout-2");
+    let dir = tmp.path().to_path_buf();
     let path = dir.join("layout-2.sqlite");
     let conn = rusqlite::Connection::open(&path).unwrap();
     conn.execute_batch(
@@ -736,7 +752,8 @@ fn a_store_file_of_layout_2_gains_the_runs_table_and_keeps_its_calls() {
 
 #[test]
 fn an_unreadable_run_is_an_error_naming_it_and_does_not_stop_the_store() {
-    let dir = temp_dir("bad-run");
+    let tmp = temp_dir("bad-run");
+    let dir = tmp.path().to_path_buf();
     let path = dir.join("pending.sqlite");
     let store = SqliteStore::open(&path).unwrap();
     block_on(store.save_run("r-bad", None, false, json!({}))).unwrap();
@@ -776,7 +793,8 @@ fn nested(levels: usize) -> Value {
 
 #[tokio::test]
 async fn a_model_cannot_poison_the_store_with_deep_arguments() {
-    let dir = temp_dir("deep-arguments");
+    let tmp = temp_dir("deep-arguments");
+    let dir = tmp.path().to_path_buf();
     let path = dir.join("pending.sqlite");
     let (tool, runs) = echo_tool("deep", |b| b.require_approval(true));
     let runtime = Runtime::builder()
@@ -813,7 +831,8 @@ async fn a_model_cannot_poison_the_store_with_deep_arguments() {
 
 #[tokio::test]
 async fn values_as_deep_as_a_json_parser_reads_are_stored_readably_and_deeper_ones_are_refused() {
-    let dir = temp_dir("deep-values");
+    let tmp = temp_dir("deep-values");
+    let dir = tmp.path().to_path_buf();
     let path = dir.join("pending.sqlite");
     let store = SqliteStore::open(&path).unwrap();
     // 127 levels, the most serde_json parses: inside a record that wrapped
@@ -839,7 +858,8 @@ async fn values_as_deep_as_a_json_parser_reads_are_stored_readably_and_deeper_on
 
 #[test]
 fn records_written_before_values_were_kept_as_text_still_read() {
-    let dir = temp_dir("legacy-record");
+    let tmp = temp_dir("legacy-record");
+    let dir = tmp.path().to_path_buf();
     let path = dir.join("pending.sqlite");
     drop(SqliteStore::open(&path).unwrap());
     let legacy = PendingCall::new("c-old", "t", PendingKind::Suspended, json!({ "a": [1] }));
@@ -856,7 +876,8 @@ fn records_written_before_values_were_kept_as_text_still_read() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn sqlite_io_waits_off_the_async_executor() {
-    let dir = temp_dir("off-executor");
+    let tmp = temp_dir("off-executor");
+    let dir = tmp.path().to_path_buf();
     let path = dir.join("pending.sqlite");
     let store = SqliteStore::open(&path).unwrap();
     // Another connection holds the write lock: the store's insert waits for
@@ -888,7 +909,8 @@ async fn sqlite_io_waits_off_the_async_executor() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_decision_on_a_call_purged_by_the_size_bound_says_it_was_purged_on_every_runtime_of_the_store()
  {
-    let dir = temp_dir("size-bound");
+    let tmp = temp_dir("size-bound");
+    let dir = tmp.path().to_path_buf();
     let path = dir.join("pending.sqlite");
     let (tool, runs) = echo_tool("pay", |b| b.require_approval(true));
     let bounded = Runtime::builder()

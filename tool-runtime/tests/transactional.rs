@@ -6,7 +6,7 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -18,11 +18,13 @@ use tool_runtime::{
     CallOutcome, CallState, PendingCall, PendingKind, Runtime, RuntimeError, ToolCall,
 };
 
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tool-runtime-tx-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A new directory, removed with what it holds when the guard drops, also
+/// when the test fails: keep the guard until the test's end.
+fn temp_dir(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("tool-runtime-tx-{name}-"))
+        .tempdir()
+        .unwrap()
 }
 
 /// A store file with the application's own table, `payments`.
@@ -108,7 +110,8 @@ fn a_transactional_tool_needs_a_store_that_runs_transactions_and_no_background()
     assert!(matches!(&error, RuntimeError::Transactional { tool_id, .. } if tool_id == "record"));
     assert!(error.to_string().contains("memory store cannot"), "{error}");
 
-    let dir = temp_dir("build");
+    let tmp = temp_dir("build");
+    let dir = tmp.path().to_path_buf();
     let background =
         Tool::builder("report")
             .description("Builds a report")
@@ -131,7 +134,8 @@ fn a_transactional_tool_needs_a_store_that_runs_transactions_and_no_background()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_work_commits_with_the_outcome_or_not_at_all() {
-    let dir = temp_dir("commit");
+    let tmp = temp_dir("commit");
+    let dir = tmp.path().to_path_buf();
     let runtime = Runtime::builder()
         .tool(record_payment())
         .store(store_with_payments(&dir))
@@ -175,7 +179,8 @@ async fn the_work_commits_with_the_outcome_or_not_at_all() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_commit_for_a_claim_that_was_taken_over_commits_nothing() {
-    let dir = temp_dir("superseded");
+    let tmp = temp_dir("superseded");
+    let dir = tmp.path().to_path_buf();
     let store = store_with_payments(&dir);
     let committed = common::contract::commit_after_takeover(&store, "c1", async |extensions| {
         extensions
@@ -197,7 +202,8 @@ async fn a_commit_for_a_claim_that_was_taken_over_commits_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn recovery_runs_an_interrupted_transactional_call_again_once() {
-    let dir = temp_dir("recover");
+    let tmp = temp_dir("recover");
+    let dir = tmp.path().to_path_buf();
     let store = store_with_payments(&dir);
     store
         .insert(PendingCall::new(
@@ -242,7 +248,8 @@ async fn recovery_runs_an_interrupted_transactional_call_again_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_processes_on_one_file_wait_for_each_others_transactions() {
-    let dir = temp_dir("busy");
+    let tmp = temp_dir("busy");
+    let dir = tmp.path().to_path_buf();
     let store = store_with_payments(&dir);
     let slow = Tool::builder("slow")
         .description("Holds the file's write lock for 300 ms in its commit")
@@ -376,7 +383,8 @@ async fn recovery_asks_the_reconcile_hook_of_a_call_that_is_not_retry_safe() {
 /// output), nothing of its work exists, and recovery runs it again once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_lease_before_the_commit_leaves_neither_work_nor_outcome() {
-    let dir = temp_dir("lost-lease");
+    let tmp = temp_dir("lost-lease");
+    let dir = tmp.path().to_path_buf();
     let store = common::faulty::Faulty::new(store_with_payments(&dir));
     let slow = Tool::builder("record")
         .description("Records a payment slowly")

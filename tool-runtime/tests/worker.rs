@@ -3,7 +3,6 @@
 //! store's signal (their poll is an hour away), within their concurrency,
 //! with their retries; a worker told to stop waits for the tasks it runs.
 
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -195,18 +194,20 @@ async fn a_worker_runs_at_most_its_concurrency_and_waits_for_its_tasks_when_stop
     );
 }
 
-fn temp_file(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tool-runtime-worker-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(name);
-    let _ = std::fs::remove_file(&path);
-    path
+/// A new directory, removed with what it holds when the guard drops, also
+/// when the test fails: keep the guard until the test's end.
+fn temp_dir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("tool-runtime-worker-")
+        .tempdir()
+        .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_sqlite_a_worker_is_woken_within_its_process_and_polls_for_other_connections() {
     let runs = Arc::default();
-    let path = temp_file("tasks.sqlite");
+    let tmp = temp_dir();
+    let path = tmp.path().join("tasks.sqlite");
     let shared = tool_runtime::store::SqliteStore::open(&path).unwrap();
     let near = front(shared.clone(), &runs);
     let woken = back("woken", shared, &runs);
