@@ -567,10 +567,7 @@ fn typed_call<T: TypedTool>(
     input: &Value,
     state: Arc<CallShared>,
 ) -> Result<TypedCall<T>, ExecFailure> {
-    let typed = typed_input::<T>(input).map_err(|mismatch| ExecFailure::Input {
-        path: mismatch.path,
-        reason: mismatch.reason,
-    })?;
+    let typed = typed_input::<T>(input)?;
     let ctx = ToolContext::from_state(state).map_err(ExecFailure::Context)?;
     Ok((typed, ctx))
 }
@@ -580,29 +577,30 @@ fn typed_call<T: TypedTool>(
 /// suspension and to quote in an error), the parameter's property picked
 /// out when the input wraps it ([`TypedTool::INPUT_PARAMETER`]).
 pub(crate) fn typed_input<T: TypedTool>(input: &Value) -> Result<T::Input, InputMismatch> {
-    let (value, mut path) = match wrapping::<T>() {
-        None => (input, Vec::new()),
-        Some(parameter) => match input.get(parameter.name()) {
-            Some(value) => (value, vec![parameter.name().to_owned()]),
-            // As serde's derive reads an absent field: `None`, or an error.
-            None if parameter.is_optional() => (&Value::Null, Vec::new()),
-            None => {
-                return Err(InputMismatch {
-                    path: Vec::new(),
-                    reason: format!("missing field `{}`", parameter.name()),
-                });
-            }
-        },
+    // Only the deserialization is generic: one copy of the rest for every tool.
+    let (value, path) = input_value(input, wrapping::<T>())?;
+    serde_path_to_error::deserialize::<_, T::Input>(value)
+        .map_err(|error| InputMismatch::at(path, &error))
+}
+
+/// The value a typed input is deserialized from, and its path: the
+/// arguments, or the property of the parameter that wraps them.
+fn input_value(
+    input: &Value,
+    wrapping: Option<InputParameter>,
+) -> Result<(&Value, Vec<String>), InputMismatch> {
+    let Some(parameter) = wrapping else {
+        return Ok((input, Vec::new()));
     };
-    serde_path_to_error::deserialize::<_, T::Input>(value).map_err(|error| {
-        path.extend(path_tokens(error.path()));
-        InputMismatch {
-            path,
-            // serde's message quotes the value it refused (`invalid type:
-            // string "..."`), so the model reads an excerpt of it.
-            reason: Excerpt::of(&error.into_inner().to_string()).to_string(),
-        }
-    })
+    match input.get(parameter.name()) {
+        Some(value) => Ok((value, vec![parameter.name().to_owned()])),
+        // As serde's derive reads an absent field: `None`, or an error.
+        None if parameter.is_optional() => Ok((&Value::Null, Vec::new())),
+        None => Err(InputMismatch {
+            path: Vec::new(),
+            reason: format!("missing field `{}`", parameter.name()),
+        }),
+    }
 }
 
 /// Where and why validated arguments did not deserialize into a typed
@@ -611,6 +609,28 @@ pub(crate) struct InputMismatch {
     /// Property names and array indexes.
     pub(crate) path: Vec<String>,
     pub(crate) reason: String,
+}
+
+impl From<InputMismatch> for ExecFailure {
+    fn from(mismatch: InputMismatch) -> Self {
+        ExecFailure::Input {
+            path: mismatch.path,
+            reason: mismatch.reason,
+        }
+    }
+}
+
+impl InputMismatch {
+    /// The mismatch `error` reports, under `path`.
+    fn at(mut path: Vec<String>, error: &serde_path_to_error::Error<serde_json::Error>) -> Self {
+        path.extend(path_tokens(error.path()));
+        Self {
+            path,
+            // serde's message quotes the value it refused (`invalid type:
+            // string "..."`), so the model reads an excerpt of it.
+            reason: Excerpt::of(&error.inner().to_string()).to_string(),
+        }
+    }
 }
 
 impl fmt::Display for InputMismatch {
