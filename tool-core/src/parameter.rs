@@ -449,13 +449,14 @@ where
 
 #[cfg(test)]
 mod tests {
+    use std::any::type_name;
     use std::collections::BTreeMap;
 
     use schemars::JsonSchema;
     use serde::Deserialize;
     use serde_json::json;
 
-    use super::{InputParameter, input_schema};
+    use super::{InputParameter, input_schema, short_type_name};
     use crate::{NoSuspend, ToolContext, ToolError, TypedTool, schema_for};
 
     /// A recursive enum: its schema refers to itself.
@@ -518,37 +519,24 @@ mod tests {
     case!(CountsTool, CountsInput, BTreeMap<String, u32>, InputParameter::new("counts"), { counts: BTreeMap<String, u32> });
     case!(LimitTool, LimitInput, u8, InputParameter::new("limit"), { limit: u8 });
 
-    /// What the derive gives, titled as the wrapping object is.
-    fn derived<D: JsonSchema + 'static>(title: &str) -> serde_json::Value {
-        let mut schema = schema_for::<D>().unwrap();
-        let object = schema.as_object_mut().unwrap();
+    /// `T`'s input schema is what schemars' derive gives for `D`, titled as
+    /// the wrapping object is.
+    fn assert_derived<T: TypedTool, D: JsonSchema + 'static>() {
+        let mut derived = schema_for::<D>().unwrap();
+        let object = derived.as_object_mut().unwrap();
         object.remove("description");
-        object.insert("title".into(), title.into());
-        schema
+        let title = format!("{}Input", short_type_name(type_name::<T>()));
+        object.insert("title".into(), title.clone().into());
+        assert_eq!(input_schema::<T>().unwrap(), derived, "{title}");
     }
 
     #[test]
     fn a_wrapped_input_has_the_schema_of_the_derived_struct() {
-        assert_eq!(
-            input_schema::<ExprTool>().unwrap(),
-            derived::<ExprInput>("ExprToolInput")
-        );
-        assert_eq!(
-            input_schema::<UnitTool>().unwrap(),
-            derived::<UnitInput>("UnitToolInput")
-        );
-        assert_eq!(
-            input_schema::<TagsTool>().unwrap(),
-            derived::<TagsInput>("TagsToolInput")
-        );
-        assert_eq!(
-            input_schema::<CountsTool>().unwrap(),
-            derived::<CountsInput>("CountsToolInput")
-        );
-        assert_eq!(
-            input_schema::<LimitTool>().unwrap(),
-            derived::<LimitInput>("LimitToolInput")
-        );
+        assert_derived::<ExprTool, ExprInput>();
+        assert_derived::<UnitTool, UnitInput>();
+        assert_derived::<TagsTool, TagsInput>();
+        assert_derived::<CountsTool, CountsInput>();
+        assert_derived::<LimitTool, LimitInput>();
         // The property's metadata, from the parameter's docs.
         let unit = input_schema::<UnitTool>().unwrap();
         assert_eq!(
