@@ -7,8 +7,14 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
 use crate::hooks::{Awaits, Returns};
 use crate::panic::catch_panic_async;
+use crate::parameter::{ByStruct, ByValue, InputParameter, LoneInput, LoneValue, typed_input};
+use crate::request_context::RequestContext;
 
 /// An approval policy's decision: `true` when the call needs approval.
 /// An `Err` means it does (the policy could not tell), and is logged.
@@ -100,5 +106,92 @@ impl PolicyAnswer {
                 .map_err(|panic| format!("it panicked: {panic}"))
                 .and_then(|decision| decision),
         }
+    }
+}
+
+/// An approval policy of a tool with one parameter of type `V`: a function
+/// of the value, or of the generated input struct `S`, that returns its
+/// decision or a future of it (marker `(ByStruct | ByValue, Returns | Awaits)`).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an approval policy of this tool",
+    label = "expected `fn(&T, &RequestContext) -> bool`",
+    note = "a tool with one parameter of type `T` takes `fn(&T, &RequestContext) -> bool` (or a function of the generated input struct, `fn(&XxxToolInput, &RequestContext) -> bool`); it may return `Result<bool, E>`, or a `Send + 'static` future of either"
+)]
+pub trait LonePolicy<V, S, M>: Send + Sync + 'static {
+    /// Whether the call needs approval; `to_struct` makes the generated
+    /// struct from the value.
+    fn requires_approval(
+        &self,
+        value: V,
+        to_struct: fn(V) -> S,
+        request_context: &RequestContext,
+    ) -> PolicyAnswer;
+}
+
+impl<V, S, F, R, A> LonePolicy<V, S, (ByStruct, A)> for F
+where
+    F: Fn(&S, &RequestContext) -> R + Send + Sync + 'static,
+    R: ApprovalPolicyReturn<A>,
+{
+    fn requires_approval(
+        &self,
+        value: V,
+        to_struct: fn(V) -> S,
+        request_context: &RequestContext,
+    ) -> PolicyAnswer {
+        self(&to_struct(value), request_context).into_answer()
+    }
+}
+
+impl<V, S, F, R, A> LonePolicy<V, S, (ByValue, A)> for F
+where
+    F: Fn(&V, &RequestContext) -> R + Send + Sync + 'static,
+    R: ApprovalPolicyReturn<A>,
+{
+    fn requires_approval(
+        &self,
+        value: V,
+        _: fn(V) -> S,
+        request_context: &RequestContext,
+    ) -> PolicyAnswer {
+        self(&value, request_context).into_answer()
+    }
+}
+
+/// Runs a typed approval policy (sync or async) over validated JSON input,
+/// read as a tool whose input type is `I` reads it (`parameter`: its
+/// `TypedTool::INPUT_PARAMETER`); input that no longer fits the type needs
+/// approval.
+pub fn typed_policy<I, R, A>(
+    input: &Value,
+    request_context: &RequestContext,
+    policy: impl Fn(&I, &RequestContext) -> R,
+    parameter: Option<InputParameter>,
+) -> PolicyAnswer
+where
+    I: DeserializeOwned + JsonSchema + 'static,
+    R: ApprovalPolicyReturn<A>,
+{
+    match typed_input::<I>(input, parameter) {
+        Ok(input) => policy(&input, request_context).into_answer(),
+        Err(_) => true.into_answer(),
+    }
+}
+
+/// Runs a [`LonePolicy`] of a one-parameter tool whose input type is `I`
+/// over validated JSON input, as [`typed_policy`].
+pub fn lone_policy<I, S, M>(
+    input: &Value,
+    request_context: &RequestContext,
+    policy: &impl LonePolicy<LoneValue<I>, S, M>,
+    to_struct: fn(LoneValue<I>) -> S,
+    parameter: Option<InputParameter>,
+) -> PolicyAnswer
+where
+    I: LoneInput + DeserializeOwned + JsonSchema + 'static,
+{
+    match typed_input::<I>(input, parameter) {
+        Ok(input) => policy.requires_approval(input.into_value(), to_struct, request_context),
+        Err(_) => true.into_answer(),
     }
 }

@@ -20,12 +20,13 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::abort::AbortSignal;
 use crate::panic::{catch_panic, catch_panic_async};
-use crate::tool::{TypedTool, typed_input};
+use crate::parameter::{InputParameter, typed_input};
 
 /// Arguments of `on_input_start`: the model began streaming a call's arguments.
 #[derive(Debug, Clone)]
@@ -419,24 +420,30 @@ impl Hooks {
         self
     }
 
-    /// Sets `on_input_available` with the input of tool `T` read as its
-    /// function reads it, then made into `I` by `to`: what `#[tool]` sets
-    /// (`I` what its function takes).
+    /// Sets `on_input_available` with the input read as a tool whose input
+    /// type is `S` reads it (`parameter`: its `TypedTool::INPUT_PARAMETER`),
+    /// then made into `I` by `to`: what `#[tool]` sets (`I` what its
+    /// function takes).
     #[doc(hidden)]
     #[must_use]
-    pub fn on_input_available_via<T, I, F, R, M>(mut self, hook: F, to: fn(T::Input) -> I) -> Self
+    pub fn on_input_available_via<S, I, F, R, M>(
+        mut self,
+        hook: F,
+        parameter: Option<InputParameter>,
+        to: fn(S) -> I,
+    ) -> Self
     where
-        T: TypedTool,
+        S: DeserializeOwned + JsonSchema + 'static,
         I: 'static,
         F: Fn(InputAvailable<I>) -> R + Send + Sync + 'static,
         R: HookReturn<M>,
     {
         let convert = move |args: InputAvailable| {
-            args.try_map(|value| match typed_input::<T>(&value) {
+            args.try_map(|value| match typed_input::<S>(&value, parameter) {
                 Ok(input) => Ok(to(input)),
                 Err(mismatch) => Err(format!(
                     "the hook did not run: the value is not a `{}`: {mismatch}",
-                    std::any::type_name::<T::Input>(),
+                    std::any::type_name::<S>(),
                 )),
             })
         };

@@ -281,25 +281,15 @@ pub mod __private_0_1_0 {
         }
     }
 
+    pub use crate::approval::{LonePolicy, lone_policy, typed_policy};
     pub use crate::parameter::{
-        ByStruct, ByValue, LoneExamples, LoneInput, LonePolicy, Param, example_to_value,
-        lone_examples, lone_policy, typed_policy,
+        ByStruct, ByValue, LoneExamples, LoneInput, Param, ParamDeserialize, ParamSchema,
+        ParamSerialize, example_to_value, lone_examples,
     };
 
     // Helpers whose bounds carry `#[diagnostic::on_unimplemented]` messages,
     // so a type missing a trait is reported once, on that type, in words
     // about the tool rather than about serde or schemars internals.
-
-    /// A parameter type of a `#[tool]` function (a field of the generated
-    /// input struct) that can be deserialized.
-    #[diagnostic::on_unimplemented(
-        message = "`{Self}` cannot be a tool parameter: it does not implement `serde::Deserialize`",
-        label = "the model's arguments are deserialized into this type",
-        note = "derive it with `#[derive(serde::Deserialize)]`, or use a type that implements it"
-    )]
-    pub trait ParamDeserialize<'de>: serde::Deserialize<'de> {}
-
-    impl<'de, T: serde::Deserialize<'de>> ParamDeserialize<'de> for T {}
 
     /// `deserialize_with` of the generated input struct's fields.
     pub fn deserialize_param<'de, D, T>(deserializer: D) -> Result<T, D::Error>
@@ -310,16 +300,6 @@ pub mod __private_0_1_0 {
         T::deserialize(deserializer)
     }
 
-    /// A parameter type of a `#[tool]` function with a JSON Schema.
-    #[diagnostic::on_unimplemented(
-        message = "`{Self}` cannot be a tool parameter: it does not implement `schemars::JsonSchema`",
-        label = "the input schema shown to the model is derived from this type",
-        note = "derive it with `#[derive(schemars::JsonSchema)]`, or use a type that implements it"
-    )]
-    pub trait ParamSchema: schemars::JsonSchema {}
-
-    impl<T: schemars::JsonSchema + ?Sized> ParamSchema for T {}
-
     /// `schema_with` of the generated input struct's fields: the schema the
     /// field would have had without it.
     pub fn param_schema<T: ParamSchema>(
@@ -327,16 +307,6 @@ pub mod __private_0_1_0 {
     ) -> schemars::Schema {
         generator.subschema_for::<T>()
     }
-
-    /// A parameter type that `input_examples` can serialize.
-    #[diagnostic::on_unimplemented(
-        message = "`{Self}` cannot be a parameter of a tool with `input_examples`: it does not implement `serde::Serialize`",
-        label = "input examples are serialized, so this type must be too",
-        note = "derive it with `#[derive(serde::Serialize)]`, or use a type that implements it"
-    )]
-    pub trait ParamSerialize: serde::Serialize {}
-
-    impl<T: serde::Serialize + ?Sized> ParamSerialize for T {}
 
     /// `Self` is `T`: lets [`serialize_param`] take its value through a
     /// type parameter of its own.

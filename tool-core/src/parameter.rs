@@ -1,5 +1,5 @@
 //! A typed tool whose input is its function's one parameter
-//! ([`TypedTool::INPUT_PARAMETER`]): the parameter's value is the whole input
+//! ([`TypedTool::INPUT_PARAMETER`](crate::TypedTool::INPUT_PARAMETER)): the parameter's value is the whole input
 //! when its JSON Schema is an object with named properties (a struct, a
 //! newtype of one), or else the one property of an object `{"<name>": value}`
 //! (an enum, a `Vec`, a map, a scalar, an alias of any of these). Providers
@@ -7,25 +7,25 @@
 //! from a struct by its name, so the schema decides, once per input type.
 //!
 //! Every typed path (execute, reconcile, approval policies, input hooks and
-//! examples) reads the input through [`typed_input`](crate::tool), so a tool
+//! examples) reads the input through [`typed_input`], so a tool
 //! deserializes its input one way, from the validated arguments.
 
-use std::any::{TypeId, type_name};
+use std::any::TypeId;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::fmt;
 use std::sync::{PoisonError, RwLock};
 
 use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
 
-use crate::__private_0_1_0::{ParamDeserialize, ParamSchema, ParamSerialize};
-use crate::RequestContext;
-use crate::approval::{ApprovalPolicyReturn, PolicyAnswer};
+use crate::excerpt::Excerpt;
 use crate::schema::{is_object_root, raw_root_schema, root_schema, schema_for};
-use crate::tool::{TypedTool, typed_input};
+use crate::validate::path_tokens;
 
-/// The one parameter a [`TypedTool`]'s input is: its name, under which the
+/// The one parameter a [`TypedTool`](crate::TypedTool)'s input is: its name, under which the
 /// value is the input's one property when its schema is not an object, and
 /// its docs, that property's title and description.
 ///
@@ -101,29 +101,37 @@ impl InputParameter {
 /// every tool, since a generic function has no statics of its own.
 static WRAPS: RwLock<BTreeMap<TypeId, bool>> = RwLock::new(BTreeMap::new());
 
-/// The parameter of `T` when its input is wrapped as `{"<name>": value}`;
-/// `None` when the input is the value itself. Decided from the input type's
-/// schema on first use (usually when the tool is built, by
-/// [`input_schema`]), and remembered per type.
-pub(crate) fn wrapping<T: TypedTool>() -> Option<InputParameter> {
-    let parameter = T::INPUT_PARAMETER?;
-    let schema = || root_schema(raw_root_schema::<T::Input>());
-    wraps(TypeId::of::<T::Input>(), &schema).then_some(parameter)
+/// The parameter when input type `I` is wrapped in it as `{"<name>": value}`
+/// (`parameter` is the tool's [`TypedTool::INPUT_PARAMETER`]); `None` when
+/// the input is the value itself. Decided from the input type's schema on
+/// first use (usually when the tool is built, by [`input_schema`]), and
+/// remembered per type.
+///
+/// [`TypedTool::INPUT_PARAMETER`]: crate::TypedTool::INPUT_PARAMETER
+pub(crate) fn wrapping<I: JsonSchema + 'static>(
+    parameter: Option<InputParameter>,
+) -> Option<InputParameter> {
+    let parameter = parameter?;
+    let schema = || root_schema(raw_root_schema::<I>());
+    wraps(TypeId::of::<I>(), &schema).then_some(parameter)
 }
 
-/// `T`'s input schema: the input type's, or the object that wraps it.
-pub(crate) fn input_schema<T: TypedTool>() -> Option<Value> {
-    let Some(parameter) = T::INPUT_PARAMETER else {
-        return schema_for::<T::Input>();
+/// The input schema of a tool (its type named `tool`) whose input type is
+/// `I`: the input type's, or the object that wraps it in `parameter`.
+pub(crate) fn input_schema<I: JsonSchema + 'static>(
+    parameter: Option<InputParameter>,
+    tool: &'static str,
+) -> Option<Value> {
+    let Some(parameter) = parameter else {
+        return schema_for::<I>();
     };
-    let raw = raw_root_schema::<T::Input>();
     let input = Input {
-        id: TypeId::of::<T::Input>(),
-        inline: <T::Input as JsonSchema>::inline_schema(),
-        name: <T::Input as JsonSchema>::schema_name(),
-        tool: short_type_name(type_name::<T>()),
+        id: TypeId::of::<I>(),
+        inline: I::inline_schema(),
+        name: I::schema_name(),
+        tool: short_type_name(tool),
     };
-    Some(input.schema(raw, parameter))
+    Some(input.schema(raw_root_schema::<I>(), parameter))
 }
 
 /// What the schema of a one-parameter input needs from its types, gathered
@@ -250,6 +258,102 @@ fn short_type_name(path: &'static str) -> &'static str {
     path.rsplit("::").next().unwrap_or(path)
 }
 
+/// Input type `I` from the validated arguments `input`, the one way every
+/// typed path (execute, reconcile, policies, input hooks) reads it: by
+/// reference (the arguments stay available to store with a suspension and
+/// to quote in an error), the parameter's property picked out when the
+/// input wraps it.
+pub(crate) fn typed_input<I: DeserializeOwned + JsonSchema + 'static>(
+    input: &Value,
+    parameter: Option<InputParameter>,
+) -> Result<I, InputMismatch> {
+    // Only the deserialization is generic over the tool's types.
+    let (value, path) = input_value(input, wrapping::<I>(parameter))?;
+    serde_path_to_error::deserialize::<_, I>(value).map_err(|error| InputMismatch::at(path, &error))
+}
+
+/// The value a typed input is deserialized from, and its path: the
+/// arguments, or the property of the parameter that wraps them.
+fn input_value(
+    input: &Value,
+    wrapping: Option<InputParameter>,
+) -> Result<(&Value, Vec<String>), InputMismatch> {
+    let Some(parameter) = wrapping else {
+        return Ok((input, Vec::new()));
+    };
+    match input.get(parameter.name) {
+        Some(value) => Ok((value, vec![parameter.name.to_owned()])),
+        // As serde's derive reads an absent field: `None`, or an error.
+        None if parameter.optional => Ok((&Value::Null, Vec::new())),
+        None => Err(InputMismatch {
+            path: Vec::new(),
+            reason: format!("missing field `{}`", parameter.name),
+        }),
+    }
+}
+
+/// Where and why validated arguments did not deserialize into a typed
+/// tool's input.
+pub(crate) struct InputMismatch {
+    /// Property names and array indexes.
+    pub(crate) path: Vec<String>,
+    pub(crate) reason: String,
+}
+
+impl InputMismatch {
+    /// The mismatch `error` reports, under `path`.
+    fn at(mut path: Vec<String>, error: &serde_path_to_error::Error<serde_json::Error>) -> Self {
+        path.extend(path_tokens(error.path()));
+        Self {
+            path,
+            // serde's message quotes the value it refused (`invalid type:
+            // string "..."`), so the model reads an excerpt of it.
+            reason: Excerpt::of(&error.inner().to_string()).to_string(),
+        }
+    }
+}
+
+impl fmt::Display for InputMismatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.path.is_empty() {
+            f.write_str(&self.reason)
+        } else {
+            write!(f, "at `{}`: {}", self.path.join("."), self.reason)
+        }
+    }
+}
+
+/// A parameter type of a `#[tool]` function (a field of the generated
+/// input struct) that can be deserialized.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a tool parameter: it does not implement `serde::Deserialize`",
+    label = "the model's arguments are deserialized into this type",
+    note = "derive it with `#[derive(serde::Deserialize)]`, or use a type that implements it"
+)]
+pub trait ParamDeserialize<'de>: serde::Deserialize<'de> {}
+
+impl<'de, T: serde::Deserialize<'de>> ParamDeserialize<'de> for T {}
+
+/// A parameter type of a `#[tool]` function with a JSON Schema.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a tool parameter: it does not implement `schemars::JsonSchema`",
+    label = "the input schema shown to the model is derived from this type",
+    note = "derive it with `#[derive(schemars::JsonSchema)]`, or use a type that implements it"
+)]
+pub trait ParamSchema: schemars::JsonSchema {}
+
+impl<T: schemars::JsonSchema + ?Sized> ParamSchema for T {}
+
+/// A parameter type that `input_examples` can serialize.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a parameter of a tool with `input_examples`: it does not implement `serde::Serialize`",
+    label = "input examples are serialized, so this type must be too",
+    note = "derive it with `#[derive(serde::Serialize)]`, or use a type that implements it"
+)]
+pub trait ParamSerialize: serde::Serialize {}
+
+impl<T: serde::Serialize + ?Sized> ParamSerialize for T {}
+
 /// The input of a `#[tool]` function with one parameter: the parameter's
 /// value, whose traits are checked through bounds that name the tool
 /// parameter (reported on its type), with the value's own schema and
@@ -299,8 +403,8 @@ impl<V> LoneInput for Param<V> {
     }
 }
 
-/// The parameter's type of one-parameter tool `T`.
-type LoneValue<T> = <<T as TypedTool>::Input as LoneInput>::Value;
+/// The parameter's type of a one-parameter tool whose input type is `I`.
+pub(crate) type LoneValue<I> = <I as LoneInput>::Value;
 
 /// Marks an approval policy or input examples of a one-parameter tool
 /// written against the generated input struct.
@@ -309,89 +413,6 @@ pub struct ByStruct;
 /// Marks an approval policy or input examples of a one-parameter tool
 /// written against the parameter's type.
 pub struct ByValue;
-
-/// An approval policy of a tool with one parameter of type `V`: a function
-/// of the value, or of the generated input struct `S`, that returns its
-/// decision or a future of it (marker `(ByStruct | ByValue, Returns | Awaits)`).
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` is not an approval policy of this tool",
-    label = "expected `fn(&T, &RequestContext) -> bool`",
-    note = "a tool with one parameter of type `T` takes `fn(&T, &RequestContext) -> bool` (or a function of the generated input struct, `fn(&XxxToolInput, &RequestContext) -> bool`); it may return `Result<bool, E>`, or a `Send + 'static` future of either"
-)]
-pub trait LonePolicy<V, S, M>: Send + Sync + 'static {
-    /// Whether the call needs approval; `to_struct` makes the generated
-    /// struct from the value.
-    fn requires_approval(
-        &self,
-        value: V,
-        to_struct: fn(V) -> S,
-        request_context: &RequestContext,
-    ) -> PolicyAnswer;
-}
-
-impl<V, S, F, R, A> LonePolicy<V, S, (ByStruct, A)> for F
-where
-    F: Fn(&S, &RequestContext) -> R + Send + Sync + 'static,
-    R: ApprovalPolicyReturn<A>,
-{
-    fn requires_approval(
-        &self,
-        value: V,
-        to_struct: fn(V) -> S,
-        request_context: &RequestContext,
-    ) -> PolicyAnswer {
-        self(&to_struct(value), request_context).into_answer()
-    }
-}
-
-impl<V, S, F, R, A> LonePolicy<V, S, (ByValue, A)> for F
-where
-    F: Fn(&V, &RequestContext) -> R + Send + Sync + 'static,
-    R: ApprovalPolicyReturn<A>,
-{
-    fn requires_approval(
-        &self,
-        value: V,
-        _: fn(V) -> S,
-        request_context: &RequestContext,
-    ) -> PolicyAnswer {
-        self(&value, request_context).into_answer()
-    }
-}
-
-/// Runs a typed approval policy (sync or async) of tool `T` over validated
-/// JSON input; input that no longer fits the type needs approval.
-pub fn typed_policy<T, R, A>(
-    input: &Value,
-    request_context: &RequestContext,
-    policy: impl Fn(&T::Input, &RequestContext) -> R,
-) -> PolicyAnswer
-where
-    T: TypedTool,
-    R: ApprovalPolicyReturn<A>,
-{
-    match typed_input::<T>(input) {
-        Ok(input) => policy(&input, request_context).into_answer(),
-        Err(_) => true.into_answer(),
-    }
-}
-
-/// Runs a [`LonePolicy`] of tool `T` over validated JSON input, as
-/// [`typed_policy`].
-pub fn lone_policy<T, S, M>(
-    input: &Value,
-    request_context: &RequestContext,
-    policy: &impl LonePolicy<LoneValue<T>, S, M>,
-    to_struct: fn(LoneValue<T>) -> S,
-) -> PolicyAnswer
-where
-    T: TypedTool<Input: LoneInput>,
-{
-    match typed_input::<T>(input) {
-        Ok(input) => policy.requires_approval(input.into_value(), to_struct, request_context),
-        Err(_) => true.into_answer(),
-    }
-}
 
 /// The input examples of a tool with one parameter of type `V`: values of
 /// it, or of the generated input struct `S`.
@@ -423,15 +444,18 @@ pub fn example_to_value<T: serde::Serialize + ?Sized>(example: &T) -> Value {
     serde_json::to_value(example).unwrap_or(Value::Null)
 }
 
-/// Input examples of one-parameter tool `T`, in the input's decided shape.
-pub fn lone_examples<T, S, M>(
-    examples: impl LoneExamples<LoneValue<T>, S, M>,
-    from_struct: fn(S) -> LoneValue<T>,
+/// Input examples of a one-parameter tool whose input type is `I` (its
+/// `TypedTool::INPUT_PARAMETER` is `parameter`), in the input's decided
+/// shape.
+pub fn lone_examples<I, S, M>(
+    examples: impl LoneExamples<LoneValue<I>, S, M>,
+    from_struct: fn(S) -> LoneValue<I>,
+    parameter: Option<InputParameter>,
 ) -> Vec<Value>
 where
-    T: TypedTool<Input: LoneInput<Value: ParamSerialize>>,
+    I: LoneInput<Value: ParamSerialize> + JsonSchema + 'static,
 {
-    let wrapping = wrapping::<T>();
+    let wrapping = wrapping::<I>(parameter);
     examples
         .into_values(from_struct)
         .iter()
@@ -527,7 +551,8 @@ mod tests {
         object.remove("description");
         let title = format!("{}Input", short_type_name(type_name::<T>()));
         object.insert("title".into(), title.clone().into());
-        assert_eq!(input_schema::<T>().unwrap(), derived, "{title}");
+        let schema = input_schema::<T::Input>(T::INPUT_PARAMETER, type_name::<T>());
+        assert_eq!(schema.unwrap(), derived, "{title}");
     }
 
     #[test]
@@ -538,7 +563,7 @@ mod tests {
         assert_derived::<CountsTool, CountsInput>();
         assert_derived::<LimitTool, LimitInput>();
         // The property's metadata, from the parameter's docs.
-        let unit = input_schema::<UnitTool>().unwrap();
+        let unit = input_schema::<Option<Unit>>(UnitTool::INPUT_PARAMETER, "UnitTool").unwrap();
         assert_eq!(
             unit["properties"]["unit"]["description"],
             "The unit\n\nCelsius unless given."

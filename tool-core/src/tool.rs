@@ -12,7 +12,6 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use crate::Excerpt;
 use crate::approval::{ApprovalPolicyReturn, PolicyAnswer};
 use crate::context::{CallShared, ToolContext};
 use crate::definition::{BackgroundConfig, McpOptions, OutputValidation, ToolDefinition};
@@ -22,12 +21,12 @@ use crate::host::{StateType, WorkflowState};
 use crate::idempotency::IdempotencyKey;
 use crate::input::{MAX_SCHEMA_DEPTH, drop_iteratively, too_deep};
 use crate::model_output::ModelOutput;
-use crate::parameter::{InputParameter, input_schema, wrapping};
+use crate::parameter::{InputMismatch, InputParameter, input_schema, typed_input};
 use crate::reconcile::{ReconcileFunction, Reconciled};
 use crate::request_context::RequestContext;
 use crate::schema::{escape_token, mentions_integers, schema_for};
 use crate::transform::ToolTransform;
-use crate::validate::{LazyValidator, Schema, SchemaOrigin, path_tokens};
+use crate::validate::{LazyValidator, Schema, SchemaOrigin};
 
 /// What an execute function produced.
 pub(crate) struct Executed {
@@ -491,7 +490,7 @@ impl<T: TypedTool> From<T> for Tool {
         typed_tool(TypedParts {
             id: T::ID,
             description: T::DESCRIPTION,
-            input_schema: input_schema::<T>(),
+            input_schema: input_schema::<T::Input>(T::INPUT_PARAMETER, std::any::type_name::<T>()),
             output_schema: schema_for::<T::Output>(),
             suspend_schema: schema_for::<T::Suspend>(),
             resume_schema: schema_for::<T::Resume>(),
@@ -567,48 +566,9 @@ fn typed_call<T: TypedTool>(
     input: &Value,
     state: Arc<CallShared>,
 ) -> Result<TypedCall<T>, ExecFailure> {
-    let typed = typed_input::<T>(input)?;
+    let typed = typed_input::<T::Input>(input, T::INPUT_PARAMETER)?;
     let ctx = ToolContext::from_state(state).map_err(ExecFailure::Context)?;
     Ok((typed, ctx))
-}
-
-/// `T`'s input from the validated arguments, the one way every typed path
-/// reads it: by reference (the arguments stay available to store with a
-/// suspension and to quote in an error), the parameter's property picked
-/// out when the input wraps it ([`TypedTool::INPUT_PARAMETER`]).
-pub(crate) fn typed_input<T: TypedTool>(input: &Value) -> Result<T::Input, InputMismatch> {
-    // Only the deserialization is generic: one copy of the rest for every tool.
-    let (value, path) = input_value(input, wrapping::<T>())?;
-    serde_path_to_error::deserialize::<_, T::Input>(value)
-        .map_err(|error| InputMismatch::at(path, &error))
-}
-
-/// The value a typed input is deserialized from, and its path: the
-/// arguments, or the property of the parameter that wraps them.
-fn input_value(
-    input: &Value,
-    wrapping: Option<InputParameter>,
-) -> Result<(&Value, Vec<String>), InputMismatch> {
-    let Some(parameter) = wrapping else {
-        return Ok((input, Vec::new()));
-    };
-    match input.get(parameter.name()) {
-        Some(value) => Ok((value, vec![parameter.name().to_owned()])),
-        // As serde's derive reads an absent field: `None`, or an error.
-        None if parameter.is_optional() => Ok((&Value::Null, Vec::new())),
-        None => Err(InputMismatch {
-            path: Vec::new(),
-            reason: format!("missing field `{}`", parameter.name()),
-        }),
-    }
-}
-
-/// Where and why validated arguments did not deserialize into a typed
-/// tool's input.
-pub(crate) struct InputMismatch {
-    /// Property names and array indexes.
-    pub(crate) path: Vec<String>,
-    pub(crate) reason: String,
 }
 
 impl From<InputMismatch> for ExecFailure {
@@ -616,29 +576,6 @@ impl From<InputMismatch> for ExecFailure {
         ExecFailure::Input {
             path: mismatch.path,
             reason: mismatch.reason,
-        }
-    }
-}
-
-impl InputMismatch {
-    /// The mismatch `error` reports, under `path`.
-    fn at(mut path: Vec<String>, error: &serde_path_to_error::Error<serde_json::Error>) -> Self {
-        path.extend(path_tokens(error.path()));
-        Self {
-            path,
-            // serde's message quotes the value it refused (`invalid type:
-            // string "..."`), so the model reads an excerpt of it.
-            reason: Excerpt::of(&error.inner().to_string()).to_string(),
-        }
-    }
-}
-
-impl fmt::Display for InputMismatch {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.path.is_empty() {
-            f.write_str(&self.reason)
-        } else {
-            write!(f, "at `{}`: {}", self.path.join("."), self.reason)
         }
     }
 }

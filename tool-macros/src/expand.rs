@@ -114,7 +114,7 @@ pub fn expand(attrs: &Attrs, tool: &ToolFn) -> TokenStream {
         Input::Lone(param) => ((*param.ty).clone(), quote!(input.0)),
         Input::Struct(_) | Input::Params(_) => (input_ty.clone(), quote!(input)),
     };
-    let configure = configure(&krate, attrs, lone.as_ref(), &reconcile_input);
+    let configure = configure(&krate, attrs, &input_ty, lone.as_ref(), &reconcile_input);
     let to_model_output = attrs.to_model_output.as_ref().map(|path| {
         // A call (not a fn pointer) so that deref coercions apply (`&str` for
         // a `String` output); spanned on the path, where a mismatch is shown.
@@ -547,10 +547,13 @@ fn respan(tokens: TokenStream, span: Span) -> TokenStream {
 fn configure(
     krate: &Path,
     attrs: &Attrs,
+    input_ty: &Type,
     lone: Option<&(Ident, Ident)>,
     reconcile_input: &(Type, TokenStream),
 ) -> TokenStream {
     let private = private_path(krate);
+    // What tool-core reads the input with, as the tool's own paths do.
+    let parameter = quote!(<Self as #krate::TypedTool>::INPUT_PARAMETER);
     let mut steps = Vec::new();
     if let Some(title) = &attrs.title {
         steps.push(quote!(.title(#title)));
@@ -574,11 +577,11 @@ fn configure(
             let run = match lone {
                 // Either signature (the parameter or the generated struct).
                 Some((ident, field)) => quote! {
-                    #private::lone_policy::<Self, #ident, _>(input, request_context, &policy, |value| #ident { #field: value })
+                    #private::lone_policy::<#input_ty, #ident, _>(input, request_context, &policy, |value| #ident { #field: value }, #parameter)
                 },
-                None => {
-                    quote!(#private::typed_policy::<Self, _, _>(input, request_context, &policy))
-                }
+                None => quote! {
+                    #private::typed_policy::<#input_ty, _, _>(input, request_context, &policy, #parameter)
+                },
             };
             let run = respan(run, path.span());
             steps.push(quote! {
@@ -629,7 +632,7 @@ fn configure(
     if let Some(path) = &attrs.input_examples {
         let examples = match lone {
             Some((ident, field)) => respan(
-                quote!(#private::lone_examples::<Self, #ident, _>(#path(), |input| input.#field)),
+                quote!(#private::lone_examples::<#input_ty, #ident, _>(#path(), |input| input.#field, #parameter)),
                 path.span(),
             ),
             None => quote!(#path().iter().map(#private::example_to_value)),
@@ -692,8 +695,8 @@ fn configure(
     let typed_setters = [
         (
             &hooks.on_input_available,
-            quote!(.on_input_available_via::<Self, #hook_input_ty, _, _, _>),
-            quote!(, |input| #from_input),
+            quote!(.on_input_available_via::<#input_ty, #hook_input_ty, _, _, _>),
+            quote!(, #parameter, |input| #from_input),
         ),
         (
             &hooks.on_output,
