@@ -133,10 +133,10 @@ pub use transform::ToolTransform;
 /// The input is a struct generated from the parameters, one property each.
 /// A single parameter is the whole input when its type's JSON Schema is an
 /// object with named properties (a struct, a newtype of one), and otherwise
-/// the generated struct's one property (an enum, a `Vec`, a map, a string,
-/// an alias of any of these): the schema decides, once per tool, so every
-/// provider and MCP gets an object. `input = params` always generates the
-/// struct; `input = whole` always takes the one parameter's type (a type
+/// the one property of an input object (an enum, a `Vec`, a map, a string,
+/// an alias of any of these): the schema decides, once per input type
+/// ([`TypedTool::INPUT_PARAMETER`]), so every provider and MCP gets an
+/// object. `input = params` always generates the struct; `input = whole` always takes the one parameter's type (a type
 /// whose schema is not an object is then a compile error where the macro
 /// can tell, as for `Vec`).
 ///

@@ -35,8 +35,8 @@ pub enum Input<'a> {
     /// One parameter taken as the whole input (`input = whole`).
     Struct(&'a Param),
     /// One parameter whose type may have an object schema: the whole input
-    /// if it does, else the one property of the generated struct, decided
-    /// at run time from the schema (`tool_core::__private::Lone`).
+    /// if it does, else the one property of an input object, decided by
+    /// tool-core from the schema (`TypedTool::INPUT_PARAMETER`).
     Lone(&'a Param),
     /// Plain parameters: the macro generates the input struct.
     Params(&'a [Param]),
