@@ -71,6 +71,28 @@ mod examples_param_not_serialize {
     }
 }
 
+// With input_examples a lone parameter's examples are serialized as its
+// values: a type without Serialize is reported.
+mod lone_examples_param_not_serialize {
+    use tool_core::tool;
+
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    pub enum Unit {
+        Celsius,
+    }
+
+    fn examples() -> Vec<Unit> {
+        Vec::new()
+    }
+
+    /// Get the unit
+    #[tool(input_examples = examples)]
+    async fn unit(unit: Unit) -> String {
+        let _ = unit;
+        String::new()
+    }
+}
+
 // `#[tool]` recognizes the context by its name, `ToolContext`: under an alias
 // it is taken as an input parameter. The error says so and what to write.
 mod context_alias {
