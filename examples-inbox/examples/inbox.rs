@@ -116,7 +116,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             eprintln!("the inbox stopped: {error}");
         }
     });
-    println!("\n--- decide in the browser: http://{address}/inbox/");
+    println!("\n--- decide in the browser: http://{address}/inbox");
     println!("--- token: {token}");
 
     // The run goes on once none of its calls waits for a person.

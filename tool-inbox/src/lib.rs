@@ -180,6 +180,9 @@ impl<A: Authenticate> Inbox<A> {
     }
 
     /// The router to mount (`Router::nest("/inbox", ...)`) or serve.
+    /// Nested at `/inbox`, the page is at `/inbox`: axum matches a nested
+    /// router's `/` at the prefix, not at `/inbox/` (add a redirect there
+    /// if your users type it).
     pub fn router(self) -> Router {
         let max_body = self.options.max_body_bytes;
         let shared = Arc::new(Shared {
