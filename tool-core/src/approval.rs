@@ -13,7 +13,9 @@ use serde_json::Value;
 
 use crate::hooks::{Awaits, Returns};
 use crate::panic::catch_panic_async;
-use crate::parameter::{ByStruct, ByValue, InputParameter, LoneInput, LoneValue, typed_input};
+use crate::parameter::{
+    ByStruct, ByValue, InputParameter, LoneInput, LoneValue, typed_input, wrapping,
+};
 use crate::request_context::RequestContext;
 
 /// An approval policy's decision: `true` when the call needs approval.
@@ -172,7 +174,7 @@ where
     I: DeserializeOwned + JsonSchema + 'static,
     R: ApprovalPolicyReturn<A>,
 {
-    match typed_input::<I>(input, parameter) {
+    match typed_input::<I>(input, wrapping::<I>(parameter)) {
         Ok(input) => policy(&input, request_context).into_answer(),
         Err(_) => true.into_answer(),
     }
@@ -190,7 +192,7 @@ pub fn lone_policy<I, S, M>(
 where
     I: LoneInput + DeserializeOwned + JsonSchema + 'static,
 {
-    match typed_input::<I>(input, parameter) {
+    match typed_input::<I>(input, wrapping::<I>(parameter)) {
         Ok(input) => policy.requires_approval(input.into_value(), to_struct, request_context),
         Err(_) => true.into_answer(),
     }

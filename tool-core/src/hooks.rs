@@ -26,7 +26,7 @@ use serde_json::Value;
 
 use crate::abort::AbortSignal;
 use crate::panic::{catch_panic, catch_panic_async};
-use crate::parameter::{InputParameter, typed_input};
+use crate::parameter::{InputParameter, typed_input, wrapping};
 
 /// Arguments of `on_input_start`: the model began streaming a call's arguments.
 #[derive(Debug, Clone)]
@@ -438,8 +438,9 @@ impl Hooks {
         F: Fn(InputAvailable<I>) -> R + Send + Sync + 'static,
         R: HookReturn<M>,
     {
+        let wraps = wrapping::<S>(parameter);
         let convert = move |args: InputAvailable| {
-            args.try_map(|value| match typed_input::<S>(&value, parameter) {
+            args.try_map(|value| match typed_input::<S>(&value, wraps) {
                 Ok(input) => Ok(to(input)),
                 Err(mismatch) => Err(format!(
                     "the hook did not run: the value is not a `{}`: {mismatch}",

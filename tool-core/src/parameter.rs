@@ -261,14 +261,15 @@ fn short_type_name(path: &'static str) -> &'static str {
 /// Input type `I` from the validated arguments `input`, the one way every
 /// typed path (execute, reconcile, policies, input hooks) reads it: by
 /// reference (the arguments stay available to store with a suspension and
-/// to quote in an error), the parameter's property picked out when the
-/// input wraps it.
-pub(crate) fn typed_input<I: DeserializeOwned + JsonSchema + 'static>(
+/// to quote in an error), the property of `wraps` picked out when a
+/// parameter wraps the input ([`wrapping`]'s answer, which the paths that
+/// run on every call get once, when they are set up).
+pub(crate) fn typed_input<I: DeserializeOwned>(
     input: &Value,
-    parameter: Option<InputParameter>,
+    wraps: Option<InputParameter>,
 ) -> Result<I, InputMismatch> {
     // Only the deserialization is generic over the tool's types.
-    let (value, path) = input_value(input, wrapping::<I>(parameter))?;
+    let (value, path) = input_value(input, wraps)?;
     serde_path_to_error::deserialize::<_, I>(value).map_err(|error| InputMismatch::at(path, &error))
 }
 

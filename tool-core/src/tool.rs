@@ -21,7 +21,7 @@ use crate::host::{StateType, WorkflowState};
 use crate::idempotency::IdempotencyKey;
 use crate::input::{MAX_SCHEMA_DEPTH, drop_iteratively, too_deep};
 use crate::model_output::ModelOutput;
-use crate::parameter::{InputMismatch, InputParameter, input_schema, typed_input};
+use crate::parameter::{InputMismatch, InputParameter, input_schema, typed_input, wrapping};
 use crate::reconcile::{ReconcileFunction, Reconciled};
 use crate::request_context::RequestContext;
 use crate::schema::{escape_token, mentions_integers, schema_for};
@@ -534,8 +534,9 @@ fn typed_tool(parts: TypedParts) -> Tool {
 
 /// The execute function of a typed tool.
 fn typed_executor<T: TypedTool>(tool: Arc<T>) -> Arc<ExecFn> {
+    let wraps = wrapping::<T::Input>(T::INPUT_PARAMETER);
     Arc::new(move |input: Value, state: Arc<CallShared>| -> ExecFuture {
-        Box::pin(execute_typed(Arc::clone(&tool), input, state))
+        Box::pin(execute_typed(Arc::clone(&tool), input, wraps, state))
     })
 }
 
@@ -543,8 +544,13 @@ fn typed_executor<T: TypedTool>(tool: Arc<T>) -> Arc<ExecFn> {
 /// deserialized by reference, the one deserialization path of every typed
 /// input: they stay available to store with a suspension and to quote in a
 /// type-level error.
-async fn execute_typed<T: TypedTool>(tool: Arc<T>, input: Value, state: Arc<CallShared>) -> Exec {
-    let result = match typed_call::<T>(&input, state) {
+async fn execute_typed<T: TypedTool>(
+    tool: Arc<T>,
+    input: Value,
+    wraps: Option<InputParameter>,
+    state: Arc<CallShared>,
+) -> Exec {
+    let result = match typed_call::<T>(&input, wraps, state) {
         Err(failure) => Err(failure),
         Ok((typed, ctx)) => match tool.execute(typed, ctx).await {
             Err(error) => Err(ExecFailure::Tool(error)),
@@ -561,12 +567,14 @@ type TypedCall<T> = (
 );
 
 /// What a typed tool's functions take: the input deserialized into its
-/// type, and the typed view of the call.
+/// type (`wraps`: the parameter that wraps it, if any), and the typed view
+/// of the call.
 fn typed_call<T: TypedTool>(
     input: &Value,
+    wraps: Option<InputParameter>,
     state: Arc<CallShared>,
 ) -> Result<TypedCall<T>, ExecFailure> {
-    let typed = typed_input::<T::Input>(input, T::INPUT_PARAMETER)?;
+    let typed = typed_input::<T::Input>(input, wraps)?;
     let ctx = ToolContext::from_state(state).map_err(ExecFailure::Context)?;
     Ok((typed, ctx))
 }
@@ -596,12 +604,14 @@ where
     F: ReconcileFunction<I, T::Output, T::Suspend, T::Resume>,
 {
     let reconcile = Arc::new(reconcile);
+    let wraps = wrapping::<T::Input>(T::INPUT_PARAMETER);
     builder.reconciler = Some(Arc::new(
         move |value: Value, key: IdempotencyKey, state: Arc<CallShared>| -> ReconcileFuture {
             Box::pin(reconcile_typed::<T, I, F>(
                 Arc::clone(&reconcile),
                 input,
                 value,
+                wraps,
                 key,
                 state,
             ))
@@ -616,6 +626,7 @@ async fn reconcile_typed<T, I, F>(
     reconcile: Arc<F>,
     to_input: fn(T::Input) -> I,
     input: Value,
+    wraps: Option<InputParameter>,
     key: IdempotencyKey,
     state: Arc<CallShared>,
 ) -> ReconcileExec
@@ -623,7 +634,7 @@ where
     T: TypedTool,
     F: ReconcileFunction<I, T::Output, T::Suspend, T::Resume>,
 {
-    let result = match typed_call::<T>(&input, state) {
+    let result = match typed_call::<T>(&input, wraps, state) {
         Err(failure) => Err(failure),
         Ok((typed, ctx)) => match reconcile.call(to_input(typed), key, ctx).await {
             Err(error) => Err(ExecFailure::Tool(error)),
