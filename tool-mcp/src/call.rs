@@ -20,15 +20,15 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use tool_core::{ErrorKind, Tool};
 
-use super::context::{ElicitFuture, Elicitation, Elicitor, RootsFuture, SampleFuture};
-use super::request_state::RequestStates;
+use crate::context::{ElicitFuture, Elicitation, Elicitor, RootsFuture, SampleFuture};
+use crate::request_state::RequestStates;
 use tool_runtime::{CallOutcome, CallState};
 
-use super::convert::{self, ServedTool};
-use super::elicit::{self, APPROVAL_KEY, Answer, ApprovalAnswer, Form, RESUME_KEY};
-use super::generation::Elicit;
-use super::input_rounds::{Ending, Round};
-use super::logging::SessionLog;
+use crate::convert::{self, ServedTool};
+use crate::elicit::{self, APPROVAL_KEY, Answer, ApprovalAnswer, Form, RESUME_KEY};
+use crate::generation::Elicit;
+use crate::input_rounds::{Ending, Round};
+use crate::logging::SessionLog;
 use tool_runtime::{Notice, PendingKind, Runtime, RuntimeError};
 
 /// How many times one request may ask the user before it reports the call
@@ -287,15 +287,15 @@ impl Call {
     /// for a client of the tasks extension (SEP-2663's input rounds, then
     /// a task).
     fn escalates(&self) -> bool {
-        self.tasks && super::tasks::is_task_id(&self.call_id)
+        self.tasks && crate::tasks::is_task_id(&self.call_id)
     }
 
     /// Resumes the call with the client's `data` as a task: its handle once
     /// the call is claimed; the usual answer (asking again, saying why) when
     /// the data was refused.
     async fn escalate(&self, data: Value, suspension: Suspension) -> CallToolResponse {
-        match super::tasks::resume_detached(&self.runtime, &self.call_id, data).await {
-            Ok(()) => super::tasks::started(&self.runtime, &self.call_id),
+        match crate::tasks::resume_detached(&self.runtime, &self.call_id, data).await {
+            Ok(()) => crate::tasks::started(&self.runtime, &self.call_id),
             Err(refused) => {
                 self.run(Box::pin(std::future::ready(refused)), Some(suspension))
                     .await
@@ -328,7 +328,7 @@ impl Call {
                 }
                 CallOutcome::BackgroundStarted { task_id } if self.escalates() => {
                     // Approved on the way to a task: the client polls it now.
-                    return super::tasks::started(&self.runtime, &task_id);
+                    return crate::tasks::started(&self.runtime, &task_id);
                 }
                 CallOutcome::BackgroundStarted { task_id } => {
                     // MCP requests wait for their result: wait for the task

@@ -17,8 +17,8 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tool_core::{Tool, ToolContext, ToolError};
 
-use super::McpError;
-use super::convert::{content_model_output, local_id, remote_mcp_options, remote_output};
+use crate::McpError;
+use crate::convert::{content_model_output, local_id, remote_mcp_options, remote_output};
 
 /// A connection to an MCP server whose tools can join a [`Runtime`](tool_runtime::Runtime).
 ///

@@ -565,11 +565,11 @@ pub(crate) fn local_id(prefix: &str, name: &str) -> String {
     deprecated,
     reason = "MCP roots (SEP-2577 deprecates them; older peers and SEP-2322's rounds use them)"
 )]
-pub(crate) fn listed_roots(listed: &rmcp::model::ListRootsResult) -> Vec<super::context::Root> {
+pub(crate) fn listed_roots(listed: &rmcp::model::ListRootsResult) -> Vec<crate::context::Root> {
     listed
         .roots
         .iter()
-        .map(|root| super::context::Root::new(root.uri.clone(), root.name.clone()))
+        .map(|root| crate::context::Root::new(root.uri.clone(), root.name.clone()))
         .collect()
 }
 

@@ -15,15 +15,15 @@ use serde_json::Value;
 use tool_core::{BackgroundConfig, Disposition};
 use tool_runtime::{CallOutcome, ToolCall};
 
-use super::call::{Call, PeerElicitor};
-use super::context::McpContext;
-use super::convert::ServedTool;
-use super::generation::{Elicit, Generation, Protocol};
-use super::input_rounds::Round;
-use super::logging::SessionLog;
-use super::shared::Shared;
-use super::task_input::TaskElicitor;
-use super::tasks;
+use crate::call::{Call, PeerElicitor};
+use crate::context::McpContext;
+use crate::convert::ServedTool;
+use crate::generation::{Elicit, Generation, Protocol};
+use crate::input_rounds::Round;
+use crate::logging::SessionLog;
+use crate::shared::Shared;
+use crate::task_input::TaskElicitor;
+use crate::tasks;
 
 /// Serves one `tools/call` under `protocol`.
 pub(crate) async fn call(

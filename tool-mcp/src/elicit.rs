@@ -14,7 +14,7 @@
 use rmcp::model::{ElicitResult, ElicitationAction, ElicitationSchema};
 use serde_json::{Map, Value, json};
 
-use super::convert::value_text;
+use crate::convert::value_text;
 
 /// The `inputRequests` key of an approval question.
 pub(crate) const APPROVAL_KEY: &str = "approval";

@@ -9,8 +9,8 @@
 use rmcp::model::ProtocolVersion;
 use rmcp::service::{RequestContext, RoleServer};
 
-use super::compat_2025;
-use super::input_rounds::Asks;
+use crate::compat_2025;
+use crate::input_rounds::Asks;
 
 /// How one `tools/call` is served: its generation, and what its client can
 /// be asked.

@@ -18,10 +18,10 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::compat_2025::{self, HttpEdge};
-use super::resumption::SkipReceived;
-use super::{McpError, McpServer};
+use crate::compat_2025::{self, HttpEdge};
 use crate::inbound::{self, Refusal};
+use crate::resumption::SkipReceived;
+use crate::{McpError, McpServer};
 
 type Service = StreamableHttpService<McpServer, LocalSessionManager>;
 

@@ -1,6 +1,6 @@
 //! A running tool's own questions on protocol 2026-07-28 (SEP-2322): the
 //! client takes no requests of the server's, so a question the tool asks
-//! through [`McpContext`](super::McpContext) ends the `tools/call` with an
+//! through [`McpContext`](crate::McpContext) ends the `tools/call` with an
 //! `input_required` result carrying it (`elicitation/create`,
 //! `sampling/createMessage` or `roots/list`), and the client's retry (`inputResponses`,
 //! with the `requestState`) runs the tool again from the start: each
@@ -23,9 +23,9 @@ use rmcp::model::{
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::context::{ElicitFuture, Elicitation, Elicitor, Root, RootsFuture, SampleFuture};
-use super::convert;
-use super::elicit::{self, Answer};
+use crate::context::{ElicitFuture, Elicitation, Elicitor, Root, RootsFuture, SampleFuture};
+use crate::convert;
+use crate::elicit::{self, Answer};
 
 /// What the client of a round declared it can be asked, and whether the
 /// server asks users at all.

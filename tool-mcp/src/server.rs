@@ -12,18 +12,18 @@ use rmcp::service::{RequestContext, RoleServer};
 use rmcp::transport::IntoTransport;
 use rmcp::{ErrorData, ServerHandler, ServiceExt};
 
-use super::McpError;
-use super::compat_2025::{self, SessionTasks, StdioEdge};
-use super::convert::{ServedTool, served_tool};
-use super::dispatch;
-use super::generation::{Protocol, modern};
-use super::inbound;
-use super::logging::SessionLog;
-use super::request_state::RequestStates;
-use super::shared::{RequestContextFn, Shared};
-use super::stdio;
-use super::task_input::TaskInputs;
-use super::tasks;
+use crate::McpError;
+use crate::compat_2025::{self, SessionTasks, StdioEdge};
+use crate::convert::{ServedTool, served_tool};
+use crate::dispatch;
+use crate::generation::{Protocol, modern};
+use crate::inbound;
+use crate::logging::SessionLog;
+use crate::request_state::RequestStates;
+use crate::shared::{RequestContextFn, Shared};
+use crate::stdio;
+use crate::task_input::TaskInputs;
+use crate::tasks;
 use tool_runtime::Runtime;
 
 /// Serves a [`Runtime`]'s tools over MCP, with the official `rmcp` crate.

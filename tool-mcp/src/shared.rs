@@ -1,4 +1,4 @@
-//! What every session of an [`McpServer`](super::McpServer) shares: the
+//! What every session of an [`McpServer`](crate::McpServer) shares: the
 //! runtime, its tools as MCP declares them, the server's settings, and
 //! what its running tasks ask. A leaf below the server, so that the layers
 //! serving a request (the call, tasks, 2025-11-25's edge) take it without
@@ -12,12 +12,12 @@ use rmcp::service::{RequestContext, RoleServer};
 use tool_core::ModelError;
 use tool_runtime::Runtime;
 
-use super::convert::ServedTool;
-use super::request_state::RequestStates;
-use super::task_input::TaskInputs;
+use crate::convert::ServedTool;
+use crate::request_state::RequestStates;
+use crate::task_input::TaskInputs;
 
 /// Builds a call's request context from its MCP request
-/// ([`McpServerBuilder::request_context`](super::McpServerBuilder::request_context)).
+/// ([`McpServerBuilder::request_context`](crate::McpServerBuilder::request_context)).
 pub(crate) type RequestContextFn =
     dyn Fn(&RequestContext<RoleServer>) -> tool_core::RequestContext + Send + Sync;
 

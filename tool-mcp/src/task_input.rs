@@ -1,5 +1,5 @@
 //! What a running task asks its client (SEP-2663 in-task input): a tool
-//! that asks through [`McpContext`](super::McpContext) while it runs as a
+//! that asks through [`McpContext`](crate::McpContext) while it runs as a
 //! task cannot send the client a request (no request is open: the client
 //! polls), so each question waits here, keyed by an id this server mints,
 //! until `tasks/update` brings its answer. `tasks/get` shows the questions
@@ -23,9 +23,9 @@ use rmcp::model::{
 use serde_json::Value;
 use tokio::sync::oneshot;
 
-use super::context::{ElicitFuture, Elicitation, Elicitor, RootsFuture, SampleFuture};
-use super::convert;
-use super::elicit::{self, Answer};
+use crate::context::{ElicitFuture, Elicitation, Elicitor, RootsFuture, SampleFuture};
+use crate::convert;
+use crate::elicit::{self, Answer};
 
 /// What an answer must be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

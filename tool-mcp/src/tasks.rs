@@ -17,11 +17,11 @@ use rmcp::model::{
 use serde_json::Value;
 use tool_core::ErrorKind;
 
-use super::convert;
-use super::elicit::{self, Answer, Form, RESUME_KEY};
-use super::request_state::hex;
-use super::shared::Shared;
-use super::task_input::TaskInputs;
+use crate::convert;
+use crate::elicit::{self, Answer, Form, RESUME_KEY};
+use crate::request_state::hex;
+use crate::shared::Shared;
+use crate::task_input::TaskInputs;
 use tool_runtime::{
     CallOutcome, CallState, PendingCall, PendingKind, Runtime, RuntimeError, StoredCall,
 };

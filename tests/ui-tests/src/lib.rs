@@ -1,0 +1,1 @@
+//! Compile tests of `#[tool]` only: the cases are in `ui/`, run by `tests/ui.rs`.

@@ -1,0 +1,213 @@
+//! Store faults while calls run, with every process alive: an outcome the
+//! store could not take is offered again until it is recorded (and a
+//! decider waits at most one lease for it); a call whose lease cannot be
+//! renewed is stopped by its executor when the lease runs out by its own
+//! clock, before anyone may take it over; a decider is only ever answered
+//! with what the store recorded.
+
+use crate::common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tool_core::{Tool, ToolContext, ToolError};
+use tool_runtime::store::MemoryStore;
+use tool_runtime::{CallOutcome, CallState, Runtime, RuntimeError, StoredCall, ToolCall};
+
+/// A memory store with switches.
+type Faulty = common::faulty::Faulty<MemoryStore>;
+
+/// A tool needing approval that sleeps `for_ms` and answers `"paid"`;
+/// `dropped` turns on if its future is dropped before it ends.
+fn pay(for_ms: u64, dropped: Arc<AtomicBool>) -> Tool {
+    Tool::builder("pay")
+        .description("Pays")
+        .require_approval(true)
+        .execute(move |_input: Value, _ctx: ToolContext<Value, Value>| {
+            let dropped = Arc::clone(&dropped);
+            async move {
+                let guard = SetOnDrop(dropped);
+                tokio::time::sleep(Duration::from_millis(for_ms)).await;
+                std::mem::forget(guard);
+                Ok::<_, ToolError>(json!("paid"))
+            }
+        })
+        .build()
+        .unwrap()
+}
+
+struct SetOnDrop(Arc<AtomicBool>);
+
+impl Drop for SetOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+fn runtime(store: &Faulty, tool: Tool, lease: Duration) -> Runtime {
+    Runtime::builder()
+        .tool(tool)
+        .store(store.clone())
+        .lease(lease)
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn an_outcome_the_store_refused_is_offered_again_and_the_decider_gets_the_record() {
+    let store = Faulty::new(MemoryStore::new());
+    let runtime = runtime(&store, pay(50, Arc::default()), Duration::from_secs(5));
+    runtime.call(ToolCall::new("c1", "pay", json!({}))).await;
+    store.finish_down.store(true, Ordering::SeqCst);
+    let approving = tokio::spawn({
+        let runtime = runtime.clone();
+        async move { runtime.approve("c1").await }
+    });
+    // The database comes back after a blink of 300 ms.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    store.finish_down.store(false, Ordering::SeqCst);
+    let outcome = approving.await.unwrap().unwrap();
+    assert_eq!(outcome.output(), Some(&json!("paid")));
+    assert!(
+        store.finish_tries.load(Ordering::SeqCst) > 1,
+        "the outcome was offered again"
+    );
+    let stored = runtime.stored("c1").await.unwrap().unwrap();
+    assert!(
+        matches!(&stored.state, CallState::Settled { outcome: recorded, .. } if CallOutcome::from(recorded.clone()) == outcome),
+        "the answer is the record: {stored:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_decider_hears_after_one_lease_that_the_outcome_is_not_recorded_yet_and_it_is_later() {
+    let store = Faulty::new(MemoryStore::new());
+    let lease = Duration::from_millis(200);
+    let runtime = runtime(&store, pay(10, Arc::default()), lease);
+    runtime.call(ToolCall::new("c1", "pay", json!({}))).await;
+    store.finish_down.store(true, Ordering::SeqCst);
+    let started = Instant::now();
+    match runtime.approve("c1").await {
+        Err(RuntimeError::NotRecorded { call_id, reason }) => {
+            assert_eq!(call_id, "c1");
+            assert!(reason.contains("keeps offering"), "{reason}");
+        }
+        other => panic!("expected NotRecorded, got {other:?}"),
+    }
+    assert!(started.elapsed() < lease * 4, "{:?}", started.elapsed());
+    assert!(
+        matches!(
+            runtime.stored("c1").await.unwrap().unwrap().state,
+            CallState::Running { .. }
+        ),
+        "not recorded as anything else meanwhile"
+    );
+    // The outage ends; the offering in the background records it.
+    store.finish_down.store(false, Ordering::SeqCst);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        if let Some(StoredCall {
+            state: CallState::Settled { outcome, .. },
+            ..
+        }) = runtime.stored("c1").await.unwrap()
+        {
+            assert_eq!(CallOutcome::from(outcome).output(), Some(&json!("paid")));
+            break;
+        }
+        assert!(Instant::now() < deadline, "never recorded");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Asked again, the decider answers with the record.
+    assert_eq!(
+        runtime.approve("c1").await.unwrap().output(),
+        Some(&json!("paid"))
+    );
+}
+
+#[tokio::test]
+async fn a_call_whose_lease_cannot_be_renewed_stops_at_its_lease_before_anyone_may_take_it_over() {
+    let store = Faulty::new(MemoryStore::new());
+    let lease = Duration::from_millis(300);
+    let dropped = Arc::new(AtomicBool::new(false));
+    let runtime = runtime(&store, pay(60_000, Arc::clone(&dropped)), lease);
+    let other = Runtime::builder()
+        .tool(pay(10, Arc::default()))
+        .store(store.clone())
+        .lease(lease)
+        .build()
+        .unwrap();
+    runtime.call(ToolCall::new("c1", "pay", json!({}))).await;
+    store.renew_down.store(true, Ordering::SeqCst);
+    let started = Instant::now();
+    let answer = runtime.approve("c1").await;
+    let stopped_after = started.elapsed();
+    match answer {
+        Err(RuntimeError::NotRecorded { reason, .. }) => {
+            assert!(reason.contains("could not renew"), "{reason}")
+        }
+        other => panic!("expected NotRecorded, got {other:?}"),
+    }
+    assert!(
+        dropped.load(Ordering::SeqCst),
+        "the tool's future was dropped"
+    );
+    assert!(
+        stopped_after >= lease && stopped_after < lease * 2,
+        "stopped at its lease by its own clock: {stopped_after:?}"
+    );
+    // Nobody could take it over before the executor stopped it.
+    assert!(other.recover().await.unwrap().is_empty());
+    // After the grace, recovery takes it (not retry-safe: interrupted).
+    tokio::time::sleep(lease).await;
+    let recovered = other.recover().await.unwrap();
+    assert_eq!(recovered.len(), 1, "{recovered:?}");
+    assert!(!recovered[0].rerun);
+}
+
+/// A caller waiting for a call another instance runs (a background call
+/// left to a worker, in the foreground) reads its outcome from the store;
+/// a blink of the store does not turn that into a failure the store never
+/// recorded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_caller_waiting_on_the_store_rides_out_a_blink_of_it() {
+    let store = Faulty::new(MemoryStore::new());
+    let report = Tool::builder("report")
+        .description("Builds a report")
+        .background(
+            tool_core::BackgroundConfig::new().disposition(tool_core::Disposition::Foreground),
+        )
+        .execute(
+            |_input: Value, _ctx: ToolContext<Value, Value>| async move {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                Ok::<_, ToolError>(json!("ready"))
+            },
+        )
+        .build()
+        .unwrap();
+    let front = Runtime::builder()
+        .tool(report.clone())
+        .store(store.clone())
+        .leave_tasks_to_workers(true)
+        .lease(Duration::from_millis(600))
+        .build()
+        .unwrap();
+    let worker = Runtime::builder()
+        .tool(report)
+        .store(store.clone())
+        .build()
+        .unwrap();
+    let working = tokio::spawn(worker.worker().run());
+    let calling = tokio::spawn({
+        let front = front.clone();
+        async move { front.call(ToolCall::new("t1", "report", json!({}))).await }
+    });
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    store.get_down.store(true, Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    store.get_down.store(false, Ordering::SeqCst);
+    let outcome = calling.await.unwrap();
+    assert_eq!(outcome.output(), Some(&json!("ready")), "{outcome:?}");
+    working.abort();
+}

@@ -1,0 +1,30 @@
+//! The runtime's integration tests: one test binary, a module per concern.
+//!
+//! Each module was a test binary of its own (`tests/<module>.rs`); one
+//! binary links the dependency graph once. Run one module's tests with
+//! `cargo test -p <crate> --all-features --test it <module>::`.
+
+mod common;
+
+mod async_hooks;
+#[cfg(feature = "async-openai")]
+mod async_openai;
+mod background_abort;
+mod calls;
+mod edits;
+mod expiry;
+mod faults;
+mod lifecycle;
+mod pipeline_shape;
+#[cfg(feature = "postgres")]
+mod postgres;
+#[cfg(feature = "provider")]
+mod provider_stream;
+mod seams;
+#[cfg(feature = "sqlite")]
+mod store;
+mod streaming_events;
+#[cfg(feature = "sqlite")]
+mod transactional;
+mod transforms;
+mod worker;
