@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use tool_core::transform::{OwnedCallValues, Phase};
 use tool_core::{ModelOutput, Progress};
 
 use super::model::{ModelFinish, Usage};
@@ -218,4 +219,122 @@ pub enum AgentChunk {
         /// Why.
         reason: FinishReason,
     },
+}
+
+/// A chunk a run's transition hands out: whole, or still to show a call's
+/// payload. Showing may await the tool's display transformers, so the
+/// driver does it (`Payload::of`), keeping the transitions free of I/O.
+// `allow`, not `expect`: whether the lint fires depends on how large
+// serde_json's `Value` is in the build (dev-dependencies change it).
+#[allow(
+    clippy::large_enum_variant,
+    reason = "returned by a transition and taken apart by the driver at once"
+)]
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Due {
+    /// The chunk, as sent.
+    Chunk(AgentChunk),
+    /// The chunk a call's payload completes, once shown.
+    Show(Show),
+}
+
+/// A call's payload to show through its tool's display transform, and the
+/// chunk the shown value completes.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Show {
+    /// The call.
+    pub(crate) call_id: String,
+    /// Its tool, whose transform shows the payload.
+    pub(crate) tool_name: String,
+    /// The payload, raw.
+    pub(crate) value: Value,
+    /// What the call gave in its other phases (its transformers see it).
+    pub(crate) known: OwnedCallValues,
+    /// The chunk, less the call and the payload.
+    pub(crate) slot: Slot,
+}
+
+/// Which chunk a shown payload completes, with the rest of that chunk.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Slot {
+    /// [`AgentChunk::ToolCall`]: the payload is its arguments.
+    Call,
+    /// [`AgentChunk::ToolCallApproval`]: its arguments.
+    Approval,
+    /// [`AgentChunk::ToolCallAwaitingOutput`]: its arguments.
+    AwaitingOutput { output_schema: Option<Value> },
+    /// [`AgentChunk::ToolCallSuspended`]: what it suspended with.
+    Suspended {
+        args: Value,
+        resume_schema: Option<Value>,
+    },
+    /// [`AgentChunk::ToolError`]: the error.
+    Error,
+    /// [`AgentChunk::ToolResult`]: the output; `model_output` derives from
+    /// it, so it is sent only where the output is shown as it is.
+    Result { model_output: Option<ModelOutput> },
+}
+
+impl Show {
+    /// The phase of the call the payload belongs to.
+    pub(crate) fn phase(&self) -> Phase {
+        match self.slot {
+            Slot::Call | Slot::AwaitingOutput { .. } => Phase::Input,
+            Slot::Approval => Phase::Approval,
+            Slot::Suspended { .. } => Phase::Suspend,
+            Slot::Error => Phase::Error,
+            Slot::Result { .. } => Phase::Output,
+        }
+    }
+
+    /// The chunk, with `shown`, the payload as its tool's display shows it.
+    pub(crate) fn chunk(self, shown: Value) -> AgentChunk {
+        let Show {
+            call_id,
+            tool_name,
+            value,
+            slot,
+            ..
+        } = self;
+        match slot {
+            Slot::Call => AgentChunk::ToolCall {
+                call_id,
+                tool_name,
+                args: shown,
+            },
+            Slot::Approval => AgentChunk::ToolCallApproval {
+                call_id,
+                tool_name,
+                args: shown,
+                resume_schema: approval_schema(),
+            },
+            Slot::AwaitingOutput { output_schema } => AgentChunk::ToolCallAwaitingOutput {
+                call_id,
+                tool_name,
+                args: shown,
+                output_schema,
+            },
+            Slot::Suspended {
+                args,
+                resume_schema,
+            } => AgentChunk::ToolCallSuspended {
+                call_id,
+                tool_name,
+                payload: shown,
+                args,
+                resume_schema,
+            },
+            Slot::Error => AgentChunk::ToolError {
+                call_id,
+                tool_name,
+                error: shown,
+            },
+            Slot::Result { model_output } => AgentChunk::ToolResult {
+                call_id,
+                tool_name,
+                model_output: model_output.filter(|_| shown == value),
+                result: shown,
+            },
+        }
+    }
 }

@@ -5,22 +5,22 @@
 //! saved before going on, and which chunks are due.
 //!
 //! The driver (`run.rs`) streams the model's answer, turns its tool-call
-//! events into runtime calls, runs them, sends the chunks and saves the
-//! record; it asks this module what each event means. Nothing here awaits,
-//! spawns or reads a store, so the tests below need no model, runtime or
-//! store.
+//! events into runtime calls, runs them, shows the chunks' payloads through
+//! the tools' display transforms, sends the chunks and saves the record; it
+//! asks this module what each event means. Every transition is synchronous:
+//! nothing here awaits, spawns or reads a store, and a chunk whose payload
+//! is still to show comes as a [`Due::Show`], so the tests below need no
+//! executor, model, runtime or store.
 
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use std::future::Future;
-use std::pin::Pin;
 
-use tool_core::transform::{CallValues, OwnedCallValues, Phase};
+use tool_core::transform::OwnedCallValues;
 use tool_core::{ContentPart, ErrorKind, Excerpt, ModelError, ModelOutput};
 use tool_runtime::CallOutcome;
 
-use crate::chunk::{AgentChunk, FinishReason, approval_schema};
+use crate::chunk::{AgentChunk, Due, FinishReason, Show, Slot, approval_schema};
 use crate::error::AgentError;
 use crate::model::{Message, ModelFinish, ToolCallRequest, Usage};
 use crate::record::{BackgroundTask, RunRecord, Settled, Waiting, WaitingFor};
@@ -110,15 +110,15 @@ pub(crate) enum Decided {
     NotWaiting,
     /// The call still waits (its resume data was refused): the chunk says
     /// why, the stored run stays as it is, and the stream ends suspended.
-    CallStillPending(AgentChunk),
+    CallStillPending(Due),
     /// The call settled or suspended again, and calls of its step wait:
     /// the chunk shows it; save the run, then the stream ends suspended.
-    CallsWait(AgentChunk),
+    CallsWait(Due),
     /// The step's last waiting call settled and the step is closed: the
     /// chunk shows it; save the run, then take the next steps. The save
     /// claims the continuation: of concurrent last decisions, the one whose
     /// save wins goes on.
-    StepSettled(AgentChunk),
+    StepSettled(Due),
 }
 
 /// How a call whose arguments are complete starts.
@@ -150,10 +150,6 @@ struct RunningCall {
     /// suspension's payload and resume data.
     known: OwnedCallValues,
 }
-
-/// A chunk's payload as shown: the call's tool's display projection of it
-/// (its transform may be async), given what the call gave before.
-pub(crate) type Shown = Pin<Box<dyn Future<Output = Value> + Send>>;
 
 /// The step under way: the model's answer, then its calls' outcomes. It
 /// borrows the machine, so the run moves on only once the step is over.
@@ -247,24 +243,19 @@ impl RunMachine {
     /// its result is kept for the next step, and its chunk (the call's
     /// result or error) is due. `None` when the run no longer awaits it
     /// (its result was taken already).
-    pub(crate) async fn on_task_settled(
-        &mut self,
-        call_id: &str,
-        outcome: &CallOutcome,
-        show: impl Fn(&str, &str, Phase, &Value, CallValues<'_>) -> Shown,
-    ) -> Option<AgentChunk> {
+    pub(crate) fn on_task_settled(&mut self, call_id: &str, outcome: &CallOutcome) -> Option<Due> {
         let task = self.record.tasks.get_mut(call_id)?;
         if task.settled.is_some() {
             return None;
         }
         let settled = Settled::of(&task.tool_name, outcome);
-        let known = CallValues {
-            input: task.input.as_ref(),
-            ..CallValues::default()
+        let known = OwnedCallValues {
+            input: task.input.clone(),
+            ..OwnedCallValues::default()
         };
-        let chunk = result_chunk(call_id, &task.tool_name, &settled, &show, known).await;
+        let show = result_chunk(call_id, &task.tool_name, &settled, known);
         task.settled = Some(settled);
-        Some(chunk)
+        Some(Due::Show(show))
     }
 
     /// Continues a stored run for its background tasks (its calls wait
@@ -300,15 +291,13 @@ impl RunMachine {
 
     /// A decision on the waiting call `call_id` ended with `outcome`;
     /// `still_pending` when the runtime keeps the call waiting (refused
-    /// resume data); `resume_data` the data it was resumed with. `show` is
-    /// the chunks' display projection.
-    pub(crate) async fn on_decision(
+    /// resume data); `resume_data` the data it was resumed with.
+    pub(crate) fn on_decision(
         &mut self,
         call_id: &str,
         outcome: &CallOutcome,
         still_pending: bool,
         resume_data: Option<&Value>,
-        show: impl Fn(&str, &str, Phase, &Value, CallValues<'_>) -> Shown,
     ) -> Decided {
         let Some(waiting) = self.record.waiting.get(call_id) else {
             return Decided::NotWaiting;
@@ -320,18 +309,14 @@ impl RunMachine {
             resume_data: resume_data.cloned(),
             ..OwnedCallValues::default()
         };
-        let known = known.values();
         if still_pending {
             self.progress = Progress::Ended(FinishReason::Suspended);
             return Decided::CallStillPending(
-                self.outcome_chunk(call_id, &tool_name, outcome, &show, known)
-                    .await,
+                self.outcome_chunk(call_id, &tool_name, outcome, known),
             );
         }
         self.apply(call_id, outcome);
-        let chunk = self
-            .outcome_chunk(call_id, &tool_name, outcome, &show, known)
-            .await;
+        let chunk = self.outcome_chunk(call_id, &tool_name, outcome, known);
         if !self.record.waiting.is_empty() {
             self.progress = Progress::Ended(FinishReason::Suspended);
             return Decided::CallsWait(chunk);
@@ -505,55 +490,55 @@ impl RunMachine {
 
     /// The chunk that shows a call's outcome (a result already recorded for
     /// it wins over `outcome`'s); `known`: what the call gave before.
-    async fn outcome_chunk(
+    fn outcome_chunk(
         &self,
         call_id: &str,
         tool_name: &str,
         outcome: &CallOutcome,
-        show: &impl Fn(&str, &str, Phase, &Value, CallValues<'_>) -> Shown,
-        known: CallValues<'_>,
-    ) -> AgentChunk {
-        let (id, tool) = (call_id.to_owned(), tool_name.to_owned());
+        known: OwnedCallValues,
+    ) -> Due {
+        let show = |value: &Value, known, slot| {
+            Due::Show(Show {
+                call_id: call_id.to_owned(),
+                tool_name: tool_name.to_owned(),
+                value: value.clone(),
+                known,
+                slot,
+            })
+        };
         match outcome {
-            CallOutcome::ApprovalRequired { input, .. } => AgentChunk::ToolCallApproval {
-                args: show(call_id, tool_name, Phase::Approval, input, known).await,
-                call_id: id,
-                tool_name: tool,
-                resume_schema: approval_schema(),
-            },
+            CallOutcome::ApprovalRequired { input, .. } => show(input, known, Slot::Approval),
             CallOutcome::AwaitingOutput {
                 input,
                 output_schema,
                 ..
-            } => AgentChunk::ToolCallAwaitingOutput {
-                args: show(call_id, tool_name, Phase::Input, input, known).await,
-                call_id: id,
-                tool_name: tool,
-                output_schema: output_schema.clone(),
-            },
+            } => {
+                let output_schema = output_schema.clone();
+                show(input, known, Slot::AwaitingOutput { output_schema })
+            }
             CallOutcome::Suspended {
                 input,
                 payload,
                 resume_schema,
                 ..
-            } => AgentChunk::ToolCallSuspended {
-                payload: {
-                    let known = CallValues {
-                        input: Some(input),
-                        ..known
-                    };
-                    show(call_id, tool_name, Phase::Suspend, payload, known).await
-                },
-                call_id: id,
-                tool_name: tool,
-                args: input.clone(),
-                resume_schema: resume_schema.clone(),
-            },
-            CallOutcome::BackgroundStarted { task_id } => AgentChunk::BackgroundTaskStarted {
-                call_id: id,
-                tool_name: tool,
-                task_id: task_id.clone(),
-            },
+            } => {
+                let known = OwnedCallValues {
+                    input: Some(input.clone()),
+                    ..known
+                };
+                let slot = Slot::Suspended {
+                    args: input.clone(),
+                    resume_schema: resume_schema.clone(),
+                };
+                show(payload, known, slot)
+            }
+            CallOutcome::BackgroundStarted { task_id } => {
+                Due::Chunk(AgentChunk::BackgroundTaskStarted {
+                    call_id: call_id.to_owned(),
+                    tool_name: tool_name.to_owned(),
+                    task_id: task_id.clone(),
+                })
+            }
             other => {
                 let fresh;
                 let settled = match self.record.settled.get(call_id) {
@@ -563,7 +548,7 @@ impl RunMachine {
                         &fresh
                     }
                 };
-                result_chunk(call_id, tool_name, settled, show, known).await
+                Due::Show(result_chunk(call_id, tool_name, settled, known))
             }
         }
     }
@@ -618,36 +603,22 @@ fn awaits_task(
     }
 }
 
-/// The chunk of a call's result or error, `settled` shown through `show`
-/// with what the call gave before (`known`).
-async fn result_chunk(
-    call_id: &str,
-    tool_name: &str,
-    settled: &Settled,
-    show: &impl Fn(&str, &str, Phase, &Value, CallValues<'_>) -> Shown,
-    known: CallValues<'_>,
-) -> AgentChunk {
-    let (id, tool) = (call_id.to_owned(), tool_name.to_owned());
-    if settled.is_error {
-        AgentChunk::ToolError {
-            error: show(call_id, tool_name, Phase::Error, &settled.result, known).await,
-            call_id: id,
-            tool_name: tool,
-        }
+/// The chunk of a call's result or error, `settled`, to show with what the
+/// call gave before (`known`).
+fn result_chunk(call_id: &str, tool_name: &str, settled: &Settled, known: OwnedCallValues) -> Show {
+    let slot = if settled.is_error {
+        Slot::Error
     } else {
-        let result = show(call_id, tool_name, Phase::Output, &settled.result, known).await;
-        // The model output derives from the output: shown only
-        // where the display shows the output as it is.
-        let model_output = settled
-            .model_output
-            .clone()
-            .filter(|_| result == settled.result);
-        AgentChunk::ToolResult {
-            result,
-            model_output,
-            call_id: id,
-            tool_name: tool,
+        Slot::Result {
+            model_output: settled.model_output.clone(),
         }
+    };
+    Show {
+        call_id: call_id.to_owned(),
+        tool_name: tool_name.to_owned(),
+        value: settled.result.clone(),
+        known,
+        slot,
     }
 }
 
@@ -704,13 +675,8 @@ impl Step<'_> {
 
     /// A background task of the run settled while the step runs: see
     /// [`RunMachine::on_task_settled`] (the next step takes its result).
-    pub(crate) async fn on_task_settled(
-        &mut self,
-        call_id: &str,
-        outcome: &CallOutcome,
-        show: impl Fn(&str, &str, Phase, &Value, CallValues<'_>) -> Shown,
-    ) -> Option<AgentChunk> {
-        self.run.on_task_settled(call_id, outcome, show).await
+    pub(crate) fn on_task_settled(&mut self, call_id: &str, outcome: &CallOutcome) -> Option<Due> {
+        self.run.on_task_settled(call_id, outcome)
     }
 
     /// A piece of the model's text.
@@ -741,24 +707,21 @@ impl Step<'_> {
     /// (the conversation keeps it), `input` as the tool reads them. How the
     /// call starts (the driver starts it before sending the chunk), and its
     /// `tool-call` chunk.
-    pub(crate) async fn on_call_input(
+    pub(crate) fn on_call_input(
         &mut self,
         request: ToolCallRequest,
         mut input: Value,
-        show: impl Fn(&str, &str, Phase, &Value, CallValues<'_>) -> Shown,
-    ) -> (CallStart, AgentChunk) {
+    ) -> (CallStart, Due) {
         let (call_id, tool_name) = (request.call_id.clone(), request.tool_name.clone());
         let (suspended, resume_data) = take_resume_fields(&mut input);
-        let args = show(
-            &call_id,
-            &tool_name,
-            Phase::Input,
-            &input,
-            CallValues::default(),
-        )
-        .await;
-        // Kept to show the outcome with, as the runtime's transformers see it.
-        let ran_on = input.clone();
+        // The chunk shows the input the tool reads.
+        let show = Show {
+            call_id: call_id.clone(),
+            tool_name: tool_name.clone(),
+            value: input.clone(),
+            known: OwnedCallValues::default(),
+            slot: Slot::Call,
+        };
         let start = match suspended.filter(|_| self.run.settings.auto_resume) {
             None => CallStart::Run(input),
             Some(suspended) => match self.run.resume_refusal(&suspended, &tool_name) {
@@ -783,8 +746,10 @@ impl Step<'_> {
                 (Some(suspended.clone()), known)
             }
             _ => {
+                // The outcome is shown with the input as the runtime's
+                // transformers see it.
                 let known = OwnedCallValues {
-                    input: Some(ran_on),
+                    input: Some(show.value.clone()),
                     ..OwnedCallValues::default()
                 };
                 (None, known)
@@ -792,17 +757,12 @@ impl Step<'_> {
         };
         self.calls.push(request);
         self.running.push(RunningCall {
-            call_id: call_id.clone(),
-            tool_name: tool_name.clone(),
+            call_id,
+            tool_name,
             resumes,
             known,
         });
-        let chunk = AgentChunk::ToolCall {
-            call_id,
-            tool_name,
-            args,
-        };
-        (start, chunk)
+        (start, Due::Show(show))
     }
 
     /// A call was cut off before its arguments were complete: it never
@@ -850,12 +810,7 @@ impl Step<'_> {
     /// The running call `call_id` ended with `outcome`: its chunk, then the
     /// `step-finish` chunk if it was the step's last. An outcome of a call
     /// that does not run (already reported) changes nothing.
-    pub(crate) async fn on_outcome(
-        &mut self,
-        call_id: &str,
-        outcome: &CallOutcome,
-        show: impl Fn(&str, &str, Phase, &Value, CallValues<'_>) -> Shown,
-    ) -> Vec<AgentChunk> {
+    pub(crate) fn on_outcome(&mut self, call_id: &str, outcome: &CallOutcome) -> Vec<Due> {
         let Some(index) = self.running.iter().position(|c| c.call_id == call_id) else {
             return Vec::new();
         };
@@ -873,12 +828,9 @@ impl Step<'_> {
             // What its result is shown with, as the call's.
             task.input.clone_from(&call.known.input);
         }
-        let known = call.known.values();
-        let chunk = run
-            .outcome_chunk(&call.call_id, &call.tool_name, outcome, &show, known)
-            .await;
+        let chunk = run.outcome_chunk(&call.call_id, &call.tool_name, outcome, call.known);
         let mut due = vec![chunk];
-        due.extend(self.end_if_settled());
+        due.extend(self.end_if_settled().map(Due::Chunk));
         due
     }
 
@@ -922,16 +874,21 @@ mod tests {
     use super::*;
     use crate::record::Thread;
 
-    /// Shows a payload tagged with its phase, so the tests see which
-    /// projection each chunk asked for.
-    fn shown(
-        _call_id: &str,
-        _tool_name: &str,
-        phase: Phase,
-        value: &Value,
-        _known: CallValues<'_>,
-    ) -> Shown {
-        Box::pin(std::future::ready(json!({ format!("{phase:?}"): value })))
+    /// The chunk `due` is, a payload shown tagged with its phase, so the
+    /// tests see which projection each chunk asks for.
+    fn shown(due: Due) -> AgentChunk {
+        match due {
+            Due::Chunk(chunk) => chunk,
+            Due::Show(show) => {
+                let tagged = json!({ format!("{:?}", show.phase()): show.value });
+                show.chunk(tagged)
+            }
+        }
+    }
+
+    /// The chunks `due` are (see [`shown`]).
+    fn all_shown(due: Vec<Due>) -> Vec<AgentChunk> {
+        due.into_iter().map(shown).collect()
     }
 
     fn machine(max_steps: usize, auto_resume: bool) -> RunMachine {
@@ -980,10 +937,8 @@ mod tests {
     }
 
     /// Starts the call: its arguments are complete, and need no restoring.
-    async fn call(step: &mut Step<'_>, call_id: &str, tool_name: &str, args: Value) -> CallStart {
-        let (start, _) = step
-            .on_call_input(request(call_id, tool_name, args.clone()), args, shown)
-            .await;
+    fn call(step: &mut Step<'_>, call_id: &str, tool_name: &str, args: Value) -> CallStart {
+        let (start, _) = step.on_call_input(request(call_id, tool_name, args.clone()), args);
         start
     }
 
@@ -1043,27 +998,24 @@ mod tests {
     }
 
     /// A run whose first step waits on `transfer`'s approval while `lookup` completed.
-    async fn waiting_on_transfer() -> RunMachine {
+    fn waiting_on_transfer() -> RunMachine {
         let mut run = machine(10, false);
         let mut step = next_step(&mut run);
-        call(&mut step, "c-transfer", "transfer", json!({ "amount": 10 })).await;
-        call(&mut step, "c-lookup", "lookup", json!({})).await;
+        call(&mut step, "c-transfer", "transfer", json!({ "amount": 10 }));
+        call(&mut step, "c-lookup", "lookup", json!({}));
         step.on_finish(ModelFinish::ToolCalls);
         step.end_answer();
         step.on_outcome(
             "c-transfer",
             &approval("c-transfer", json!({ "amount": 10 })),
-            shown,
-        )
-        .await;
-        step.on_outcome("c-lookup", &completed(json!({ "balance": 100 })), shown)
-            .await;
+        );
+        step.on_outcome("c-lookup", &completed(json!({ "balance": 100 })));
         assert_eq!(run_end(&mut run).reason, FinishReason::Suspended);
         run
     }
 
-    #[tokio::test]
-    async fn an_answer_without_calls_ends_the_run_with_the_models_reason() {
+    #[test]
+    fn an_answer_without_calls_ends_the_run_with_the_models_reason() {
         for (finish, reason) in [
             (ModelFinish::Stop, FinishReason::Stop),
             (ModelFinish::Length, FinishReason::Length),
@@ -1099,8 +1051,8 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn an_answer_that_does_not_say_why_it_ended_stopped() {
+    #[test]
+    fn an_answer_that_does_not_say_why_it_ended_stopped() {
         let mut run = machine(10, false);
         let mut step = next_step(&mut run);
         step.on_text("hi".into());
@@ -1108,36 +1060,30 @@ mod tests {
         assert_eq!(run_end(&mut run).reason, FinishReason::Stop);
     }
 
-    #[tokio::test]
-    async fn parallel_calls_where_one_waits_for_approval_and_one_completes_end_suspended() {
+    #[test]
+    fn parallel_calls_where_one_waits_for_approval_and_one_completes_end_suspended() {
         let mut run = machine(10, false);
         let mut step = next_step(&mut run);
-        let (start, chunk) = step
-            .on_call_input(
-                request("c-transfer", "transfer", json!({ "amount": 10 })),
-                json!({ "amount": 10 }),
-                shown,
-            )
-            .await;
+        let (start, due) = step.on_call_input(
+            request("c-transfer", "transfer", json!({ "amount": 10 })),
+            json!({ "amount": 10 }),
+        );
         assert_eq!(start, CallStart::Run(json!({ "amount": 10 })));
         assert_eq!(
-            chunk,
+            shown(due),
             AgentChunk::ToolCall {
                 call_id: "c-transfer".into(),
                 tool_name: "transfer".into(),
                 args: json!({ "Input": { "amount": 10 } }),
             }
         );
-        call(&mut step, "c-lookup", "lookup", json!({})).await;
+        call(&mut step, "c-lookup", "lookup", json!({}));
         step.on_finish(ModelFinish::ToolCalls);
         assert_eq!(step.end_answer(), [], "the calls still run");
-        let waits = step
-            .on_outcome(
-                "c-transfer",
-                &approval("c-transfer", json!({ "amount": 10 })),
-                shown,
-            )
-            .await;
+        let waits = all_shown(step.on_outcome(
+            "c-transfer",
+            &approval("c-transfer", json!({ "amount": 10 })),
+        ));
         assert_eq!(
             waits,
             [AgentChunk::ToolCallApproval {
@@ -1147,9 +1093,7 @@ mod tests {
                 resume_schema: approval_schema(),
             }]
         );
-        let settles = step
-            .on_outcome("c-lookup", &completed(json!({ "balance": 100 })), shown)
-            .await;
+        let settles = all_shown(step.on_outcome("c-lookup", &completed(json!({ "balance": 100 }))));
         assert_eq!(
             settles,
             [
@@ -1182,15 +1126,15 @@ mod tests {
         );
     }
 
-    #[tokio::test]
-    async fn once_every_call_settled_the_next_step_reads_their_results_in_call_order() {
+    #[test]
+    fn once_every_call_settled_the_next_step_reads_their_results_in_call_order() {
         let mut run = machine(10, false);
         let mut step = next_step(&mut run);
-        call(&mut step, "c1", "lookup", json!({})).await;
-        call(&mut step, "c2", "transfer", json!({ "amount": 1 })).await;
+        call(&mut step, "c1", "lookup", json!({}));
+        call(&mut step, "c2", "transfer", json!({ "amount": 1 }));
         step.end_answer();
-        step.on_outcome("c2", &declined("no"), shown).await;
-        let last = step.on_outcome("c1", &completed(json!(1)), shown).await;
+        step.on_outcome("c2", &declined("no"));
+        let last = all_shown(step.on_outcome("c1", &completed(json!(1))));
         assert_eq!(last[1], step_finish(1, ModelFinish::Stop));
         let next = next_step(&mut run);
         assert_eq!(next.record().steps, 2);
@@ -1204,26 +1148,35 @@ mod tests {
         assert!(next.record().settled.is_empty());
     }
 
-    #[tokio::test]
-    async fn a_decision_settling_the_last_waiting_call_closes_the_step_and_goes_on() {
-        let mut run = waiting_on_transfer().await;
-        let decided = run
-            .on_decision(
-                "c-transfer",
-                &completed(json!({ "sent": 10 })),
-                false,
-                None,
-                shown,
-            )
-            .await;
+    #[test]
+    fn a_decision_settling_the_last_waiting_call_closes_the_step_and_goes_on() {
+        let mut run = waiting_on_transfer();
+        let decided = run.on_decision("c-transfer", &completed(json!({ "sent": 10 })), false, None);
+        let Decided::StepSettled(due) = decided else {
+            panic!("the step settles: {decided:?}");
+        };
         assert_eq!(
-            decided,
-            Decided::StepSettled(AgentChunk::ToolResult {
+            due,
+            Due::Show(Show {
+                call_id: "c-transfer".into(),
+                tool_name: "transfer".into(),
+                value: json!({ "sent": 10 }),
+                known: OwnedCallValues {
+                    input: Some(json!({ "amount": 10 })),
+                    ..OwnedCallValues::default()
+                },
+                slot: Slot::Result { model_output: None },
+            }),
+            "the result, shown with the call's input"
+        );
+        assert_eq!(
+            shown(due),
+            AgentChunk::ToolResult {
                 call_id: "c-transfer".into(),
                 tool_name: "transfer".into(),
                 result: json!({ "Output": { "sent": 10 } }),
                 model_output: None,
-            })
+            }
         );
         assert!(run.record().waiting.is_empty());
         assert_eq!(
@@ -1237,36 +1190,30 @@ mod tests {
         assert_eq!(next_step(&mut run).record().steps, 2);
     }
 
-    #[tokio::test]
-    async fn a_decision_while_another_call_waits_keeps_the_run_suspended() {
+    #[test]
+    fn a_decision_while_another_call_waits_keeps_the_run_suspended() {
         let mut run = machine(10, false);
         let mut step = next_step(&mut run);
-        call(&mut step, "c-a", "transfer", json!({ "amount": 1 })).await;
-        call(&mut step, "c-b", "transfer", json!({ "amount": 2 })).await;
+        call(&mut step, "c-a", "transfer", json!({ "amount": 1 }));
+        call(&mut step, "c-b", "transfer", json!({ "amount": 2 }));
         step.end_answer();
-        step.on_outcome("c-a", &approval("c-a", json!({ "amount": 1 })), shown)
-            .await;
-        step.on_outcome("c-b", &approval("c-b", json!({ "amount": 2 })), shown)
-            .await;
+        step.on_outcome("c-a", &approval("c-a", json!({ "amount": 1 })));
+        step.on_outcome("c-b", &approval("c-b", json!({ "amount": 2 })));
         run_end(&mut run);
 
-        let decided = run
-            .on_decision("c-a", &completed(json!({ "sent": 1 })), false, None, shown)
-            .await;
+        let decided = run.on_decision("c-a", &completed(json!({ "sent": 1 })), false, None);
         assert!(matches!(
             decided,
-            Decided::CallsWait(AgentChunk::ToolResult { .. })
+            Decided::CallsWait(Due::Show(show)) if matches!(show.slot, Slot::Result { .. })
         ));
         assert_eq!(run.record().settled["c-a"].result, json!({ "sent": 1 }));
         assert_eq!(run.record().waiting.keys().collect::<Vec<_>>(), ["c-b"]);
         assert_eq!(run_end(&mut run).reason, FinishReason::Suspended);
 
-        let decided = run
-            .on_decision("c-b", &declined("no"), false, None, shown)
-            .await;
+        let decided = run.on_decision("c-b", &declined("no"), false, None);
         assert!(matches!(
             decided,
-            Decided::StepSettled(AgentChunk::ToolError { .. })
+            Decided::StepSettled(Due::Show(show)) if show.slot == Slot::Error
         ));
         assert_eq!(
             results(run.record()),
@@ -1277,28 +1224,28 @@ mod tests {
         );
     }
 
-    #[tokio::test]
-    async fn refused_resume_data_keeps_the_call_waiting_and_the_stored_run_unchanged() {
+    #[test]
+    fn refused_resume_data_keeps_the_call_waiting_and_the_stored_run_unchanged() {
         let mut run = machine(10, false);
         let mut step = next_step(&mut run);
-        call(&mut step, "c-book", "book", json!({ "restaurant": "Roma" })).await;
+        call(&mut step, "c-book", "book", json!({ "restaurant": "Roma" }));
         step.end_answer();
         step.on_outcome(
             "c-book",
             &suspended("c-book", json!({ "restaurant": "Roma" })),
-            shown,
-        )
-        .await;
+        );
         run_end(&mut run);
         let before = run.record().clone();
 
         let refused = CallOutcome::Failed {
             error: ModelError::new(ErrorKind::InputValidation, "seats: 0 is less than 1"),
         };
-        let decided = run.on_decision("c-book", &refused, true, None, shown).await;
-        let Decided::CallStillPending(AgentChunk::ToolError { call_id, error, .. }) = decided
-        else {
+        let decided = run.on_decision("c-book", &refused, true, None);
+        let Decided::CallStillPending(due) = decided else {
             panic!("the refusal's error: {decided:?}");
+        };
+        let AgentChunk::ToolError { call_id, error, .. } = shown(due) else {
+            panic!("the refusal's error, not another chunk");
         };
         assert_eq!(call_id, "c-book");
         assert_eq!(error["Error"], refused.to_model_value());
@@ -1306,18 +1253,16 @@ mod tests {
         assert_eq!(run_end(&mut run).reason, FinishReason::Suspended);
     }
 
-    #[tokio::test]
-    async fn a_call_suspended_again_by_its_resume_waits_with_the_new_payload() {
+    #[test]
+    fn a_call_suspended_again_by_its_resume_waits_with_the_new_payload() {
         let mut run = machine(10, false);
         let mut step = next_step(&mut run);
-        call(&mut step, "c-book", "book", json!({ "restaurant": "Roma" })).await;
+        call(&mut step, "c-book", "book", json!({ "restaurant": "Roma" }));
         step.end_answer();
         step.on_outcome(
             "c-book",
             &suspended("c-book", json!({ "restaurant": "Roma" })),
-            shown,
-        )
-        .await;
+        );
         run_end(&mut run);
 
         let again = CallOutcome::Suspended {
@@ -1326,45 +1271,39 @@ mod tests {
             payload: json!({ "question": "which day?" }),
             resume_schema: None,
         };
-        let decided = run.on_decision("c-book", &again, false, None, shown).await;
+        let decided = run.on_decision("c-book", &again, false, None);
         assert!(matches!(
             decided,
-            Decided::CallsWait(AgentChunk::ToolCallSuspended { .. })
+            Decided::CallsWait(Due::Show(show)) if matches!(show.slot, Slot::Suspended { .. })
         ));
         let waiting = &run.record().waiting["c-book"];
         assert_eq!(waiting.payload, Some(json!({ "question": "which day?" })));
         assert_eq!(waiting.resume_schema, None);
     }
 
-    #[tokio::test]
-    async fn a_decision_on_a_call_that_no_longer_waits_changes_nothing() {
-        let mut run = waiting_on_transfer().await;
+    #[test]
+    fn a_decision_on_a_call_that_no_longer_waits_changes_nothing() {
+        let mut run = waiting_on_transfer();
         let before = run.record().clone();
         for call_id in ["c-lookup", "c-unknown"] {
-            let decided = run
-                .on_decision(call_id, &completed(json!(1)), false, None, shown)
-                .await;
+            let decided = run.on_decision(call_id, &completed(json!(1)), false, None);
             assert_eq!(decided, Decided::NotWaiting);
         }
         assert_eq!(run.record(), &before);
     }
 
-    #[tokio::test]
-    async fn a_suspension_without_auto_resume_ends_the_run_suspended_after_the_other_calls_settle()
-    {
+    #[test]
+    fn a_suspension_without_auto_resume_ends_the_run_suspended_after_the_other_calls_settle() {
         let mut run = machine(10, false);
         let mut step = next_step(&mut run);
-        call(&mut step, "c-book", "book", json!({ "restaurant": "Roma" })).await;
-        call(&mut step, "c-lookup", "lookup", json!({})).await;
+        call(&mut step, "c-book", "book", json!({ "restaurant": "Roma" }));
+        call(&mut step, "c-lookup", "lookup", json!({}));
         step.on_finish(ModelFinish::ToolCalls);
         step.end_answer();
-        let suspends = step
-            .on_outcome(
-                "c-book",
-                &suspended("c-book", json!({ "restaurant": "Roma" })),
-                shown,
-            )
-            .await;
+        let suspends = all_shown(step.on_outcome(
+            "c-book",
+            &suspended("c-book", json!({ "restaurant": "Roma" })),
+        ));
         assert_eq!(
             suspends,
             [AgentChunk::ToolCallSuspended {
@@ -1376,9 +1315,7 @@ mod tests {
             }],
             "the step goes on while c-lookup runs"
         );
-        let last = step
-            .on_outcome("c-lookup", &completed(json!(1)), shown)
-            .await;
+        let last = all_shown(step.on_outcome("c-lookup", &completed(json!(1))));
         assert_eq!(last.last(), Some(&step_finish(1, ModelFinish::ToolCalls)));
         let end = run_end(&mut run);
         assert_eq!((end.reason, end.finished), (FinishReason::Suspended, false));
@@ -1394,9 +1331,9 @@ mod tests {
         );
     }
 
-    #[tokio::test]
-    async fn a_reply_gets_past_no_approval() {
-        let mut run = waiting_on_transfer().await;
+    #[test]
+    fn a_reply_gets_past_no_approval() {
+        let mut run = waiting_on_transfer();
         let before = run.record().clone();
         let reply = run.on_reply("run-1", "yes, do it".into());
         assert!(
@@ -1407,24 +1344,19 @@ mod tests {
     }
 
     /// A run whose `book` call c1 is suspended, with auto-resume.
-    async fn suspended_booking() -> RunMachine {
+    fn suspended_booking() -> RunMachine {
         let mut run = machine(10, true);
         let mut step = next_step(&mut run);
-        call(&mut step, "c1", "book", json!({ "restaurant": "Roma" })).await;
+        call(&mut step, "c1", "book", json!({ "restaurant": "Roma" }));
         step.end_answer();
-        step.on_outcome(
-            "c1",
-            &suspended("c1", json!({ "restaurant": "Roma" })),
-            shown,
-        )
-        .await;
+        step.on_outcome("c1", &suspended("c1", json!({ "restaurant": "Roma" })));
         run_end(&mut run);
         run
     }
 
-    #[tokio::test]
-    async fn a_reply_with_auto_resume_answers_the_suspension_and_keeps_it_resumable() {
-        let mut run = suspended_booking().await;
+    #[test]
+    fn a_reply_with_auto_resume_answers_the_suspension_and_keeps_it_resumable() {
+        let mut run = suspended_booking();
         run.on_reply("run-1", "4 people".into()).unwrap();
         let record = run.record();
         assert!(record.waiting.is_empty());
@@ -1445,15 +1377,13 @@ mod tests {
         );
     }
 
-    #[tokio::test]
-    async fn a_call_naming_a_suspension_resumes_it_and_its_result_is_the_calls() {
-        let mut run = suspended_booking().await;
+    #[test]
+    fn a_call_naming_a_suspension_resumes_it_and_its_result_is_the_calls() {
+        let mut run = suspended_booking();
         run.on_reply("run-1", "4 people".into()).unwrap();
         let mut step = next_step(&mut run);
         let args = json!({ "restaurant": "Roma", "suspendedToolCallId": "c1", "resumeData": { "seats": 4 } });
-        let (start, chunk) = step
-            .on_call_input(request("c2", "book", args.clone()), args.clone(), shown)
-            .await;
+        let (start, due) = step.on_call_input(request("c2", "book", args.clone()), args.clone());
         assert_eq!(
             start,
             CallStart::Resume {
@@ -1462,7 +1392,7 @@ mod tests {
             }
         );
         assert_eq!(
-            chunk,
+            shown(due),
             AgentChunk::ToolCall {
                 call_id: "c2".into(),
                 tool_name: "book".into(),
@@ -1472,9 +1402,24 @@ mod tests {
         );
         step.end_answer();
         let booked = json!({ "booked": 4 });
-        let chunks = step
-            .on_outcome("c2", &completed(booked.clone()), shown)
-            .await;
+        let due = step.on_outcome("c2", &completed(booked.clone()));
+        assert_eq!(
+            due[0],
+            Due::Show(Show {
+                call_id: "c2".into(),
+                tool_name: "book".into(),
+                value: booked.clone(),
+                known: OwnedCallValues {
+                    input: Some(json!({ "restaurant": "Roma" })),
+                    suspend_payload: Some(json!({ "question": "how many seats?" })),
+                    resume_data: Some(json!({ "seats": 4 })),
+                    ..OwnedCallValues::default()
+                },
+                slot: Slot::Result { model_output: None },
+            }),
+            "shown with what the resumed suspension gave"
+        );
+        let chunks = all_shown(due);
         assert!(matches!(&chunks[0], AgentChunk::ToolResult { call_id, .. } if call_id == "c2"));
         assert!(
             step.record().suspensions.is_empty(),
@@ -1495,10 +1440,9 @@ mod tests {
         );
     }
 
-    #[tokio::test]
-    async fn a_call_naming_a_suspension_it_cannot_resume_is_refused_and_without_auto_resume_just_runs()
-     {
-        let mut run = suspended_booking().await;
+    #[test]
+    fn a_call_naming_a_suspension_it_cannot_resume_is_refused_and_without_auto_resume_just_runs() {
+        let mut run = suspended_booking();
         run.on_reply("run-1", "4 people".into()).unwrap();
         let mut step = next_step(&mut run);
         let other_tool = call(
@@ -1506,15 +1450,13 @@ mod tests {
             "c2",
             "lookup",
             json!({ "suspendedToolCallId": "c1" }),
-        )
-        .await;
+        );
         let unknown = call(
             &mut step,
             "c3",
             "book",
             json!({ "suspendedToolCallId": "c9" }),
-        )
-        .await;
+        );
         for (start, message) in [
             (
                 other_tool,
@@ -1541,13 +1483,12 @@ mod tests {
             "c1",
             "book",
             json!({ "restaurant": "Roma", "suspendedToolCallId": "c0", "resumeData": null }),
-        )
-        .await;
+        );
         assert_eq!(start, CallStart::Run(json!({ "restaurant": "Roma" })));
     }
 
-    #[tokio::test]
-    async fn a_call_cut_off_never_runs_and_the_model_reads_why() {
+    #[test]
+    fn a_call_cut_off_never_runs_and_the_model_reads_why() {
         let mut run = machine(10, false);
         let mut step = next_step(&mut run);
         let message = "Tool call c1 to transfer was cut off (the stream ended); it did not run.";
@@ -1591,16 +1532,15 @@ mod tests {
         );
     }
 
-    #[tokio::test]
-    async fn max_steps_ends_the_run_with_tool_calls_and_the_last_results_kept() {
+    #[test]
+    fn max_steps_ends_the_run_with_tool_calls_and_the_last_results_kept() {
         let mut run = machine(2, false);
         for n in 1..=2 {
             let mut step = next_step(&mut run);
-            call(&mut step, &format!("c{n}"), "lookup", json!({})).await;
+            call(&mut step, &format!("c{n}"), "lookup", json!({}));
             step.on_finish(ModelFinish::ToolCalls);
             step.end_answer();
-            step.on_outcome(&format!("c{n}"), &completed(json!(n)), shown)
-                .await;
+            step.on_outcome(&format!("c{n}"), &completed(json!(n)));
         }
         let end = run_end(&mut run);
         assert_eq!((end.reason, end.finished), (FinishReason::ToolCalls, true));
@@ -1613,11 +1553,11 @@ mod tests {
         );
     }
 
-    #[tokio::test]
-    async fn a_model_failure_ends_the_run_with_an_error_once_the_running_calls_settle() {
+    #[test]
+    fn a_model_failure_ends_the_run_with_an_error_once_the_running_calls_settle() {
         let mut run = machine(10, false);
         let mut step = next_step(&mut run);
-        call(&mut step, "c1", "lookup", json!({})).await;
+        call(&mut step, "c1", "lookup", json!({}));
         assert_eq!(
             step.on_model_error("provider down".into()),
             AgentChunk::Error {
@@ -1625,7 +1565,7 @@ mod tests {
             }
         );
         assert_eq!(step.end_answer(), []);
-        let last = step.on_outcome("c1", &completed(json!(1)), shown).await;
+        let last = all_shown(step.on_outcome("c1", &completed(json!(1))));
         assert_eq!(last.last(), Some(&step_finish(1, ModelFinish::Stop)));
         let end = run_end(&mut run);
         assert_eq!((end.reason, end.finished), (FinishReason::Error, true));
@@ -1635,29 +1575,19 @@ mod tests {
         );
     }
 
-    #[tokio::test]
-    async fn the_same_outcome_reported_twice_is_reported_once() {
+    #[test]
+    fn the_same_outcome_reported_twice_is_reported_once() {
         let mut run = machine(10, false);
         let mut step = next_step(&mut run);
-        call(&mut step, "c1", "lookup", json!({})).await;
-        call(&mut step, "c2", "lookup", json!({})).await;
+        call(&mut step, "c1", "lookup", json!({}));
+        call(&mut step, "c2", "lookup", json!({}));
         step.end_answer();
-        assert_eq!(
-            step.on_outcome("c1", &completed(json!(1)), shown)
-                .await
-                .len(),
-            1
-        );
-        assert_eq!(step.on_outcome("c1", &completed(json!(2)), shown).await, []);
+        assert_eq!(step.on_outcome("c1", &completed(json!(1))).len(), 1);
+        assert_eq!(step.on_outcome("c1", &completed(json!(2))), []);
         assert_eq!(step.record().settled["c1"].result, json!(1));
+        assert_eq!(step.on_outcome("c2", &completed(json!(2))).len(), 2);
         assert_eq!(
-            step.on_outcome("c2", &completed(json!(2)), shown)
-                .await
-                .len(),
-            2
-        );
-        assert_eq!(
-            step.on_outcome("c2", &completed(json!(2)), shown).await,
+            step.on_outcome("c2", &completed(json!(2))),
             [],
             "no second step-finish"
         );
@@ -1671,13 +1601,13 @@ mod tests {
 
     /// Step 1 of a run that calls `report`, which starts background task
     /// `task-1`; the step goes on to step 2.
-    async fn run_with_a_task(max_steps: usize) -> RunMachine {
+    fn run_with_a_task(max_steps: usize) -> RunMachine {
         let mut run = machine(max_steps, false);
         let mut step = next_step(&mut run);
-        call(&mut step, "c1", "report", json!({})).await;
+        call(&mut step, "c1", "report", json!({}));
         step.end_answer();
         assert_eq!(
-            step.on_outcome("c1", &started("task-1"), shown).await,
+            all_shown(step.on_outcome("c1", &started("task-1"))),
             [
                 AgentChunk::BackgroundTaskStarted {
                     call_id: "c1".into(),
@@ -1707,9 +1637,9 @@ mod tests {
             .collect()
     }
 
-    #[tokio::test]
-    async fn a_background_tasks_result_enters_the_conversation_before_the_next_step() {
-        let mut run = run_with_a_task(10).await;
+    #[test]
+    fn a_background_tasks_result_enters_the_conversation_before_the_next_step() {
+        let mut run = run_with_a_task(10);
         let mut step = next_step(&mut run);
         // The model read that the task started, as the call's result.
         let (_, started_text, is_error) = results(step.record()).pop().unwrap();
@@ -1732,8 +1662,13 @@ mod tests {
         );
         // It settles while step 2 runs: the call's result is reported once.
         let done = completed(json!({ "pages": 12 }));
+        let due = step.on_task_settled("c1", &done);
+        assert!(
+            matches!(&due, Some(Due::Show(show)) if show.known.input == Some(json!({}))),
+            "shown with the call's input: {due:?}"
+        );
         assert_eq!(
-            step.on_task_settled("c1", &done, shown).await,
+            due.map(shown),
             Some(AgentChunk::ToolResult {
                 call_id: "c1".into(),
                 tool_name: "report".into(),
@@ -1741,9 +1676,9 @@ mod tests {
                 model_output: None,
             })
         );
-        assert_eq!(step.on_task_settled("c1", &done, shown).await, None);
+        assert_eq!(step.on_task_settled("c1", &done), None);
         assert_eq!(
-            step.on_task_settled("c9", &done, shown).await,
+            step.on_task_settled("c9", &done),
             None,
             "not a task of the run"
         );
@@ -1758,9 +1693,9 @@ mod tests {
         assert!(step.record().tasks.is_empty());
     }
 
-    #[tokio::test]
-    async fn the_model_stopping_while_a_task_runs_waits_once_then_ends_awaiting_it() {
-        let mut run = run_with_a_task(10).await;
+    #[test]
+    fn the_model_stopping_while_a_task_runs_waits_once_then_ends_awaiting_it() {
+        let mut run = run_with_a_task(10);
         let mut step = next_step(&mut run);
         answer(&mut step, "Started it.");
         assert_eq!(wait_for_tasks(&mut run), WAIT);
@@ -1779,7 +1714,7 @@ mod tests {
         let failed = CallOutcome::Failed {
             error: ModelError::new(ErrorKind::Execution, "printer on fire"),
         };
-        let chunk = run.on_task_settled("c1", &failed, shown).await.unwrap();
+        let chunk = shown(run.on_task_settled("c1", &failed).unwrap());
         assert!(
             matches!(chunk, AgentChunk::ToolError { ref call_id, .. } if call_id == "c1"),
             "{chunk:?}"
@@ -1797,12 +1732,11 @@ mod tests {
         );
     }
 
-    #[tokio::test]
-    async fn a_task_that_settled_before_the_model_stopped_is_taken_without_waiting() {
-        let mut run = run_with_a_task(10).await;
+    #[test]
+    fn a_task_that_settled_before_the_model_stopped_is_taken_without_waiting() {
+        let mut run = run_with_a_task(10);
         let mut step = next_step(&mut run);
-        step.on_task_settled("c1", &completed(json!("ready")), shown)
-            .await;
+        step.on_task_settled("c1", &completed(json!("ready")));
         answer(&mut step, "Started it.");
         let step = next_step(&mut run);
         assert!(
@@ -1813,9 +1747,9 @@ mod tests {
         );
     }
 
-    #[tokio::test]
-    async fn the_model_reads_a_tasks_model_output_as_text() {
-        let mut run = run_with_a_task(10).await;
+    #[test]
+    fn the_model_reads_a_tasks_model_output_as_text() {
+        let mut run = run_with_a_task(10);
         let mut step = next_step(&mut run);
         let chart = CallOutcome::Completed {
             output: json!({ "rows": 3 }),
@@ -1825,7 +1759,7 @@ mod tests {
             ])),
             state: None,
         };
-        step.on_task_settled("c1", &chart, shown).await;
+        step.on_task_settled("c1", &chart);
         answer(&mut step, "Started it.");
         let step = next_step(&mut run);
         assert_eq!(
@@ -1834,20 +1768,19 @@ mod tests {
         );
     }
 
-    #[tokio::test]
-    async fn a_run_at_max_steps_or_waiting_for_a_decision_keeps_awaiting_its_tasks() {
-        let mut run = run_with_a_task(1).await;
+    #[test]
+    fn a_run_at_max_steps_or_waiting_for_a_decision_keeps_awaiting_its_tasks() {
+        let mut run = run_with_a_task(1);
         let end = run_end(&mut run);
         assert_eq!((end.reason, end.finished), (FinishReason::ToolCalls, false));
 
         let mut run = machine(10, false);
         let mut step = next_step(&mut run);
-        call(&mut step, "c1", "report", json!({})).await;
-        call(&mut step, "c2", "transfer", json!({ "amount": 5 })).await;
+        call(&mut step, "c1", "report", json!({}));
+        call(&mut step, "c2", "transfer", json!({ "amount": 5 }));
         step.end_answer();
-        step.on_outcome("c1", &started("task-1"), shown).await;
-        step.on_outcome("c2", &approval("c2", json!({ "amount": 5 })), shown)
-            .await;
+        step.on_outcome("c1", &started("task-1"));
+        step.on_outcome("c2", &approval("c2", json!({ "amount": 5 })));
         let end = run_end(&mut run);
         assert_eq!((end.reason, end.finished), (FinishReason::Suspended, false));
         let refused = run.on_continue("run-1").unwrap_err();
@@ -1862,24 +1795,22 @@ mod tests {
         );
     }
 
-    #[tokio::test]
-    async fn an_approved_background_call_starts_a_task_the_run_awaits() {
+    #[test]
+    fn an_approved_background_call_starts_a_task_the_run_awaits() {
         let mut run = machine(10, false);
         let mut step = next_step(&mut run);
-        call(&mut step, "c1", "report", json!({})).await;
+        call(&mut step, "c1", "report", json!({}));
         step.end_answer();
-        step.on_outcome("c1", &approval("c1", json!({})), shown)
-            .await;
+        step.on_outcome("c1", &approval("c1", json!({})));
         assert_eq!(run_end(&mut run).reason, FinishReason::Suspended);
         let mut run = RunMachine::new(run.record().clone(), run.settings);
         assert_eq!(
-            run.on_decision("c1", &started("task-1"), false, None, shown)
-                .await,
-            Decided::StepSettled(AgentChunk::BackgroundTaskStarted {
+            run.on_decision("c1", &started("task-1"), false, None),
+            Decided::StepSettled(Due::Chunk(AgentChunk::BackgroundTaskStarted {
                 call_id: "c1".into(),
                 tool_name: "report".into(),
                 task_id: "task-1".into(),
-            })
+            }))
         );
         assert_eq!(run.record().awaited_tasks()[0].task_id, "task-1");
         assert_eq!(

@@ -13,7 +13,6 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio::task::{JoinHandle, JoinSet};
 use tool_core::provider::Export;
-use tool_core::transform::{CallValues, Phase};
 use tool_core::{AgentContext, ErrorKind, Excerpt, Extensions, ModelError, RequestContext};
 use tool_runtime::{
     Assembled, CallHead, CallOutcome, CallState, CallWatch, CompleteCall, Decision, InputStream,
@@ -21,9 +20,9 @@ use tool_runtime::{
 };
 
 use crate::awaiting::ThreadIndex;
-use crate::chunk::{AgentChunk, FinishReason};
+use crate::chunk::{AgentChunk, Due, FinishReason};
 use crate::error::AgentError;
-use crate::machine::{CallStart, Decided, Next, RunMachine, RunSettings, Shown, Step};
+use crate::machine::{CallStart, Decided, Next, RunMachine, RunSettings, Step};
 use crate::model::{Model, ModelEvent, ModelRequest, ToolCallRequest};
 use crate::record::{RunRecord, Thread};
 
@@ -251,8 +250,7 @@ impl Runner {
                     }
                 }
             }
-            chunks
-                .send_all(step.on_outcome(&call_id, &outcome, self.show()).await)
+            self.send_due(step.on_outcome(&call_id, &outcome), chunks)
                 .await?;
             if let Some(task) = step.record().tasks.get(&call_id) {
                 let task_id = task.task_id.clone();
@@ -270,16 +268,11 @@ impl Runner {
         report: Report,
         chunks: &Chunks,
     ) -> Result<(), Gone> {
-        let chunk = match report {
-            Report::Notice(chunk) => Some(chunk),
-            Report::Settled { call_id, outcome } => {
-                step.on_task_settled(&call_id, &outcome, self.show()).await
-            }
+        let due = match report {
+            Report::Notice(chunk) => Some(Due::Chunk(chunk)),
+            Report::Settled { call_id, outcome } => step.on_task_settled(&call_id, &outcome),
         };
-        match chunk {
-            Some(chunk) => chunks.send(chunk).await,
-            None => Ok(()),
-        }
+        self.send_due(due, chunks).await
     }
 
     /// The model stopped while background tasks run: waits up to `wait`
@@ -317,12 +310,10 @@ impl Runner {
     ) -> Result<bool, Gone> {
         match report {
             Report::Notice(chunk) => chunks.send(chunk).await.map(|()| false),
-            Report::Settled { call_id, outcome } => {
-                match run.on_task_settled(&call_id, &outcome, self.show()).await {
-                    Some(chunk) => chunks.send(chunk).await.map(|()| true),
-                    None => Ok(false),
-                }
-            }
+            Report::Settled { call_id, outcome } => match run.on_task_settled(&call_id, &outcome) {
+                Some(due) => self.send_due([due], chunks).await.map(|()| true),
+                None => Ok(false),
+            },
         }
     }
 
@@ -361,9 +352,8 @@ impl Runner {
                     continue;
                 }
             };
-            if let Some(chunk) = run.on_task_settled(&call_id, &outcome, self.show()).await {
-                chunks.send(chunk).await?;
-            }
+            self.send_due(run.on_task_settled(&call_id, &outcome), chunks)
+                .await?;
         }
         Ok(())
     }
@@ -417,7 +407,8 @@ impl Runner {
                     tool_name: tool_name.clone(),
                     arguments,
                 };
-                let (start, chunk) = step.on_call_input(request, input, self.show()).await;
+                let (start, due) = step.on_call_input(request, input);
+                let chunk = self.show(due).await;
                 let thread = &step.record().thread;
                 let task = self.start(run_id, thread, (call_id, tool_name), start, stream);
                 tasks.push(reports.watching(&self.runtime, task));
@@ -594,18 +585,17 @@ impl Runner {
                     &call.outcome,
                     call.still_pending,
                     call.resume_data.as_ref(),
-                    self.show(),
                 );
-                match applied.await {
+                match applied {
                     // Recorded by another decision meanwhile.
                     Decided::NotWaiting => {}
-                    Decided::CallStillPending(chunk) => {
-                        reported.push(chunk);
+                    Decided::CallStillPending(due) => {
+                        reported.push(self.show(due).await);
                         still_pending = true;
                     }
-                    Decided::CallsWait(chunk) => reported.push(chunk),
-                    Decided::StepSettled(chunk) => {
-                        reported.push(chunk);
+                    Decided::CallsWait(due) => reported.push(self.show(due).await),
+                    Decided::StepSettled(due) => {
+                        reported.push(self.show(due).await);
                         goes_on = true;
                     }
                 }
@@ -674,13 +664,33 @@ impl Runner {
         Ok(output)
     }
 
-    /// How chunks show a call's payload: its tool's display transform.
-    fn show(&self) -> impl Fn(&str, &str, Phase, &Value, CallValues<'_>) -> Shown + '_ {
-        |call_id, tool_name, phase, value, known| {
-            let tool = self.runtime.tool(tool_name);
-            let payload = Payload::of(tool, call_id, tool_name, phase, value, known);
-            Box::pin(async move { payload.await.display })
+    /// The chunk `due` is: a call's payload is shown through its tool's
+    /// display transform (which may be async).
+    async fn show(&self, due: Due) -> AgentChunk {
+        match due {
+            Due::Chunk(chunk) => chunk,
+            Due::Show(show) => {
+                let tool = self.runtime.tool(&show.tool_name);
+                let (call_id, tool_name) = (&show.call_id, &show.tool_name);
+                let phase = show.phase();
+                let known = show.known.values();
+                let payload = Payload::of(tool, call_id, tool_name, phase, &show.value, known);
+                let shown = payload.await.display;
+                show.chunk(shown)
+            }
         }
+    }
+
+    /// Sends `due` in order, each shown first (see [`show`](Self::show)).
+    async fn send_due(
+        &self,
+        due: impl IntoIterator<Item = Due>,
+        chunks: &Chunks,
+    ) -> Result<(), Gone> {
+        for due in due {
+            chunks.send(self.show(due).await).await?;
+        }
+        Ok(())
     }
 
     /// A step's request: the instructions, the conversation, the tools.
