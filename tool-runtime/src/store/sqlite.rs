@@ -14,10 +14,10 @@ use serde_json::Value;
 use tool_core::Excerpt;
 
 use super::{
-    AuditEntry, AuditQuery, CallState, CallStore, Decided, Expected, PendingCall, PendingKind,
-    RecordedOutcome, Retention, RunStore, Settlement, StoreError, StoreTransaction, StoredCall,
-    StoredRun, TaskSignal, TaskSignaller, Transition, storable_audit, storable_call, storable_json,
-    storable_run_record,
+    AuditEntry, AuditLog, AuditQuery, CallState, CallStore, Decided, Expected, PendingCall,
+    PendingKind, RecordedOutcome, Retention, RunStore, Settlement, StoreError, StoreTransaction,
+    StoredCall, StoredRun, TaskSignal, TaskSignaller, Transition, storable_audit, storable_call,
+    storable_json, storable_run_record,
 };
 
 mod transaction;
@@ -36,19 +36,21 @@ const LAYOUT_VERSION: i32 = 6;
 /// How long a write waits for another process holding the file.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// A durable [`CallStore`] in one SQLite file (WAL mode, synchronous
-/// commits; the I/O runs on tokio's blocking pool, off the async workers):
-/// pending approvals and suspensions, running calls and recorded outcomes
-/// survive a crash of the process, and several runtimes (in one or several
-/// processes on one host) can share the file. Every transition is one
+/// A durable store ([`CallStore`], [`RunStore`], [`AuditLog`]) in one
+/// SQLite file (WAL mode, synchronous commits; the I/O runs on tokio's
+/// blocking pool, off the async workers): pending approvals and
+/// suspensions, running calls and recorded outcomes survive a crash of the
+/// process, and several runtimes (in one or several processes on one host)
+/// can share the file. Every transition is one
 /// immediate transaction, so a decision wins at most once.
 ///
 /// The layout version is recorded in the file (`PRAGMA user_version`): a
 /// file of an older layout is migrated when opened (its calls kept), a
 /// newer one is refused with an error naming both versions.
 ///
-/// Agent runs ([`save_run`](super::RunStore::save_run)) are rows of their own
-/// table; each save is one immediate transaction. A run whose record does
+/// Agent runs ([`save_run`](RunStore::save_run)) are rows of their own
+/// table, and so are audit entries; each save or append is one immediate
+/// transaction. A run whose record does
 /// not read back is an error naming it when it is loaded; the file still
 /// opens and every other run and call is served.
 ///
@@ -224,6 +226,16 @@ impl CallStore for SqliteStore {
         self.blocking(SqliteFile::list)
     }
 
+    fn transaction(&self) -> Option<Box<dyn StoreTransaction>> {
+        Some(self.call_transaction())
+    }
+
+    fn task_signal(&self) -> Option<TaskSignal> {
+        Some(self.tasks_stored.subscribe())
+    }
+}
+
+impl AuditLog for SqliteStore {
     fn append_audit(
         &self,
         entry: AuditEntry,
@@ -237,14 +249,6 @@ impl CallStore for SqliteStore {
         query: AuditQuery,
     ) -> impl Future<Output = Result<Vec<AuditEntry>, StoreError>> + Send {
         self.blocking(move |file| file.audit(&query))
-    }
-
-    fn transaction(&self) -> Option<Box<dyn StoreTransaction>> {
-        Some(self.call_transaction())
-    }
-
-    fn task_signal(&self) -> Option<TaskSignal> {
-        Some(self.tasks_stored.subscribe())
     }
 }
 
