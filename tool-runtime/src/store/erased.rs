@@ -88,7 +88,6 @@ dyn_twin! {
 }
 
 /// A runtime's store, as each of its jobs: one store value behind all three.
-#[derive(Clone)]
 pub(crate) struct Stores {
     pub(crate) calls: Arc<dyn DynCallStore>,
     pub(crate) runs: Arc<dyn DynRunStore>,
