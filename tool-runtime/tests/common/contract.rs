@@ -1,15 +1,14 @@
-//! The contract every store meets (`CallStore`, `RunStore`, `AuditLog`),
-//! run against each store (memory,
-//! SQLite, PostgreSQL): the lifecycle transitions, fencing tokens of running
-//! calls, recovery of expired leases, retention, and that of concurrent
-//! decisions on one call exactly one wins; agent runs saved by
-//! compare-and-set (of concurrent saves of one revision exactly one wins),
-//! purged once finished; the size bound of the retention (oldest settled
-//! first, purged ids remembered); and the limits every store enforces alike
-//! (ids at most `MAX_ID_BYTES` bytes without NUL, JSON at most
-//! `MAX_JSON_DEPTH` levels), each run just under and just over; the audit
-//! log, appended to in order (concurrently too), read by call and from a
-//! place, never changed by purges, refusing what calls refuse.
+//! The contract every store meets (`CallStore`, `RunStore`, `AuditLog`), run
+//! against each store (memory, SQLite, PostgreSQL): the lifecycle transitions,
+//! fencing tokens of running calls, recovery of expired leases, retention, and
+//! that of concurrent decisions on one call exactly one wins; agent runs saved
+//! by compare-and-set (of concurrent saves of one revision exactly one wins),
+//! purged once finished; the size bound of the retention (oldest settled first,
+//! purged ids remembered); and the limits every store enforces alike (ids at
+//! most `MAX_ID_BYTES` bytes without NUL, JSON at most `MAX_JSON_DEPTH`
+//! levels), each run just under and just over; the audit log, appended to in
+//! order (concurrently too), read by call and from a place, never changed by
+//! purges, refusing what calls refuse.
 
 use std::sync::Arc;
 
