@@ -37,9 +37,7 @@ fn runtime(path: PathBuf) -> Runtime {
     runtime_with(tool_runtime::store::SqliteStore::open(path).expect("store"))
 }
 
-fn runtime_with(
-    store: impl tool_runtime::store::CallStore + tool_runtime::store::RunStore,
-) -> Runtime {
+fn runtime_with(store: impl tool_runtime::store::IntoStore) -> Runtime {
     let pay = Tool::builder("pay")
         .description("Pays")
         .require_approval(true)

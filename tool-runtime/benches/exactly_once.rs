@@ -33,7 +33,7 @@ use rusqlite::Connection;
 use serde_json::{Value, json};
 use tool_core::{Tool, ToolContext, ToolError};
 use tool_runtime::store::{
-    CallStore, Decided, RecordedOutcome, RunStore, Settlement, SqliteStore, SqliteTransaction,
+    CallStore, Decided, IntoStore, RecordedOutcome, Settlement, SqliteStore, SqliteTransaction,
     Transition,
 };
 use tool_runtime::{CallOutcome, PendingCall, PendingKind, Runtime, ToolCall};
@@ -109,7 +109,7 @@ where
         .expect("tool")
 }
 
-fn runtime_with(store: impl CallStore + RunStore, tools: [Tool; 3]) -> Runtime {
+fn runtime_with(store: impl IntoStore, tools: [Tool; 3]) -> Runtime {
     Runtime::builder()
         .tools(tools)
         .store(store)

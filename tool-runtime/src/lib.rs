@@ -16,10 +16,11 @@
 //!   [`InputStream::partial`] → [`InputStream::finish`], with the
 //!   `on_input_start` / `on_input_delta` / `on_input_available` / `on_output` hooks.
 //! - Human approval: [`Runtime::approve`] / [`Runtime::decline`];
-//!   suspend/resume: [`Runtime::resume`]. Stored calls live in a
-//!   [`store::CallStore`] ([`store::MemoryStore`], or the durable `SqliteStore` of
-//!   feature `sqlite` and `PostgresStore` of feature `postgres`) through
-//!   their lifecycle, pending → running (claimed under a lease) → settled
+//!   suspend/resume: [`Runtime::resume`]. Stored calls live in a store
+//!   ([`store::MemoryStore`], or the durable `SqliteStore` of feature
+//!   `sqlite` and `PostgresStore` of feature `postgres`; your own implements
+//!   [`store::CallStore`], [`store::RunStore`] and [`store::AuditLog`])
+//!   through their lifecycle, pending → running (claimed under a lease) → settled
 //!   ([`CallState`]); [`Runtime::recover`] takes over the calls of a runtime
 //!   that died.
 //! - Background tasks ([`CallOutcome::BackgroundStarted`], [`Runtime::wait`]),

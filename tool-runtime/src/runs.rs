@@ -1,12 +1,11 @@
 //! The agent runs kept in a runtime's store: [`Runs`].
 
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::store::{RunStore, StoreError, StoredRun};
+use crate::store::{DynRunStore, StoreError, StoredRun};
 
 /// The agent runs kept in a runtime's store, from [`Runtime::runs`](crate::Runtime::runs):
 /// what an agent loop saves between steps so that another instance sharing
@@ -70,41 +69,5 @@ impl Runs {
                 .save_run(&run_id, expected_revision, finished, record)
                 .await
         }
-    }
-}
-
-type RunFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
-
-/// [`RunStore`] in a form that can be a trait object: what [`Runs`](crate::Runs) keeps.
-pub(crate) trait DynRunStore: Send + Sync + 'static {
-    fn load_run<'a>(&'a self, run_id: &'a str) -> RunFuture<'a, Option<StoredRun>>;
-    fn save_run<'a>(
-        &'a self,
-        run_id: &'a str,
-        expected_revision: Option<u64>,
-        finished: bool,
-        record: Value,
-    ) -> RunFuture<'a, Option<u64>>;
-}
-
-impl<S: RunStore> DynRunStore for S {
-    fn load_run<'a>(&'a self, run_id: &'a str) -> RunFuture<'a, Option<StoredRun>> {
-        Box::pin(RunStore::load_run(self, run_id))
-    }
-
-    fn save_run<'a>(
-        &'a self,
-        run_id: &'a str,
-        expected_revision: Option<u64>,
-        finished: bool,
-        record: Value,
-    ) -> RunFuture<'a, Option<u64>> {
-        Box::pin(RunStore::save_run(
-            self,
-            run_id,
-            expected_revision,
-            finished,
-            record,
-        ))
     }
 }

@@ -24,14 +24,14 @@ use crate::hooks::{DEFAULT_APPROVAL_TIMEOUT, DEFAULT_HOOK_TIMEOUT};
 use crate::log_layer::CallLogLayer;
 use crate::outcome::CallOutcome;
 use crate::pipeline::{CallPath, PathParts};
-use crate::runs::{DynRunStore, Runs};
+use crate::runs::Runs;
 #[cfg(feature = "sqlite")]
 use crate::store::SqliteStore;
 use crate::store::{
-    AuditEntry, AuditQuery, CallStore, MemoryStore, PendingCall, PendingQuery, Retention, RunStore,
-    StoredCall,
+    AuditEntry, AuditQuery, DynCallStore, IntoStore, MemoryStore, PendingCall, PendingQuery,
+    Retention, StoredCall, Stores,
 };
-use crate::stored::{DynCallStore, StoredCalls};
+use crate::stored::StoredCalls;
 use crate::stream::InputStream;
 use crate::worker::Worker;
 
@@ -985,31 +985,21 @@ pub struct RuntimeBuilder {
 
 /// The pending store a [`RuntimeBuilder`] was given: the last call wins.
 enum StoreChoice {
-    /// The same store, as each of its two jobs.
-    Given(Arc<dyn DynCallStore>, Arc<dyn DynRunStore>),
+    /// A store, as each of its jobs.
+    Given(Stores),
     /// Opened by `build`.
     #[cfg(feature = "sqlite")]
     Sqlite(PathBuf),
 }
 
-/// A runtime's store as each of its jobs: the calls' lifecycle, the runs.
-type Stores = (Arc<dyn DynCallStore>, Arc<dyn DynRunStore>);
-
 impl StoreChoice {
-    fn given<S: CallStore + RunStore>(store: S) -> Self {
-        let store = Arc::new(store);
-        StoreChoice::Given(store.clone(), store)
-    }
-
     /// The chosen store (by default a memory store), a file opened now.
     fn open(choice: Option<Self>) -> Result<Stores, RuntimeError> {
-        match choice.unwrap_or_else(|| StoreChoice::given(MemoryStore::new())) {
-            StoreChoice::Given(calls, runs) => Ok((calls, runs)),
+        match choice {
+            Some(StoreChoice::Given(stores)) => Ok(stores),
+            None => Ok(Stores::of(MemoryStore::new())),
             #[cfg(feature = "sqlite")]
-            StoreChoice::Sqlite(path) => {
-                let store = Arc::new(SqliteStore::open(path)?);
-                Ok((store.clone(), store))
-            }
+            Some(StoreChoice::Sqlite(path)) => Ok(Stores::of(SqliteStore::open(path)?)),
         }
     }
 }
@@ -1149,10 +1139,13 @@ impl RuntimeBuilder {
         self
     }
 
-    /// Where pending calls are kept (default: in memory). Replaces an
-    /// earlier `store` or `sqlite_store`.
-    pub fn store(mut self, store: impl CallStore + RunStore) -> Self {
-        self.store = Some(StoreChoice::given(store));
+    /// Where pending calls, agent runs and the audit log are kept (default:
+    /// in memory): a store that implements [`CallStore`](crate::store::CallStore),
+    /// [`RunStore`](crate::store::RunStore) and [`AuditLog`](crate::store::AuditLog),
+    /// or an `Arc` of one to share it between runtimes ([`IntoStore`]).
+    /// Replaces an earlier `store` or `sqlite_store`.
+    pub fn store(mut self, store: impl IntoStore) -> Self {
+        self.store = Some(StoreChoice::Given(Stores::of(store)));
         self
     }
 
@@ -1440,10 +1433,10 @@ impl RuntimeBuilder {
     /// file that cannot be opened or is corrupt.
     pub fn build(self) -> Result<Runtime, RuntimeError> {
         let tools = ToolSet::new(self.tools)?;
-        let (store, runs) = StoreChoice::open(self.store)?;
-        check_transactional(&tools, store.as_ref())?;
+        let stores = StoreChoice::open(self.store)?;
+        check_transactional(&tools, stores.calls.as_ref())?;
         let stored = StoredCalls::new(
-            store,
+            &stores,
             self.instance_id.unwrap_or_else(unique_instance_id),
             self.lease.unwrap_or(LEASE),
             Retention::new(
@@ -1479,7 +1472,7 @@ impl RuntimeBuilder {
             inner: Arc::new(Inner {
                 decisions: Decisions::new(path.clone()),
                 path,
-                runs: Runs::new(runs),
+                runs: Runs::new(stores.runs),
             }),
         })
     }

@@ -3,9 +3,8 @@
 //! under, and recovery. Every store call of the runtime goes through here,
 //! and so does the mapping of a call's state to what a decision answers.
 
-use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use tool_core::{AbortSignal, Excerpt};
@@ -13,137 +12,10 @@ use tool_core::{AbortSignal, Excerpt};
 use crate::error::RuntimeError;
 use crate::outcome::CallOutcome;
 use crate::store::{
-    AuditEntry, AuditKind, AuditQuery, CallState, CallStore, Committed, Decided, Expected,
-    PendingCall, PendingKind, PendingQuery, RecordedOutcome, Retention, Settlement, StoreError,
-    StoreTransaction, StoredCall, TaskSignal, Transition,
+    AuditEntry, AuditKind, AuditQuery, CallState, Committed, Decided, DynAuditLog, DynCallStore,
+    Expected, PendingCall, PendingKind, PendingQuery, RecordedOutcome, Retention, Settlement,
+    StoreError, StoreFuture, StoreTransaction, StoredCall, Stores, TaskSignal, Transition,
 };
-
-/// A boxed store future, for the object-safe form of [`CallStore`].
-type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
-
-/// [`CallStore`] in a form that can be a trait object (`Arc<dyn ..>`):
-/// what the runtime keeps, for any store it is given.
-pub(crate) trait DynCallStore: Send + Sync + 'static {
-    fn insert(&self, call: PendingCall) -> StoreFuture<'_, ()>;
-    fn decide<'a>(
-        &'a self,
-        call_id: &'a str,
-        expected: Expected,
-        transition: Transition,
-    ) -> StoreFuture<'a, Decided>;
-    fn renew<'a>(&'a self, call_id: &'a str, epoch: u64, lease: Duration) -> StoreFuture<'a, bool>;
-    fn finish<'a>(
-        &'a self,
-        call_id: &'a str,
-        epoch: u64,
-        settlement: Settlement,
-    ) -> StoreFuture<'a, bool>;
-    fn recover_expired<'a>(
-        &'a self,
-        owner: &'a str,
-        lease: Duration,
-        tool_ids: &'a [String],
-    ) -> StoreFuture<'a, Vec<StoredCall>>;
-    fn claim_next<'a>(
-        &'a self,
-        kind: PendingKind,
-        owner: &'a str,
-        lease: Duration,
-        tool_ids: &'a [String],
-    ) -> StoreFuture<'a, Option<StoredCall>>;
-    fn purge_settled(&self, retention: Retention) -> StoreFuture<'_, usize>;
-    fn purged<'a>(&'a self, call_id: &'a str) -> StoreFuture<'a, Option<SystemTime>>;
-    fn get<'a>(&'a self, call_id: &'a str) -> StoreFuture<'a, Option<StoredCall>>;
-    fn list(&self) -> StoreFuture<'_, Vec<StoredCall>>;
-    fn list_page(&self, query: PendingQuery) -> StoreFuture<'_, Vec<StoredCall>>;
-    fn append_audit(&self, entry: AuditEntry) -> StoreFuture<'_, u64>;
-    fn audit(&self, query: AuditQuery) -> StoreFuture<'_, Vec<AuditEntry>>;
-    fn task_signal(&self) -> Option<TaskSignal>;
-    fn transaction(&self) -> Option<Box<dyn StoreTransaction>>;
-}
-
-impl<S: CallStore> DynCallStore for S {
-    fn insert(&self, call: PendingCall) -> StoreFuture<'_, ()> {
-        Box::pin(CallStore::insert(self, call))
-    }
-
-    fn decide<'a>(
-        &'a self,
-        call_id: &'a str,
-        expected: Expected,
-        transition: Transition,
-    ) -> StoreFuture<'a, Decided> {
-        Box::pin(CallStore::decide(self, call_id, expected, transition))
-    }
-
-    fn renew<'a>(&'a self, call_id: &'a str, epoch: u64, lease: Duration) -> StoreFuture<'a, bool> {
-        Box::pin(CallStore::renew(self, call_id, epoch, lease))
-    }
-
-    fn finish<'a>(
-        &'a self,
-        call_id: &'a str,
-        epoch: u64,
-        settlement: Settlement,
-    ) -> StoreFuture<'a, bool> {
-        Box::pin(CallStore::finish(self, call_id, epoch, settlement))
-    }
-
-    fn recover_expired<'a>(
-        &'a self,
-        owner: &'a str,
-        lease: Duration,
-        tool_ids: &'a [String],
-    ) -> StoreFuture<'a, Vec<StoredCall>> {
-        Box::pin(CallStore::recover_expired(self, owner, lease, tool_ids))
-    }
-
-    fn claim_next<'a>(
-        &'a self,
-        kind: PendingKind,
-        owner: &'a str,
-        lease: Duration,
-        tool_ids: &'a [String],
-    ) -> StoreFuture<'a, Option<StoredCall>> {
-        Box::pin(CallStore::claim_next(self, kind, owner, lease, tool_ids))
-    }
-
-    fn purge_settled(&self, retention: Retention) -> StoreFuture<'_, usize> {
-        Box::pin(CallStore::purge_settled(self, retention))
-    }
-
-    fn purged<'a>(&'a self, call_id: &'a str) -> StoreFuture<'a, Option<SystemTime>> {
-        Box::pin(CallStore::purged(self, call_id))
-    }
-
-    fn get<'a>(&'a self, call_id: &'a str) -> StoreFuture<'a, Option<StoredCall>> {
-        Box::pin(CallStore::get(self, call_id))
-    }
-
-    fn list(&self) -> StoreFuture<'_, Vec<StoredCall>> {
-        Box::pin(CallStore::list(self))
-    }
-
-    fn list_page(&self, query: PendingQuery) -> StoreFuture<'_, Vec<StoredCall>> {
-        Box::pin(CallStore::list_page(self, query))
-    }
-
-    fn append_audit(&self, entry: AuditEntry) -> StoreFuture<'_, u64> {
-        Box::pin(CallStore::append_audit(self, entry))
-    }
-
-    fn audit(&self, query: AuditQuery) -> StoreFuture<'_, Vec<AuditEntry>> {
-        Box::pin(CallStore::audit(self, query))
-    }
-
-    fn task_signal(&self) -> Option<TaskSignal> {
-        CallStore::task_signal(self)
-    }
-
-    fn transaction(&self) -> Option<Box<dyn StoreTransaction>> {
-        CallStore::transaction(self)
-    }
-}
 
 /// How often settled calls beyond the retention are purged, at most, unless
 /// settlements come faster (see [`StoredCalls::purge_if_due`]).
@@ -171,6 +43,7 @@ pub(crate) fn takeover_grace(lease: Duration) -> Duration {
 #[derive(Clone)]
 pub(crate) struct StoredCalls {
     store: Arc<dyn DynCallStore>,
+    audit_log: Arc<dyn DynAuditLog>,
     /// This instance, as the owner of the calls it claims.
     owner: Arc<str>,
     lease: Duration,
@@ -220,14 +93,16 @@ pub(crate) enum Claim {
 }
 
 impl StoredCalls {
+    /// The calls in `stores` (and their audit log).
     pub(crate) fn new(
-        store: Arc<dyn DynCallStore>,
+        stores: &Stores,
         owner: String,
         lease: Duration,
         retention: Retention,
     ) -> Self {
         StoredCalls {
-            store,
+            store: Arc::clone(&stores.calls),
+            audit_log: Arc::clone(&stores.audit),
             owner: owner.into(),
             lease,
             retention,
@@ -238,9 +113,8 @@ impl StoredCalls {
     /// Calls in a fresh memory store, for the components' unit tests.
     #[cfg(test)]
     pub(crate) fn in_memory() -> Self {
-        let store: Arc<dyn DynCallStore> = Arc::new(crate::store::MemoryStore::new());
         StoredCalls::new(
-            store,
+            &Stores::of(crate::store::MemoryStore::new()),
             "test-instance".to_owned(),
             Duration::from_secs(30),
             Retention::new(Duration::from_secs(60), 100),
@@ -301,7 +175,7 @@ impl StoredCalls {
     /// happened either way.
     pub(crate) async fn audit(&self, entry: AuditEntry) {
         let call_id = Excerpt::of(&entry.call_id).to_string();
-        if let Err(error) = self.store.append_audit(entry).await {
+        if let Err(error) = self.audit_log.append_audit(entry).await {
             tracing::error!(call_id, %error, "an audit log entry was not stored");
         }
     }
@@ -313,7 +187,7 @@ impl StoredCalls {
         entry: AuditEntry,
     ) -> impl Future<Output = Result<u64, RuntimeError>> + Send + 'static {
         let stored = self.clone();
-        async move { Ok(stored.store.append_audit(entry).await?) }
+        async move { Ok(stored.audit_log.append_audit(entry).await?) }
     }
 
     /// A page of the pending calls `query` selects ([`Runtime::waiting_page`](crate::Runtime::waiting_page)).
@@ -331,7 +205,7 @@ impl StoredCalls {
         query: AuditQuery,
     ) -> impl Future<Output = Result<Vec<AuditEntry>, RuntimeError>> + Send + 'static {
         let stored = self.clone();
-        async move { Ok(stored.store.audit(query).await?) }
+        async move { Ok(stored.audit_log.audit(query).await?) }
     }
 
     /// Every pending call, ordered by call id, as stored.

@@ -10,7 +10,7 @@ use tool_agent::{
     Thread,
 };
 use tool_core::{ModelOutput, Tool, ToolContext, ToolError, tool};
-use tool_runtime::store::{CallStore, MemoryStore, RunStore, SqliteStore};
+use tool_runtime::store::{IntoStore, MemoryStore, SqliteStore};
 use tool_runtime::{PendingKind, Runtime, RuntimeError};
 
 fn pick_color() -> Tool {
@@ -31,10 +31,7 @@ fn pick_color() -> Tool {
         .unwrap()
 }
 
-async fn the_run_waits_for_the_applications_response(
-    store: impl CallStore + RunStore,
-    label: &str,
-) {
+async fn the_run_waits_for_the_applications_response(store: impl IntoStore, label: &str) {
     let runtime = Runtime::builder()
         .tool(pick_color())
         .store(store)

@@ -1,12 +1,66 @@
 //! The audit log: an append-only record of what was asked of people and
-//! what they decided, kept by the store beside the calls. Entries are
-//! appended, never updated or purged with the calls they are about, and
-//! carry values only as the tool's display transforms show them.
+//! what they decided, kept by the store beside the calls ([`AuditLog`]).
+//! Entries are appended, never updated or purged with the calls they are
+//! about, and carry values only as the tool's display transforms show them.
 
+use std::future::Future;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+#[cfg(doc)]
+use super::CallStore;
+use super::StoreError;
+
+/// The audit log a store keeps: what the runtime asked of people (a call
+/// that waits for an approval, resume data or an output) and what they
+/// decided or tried to, appended by the runtime after the step it records
+/// ([`Runtime::audit`](crate::Runtime::audit) reads it). A job of its own
+/// beside the calls' lifecycle ([`CallStore`]); the stores of this crate
+/// do both, and a runtime's store must
+/// ([`IntoStore`](super::IntoStore)).
+///
+/// The contract (the contract tests run it against every store):
+/// - the log is appended to, never updated, and never purged with the
+///   calls it is about ([`CallStore::purge_settled`] leaves it whole);
+/// - every entry appended gets a `seq` larger than every earlier one, also
+///   of entries appended at once from several runtimes;
+/// - an entry whose call id or detail a call could not have (see
+///   [`MAX_ID_BYTES`](super::MAX_ID_BYTES),
+///   [`MAX_JSON_DEPTH`](super::MAX_JSON_DEPTH)) is refused, and nothing
+///   is appended.
+///
+/// ```
+/// use tool_runtime::store::{AuditEntry, AuditKind, AuditLog, AuditQuery, MemoryStore};
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let store = MemoryStore::new();
+/// let asked = store.append_audit(AuditEntry::new(AuditKind::Requested, "c1", "transfer", "approval")).await.unwrap();
+/// let decided = AuditEntry::new(AuditKind::Decided, "c1", "transfer", "approve").principal("alice");
+/// let seq = store.append_audit(decided).await.unwrap();
+/// assert!(seq > asked);
+/// let log = store.audit(AuditQuery::all().call("c1")).await.unwrap();
+/// assert_eq!(log.iter().map(|e| e.kind).collect::<Vec<_>>(), [AuditKind::Requested, AuditKind::Decided]);
+/// # });
+/// ```
+// Adding a method costs this trait and the three stores; when the runtime
+// calls it, also one line in the list of `DynAuditLog` (erased.rs).
+pub trait AuditLog: Send + Sync + 'static {
+    /// Appends `entry` to the audit log, which is never updated and never
+    /// purged; returns the `seq` it was given (larger than every earlier
+    /// one). Its call id is checked as a call's is, its detail as JSON is.
+    fn append_audit(
+        &self,
+        entry: AuditEntry,
+    ) -> impl Future<Output = Result<u64, StoreError>> + Send;
+
+    /// The audit log's entries `query` selects, in `seq` order.
+    fn audit(
+        &self,
+        query: AuditQuery,
+    ) -> impl Future<Output = Result<Vec<AuditEntry>, StoreError>> + Send;
+}
 
 /// What an [`AuditEntry`] records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -135,9 +189,8 @@ impl AuditEntry {
     }
 }
 
-/// Which entries [`CallStore::audit`](super::CallStore::audit) reads: those
-/// after `after` (a `seq`), of one call or of all, at most `limit`, in
-/// order.
+/// Which entries [`AuditLog::audit`] reads: those after `after` (a `seq`),
+/// of one call or of all, at most `limit`, in order.
 ///
 /// ```
 /// use tool_runtime::store::AuditQuery;

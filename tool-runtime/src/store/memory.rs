@@ -7,13 +7,14 @@ use std::time::{Duration, SystemTime};
 use serde_json::Value;
 
 use super::{
-    AuditEntry, AuditQuery, CallState, CallStore, Decided, Expected, PendingCall, PendingKind,
-    Retention, RunStore, Settlement, StoreError, StoredCall, StoredRun, TaskSignal, TaskSignaller,
-    Transition, storable_audit, storable_call, storable_json, storable_run_record,
+    AuditEntry, AuditLog, AuditQuery, CallState, CallStore, Decided, Expected, PendingCall,
+    PendingKind, Retention, RunStore, Settlement, StoreError, StoredCall, StoredRun, TaskSignal,
+    TaskSignaller, Transition, storable_audit, storable_call, storable_json, storable_run_record,
 };
 
-/// A [`CallStore`] in memory, the default when no store is configured:
-/// one runtime (and its clones) shares it; nothing survives the process.
+/// A store in memory ([`CallStore`], [`RunStore`], [`AuditLog`]), the
+/// default when no store is configured: one runtime (and its clones) shares
+/// it; nothing survives the process.
 ///
 /// What it stores is checked as the durable stores check it, before it is
 /// kept: an id longer than [`MAX_ID_BYTES`](super::MAX_ID_BYTES) or holding
@@ -299,6 +300,12 @@ impl CallStore for MemoryStore {
             .collect())
     }
 
+    fn task_signal(&self) -> Option<TaskSignal> {
+        Some(self.tasks_stored.subscribe())
+    }
+}
+
+impl AuditLog for MemoryStore {
     async fn append_audit(&self, mut entry: AuditEntry) -> Result<u64, StoreError> {
         storable_audit(&entry)?;
         let mut state = self.state();
@@ -317,10 +324,6 @@ impl CallStore for MemoryStore {
             .take(query.limit)
             .cloned()
             .collect())
-    }
-
-    fn task_signal(&self) -> Option<TaskSignal> {
-        Some(self.tasks_stored.subscribe())
     }
 }
 

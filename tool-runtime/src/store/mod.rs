@@ -1,7 +1,10 @@
 //! Where calls that wait for a human decision or for resume data are kept,
-//! through their lifecycle (pending → running → settled): the
-//! [`CallStore`] trait, an in-memory store, a durable SQLite store
-//! (feature `sqlite`) and a PostgreSQL store (feature `postgres`).
+//! through their lifecycle (pending → running → settled): the store
+//! traits, one a job ([`CallStore`] for the calls, [`RunStore`] for agent
+//! runs, [`AuditLog`] for the audit log), an in-memory store, a durable
+//! SQLite store (feature `sqlite`) and a PostgreSQL store (feature
+//! `postgres`), each of which implements all three. A runtime takes a
+//! store that does all three jobs ([`IntoStore`]).
 //!
 //! A decision is one atomic transition of the store ([`CallStore::decide`]),
 //! so an approval or a resume runs a call at most once, even when several
@@ -9,6 +12,7 @@
 //! runtime died is recovered rather than lost.
 
 mod audit;
+mod erased;
 mod memory;
 #[cfg(feature = "postgres")]
 mod postgres;
@@ -21,13 +25,15 @@ mod transaction;
 
 use std::future::Future;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tool_core::{AgentContext, Excerpt};
 
-pub use audit::{AuditEntry, AuditKind, AuditQuery};
+pub use audit::{AuditEntry, AuditKind, AuditLog, AuditQuery};
+pub(crate) use erased::{DynAuditLog, DynCallStore, DynRunStore, StoreFuture, Stores};
 pub use memory::MemoryStore;
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
@@ -625,6 +631,12 @@ pub enum StoreError {
 /// store may do I/O (a file, a database server), and the runtime awaits it
 /// inside the call's future, never on the thread that built the future.
 ///
+/// One of the three jobs of a runtime's store, each a trait: this one,
+/// [`RunStore`] (agent runs) and [`AuditLog`] (what people were asked and
+/// decided). A store of your own implements all three to be given to
+/// [`RuntimeBuilder::store`](crate::RuntimeBuilder::store) ([`IntoStore`]);
+/// the stores of this crate do.
+///
 /// The contract, which every store meets (the runtime's contract tests run
 /// against each):
 /// - [`decide`](Self::decide) and [`recover_expired`](Self::recover_expired)
@@ -658,6 +670,10 @@ pub enum StoreError {
 /// assert!(matches!(store.decide("c1", PendingKind::Suspended, run()).await.unwrap(), Decided::Lost(Some(_)))); // once
 /// # });
 /// ```
+// Adding a method costs this trait and the three stores (memory.rs,
+// sqlite.rs, postgres.rs); when the runtime calls it, also one line in the
+// list of `DynCallStore`, the object-safe twin the runtime keeps
+// (erased.rs), which forwards to this trait.
 pub trait CallStore: Send + Sync + 'static {
     /// Stores a new pending call; fails with [`StoreError::Duplicate`] if a
     /// call with its id is stored, in any state.
@@ -769,20 +785,6 @@ pub trait CallStore: Send + Sync + 'static {
         }
     }
 
-    /// Appends `entry` to the audit log, which is never updated and never
-    /// purged; returns the `seq` it was given (larger than every earlier
-    /// one). Its call id is checked as a call's is, its detail as JSON is.
-    fn append_audit(
-        &self,
-        entry: AuditEntry,
-    ) -> impl Future<Output = Result<u64, StoreError>> + Send;
-
-    /// The audit log's entries `query` selects, in `seq` order.
-    fn audit(
-        &self,
-        query: AuditQuery,
-    ) -> impl Future<Output = Result<Vec<AuditEntry>, StoreError>> + Send;
-
     /// A signal that resolves when a task ([`PendingKind::Task`]) was
     /// stored through any runtime this store can hear of, so that a
     /// [`Worker`](crate::Worker) claims it at once; `None` (the default)
@@ -801,8 +803,12 @@ pub trait CallStore: Send + Sync + 'static {
     }
 }
 
-/// A shared store is a store: two runtimes given clones of one
-/// `Arc<MemoryStore>` share its calls (as runtimes on one SQLite file do).
+/// What [`RuntimeBuilder::store`](crate::RuntimeBuilder::store) takes: a
+/// store that does every job of a runtime's store ([`CallStore`],
+/// [`RunStore`], [`AuditLog`]), or an `Arc` of one. Runtimes given clones
+/// of one `Arc` share its calls, runs and audit log (as runtimes on one
+/// SQLite file do). Implemented for both; a store of your own implements
+/// the three traits, not this one.
 ///
 /// ```
 /// use std::sync::Arc;
@@ -814,108 +820,40 @@ pub trait CallStore: Send + Sync + 'static {
 /// let second = Runtime::builder().store(store).build().unwrap();
 /// assert_ne!(first.instance_id(), second.instance_id());
 /// ```
-impl<S: CallStore> CallStore for std::sync::Arc<S> {
-    fn insert(&self, call: PendingCall) -> impl Future<Output = Result<(), StoreError>> + Send {
-        S::insert(self, call)
-    }
+///
+/// A value that is not such a store does not compile, and the error names
+/// the trait it misses:
+///
+/// ```compile_fail,E0277
+/// use tool_runtime::Runtime;
+///
+/// struct NotAStore;
+/// let runtime = Runtime::builder().store(NotAStore); // `NotAStore` is not a store a runtime can keep
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a store a runtime can keep",
+    note = "a runtime's store implements `CallStore`, `RunStore` and `AuditLog` (module `tool_runtime::store`); an `Arc` of one is one too"
+)]
+pub trait IntoStore {
+    /// The store.
+    type Store: CallStore + RunStore + AuditLog;
 
-    fn decide(
-        &self,
-        call_id: &str,
-        expected: impl Into<Expected> + Send,
-        transition: Transition,
-    ) -> impl Future<Output = Result<Decided, StoreError>> + Send {
-        S::decide(self, call_id, expected, transition)
-    }
+    /// The store, shared.
+    fn into_arc(self) -> Arc<Self::Store>;
+}
 
-    fn renew(
-        &self,
-        call_id: &str,
-        epoch: u64,
-        lease: Duration,
-    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
-        S::renew(self, call_id, epoch, lease)
-    }
+impl<S: CallStore + RunStore + AuditLog> IntoStore for S {
+    type Store = S;
 
-    fn finish(
-        &self,
-        call_id: &str,
-        epoch: u64,
-        settlement: Settlement,
-    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
-        S::finish(self, call_id, epoch, settlement)
+    fn into_arc(self) -> Arc<S> {
+        Arc::new(self)
     }
+}
 
-    fn recover_expired(
-        &self,
-        owner: &str,
-        lease: Duration,
-        tool_ids: &[String],
-    ) -> impl Future<Output = Result<Vec<StoredCall>, StoreError>> + Send {
-        S::recover_expired(self, owner, lease, tool_ids)
-    }
+impl<S: CallStore + RunStore + AuditLog> IntoStore for Arc<S> {
+    type Store = S;
 
-    fn claim_next(
-        &self,
-        kind: PendingKind,
-        owner: &str,
-        lease: Duration,
-        tool_ids: &[String],
-    ) -> impl Future<Output = Result<Option<StoredCall>, StoreError>> + Send {
-        S::claim_next(self, kind, owner, lease, tool_ids)
-    }
-
-    fn purge_settled(
-        &self,
-        retention: Retention,
-    ) -> impl Future<Output = Result<usize, StoreError>> + Send {
-        S::purge_settled(self, retention)
-    }
-
-    fn purged(
-        &self,
-        call_id: &str,
-    ) -> impl Future<Output = Result<Option<SystemTime>, StoreError>> + Send {
-        S::purged(self, call_id)
-    }
-
-    fn get(
-        &self,
-        call_id: &str,
-    ) -> impl Future<Output = Result<Option<StoredCall>, StoreError>> + Send {
-        S::get(self, call_id)
-    }
-
-    fn list(&self) -> impl Future<Output = Result<Vec<StoredCall>, StoreError>> + Send {
-        S::list(self)
-    }
-
-    fn list_page(
-        &self,
-        query: PendingQuery,
-    ) -> impl Future<Output = Result<Vec<StoredCall>, StoreError>> + Send {
-        S::list_page(self, query)
-    }
-
-    fn append_audit(
-        &self,
-        entry: AuditEntry,
-    ) -> impl Future<Output = Result<u64, StoreError>> + Send {
-        S::append_audit(self, entry)
-    }
-
-    fn audit(
-        &self,
-        query: AuditQuery,
-    ) -> impl Future<Output = Result<Vec<AuditEntry>, StoreError>> + Send {
-        S::audit(self, query)
-    }
-
-    fn task_signal(&self) -> Option<TaskSignal> {
-        S::task_signal(self)
-    }
-
-    fn transaction(&self) -> Option<Box<dyn StoreTransaction>> {
-        S::transaction(self)
+    fn into_arc(self) -> Arc<S> {
+        self
     }
 }

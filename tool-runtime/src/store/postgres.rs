@@ -15,10 +15,10 @@ use tokio_postgres::{AsyncMessage, Config, NoTls, Row};
 use tool_core::Excerpt;
 
 use super::{
-    AuditEntry, AuditQuery, CallState, CallStore, Decided, Expected, PendingCall, PendingKind,
-    PendingQuery, Retention, RunStore, Settlement, StoreError, StoreTransaction, StoredCall,
-    StoredRun, TaskSignal, TaskSignaller, Transition, storable_audit, storable_call, storable_id,
-    storable_json, storable_run_record,
+    AuditEntry, AuditLog, AuditQuery, CallState, CallStore, Decided, Expected, PendingCall,
+    PendingKind, PendingQuery, Retention, RunStore, Settlement, StoreError, StoreTransaction,
+    StoredCall, StoredRun, TaskSignal, TaskSignaller, Transition, storable_audit, storable_call,
+    storable_id, storable_json, storable_run_record,
 };
 
 mod transaction;
@@ -146,19 +146,20 @@ const COLUMNS: &str = "call_id, kind, tool_id, state, owner, lease_expires_at, a
      input, request_context, messages, payload, resume_data, outcome, settled_at, epoch, agent, \
      requester, expires_at_ms, asked_at_ms";
 
-/// A durable [`CallStore`] in a PostgreSQL database, for runtimes on
-/// several hosts: pending approvals and suspensions, running calls and
-/// recorded outcomes survive the death of any process, and every runtime
-/// connected to the database sees every call. Each transition is one atomic
+/// A durable store ([`CallStore`], [`RunStore`], [`AuditLog`]) in a
+/// PostgreSQL database, for runtimes on several hosts: pending approvals
+/// and suspensions, running calls and recorded outcomes survive the death
+/// of any process, and every runtime connected to the database sees every
+/// call. Each transition is one atomic
 /// statement (or one transaction), so a decision wins at most once across
 /// all of them; lease times are the database's clock, so hosts whose clocks
 /// disagree still agree on when a lease ends.
 ///
 /// The store keeps its calls in the table `tool_runtime_calls`, agent runs
-/// ([`save_run`](super::RunStore::save_run)) in `tool_runtime_runs` and the
-/// schema version in `tool_runtime_schema`, all created by
-/// [`connect`](Self::connect) when missing, in the connection's current
-/// schema (the first of its `search_path`; a URL can set another, as
+/// ([`save_run`](RunStore::save_run)) in `tool_runtime_runs`, the audit
+/// log ([`AuditLog`]) in `tool_runtime_audit` and the schema version in
+/// `tool_runtime_schema`, all created by [`connect`](Self::connect) when
+/// missing, in the connection's current schema (the first of its `search_path`; a URL can set another, as
 /// `?options=-csearch_path%3Dmy_schema`). A schema of version 1 (before
 /// runs) is migrated to 2 when connecting; one whose schema version is
 /// newer than this build knows is refused. (So a build of version 1 refuses
@@ -1209,27 +1210,14 @@ impl CallStore for PostgresStore {
             .map_err(self.failed("listing a page of pending calls"))
     }
 
-    async fn append_audit(&self, entry: AuditEntry) -> Result<u64, StoreError> {
-        let text = storable_audit(&entry)?;
-        self.try_append_audit(&entry.call_id, &text)
-            .await
-            .map_err(self.failed("appending to the audit log"))
-    }
-
-    async fn audit(&self, query: AuditQuery) -> Result<Vec<AuditEntry>, StoreError> {
-        self.try_audit(&query)
-            .await
-            .map_err(self.failed("reading the audit log"))
+    fn transaction(&self) -> Option<Box<dyn StoreTransaction>> {
+        Some(self.call_transaction())
     }
 
     /// Notifications from a connection of its own that `LISTEN`s while
     /// anyone subscribes (reconnecting when it is lost): a task inserted by
     /// any instance on the database wakes every worker. `None` outside a
     /// tokio runtime, where no listener can run.
-    fn transaction(&self) -> Option<Box<dyn StoreTransaction>> {
-        Some(self.call_transaction())
-    }
-
     fn task_signal(&self) -> Option<TaskSignal> {
         let handle = tokio::runtime::Handle::try_current().ok()?;
         let mut listener = self.listener.lock().unwrap_or_else(PoisonError::into_inner);
@@ -1246,6 +1234,21 @@ impl CallStore for PostgresStore {
             signaller,
         ));
         Some(signal)
+    }
+}
+
+impl AuditLog for PostgresStore {
+    async fn append_audit(&self, entry: AuditEntry) -> Result<u64, StoreError> {
+        let text = storable_audit(&entry)?;
+        self.try_append_audit(&entry.call_id, &text)
+            .await
+            .map_err(self.failed("appending to the audit log"))
+    }
+
+    async fn audit(&self, query: AuditQuery) -> Result<Vec<AuditEntry>, StoreError> {
+        self.try_audit(&query)
+            .await
+            .map_err(self.failed("reading the audit log"))
     }
 }
 

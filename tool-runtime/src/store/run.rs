@@ -52,15 +52,18 @@ impl StoredRun {
 /// Storage of agent runs' records, keyed by run id: what an agent loop saves
 /// between steps (through [`Runs`](crate::Runs)) so that a paused run is
 /// continued by any instance sharing the store. A job of its own beside the
-/// calls' lifecycle ([`CallStore`]); the stores of this crate do both, and a
-/// runtime's store must (`RuntimeBuilder::store`). Finished runs are purged
-/// with settled calls ([`CallStore::purge_settled`]).
+/// calls' lifecycle ([`CallStore`]) and the audit log
+/// ([`AuditLog`](super::AuditLog)); the stores of this crate do all three,
+/// and a runtime's store must ([`IntoStore`](super::IntoStore)). Finished
+/// runs are purged with settled calls ([`CallStore::purge_settled`]).
 ///
 /// The contract (the contract tests run it against every store):
 /// - [`save_run`](Self::save_run) is a compare-and-set: of any number of
 ///   concurrent saves of one run naming the same revision (or creating the
 ///   same run), exactly one wins; the others change nothing.
 /// - The times runs were saved are the store's own clock.
+// Adding a method costs this trait and the three stores; when the runtime
+// calls it, also one line in the list of `DynRunStore` (erased.rs).
 pub trait RunStore: Send + Sync + 'static {
     /// The run `run_id` as last saved; `None` when no run has that id (or
     /// it finished and was purged). A stored record that does not read back
@@ -109,24 +112,4 @@ pub trait RunStore: Send + Sync + 'static {
         finished: bool,
         record: Value,
     ) -> impl Future<Output = Result<Option<u64>, StoreError>> + Send;
-}
-
-/// A shared store is a store (see `CallStore`'s impl for `Arc`).
-impl<S: RunStore> RunStore for std::sync::Arc<S> {
-    fn load_run(
-        &self,
-        run_id: &str,
-    ) -> impl Future<Output = Result<Option<StoredRun>, StoreError>> + Send {
-        S::load_run(self, run_id)
-    }
-
-    fn save_run(
-        &self,
-        run_id: &str,
-        expected_revision: Option<u64>,
-        finished: bool,
-        record: Value,
-    ) -> impl Future<Output = Result<Option<u64>, StoreError>> + Send {
-        S::save_run(self, run_id, expected_revision, finished, record)
-    }
 }

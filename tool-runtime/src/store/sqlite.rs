@@ -1,6 +1,5 @@
 //! Stored calls in a SQLite file: they survive a restart or a `kill -9`.
 
-use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -14,10 +13,10 @@ use serde_json::Value;
 use tool_core::Excerpt;
 
 use super::{
-    AuditEntry, AuditQuery, CallState, CallStore, Decided, Expected, PendingCall, PendingKind,
-    RecordedOutcome, Retention, RunStore, Settlement, StoreError, StoreTransaction, StoredCall,
-    StoredRun, TaskSignal, TaskSignaller, Transition, storable_audit, storable_call, storable_json,
-    storable_run_record,
+    AuditEntry, AuditLog, AuditQuery, CallState, CallStore, Decided, Expected, PendingCall,
+    PendingKind, RecordedOutcome, Retention, RunStore, Settlement, StoreError, StoreTransaction,
+    StoredCall, StoredRun, TaskSignal, TaskSignaller, Transition, storable_audit, storable_call,
+    storable_json, storable_run_record,
 };
 
 mod transaction;
@@ -36,19 +35,21 @@ const LAYOUT_VERSION: i32 = 6;
 /// How long a write waits for another process holding the file.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// A durable [`CallStore`] in one SQLite file (WAL mode, synchronous
-/// commits; the I/O runs on tokio's blocking pool, off the async workers):
-/// pending approvals and suspensions, running calls and recorded outcomes
-/// survive a crash of the process, and several runtimes (in one or several
-/// processes on one host) can share the file. Every transition is one
+/// A durable store ([`CallStore`], [`RunStore`], [`AuditLog`]) in one
+/// SQLite file (WAL mode, synchronous commits; the I/O runs on tokio's
+/// blocking pool, off the async workers): pending approvals and
+/// suspensions, running calls and recorded outcomes survive a crash of the
+/// process, and several runtimes (in one or several processes on one host)
+/// can share the file. Every transition is one
 /// immediate transaction, so a decision wins at most once.
 ///
 /// The layout version is recorded in the file (`PRAGMA user_version`): a
 /// file of an older layout is migrated when opened (its calls kept), a
 /// newer one is refused with an error naming both versions.
 ///
-/// Agent runs ([`save_run`](super::RunStore::save_run)) are rows of their own
-/// table; each save is one immediate transaction. A run whose record does
+/// Agent runs ([`save_run`](RunStore::save_run)) are rows of their own
+/// table, and so are audit entries; each save or append is one immediate
+/// transaction. A run whose record does
 /// not read back is an error naming it when it is loaded; the file still
 /// opens and every other run and call is served.
 ///
@@ -134,109 +135,83 @@ impl SqliteStore {
 }
 
 impl CallStore for SqliteStore {
-    fn insert(&self, call: PendingCall) -> impl Future<Output = Result<(), StoreError>> + Send {
-        let signaller = (call.kind == PendingKind::Task).then(|| self.tasks_stored.clone());
-        let inserting = self.blocking(move |file| file.insert(&call));
-        async move {
-            inserting.await?;
-            if let Some(signaller) = signaller {
-                signaller.notify();
-            }
-            Ok(())
+    async fn insert(&self, call: PendingCall) -> Result<(), StoreError> {
+        let task = call.kind == PendingKind::Task;
+        self.blocking(move |file| file.insert(&call)).await?;
+        if task {
+            self.tasks_stored.notify();
         }
+        Ok(())
     }
 
-    fn decide(
+    async fn decide(
         &self,
         call_id: &str,
         expected: impl Into<Expected> + Send,
         transition: Transition,
-    ) -> impl Future<Output = Result<Decided, StoreError>> + Send {
+    ) -> Result<Decided, StoreError> {
         let (call_id, expected) = (call_id.to_owned(), expected.into());
         self.blocking(move |file| file.decide(&call_id, expected, transition))
+            .await
     }
 
-    fn renew(
-        &self,
-        call_id: &str,
-        epoch: u64,
-        lease: Duration,
-    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
+    async fn renew(&self, call_id: &str, epoch: u64, lease: Duration) -> Result<bool, StoreError> {
         let call_id = call_id.to_owned();
         self.blocking(move |file| file.renew(&call_id, epoch, lease))
+            .await
     }
 
-    fn finish(
+    async fn finish(
         &self,
         call_id: &str,
         epoch: u64,
         settlement: Settlement,
-    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
+    ) -> Result<bool, StoreError> {
         let call_id = call_id.to_owned();
         self.blocking(move |file| file.finish(&call_id, epoch, settlement))
+            .await
     }
 
-    fn recover_expired(
+    async fn recover_expired(
         &self,
         owner: &str,
         lease: Duration,
         tool_ids: &[String],
-    ) -> impl Future<Output = Result<Vec<StoredCall>, StoreError>> + Send {
+    ) -> Result<Vec<StoredCall>, StoreError> {
         let (owner, tool_ids) = (owner.to_owned(), tool_ids.to_vec());
         self.blocking(move |file| file.recover_expired(&owner, lease, &tool_ids))
+            .await
     }
 
-    fn claim_next(
+    async fn claim_next(
         &self,
         kind: PendingKind,
         owner: &str,
         lease: Duration,
         tool_ids: &[String],
-    ) -> impl Future<Output = Result<Option<StoredCall>, StoreError>> + Send {
+    ) -> Result<Option<StoredCall>, StoreError> {
         let (owner, tool_ids) = (owner.to_owned(), tool_ids.to_vec());
         self.blocking(move |file| file.claim_next(kind, &owner, lease, &tool_ids))
+            .await
     }
 
-    fn purge_settled(
-        &self,
-        retention: Retention,
-    ) -> impl Future<Output = Result<usize, StoreError>> + Send {
+    async fn purge_settled(&self, retention: Retention) -> Result<usize, StoreError> {
         self.blocking(move |file| file.purge_settled(retention))
+            .await
     }
 
-    fn purged(
-        &self,
-        call_id: &str,
-    ) -> impl Future<Output = Result<Option<SystemTime>, StoreError>> + Send {
+    async fn purged(&self, call_id: &str) -> Result<Option<SystemTime>, StoreError> {
         let call_id = call_id.to_owned();
-        self.blocking(move |file| file.purged(&call_id))
+        self.blocking(move |file| file.purged(&call_id)).await
     }
 
-    fn get(
-        &self,
-        call_id: &str,
-    ) -> impl Future<Output = Result<Option<StoredCall>, StoreError>> + Send {
+    async fn get(&self, call_id: &str) -> Result<Option<StoredCall>, StoreError> {
         let call_id = call_id.to_owned();
-        self.blocking(move |file| file.get(&call_id))
+        self.blocking(move |file| file.get(&call_id)).await
     }
 
-    fn list(&self) -> impl Future<Output = Result<Vec<StoredCall>, StoreError>> + Send {
-        self.blocking(SqliteFile::list)
-    }
-
-    fn append_audit(
-        &self,
-        entry: AuditEntry,
-    ) -> impl Future<Output = Result<u64, StoreError>> + Send {
-        let text = storable_audit(&entry);
-        self.blocking(move |file| file.append_audit(&entry, text?))
-    }
-
-    fn audit(
-        &self,
-        query: AuditQuery,
-    ) -> impl Future<Output = Result<Vec<AuditEntry>, StoreError>> + Send {
-        self.blocking(move |file| file.audit(&query))
+    async fn list(&self) -> Result<Vec<StoredCall>, StoreError> {
+        self.blocking(SqliteFile::list).await
     }
 
     fn transaction(&self) -> Option<Box<dyn StoreTransaction>> {
@@ -248,24 +223,34 @@ impl CallStore for SqliteStore {
     }
 }
 
-impl RunStore for SqliteStore {
-    fn load_run(
-        &self,
-        run_id: &str,
-    ) -> impl Future<Output = Result<Option<StoredRun>, StoreError>> + Send {
-        let run_id = run_id.to_owned();
-        self.blocking(move |file| file.load_run(&run_id))
+impl AuditLog for SqliteStore {
+    async fn append_audit(&self, entry: AuditEntry) -> Result<u64, StoreError> {
+        let text = storable_audit(&entry)?;
+        self.blocking(move |file| file.append_audit(&entry, text))
+            .await
     }
 
-    fn save_run(
+    async fn audit(&self, query: AuditQuery) -> Result<Vec<AuditEntry>, StoreError> {
+        self.blocking(move |file| file.audit(&query)).await
+    }
+}
+
+impl RunStore for SqliteStore {
+    async fn load_run(&self, run_id: &str) -> Result<Option<StoredRun>, StoreError> {
+        let run_id = run_id.to_owned();
+        self.blocking(move |file| file.load_run(&run_id)).await
+    }
+
+    async fn save_run(
         &self,
         run_id: &str,
         expected_revision: Option<u64>,
         finished: bool,
         record: Value,
-    ) -> impl Future<Output = Result<Option<u64>, StoreError>> + Send {
+    ) -> Result<Option<u64>, StoreError> {
         let run_id = run_id.to_owned();
         self.blocking(move |file| file.save_run(&run_id, expected_revision, finished, &record))
+            .await
     }
 }
 

@@ -14,7 +14,9 @@ use std::process::{Command, Stdio};
 use common::echo_tool;
 use serde_json::{Value, json};
 use tool_core::{Tool, ToolContext, ToolError};
-use tool_runtime::store::{CallStore, Decided, MemoryStore, RunStore, SqliteStore, Transition};
+use tool_runtime::store::{
+    AuditLog, CallStore, Decided, MemoryStore, RunStore, SqliteStore, Transition,
+};
 use tool_runtime::{
     CallOutcome, CallState, PendingCall, PendingKind, Runtime, RuntimeError, StoreError, ToolCall,
 };

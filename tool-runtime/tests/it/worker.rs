@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use tool_core::{BackgroundConfig, Tool, ToolContext, ToolError};
-use tool_runtime::store::{CallStore, MemoryStore, RunStore};
+use tool_runtime::store::{IntoStore, MemoryStore};
 use tool_runtime::{CallOutcome, CallState, Runtime, ToolCall};
 
 /// Far beyond any test: a task that runs was found through the signal.
@@ -39,7 +39,7 @@ fn report(instance: &'static str, runs: &Arc<Mutex<Vec<String>>>) -> Tool {
         .unwrap()
 }
 
-fn front(store: impl CallStore + RunStore, runs: &Arc<Mutex<Vec<String>>>) -> Runtime {
+fn front(store: impl IntoStore, runs: &Arc<Mutex<Vec<String>>>) -> Runtime {
     Runtime::builder()
         .tool(report("front", runs))
         .store(store)
@@ -48,11 +48,7 @@ fn front(store: impl CallStore + RunStore, runs: &Arc<Mutex<Vec<String>>>) -> Ru
         .unwrap()
 }
 
-fn back(
-    instance: &'static str,
-    store: impl CallStore + RunStore,
-    runs: &Arc<Mutex<Vec<String>>>,
-) -> Runtime {
+fn back(instance: &'static str, store: impl IntoStore, runs: &Arc<Mutex<Vec<String>>>) -> Runtime {
     Runtime::builder()
         .tool(report(instance, runs))
         .store(store)

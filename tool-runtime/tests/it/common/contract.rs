@@ -1,14 +1,14 @@
-//! The contract every `CallStore` meets, run against each store (memory,
-//! SQLite, PostgreSQL): the lifecycle transitions, fencing tokens of running
-//! calls, recovery of expired leases, retention, and that of concurrent
-//! decisions on one call exactly one wins; agent runs saved by
-//! compare-and-set (of concurrent saves of one revision exactly one wins),
-//! purged once finished; the size bound of the retention (oldest settled
-//! first, purged ids remembered); and the limits every store enforces alike
-//! (ids at most `MAX_ID_BYTES` bytes without NUL, JSON at most
-//! `MAX_JSON_DEPTH` levels), each run just under and just over; the audit
-//! log, appended to in order (concurrently too), read by call and from a
-//! place, never changed by purges, refusing what calls refuse.
+//! The contract every store meets (`CallStore`, `RunStore`, `AuditLog`), run
+//! against each store (memory, SQLite, PostgreSQL): the lifecycle transitions,
+//! fencing tokens of running calls, recovery of expired leases, retention, and
+//! that of concurrent decisions on one call exactly one wins; agent runs saved
+//! by compare-and-set (of concurrent saves of one revision exactly one wins),
+//! purged once finished; the size bound of the retention (oldest settled first,
+//! purged ids remembered); and the limits every store enforces alike (ids at
+//! most `MAX_ID_BYTES` bytes without NUL, JSON at most `MAX_JSON_DEPTH`
+//! levels), each run just under and just over; the audit log, appended to in
+//! order (concurrently too), read by call and from a place, never changed by
+//! purges, refusing what calls refuse.
 
 use std::sync::Arc;
 
@@ -17,8 +17,9 @@ use std::time::Duration;
 
 use serde_json::json;
 use tool_runtime::store::{
-    AuditEntry, AuditKind, AuditQuery, CallStore, Decided, Expected, MAX_ID_BYTES, MAX_JSON_DEPTH,
-    PendingQuery, RecordedOutcome, Retention, RunStore, Settlement, StoredRun, Transition,
+    AuditEntry, AuditKind, AuditLog, AuditQuery, CallStore, Decided, Expected, MAX_ID_BYTES,
+    MAX_JSON_DEPTH, PendingQuery, RecordedOutcome, Retention, RunStore, Settlement, StoredRun,
+    Transition,
 };
 use tool_runtime::{CallState, PendingCall, PendingKind, StoreError, StoredCall};
 
@@ -62,7 +63,10 @@ fn lost(decided: Decided) -> Option<StoredCall> {
 
 /// Runs the whole contract on stores made by `fresh` (each call: an empty store;
 /// `prefix` keeps call ids apart when the stores share a database).
-pub async fn store_contract<S: CallStore + RunStore>(prefix: &str, fresh: impl Fn() -> S) {
+pub async fn store_contract<S: CallStore + RunStore + AuditLog>(
+    prefix: &str,
+    fresh: impl Fn() -> S,
+) {
     lifecycle(&fresh(), prefix).await;
     ownership_and_recovery(&fresh(), prefix).await;
     fencing(&fresh(), prefix).await;
@@ -1245,7 +1249,7 @@ async fn limits(store: &(impl CallStore + RunStore), p: &str) {
 /// with a larger `seq` (appended concurrently too), selected by call, after
 /// a place and up to a limit; a purge of settled calls leaves it whole; an
 /// entry whose call id or detail a call could not have is refused.
-async fn audit_log<S: CallStore + RunStore>(store: Arc<S>, p: &str) {
+async fn audit_log<S: CallStore + AuditLog>(store: Arc<S>, p: &str) {
     let call = format!("{p}-audited");
     let other = format!("{p}-audited-other");
     let entry = |call_id: &str, kind, action: &str| AuditEntry::new(kind, call_id, "t", action);

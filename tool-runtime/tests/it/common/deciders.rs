@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 use tool_core::{Tool, ToolError};
-use tool_runtime::store::{AuditKind, AuditQuery, CallStore, RunStore};
+use tool_runtime::store::{AuditKind, AuditQuery, IntoStore};
 use tool_runtime::{CallOutcome, CallState, Decider, Decision, Runtime, RuntimeError, ToolCall};
 
 /// How many times the tool ran for each call id.
@@ -34,11 +34,7 @@ fn decisions() -> [(&'static str, Decision); 5] {
 /// (or that the winner is running the call); the audit log has one
 /// decision per item, by the winner; the tool ran once exactly for the
 /// items an approval won.
-pub async fn five_deciders_per_item<S: CallStore + RunStore>(
-    prefix: &str,
-    stores: Vec<S>,
-    items: usize,
-) {
+pub async fn five_deciders_per_item<S: IntoStore>(prefix: &str, stores: Vec<S>, items: usize) {
     assert_eq!(stores.len(), 5);
     let runs: Runs = Arc::default();
     let runtimes = runtimes_of(stores, &runs, 1);
@@ -129,11 +125,7 @@ async fn decide_at_once(
 
 /// One runtime per store, with a tool "pay" needing approval (of
 /// `approvals` principals) that counts its runs in `runs`.
-fn runtimes_of<S: CallStore + RunStore>(
-    stores: Vec<S>,
-    runs: &Runs,
-    approvals: u32,
-) -> Vec<Runtime> {
+fn runtimes_of<S: IntoStore>(stores: Vec<S>, runs: &Runs, approvals: u32) -> Vec<Runtime> {
     stores
         .into_iter()
         .map(|store| {
@@ -184,7 +176,7 @@ async fn asked(runtime: &Runtime, prefix: &str, items: usize) -> Vec<String> {
 /// told anything but "still waiting", the outcome, or that it was decided
 /// already (or running). The calls approved by two still wait, with those
 /// two counted, on every runtime.
-pub async fn three_of_five_approvers_per_item<S: CallStore + RunStore>(
+pub async fn three_of_five_approvers_per_item<S: IntoStore>(
     prefix: &str,
     stores: Vec<S>,
     items: usize,

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use tool_core::{BackgroundConfig, Tool, ToolContext, ToolError};
-use tool_runtime::store::{CallStore, RunStore};
+use tool_runtime::store::IntoStore;
 use tool_runtime::{CallOutcome, CallState, PendingKind, Runtime, RuntimeError, ToolCall};
 
 /// Executions per call id.
@@ -60,11 +60,7 @@ fn counting(
 
 /// Drops `call`, `approve` and `resume` futures of `calls` calls each at
 /// random points on `store`, then checks that nothing was lost or run twice.
-pub async fn dropped_futures_lose_nothing<S: CallStore + RunStore>(
-    store: S,
-    prefix: &str,
-    calls: usize,
-) {
+pub async fn dropped_futures_lose_nothing<S: IntoStore>(store: S, prefix: &str, calls: usize) {
     let executions: Executions = Arc::default();
     let runtime = Runtime::builder()
         .tool(counting("task", &executions, |b| {

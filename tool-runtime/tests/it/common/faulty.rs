@@ -8,8 +8,8 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
 use tool_runtime::store::{
-    AuditEntry, AuditQuery, CallStore, Decided, Expected, PendingQuery, Retention, RunStore,
-    Settlement, StoreTransaction, StoredRun, TaskSignal, Transition,
+    AuditEntry, AuditLog, AuditQuery, CallStore, Decided, Expected, PendingQuery, Retention,
+    RunStore, Settlement, StoreTransaction, StoredRun, TaskSignal, Transition,
 };
 use tool_runtime::{PendingCall, PendingKind, StoreError, StoredCall};
 
@@ -131,17 +131,20 @@ impl<S: CallStore> CallStore for Faulty<S> {
     async fn list_page(&self, query: PendingQuery) -> Result<Vec<StoredCall>, StoreError> {
         self.store.list_page(query).await
     }
-    async fn append_audit(&self, entry: AuditEntry) -> Result<u64, StoreError> {
-        self.store.append_audit(entry).await
-    }
-    async fn audit(&self, query: AuditQuery) -> Result<Vec<AuditEntry>, StoreError> {
-        self.store.audit(query).await
-    }
     fn transaction(&self) -> Option<Box<dyn StoreTransaction>> {
         self.store.transaction()
     }
     fn task_signal(&self) -> Option<TaskSignal> {
         self.store.task_signal()
+    }
+}
+
+impl<S: AuditLog> AuditLog for Faulty<S> {
+    async fn append_audit(&self, entry: AuditEntry) -> Result<u64, StoreError> {
+        self.store.append_audit(entry).await
+    }
+    async fn audit(&self, query: AuditQuery) -> Result<Vec<AuditEntry>, StoreError> {
+        self.store.audit(query).await
     }
 }
 

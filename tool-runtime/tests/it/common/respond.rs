@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use serde_json::json;
 use tool_core::{ErrorKind, ModelOutput, Tool, ToolContext, ToolError, tool};
-use tool_runtime::store::{CallStore, RunStore};
+use tool_runtime::store::IntoStore;
 use tool_runtime::{CallOutcome, CallState, PendingKind, Runtime, RuntimeError, ToolCall};
 
 /// What to ask the user.
@@ -68,7 +68,7 @@ fn tools(transfers: &Arc<AtomicU32>) -> Vec<Tool> {
     vec![pick, transfer, Tool::from(ConfirmDeleteTool)]
 }
 
-fn runtime(store: impl CallStore + RunStore, tools: Vec<Tool>, instance: &str) -> Runtime {
+fn runtime(store: impl IntoStore, tools: Vec<Tool>, instance: &str) -> Runtime {
     Runtime::builder()
         .tools(tools)
         .store(store)
@@ -78,7 +78,7 @@ fn runtime(store: impl CallStore + RunStore, tools: Vec<Tool>, instance: &str) -
 }
 
 /// The whole scenario on `store` (call ids start with `p`).
-pub async fn respond_decisions<S: CallStore + RunStore + Clone>(p: &str, store: S) {
+pub async fn respond_decisions<S: IntoStore + Clone>(p: &str, store: S) {
     let transfers = Arc::new(AtomicU32::new(0));
     let a = runtime(store.clone(), tools(&transfers), "a");
     let b = runtime(store, tools(&transfers), "b");
