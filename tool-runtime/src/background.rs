@@ -10,7 +10,7 @@
 //! works from any runtime sharing the store and after a restart, and a task
 //! whose runtime died is recovered by a worker or [`Runtime::recover`](crate::Runtime::recover).
 //!
-//! The call path runs a task's attempts (`pipeline.rs`); [`Tasks`] keeps
+//! The call path runs a task's attempts (`call_path.rs`); [`Tasks`] keeps
 //! what `wait` reads.
 
 use std::collections::{HashMap, VecDeque};
@@ -20,10 +20,10 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
+use crate::call_outcome::CallOutcome;
+use crate::claims::StoredCalls;
 use crate::error::RuntimeError;
-use crate::outcome::CallOutcome;
 use crate::store::{CallState, StoredCall};
-use crate::stored::StoredCalls;
 
 /// How a background task ended, given to the runtime's callbacks.
 #[derive(Debug, Clone, PartialEq)]

@@ -19,15 +19,15 @@ use tool_core::{
 use tracing::Instrument as _;
 
 use crate::call::ToolCall;
+use crate::call_outcome::CallOutcome;
+use crate::call_path::{CallPath, Entry, call_span, now_ms};
+use crate::claims::{Claim, Lease, Lookup, NotRecorded, StoredCalls, Verdict};
 use crate::error::RuntimeError;
 use crate::events::{EventKind, Payload};
-use crate::outcome::CallOutcome;
-use crate::pipeline::{CallPath, Entry, call_span, now_ms};
 use crate::store::{
     AuditEntry, AuditKind, AuditQuery, Expected, PendingCall, PendingKind, PendingQuery,
     RecordedOutcome, Settlement, StoredCall,
 };
-use crate::stored::{Claim, Lease, Lookup, NotRecorded, StoredCalls, Verdict};
 
 /// A person's (or a system's) decision on a stored call, for
 /// [`Runtime::decide`](crate::Runtime::decide): what [`Runtime::approve`](crate::Runtime::approve), [`Runtime::decline`](crate::Runtime::decline),
@@ -310,7 +310,7 @@ impl Decisions {
                 return Ok(CallOutcome::ApprovalRequired {
                     call_id: call_id.to_owned(),
                     input: stored.call.input.clone(),
-                    resume_schema: Some(crate::approval::decision_schema()),
+                    resume_schema: Some(crate::approval_policy::decision_schema()),
                 });
             }
         };
@@ -1054,7 +1054,6 @@ struct DecidingCall<'a> {
     decider: Option<&'a Decider>,
 }
 
-/// `value`, a typed decision's data for call `call_id`, as JSON.
 /// Where a decision stands under the tool's count of approvals.
 enum Quorum {
     /// The tool needs one approval, or the decision is not an approval.
@@ -1117,6 +1116,7 @@ impl Approvals {
     }
 }
 
+/// `value`, a typed decision's data for call `call_id`, as JSON.
 pub(crate) fn typed_value(call_id: &str, value: &impl Serialize) -> Result<Value, RuntimeError> {
     serde_json::to_value(value).map_err(|error| RuntimeError::TypeMismatch {
         call_id: call_id.to_owned(),
@@ -1159,7 +1159,7 @@ mod tests {
     use tool_core::ToolError;
 
     use super::*;
-    use crate::pipeline::test_path;
+    use crate::call_path::test_path;
 
     fn decisions() -> Decisions {
         let delete = Tool::builder("delete")

@@ -13,7 +13,7 @@ use tokio::sync::{Notify, broadcast};
 use tool_core::transform::{CallValues, Phase, Target, TransformContext};
 use tool_core::{LogRecord, Progress, Tool};
 
-use crate::outcome::CallOutcome;
+use crate::call_outcome::CallOutcome;
 
 /// One thing that happened to one call.
 ///

@@ -67,46 +67,46 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod abort;
-mod approval;
+mod approval_policy;
 #[cfg(feature = "provider")]
 mod assembler;
 mod background;
 mod call;
+mod call_outcome;
+mod call_path;
+mod claims;
 mod decide;
 mod digest;
 mod error;
 mod events;
-mod hooks;
+mod hook_queue;
 #[cfg(feature = "log-layer")]
 mod log_layer;
 #[cfg(feature = "async-openai")]
 #[cfg_attr(docsrs, doc(cfg(feature = "async-openai")))]
 pub mod openai;
-mod outcome;
-mod pipeline;
 #[cfg(feature = "provider")]
 mod provider_stream;
 mod runs;
 mod runtime;
 pub mod store;
-mod stored;
 mod stream;
 mod worker;
 
-pub use approval::ApprovalCheck;
+pub use approval_policy::ApprovalCheck;
 #[cfg(feature = "provider")]
 #[cfg_attr(docsrs, doc(cfg(feature = "provider")))]
 pub use assembler::{Assembled, CompleteCall, ToolCallAssembler};
 pub use background::BackgroundResult;
 pub use call::{CallHead, ToolCall};
+pub use call_outcome::CallOutcome;
 pub use decide::{Approvals, Decider, Decision, Recovered};
 pub use error::RuntimeError;
 pub use events::{CallWatch, EventKind, Events, Notice, Payload, ToolEvent, TranscriptEntry};
-pub use hooks::{DEFAULT_APPROVAL_TIMEOUT, DEFAULT_HOOK_TIMEOUT};
+pub use hook_queue::{DEFAULT_APPROVAL_TIMEOUT, DEFAULT_HOOK_TIMEOUT};
 #[cfg(feature = "log-layer")]
 #[cfg_attr(docsrs, doc(cfg(feature = "log-layer")))]
 pub use log_layer::CallLogLayer;
-pub use outcome::CallOutcome;
 #[cfg(feature = "provider")]
 #[cfg_attr(docsrs, doc(cfg(feature = "provider")))]
 pub use provider_stream::{ProviderStream, Pushed, StreamedCall};

@@ -8,7 +8,7 @@ use tool_core::decode::{DecodeError, SseParser, StreamDecoder, ToolCallEvent};
 use tool_core::provider::Provider;
 
 use crate::assembler::{Assembled, ToolCallAssembler};
-use crate::outcome::CallOutcome;
+use crate::call_outcome::CallOutcome;
 use crate::runtime::Runtime;
 
 /// One tool call of a streamed response, finished.

@@ -13,17 +13,18 @@ use tool_core::{ApprovalPolicyReturn, Extensions, Hooks, Tool, ToolSet, TypedToo
 
 use serde_json::Value;
 
-use crate::approval::{ApprovalCheck, ApprovalPolicy};
+use crate::approval_policy::{ApprovalCheck, ApprovalPolicy};
 use crate::background::{BackgroundCallback, BackgroundResult, Tasks};
 use crate::call::{CallHead, ToolCall};
+use crate::call_outcome::CallOutcome;
+use crate::call_path::{CallPath, PathParts};
+use crate::claims::StoredCalls;
 use crate::decide::{Approvals, Decider, Decision, Decisions, Recovered, typed_value};
 use crate::error::RuntimeError;
 use crate::events::{CallWatch, EventBus, Events};
-use crate::hooks::{DEFAULT_APPROVAL_TIMEOUT, DEFAULT_HOOK_TIMEOUT};
+use crate::hook_queue::{DEFAULT_APPROVAL_TIMEOUT, DEFAULT_HOOK_TIMEOUT};
 #[cfg(feature = "log-layer")]
 use crate::log_layer::CallLogLayer;
-use crate::outcome::CallOutcome;
-use crate::pipeline::{CallPath, PathParts};
 use crate::runs::Runs;
 #[cfg(feature = "sqlite")]
 use crate::store::SqliteStore;
@@ -31,7 +32,6 @@ use crate::store::{
     AuditEntry, AuditQuery, DynCallStore, IntoStore, MemoryStore, PendingCall, PendingQuery,
     Retention, StoredCall, Stores,
 };
-use crate::stored::StoredCalls;
 use crate::stream::InputStream;
 use crate::worker::Worker;
 

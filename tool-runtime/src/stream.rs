@@ -3,7 +3,7 @@
 //! `on_input_delta` and updates a best-effort parse of the text so far
 //! (incremental: linear in the total input), `finish` runs the call. The
 //! input hooks run in order on a queue of the call's, off the stream
-//! (`hooks.rs`).
+//! (`hook_queue.rs`).
 
 use std::sync::Arc;
 
@@ -15,10 +15,10 @@ use tool_core::{AbortSignal, RawInput, Tool};
 
 use crate::abort::RunningGuard;
 use crate::call::{CallHead, ToolCall, head_builders};
+use crate::call_outcome::CallOutcome;
+use crate::call_path::{CallPath, Entry, Streamed, call_span};
 use crate::events::{EventKind, Payload};
-use crate::hooks::HookQueue;
-use crate::outcome::CallOutcome;
-use crate::pipeline::{CallPath, Entry, Streamed, call_span};
+use crate::hook_queue::HookQueue;
 
 /// A call whose arguments are still streaming, from [`Runtime::begin`](crate::Runtime::begin).
 ///

@@ -47,7 +47,7 @@ macro_rules! dyn_twin {
 }
 
 dyn_twin! {
-    /// [`CallStore`] as a trait object: what [`StoredCalls`](crate::stored::StoredCalls) keeps.
+    /// [`CallStore`] as a trait object: what [`StoredCalls`](crate::claims::StoredCalls) keeps.
     DynCallStore: CallStore {
         async fn insert(&self, call: PendingCall) -> ();
         async fn decide(&self, call_id: &'a str, expected: Expected, transition: Transition)
@@ -80,7 +80,7 @@ dyn_twin! {
 }
 
 dyn_twin! {
-    /// [`AuditLog`] as a trait object: what [`StoredCalls`](crate::stored::StoredCalls) keeps.
+    /// [`AuditLog`] as a trait object: what [`StoredCalls`](crate::claims::StoredCalls) keeps.
     DynAuditLog: AuditLog {
         async fn append_audit(&self, entry: AuditEntry) -> u64;
         async fn audit(&self, query: AuditQuery) -> Vec<AuditEntry>;

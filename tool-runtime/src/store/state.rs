@@ -8,7 +8,7 @@ use serde_json::Value;
 use tool_core::{ErrorKind, ModelError, ModelOutput};
 
 use super::{PendingCall, PendingKind};
-use crate::outcome::CallOutcome;
+use crate::call_outcome::CallOutcome;
 
 /// Where a stored call is in its lifecycle.
 ///

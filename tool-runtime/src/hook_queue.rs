@@ -16,7 +16,7 @@
 //!   by at most the time limit.
 //! - An approval policy answers within the approval time limit
 //!   ([`DEFAULT_APPROVAL_TIMEOUT`], [`RuntimeBuilder::approval_timeout`](crate::RuntimeBuilder::approval_timeout));
-//!   past it, approval is required (`approval.rs`).
+//!   past it, approval is required (`approval_policy.rs`).
 //!
 //! Work that finishes on its first poll (every sync hook or policy) never
 //! touches the timer.

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tool_core::{AbortSignal, Excerpt};
 
+use crate::call_outcome::CallOutcome;
 use crate::error::RuntimeError;
-use crate::outcome::CallOutcome;
 use crate::store::{
     AuditEntry, AuditKind, AuditQuery, CallState, Committed, Decided, DynAuditLog, DynCallStore,
     Expected, PendingCall, PendingKind, PendingQuery, RecordedOutcome, Retention, Settlement,

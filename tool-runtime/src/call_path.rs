@@ -40,17 +40,17 @@ use tokio::sync::watch;
 use tool_core::{AgentContext, Extensions, Hooks, ToolSet, WorkflowContext};
 
 use crate::abort::{CancelRegistry, RunningGuard, with_limit};
-use crate::approval::{ApprovalCheck, ApprovalPolicy, decision_schema};
+use crate::approval_policy::{ApprovalCheck, ApprovalPolicy, decision_schema};
 use crate::background::{BackgroundResult, Tasks};
 use crate::call::{CallHead, ToolCall};
+use crate::call_outcome::CallOutcome;
+use crate::claims::{Claim, Lease, LeaseLost, NotRecorded, StoredCalls, Verdict};
 use crate::error::RuntimeError;
 use crate::events::{EventBus, EventKind, Notice, Payload};
-use crate::hooks::Firing;
-use crate::outcome::CallOutcome;
+use crate::hook_queue::Firing;
 use crate::store::{
     AuditEntry, AuditKind, PendingCall, PendingKind, RecordedOutcome, Settlement, StoreTransaction,
 };
-use crate::stored::{Claim, Lease, LeaseLost, NotRecorded, StoredCalls, Verdict};
 
 /// The call path: admission, hooks, the approval gate, execution (in the
 /// foreground, or as a background task with retries), settlement and the
@@ -73,7 +73,7 @@ impl std::fmt::Debug for CallPath {
 pub(crate) struct PathParts {
     pub(crate) tools: ToolSet,
     pub(crate) hooks: Hooks,
-    /// How long a hook may run (`hooks.rs`).
+    /// How long a hook may run (`hook_queue.rs`).
     pub(crate) hook_timeout: Duration,
     pub(crate) approval: ApprovalPolicy,
     /// How long an approval policy may take to answer.
@@ -1153,9 +1153,9 @@ pub(crate) fn test_path(tools: Vec<Tool>) -> CallPath {
     CallPath::new(PathParts {
         tools: ToolSet::new(tools).expect("distinct tool ids"),
         hooks: Hooks::new(),
-        hook_timeout: crate::hooks::DEFAULT_HOOK_TIMEOUT,
+        hook_timeout: crate::hook_queue::DEFAULT_HOOK_TIMEOUT,
         approval: ApprovalPolicy::default(),
-        approval_timeout: crate::hooks::DEFAULT_APPROVAL_TIMEOUT,
+        approval_timeout: crate::hook_queue::DEFAULT_APPROVAL_TIMEOUT,
         events: EventBus::new(16),
         running: Arc::default(),
         tasks: Tasks::new(stored.clone(), 16, None, None),

@@ -1,6 +1,6 @@
 //! Human approval's rule: the tool flag OR the runtime policy, a tool's
 //! policy function authoritative. The call path asks it at its gate
-//! (`pipeline.rs`); decisions come only from [`Runtime::approve`](crate::Runtime::approve)
+//! (`call_path.rs`); decisions come only from [`Runtime::approve`](crate::Runtime::approve)
 //! and [`Runtime::decline`](crate::Runtime::decline), never from the model's
 //! arguments, and claim the stored call once, atomically (`decide.rs`).
 
@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tool_core::{PolicyAnswer, RequestContext, Tool};
 
-use crate::hooks::within;
+use crate::hook_queue::within;
 
 /// What a runtime-wide approval policy decides on.
 #[derive(Debug, Clone, Copy)]
