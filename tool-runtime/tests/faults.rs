@@ -211,3 +211,60 @@ async fn a_caller_waiting_on_the_store_rides_out_a_blink_of_it() {
     assert_eq!(outcome.output(), Some(&json!("ready")), "{outcome:?}");
     working.abort();
 }
+
+/// An instance that ran a call to its end but could not reach the store to
+/// record it (an outage longer than the lease) is alive: the instance that
+/// takes the call over records why it was interrupted as far as it knows
+/// (the lease ran out before an outcome was recorded), not that the
+/// process stopped. The record is the recovery's: the outcome offered late
+/// is refused by its fencing token.
+#[tokio::test]
+async fn a_call_taken_over_after_an_outage_is_recorded_with_what_the_recoverer_knows() {
+    let store = Faulty::new(MemoryStore::new());
+    let elsewhere = store.beside();
+    let lease = Duration::from_millis(200);
+    let other = runtime(&elsewhere, pay(10, Arc::default()), lease);
+    let runtime = runtime(&store, pay(10, Arc::default()), lease);
+    runtime.call(ToolCall::new("c1", "pay", json!({}))).await;
+    // This instance cannot reach the database; the other one can.
+    store.finish_down.store(true, Ordering::SeqCst);
+    match runtime.approve("c1").await {
+        Err(RuntimeError::NotRecorded { reason, .. }) => {
+            assert!(reason.contains("keeps offering"), "{reason}")
+        }
+        other => panic!("expected NotRecorded, got {other:?}"),
+    }
+    // Past the lease and its grace, the other instance takes the call over.
+    tokio::time::sleep(lease / 2).await;
+    let recovered = other.recover().await.unwrap();
+    assert_eq!(recovered.len(), 1, "{recovered:?}");
+    assert!(!recovered[0].rerun);
+    let message = recovered[0]
+        .outcome
+        .error()
+        .expect("settled as failed")
+        .message()
+        .to_owned();
+    assert!(message.contains("was interrupted"), "{message}");
+    assert!(
+        message.contains("lease") && message.contains("before an outcome was recorded"),
+        "says what is known: {message}"
+    );
+    assert!(
+        !message.contains("stopped before"),
+        "does not claim the process stopped: {message}"
+    );
+    // The database comes back for this instance: its offer is refused.
+    store.finish_down.store(false, Ordering::SeqCst);
+    let tries = store.finish_tries.load(Ordering::SeqCst);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while store.finish_tries.load(Ordering::SeqCst) == tries {
+        assert!(Instant::now() < deadline, "never offered again");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let stored = runtime.stored("c1").await.unwrap().unwrap();
+    assert!(
+        matches!(&stored.state, CallState::Settled { outcome, .. } if CallOutcome::from(outcome.clone()) == recovered[0].outcome),
+        "the record is the recovery's: {stored:?}"
+    );
+}
