@@ -81,6 +81,7 @@ mod log_layer;
 #[cfg(feature = "async-openai")]
 #[cfg_attr(docsrs, doc(cfg(feature = "async-openai")))]
 pub mod openai;
+mod outage;
 mod outcome;
 mod pipeline;
 #[cfg(feature = "provider")]

@@ -11,6 +11,7 @@ use serde_json::Value;
 use tool_core::{AbortSignal, Excerpt};
 
 use crate::error::RuntimeError;
+use crate::outage::{Outage, Waiting};
 use crate::outcome::CallOutcome;
 use crate::store::{
     AuditEntry, AuditKind, AuditQuery, CallState, CallStore, Committed, Decided, Expected,
@@ -154,7 +155,8 @@ const PURGE_EVERY: Duration = Duration::from_secs(60);
 const PURGE_FRACTION: usize = 8;
 
 /// The first wait before an outcome the store refused is offered again; it
-/// doubles up to [`RECORD_RETRY_MAX`].
+/// doubles up to [`RECORD_RETRY_MAX`], or ends sooner when the store
+/// answers again ([`Outage`]).
 const RECORD_RETRY_FIRST: Duration = Duration::from_millis(50);
 /// The longest wait between two tries to record an outcome.
 const RECORD_RETRY_MAX: Duration = Duration::from_secs(2);
@@ -176,6 +178,8 @@ pub(crate) struct StoredCalls {
     lease: Duration,
     retention: Retention,
     last_purge: Arc<Mutex<PurgeClock>>,
+    /// The writes waiting for the store to answer again.
+    outage: Arc<Outage>,
 }
 
 /// When this instance last purged, and how many calls it finished since.
@@ -232,6 +236,7 @@ impl StoredCalls {
             lease,
             retention,
             last_purge: Arc::default(),
+            outage: Arc::default(),
         }
     }
 
@@ -294,6 +299,16 @@ impl StoredCalls {
             self.audit(request).await;
         }
         Ok(())
+    }
+
+    /// A wait for the store to answer again, for a write on `call_id`,
+    /// whose reads probe it.
+    fn wait_for_store(&self, call_id: &str) -> Waiting {
+        let (calls, call_id) = (self.clone(), call_id.to_owned());
+        self.outage.wait(move || {
+            let (calls, call_id) = (calls.clone(), call_id.clone());
+            async move { calls.store.get(&call_id).await.is_ok() }
+        })
     }
 
     /// Appends `entry` to the audit log. A store that fails to is logged,
@@ -821,9 +836,12 @@ impl Lease {
         result
     }
 
-    /// Offers `settlement` until the store takes it or refuses it.
+    /// Offers `settlement` until the store takes it or refuses it: again
+    /// after a backoff, or as soon as the store answers again, so that
+    /// nobody takes the call over meanwhile (once its lease ran out).
     async fn offer(&self, settlement: Settlement) -> Result<(), NotRecorded> {
         let mut pause = RECORD_RETRY_FIRST;
+        let mut waiting: Option<Waiting> = None;
         loop {
             match self
                 .calls
@@ -836,7 +854,10 @@ impl Lease {
                     tracing::warn!(%error, call_id = %self.call_id, retry_in_ms = pause.as_millis(), "could not record the outcome of a call; trying again");
                 }
             }
-            tokio::time::sleep(pause).await;
+            waiting
+                .get_or_insert_with(|| self.calls.wait_for_store(&self.call_id))
+                .pause(pause)
+                .await;
             pause = (pause * 2).min(RECORD_RETRY_MAX);
         }
     }

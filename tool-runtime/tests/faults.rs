@@ -268,3 +268,36 @@ async fn a_call_taken_over_after_an_outage_is_recorded_with_what_the_recoverer_k
         "the record is the recovery's: {stored:?}"
     );
 }
+
+/// An outcome the store could not take during an outage is offered again
+/// as soon as the store answers, not at the end of a backoff that grew
+/// while it was down: the window in which another instance could take the
+/// call over once the store is back stays short.
+#[tokio::test]
+async fn an_outcome_is_offered_again_as_soon_as_the_store_answers() {
+    let store = Faulty::new(MemoryStore::new());
+    let runtime = runtime(&store, pay(100, Arc::default()), Duration::from_secs(5));
+    runtime.call(ToolCall::new("c1", "pay", json!({}))).await;
+    let approving = tokio::spawn({
+        let runtime = runtime.clone();
+        async move { runtime.approve("c1").await }
+    });
+    // Claimed and running; then the database goes down for a second, and
+    // the tool ends meanwhile.
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    store.down.store(true, Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    store.down.store(false, Ordering::SeqCst);
+    let back = Instant::now();
+    let outcome = approving.await.unwrap().unwrap();
+    let recorded_after = back.elapsed();
+    assert_eq!(outcome.output(), Some(&json!("paid")));
+    assert!(
+        store.finish_tries.load(Ordering::SeqCst) > 1,
+        "offered again"
+    );
+    assert!(
+        recorded_after < Duration::from_millis(300),
+        "recorded soon after the store came back: {recorded_after:?}"
+    );
+}
