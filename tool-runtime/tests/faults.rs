@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tool_core::{Tool, ToolContext, ToolError};
-use tool_runtime::store::MemoryStore;
+use tool_runtime::store::{AuditQuery, MemoryStore};
 use tool_runtime::{CallOutcome, CallState, Runtime, RuntimeError, StoredCall, ToolCall};
 
 /// A memory store with switches.
@@ -210,6 +210,132 @@ async fn a_caller_waiting_on_the_store_rides_out_a_blink_of_it() {
     let outcome = calling.await.unwrap();
     assert_eq!(outcome.output(), Some(&json!("ready")), "{outcome:?}");
     working.abort();
+}
+
+/// A call to be stored (one waiting for approval) while the database
+/// restarts is tried again until the store takes it, within the runtime's
+/// retry budget, and stored promptly once the store answers.
+#[tokio::test]
+async fn a_call_to_be_stored_is_tried_again_while_the_database_restarts() {
+    let store = Faulty::new(MemoryStore::new());
+    let runtime = runtime(&store, pay(10, Arc::default()), Duration::from_secs(5));
+    store.down.store(true, Ordering::SeqCst);
+    let calling = tokio::spawn({
+        let runtime = runtime.clone();
+        async move { runtime.call(ToolCall::new("c1", "pay", json!({}))).await }
+    });
+    // The database is back after 300 ms.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    store.down.store(false, Ordering::SeqCst);
+    let back = Instant::now();
+    let outcome = calling.await.unwrap();
+    let stored_after = back.elapsed();
+    assert!(
+        matches!(outcome, CallOutcome::ApprovalRequired { .. }),
+        "{outcome:?}"
+    );
+    assert!(store.insert_tries.load(Ordering::SeqCst) > 1, "tried again");
+    assert!(
+        stored_after < Duration::from_millis(250),
+        "stored soon after the store came back: {stored_after:?}"
+    );
+    let requested = runtime.audit(AuditQuery::all().call("c1")).await.unwrap();
+    assert_eq!(requested.len(), 1, "requested once: {requested:?}");
+    assert_eq!(
+        runtime.approve("c1").await.unwrap().output(),
+        Some(&json!("paid"))
+    );
+}
+
+/// A call the store cannot take within the runtime's retry budget fails:
+/// the model reads that it could not be stored, the store's last error and
+/// the tries; nothing is stored. A budget of zero tries once.
+#[tokio::test]
+async fn a_call_the_store_cannot_take_within_the_retry_budget_fails_saying_so() {
+    let store = Faulty::new(MemoryStore::new());
+    let budget = Duration::from_millis(300);
+    let runtime = Runtime::builder()
+        .tool(pay(10, Arc::default()))
+        .store(store.clone())
+        .store_retry_budget(budget)
+        .build()
+        .unwrap();
+    store.down.store(true, Ordering::SeqCst);
+    let started = Instant::now();
+    let outcome = runtime.call(ToolCall::new("c1", "pay", json!({}))).await;
+    let failed_after = started.elapsed();
+    let message = outcome.error().expect("failed").message();
+    assert!(
+        message.starts_with(
+            "Tool pay needs approval, but the call could not be stored: the pending store faulty failed: insert: the database is not reachable (tried "
+        ) && message.ends_with(" ms)"),
+        "{message}"
+    );
+    let tries = store.insert_tries.load(Ordering::SeqCst);
+    assert!(tries > 2, "{tries}");
+    assert!(
+        message.contains(&format!("(tried {tries} times over ")),
+        "{message}"
+    );
+    assert!(
+        failed_after >= budget && failed_after < budget * 2,
+        "failed when the budget ran out: {failed_after:?}"
+    );
+    store.down.store(false, Ordering::SeqCst);
+    assert!(
+        runtime.stored("c1").await.unwrap().is_none(),
+        "nothing stored"
+    );
+
+    let once = Runtime::builder()
+        .tool(pay(10, Arc::default()))
+        .store(store.clone())
+        .store_retry_budget(Duration::ZERO)
+        .build()
+        .unwrap();
+    store.inserts_failing.store(1, Ordering::SeqCst);
+    let outcome = once.call(ToolCall::new("c2", "pay", json!({}))).await;
+    let message = outcome.error().expect("failed").message();
+    assert!(
+        message.ends_with("could not be stored: the pending store faulty failed: insert: the database is not reachable"),
+        "{message}"
+    );
+    assert_eq!(store.insert_tries.load(Ordering::SeqCst), tries + 1);
+}
+
+/// An insert the store took whose answer was lost (the connection dropped
+/// after the commit) is tried again: the call is found stored as it was
+/// sent, so it is neither refused as a duplicate nor stored twice. A call
+/// given an id that is stored already is still refused at once.
+#[tokio::test]
+async fn an_insert_whose_answer_was_lost_is_neither_a_duplicate_nor_stored_twice() {
+    let store = Faulty::new(MemoryStore::new());
+    let runtime = runtime(&store, pay(10, Arc::default()), Duration::from_secs(5));
+    store.inserts_unanswered.store(1, Ordering::SeqCst);
+    let outcome = runtime.call(ToolCall::new("c1", "pay", json!({}))).await;
+    assert!(
+        matches!(outcome, CallOutcome::ApprovalRequired { .. }),
+        "{outcome:?}"
+    );
+    assert_eq!(store.insert_tries.load(Ordering::SeqCst), 2);
+    let waiting = runtime.waiting().await.unwrap();
+    assert_eq!(waiting.len(), 1, "{waiting:?}");
+    let requested = runtime.audit(AuditQuery::all().call("c1")).await.unwrap();
+    assert_eq!(requested.len(), 1, "requested once: {requested:?}");
+
+    let again = runtime
+        .call(ToolCall::new("c1", "pay", json!({ "again": true })))
+        .await;
+    let message = again.error().expect("refused").message();
+    assert!(
+        message.contains("could not be stored") && message.contains("already stored"),
+        "{message}"
+    );
+    assert_eq!(store.insert_tries.load(Ordering::SeqCst), 3, "tried once");
+    assert_eq!(
+        runtime.approve("c1").await.unwrap().output(),
+        Some(&json!("paid"))
+    );
 }
 
 /// An instance that ran a call to its end but could not reach the store to
