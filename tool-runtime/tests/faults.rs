@@ -427,3 +427,25 @@ async fn an_outcome_is_offered_again_as_soon_as_the_store_answers() {
         "recorded soon after the store came back: {recorded_after:?}"
     );
 }
+
+/// A store that answers reads but fails the write (a database gone
+/// read-only) is not hammered: the probe wakes the offer once, then it
+/// waits its backoff.
+#[tokio::test]
+async fn a_store_that_answers_reads_but_not_writes_is_offered_the_outcome_at_the_backoff_pace() {
+    let store = Faulty::new(MemoryStore::new());
+    let runtime = runtime(&store, pay(10, Arc::default()), Duration::from_secs(5));
+    runtime.call(ToolCall::new("c1", "pay", json!({}))).await;
+    store.finish_down.store(true, Ordering::SeqCst);
+    let approving = tokio::spawn({
+        let runtime = runtime.clone();
+        async move { runtime.approve("c1").await }
+    });
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    // Backoff from 50 ms: 5 tries in a second (every 50 ms would be 20).
+    let tries = store.finish_tries.load(Ordering::SeqCst);
+    assert!((2..=7).contains(&tries), "{tries} tries in a second");
+    store.finish_down.store(false, Ordering::SeqCst);
+    let outcome = approving.await.unwrap().unwrap();
+    assert_eq!(outcome.output(), Some(&json!("paid")));
+}
