@@ -12,7 +12,8 @@ use crate::idempotency::IdempotencyKey;
 /// out ([`ToolBuilder::reconcile`](crate::ToolBuilder::reconcile),
 /// `#[tool(reconcile = path)]`).
 ///
-/// A call whose run was interrupted (the process running it died) and whose
+/// A call whose run was interrupted (its lease ran out before an outcome
+/// was recorded: the process running it died, or lost its store) and whose
 /// tool is not retry-safe may or may not have had its effect. A tool with a
 /// reconcile hook can tell: it asks the system it acts on, usually by the
 /// call's [`IdempotencyKey`](crate::IdempotencyKey) (was a payment with

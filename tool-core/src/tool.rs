@@ -1105,8 +1105,9 @@ impl ToolBuilder {
     }
 
     /// The reconcile hook, over JSON values: what a runtime asks, when it
-    /// recovers a call whose run was interrupted (the process running it
-    /// died) and whose tool is not retry-safe, whether the call's effect
+    /// recovers a call whose run was interrupted (its lease ran out before
+    /// an outcome was recorded: the process running it died, or lost its
+    /// store) and whose tool is not retry-safe, whether the call's effect
     /// happened. Without a hook such a call can only be settled as failed,
     /// "interrupted", its effects unknown.
     ///

@@ -11,6 +11,7 @@ use tool_core::{AbortSignal, Excerpt};
 
 use crate::call_outcome::CallOutcome;
 use crate::error::RuntimeError;
+use crate::outage::{Outage, Waiting};
 use crate::store::{
     AuditEntry, AuditKind, AuditQuery, CallState, Committed, Decided, DynAuditLog, DynCallStore,
     Expected, PendingCall, PendingKind, PendingQuery, RecordedOutcome, Retention, Settlement,
@@ -26,10 +27,15 @@ const PURGE_EVERY: Duration = Duration::from_secs(60);
 const PURGE_FRACTION: usize = 8;
 
 /// The first wait before an outcome the store refused is offered again; it
-/// doubles up to [`RECORD_RETRY_MAX`].
+/// doubles up to [`RECORD_RETRY_MAX`]. A new call the store failed to take
+/// is tried again after as long, doubling up to [`INSERT_RETRY_MAX`]. Both
+/// end sooner when the store answers again ([`Outage`]).
 const RECORD_RETRY_FIRST: Duration = Duration::from_millis(50);
 /// The longest wait between two tries to record an outcome.
 const RECORD_RETRY_MAX: Duration = Duration::from_secs(2);
+/// The longest wait between two tries to store a new call, whose caller
+/// waits for it.
+const INSERT_RETRY_MAX: Duration = Duration::from_secs(1);
 
 /// How long past a claim's lease another instance waits before it takes the
 /// call over: the instance running it stops the call when the lease runs
@@ -49,6 +55,10 @@ pub(crate) struct StoredCalls {
     lease: Duration,
     retention: Retention,
     last_purge: Arc<Mutex<PurgeClock>>,
+    /// How long a new call is tried again while the store fails.
+    insert_budget: Duration,
+    /// The writes waiting for the store to answer again.
+    outage: Arc<Outage>,
 }
 
 /// When this instance last purged, and how many calls it finished since.
@@ -99,6 +109,7 @@ impl StoredCalls {
         owner: String,
         lease: Duration,
         retention: Retention,
+        insert_budget: Duration,
     ) -> Self {
         StoredCalls {
             store: Arc::clone(&stores.calls),
@@ -107,6 +118,8 @@ impl StoredCalls {
             lease,
             retention,
             last_purge: Arc::default(),
+            insert_budget,
+            outage: Arc::default(),
         }
     }
 
@@ -118,6 +131,7 @@ impl StoredCalls {
             "test-instance".to_owned(),
             Duration::from_secs(30),
             Retention::new(Duration::from_secs(60), 100),
+            Duration::from_secs(10),
         )
     }
 
@@ -153,8 +167,9 @@ impl StoredCalls {
     }
 
     /// Stores a paused call; one that waits for a person (not a task) is
-    /// requested in the audit log.
-    pub(crate) async fn insert(&self, call: PendingCall) -> Result<(), StoreError> {
+    /// requested in the audit log. A store that fails is asked again within
+    /// the insert budget ([`insert_retrying`](Self::insert_retrying)).
+    pub(crate) async fn insert(&self, call: PendingCall) -> Result<(), NotStored> {
         let request = (call.kind != PendingKind::Task).then(|| {
             AuditEntry::new(
                 AuditKind::Requested,
@@ -163,11 +178,78 @@ impl StoredCalls {
                 call.kind.as_str(),
             )
         });
-        self.store.insert(call).await?;
+        self.insert_retrying(call).await?;
         if let Some(request) = request {
             self.audit(request).await;
         }
         Ok(())
+    }
+
+    /// Inserts `call`, tried again while the store fails with an I/O error
+    /// (a database restarting, a connection lost) and the insert budget
+    /// lasts: after a wait that doubles from [`RECORD_RETRY_FIRST`] up to
+    /// [`INSERT_RETRY_MAX`], or sooner when the store answers again. No try
+    /// starts after the budget; one in flight then is awaited, since
+    /// abandoning it would leave unknown whether the call is stored. Any
+    /// other error is final. Outside a tokio runtime (nothing to wait on),
+    /// one try.
+    ///
+    /// A try that failed on its way may have been stored: a later try then
+    /// finds the call stored, and if it is this call, as it was sent, the
+    /// insert succeeded, neither a duplicate nor stored twice.
+    async fn insert_retrying(&self, call: PendingCall) -> Result<(), NotStored> {
+        if self.insert_budget.is_zero() || tokio::runtime::Handle::try_current().is_err() {
+            return self.store.insert(call).await.map_err(|error| NotStored {
+                error,
+                tries: 1,
+                over: Duration::ZERO,
+            });
+        }
+        let started = tokio::time::Instant::now();
+        let deadline = started + self.insert_budget;
+        let (mut tries, mut pause) = (0_u32, RECORD_RETRY_FIRST);
+        let mut waiting: Option<Waiting> = None;
+        loop {
+            tries += 1;
+            let not_stored = |error| NotStored {
+                error,
+                tries,
+                over: started.elapsed(),
+            };
+            let error = match self.store.insert(call.clone()).await {
+                Ok(()) => return Ok(()),
+                Err(duplicate @ StoreError::Duplicate { .. }) if tries > 1 => {
+                    match self.store.get(&call.call_id).await {
+                        Ok(Some(stored)) if inserted_as(&stored.call, &call) => return Ok(()),
+                        Ok(_) => return Err(not_stored(duplicate)),
+                        Err(error) => error,
+                    }
+                }
+                Err(error @ StoreError::Io { .. }) => error,
+                Err(error) => return Err(not_stored(error)),
+            };
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            if left.is_zero() {
+                return Err(not_stored(error));
+            }
+            let pause_now = pause.min(left);
+            tracing::warn!(%error, call_id = %Excerpt::of(&call.call_id), retry_in_ms = pause_now.as_millis(), "could not store a call; trying again");
+            waiting
+                .get_or_insert_with(|| self.wait_for_store(&call.call_id))
+                .pause(pause_now)
+                .await;
+            pause = (pause * 2).min(INSERT_RETRY_MAX);
+        }
+    }
+
+    /// A wait for the store to answer again, for a write on `call_id`,
+    /// whose reads probe it.
+    fn wait_for_store(&self, call_id: &str) -> Waiting {
+        let (calls, call_id) = (self.clone(), call_id.to_owned());
+        self.outage.wait(move || {
+            let (calls, call_id) = (calls.clone(), call_id.clone());
+            async move { calls.store.get(&call_id).await.is_ok() }
+        })
     }
 
     /// Appends `entry` to the audit log. A store that fails to is logged,
@@ -695,9 +777,12 @@ impl Lease {
         result
     }
 
-    /// Offers `settlement` until the store takes it or refuses it.
+    /// Offers `settlement` until the store takes it or refuses it: again
+    /// after a backoff, or as soon as the store answers again, so that
+    /// nobody takes the call over meanwhile (once its lease ran out).
     async fn offer(&self, settlement: Settlement) -> Result<(), NotRecorded> {
         let mut pause = RECORD_RETRY_FIRST;
+        let mut waiting: Option<Waiting> = None;
         loop {
             match self
                 .calls
@@ -710,7 +795,10 @@ impl Lease {
                     tracing::warn!(%error, call_id = %self.call_id, retry_in_ms = pause.as_millis(), "could not record the outcome of a call; trying again");
                 }
             }
-            tokio::time::sleep(pause).await;
+            waiting
+                .get_or_insert_with(|| self.calls.wait_for_store(&self.call_id))
+                .pause(pause)
+                .await;
             pause = (pause * 2).min(RECORD_RETRY_MAX);
         }
     }
@@ -739,6 +827,44 @@ impl Lease {
         self.calls.purge_if_due().await;
         Ok(())
     }
+}
+
+/// A new call the store did not take: its last error, after how many tries
+/// over how long (the runtime's insert budget, when it ran out).
+#[derive(Debug)]
+pub(crate) struct NotStored {
+    error: StoreError,
+    tries: u32,
+    over: Duration,
+}
+
+impl std::fmt::Display for NotStored {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.error)?;
+        if self.tries > 1 {
+            write!(
+                f,
+                " (tried {} times over {} ms)",
+                self.tries,
+                self.over.as_millis()
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// Whether `stored` is the call `sent` was, as decisions since may have
+/// changed it: an approval with edits changes its input, a suspension its
+/// kind and payload. The moment it was asked (to the millisecond), with
+/// the rest, tells it from another call given the same id.
+fn inserted_as(stored: &PendingCall, sent: &PendingCall) -> bool {
+    let unchanged = PendingCall {
+        input: sent.input.clone(),
+        kind: sent.kind,
+        payload: sent.payload.clone(),
+        ..stored.clone()
+    };
+    unchanged == *sent
 }
 
 /// The answer of the renewal in flight (never ready when there is none).

@@ -945,11 +945,26 @@ impl Decisions {
             Some(error) => format!(" Its reconcile hook could not tell whether it did: {error}."),
             None => String::new(),
         };
+        let retries = definition
+            .and_then(|d| d.background.as_ref())
+            .filter(|_| stored.call.kind == PendingKind::Task);
+        let not_again = match retries {
+            Some(background) => format!(
+                "as a background task it has no retries left (max_retries {}), and the tool is not declared retry-safe",
+                background.max_retries
+            ),
+            None => "the tool is not declared retry-safe".to_owned(),
+        };
+        // What a recovery knows: the claim ran out with no outcome recorded.
+        // Not why: the instance running it may have died, or be alive and
+        // cut off from the store (stopped at its lease, or offering an
+        // outcome the store could not take in time), or paused.
         let error = ModelError::new(
             ErrorKind::Execution,
             format!(
-                "Tool {tool_id} was interrupted: the process running call {call_id} stopped before the call finished. \
-                 It was not run again because the tool is not declared retry-safe (nor a background task with retries left), so its effects may or may not have happened.{asked}"
+                "Tool {tool_id} was interrupted: the lease on call {call_id} ran out before an outcome was recorded \
+                 (the instance running it stopped, or could not reach the store in time to renew the lease or record an outcome; which, the instance that took the call over cannot tell). \
+                 It was not run again because {not_again}, so its effects may or may not have happened.{asked}"
             ),
         );
         span.in_scope(|| {

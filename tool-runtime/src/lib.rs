@@ -85,6 +85,7 @@ mod log_layer;
 #[cfg(feature = "async-openai")]
 #[cfg_attr(docsrs, doc(cfg(feature = "async-openai")))]
 pub mod openai;
+mod outage;
 #[cfg(feature = "provider")]
 mod provider_stream;
 mod runs;

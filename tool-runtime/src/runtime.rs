@@ -40,6 +40,9 @@ const EVENT_CAPACITY: usize = 1024;
 /// Default lease of a running stored call: how long after its instance dies
 /// another one may recover it.
 const LEASE: Duration = Duration::from_secs(30);
+/// Default time a new call that must be stored is tried again while the
+/// store fails: a database restart or a short failover.
+const STORE_RETRY_BUDGET: Duration = Duration::from_secs(10);
 /// Default time a settled call's outcome stays in the store.
 const SETTLED_RETENTION: Duration = Duration::from_secs(24 * 60 * 60);
 /// Default number of settled calls the store keeps: a settled call costs
@@ -128,7 +131,11 @@ impl Runtime {
     /// gate → execute (in the background for background tools) → validate
     /// the suspend payload or the output → `to_model_output` → `on_output`.
     /// Never panics and never returns an error: a failure is
-    /// [`CallOutcome::Failed`] with the error object the model reads.
+    /// [`CallOutcome::Failed`] with the error object the model reads. A
+    /// call that must be stored (it waits, or is a background or
+    /// transactional call) waits for a failing store up to
+    /// [`RuntimeBuilder::store_retry_budget`], then fails so ("could not be
+    /// stored").
     ///
     /// Nothing happens until the returned future is first polled, and it
     /// owns what it needs: it can be spawned.
@@ -973,6 +980,7 @@ pub struct RuntimeBuilder {
     task_retention: Option<usize>,
     instance_id: Option<String>,
     lease: Option<Duration>,
+    store_retry_budget: Option<Duration>,
     settled_retention: Option<Duration>,
     settled_limit: Option<usize>,
     leave_tasks_to_workers: bool,
@@ -1347,6 +1355,51 @@ impl RuntimeBuilder {
         self
     }
 
+    /// How long a new call that must be stored is tried again while the
+    /// store fails, before the call fails (default 10 s; zero: one try). A
+    /// call is stored when it waits (for approval, for its output from the
+    /// application, after it suspended) and, before it runs, when it is a
+    /// background or transactional call.
+    ///
+    /// While the store fails with an I/O error ([`StoreError::Io`](crate::StoreError::Io):
+    /// a database restarting, a connection lost), the call is tried again
+    /// after 50 ms, then after twice as long each time up to 1 s, and at
+    /// once when the store answers again (the runtime reads it every 50 ms
+    /// while anything waits for it). No try starts after the budget; one
+    /// in flight then is awaited, since abandoning it would leave unknown
+    /// whether the call was stored. Any other error fails the call at once
+    /// (an id already stored, a value no store keeps). A try that the
+    /// store took but whose answer was lost is recognised by the next one:
+    /// the call found stored as it was sent counts as stored, not as a
+    /// duplicate, and is stored once. The budget is the caller's wait for
+    /// the store: it does not count towards a tool's time limit, which
+    /// counts its run only.
+    ///
+    /// When the budget runs out, [`Runtime::call`] answers a failure the
+    /// model reads ([`CallOutcome::Failed`],
+    /// kind [`ErrorKind::Execution`](tool_core::ErrorKind::Execution)),
+    /// naming what could not be stored, the store's last error, and the
+    /// tries: `Tool pay needs approval, but the call could not be stored:
+    /// the pending store .. failed: .. (tried 15 times over 10002 ms)`.
+    /// Nothing is stored, unless the last try reached the store and only
+    /// its answer was lost: [`Runtime::stored`] tells.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tool_runtime::Runtime;
+    ///
+    /// // Ride out a failover of up to half a minute.
+    /// let runtime = Runtime::builder()
+    ///     .store_retry_budget(Duration::from_secs(30))
+    ///     .build()
+    ///     .unwrap();
+    /// # drop(runtime);
+    /// ```
+    pub fn store_retry_budget(mut self, budget: Duration) -> Self {
+        self.store_retry_budget = Some(budget);
+        self
+    }
+
     /// Stores background calls without running them: a [`Worker`](crate::Worker)
     /// of any runtime sharing the store claims and runs each (default
     /// `false`: the runtime that takes a call runs its task at once, and
@@ -1443,6 +1496,7 @@ impl RuntimeBuilder {
                 self.settled_retention.unwrap_or(SETTLED_RETENTION),
                 self.settled_limit.unwrap_or(SETTLED_LIMIT),
             ),
+            self.store_retry_budget.unwrap_or(STORE_RETRY_BUDGET),
         );
         let path = CallPath::new(PathParts {
             tools,

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tool_core::{Tool, ToolContext, ToolError};
-use tool_runtime::store::MemoryStore;
+use tool_runtime::store::{AuditQuery, MemoryStore};
 use tool_runtime::{CallOutcome, CallState, Runtime, RuntimeError, StoredCall, ToolCall};
 
 /// A memory store with switches.
@@ -210,4 +210,242 @@ async fn a_caller_waiting_on_the_store_rides_out_a_blink_of_it() {
     let outcome = calling.await.unwrap();
     assert_eq!(outcome.output(), Some(&json!("ready")), "{outcome:?}");
     working.abort();
+}
+
+/// A call to be stored (one waiting for approval) while the database
+/// restarts is tried again until the store takes it, within the runtime's
+/// retry budget, and stored promptly once the store answers.
+#[tokio::test]
+async fn a_call_to_be_stored_is_tried_again_while_the_database_restarts() {
+    let store = Faulty::new(MemoryStore::new());
+    let runtime = runtime(&store, pay(10, Arc::default()), Duration::from_secs(5));
+    store.down.store(true, Ordering::SeqCst);
+    let calling = tokio::spawn({
+        let runtime = runtime.clone();
+        async move { runtime.call(ToolCall::new("c1", "pay", json!({}))).await }
+    });
+    // The database is back after 300 ms.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    store.down.store(false, Ordering::SeqCst);
+    let back = Instant::now();
+    let outcome = calling.await.unwrap();
+    let stored_after = back.elapsed();
+    assert!(
+        matches!(outcome, CallOutcome::ApprovalRequired { .. }),
+        "{outcome:?}"
+    );
+    assert!(store.insert_tries.load(Ordering::SeqCst) > 1, "tried again");
+    assert!(
+        stored_after < Duration::from_millis(250),
+        "stored soon after the store came back: {stored_after:?}"
+    );
+    let requested = runtime.audit(AuditQuery::all().call("c1")).await.unwrap();
+    assert_eq!(requested.len(), 1, "requested once: {requested:?}");
+    assert_eq!(
+        runtime.approve("c1").await.unwrap().output(),
+        Some(&json!("paid"))
+    );
+}
+
+/// A call the store cannot take within the runtime's retry budget fails:
+/// the model reads that it could not be stored, the store's last error and
+/// the tries; nothing is stored. A budget of zero tries once.
+#[tokio::test]
+async fn a_call_the_store_cannot_take_within_the_retry_budget_fails_saying_so() {
+    let store = Faulty::new(MemoryStore::new());
+    let budget = Duration::from_millis(300);
+    let runtime = Runtime::builder()
+        .tool(pay(10, Arc::default()))
+        .store(store.clone())
+        .store_retry_budget(budget)
+        .build()
+        .unwrap();
+    store.down.store(true, Ordering::SeqCst);
+    let started = Instant::now();
+    let outcome = runtime.call(ToolCall::new("c1", "pay", json!({}))).await;
+    let failed_after = started.elapsed();
+    let message = outcome.error().expect("failed").message();
+    assert!(
+        message.starts_with(
+            "Tool pay needs approval, but the call could not be stored: the pending store faulty failed: insert: the database is not reachable (tried "
+        ) && message.ends_with(" ms)"),
+        "{message}"
+    );
+    let tries = store.insert_tries.load(Ordering::SeqCst);
+    assert!(tries > 2, "{tries}");
+    assert!(
+        message.contains(&format!("(tried {tries} times over ")),
+        "{message}"
+    );
+    assert!(
+        failed_after >= budget && failed_after < budget * 2,
+        "failed when the budget ran out: {failed_after:?}"
+    );
+    store.down.store(false, Ordering::SeqCst);
+    assert!(
+        runtime.stored("c1").await.unwrap().is_none(),
+        "nothing stored"
+    );
+
+    let once = Runtime::builder()
+        .tool(pay(10, Arc::default()))
+        .store(store.clone())
+        .store_retry_budget(Duration::ZERO)
+        .build()
+        .unwrap();
+    store.inserts_failing.store(1, Ordering::SeqCst);
+    let outcome = once.call(ToolCall::new("c2", "pay", json!({}))).await;
+    let message = outcome.error().expect("failed").message();
+    assert!(
+        message.ends_with("could not be stored: the pending store faulty failed: insert: the database is not reachable"),
+        "{message}"
+    );
+    assert_eq!(store.insert_tries.load(Ordering::SeqCst), tries + 1);
+}
+
+/// An insert the store took whose answer was lost (the connection dropped
+/// after the commit) is tried again: the call is found stored as it was
+/// sent, so it is neither refused as a duplicate nor stored twice. A call
+/// given an id that is stored already is still refused at once.
+#[tokio::test]
+async fn an_insert_whose_answer_was_lost_is_neither_a_duplicate_nor_stored_twice() {
+    let store = Faulty::new(MemoryStore::new());
+    let runtime = runtime(&store, pay(10, Arc::default()), Duration::from_secs(5));
+    store.inserts_unanswered.store(1, Ordering::SeqCst);
+    let outcome = runtime.call(ToolCall::new("c1", "pay", json!({}))).await;
+    assert!(
+        matches!(outcome, CallOutcome::ApprovalRequired { .. }),
+        "{outcome:?}"
+    );
+    assert_eq!(store.insert_tries.load(Ordering::SeqCst), 2);
+    let waiting = runtime.waiting().await.unwrap();
+    assert_eq!(waiting.len(), 1, "{waiting:?}");
+    let requested = runtime.audit(AuditQuery::all().call("c1")).await.unwrap();
+    assert_eq!(requested.len(), 1, "requested once: {requested:?}");
+
+    let again = runtime
+        .call(ToolCall::new("c1", "pay", json!({ "again": true })))
+        .await;
+    let message = again.error().expect("refused").message();
+    assert!(
+        message.contains("could not be stored") && message.contains("already stored"),
+        "{message}"
+    );
+    assert_eq!(store.insert_tries.load(Ordering::SeqCst), 3, "tried once");
+    assert_eq!(
+        runtime.approve("c1").await.unwrap().output(),
+        Some(&json!("paid"))
+    );
+}
+
+/// An instance that ran a call to its end but could not reach the store to
+/// record it (an outage longer than the lease) is alive: the instance that
+/// takes the call over records why it was interrupted as far as it knows
+/// (the lease ran out before an outcome was recorded), not that the
+/// process stopped. The record is the recovery's: the outcome offered late
+/// is refused by its fencing token.
+#[tokio::test]
+async fn a_call_taken_over_after_an_outage_is_recorded_with_what_the_recoverer_knows() {
+    let store = Faulty::new(MemoryStore::new());
+    let elsewhere = store.beside();
+    let lease = Duration::from_millis(200);
+    let other = runtime(&elsewhere, pay(10, Arc::default()), lease);
+    let runtime = runtime(&store, pay(10, Arc::default()), lease);
+    runtime.call(ToolCall::new("c1", "pay", json!({}))).await;
+    // This instance cannot reach the database; the other one can.
+    store.finish_down.store(true, Ordering::SeqCst);
+    match runtime.approve("c1").await {
+        Err(RuntimeError::NotRecorded { reason, .. }) => {
+            assert!(reason.contains("keeps offering"), "{reason}")
+        }
+        other => panic!("expected NotRecorded, got {other:?}"),
+    }
+    // Past the lease and its grace, the other instance takes the call over.
+    tokio::time::sleep(lease / 2).await;
+    let recovered = other.recover().await.unwrap();
+    assert_eq!(recovered.len(), 1, "{recovered:?}");
+    assert!(!recovered[0].rerun);
+    let message = recovered[0]
+        .outcome
+        .error()
+        .expect("settled as failed")
+        .message()
+        .to_owned();
+    assert!(message.contains("was interrupted"), "{message}");
+    assert!(
+        message.contains("lease") && message.contains("before an outcome was recorded"),
+        "says what is known: {message}"
+    );
+    assert!(
+        !message.contains("stopped before"),
+        "does not claim the process stopped: {message}"
+    );
+    // The database comes back for this instance: its offer is refused.
+    store.finish_down.store(false, Ordering::SeqCst);
+    let tries = store.finish_tries.load(Ordering::SeqCst);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while store.finish_tries.load(Ordering::SeqCst) == tries {
+        assert!(Instant::now() < deadline, "never offered again");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let stored = runtime.stored("c1").await.unwrap().unwrap();
+    assert!(
+        matches!(&stored.state, CallState::Settled { outcome, .. } if CallOutcome::from(outcome.clone()) == recovered[0].outcome),
+        "the record is the recovery's: {stored:?}"
+    );
+}
+
+/// An outcome the store could not take during an outage is offered again
+/// as soon as the store answers, not at the end of a backoff that grew
+/// while it was down: the window in which another instance could take the
+/// call over once the store is back stays short.
+#[tokio::test]
+async fn an_outcome_is_offered_again_as_soon_as_the_store_answers() {
+    let store = Faulty::new(MemoryStore::new());
+    let runtime = runtime(&store, pay(100, Arc::default()), Duration::from_secs(5));
+    runtime.call(ToolCall::new("c1", "pay", json!({}))).await;
+    let approving = tokio::spawn({
+        let runtime = runtime.clone();
+        async move { runtime.approve("c1").await }
+    });
+    // Claimed and running; then the database goes down for a second, and
+    // the tool ends meanwhile.
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    store.down.store(true, Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    store.down.store(false, Ordering::SeqCst);
+    let back = Instant::now();
+    let outcome = approving.await.unwrap().unwrap();
+    let recorded_after = back.elapsed();
+    assert_eq!(outcome.output(), Some(&json!("paid")));
+    assert!(
+        store.finish_tries.load(Ordering::SeqCst) > 1,
+        "offered again"
+    );
+    assert!(
+        recorded_after < Duration::from_millis(300),
+        "recorded soon after the store came back: {recorded_after:?}"
+    );
+}
+
+/// A store that answers reads but fails the write (a database gone
+/// read-only) is not hammered: the probe wakes the offer once, then it
+/// waits its backoff.
+#[tokio::test]
+async fn a_store_that_answers_reads_but_not_writes_is_offered_the_outcome_at_the_backoff_pace() {
+    let store = Faulty::new(MemoryStore::new());
+    let runtime = runtime(&store, pay(10, Arc::default()), Duration::from_secs(5));
+    runtime.call(ToolCall::new("c1", "pay", json!({}))).await;
+    store.finish_down.store(true, Ordering::SeqCst);
+    let approving = tokio::spawn({
+        let runtime = runtime.clone();
+        async move { runtime.approve("c1").await }
+    });
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    // Backoff from 50 ms: 5 tries in a second (every 50 ms would be 20).
+    let tries = store.finish_tries.load(Ordering::SeqCst);
+    assert!((2..=7).contains(&tries), "{tries} tries in a second");
+    store.finish_down.store(false, Ordering::SeqCst);
+    let outcome = approving.await.unwrap().unwrap();
+    assert_eq!(outcome.output(), Some(&json!("paid")));
 }

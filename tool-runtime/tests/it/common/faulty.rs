@@ -1,6 +1,7 @@
 //! A store that forwards to another, except where a switch breaks it: lease
 //! renewals that fail (a database the instance cannot reach) or are refused
-//! (another instance took the call over), settlements and reads that fail.
+//! (another instance took the call over), settlements and reads that fail,
+//! inserts that fail or whose answer is lost, and the whole database down.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -26,6 +27,17 @@ pub struct Faulty<S> {
     pub finish_tries: Arc<AtomicU32>,
     /// `get` fails with an I/O error.
     pub get_down: Arc<AtomicBool>,
+    /// The next this many `insert`s fail with an I/O error, storing nothing.
+    pub inserts_failing: Arc<AtomicU32>,
+    /// The next this many `insert`s store the call, then fail with an I/O
+    /// error: the store took it, its answer was lost on the way.
+    pub inserts_unanswered: Arc<AtomicU32>,
+    /// How many times `insert` was asked.
+    pub insert_tries: Arc<AtomicU32>,
+    /// The database is down: every method of the calls' lifecycle
+    /// (`insert`, `decide`, `renew`, `finish`, `recover_expired`,
+    /// `claim_next`, `get`) fails with an I/O error.
+    pub down: Arc<AtomicBool>,
 }
 
 impl<S> Clone for Faulty<S> {
@@ -37,6 +49,10 @@ impl<S> Clone for Faulty<S> {
             finish_down: Arc::clone(&self.finish_down),
             finish_tries: Arc::clone(&self.finish_tries),
             get_down: Arc::clone(&self.get_down),
+            inserts_failing: Arc::clone(&self.inserts_failing),
+            inserts_unanswered: Arc::clone(&self.inserts_unanswered),
+            insert_tries: Arc::clone(&self.insert_tries),
+            down: Arc::clone(&self.down),
         }
     }
 }
@@ -44,15 +60,44 @@ impl<S> Clone for Faulty<S> {
 impl<S> Faulty<S> {
     /// `store`, nothing broken yet.
     pub fn new(store: S) -> Self {
+        Faulty::over(Arc::new(store))
+    }
+
+    /// Another way into the same store, with switches of its own: another
+    /// instance's, which reaches the database while this one does not.
+    pub fn beside(&self) -> Self {
+        Faulty::over(Arc::clone(&self.store))
+    }
+
+    fn over(store: Arc<S>) -> Self {
         Faulty {
-            store: Arc::new(store),
+            store,
             renew_down: Arc::default(),
             renew_refused: Arc::default(),
             finish_down: Arc::default(),
             finish_tries: Arc::default(),
             get_down: Arc::default(),
+            inserts_failing: Arc::default(),
+            inserts_unanswered: Arc::default(),
+            insert_tries: Arc::default(),
+            down: Arc::default(),
         }
     }
+
+    /// Fails as the database does when [`down`](Self::down) is on.
+    fn up(&self, what: &str) -> Result<(), StoreError> {
+        if self.down.load(Ordering::SeqCst) {
+            return Err(down(what));
+        }
+        Ok(())
+    }
+}
+
+/// Counts one off `count` if it is not zero yet: whether it was not.
+fn take_one(count: &AtomicU32) -> bool {
+    count
+        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+        .is_ok()
 }
 
 fn down(what: &str) -> StoreError {
@@ -65,7 +110,17 @@ fn down(what: &str) -> StoreError {
 
 impl<S: CallStore> CallStore for Faulty<S> {
     async fn insert(&self, call: PendingCall) -> Result<(), StoreError> {
-        self.store.insert(call).await
+        self.insert_tries.fetch_add(1, Ordering::SeqCst);
+        self.up("insert")?;
+        if take_one(&self.inserts_failing) {
+            return Err(down("insert"));
+        }
+        let lost = take_one(&self.inserts_unanswered);
+        self.store.insert(call).await?;
+        if lost {
+            return Err(down("insert (the answer was lost)"));
+        }
+        Ok(())
     }
     async fn decide(
         &self,
@@ -73,9 +128,11 @@ impl<S: CallStore> CallStore for Faulty<S> {
         expected: impl Into<Expected> + Send,
         transition: Transition,
     ) -> Result<Decided, StoreError> {
+        self.up("decide")?;
         self.store.decide(call_id, expected, transition).await
     }
     async fn renew(&self, call_id: &str, epoch: u64, lease: Duration) -> Result<bool, StoreError> {
+        self.up("renew")?;
         if self.renew_down.load(Ordering::SeqCst) {
             return Err(down("renew"));
         }
@@ -91,6 +148,7 @@ impl<S: CallStore> CallStore for Faulty<S> {
         settlement: Settlement,
     ) -> Result<bool, StoreError> {
         self.finish_tries.fetch_add(1, Ordering::SeqCst);
+        self.up("finish")?;
         if self.finish_down.load(Ordering::SeqCst) {
             return Err(down("finish"));
         }
@@ -102,6 +160,7 @@ impl<S: CallStore> CallStore for Faulty<S> {
         lease: Duration,
         tool_ids: &[String],
     ) -> Result<Vec<StoredCall>, StoreError> {
+        self.up("recover_expired")?;
         self.store.recover_expired(owner, lease, tool_ids).await
     }
     async fn claim_next(
@@ -111,6 +170,7 @@ impl<S: CallStore> CallStore for Faulty<S> {
         lease: Duration,
         tool_ids: &[String],
     ) -> Result<Option<StoredCall>, StoreError> {
+        self.up("claim_next")?;
         self.store.claim_next(kind, owner, lease, tool_ids).await
     }
     async fn purge_settled(&self, retention: Retention) -> Result<usize, StoreError> {
@@ -120,6 +180,7 @@ impl<S: CallStore> CallStore for Faulty<S> {
         self.store.purged(call_id).await
     }
     async fn get(&self, call_id: &str) -> Result<Option<StoredCall>, StoreError> {
+        self.up("get")?;
         if self.get_down.load(Ordering::SeqCst) {
             return Err(down("get"));
         }
