@@ -25,7 +25,7 @@
 //! - two **workers** (`chaos worker`): `Runtime::worker()`, which claims
 //!   tasks and recovers calls whose lease expired;
 //! - two **deciders** (`chaos decider`) racing on the same calls: they list
-//!   `Runtime::pending()` and approve (decider 0 declines one call in ten
+//!   `runtime.inbox().waiting()` and approve (decider 0 declines one call in ten
 //!   instead), resume, and ask again after an error, recording every answer
 //!   (`chaos_answers`).
 //!

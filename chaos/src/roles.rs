@@ -507,10 +507,10 @@ async fn decider(common: &Common, runtime: Runtime, recorder: Recorder, index: u
     let mut rng = Rng::new(common.seed ^ hash(&common.instance));
     loop {
         let mut ask = Vec::new();
-        match runtime.pending().await {
+        match runtime.inbox().waiting().await {
             Ok(pending) => {
                 let mut state = state.lock().unwrap_or_else(PoisonError::into_inner);
-                for call in pending {
+                for call in pending.into_iter().map(|stored| stored.call) {
                     if !call.call_id.starts_with(&common.run) {
                         continue;
                     }

@@ -97,14 +97,14 @@ async fn suspend(store: &Path) -> Result<(), Box<dyn std::error::Error>> {
 
 async fn resume(store: &Path) -> Result<(), Box<dyn std::error::Error>> {
     let runtime = runtime(store)?;
-    for pending in runtime.pending().await? {
+    for pending in runtime.inbox().waiting().await? {
         println!(
             "[process {}] found pending {} ({:?}) for {} with payload {}",
             std::process::id(),
-            pending.call_id,
-            pending.kind,
-            pending.tool_id,
-            pending.payload.unwrap_or_default()
+            pending.call.call_id,
+            pending.call.kind,
+            pending.call.tool_id,
+            pending.call.payload.unwrap_or_default()
         );
     }
     let outcome = runtime

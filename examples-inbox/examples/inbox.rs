@@ -122,7 +122,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // The run goes on once none of its calls waits for a person.
     let prefix = format!("{run_id}/");
     loop {
-        let waiting = runtime.waiting().await?;
+        let waiting = runtime.inbox().waiting().await?;
         if !waiting
             .iter()
             .any(|stored| stored.call.call_id.starts_with(&prefix))

@@ -90,10 +90,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!(
         "--- pending calls: {:?}",
         runtime
-            .pending()
+            .inbox()
+            .waiting()
             .await?
             .iter()
-            .map(|p| &p.call_id)
+            .map(|p| &p.call.call_id)
             .collect::<Vec<_>>()
     );
 

@@ -334,7 +334,7 @@ impl Runner {
             .map(|(id, task)| (id.clone(), task.tool_name.clone(), task.task_id.clone()))
             .collect();
         for (call_id, tool_name, task_id) in awaited {
-            let outcome = match self.runtime.stored(&task_id).await {
+            let outcome = match self.runtime.inbox().stored(&task_id).await {
                 Ok(Some(StoredCall {
                     state: CallState::Settled { outcome, .. },
                     ..
@@ -519,7 +519,7 @@ impl Runner {
         // anew: the machine records its new wait.)
         let still_pending = !matches!(outcome, CallOutcome::Suspended { .. })
             && matches!(
-                self.runtime.stored(&stored_id).await,
+                self.runtime.inbox().stored(&stored_id).await,
                 Ok(Some(stored)) if stored.state.is_pending()
             );
         let decided = DecidedCall {
@@ -543,6 +543,7 @@ impl Runner {
         for call_id in record.waiting.keys() {
             let stored = self
                 .runtime
+                .inbox()
                 .stored(&runtime_call_id(run_id, call_id))
                 .await?;
             if let Some(StoredCall {

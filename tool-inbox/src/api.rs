@@ -220,9 +220,9 @@ impl<A: Authenticate> Shared<A> {
         };
         let definition = tool.map(|tool| tool.definition());
         let approvals = if call.kind == PendingKind::Approval
-            && self.runtime.approvals_required(&call.tool_id) > 1
+            && self.runtime.inbox().approvals_required(&call.tool_id) > 1
         {
-            self.runtime.approvals(&call.call_id).await.ok()
+            self.runtime.inbox().approvals(&call.call_id).await.ok()
         } else {
             None
         };
@@ -253,7 +253,7 @@ impl<A: Authenticate> Shared<A> {
 
     /// The pending item `call_id`, when `principal` may read it.
     async fn item(&self, principal: &Principal, call_id: &str) -> Result<StoredCall, Refused> {
-        match self.runtime.stored(call_id).await? {
+        match self.runtime.inbox().stored(call_id).await? {
             Some(stored)
                 if stored.state == CallState::Pending && self.visible(principal, &stored.call) =>
             {
@@ -333,7 +333,11 @@ pub(crate) async fn list<A: Authenticate>(
     let mut store_query = query.store_query(now_ms());
     let mut calls: Vec<StoredCall> = Vec::new();
     while calls.len() <= limit {
-        let page = shared.runtime.waiting_page(store_query.clone()).await?;
+        let page = shared
+            .runtime
+            .inbox()
+            .waiting_page(store_query.clone())
+            .await?;
         let Some(last) = page.last() else { break };
         store_query.after = Some(last.call.call_id.clone());
         calls.extend(
@@ -370,6 +374,7 @@ pub(crate) async fn audit<A: Authenticate>(
 ) -> Result<Json<Value>, Refused> {
     let readable = shared
         .runtime
+        .inbox()
         .stored(&call_id)
         .await?
         .is_some_and(|stored| {
@@ -382,6 +387,7 @@ pub(crate) async fn audit<A: Authenticate>(
     }
     let entries = shared
         .runtime
+        .inbox()
         .audit(AuditQuery::all().call(&call_id))
         .await?;
     Ok(Json(json!({ "entries": entries })))
@@ -410,6 +416,7 @@ pub(crate) async fn export<A: Authenticate>(
     let limit = bounded_limit(query.limit, MAX_EXPORT, MAX_EXPORT)?;
     let entries = shared
         .runtime
+        .inbox()
         .audit(
             AuditQuery::all()
                 .after(query.after.unwrap_or(0))
@@ -420,7 +427,7 @@ pub(crate) async fn export<A: Authenticate>(
     let mut lines = String::new();
     for entry in entries {
         if !readable.contains_key(&entry.call_id) {
-            let stored = shared.runtime.stored(&entry.call_id).await?;
+            let stored = shared.runtime.inbox().stored(&entry.call_id).await?;
             let may =
                 stored.is_some_and(|s| shared.auth.authorize(&principal, &s.call, Action::Read));
             readable.insert(entry.call_id.clone(), may);
@@ -484,7 +491,7 @@ pub(crate) async fn decide<A: Authenticate>(
         )
         .principal(principal.id())
         .reason("not authorized");
-        shared.runtime.append_audit(attempt).await?;
+        shared.runtime.inbox().append_audit(attempt).await?;
         return Err(Refused::new(
             StatusCode::FORBIDDEN,
             "forbidden",
@@ -531,7 +538,7 @@ pub(crate) async fn decide<A: Authenticate>(
     let mut answer = json!({ "callId": call_id, "status": status_of(&outcome) });
     if matches!(outcome, CallOutcome::ApprovalRequired { .. }) {
         // An approval counted, and others are needed: who gave theirs.
-        answer["approvals"] = json!(runtime.approvals(&call_id).await.ok());
+        answer["approvals"] = json!(runtime.inbox().approvals(&call_id).await.ok());
     }
     Ok(Json(answer))
 }
@@ -549,6 +556,7 @@ async fn still_pending_refusal(
         return Ok(());
     };
     let still_pending = runtime
+        .inbox()
         .stored(call_id)
         .await?
         .is_some_and(|stored| stored.state == CallState::Pending);

@@ -89,7 +89,7 @@ impl Poller {
         } = self;
         let mut events = runtime.events();
         loop {
-            match runtime.waiting().await {
+            match runtime.inbox().waiting().await {
                 Ok(calls) => {
                     let snapshot = calls
                         .into_iter()

@@ -202,6 +202,7 @@ impl Call {
         };
         let stored = self
             .runtime
+            .inbox()
             .stored(&self.call_id)
             .await
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?

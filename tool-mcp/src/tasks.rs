@@ -48,7 +48,7 @@ pub(crate) fn started(runtime: &Runtime, task_id: &str) -> CallToolResponse {
 /// while it works, when it settled after) plus the retention.
 fn ttl(runtime: &Runtime, created: SystemTime, updated: SystemTime) -> u64 {
     let lived = updated.duration_since(created).unwrap_or_default();
-    millis(lived.saturating_add(runtime.settled_retention()))
+    millis(lived.saturating_add(runtime.retention().age))
 }
 
 /// `tasks/get`: the task's status, with the call's result once it settled
@@ -139,7 +139,7 @@ pub(crate) async fn detailed(
 /// The stored task `task_id`: a background call (kind `Task`), or any call
 /// of a task id (one that suspended, or was approved, on its way).
 pub(crate) async fn stored_task(runtime: &Runtime, task_id: &str) -> Result<StoredCall, ErrorData> {
-    match runtime.stored(task_id).await {
+    match runtime.inbox().stored(task_id).await {
         Ok(Some(stored)) if stored.call.kind == PendingKind::Task || is_task_id(task_id) => {
             Ok(stored)
         }
@@ -275,7 +275,7 @@ pub(crate) async fn resume_detached(
                 };
             }
             () = tokio::time::sleep(pause) => {
-                let claimed = runtime.stored(call_id).await.ok().flatten().is_some_and(|s| !s.state.is_pending());
+                let claimed = runtime.inbox().stored(call_id).await.ok().flatten().is_some_and(|s| !s.state.is_pending());
                 if claimed {
                     return Ok(());
                 }

@@ -21,7 +21,7 @@
 //!
 //! The model's own tool-call id does not reach a rig tool, so each call gets
 //! a call id of its own, `rig-` and a UUID: the one the pending notice
-//! names, [`Runtime::pending`] lists and events carry. Rig's tool
+//! names, [`CallInbox::waiting`](tool_runtime::CallInbox::waiting) lists and events carry. Rig's tool
 //! definitions have no annotations, so the tools' MCP hints are not passed on.
 //!
 //! ```

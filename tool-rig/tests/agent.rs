@@ -112,9 +112,9 @@ async fn a_call_waits_for_approval_in_the_store_and_completes_when_approved() {
     assert_eq!(APPROVED_RUNS.load(Ordering::SeqCst), 0);
 
     // The call is pending in the runtime's store, and the model was told so.
-    let pending = runtime.pending().await.unwrap();
+    let pending = runtime.inbox().waiting().await.unwrap();
     assert_eq!(pending.len(), 1);
-    let call_id = pending[0].call_id.clone();
+    let call_id = pending[0].call.call_id.clone();
     assert!(call_id.starts_with("rig-"), "{call_id}");
     let told = last_history(&model);
     assert!(
@@ -131,7 +131,7 @@ async fn a_call_waits_for_approval_in_the_store_and_completes_when_approved() {
     assert!(matches!(outcome, CallOutcome::Completed { .. }));
     assert_eq!(outcome.output(), Some(&json!({ "to": "DE89", "sent": 5 })));
     assert_eq!(APPROVED_RUNS.load(Ordering::SeqCst), 1);
-    assert!(runtime.pending().await.unwrap().is_empty());
+    assert!(runtime.inbox().waiting().await.unwrap().is_empty());
 
     // The application tells the agent the result; the run completes.
     let answer = agent

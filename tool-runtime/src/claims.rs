@@ -145,7 +145,7 @@ impl StoredCalls {
         &self.owner
     }
 
-    /// Every call waiting for a decision, as stored ([`Runtime::waiting`](crate::Runtime::waiting)).
+    /// Every call waiting for a decision, as stored ([`CallInbox::waiting`](crate::CallInbox::waiting)).
     pub(crate) fn waiting(
         &self,
     ) -> impl Future<Output = Result<Vec<StoredCall>, RuntimeError>> + Send + 'static {
@@ -157,7 +157,7 @@ impl StoredCalls {
         }
     }
 
-    /// The call `call_id` in whatever state ([`Runtime::stored`](crate::Runtime::stored)).
+    /// The call `call_id` in whatever state ([`CallInbox::stored`](crate::CallInbox::stored)).
     pub(crate) fn stored(
         &self,
         call_id: &str,
@@ -263,7 +263,7 @@ impl StoredCalls {
     }
 
     /// Appends `entry` to the audit log, for the application
-    /// ([`Runtime::append_audit`](crate::Runtime::append_audit)).
+    /// ([`CallInbox::append_audit`](crate::CallInbox::append_audit)).
     pub(crate) fn append_audit(
         &self,
         entry: AuditEntry,
@@ -272,7 +272,7 @@ impl StoredCalls {
         async move { Ok(stored.audit_log.append_audit(entry).await?) }
     }
 
-    /// A page of the pending calls `query` selects ([`Runtime::waiting_page`](crate::Runtime::waiting_page)).
+    /// A page of the pending calls `query` selects ([`CallInbox::waiting_page`](crate::CallInbox::waiting_page)).
     pub(crate) async fn list_page(
         &self,
         query: PendingQuery,
@@ -281,7 +281,7 @@ impl StoredCalls {
     }
 
     /// The entries of the audit log `query` selects
-    /// ([`Runtime::audit`](crate::Runtime::audit)).
+    /// ([`CallInbox::audit`](crate::CallInbox::audit)).
     pub(crate) fn read_audit(
         &self,
         query: AuditQuery,

@@ -526,7 +526,7 @@ impl Decisions {
         }
     }
 
-    /// The approvals of call `call_id` so far ([`Runtime::approvals`](crate::Runtime::approvals)).
+    /// The approvals of call `call_id` so far ([`CallInbox::approvals`](crate::CallInbox::approvals)).
     pub(crate) fn approvals(
         &self,
         call_id: &str,
@@ -629,7 +629,7 @@ impl Decisions {
         }
     }
 
-    /// Every call waiting for a decision ([`Runtime::waiting`](crate::Runtime::waiting)),
+    /// Every call waiting for a decision ([`CallInbox::waiting`](crate::CallInbox::waiting)),
     /// those past their expiry declined on the way (and left out).
     pub(crate) fn waiting(
         &self,
@@ -641,7 +641,7 @@ impl Decisions {
         }
     }
 
-    /// A page of the calls waiting for a decision ([`Runtime::waiting_page`](crate::Runtime::waiting_page)),
+    /// A page of the calls waiting for a decision ([`CallInbox::waiting_page`](crate::CallInbox::waiting_page)),
     /// those past their expiry declined on the way (and left out).
     pub(crate) fn waiting_page(
         &self,
@@ -1106,7 +1106,7 @@ async fn granted_by(
 }
 
 /// The approvals a call waiting for several has
-/// ([`Runtime::approvals`](crate::Runtime::approvals)).
+/// ([`CallInbox::approvals`](crate::CallInbox::approvals)).
 ///
 /// ```
 /// use tool_runtime::Approvals;

@@ -16,10 +16,11 @@ use serde_json::Value;
 use crate::approval_policy::{ApprovalCheck, ApprovalPolicy};
 use crate::background::{BackgroundCallback, BackgroundResult, Tasks};
 use crate::call::{CallHead, ToolCall};
+use crate::call_inbox::CallInbox;
 use crate::call_outcome::CallOutcome;
 use crate::call_path::{CallPath, PathParts};
 use crate::claims::StoredCalls;
-use crate::decide::{Approvals, Decider, Decision, Decisions, Recovered, typed_value};
+use crate::decide::{Decider, Decision, Decisions, Recovered, typed_value};
 use crate::error::RuntimeError;
 use crate::events::{CallWatch, EventBus, Events};
 use crate::hook_queue::{DEFAULT_APPROVAL_TIMEOUT, DEFAULT_HOOK_TIMEOUT};
@@ -28,10 +29,7 @@ use crate::log_layer::CallLogLayer;
 use crate::runs::Runs;
 #[cfg(feature = "sqlite")]
 use crate::store::SqliteStore;
-use crate::store::{
-    AuditEntry, AuditQuery, DynCallStore, IntoStore, MemoryStore, PendingCall, PendingQuery,
-    Retention, StoredCall, Stores,
-};
+use crate::store::{DynCallStore, IntoStore, MemoryStore, Retention, Stores};
 use crate::stream::InputStream;
 use crate::worker::Worker;
 
@@ -58,6 +56,26 @@ const TASK_RETENTION: usize = 10_000;
 /// cancellation, events. Cheap to clone (one `Arc`); every clone is the same
 /// runtime. There is no global state: two runtimes share nothing but what
 /// they are given (for example one store file).
+///
+/// Its methods, by family:
+/// - calls: [`call`](Self::call), [`begin`](Self::begin) and
+///   [`begin_call`](Self::begin_call) (streamed input), [`wait`](Self::wait)
+///   (a background task), [`cancel`](Self::cancel);
+/// - decisions on a paused call, all one path ([`decide`](Self::decide)):
+///   [`approve`](Self::approve), [`decline`](Self::decline),
+///   [`resume`](Self::resume) (resume data), [`respond`](Self::respond)
+///   (a client-side tool's output); [`decide_as`](Self::decide_as) is a
+///   person's decision (principal, digest, audit), and
+///   [`resume_as`](Self::resume_as), [`respond_as`](Self::respond_as) take
+///   the tool's typed data; [`recover`](Self::recover) settles calls whose
+///   instance died;
+/// - what waits for a person and what people decided: [`inbox`](Self::inbox);
+///   agent runs: [`runs`](Self::runs);
+/// - watching: [`events`](Self::events), [`watch`](Self::watch),
+///   [`log_layer`](Self::log_layer); running stored tasks:
+///   [`worker`](Self::worker);
+/// - settings: [`tools`](Self::tools), [`tool`](Self::tool),
+///   [`retention`](Self::retention), [`instance_id`](Self::instance_id).
 ///
 /// ```
 /// use serde_json::json;
@@ -356,7 +374,7 @@ impl Runtime {
     ///
     /// let outcome = runtime.call(ToolCall::new("c1", "pick-color", json!({}))).await;
     /// assert!(matches!(outcome, CallOutcome::AwaitingOutput { .. }));
-    /// assert_eq!(runtime.pending().await.unwrap()[0].kind, PendingKind::Output);
+    /// assert_eq!(runtime.inbox().waiting().await.unwrap()[0].call.kind, PendingKind::Output);
     ///
     /// let invalid = runtime.respond("c1", json!({ "colour": "teal" })).await.unwrap();
     /// assert!(invalid.error().is_some()); // the call still waits
@@ -377,7 +395,7 @@ impl Runtime {
     /// (`#[tool]`'s generated struct, or a [`TypedTool`]): data of another
     /// type does not compile, and a call of another tool is refused
     /// ([`RuntimeError::TypeMismatch`]) before anything changes.
-    /// [`PendingCall::suspend_payload`] reads what it suspended with as
+    /// [`PendingCall::suspend_payload`](crate::PendingCall::suspend_payload) reads what it suspended with as
     /// `T`'s suspend type.
     ///
     /// ```
@@ -403,8 +421,8 @@ impl Runtime {
     /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
     /// let runtime = Runtime::builder().tool(DeleteFileTool).build().unwrap();
     /// runtime.call(ToolCall::new("c1", "delete_file", json!({ "path": "/tmp/x" }))).await;
-    /// let pending = &runtime.pending().await.unwrap()[0];
-    /// let question: Question = pending.suspend_payload::<DeleteFileTool>().unwrap().unwrap();
+    /// let waiting = &runtime.inbox().waiting().await.unwrap()[0].call;
+    /// let question: Question = waiting.suspend_payload::<DeleteFileTool>().unwrap().unwrap();
     /// assert_eq!(question.text, "Delete /tmp/x?");
     /// let done = runtime.resume_as::<DeleteFileTool>("c1", Answer { approved: true }).await.unwrap();
     /// assert_eq!(done.output(), Some(&json!("deleted /tmp/x")));
@@ -508,7 +526,7 @@ impl Runtime {
     ///
     /// // A call an agent made keeps its agent: approved without one, it runs as the agent's.
     /// runtime.call(ToolCall::new("c2", "delete-file", json!({})).with_agent(AgentContext::new("support", "run-8"))).await;
-    /// assert_eq!(runtime.pending().await.unwrap()[0].agent, Some(AgentContext::new("support", "run-8")));
+    /// assert_eq!(runtime.inbox().waiting().await.unwrap()[0].call.agent, Some(AgentContext::new("support", "run-8")));
     /// let outcome = runtime.approve("c2").await.unwrap();
     /// assert_eq!(outcome.output(), Some(&json!({ "run": "run-8" })));
     /// # });
@@ -525,12 +543,12 @@ impl Runtime {
     }
 
     /// [`decide`](Self::decide), by a person: `decider` names who decides
-    /// and the digest of the item as they read it ([`StoredCall::digest`],
+    /// and the digest of the item as they read it ([`StoredCall::digest`](crate::StoredCall::digest),
     /// which a listing gives). A call that changed since (another digest)
     /// is refused with [`RuntimeError::StaleDigest`]; a decision another
     /// one beat is [`RuntimeError::AlreadyDecided`], with what that one
     /// recorded. The decision, or the refused attempt (a stale digest, a
-    /// decision beaten or expired), is appended to the audit log ([`audit`](Self::audit)) with the principal, the digest
+    /// decision beaten or expired), is appended to the audit log ([`CallInbox::audit`]) with the principal, the digest
     /// and the values as the tool's display transforms show them.
     ///
     /// ```
@@ -546,7 +564,7 @@ impl Runtime {
     ///     .build().unwrap();
     /// let runtime = Runtime::builder().tool(transfer).build().unwrap();
     /// runtime.call(ToolCall::new("c1", "transfer", json!({ "amount": 5 }))).await;
-    /// let digest = runtime.stored("c1").await.unwrap().unwrap().digest();
+    /// let digest = runtime.inbox().stored("c1").await.unwrap().unwrap().digest();
     ///
     /// let refused = runtime.decide_as("c1", Decision::Approve, Decider::new("bob", "sha256:00")).await;
     /// assert!(matches!(refused, Err(RuntimeError::StaleDigest { .. })));
@@ -555,7 +573,7 @@ impl Runtime {
     /// let late = runtime.decide_as("c1", Decision::Decline(None), Decider::new("carol", &digest)).await;
     /// assert!(matches!(late, Err(RuntimeError::AlreadyDecided { .. })));
     ///
-    /// let log = runtime.audit(AuditQuery::all().call("c1")).await.unwrap();
+    /// let log = runtime.inbox().audit(AuditQuery::all().call("c1")).await.unwrap();
     /// let kinds: Vec<_> = log.iter().map(|e| (e.kind, e.principal.as_deref())).collect();
     /// assert_eq!(kinds, [
     ///     (AuditKind::Requested, None),
@@ -574,70 +592,6 @@ impl Runtime {
         self.inner
             .decisions
             .decide_by(call_id, decision, Extensions::new(), None, Some(decider))
-    }
-
-    /// How many different principals must approve a call of `tool_id`
-    /// ([`RuntimeBuilder::approvals_required`]).
-    ///
-    /// ```
-    /// use tool_runtime::Runtime;
-    ///
-    /// let runtime = Runtime::builder().tool_approvals_required("transfer", 2).build().unwrap();
-    /// assert_eq!((runtime.approvals_required("transfer"), runtime.approvals_required("weather")), (2, 1));
-    /// ```
-    pub fn approvals_required(&self, tool_id: &str) -> u32 {
-        self.inner.path.approvals_required(tool_id)
-    }
-
-    /// The approvals call `call_id` has so far, on every instance sharing
-    /// the store, and how many it needs
-    /// ([`RuntimeBuilder::approvals_required`]); a call not waiting for
-    /// approval is [`RuntimeError::NotAwaitingApproval`] (or why not).
-    /// See [`approvals_required`](RuntimeBuilder::approvals_required) for
-    /// an example.
-    pub fn approvals(
-        &self,
-        call_id: &str,
-    ) -> impl Future<Output = Result<Approvals, RuntimeError>> + Send + 'static {
-        self.inner.decisions.approvals(call_id)
-    }
-
-    /// The entries of the audit log `query` selects, in order: the
-    /// requests (a call starting to wait for a person), the decisions
-    /// taken through [`decide_as`](Self::decide_as) and the refused
-    /// attempts, from the store (every instance's). The log is
-    /// append-only and kept when the calls are purged; export it with
-    /// [`AuditEntry::to_json_line`](crate::store::AuditEntry::to_json_line).
-    pub fn audit(
-        &self,
-        query: AuditQuery,
-    ) -> impl Future<Output = Result<Vec<AuditEntry>, RuntimeError>> + Send + 'static {
-        self.inner.path.stored().read_audit(query)
-    }
-
-    /// Appends `entry` to the audit log: what an application records
-    /// beside the runtime's own entries (a decision attempt it refused
-    /// before reaching the runtime: an unauthorized principal, a foreign
-    /// origin). Returns its `seq`.
-    ///
-    /// ```
-    /// use tool_runtime::Runtime;
-    /// use tool_runtime::store::{AuditEntry, AuditKind, AuditQuery};
-    ///
-    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-    /// let runtime = Runtime::builder().build().unwrap();
-    /// let entry = AuditEntry::new(AuditKind::Refused, "c1", "transfer", "approve")
-    ///     .principal("mallory")
-    ///     .reason("not authorized");
-    /// let seq = runtime.append_audit(entry).await.unwrap();
-    /// assert_eq!(runtime.audit(AuditQuery::all()).await.unwrap()[0].seq, seq);
-    /// # });
-    /// ```
-    pub fn append_audit(
-        &self,
-        entry: AuditEntry,
-    ) -> impl Future<Output = Result<u64, RuntimeError>> + Send + 'static {
-        self.inner.path.stored().append_audit(entry)
     }
 
     /// Recovers the stored calls whose runtime died while running them
@@ -767,137 +721,46 @@ impl Runtime {
         self.inner.runs.clone()
     }
 
-    /// How long a settled call's outcome stays in the store
-    /// ([`RuntimeBuilder::settled_retention`]): how long after it ends a
-    /// client can still ask for it.
+    /// The calls waiting for a person and what people decided: the
+    /// waiting calls, a stored call by id, a call's approvals, the audit
+    /// log (see [`CallInbox`]). Cheap; clones share the runtime's store.
+    ///
+    /// ```
+    /// use tool_runtime::Runtime;
+    /// use tool_runtime::store::AuditQuery;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let runtime = Runtime::builder().build().unwrap();
+    /// let inbox = runtime.inbox();
+    /// assert!(inbox.waiting().await.unwrap().is_empty());
+    /// assert!(inbox.audit(AuditQuery::all()).await.unwrap().is_empty());
+    /// # });
+    /// ```
+    pub fn inbox(&self) -> CallInbox {
+        CallInbox::new(self.inner.path.clone(), self.inner.decisions.clone())
+    }
+
+    /// How long, and how many, settled calls' outcomes the store keeps
+    /// ([`RuntimeBuilder::settled_retention`],
+    /// [`RuntimeBuilder::settled_limit`]): how long after it ends a client
+    /// can still ask for a call's outcome.
     ///
     /// ```
     /// use std::time::Duration;
     /// use tool_runtime::Runtime;
     ///
-    /// let runtime = Runtime::builder().settled_retention(Duration::from_secs(60)).build().unwrap();
-    /// assert_eq!(runtime.settled_retention(), Duration::from_secs(60));
+    /// let runtime = Runtime::builder().build().unwrap();
+    /// assert_eq!(runtime.retention().max_settled, 10_000);
+    /// let runtime = Runtime::builder()
+    ///     .settled_retention(Duration::from_secs(60))
+    ///     .settled_limit(500)
+    ///     .build()
+    ///     .unwrap();
+    /// assert_eq!(runtime.retention().age, Duration::from_secs(60));
+    /// assert_eq!(runtime.retention().max_settled, 500);
     /// ```
-    pub fn settled_retention(&self) -> Duration {
-        self.inner.path.stored().retention().age
-    }
-
-    /// How many settled calls' outcomes the store keeps at most
-    /// ([`RuntimeBuilder::settled_limit`]).
-    ///
-    /// ```
-    /// use tool_runtime::Runtime;
-    ///
-    /// assert_eq!(Runtime::builder().build().unwrap().settled_limit(), 10_000);
-    /// let runtime = Runtime::builder().settled_limit(500).build().unwrap();
-    /// assert_eq!(runtime.settled_limit(), 500);
-    /// ```
-    pub fn settled_limit(&self) -> usize {
-        self.inner.path.stored().retention().max_settled
-    }
-
-    /// Every call waiting for a decision (approval, resume data, or its
-    /// output: see each one's [`kind`](PendingCall::kind)), from the store.
-    pub fn pending(
-        &self,
-    ) -> impl Future<Output = Result<Vec<PendingCall>, RuntimeError>> + Send + 'static {
-        let waiting = self.waiting();
-        async move {
-            Ok(waiting
-                .await?
-                .into_iter()
-                .map(|stored| stored.call)
-                .collect())
-        }
-    }
-
-    /// Every call waiting for a decision, as [`pending`](Self::pending)
-    /// lists them, as stored: each with its version, for the
-    /// [`digest`](StoredCall::digest) a person's decision echoes
-    /// ([`decide_as`](Self::decide_as)).
-    ///
-    /// ```
-    /// use serde_json::json;
-    /// use tool_core::{Tool, ToolError};
-    /// use tool_runtime::{Runtime, ToolCall};
-    ///
-    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-    /// let transfer = Tool::builder("transfer").description("Moves money")
-    ///     .require_approval(true)
-    ///     .execute(|_input, _ctx| async move { Ok::<_, ToolError>(json!("moved")) })
-    ///     .build().unwrap();
-    /// let runtime = Runtime::builder().tool(transfer).build().unwrap();
-    /// runtime.call(ToolCall::new("c1", "transfer", json!({ "amount": 5 }))).await;
-    /// let waiting = runtime.waiting().await.unwrap();
-    /// assert_eq!(waiting[0].digest(), runtime.stored("c1").await.unwrap().unwrap().digest());
-    /// # });
-    /// ```
-    pub fn waiting(
-        &self,
-    ) -> impl Future<Output = Result<Vec<StoredCall>, RuntimeError>> + Send + 'static {
-        self.inner.decisions.waiting()
-    }
-
-    /// One page of the calls [`waiting`](Self::waiting) lists, as `query`
-    /// selects them (kinds, tool, after a call id, at most a limit), by
-    /// call id: what a listing of many calls reads, from the store's
-    /// index where it has one (PostgreSQL). Calls past their expiry are
-    /// declined on the way and left out, so a page may hold fewer than
-    /// the limit; the next starts after the last id of this one.
-    ///
-    /// ```
-    /// use serde_json::json;
-    /// use tool_core::{Tool, ToolError};
-    /// use tool_runtime::store::PendingQuery;
-    /// use tool_runtime::{Runtime, ToolCall};
-    ///
-    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-    /// let transfer = Tool::builder("transfer").description("Moves money")
-    ///     .require_approval(true)
-    ///     .execute(|_input, _ctx| async move { Ok::<_, ToolError>(json!("moved")) })
-    ///     .build().unwrap();
-    /// let runtime = Runtime::builder().tool(transfer).build().unwrap();
-    /// for id in ["c1", "c2", "c3"] {
-    ///     runtime.call(ToolCall::new(id, "transfer", json!({}))).await;
-    /// }
-    /// let page = runtime.waiting_page(PendingQuery::waiting_for_people().after("c1").limit(1)).await.unwrap();
-    /// assert_eq!(page[0].call.call_id, "c2");
-    /// # });
-    /// ```
-    pub fn waiting_page(
-        &self,
-        query: PendingQuery,
-    ) -> impl Future<Output = Result<Vec<StoredCall>, RuntimeError>> + Send + 'static {
-        self.inner.decisions.waiting_page(query)
-    }
-
-    /// The stored call `call_id` in whatever state it is (pending, running,
-    /// settled with its outcome), or `None`: how a client that lost a
-    /// response finds out what became of a call.
-    ///
-    /// ```
-    /// use serde_json::json;
-    /// use tool_core::{Tool, ToolError};
-    /// use tool_runtime::{CallState, Runtime, ToolCall};
-    ///
-    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-    /// let delete = Tool::builder("delete-file").description("Delete a file")
-    ///     .require_approval(true)
-    ///     .execute(|_input, _ctx| async move { Ok::<_, ToolError>(json!("deleted")) })
-    ///     .build().unwrap();
-    /// let runtime = Runtime::builder().tool(delete).build().unwrap();
-    /// runtime.call(ToolCall::new("c1", "delete-file", json!({}))).await;
-    /// assert_eq!(runtime.stored("c1").await.unwrap().unwrap().state, CallState::Pending);
-    /// runtime.approve("c1").await.unwrap();
-    /// let settled = runtime.stored("c1").await.unwrap().unwrap();
-    /// assert!(matches!(settled.state, CallState::Settled { .. }));
-    /// # });
-    /// ```
-    pub fn stored(
-        &self,
-        call_id: &str,
-    ) -> impl Future<Output = Result<Option<StoredCall>, RuntimeError>> + Send + 'static {
-        self.inner.path.stored().stored(call_id)
+    pub fn retention(&self) -> Retention {
+        self.inner.path.stored().retention()
     }
 
     /// This runtime instance's id, the owner of the stored calls it runs.
@@ -1189,7 +1052,7 @@ impl RuntimeBuilder {
     /// How long a call waits for approval before it expires: from then on
     /// it is declined with the reason `expired` (the model reads it) by
     /// the first runtime sharing the store that notices (a listing,
-    /// [`waiting`](Runtime::waiting), a decision on it, or
+    /// [`waiting`](CallInbox::waiting), a decision on it, or
     /// [`recover`](Runtime::recover), which workers run), exactly once,
     /// and no decision runs it. No expiry by default.
     ///
@@ -1206,7 +1069,7 @@ impl RuntimeBuilder {
     ///     .build().unwrap();
     /// let runtime = Runtime::builder().tool(transfer).approval_ttl(Duration::ZERO).build().unwrap();
     /// runtime.call(ToolCall::new("c1", "transfer", json!({}))).await;
-    /// assert!(runtime.waiting().await.unwrap().is_empty(), "expired: declined on sight");
+    /// assert!(runtime.inbox().waiting().await.unwrap().is_empty(), "expired: declined on sight");
     /// let outcome = runtime.approve("c1").await.unwrap();
     /// assert_eq!(outcome, CallOutcome::Declined { reason: Some("expired".into()) });
     /// # });
@@ -1247,7 +1110,7 @@ impl RuntimeBuilder {
     /// assert!(anonymous.error().unwrap().message().contains("requester"));
     ///
     /// runtime.call(ToolCall::new("c1", "transfer", json!({})).with_requester("alice")).await;
-    /// let digest = runtime.stored("c1").await.unwrap().unwrap().digest();
+    /// let digest = runtime.inbox().stored("c1").await.unwrap().unwrap().digest();
     /// let own = runtime.decide_as("c1", Decision::Approve, Decider::new("alice", &digest)).await;
     /// assert!(matches!(own, Err(RuntimeError::SelfApproval { .. })));
     /// let other = runtime.decide_as("c1", Decision::Approve, Decider::new("bob", &digest)).await;
@@ -1283,14 +1146,14 @@ impl RuntimeBuilder {
     ///     .build().unwrap();
     /// let runtime = Runtime::builder().tool(transfer).approvals_required(2).build().unwrap();
     /// runtime.call(ToolCall::new("c1", "transfer", json!({}))).await;
-    /// let digest = runtime.stored("c1").await.unwrap().unwrap().digest();
+    /// let digest = runtime.inbox().stored("c1").await.unwrap().unwrap().digest();
     ///
     /// let first = runtime.decide_as("c1", Decision::Approve, Decider::new("alice", &digest)).await;
     /// assert!(matches!(first.unwrap(), CallOutcome::ApprovalRequired { .. }));
     /// let again = runtime.decide_as("c1", Decision::Approve, Decider::new("alice", &digest)).await;
     /// assert!(matches!(again.unwrap(), CallOutcome::ApprovalRequired { .. }), "alice counts once");
     /// assert!(matches!(runtime.approve("c1").await, Err(RuntimeError::ApprovalsRequired { .. })));
-    /// assert_eq!(runtime.approvals("c1").await.unwrap().granted, ["alice"]);
+    /// assert_eq!(runtime.inbox().approvals("c1").await.unwrap().granted, ["alice"]);
     ///
     /// let second = runtime.decide_as("c1", Decision::Approve, Decider::new("bob", &digest)).await;
     /// assert_eq!(second.unwrap().output(), Some(&json!("moved")));
@@ -1382,7 +1245,7 @@ impl RuntimeBuilder {
     /// tries: `Tool pay needs approval, but the call could not be stored:
     /// the pending store .. failed: .. (tried 15 times over 10002 ms)`.
     /// Nothing is stored, unless the last try reached the store and only
-    /// its answer was lost: [`Runtime::stored`] tells.
+    /// its answer was lost: [`CallInbox::stored`] tells.
     ///
     /// ```
     /// use std::time::Duration;
@@ -1424,7 +1287,7 @@ impl RuntimeBuilder {
     /// let front = Runtime::builder().tool(report).leave_tasks_to_workers(true).build().unwrap();
     /// let started = front.call(ToolCall::new("c1", "report", json!({}))).await;
     /// assert!(matches!(started, CallOutcome::BackgroundStarted { .. }));
-    /// assert!(front.stored("c1").await.unwrap().unwrap().state.is_pending()); // not run yet
+    /// assert!(front.inbox().stored("c1").await.unwrap().unwrap().state.is_pending()); // not run yet
     ///
     /// tokio::spawn(front.worker().run()); // here, or on any instance sharing the store
     /// assert_eq!(front.wait("c1").await.unwrap().output(), Some(&json!("ready")));
@@ -1436,7 +1299,7 @@ impl RuntimeBuilder {
     }
 
     /// How long a settled call's outcome stays in the store, for decisions
-    /// asked again and [`Runtime::stored`] (default 24 hours); a finished
+    /// asked again and [`CallInbox::stored`] (default 24 hours); a finished
     /// agent run is kept as long after its last save. Paused runs stay.
     pub fn settled_retention(mut self, retention: Duration) -> Self {
         self.settled_retention = Some(retention);

@@ -84,9 +84,9 @@ async fn the_run_waits_for_the_applications_response(store: impl IntoStore, labe
         )),
         "{label}: no result yet"
     );
-    let pending = runtime.pending().await.unwrap();
+    let pending = runtime.inbox().waiting().await.unwrap();
     assert_eq!(pending.len(), 1);
-    assert_eq!(pending[0].kind, PendingKind::Output);
+    assert_eq!(pending[0].call.kind, PendingKind::Output);
     // The model was offered the tool, and was asked once.
     let requests = model.requests();
     assert_eq!(requests.len(), 1);

@@ -139,10 +139,10 @@ async fn a_runtime_approval_of_an_agents_call_runs_as_the_agent_and_continue_run
     let expected = AgentContext::new("payer", run_id.as_str())
         .with_thread("thread-1")
         .with_resource("user-1");
-    let pending = inbox.pending().await.unwrap();
+    let pending = inbox.inbox().waiting().await.unwrap();
     assert_eq!(pending.len(), 1);
-    assert_eq!(pending[0].call_id, stored_id);
-    assert_eq!(pending[0].agent.as_ref(), Some(&expected));
+    assert_eq!(pending[0].call.call_id, stored_id);
+    assert_eq!(pending[0].call.agent.as_ref(), Some(&expected));
     let outcome = inbox.approve(&stored_id).await.unwrap();
     assert_eq!(outcome.output(), Some(&json!({ "paid": "ada" })));
     assert_eq!(
@@ -288,7 +288,7 @@ async fn an_approval_that_expires_releases_the_agents_run_with_the_model_reading
     let run_id = paused.run_id;
 
     // Another instance notices first (its listing declines what is overdue).
-    assert!(inbox.waiting().await.unwrap().is_empty());
+    assert!(inbox.inbox().waiting().await.unwrap().is_empty());
     let done = agent.continue_run(&run_id).await.unwrap().output().await;
     assert_eq!(
         (done.text.as_str(), done.finish_reason),

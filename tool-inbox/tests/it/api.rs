@@ -230,7 +230,7 @@ async fn lists_items_through_display_transforms_and_takes_each_decision() {
         (status, &answer["status"]),
         (StatusCode::OK, &json!("declined"))
     );
-    let declined = runtime.stored("t2").await.unwrap().unwrap();
+    let declined = runtime.inbox().stored("t2").await.unwrap().unwrap();
     let CallState::Settled { outcome, .. } = declined.state else {
         panic!("{declined:?}")
     };
@@ -278,6 +278,7 @@ async fn lists_items_through_display_transforms_and_takes_each_decision() {
     assert!(refused["error"]["modelError"].is_object(), "{refused}");
     assert!(
         runtime
+            .inbox()
             .stored("s1")
             .await
             .unwrap()
@@ -440,6 +441,7 @@ async fn bodies_and_reasons_are_bounded() {
     );
     assert!(
         runtime
+            .inbox()
             .stored("t1")
             .await
             .unwrap()
@@ -580,6 +582,7 @@ async fn an_agents_call_id_travels_percent_encoded() {
     assert_eq!(status, StatusCode::OK);
     assert!(
         !runtime
+            .inbox()
             .stored("run-7/call-1")
             .await
             .unwrap()
@@ -739,7 +742,7 @@ async fn an_approval_with_edits_changes_only_the_editable_fields() {
         "{answer}"
     );
     assert_eq!(runs.load(Ordering::SeqCst), 1);
-    let settled = runtime.stored("t1").await.unwrap().unwrap();
+    let settled = runtime.inbox().stored("t1").await.unwrap().unwrap();
     assert_eq!(
         settled.call.input,
         json!({ "amount": 500, "apiKey": "sk-secret" })
@@ -988,6 +991,7 @@ async fn foreign_origins_are_logged_and_the_log_exports_as_json_lines_per_princi
     assert_eq!(send(&router, forged).await.0, StatusCode::FORBIDDEN);
     assert!(
         runtime
+            .inbox()
             .stored("r1")
             .await
             .unwrap()

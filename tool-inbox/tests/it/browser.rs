@@ -425,6 +425,7 @@ async fn a_person_decides_every_kind_of_item_in_the_page() {
     screenshot(&client, "inbox-form-error.png").await;
     assert!(
         runtime
+            .inbox()
             .stored("s1")
             .await
             .unwrap()
@@ -521,31 +522,31 @@ async fn a_person_decides_every_kind_of_item_in_the_page() {
 
     // The store has each decision; each tool ran as decided.
     assert_eq!(
-        settled(runtime.stored("t1").await.unwrap()).output(),
+        settled(runtime.inbox().stored("t1").await.unwrap()).output(),
         Some(&json!({ "moved": 120 }))
     );
     assert_eq!(
-        settled(runtime.stored("x1").await.unwrap()).output(),
+        settled(runtime.inbox().stored("x1").await.unwrap()).output(),
         Some(&json!("noted"))
     );
     assert_eq!(
-        settled(runtime.stored("t2").await.unwrap()),
+        settled(runtime.inbox().stored("t2").await.unwrap()),
         CallOutcome::Declined {
             reason: Some("over the limit".into())
         }
     );
     assert_eq!(
-        settled(runtime.stored("s1").await.unwrap()).output(),
+        settled(runtime.inbox().stored("s1").await.unwrap()).output(),
         Some(
             &json!({ "shipped": { "confirm": true, "note": "ship today", "count": 3, "carrier": "courier" } })
         )
     );
     assert_eq!(
-        settled(runtime.stored("l1").await.unwrap()).output(),
+        settled(runtime.inbox().stored("l1").await.unwrap()).output(),
         Some(&json!({ "answer": "north" }))
     );
     assert_eq!(
-        settled(runtime.stored("t4").await.unwrap()).output(),
+        settled(runtime.inbox().stored("t4").await.unwrap()).output(),
         Some(&json!({ "moved": 250 })),
         "t4 ran with the edited amount"
     );
@@ -555,13 +556,14 @@ async fn a_person_decides_every_kind_of_item_in_the_page() {
         "t1 and t4 ran; t2 was declined; t3 waits"
     );
     assert_eq!(
-        settled(runtime.stored("e1").await.unwrap()),
+        settled(runtime.inbox().stored("e1").await.unwrap()),
         CallOutcome::Declined {
             reason: Some("expired".into())
         }
     );
     assert!(
         runtime
+            .inbox()
             .stored("t3")
             .await
             .unwrap()

@@ -150,7 +150,7 @@ async fn approval_is_asked_through_elicitation() {
             .unwrap();
         assert_eq!(text(&declined), "Tool call was not approved by the user");
         assert!(
-            runtime.pending().await.unwrap().is_empty(),
+            runtime.inbox().waiting().await.unwrap().is_empty(),
             "modern: {modern}"
         );
     }
@@ -195,9 +195,9 @@ async fn without_elicitation_a_call_needing_approval_stays_pending() {
     };
     assert_eq!(error.code.0, -32602);
 
-    let stored = runtime.pending().await.unwrap();
+    let stored = runtime.inbox().waiting().await.unwrap();
     assert_eq!(stored.len(), 1);
-    assert_eq!(stored[0].call_id, call_id);
+    assert_eq!(stored[0].call.call_id, call_id);
     let outcome = runtime.approve(&call_id).await.unwrap();
     assert_eq!(outcome.output(), Some(&json!("deleted /tmp/x")));
 }
@@ -266,7 +266,7 @@ async fn an_input_required_retry_is_accepted_after_a_restart_and_on_another_inst
         panic!("expected a JSON-RPC error, got {refused:?}")
     };
     assert_eq!(error.code.0, -32602, "{error:?}");
-    assert_eq!(on_file().pending().await.unwrap().len(), 1);
+    assert_eq!(on_file().inbox().waiting().await.unwrap().len(), 1);
 
     // Instance B, same store and key: the retry is accepted and runs once.
     let client = connect_to(server(&key), answering(), true).await;
@@ -278,7 +278,7 @@ async fn an_input_required_retry_is_accepted_after_a_restart_and_on_another_inst
         panic!("expected a result")
     };
     assert_eq!(text(&done), "deleted /tmp/x");
-    assert!(on_file().pending().await.unwrap().is_empty());
+    assert!(on_file().inbox().waiting().await.unwrap().is_empty());
     // A retry whose response was lost: the recorded result, no second run.
     let CallToolResponse::Complete(again) =
         client.call_tool_once(request(Some(state))).await.unwrap()
@@ -327,7 +327,7 @@ async fn a_suspended_call_elicits_its_resume_data() {
             "{}",
             asked[1].0
         );
-        assert!(runtime.pending().await.unwrap().is_empty());
+        assert!(runtime.inbox().waiting().await.unwrap().is_empty());
     }
 }
 
@@ -702,7 +702,7 @@ async fn suspensions_that_cannot_be_asked_stay_pending() {
         "{}",
         text(&result)
     );
-    assert_eq!(runtime.pending().await.unwrap().len(), 1);
+    assert_eq!(runtime.inbox().waiting().await.unwrap().len(), 1);
 }
 
 // --- asking the user while running (MCP elicitation) -------------------------

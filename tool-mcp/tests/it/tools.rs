@@ -300,7 +300,7 @@ async fn a_declaration_only_tool_is_neither_listed_nor_served() {
         );
     }
     assert!(
-        runtime.pending().await.unwrap().is_empty(),
+        runtime.inbox().waiting().await.unwrap().is_empty(),
         "no call was stored"
     );
 }

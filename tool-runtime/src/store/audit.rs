@@ -16,7 +16,7 @@ use super::StoreError;
 /// The audit log a store keeps: what the runtime asked of people (a call
 /// that waits for an approval, resume data or an output) and what they
 /// decided or tried to, appended by the runtime after the step it records
-/// ([`Runtime::audit`](crate::Runtime::audit) reads it). A job of its own
+/// ([`CallInbox::audit`](crate::CallInbox::audit) reads it). A job of its own
 /// beside the calls' lifecycle ([`CallStore`]); the stores of this crate
 /// do both, and a runtime's store must
 /// ([`IntoStore`](super::IntoStore)).

@@ -28,7 +28,7 @@ use super::{
 ///
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// let runtime = Runtime::builder().store(MemoryStore::new()).build().unwrap();
-/// assert!(runtime.pending().await.unwrap().is_empty());
+/// assert!(runtime.inbox().waiting().await.unwrap().is_empty());
 /// # });
 /// ```
 #[derive(Debug, Default)]

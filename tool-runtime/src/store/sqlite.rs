@@ -69,7 +69,7 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 /// let path = dir.join("pending.sqlite");
 /// let runtime = Runtime::builder().store(SqliteStore::open(&path).unwrap()).build().unwrap();
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-/// assert!(runtime.pending().await.unwrap().is_empty());
+/// assert!(runtime.inbox().waiting().await.unwrap().is_empty());
 /// # });
 ///
 /// std::fs::write(dir.join("garbage.sqlite"), b"this is not a database, not even close; it is plain text.").unwrap();

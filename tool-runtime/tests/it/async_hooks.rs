@@ -295,7 +295,7 @@ async fn a_policy_that_errors_panics_or_times_out_means_approval_required() {
     let started = Instant::now();
     for runtime in [&erring, &panicking, &stuck] {
         assert!(needs_approval(&pay(runtime, "c1", 1).await));
-        assert_eq!(runtime.pending().await.unwrap().len(), 1);
+        assert_eq!(runtime.inbox().waiting().await.unwrap().len(), 1);
     }
     assert!(
         started.elapsed() < Duration::from_secs(2),

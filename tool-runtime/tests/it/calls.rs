@@ -36,7 +36,7 @@ fn runtime_is_clone_send_sync_and_clones_share_state() {
         .unwrap()
         .block_on(async {
             runtime.call(ToolCall::new("c1", "echo", json!({}))).await;
-            assert_eq!(clone.pending().await.unwrap().len(), 1);
+            assert_eq!(clone.inbox().waiting().await.unwrap().len(), 1);
             assert!(clone.approve("c1").await.unwrap().output().is_some());
         });
 }
@@ -117,7 +117,7 @@ async fn request_context_is_validated_before_the_gate_and_execute() {
         ErrorKind::RequestContextValidation
     );
     assert!(
-        runtime.pending().await.unwrap().is_empty(),
+        runtime.inbox().waiting().await.unwrap().is_empty(),
         "an invalid call is never stored"
     );
 
@@ -127,8 +127,8 @@ async fn request_context_is_validated_before_the_gate_and_execute() {
         runtime.call(call).await,
         CallOutcome::ApprovalRequired { .. }
     ));
-    let stored = runtime.pending().await.unwrap();
-    assert_eq!(stored[0].request_context["userId"], "u-1");
+    let stored = runtime.inbox().waiting().await.unwrap();
+    assert_eq!(stored[0].call.request_context["userId"], "u-1");
     runtime.approve("c2").await.unwrap();
     assert_eq!(runs.lock().unwrap().len(), 1);
 }
@@ -275,11 +275,12 @@ async fn approving_an_unknown_or_other_call_id_is_an_error() {
     assert!(pay_runs.lock().unwrap().is_empty());
     // Both are still pending, untouched by the wrong calls.
     let kinds: Vec<_> = runtime
-        .pending()
+        .inbox()
+        .waiting()
         .await
         .unwrap()
         .into_iter()
-        .map(|p| (p.call_id, p.kind))
+        .map(|p| (p.call.call_id, p.call.kind))
         .collect();
     assert_eq!(
         kinds,
@@ -313,7 +314,7 @@ async fn arguments_written_by_the_model_cannot_approve() {
         .await;
     assert!(matches!(outcome, CallOutcome::ApprovalRequired { .. }));
     assert!(runs.lock().unwrap().is_empty());
-    assert_eq!(runtime.pending().await.unwrap().len(), 3);
+    assert_eq!(runtime.inbox().waiting().await.unwrap().len(), 3);
 }
 
 #[tokio::test]
@@ -445,16 +446,16 @@ async fn suspend_stores_the_call_and_resume_reruns_with_data_and_payload() {
     assert_eq!(payload, &json!({ "asked": { "q": "color?" } }));
     assert!(resume_schema.is_some());
 
-    let stored = runtime.pending().await.unwrap();
+    let stored = runtime.inbox().waiting().await.unwrap();
     assert_eq!(stored.len(), 1);
-    assert_eq!(stored[0].tool_id, "ask");
-    assert_eq!(stored[0].kind, PendingKind::Suspended);
-    assert_eq!(stored[0].input, json!({ "q": "color?" }));
+    assert_eq!(stored[0].call.tool_id, "ask");
+    assert_eq!(stored[0].call.kind, PendingKind::Suspended);
+    assert_eq!(stored[0].call.input, json!({ "q": "color?" }));
     assert_eq!(
-        stored[0].payload,
+        stored[0].call.payload,
         Some(json!({ "asked": { "q": "color?" } }))
     );
-    assert_eq!(stored[0].request_context["userId"], "u-9");
+    assert_eq!(stored[0].call.request_context["userId"], "u-9");
 
     let resumed = runtime.resume("c1", json!("blue")).await.unwrap();
     assert_eq!(
@@ -464,7 +465,7 @@ async fn suspend_stores_the_call_and_resume_reruns_with_data_and_payload() {
         )
     );
     assert_eq!(runs.lock().unwrap().len(), 2);
-    assert!(runtime.pending().await.unwrap().is_empty());
+    assert!(runtime.inbox().waiting().await.unwrap().is_empty());
 }
 
 #[tokio::test]

@@ -51,7 +51,13 @@ async fn an_approval_with_edits_runs_the_edited_input_and_logs_before_and_after(
         .unwrap();
     let input = json!({ "to": "bob", "amount": 900, "apiKey": "sk-secret" });
     runtime.call(ToolCall::new("c1", "transfer", input)).await;
-    let digest = runtime.stored("c1").await.unwrap().unwrap().digest();
+    let digest = runtime
+        .inbox()
+        .stored("c1")
+        .await
+        .unwrap()
+        .unwrap()
+        .digest();
     let decide =
         |edit: Value| runtime.decide_as("c1", Decision::Edit(edit), Decider::new("alice", &digest));
 
@@ -67,6 +73,7 @@ async fn an_approval_with_edits_runs_the_edited_input_and_logs_before_and_after(
     assert!(too_much.error().is_some(), "{too_much:?}");
     assert!(
         runtime
+            .inbox()
             .stored("c1")
             .await
             .unwrap()
@@ -85,12 +92,23 @@ async fn an_approval_with_edits_runs_the_edited_input_and_logs_before_and_after(
         [json!({ "to": "bob", "amount": 90, "memo": "capped", "apiKey": "sk-secret" })]
     );
     assert_eq!(
-        runtime.stored("c1").await.unwrap().unwrap().call.input["amount"],
+        runtime
+            .inbox()
+            .stored("c1")
+            .await
+            .unwrap()
+            .unwrap()
+            .call
+            .input["amount"],
         90,
         "the store keeps the edited input"
     );
 
-    let log = runtime.audit(AuditQuery::all().call("c1")).await.unwrap();
+    let log = runtime
+        .inbox()
+        .audit(AuditQuery::all().call("c1"))
+        .await
+        .unwrap();
     let decided = log.iter().find(|e| e.kind == AuditKind::Decided).unwrap();
     assert_eq!(
         (decided.action.as_str(), decided.principal.as_deref()),

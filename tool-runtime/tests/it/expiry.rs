@@ -47,9 +47,19 @@ async fn an_overdue_approval_is_declined_expired_once_across_runtimes() {
             ToolCall::new(format!("c{n}"), "transfer", json!({ "n": n })).with_requester("alice");
         runtimes[0].call(call).await;
     }
-    assert_eq!(runtimes[1].waiting().await.unwrap().len(), 10, "not yet");
-    let digest = runtimes[0].stored("c0").await.unwrap().unwrap().digest();
-    let stored = runtimes[0].stored("c0").await.unwrap().unwrap();
+    assert_eq!(
+        runtimes[1].inbox().waiting().await.unwrap().len(),
+        10,
+        "not yet"
+    );
+    let digest = runtimes[0]
+        .inbox()
+        .stored("c0")
+        .await
+        .unwrap()
+        .unwrap()
+        .digest();
+    let stored = runtimes[0].inbox().stored("c0").await.unwrap().unwrap();
     assert!(stored.call.expires_at_ms.is_some());
     assert_eq!(stored.call.requester.as_deref(), Some("alice"));
 
@@ -59,7 +69,7 @@ async fn an_overdue_approval_is_declined_expired_once_across_runtimes() {
     for runtime in &runtimes {
         let (listing, recovering) = (runtime.clone(), runtime.clone());
         noticing.push(tokio::spawn(async move {
-            listing.waiting().await.map(|w| w.len())
+            listing.inbox().waiting().await.map(|w| w.len())
         }));
         noticing.push(tokio::spawn(async move {
             recovering.recover().await.map(|_| 0)
@@ -78,10 +88,10 @@ async fn an_overdue_approval_is_declined_expired_once_across_runtimes() {
         Err(RuntimeError::AlreadyDecided { outcome, .. }) => assert_eq!(*outcome, expired),
         other => panic!("the late approval is told the call expired: {other:?}"),
     }
-    let log = runtimes[3].audit(AuditQuery::all()).await.unwrap();
+    let log = runtimes[3].inbox().audit(AuditQuery::all()).await.unwrap();
     for n in 0..10 {
         let id = format!("c{n}");
-        let stored = runtimes[3].stored(&id).await.unwrap().unwrap();
+        let stored = runtimes[3].inbox().stored(&id).await.unwrap().unwrap();
         let CallState::Settled { outcome, .. } = stored.state else {
             panic!("{stored:?}")
         };
@@ -118,14 +128,20 @@ async fn the_requester_may_not_approve_and_a_call_without_one_is_refused() {
         "{anonymous:?}"
     );
     assert!(
-        runtimes[0].stored("c0").await.unwrap().is_none(),
+        runtimes[0].inbox().stored("c0").await.unwrap().is_none(),
         "not stored"
     );
 
     runtimes[0]
         .call(ToolCall::new("c1", "transfer", json!({})).with_requester("alice"))
         .await;
-    let digest = runtimes[0].stored("c1").await.unwrap().unwrap().digest();
+    let digest = runtimes[0]
+        .inbox()
+        .stored("c1")
+        .await
+        .unwrap()
+        .unwrap()
+        .digest();
     for decision in [Decision::Approve, Decision::Respond(json!("done by hand"))] {
         let own = runtimes[1]
             .decide_as("c1", decision, Decider::new("alice", &digest))
@@ -146,6 +162,7 @@ async fn the_requester_may_not_approve_and_a_call_without_one_is_refused() {
         .unwrap();
     assert!(matches!(declined, CallOutcome::Declined { .. }));
     let refusals = runtimes[3]
+        .inbox()
         .audit(AuditQuery::all().call("c1"))
         .await
         .unwrap()

@@ -74,7 +74,7 @@ async fn an_outcome_the_store_refused_is_offered_again_and_the_decider_gets_the_
         store.finish_tries.load(Ordering::SeqCst) > 1,
         "the outcome was offered again"
     );
-    let stored = runtime.stored("c1").await.unwrap().unwrap();
+    let stored = runtime.inbox().stored("c1").await.unwrap().unwrap();
     assert!(
         matches!(&stored.state, CallState::Settled { outcome: recorded, .. } if CallOutcome::from(recorded.clone()) == outcome),
         "the answer is the record: {stored:?}"
@@ -99,7 +99,7 @@ async fn a_decider_hears_after_one_lease_that_the_outcome_is_not_recorded_yet_an
     assert!(started.elapsed() < lease * 4, "{:?}", started.elapsed());
     assert!(
         matches!(
-            runtime.stored("c1").await.unwrap().unwrap().state,
+            runtime.inbox().stored("c1").await.unwrap().unwrap().state,
             CallState::Running { .. }
         ),
         "not recorded as anything else meanwhile"
@@ -111,7 +111,7 @@ async fn a_decider_hears_after_one_lease_that_the_outcome_is_not_recorded_yet_an
         if let Some(StoredCall {
             state: CallState::Settled { outcome, .. },
             ..
-        }) = runtime.stored("c1").await.unwrap()
+        }) = runtime.inbox().stored("c1").await.unwrap()
         {
             assert_eq!(CallOutcome::from(outcome).output(), Some(&json!("paid")));
             break;
@@ -239,7 +239,11 @@ async fn a_call_to_be_stored_is_tried_again_while_the_database_restarts() {
         stored_after < Duration::from_millis(250),
         "stored soon after the store came back: {stored_after:?}"
     );
-    let requested = runtime.audit(AuditQuery::all().call("c1")).await.unwrap();
+    let requested = runtime
+        .inbox()
+        .audit(AuditQuery::all().call("c1"))
+        .await
+        .unwrap();
     assert_eq!(requested.len(), 1, "requested once: {requested:?}");
     assert_eq!(
         runtime.approve("c1").await.unwrap().output(),
@@ -283,7 +287,7 @@ async fn a_call_the_store_cannot_take_within_the_retry_budget_fails_saying_so() 
     );
     store.down.store(false, Ordering::SeqCst);
     assert!(
-        runtime.stored("c1").await.unwrap().is_none(),
+        runtime.inbox().stored("c1").await.unwrap().is_none(),
         "nothing stored"
     );
 
@@ -318,9 +322,13 @@ async fn an_insert_whose_answer_was_lost_is_neither_a_duplicate_nor_stored_twice
         "{outcome:?}"
     );
     assert_eq!(store.insert_tries.load(Ordering::SeqCst), 2);
-    let waiting = runtime.waiting().await.unwrap();
+    let waiting = runtime.inbox().waiting().await.unwrap();
     assert_eq!(waiting.len(), 1, "{waiting:?}");
-    let requested = runtime.audit(AuditQuery::all().call("c1")).await.unwrap();
+    let requested = runtime
+        .inbox()
+        .audit(AuditQuery::all().call("c1"))
+        .await
+        .unwrap();
     assert_eq!(requested.len(), 1, "requested once: {requested:?}");
 
     let again = runtime
@@ -388,7 +396,7 @@ async fn a_call_taken_over_after_an_outage_is_recorded_with_what_the_recoverer_k
         assert!(Instant::now() < deadline, "never offered again");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    let stored = runtime.stored("c1").await.unwrap().unwrap();
+    let stored = runtime.inbox().stored("c1").await.unwrap().unwrap();
     assert!(
         matches!(&stored.state, CallState::Settled { outcome, .. } if CallOutcome::from(outcome.clone()) == recovered[0].outcome),
         "the record is the recovery's: {stored:?}"

@@ -22,7 +22,7 @@ use tool_runtime::{
 /// recorded outcome.
 async fn settled(runtime: &Runtime, call_id: &str) -> CallOutcome {
     for _ in 0..500 {
-        let stored = runtime.stored(call_id).await.unwrap().unwrap();
+        let stored = runtime.inbox().stored(call_id).await.unwrap().unwrap();
         if let CallState::Settled { outcome, .. } = stored.state {
             return outcome.into();
         }
@@ -92,7 +92,7 @@ async fn dropping_an_approve_or_resume_future_mid_run_loses_nothing() {
     assert!(gave_up.await.is_err(), "the tool waits for the gate");
 
     for call_id in ["c-approve", "c-resume"] {
-        let stored = runtime.stored(call_id).await.unwrap().unwrap();
+        let stored = runtime.inbox().stored(call_id).await.unwrap().unwrap();
         assert!(
             matches!(stored.state, CallState::Running { .. }),
             "still running, not lost: {stored:?}"
@@ -441,7 +441,7 @@ async fn wait_works_from_another_runtime_and_orphaned_tasks_are_claimed() {
         .await
         .unwrap();
     assert!(
-        b.pending().await.unwrap().is_empty(),
+        b.inbox().waiting().await.unwrap().is_empty(),
         "tasks are not decisions"
     );
     let recovered = b.recover().await.unwrap();

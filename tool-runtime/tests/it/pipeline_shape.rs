@@ -81,14 +81,14 @@ async fn nothing_happens_before_a_call_future_is_first_polled() {
     drop(Tool::clone(runtime.tool("ask").unwrap()).execute(json!({}), CallContext::new("c3")));
     assert_eq!(hook_fired.load(Ordering::SeqCst), 0);
     assert!(events.try_next().is_none());
-    assert!(runtime.pending().await.unwrap().is_empty());
+    assert!(runtime.inbox().waiting().await.unwrap().is_empty());
     assert!(runs.lock().unwrap().is_empty() && asked.lock().unwrap().is_empty());
 
     // Polled: it all happens.
     let outcome = runtime.call(ToolCall::new("c1", "gated", json!({}))).await;
     assert!(matches!(outcome, CallOutcome::ApprovalRequired { .. }));
     assert_eq!(hook_fired.load(Ordering::SeqCst), 1);
-    assert_eq!(runtime.pending().await.unwrap().len(), 1);
+    assert_eq!(runtime.inbox().waiting().await.unwrap().len(), 1);
 }
 
 #[tokio::test]
@@ -98,13 +98,13 @@ async fn invalid_resume_data_is_refused_before_the_call_leaves_the_store() {
     runtime
         .call(ToolCall::new("c1", "ask", json!({ "q": 1 })))
         .await;
-    let before = runtime.pending().await.unwrap();
+    let before = runtime.inbox().waiting().await.unwrap();
 
     // `null` is "no data"; an array matches none of the resume schema's types.
     let refused = runtime.resume("c1", json!([1, 2])).await.unwrap();
     assert_eq!(refused.error().unwrap().kind(), ErrorKind::ResumeValidation);
     assert_eq!(
-        runtime.pending().await.unwrap(),
+        runtime.inbox().waiting().await.unwrap(),
         before,
         "the call is untouched"
     );
@@ -136,7 +136,7 @@ async fn invalid_resume_data_is_refused_before_the_call_leaves_the_store() {
         "every answer is the one run's outcome: {outputs:?}"
     );
     assert_eq!(runs.lock().unwrap().len(), 2);
-    assert!(runtime.pending().await.unwrap().is_empty());
+    assert!(runtime.inbox().waiting().await.unwrap().is_empty());
 }
 
 #[tokio::test]
@@ -152,7 +152,14 @@ async fn a_decision_for_a_tool_this_runtime_lacks_leaves_the_call_stored() {
         runtime.approve("c1").await,
         Err(RuntimeError::MissingTool { .. })
     ));
-    assert_eq!(runtime.pending().await.unwrap(), vec![call]);
+    let waiting = runtime.inbox().waiting().await.unwrap();
+    assert_eq!(
+        waiting
+            .into_iter()
+            .map(|stored| stored.call)
+            .collect::<Vec<_>>(),
+        vec![call]
+    );
 }
 
 #[tokio::test]
@@ -240,9 +247,9 @@ async fn macro_and_builder_tools_keep_their_arguments_and_repair_integral_floats
         };
         assert_eq!(input, &json!({ "n": 3 }), "{id}");
         assert_eq!(payload, &json!({ "text": "count to 3?" }), "{id}");
-        let stored = runtime.pending().await.unwrap();
-        let stored = stored.iter().find(|p| p.call_id == call_id).unwrap();
-        assert_eq!(stored.input, json!({ "n": 3 }), "{id}");
+        let stored = runtime.inbox().waiting().await.unwrap();
+        let stored = stored.iter().find(|p| p.call.call_id == call_id).unwrap();
+        assert_eq!(stored.call.input, json!({ "n": 3 }), "{id}");
 
         let done = runtime.resume(&call_id, json!(true)).await.unwrap();
         assert_eq!(done.output(), Some(&json!(3)), "{id}");

@@ -442,7 +442,7 @@ async fn a_call_created_on_one_runtime_is_approved_on_another_and_runs_once() {
         matches!(outcome, CallOutcome::ApprovalRequired { .. }),
         "{outcome:?}"
     );
-    assert_eq!(second.pending().await.unwrap().len(), 1);
+    assert_eq!(second.inbox().waiting().await.unwrap().len(), 1);
     let done = second.approve("c0").await.unwrap();
     assert_eq!(done.output().unwrap()["echo"]["n"], 0);
     let again = first.approve("c0").await.unwrap();
@@ -458,7 +458,7 @@ async fn a_call_created_on_one_runtime_is_approved_on_another_and_runs_once() {
     }
     common::approve_all_at_once(&[first.clone(), second.clone()], 1..=20).await;
     assert_eq!(runs.lock().unwrap().len(), 21, "each call ran once");
-    let stored = first.stored("c20").await.unwrap().unwrap();
+    let stored = first.inbox().stored("c20").await.unwrap().unwrap();
     assert!(
         matches!(stored.state, CallState::Settled { .. }),
         "{stored:?}"
@@ -826,7 +826,7 @@ async fn three_processes_approving_the_same_calls_run_each_once() {
         (0..CALLS).collect::<Vec<_>>(),
         "each call ran exactly once"
     );
-    assert!(runtime.pending().await.unwrap().is_empty());
+    assert!(runtime.inbox().waiting().await.unwrap().is_empty());
     let again = runtime.approve("c7").await.unwrap();
     assert_eq!(again.output(), Some(&json!({ "counted": 7 })));
     assert_eq!(runs_log(&dir).len(), CALLS);
@@ -1015,7 +1015,7 @@ async fn calls_of_a_process_killed_while_running_them_are_recovered() {
     log[..2].sort();
     assert_eq!(log, ["stuck-safe:1", "stuck:1", "stuck-safe:2"]);
     for id in ["c-stuck", "c-safe"] {
-        let stored = runtime.stored(id).await.unwrap().unwrap();
+        let stored = runtime.inbox().stored(id).await.unwrap().unwrap();
         assert!(
             matches!(stored.state, CallState::Settled { .. }),
             "{stored:?}"
@@ -1163,7 +1163,7 @@ async fn transactional_calls_commit_their_work_with_their_outcome_on_postgres() 
         "nothing of it committed"
     );
     assert!(matches!(
-        runtime.stored("bad").await.unwrap().unwrap().state,
+        runtime.inbox().stored("bad").await.unwrap().unwrap().state,
         CallState::Settled { .. }
     ));
 

@@ -189,12 +189,9 @@ fn the_settled_retention_is_the_builders() {
         .settled_retention(Duration::from_secs(90))
         .build()
         .unwrap();
-    assert_eq!(runtime.settled_retention(), Duration::from_secs(90));
+    assert_eq!(runtime.retention().age, Duration::from_secs(90));
     let default = Runtime::builder().build().unwrap();
-    assert_eq!(
-        default.settled_retention(),
-        Duration::from_secs(24 * 60 * 60)
-    );
+    assert_eq!(default.retention().age, Duration::from_secs(24 * 60 * 60));
 }
 
 #[test]

@@ -183,14 +183,19 @@ async fn two_runtimes_on_one_file_run_each_approved_call_once() {
         assert!(matches!(outcome, CallOutcome::ApprovalRequired { .. }));
     }
     assert_eq!(
-        second.pending().await.unwrap().len(),
+        second.inbox().waiting().await.unwrap().len(),
         20,
         "the second runtime sees the first's calls"
     );
     common::approve_all_at_once(&[first.clone(), second.clone()], 0..=19).await;
     assert_eq!(runs.lock().unwrap().len(), 20, "each call ran once");
     for i in 0..20 {
-        let stored = second.stored(&format!("c{i}")).await.unwrap().unwrap();
+        let stored = second
+            .inbox()
+            .stored(&format!("c{i}"))
+            .await
+            .unwrap()
+            .unwrap();
         assert!(
             matches!(stored.state, CallState::Settled { .. }),
             "{stored:?}"
@@ -578,7 +583,7 @@ async fn calls_running_in_a_process_killed_with_sigkill_are_recovered_per_the_to
 
     let survivor = child_runtime(&dir);
     for call_id in ["c-pay", "c-sync", "c-report"] {
-        let stored = survivor.stored(call_id).await.unwrap().unwrap();
+        let stored = survivor.inbox().stored(call_id).await.unwrap().unwrap();
         assert!(
             matches!(stored.state, CallState::Running { .. }),
             "{stored:?}"
@@ -921,7 +926,7 @@ async fn a_decision_on_a_call_purged_by_the_size_bound_says_it_was_purged_on_eve
         .settled_limit(2)
         .build()
         .unwrap();
-    assert_eq!(bounded.settled_limit(), 2);
+    assert_eq!(bounded.retention().max_settled, 2);
     for i in 0..4 {
         let id = format!("c{i}");
         bounded
@@ -996,6 +1001,6 @@ async fn runtime_errors_quote_a_huge_id_as_a_bounded_excerpt() {
     let message = outcome.error().expect("not stored").message().to_owned();
     bounded(message.clone());
     assert!(message.contains("at most 1024 bytes"), "{message}");
-    assert!(runtime.pending().await.unwrap().is_empty());
+    assert!(runtime.inbox().waiting().await.unwrap().is_empty());
     assert!(runs.lock().unwrap().is_empty());
 }

@@ -148,7 +148,7 @@ async fn the_work_commits_with_the_outcome_or_not_at_all() {
     let key = tool_core::IdempotencyKey::derive("record", "c1").to_string();
     assert_eq!(payments(&dir), [(key, 5)]);
     assert_eq!(
-        recorded(runtime.stored("c1").await.unwrap()),
+        recorded(runtime.inbox().stored("c1").await.unwrap()),
         done,
         "stored and claimed before it ran"
     );
@@ -165,7 +165,7 @@ async fn the_work_commits_with_the_outcome_or_not_at_all() {
             .unwrap_or_default();
         assert!(message.contains(says), "{how}: {outcome:?}");
         assert_eq!(
-            recorded(runtime.stored(id).await.unwrap()),
+            recorded(runtime.inbox().stored(id).await.unwrap()),
             outcome,
             "{how}: the answer is the record"
         );
@@ -372,7 +372,7 @@ async fn recovery_asks_the_reconcile_hook_of_a_call_that_is_not_retry_safe() {
     );
     for r in &recovered {
         assert_eq!(
-            recorded(runtime.stored(&r.call_id).await.unwrap()),
+            recorded(runtime.inbox().stored(&r.call_id).await.unwrap()),
             r.outcome
         );
     }
@@ -427,7 +427,7 @@ async fn a_lost_lease_before_the_commit_leaves_neither_work_nor_outcome() {
     );
     assert!(payments(&dir).is_empty(), "no work without its outcome");
     assert!(matches!(
-        runtime.stored("c1").await.unwrap().unwrap().state,
+        runtime.inbox().stored("c1").await.unwrap().unwrap().state,
         CallState::Running { .. }
     ));
     store

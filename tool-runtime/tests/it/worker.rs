@@ -127,7 +127,7 @@ async fn a_worker_runs_tasks_with_their_declared_retries_and_records_them() {
         *runs.lock().unwrap(),
         ["\"flaky\" back:1", "\"flaky\" back:2"]
     );
-    let stored = front.stored("c1").await.unwrap().unwrap();
+    let stored = front.inbox().stored("c1").await.unwrap().unwrap();
     assert!(
         matches!(stored.state, CallState::Settled { .. }),
         "{stored:?}"
@@ -183,7 +183,7 @@ async fn a_worker_runs_at_most_its_concurrency_and_waits_for_its_tasks_when_stop
     // Stopped only once the tasks it had claimed ended.
     assert_eq!(now.load(Ordering::SeqCst), 0);
     assert_eq!(most.load(Ordering::SeqCst), 2, "two at once, never more");
-    let last = runtime.stored("c7").await.unwrap().unwrap();
+    let last = runtime.inbox().stored("c7").await.unwrap().unwrap();
     assert!(
         matches!(last.state, CallState::Settled { .. } | CallState::Pending),
         "{last:?}"

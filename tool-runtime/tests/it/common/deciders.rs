@@ -49,6 +49,7 @@ pub async fn five_deciders_per_item<S: IntoStore>(prefix: &str, stores: Vec<S>, 
     let answers = decide_at_once(&runtimes, plan.collect()).await;
 
     let log = runtimes[0]
+        .inbox()
         .audit(AuditQuery::all().limit(100_000))
         .await
         .unwrap();
@@ -58,7 +59,7 @@ pub async fn five_deciders_per_item<S: IntoStore>(prefix: &str, stores: Vec<S>, 
         let winners: Vec<_> = answers.iter().filter(|(_, a)| a.is_ok()).collect();
         assert_eq!(winners.len(), 1, "{id}: {answers:?}");
         let (winner, won) = (winners[0].0, winners[0].1.as_ref().unwrap());
-        let stored = runtimes[0].stored(id).await.unwrap().unwrap();
+        let stored = runtimes[0].inbox().stored(id).await.unwrap().unwrap();
         let CallState::Settled { outcome, .. } = stored.state else {
             panic!("{id} is not settled: {stored:?}")
         };
@@ -106,7 +107,7 @@ async fn decide_at_once(
     let mut deciding = Vec::new();
     for (id, on, principal, decision) in plan {
         if !digests.contains_key(&id) {
-            let stored = runtimes[0].stored(&id).await.unwrap().unwrap();
+            let stored = runtimes[0].inbox().stored(&id).await.unwrap().unwrap();
             digests.insert(id.clone(), stored.digest());
         }
         let (runtime, decider) = (runtimes[on].clone(), Decider::new(principal, &digests[&id]));
@@ -196,6 +197,7 @@ pub async fn three_of_five_approvers_per_item<S: IntoStore>(
     });
     let answers = decide_at_once(&runtimes, plan.collect()).await;
     let log = runtimes[0]
+        .inbox()
         .audit(AuditQuery::all().limit(100_000))
         .await
         .unwrap();
@@ -241,7 +243,7 @@ pub async fn three_of_five_approvers_per_item<S: IntoStore>(
         } else {
             assert_eq!(runs.get(id), None, "{id} never ran");
             for runtime in &runtimes {
-                let approvals = runtime.approvals(id).await.unwrap();
+                let approvals = runtime.inbox().approvals(id).await.unwrap();
                 assert_eq!(
                     (approvals.required, approvals.granted.len()),
                     (3, 2),

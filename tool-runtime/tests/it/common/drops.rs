@@ -107,7 +107,7 @@ pub async fn dropped_futures_lose_nothing<S: IntoStore>(store: S, prefix: &str, 
         for i in 0..calls {
             let call_id = id(kind, i);
             loop {
-                let stored = runtime.stored(&call_id).await.unwrap();
+                let stored = runtime.inbox().stored(&call_id).await.unwrap();
                 match stored.as_ref().map(|s| (&s.state, s.call.kind)) {
                     // Dropped before it was stored: it never happened.
                     None if kind == "task" => break,

@@ -95,7 +95,10 @@ async fn declaration_only_calls_wait_and_take_one_response(p: &str, a: &Runtime,
         .call(ToolCall::new(format!("{p}-bad"), "pick-color", json!({})))
         .await;
     assert_eq!(bad.error().unwrap().kind(), ErrorKind::InputValidation);
-    assert!(matches!(a.stored(&format!("{p}-bad")).await, Ok(None)));
+    assert!(matches!(
+        a.inbox().stored(&format!("{p}-bad")).await,
+        Ok(None)
+    ));
 
     let waiting = a
         .call(ToolCall::new(
@@ -117,10 +120,10 @@ async fn declaration_only_calls_wait_and_take_one_response(p: &str, a: &Runtime,
         output_schema.as_ref().unwrap()["required"],
         json!(["color"])
     );
-    let pending = b.pending().await.unwrap();
-    let listed = pending.iter().find(|call| call.call_id == id).unwrap();
+    let pending = b.inbox().waiting().await.unwrap();
+    let listed = pending.iter().find(|call| call.call.call_id == id).unwrap();
     assert_eq!(
-        listed.kind,
+        listed.call.kind,
         PendingKind::Output,
         "a distinct kind, on any instance"
     );
@@ -140,7 +143,7 @@ async fn declaration_only_calls_wait_and_take_one_response(p: &str, a: &Runtime,
     assert_eq!(error.kind(), ErrorKind::OutputValidation);
     assert!(error.message().contains("color"), "{}", error.message());
     assert_eq!(
-        a.stored(&id).await.unwrap().unwrap().state,
+        a.inbox().stored(&id).await.unwrap().unwrap().state,
         CallState::Pending
     );
 
@@ -164,7 +167,8 @@ async fn declaration_only_calls_wait_and_take_one_response(p: &str, a: &Runtime,
             output["color"].as_str().unwrap()
         )))
     );
-    let CallState::Settled { outcome, .. } = a.stored(&id).await.unwrap().unwrap().state else {
+    let CallState::Settled { outcome, .. } = a.inbox().stored(&id).await.unwrap().unwrap().state
+    else {
         panic!("settled")
     };
     assert_eq!(CallOutcome::from(outcome), first, "recorded as completed");
@@ -218,9 +222,10 @@ async fn typed_decisions_read_and_give_the_tools_types(p: &str, a: &Runtime, b: 
         json!({ "path": "/tmp/x" }),
     ))
     .await;
-    let pending = b.pending().await.unwrap();
-    let listed = pending.iter().find(|call| call.call_id == id).unwrap();
+    let pending = b.inbox().waiting().await.unwrap();
+    let listed = pending.iter().find(|call| call.call.call_id == id).unwrap();
     let question = listed
+        .call
         .suspend_payload::<ConfirmDeleteTool>()
         .unwrap()
         .expect("suspended");
@@ -242,7 +247,7 @@ async fn typed_decisions_read_and_give_the_tools_types(p: &str, a: &Runtime, b: 
         "{refused:?}"
     );
     assert_eq!(
-        a.stored(&transfer).await.unwrap().unwrap().state,
+        a.inbox().stored(&transfer).await.unwrap().unwrap().state,
         CallState::Pending
     );
     let done = b
@@ -250,7 +255,7 @@ async fn typed_decisions_read_and_give_the_tools_types(p: &str, a: &Runtime, b: 
         .await
         .unwrap();
     assert_eq!(done.output(), Some(&json!("deleted /tmp/x")));
-    let stored = a.stored(&id).await.unwrap().unwrap();
+    let stored = a.inbox().stored(&id).await.unwrap().unwrap();
     assert!(
         matches!(
             stored.call.suspend_payload::<ConfirmDeleteTool>(),
