@@ -160,7 +160,7 @@ impl CallInbox {
     /// use tool_runtime::Runtime;
     ///
     /// let runtime = Runtime::builder().tool_approvals_required("transfer", 2).build().unwrap();
-    /// assert_eq!((runtime.inbox().approvals_required("transfer"), runtime.approvals_required("weather")), (2, 1));
+    /// assert_eq!((runtime.inbox().approvals_required("transfer"), runtime.inbox().approvals_required("weather")), (2, 1));
     /// ```
     pub fn approvals_required(&self, tool_id: &str) -> u32 {
         self.path.approvals_required(tool_id)
