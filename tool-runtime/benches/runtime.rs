@@ -12,6 +12,7 @@
 //!
 //! Run: `cargo bench -p tool-runtime --bench runtime`
 
+mod add;
 #[path = "../../tool-core/benches/weather/mod.rs"]
 mod weather;
 
@@ -22,21 +23,11 @@ use criterion::{
     BenchmarkGroup, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main,
 };
 use serde_json::{Value, json};
-use tool_core::{CallContext, Tool, tool};
+use tool_core::{CallContext, Tool};
 use tool_runtime::{Runtime, ToolCall};
 
+use add::AddTool;
 use weather::{WeatherTool, ready};
-
-/// Add two integers
-#[tool(id = "add")]
-pub async fn add(
-    /// First addend
-    a: i64,
-    /// Second addend
-    b: i64,
-) -> i64 {
-    a + b
-}
 
 fn call_overhead(c: &mut Criterion) {
     let mut group = c.benchmark_group("call_overhead");
