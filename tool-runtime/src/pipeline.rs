@@ -139,13 +139,21 @@ pub(crate) struct CallRecord {
     /// in, until it commits with the outcome (or is dropped, rolled back).
     pub(crate) transaction: std::sync::Mutex<Option<Box<dyn StoreTransaction>>>,
     /// What the tool's transformers see of the call's earlier phases (kept
-    /// only for a tool with a transform, which alone reads them).
-    pub(crate) known: OwnedCallValues,
+    /// only for a tool with a transform, which alone reads them; boxed, as
+    /// the 360 bytes would be in every call's future, more than once).
+    pub(crate) known: Option<Box<OwnedCallValues>>,
     /// The agent that made the call, stored with it if it pauses.
     pub(crate) agent: Option<AgentContext>,
 }
 
 impl CallRecord {
+    /// What the tool's transformers see of the call's earlier phases.
+    fn known(&self) -> CallValues<'_> {
+        self.known
+            .as_deref()
+            .map_or_else(CallValues::default, OwnedCallValues::values)
+    }
+
     /// The call's transaction, taken to commit (or roll back).
     fn take_transaction(&self) -> Option<Box<dyn StoreTransaction>> {
         self.transaction
@@ -327,10 +335,11 @@ impl CallPath {
         if let Some(transaction) = &transaction {
             transaction.add_handle(&mut extensions);
         }
-        let mut known = OwnedCallValues::default();
+        let mut known: Option<Box<OwnedCallValues>> = None;
         if let Some((data, payload)) = resume.as_ref().filter(|_| !tool.transform().is_empty()) {
-            known.resume_data = Some(data.clone());
-            known.suspend_payload = payload.clone();
+            let values = known.get_or_insert_default();
+            values.resume_data = Some(data.clone());
+            values.suspend_payload = payload.clone();
         }
         let mut record = CallRecord {
             known,
@@ -350,7 +359,7 @@ impl CallPath {
             Ok(admitted) => admitted,
             Err(error) => {
                 let (tool, call_id) = (Some(&record.tool), record.call_id.as_str());
-                let known = record.known.values();
+                let known = record.known();
                 let outcome = self
                     .failed(tool, call_id, record.tool.id(), error, known)
                     .await;
@@ -358,7 +367,7 @@ impl CallPath {
             }
         };
         if !record.tool.transform().is_empty() {
-            record.known.input = Some(admitted.input().clone());
+            record.known.get_or_insert_default().input = Some(admitted.input().clone());
         }
         if is_new {
             self.input_available(&record, admitted.input()).await;
@@ -553,7 +562,7 @@ impl CallPath {
     pub(crate) async fn settle(&self, record: &CallRecord, ran: Ran) -> CallOutcome {
         let tool = &record.tool;
         let (call_id, tool_id) = (record.call_id.as_str(), tool.id());
-        let known = record.known.values();
+        let known = record.known();
         let events = &self.parts.events;
         if let (Some(lost), Some(lease)) = (ran.lost, &record.lease) {
             // Stopped because the claim ended: the call is another
