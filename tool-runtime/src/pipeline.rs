@@ -521,10 +521,13 @@ impl CallPath {
         limit: Option<Duration>,
         lease: Option<&Lease>,
     ) -> Ran {
+        // Pinned here, so that the block below holds a reference, not the
+        // admitted call and its run a second time.
+        let mut run = std::pin::pin!(admitted.run());
         let running = async {
             match limit {
-                None => (admitted.run().await, false),
-                Some(limit) => with_limit(std::pin::pin!(admitted.run()), limit, abort).await,
+                None => (run.as_mut().await, false),
+                Some(limit) => with_limit(run.as_mut(), limit, abort).await,
             }
         };
         let mut running = std::pin::pin!(running);
