@@ -5,7 +5,8 @@
 //! runtime. SQLite: WAL, `synchronous = FULL`, one immediate transaction per
 //! transition. PostgreSQL (feature `postgres`, with `DATABASE_URL` set):
 //! the server's defaults (`fsync`, `synchronous_commit` on), one statement
-//! per transition on a pool of 8 connections.
+//! per transition on a pool of 8 connections. The same rounds on the
+//! memory store (no raw side) give the runtime's own cost of a round.
 //!
 //! Run: `cargo bench -p tool-runtime --bench durable`, and for PostgreSQL
 //! `source .ci/postgres start && cargo bench -p tool-runtime --features postgres --bench durable`
@@ -136,39 +137,63 @@ fn durable_calls(c: &mut Criterion) {
         .enable_all()
         .build()
         .expect("tokio");
+    let sqlite = |name: &str| runtime(temp_file(&format!("{name}.sqlite")));
+    let raw = |name: &str| raw_connection(temp_file(&format!("raw-{name}.sqlite")));
+    approval_rounds(c, &tokio, "sqlite", sqlite, Some(&raw));
+    // The runtime's own cost of a round, without a database.
+    let memory = |_: &str| runtime_with(tool_runtime::store::MemoryStore::new());
+    approval_rounds(c, &tokio, "memory", memory, None);
+}
+
+/// Opens the raw SQLite side's connection, by name.
+type RawSide<'a> = &'a dyn Fn(&str) -> Arc<Mutex<Connection>>;
+
+/// The group `{store}_create_approve_execute`: rounds through runtimes that
+/// `runtime` opens (one per side, by name), sequentially and 32 at once,
+/// each next to the raw SQLite side when `raw` opens its connection.
+fn approval_rounds(
+    c: &mut Criterion,
+    tokio: &tokio::runtime::Runtime,
+    store: &str,
+    runtime: impl Fn(&str) -> Runtime,
+    raw: Option<RawSide<'_>>,
+) {
     let next = Arc::new(AtomicU64::new(0));
-    let mut group = c.benchmark_group("sqlite_create_approve_execute");
+    let mut group = c.benchmark_group(format!("{store}_create_approve_execute"));
     group.sample_size(20);
 
     group.throughput(Throughput::Elements(1));
-    let rt = runtime(temp_file("sequential.sqlite"));
+    let rt = runtime("sequential");
     group.bench_function("runtime/sequential", |b| {
-        b.to_async(&tokio)
+        b.to_async(tokio)
             .iter(|| through_runtime(&rt, next.fetch_add(1, Ordering::Relaxed)));
     });
-    let raw = raw_connection(temp_file("raw-sequential.sqlite"));
-    group.bench_function("raw/sequential", |b| {
-        b.iter(|| raw_call(&raw, next.fetch_add(1, Ordering::Relaxed)));
-    });
+    if let Some(raw) = raw {
+        let raw = raw("sequential");
+        group.bench_function("raw/sequential", |b| {
+            b.iter(|| raw_call(&raw, next.fetch_add(1, Ordering::Relaxed)));
+        });
+    }
 
     group.throughput(Throughput::Elements(CONCURRENT));
-    let rt = runtime(temp_file("concurrent.sqlite"));
+    let rt = runtime("concurrent");
     group.bench_function("runtime/32_concurrent", |b| {
-        b.to_async(&tokio)
-            .iter(|| runtime_calls_at_once(&rt, &next));
+        b.to_async(tokio).iter(|| runtime_calls_at_once(&rt, &next));
     });
     // The raw limit with 32 callers: they share one connection (SQLite
     // serializes writers anyway), each on a blocking thread, as the store's
     // jobs are.
-    let raw = raw_connection(temp_file("raw-concurrent.sqlite"));
-    group.bench_function("raw/32_concurrent", |b| {
-        b.to_async(&tokio).iter(|| {
-            join_all((0..CONCURRENT).map(|_| {
-                let (raw, n) = (Arc::clone(&raw), next.fetch_add(1, Ordering::Relaxed));
-                tokio::task::spawn_blocking(move || raw_call(&raw, n))
-            }))
+    if let Some(raw) = raw {
+        let raw = raw("concurrent");
+        group.bench_function("raw/32_concurrent", |b| {
+            b.to_async(tokio).iter(|| {
+                join_all((0..CONCURRENT).map(|_| {
+                    let (raw, n) = (Arc::clone(&raw), next.fetch_add(1, Ordering::Relaxed));
+                    tokio::task::spawn_blocking(move || raw_call(&raw, n))
+                }))
+            });
         });
-    });
+    }
     group.finish();
 }
 

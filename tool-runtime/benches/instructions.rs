@@ -5,6 +5,9 @@
 //! `execute` (`Tool::execute`) or `runtime` (`Runtime::call`). The cost of
 //! one call is (count at N calls − count at 0 calls) / N; see BENCHMARKS.md.
 //!
+//! `TOOL=add` calls the trivial `add` tool of `runtime.rs`'s `call_overhead`
+//! instead (`execute` and `runtime` only: its bare path is no serde at all).
+//!
 //! `SUBSCRIBER` says who listens to the calls' spans and events: `none`
 //! (the default: no subscriber), `info` (a `fmt` subscriber at info, writing
 //! to a sink) or `warn` (the same subscriber filtering the calls' info-level
@@ -13,6 +16,7 @@
 //! Run: `cargo bench -p tool-runtime --bench instructions --no-run`, then the
 //! binary under callgrind with `CALL_PATH`, `CALLS` and `SUBSCRIBER` set.
 
+mod add;
 #[path = "../../tool-core/benches/weather/mod.rs"]
 mod weather;
 
@@ -22,6 +26,7 @@ use serde_json::json;
 use tool_core::{CallContext, Tool};
 use tool_runtime::{Runtime, ToolCall};
 
+use add::AddTool;
 use weather::{WeatherTool, bare, ready};
 
 fn main() {
@@ -42,21 +47,32 @@ fn main() {
         .ok()
         .and_then(|n| n.parse().ok())
         .unwrap_or(10_000);
-    let tool = Tool::from(WeatherTool);
+    let (tool, input, expected) = match std::env::var("TOOL").as_deref() {
+        Err(_) | Ok("weather") => {
+            let input = json!({ "location": "Paris" });
+            let expected = bare(input.clone());
+            (Tool::from(WeatherTool), input, expected)
+        }
+        Ok("add") => (Tool::from(AddTool), json!({ "a": 2, "b": 3 }), json!(5)),
+        Ok(other) => panic!("TOOL must be weather or add, not {other}"),
+    };
+    let id = tool.id().to_owned();
     let runtime = Runtime::builder()
         .tool(tool.clone())
         .build()
         .expect("runtime");
-    let input = json!({ "location": "Paris" });
     // Everything is built and checked once, so the N = 0 run pays for it too.
-    let expected = bare(input.clone());
     assert_eq!(
         ready(tool.execute(input.clone(), CallContext::new("c"))).output(),
         Some(&expected)
     );
     assert_eq!(
-        ready(runtime.call(ToolCall::new("c", "weather-tool", input.clone()))).output(),
+        ready(runtime.call(ToolCall::new("c", id.as_str(), input.clone()))).output(),
         Some(&expected)
+    );
+    assert!(
+        path != "bare" || id == "weather-tool",
+        "the bare path is the weather tool's"
     );
     for _ in 0..calls {
         let input = black_box(input.clone());
@@ -68,11 +84,7 @@ fn main() {
                 black_box(ready(tool.execute(input, CallContext::new("c"))));
             }
             "runtime" => {
-                black_box(ready(runtime.call(ToolCall::new(
-                    "c",
-                    "weather-tool",
-                    input,
-                ))));
+                black_box(ready(runtime.call(ToolCall::new("c", id.as_str(), input))));
             }
             other => panic!("CALL_PATH must be bare, execute or runtime, not {other}"),
         }

@@ -1,8 +1,10 @@
 //! Runtime overhead and streaming input.
 //!
 //! - `call_overhead`: `Runtime::call` (no hooks, no event subscriber) against
-//!   `Tool::execute` on the same trivial tool, side by side. Both complete on
-//!   their first poll, so they are driven without an executor.
+//!   `Tool::execute` on the same tool, side by side: a trivial `add` tool,
+//!   and (`weather/`) tool-core's weather tool, whose `Tool::execute` the
+//!   `execute` bench compares with bare serde. All complete on their first
+//!   poll, so they are driven without an executor.
 //! - `streaming`: a JSON argument streamed in 16-byte deltas through
 //!   `begin` / `push` / `partial()` (after every delta), at 64 KiB and 1 MiB
 //!   (time per byte should be flat), against re-parsing the whole prefix with
@@ -10,53 +12,71 @@
 //!
 //! Run: `cargo bench -p tool-runtime --bench runtime`
 
+mod add;
 #[path = "../../tool-core/benches/weather/mod.rs"]
 mod weather;
 
 use std::hint::black_box;
 
-use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use criterion::measurement::WallTime;
+use criterion::{
+    BenchmarkGroup, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main,
+};
 use serde_json::{Value, json};
-use tool_core::{CallContext, Tool, tool};
+use tool_core::{CallContext, Tool};
 use tool_runtime::{Runtime, ToolCall};
 
-use weather::ready;
-
-/// Add two integers
-#[tool(id = "add")]
-pub async fn add(
-    /// First addend
-    a: i64,
-    /// Second addend
-    b: i64,
-) -> i64 {
-    a + b
-}
+use add::AddTool;
+use weather::{WeatherTool, ready};
 
 fn call_overhead(c: &mut Criterion) {
-    let tool = Tool::from(AddTool);
+    let mut group = c.benchmark_group("call_overhead");
+    let add = json!({ "a": 2, "b": 3 });
+    side_by_side(&mut group, "", Tool::from(AddTool), add, json!(5));
+    let paris = json!({ "location": "Paris" });
+    let weather = weather::bare(paris.clone());
+    side_by_side(
+        &mut group,
+        "weather/",
+        Tool::from(WeatherTool),
+        paris,
+        weather,
+    );
+    group.finish();
+}
+
+/// `Tool::execute` and `Runtime::call` of `tool` on `input` (which both
+/// answer with `output`), one after the other in `group`, their ids
+/// prefixed with `prefix`.
+fn side_by_side(
+    group: &mut BenchmarkGroup<WallTime>,
+    prefix: &str,
+    tool: Tool,
+    input: Value,
+    output: Value,
+) {
+    let id = tool.id().to_owned();
     let runtime = Runtime::builder()
         .tool(tool.clone())
         .build()
         .expect("runtime");
-    let input = json!({ "a": 2, "b": 3 });
     assert_eq!(
         ready(tool.execute(input.clone(), CallContext::new("c"))).output(),
-        Some(&json!(5))
+        Some(&output)
     );
     assert_eq!(
-        ready(runtime.call(ToolCall::new("c", "add", input.clone()))).output(),
-        Some(&json!(5))
+        ready(runtime.call(ToolCall::new("c", id.as_str(), input.clone()))).output(),
+        Some(&output)
     );
-
-    let mut group = c.benchmark_group("call_overhead");
-    group.bench_function("Tool::execute", |b| {
+    group.bench_function(format!("{prefix}Tool::execute"), |b| {
         b.iter(|| ready(tool.execute(black_box(input.clone()), CallContext::new("call-1"))))
     });
-    group.bench_function("Runtime::call", |b| {
-        b.iter(|| ready(runtime.call(ToolCall::new("call-1", "add", black_box(input.clone())))))
+    group.bench_function(format!("{prefix}Runtime::call"), |b| {
+        b.iter(|| {
+            let call = ToolCall::new("call-1", id.as_str(), black_box(input.clone()));
+            ready(runtime.call(call))
+        })
     });
-    group.finish();
 }
 
 /// A complete JSON document of about `size` bytes: an object with an array

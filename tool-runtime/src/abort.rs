@@ -13,14 +13,15 @@ use tool_core::AbortSignal;
 #[derive(Debug, Default)]
 pub(crate) struct CancelRegistry {
     next: AtomicU64,
-    calls: Mutex<HashMap<String, (u64, AbortSignal)>>,
+    /// The key is shared with the call's guard: one allocation per call.
+    calls: Mutex<HashMap<Arc<str>, (u64, AbortSignal)>>,
 }
 
 /// Unregisters a running call when dropped.
 #[derive(Debug)]
 pub(crate) struct RunningGuard {
     registry: Arc<CancelRegistry>,
-    call_id: String,
+    call_id: Arc<str>,
     seq: u64,
 }
 
@@ -29,10 +30,11 @@ impl CancelRegistry {
     /// second call with the same id replaces the first for `cancel`.
     pub(crate) fn register(self: &Arc<Self>, call_id: &str, abort: AbortSignal) -> RunningGuard {
         let seq = self.next.fetch_add(1, Ordering::Relaxed);
-        self.lock().insert(call_id.to_owned(), (seq, abort));
+        let call_id: Arc<str> = Arc::from(call_id);
+        self.lock().insert(Arc::clone(&call_id), (seq, abort));
         RunningGuard {
             registry: Arc::clone(self),
-            call_id: call_id.to_owned(),
+            call_id,
             seq,
         }
     }
@@ -54,7 +56,7 @@ impl CancelRegistry {
         self.lock().contains_key(call_id)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (u64, AbortSignal)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Arc<str>, (u64, AbortSignal)>> {
         self.calls.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
@@ -62,11 +64,11 @@ impl CancelRegistry {
 impl Drop for RunningGuard {
     fn drop(&mut self) {
         let mut calls = self.registry.lock();
-        if calls
-            .get(&self.call_id)
-            .is_some_and(|(seq, _)| *seq == self.seq)
+        // One lookup: a later call with the same id (rare) is put back.
+        if let Some((key, entry)) = calls.remove_entry(&self.call_id)
+            && entry.0 != self.seq
         {
-            calls.remove(&self.call_id);
+            calls.insert(key, entry);
         }
     }
 }

@@ -104,7 +104,9 @@ impl Firing<'_> {
         })
     }
 
-    /// Fires a hook now, as [`job`](Self::job) makes it.
+    /// Fires a hook now, as [`job`](Self::job) makes it. The job is boxed:
+    /// with its time limit's timer it is kilobytes, which every call's
+    /// future would otherwise carry (and copy) whether or not a hook is set.
     pub(crate) async fn run<A: Clone, F>(
         &self,
         name: &'static str,
@@ -114,7 +116,7 @@ impl Firing<'_> {
     ) where
         F: Future<Output = ()> + Send + 'static,
     {
-        if let Some(job) = self.job(name, has, fire, args) {
+        if let Some(job) = self.job(name, has, fire, args).map(Box::pin) {
             job.await;
         }
     }
