@@ -163,11 +163,11 @@ impl StateType {
     pub(crate) fn of<T: WorkflowState>() -> Self {
         StateType {
             type_name: std::any::type_name::<T>(),
-            decode: |value| match serde_path_to_error::deserialize::<_, T>(value) {
+            decode: |value| match crate::locate::deserialize::<T>(value) {
                 Ok(state) => Ok(Arc::new(state)),
-                Err(error) => Err((
-                    crate::validate::path_tokens(error.path()),
-                    crate::Excerpt::of(&error.into_inner().to_string()).to_string(),
+                Err(refused) => Err((
+                    refused.path,
+                    crate::Excerpt::of(&refused.error.to_string()).to_string(),
                 )),
             },
         }

@@ -75,6 +75,7 @@ pub mod hooks;
 mod host;
 mod idempotency;
 mod input;
+mod locate;
 mod model_output;
 mod outcome;
 mod panic;

@@ -22,8 +22,8 @@ use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
 
 use crate::excerpt::Excerpt;
+use crate::locate::{self, Refused};
 use crate::schema::{is_object_root, raw_root_schema, root_schema, schema_for};
-use crate::validate::path_tokens;
 
 /// The one parameter a [`TypedTool`](crate::TypedTool)'s input is: its name, under which the
 /// value is the input's one property when its schema is not an object, and
@@ -270,7 +270,10 @@ pub(crate) fn typed_input<I: DeserializeOwned>(
 ) -> Result<I, InputMismatch> {
     // Only the deserialization is generic over the tool's types.
     let (value, path) = input_value(input, wraps)?;
-    serde_path_to_error::deserialize::<_, I>(value).map_err(|error| InputMismatch::at(path, &error))
+    match locate::deserialize::<I>(value) {
+        Ok(input) => Ok(input),
+        Err(refused) => Err(InputMismatch::at(path, refused)),
+    }
 }
 
 /// The value a typed input is deserialized from, and its path: the
@@ -303,13 +306,13 @@ pub(crate) struct InputMismatch {
 
 impl InputMismatch {
     /// The mismatch `error` reports, under `path`.
-    fn at(mut path: Vec<String>, error: &serde_path_to_error::Error<serde_json::Error>) -> Self {
-        path.extend(path_tokens(error.path()));
+    fn at(mut path: Vec<String>, refused: Refused) -> Self {
+        path.extend(refused.path);
         Self {
             path,
             // serde's message quotes the value it refused (`invalid type:
             // string "..."`), so the model reads an excerpt of it.
-            reason: Excerpt::of(&error.inner().to_string()).to_string(),
+            reason: Excerpt::of(&refused.error.to_string()).to_string(),
         }
     }
 }
