@@ -163,12 +163,11 @@ impl StateType {
     pub(crate) fn of<T: WorkflowState>() -> Self {
         StateType {
             type_name: std::any::type_name::<T>(),
-            decode: |value| match crate::locate::deserialize::<T>(value) {
+            // Read as a typed input is: the path and an excerpt of serde's
+            // message.
+            decode: |value| match crate::parameter::typed_input::<T>(value, None) {
                 Ok(state) => Ok(Arc::new(state)),
-                Err(refused) => Err((
-                    refused.path,
-                    crate::Excerpt::of(&refused.error.to_string()).to_string(),
-                )),
+                Err(mismatch) => Err((mismatch.path, mismatch.reason)),
             },
         }
     }

@@ -366,7 +366,11 @@ pub mod __private_0_1_0 {
         future: impl Future<Output = Result<T, E>>,
         convert: fn(E) -> crate::ToolError,
     ) -> Result<T, crate::ToolError> {
-        future.await.map_err(convert)
+        // A match, not `map_err`: that would be one more function per tool.
+        match future.await {
+            Ok(output) => Ok(output),
+            Err(error) => Err(convert(error)),
+        }
     }
 
     /// The future of a (sync) `fn` tool, which calls it when first polled,

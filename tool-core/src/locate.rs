@@ -15,8 +15,8 @@ use std::borrow::Cow;
 use std::cell::RefCell;
 
 use serde::de::{
-    self, DeserializeOwned, DeserializeSeed, EnumAccess, IntoDeserializer, MapAccess, SeqAccess,
-    Unexpected, VariantAccess, Visitor,
+    self, DeserializeSeed, EnumAccess, IntoDeserializer, MapAccess, SeqAccess, Unexpected,
+    VariantAccess, Visitor,
 };
 use serde_json::{Error, Map, Value};
 
@@ -30,21 +30,6 @@ pub(crate) struct Refused {
     pub(crate) error: Error,
 }
 
-/// `T` from `value`, or where and why `T` refused it.
-pub(crate) fn deserialize<T: DeserializeOwned>(value: &Value) -> Result<T, Refused> {
-    let track = Track::default();
-    // The only generic work is the type's own deserialization.
-    let value = Tracked {
-        value,
-        at: &At::Root,
-        track: &track,
-    };
-    match T::deserialize(value) {
-        Ok(value) => Ok(value),
-        Err(error) => Err(track.refused(error)),
-    }
-}
-
 /// Where a deserializer is: a chain from the root, one link per property,
 /// index or variant.
 #[derive(Clone, Copy)]
@@ -55,14 +40,34 @@ enum At<'a> {
     Index(&'a At<'a>, usize),
 }
 
-/// The path of the first error noted, which is the innermost: an error is
-/// noted where it arose, then again by every level it passes through.
+/// Where the deserialization of one value went wrong: the path of the
+/// first error noted, which is the innermost (an error is noted where it
+/// arose, then again by every level it passes through). A caller
+/// deserializes `T` from [`root`](Self::root) and, on an error, asks
+/// [`refused`](Self::refused) where: the only generic code is `T`'s.
 #[derive(Default)]
-struct Track {
+pub(crate) struct Track {
     path: RefCell<Option<Vec<String>>>,
 }
 
 impl Track {
+    /// The deserializer of `value`, the root.
+    pub(crate) fn root<'a>(&'a self, value: &'a Value) -> impl de::Deserializer<'a, Error = Error> {
+        Tracked {
+            value,
+            at: &At::Root,
+            track: self,
+        }
+    }
+
+    /// Where and why the value was refused with `error`.
+    pub(crate) fn refused(&self, error: Error) -> Refused {
+        Refused {
+            path: self.path.take().unwrap_or_default(),
+            error,
+        }
+    }
+
     fn note(&self, at: &At<'_>) {
         let mut path = self.path.borrow_mut();
         if path.is_none() {
@@ -90,13 +95,6 @@ impl Track {
     fn noted(&self, error: Error, at: &At<'_>) -> Error {
         self.note(at);
         error
-    }
-
-    fn refused(&self, error: Error) -> Refused {
-        Refused {
-            path: self.path.take().unwrap_or_default(),
-            error,
-        }
     }
 }
 
@@ -176,7 +174,12 @@ impl<'de> de::Deserializer<'de> for Tracked<'de, '_> {
         let result = match self.value {
             Value::Array(items) => seq(items, self.at, self.track, visitor),
             Value::Object(entries) => map(entries, self.at, self.track, visitor),
-            leaf => leaf.deserialize_any(visitor),
+            // As serde_json visits them (its own method would instantiate
+            // its container code for every visitor too).
+            Value::Null => visitor.visit_unit(),
+            Value::Bool(value) => visitor.visit_bool(*value),
+            Value::Number(number) => number.deserialize_any(visitor),
+            Value::String(text) => visitor.visit_borrowed_str(text),
         };
         noted(result, self.at, self.track)
     }
@@ -206,8 +209,9 @@ impl<'de> de::Deserializer<'de> for Tracked<'de, '_> {
 
     fn deserialize_bytes<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
         let result = match self.value {
+            Value::String(text) => visitor.visit_borrowed_str(text),
             Value::Array(items) => seq(items, self.at, self.track, visitor),
-            leaf => leaf.deserialize_bytes(visitor),
+            leaf => Err(refused(leaf, &visitor)),
         };
         noted(result, self.at, self.track)
     }
@@ -242,7 +246,7 @@ impl<'de> de::Deserializer<'de> for Tracked<'de, '_> {
     fn deserialize_seq<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
         let result = match self.value {
             Value::Array(items) => seq(items, self.at, self.track, visitor),
-            leaf => leaf.deserialize_seq(visitor),
+            leaf => Err(refused(leaf, &visitor)),
         };
         noted(result, self.at, self.track)
     }
@@ -267,29 +271,29 @@ impl<'de> de::Deserializer<'de> for Tracked<'de, '_> {
     fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
         let result = match self.value {
             Value::Object(entries) => map(entries, self.at, self.track, visitor),
-            leaf => leaf.deserialize_map(visitor),
+            leaf => Err(refused(leaf, &visitor)),
         };
         noted(result, self.at, self.track)
     }
 
     fn deserialize_struct<V: Visitor<'de>>(
         self,
-        name: &'static str,
-        fields: &'static [&'static str],
+        _name: &'static str,
+        _fields: &'static [&'static str],
         visitor: V,
     ) -> Result<V::Value, Error> {
         let result = match self.value {
             Value::Array(items) => seq(items, self.at, self.track, visitor),
             Value::Object(entries) => map(entries, self.at, self.track, visitor),
-            leaf => leaf.deserialize_struct(name, fields, visitor),
+            leaf => Err(refused(leaf, &visitor)),
         };
         noted(result, self.at, self.track)
     }
 
     fn deserialize_enum<V: Visitor<'de>>(
         self,
-        name: &'static str,
-        variants: &'static [&'static str],
+        _name: &'static str,
+        _variants: &'static [&'static str],
         visitor: V,
     ) -> Result<V::Value, Error> {
         // As serde_json: a variant's name, or a map of one entry, the
@@ -310,7 +314,7 @@ impl<'de> de::Deserializer<'de> for Tracked<'de, '_> {
                 }),
                 Err(error) => Err(error),
             },
-            leaf => leaf.deserialize_enum(name, variants, visitor),
+            leaf => Err(refused(leaf, &"string or map")),
         };
         noted(result, self.at, self.track)
     }
@@ -485,7 +489,7 @@ impl<'de> VariantAccess<'de> for TrackedEnum<'de, '_> {
         let result = match self.contents {
             Some(Value::Array(items)) if items.is_empty() => visitor.visit_unit(),
             Some(Value::Array(items)) => seq(items, &at, self.track, visitor),
-            Some(other) => Err(refused_contents(other, "tuple variant")),
+            Some(other) => Err(refused(other, &"tuple variant")),
             None => Err(de::Error::invalid_type(
                 Unexpected::UnitVariant,
                 &"tuple variant",
@@ -502,7 +506,7 @@ impl<'de> VariantAccess<'de> for TrackedEnum<'de, '_> {
         let at = At::Name(self.at, self.name);
         let result = match self.contents {
             Some(Value::Object(entries)) => map(entries, &at, self.track, visitor),
-            Some(other) => Err(refused_contents(other, "struct variant")),
+            Some(other) => Err(refused(other, &"struct variant")),
             None => Err(de::Error::invalid_type(
                 Unexpected::UnitVariant,
                 &"struct variant",
@@ -512,24 +516,25 @@ impl<'de> VariantAccess<'de> for TrackedEnum<'de, '_> {
     }
 }
 
-/// serde_json's error for a variant's contents `value` that are not the
-/// `expected` kind, made by serde_json itself (it describes its numbers
-/// as its features say).
-fn refused_contents(value: &Value, expected: &'static str) -> Error {
-    match de::Deserializer::deserialize_unit(value, Expecting(expected)) {
-        Ok(()) => de::Error::invalid_type(Unexpected::Unit, &expected),
+/// serde_json's error for a value that is not the kind `expected`
+/// (`invalid type: ..., expected ...`), made by serde_json itself, which
+/// describes its numbers as its features say; not generic, so that no
+/// visitor instantiates serde_json's container code for its errors.
+fn refused(value: &Value, expected: &dyn de::Expected) -> Error {
+    match de::Deserializer::deserialize_unit(value, Refuse(expected)) {
+        Ok(()) => de::Error::invalid_type(Unexpected::Unit, expected),
         Err(error) => error,
     }
 }
 
-/// A visitor that accepts only a unit, and expects `.0`.
-struct Expecting(&'static str);
+/// A visitor that accepts only a unit, and expects what `.0` expects.
+struct Refuse<'a>(&'a dyn de::Expected);
 
-impl Visitor<'_> for Expecting {
+impl Visitor<'_> for Refuse<'_> {
     type Value = ();
 
     fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter.write_str(self.0)
+        self.0.fmt(formatter)
     }
 
     fn visit_unit<E>(self) -> Result<(), E> {
@@ -635,7 +640,13 @@ mod tests {
     use serde::Deserialize;
     use serde_json::{Value, json};
 
-    use super::deserialize;
+    use super::Track;
+
+    /// `T` from `value`, as tool-core reads a typed input.
+    fn deserialize<T: serde::de::DeserializeOwned>(value: &Value) -> Result<T, super::Refused> {
+        let track = Track::default();
+        T::deserialize(track.root(value)).map_err(|error| track.refused(error))
+    }
 
     /// A latitude: the schema would say "number", the type refuses more.
     #[derive(Debug, Deserialize)]
