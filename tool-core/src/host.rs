@@ -163,12 +163,11 @@ impl StateType {
     pub(crate) fn of<T: WorkflowState>() -> Self {
         StateType {
             type_name: std::any::type_name::<T>(),
-            decode: |value| match serde_path_to_error::deserialize::<_, T>(value) {
+            // Read as a typed input is: the path and an excerpt of serde's
+            // message.
+            decode: |value| match crate::parameter::typed_input::<T>(value, None) {
                 Ok(state) => Ok(Arc::new(state)),
-                Err(error) => Err((
-                    crate::validate::path_tokens(error.path()),
-                    crate::Excerpt::of(&error.into_inner().to_string()).to_string(),
-                )),
+                Err(mismatch) => Err((mismatch.path, mismatch.reason)),
             },
         }
     }

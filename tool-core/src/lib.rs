@@ -75,6 +75,7 @@ pub mod hooks;
 mod host;
 mod idempotency;
 mod input;
+mod locate;
 mod model_output;
 mod outcome;
 mod panic;
@@ -365,8 +366,66 @@ pub mod __private_0_1_0 {
         future: impl Future<Output = Result<T, E>>,
         convert: fn(E) -> crate::ToolError,
     ) -> Result<T, crate::ToolError> {
-        future.await.map_err(convert)
+        // A match, not `map_err`: that would be one more function per tool.
+        match future.await {
+            Ok(output) => Ok(output),
+            Err(error) => Err(convert(error)),
+        }
     }
+
+    /// The kind of an `async fn` tool's error type that is [`ToolError`](crate::ToolError):
+    /// the function's future is the tool's, with no future around it.
+    pub struct IsToolError;
+
+    impl IsToolError {
+        /// The function's `future` itself. `convert` is named by the
+        /// generated code either way, so that its bound is checked alike.
+        pub fn future<F, T>(self, future: F, convert: fn(crate::ToolError) -> crate::ToolError) -> F
+        where
+            F: Future<Output = Result<T, crate::ToolError>>,
+        {
+            let _ = convert;
+            future
+        }
+    }
+
+    /// The kind of any other error type: converted by [`result`].
+    pub struct ConvertsError;
+
+    impl ConvertsError {
+        /// [`result`] of `future` and `convert`.
+        pub fn future<F, T, E>(
+            self,
+            future: F,
+            convert: fn(E) -> crate::ToolError,
+        ) -> impl Future<Output = Result<T, crate::ToolError>>
+        where
+            F: Future<Output = Result<T, E>>,
+        {
+            result(future, convert)
+        }
+    }
+
+    /// Picked for [`ToolError`](crate::ToolError) (by value, before
+    /// [`OtherErrorKind`]'s `&self`), whatever its name in the signature.
+    pub trait ToolErrorKind: Sized {
+        /// The kind.
+        fn error_kind(self) -> IsToolError {
+            IsToolError
+        }
+    }
+
+    impl ToolErrorKind for Probe<crate::ToolError> {}
+
+    /// Picked for every other error type.
+    pub trait OtherErrorKind {
+        /// The kind.
+        fn error_kind(&self) -> ConvertsError {
+            ConvertsError
+        }
+    }
+
+    impl<T: ?Sized> OtherErrorKind for Probe<T> {}
 
     /// The future of a (sync) `fn` tool, which calls it when first polled,
     /// as an async block would.
@@ -404,7 +463,10 @@ pub mod __private_0_1_0 {
     /// The traits a probe's method resolution picks from, imported by one
     /// glob in the generated code.
     pub mod probe {
-        pub use super::{ContextKind, MaybeObjectKind, NotContextKind, NotObjectKind};
+        pub use super::{
+            ContextKind, MaybeObjectKind, NotContextKind, NotObjectKind, OtherErrorKind,
+            ToolErrorKind,
+        };
     }
 
     /// The subject of a probe.

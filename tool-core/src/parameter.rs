@@ -22,8 +22,8 @@ use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
 
 use crate::excerpt::Excerpt;
+use crate::locate::{Refused, Track};
 use crate::schema::{is_object_root, raw_root_schema, root_schema, schema_for};
-use crate::validate::path_tokens;
 
 /// The one parameter a [`TypedTool`](crate::TypedTool)'s input is: its name, under which the
 /// value is the input's one property when its schema is not an object, and
@@ -111,9 +111,18 @@ static WRAPS: RwLock<BTreeMap<TypeId, bool>> = RwLock::new(BTreeMap::new());
 pub(crate) fn wrapping<I: JsonSchema + 'static>(
     parameter: Option<InputParameter>,
 ) -> Option<InputParameter> {
+    wrapping_of(TypeId::of::<I>(), raw_root_schema::<I>, parameter)
+}
+
+/// [`wrapping`] of the input type `id`, whose root schema `raw` makes: not
+/// generic, so that its closure is not one more function per input type.
+fn wrapping_of(
+    id: TypeId,
+    raw: fn() -> schemars::Schema,
+    parameter: Option<InputParameter>,
+) -> Option<InputParameter> {
     let parameter = parameter?;
-    let schema = || root_schema(raw_root_schema::<I>());
-    wraps(TypeId::of::<I>(), &schema).then_some(parameter)
+    wraps(id, &|| root_schema(raw())).then_some(parameter)
 }
 
 /// The input schema of a tool (its type named `tool`) whose input type is
@@ -264,13 +273,22 @@ fn short_type_name(path: &'static str) -> &'static str {
 /// to quote in an error), the property of `wraps` picked out when a
 /// parameter wraps the input ([`wrapping`]'s answer, which the paths that
 /// run on every call get once, when they are set up).
+// `?` would be one more function per input type (its `FromResidual`).
+#[allow(clippy::question_mark)]
 pub(crate) fn typed_input<I: DeserializeOwned>(
     input: &Value,
     wraps: Option<InputParameter>,
 ) -> Result<I, InputMismatch> {
     // Only the deserialization is generic over the tool's types.
-    let (value, path) = input_value(input, wraps)?;
-    serde_path_to_error::deserialize::<_, I>(value).map_err(|error| InputMismatch::at(path, &error))
+    let (value, path) = match input_value(input, wraps) {
+        Ok(found) => found,
+        Err(mismatch) => return Err(mismatch),
+    };
+    let track = Track::default();
+    match I::deserialize(track.root(value)) {
+        Ok(input) => Ok(input),
+        Err(error) => Err(InputMismatch::at(path, track.refused(error))),
+    }
 }
 
 /// The value a typed input is deserialized from, and its path: the
@@ -303,13 +321,13 @@ pub(crate) struct InputMismatch {
 
 impl InputMismatch {
     /// The mismatch `error` reports, under `path`.
-    fn at(mut path: Vec<String>, error: &serde_path_to_error::Error<serde_json::Error>) -> Self {
-        path.extend(path_tokens(error.path()));
+    fn at(mut path: Vec<String>, refused: Refused) -> Self {
+        path.extend(refused.path);
         Self {
             path,
             // serde's message quotes the value it refused (`invalid type:
             // string "..."`), so the model reads an excerpt of it.
-            reason: Excerpt::of(&error.inner().to_string()).to_string(),
+            reason: Excerpt::of(&refused.error.to_string()).to_string(),
         }
     }
 }

@@ -40,7 +40,12 @@ use serde_json::Value;
 /// ```
 pub fn schema_for<T: JsonSchema + ?Sized + 'static>() -> Option<Value> {
     // Generic only where it must be: this runs once per type of every tool.
-    has_schema(TypeId::of::<T>()).then(|| root_schema(raw_root_schema::<T>()))
+    // No closure: it would be one more function per type.
+    if has_schema(TypeId::of::<T>()) {
+        Some(root_schema(raw_root_schema::<T>()))
+    } else {
+        None
+    }
 }
 
 /// `T`'s root schema as schemars makes it, before [`root_schema`].

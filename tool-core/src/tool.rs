@@ -574,9 +574,15 @@ fn typed_call<T: TypedTool>(
     wraps: Option<InputParameter>,
     state: Arc<CallShared>,
 ) -> Result<TypedCall<T>, ExecFailure> {
-    let typed = typed_input::<T::Input>(input, wraps)?;
-    let ctx = ToolContext::from_state(state).map_err(ExecFailure::Context)?;
-    Ok((typed, ctx))
+    // Matches rather than `?` and `map_err`: each is one more function per
+    // tool in the user's crate.
+    match typed_input::<T::Input>(input, wraps) {
+        Err(mismatch) => Err(mismatch.into()),
+        Ok(typed) => match ToolContext::from_state(state) {
+            Ok(ctx) => Ok((typed, ctx)),
+            Err(reason) => Err(ExecFailure::Context(reason)),
+        },
+    }
 }
 
 impl From<InputMismatch> for ExecFailure {
@@ -647,12 +653,13 @@ where
 
 /// A typed tool's output, serialized, with its model-facing form.
 fn executed<T: TypedTool>(output: &T::Output) -> Result<Executed, ExecFailure> {
-    let model_output = T::to_model_output(output);
-    let output = serde_json::to_value(output).map_err(|e| ExecFailure::Output(e.to_string()))?;
-    Ok(Executed {
-        output,
-        model_output,
-    })
+    match serde_json::to_value(output) {
+        Ok(value) => Ok(Executed {
+            output: value,
+            model_output: T::to_model_output(output),
+        }),
+        Err(error) => Err(ExecFailure::Output(error.to_string())),
+    }
 }
 
 /// Builds a [`Tool`]: the direct analogue of createTool. The `#[tool]`

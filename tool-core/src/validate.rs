@@ -56,21 +56,6 @@ impl Issue {
     }
 }
 
-/// The tokens of a deserialization error's path: property names, array
-/// indexes, enum variants; a key or variant from the value as an
-/// [`Excerpt`], since it is quoted to the model.
-pub(crate) fn path_tokens(path: &serde_path_to_error::Path) -> Vec<String> {
-    use serde_path_to_error::Segment;
-    path.iter()
-        .map(|segment| match segment {
-            Segment::Seq { index } => index.to_string(),
-            Segment::Map { key } => Excerpt::of(key).to_string(),
-            Segment::Enum { variant } => Excerpt::of(variant).to_string(),
-            Segment::Unknown => "?".to_owned(),
-        })
-        .collect()
-}
-
 /// Where a tool's schema came from, which decides what building checks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum SchemaOrigin {

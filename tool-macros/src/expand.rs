@@ -77,7 +77,20 @@ pub fn expand(attrs: &Attrs, tool: &ToolFn) -> TokenStream {
                 .map_or_else(|| tool.item.sig.output.span(), |err| err.span());
             let convert = respan(quote!(#private::into_tool_error), span);
             if is_async {
-                quote!(#private::result(#call, #convert))
+                // An error type that is `ToolError` (under any name: told
+                // apart by a probe of the type, not by its name) needs no
+                // conversion, so the function's future is the tool's: one
+                // state machine less per tool.
+                match err {
+                    Some(err) => quote! {
+                        {
+                            use #private::probe::*;
+                            #private::Probe::<#err>::OF.error_kind()
+                        }
+                        .future(#call, #convert)
+                    },
+                    None => quote!(#private::result(#call, #convert)),
+                }
             } else {
                 quote!(#private::call(move || ::core::result::Result::map_err(#call, #convert)))
             }

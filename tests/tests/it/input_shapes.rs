@@ -499,3 +499,56 @@ fn input_whole_keeps_a_non_object_root_which_exports_refuse_by_path() {
         "{error}"
     );
 }
+
+// --- a value the schema admits and the type refuses -----------------------------
+
+/// Degrees north: any number to the schema, at most 90 to the type.
+#[derive(Deserialize)]
+#[serde(try_from = "f64")]
+pub struct Latitude(f64);
+
+impl TryFrom<f64> for Latitude {
+    type Error = String;
+
+    fn try_from(lat: f64) -> Result<Self, String> {
+        if (-90.0..=90.0).contains(&lat) {
+            Ok(Latitude(lat))
+        } else {
+            Err(format!("latitude {lat} is out of range"))
+        }
+    }
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct Waypoint {
+    #[schemars(with = "f64")]
+    lat: Latitude,
+    lon: f64,
+}
+
+/// Count a route's waypoints north of the equator
+#[tool]
+pub async fn northern(
+    /// The route
+    waypoints: Vec<Waypoint>,
+) -> usize {
+    waypoints
+        .iter()
+        .filter(|point| point.lat.0 > 0.0 && point.lon.is_finite())
+        .count()
+}
+
+#[test]
+fn a_value_the_type_refuses_is_named_by_its_path() {
+    let tool = Tool::from(NorthernTool);
+    let route = json!({ "waypoints": [{ "lat": 1.0, "lon": 2.0 }, { "lat": -3.0, "lon": 4.0 }] });
+    assert_eq!(output(&tool, route), json!(1));
+    let message = input_error(
+        &tool,
+        json!({ "waypoints": [{ "lat": 1.0, "lon": 2.0 }, { "lat": 91.0, "lon": 2.0 }] }),
+    );
+    assert!(
+        message.contains("\n- waypoints.1.lat: latitude 91 is out of range"),
+        "{message}"
+    );
+}

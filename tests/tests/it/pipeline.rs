@@ -635,3 +635,57 @@ fn a_schema_that_only_fails_to_compile_is_reported_by_its_first_call() {
     assert!(error.contains("input schema"), "{error}");
     assert!(error.contains("5"), "the refused value is quoted: {error}");
 }
+
+// --- an async tool's error type: `ToolError` under any name, or converted ----------
+
+/// `ToolError` under another name.
+type Failure = ToolError;
+
+/// Fails as `ToolError`
+#[tool]
+pub async fn fails_as_tool_error(code: u32) -> Result<u32, ToolError> {
+    Err(ToolError::new(format!("tool error {code}")))
+}
+
+/// Fails as an alias of `ToolError`
+#[tool]
+pub async fn fails_as_alias(code: u32) -> Result<u32, Failure> {
+    Err(Failure::new(format!("alias {code}")))
+}
+
+/// An error of the tool's own.
+#[derive(Debug)]
+pub struct NotFound(u32);
+
+impl std::fmt::Display for NotFound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} not found", self.0)
+    }
+}
+
+impl std::error::Error for NotFound {}
+
+/// Fails with an error of its own
+#[tool]
+pub async fn fails_as_own_error(code: u32) -> Result<u32, NotFound> {
+    if code == 0 {
+        Ok(0)
+    } else {
+        Err(NotFound(code))
+    }
+}
+
+#[test]
+fn an_async_tool_error_is_the_tool_error_whatever_its_type_is_named() {
+    for (tool, message) in [
+        (Tool::from(FailsAsToolErrorTool), "tool error 7"),
+        (Tool::from(FailsAsAliasTool), "alias 7"),
+        (Tool::from(FailsAsOwnErrorTool), "7 not found"),
+    ] {
+        let (kind, found) = failure(&run(&tool, json!({ "code": 7 })));
+        assert_eq!(kind, ErrorKind::Execution, "{}", tool.id());
+        assert!(found.contains(message), "{}: {found}", tool.id());
+    }
+    let outcome = run(&Tool::from(FailsAsOwnErrorTool), json!({ "code": 0 }));
+    assert_eq!(outcome.output(), Some(&json!(0)));
+}
