@@ -13,6 +13,13 @@
 //!     mcp_load serve-ours | serve-rmcp
 //!         the servers themselves.
 //!
+//!     cargo run --release -p examples-mcp --example mcp_load -- start-up [--rounds R] [--stdio pipe|socket] -- <server A...> [-- <server B...>]...
+//!         each server started R times, interleaved (alternating which goes
+//!         first): the time from spawn to the answer to `initialize`, and
+//!         the server's peak resident set and page faults at that moment
+//!         (Linux: `/proc/<pid>/status` and `stat`); medians, and each
+//!         against the first server.
+//!
 //! `--stdio socket` connects the server's stdin and stdout to Unix sockets,
 //! as Node.js starts a child (its `child_process`, and so the TypeScript
 //! SDK's stdio client); the default, two pipes, is how a shell,
@@ -218,6 +225,102 @@ async fn drive(
     })
 }
 
+/// What one start of a server cost, at the moment it answered `initialize`.
+struct StartUp {
+    time: Duration,
+    /// Peak resident set (`VmHWM`), KiB.
+    peak_rss_kib: f64,
+    /// Minor page faults so far: pages mapped on first touch (the binary's
+    /// code and data, the heap, the threads' stacks).
+    minor_faults: f64,
+}
+
+/// Starts `command`, sends `initialize`, and reads what the start cost
+/// once the answer arrives; then closes its stdin and waits for it.
+async fn start_once(command: &[String], stdio: StdioKind) -> Result<StartUp, String> {
+    let started = Instant::now();
+    let (mut child, stdout, mut stdin) = start(command, stdio)?;
+    let mut lines = BufReader::new(stdout).lines();
+    let mut line = json!({
+        "jsonrpc": "2.0", "id": "init", "method": "initialize",
+        "params": { "protocolVersion": "2025-11-25", "capabilities": {},
+                    "clientInfo": { "name": "mcp_load", "version": "0.1.0" } }
+    })
+    .to_string();
+    line.push('\n');
+    stdin
+        .write_all(line.as_bytes())
+        .await
+        .map_err(|error| format!("write: {error}"))?;
+    read_response(&mut lines).await?;
+    let time = started.elapsed();
+    let pid = child.id().ok_or("the server exited")?;
+    let proc_file = |name: &str| {
+        std::fs::read_to_string(format!("/proc/{pid}/{name}"))
+            .map_err(|error| format!("/proc/{pid}/{name}: {error} (Linux only)"))
+    };
+    let status = proc_file("status")?;
+    let peak_rss_kib = status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
+        .ok_or("no VmHWM in /proc/<pid>/status")?;
+    // `stat`'s tenth field, counted after the command name's parenthesis
+    // (a name may hold spaces).
+    let stat = proc_file("stat")?;
+    let minor_faults = stat
+        .rsplit_once(')')
+        .and_then(|(_, fields)| fields.split_whitespace().nth(7))
+        .and_then(|value| value.parse().ok())
+        .ok_or("no minflt in /proc/<pid>/stat")?;
+    drop(stdin);
+    child
+        .wait()
+        .await
+        .map_err(|error| format!("wait: {error}"))?;
+    Ok(StartUp {
+        time,
+        peak_rss_kib,
+        minor_faults,
+    })
+}
+
+async fn start_up(servers: &[Vec<String>], rounds: usize, stdio: StdioKind) -> Result<(), String> {
+    if servers.is_empty() {
+        usage();
+    }
+    let mut figures: Vec<Vec<StartUp>> = servers.iter().map(|_| Vec::new()).collect();
+    for round in 0..rounds {
+        let mut order: Vec<usize> = (0..servers.len()).collect();
+        if round % 2 == 1 {
+            order.reverse();
+        }
+        for index in order {
+            figures[index].push(start_once(&servers[index], stdio).await?);
+        }
+    }
+    let of = |index: usize, figure: fn(&StartUp) -> f64| {
+        median(figures[index].iter().map(figure).collect())
+    };
+    println!("{rounds} starts each, interleaved");
+    println!("| server | spawn to `initialize` answered | peak RSS | minor faults |");
+    println!("|---|---|---|---|");
+    for (index, command) in servers.iter().enumerate() {
+        let time = of(index, |run| run.time.as_secs_f64() * 1e3);
+        let rss = of(index, |run| run.peak_rss_kib);
+        let faults = of(index, |run| run.minor_faults);
+        println!(
+            "| `{}` | {time:.2} ms: {:.2}x | {:.1} MiB: {:.2}x | {faults:.0}: {:.2}x |",
+            command.join(" "),
+            time / of(0, |run| run.time.as_secs_f64() * 1e3),
+            rss / 1024.0,
+            rss / of(0, |run| run.peak_rss_kib),
+            faults / of(0, |run| run.minor_faults),
+        );
+    }
+    Ok(())
+}
+
 /// The next line that is a response (has an id); notifications are skipped.
 async fn read_response(
     lines: &mut tokio::io::Lines<BufReader<ServerReader>>,
@@ -328,7 +431,7 @@ async fn serve_rmcp() -> Result<(), String> {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: mcp_load bench [--calls N] [--rounds R] [--stdio pipe|socket]\n       mcp_load drive [--calls N] [--in-flight K] [--stdio pipe|socket] -- <server command...>\n       mcp_load serve-ours | serve-rmcp"
+        "usage: mcp_load bench [--calls N] [--rounds R] [--stdio pipe|socket]\n       mcp_load drive [--calls N] [--in-flight K] [--stdio pipe|socket] -- <server command...>\n       mcp_load start-up [--rounds R] [--stdio pipe|socket] -- <server...> [-- <server...>]...\n       mcp_load serve-ours | serve-rmcp"
     );
     std::process::exit(2)
 }
@@ -375,6 +478,14 @@ async fn main() {
                 run.p99.as_secs_f64() * 1e6
             );
         }),
+        Some("start-up") => {
+            let servers: Vec<Vec<String>> = command
+                .split(|word| word == "--")
+                .filter(|server| !server.is_empty())
+                .map(<[String]>::to_vec)
+                .collect();
+            start_up(&servers, rounds, stdio).await
+        }
         Some("serve-ours") => serve_ours().await,
         Some("serve-rmcp") => serve_rmcp().await,
         _ => usage(),

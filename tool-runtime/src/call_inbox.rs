@@ -2,7 +2,6 @@
 
 use std::future::Future;
 
-use crate::call_path::CallPath;
 use crate::decide::{Approvals, Decisions};
 use crate::error::RuntimeError;
 use crate::store::{AuditEntry, AuditQuery, PendingQuery, StoredCall};
@@ -35,7 +34,6 @@ use crate::store::{AuditEntry, AuditQuery, PendingQuery, StoredCall};
 /// ```
 #[derive(Clone)]
 pub struct CallInbox {
-    path: CallPath,
     decisions: Decisions,
 }
 
@@ -46,8 +44,8 @@ impl std::fmt::Debug for CallInbox {
 }
 
 impl CallInbox {
-    pub(crate) fn new(path: CallPath, decisions: Decisions) -> Self {
-        CallInbox { path, decisions }
+    pub(crate) fn new(decisions: Decisions) -> Self {
+        CallInbox { decisions }
     }
 
     /// Every call waiting for a decision (approval, resume data, or its
@@ -137,7 +135,7 @@ impl CallInbox {
         &self,
         call_id: &str,
     ) -> impl Future<Output = Result<Option<StoredCall>, RuntimeError>> + Send + 'static {
-        self.path.stored().stored(call_id)
+        self.decisions.path().stored().stored(call_id)
     }
 
     /// The approvals call `call_id` has so far, on every instance sharing
@@ -163,7 +161,7 @@ impl CallInbox {
     /// assert_eq!((runtime.inbox().approvals_required("transfer"), runtime.inbox().approvals_required("weather")), (2, 1));
     /// ```
     pub fn approvals_required(&self, tool_id: &str) -> u32 {
-        self.path.approvals_required(tool_id)
+        self.decisions.path().approvals_required(tool_id)
     }
 
     /// The entries of the audit log `query` selects, in order: the
@@ -176,7 +174,7 @@ impl CallInbox {
         &self,
         query: AuditQuery,
     ) -> impl Future<Output = Result<Vec<AuditEntry>, RuntimeError>> + Send + 'static {
-        self.path.stored().read_audit(query)
+        self.decisions.path().stored().read_audit(query)
     }
 
     /// Appends `entry` to the audit log: what an application records
@@ -201,6 +199,6 @@ impl CallInbox {
         &self,
         entry: AuditEntry,
     ) -> impl Future<Output = Result<u64, RuntimeError>> + Send + 'static {
-        self.path.stored().append_audit(entry)
+        self.decisions.path().stored().append_audit(entry)
     }
 }

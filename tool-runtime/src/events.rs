@@ -6,7 +6,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use serde_json::Value;
 use tokio::sync::{Notify, broadcast};
@@ -252,7 +252,10 @@ impl Events {
 /// The sending side, shared by every clone of a runtime.
 #[derive(Debug, Clone)]
 pub(crate) struct EventBus {
-    tx: broadcast::Sender<ToolEvent>,
+    /// Made by the first subscriber: a broadcast channel allocates its
+    /// whole buffer (`capacity` events, 344 KB at the default) up front,
+    /// which a runtime nobody subscribes to (an MCP server) would carry.
+    tx: Arc<OnceLock<broadcast::Sender<ToolEvent>>>,
     /// Live subscriptions; read with one atomic load on every emit
     /// (`Sender::receiver_count` takes a lock).
     subscribers: Arc<AtomicUsize>,
@@ -365,7 +368,7 @@ impl EventBus {
     pub(crate) fn new(capacity: usize) -> Self {
         let capacity = capacity.max(1);
         EventBus {
-            tx: broadcast::channel(capacity).0,
+            tx: Arc::default(),
             subscribers: Arc::default(),
             watchers: Arc::default(),
             capacity,
@@ -375,7 +378,10 @@ impl EventBus {
     pub(crate) fn subscribe(&self) -> Events {
         self.subscribers.fetch_add(1, Ordering::AcqRel);
         Events {
-            rx: self.tx.subscribe(),
+            rx: self
+                .tx
+                .get_or_init(|| broadcast::channel(self.capacity).0)
+                .subscribe(),
             missed: 0,
             subscribers: Arc::clone(&self.subscribers),
         }
@@ -418,8 +424,10 @@ impl EventBus {
     /// Sends the event `make` builds, if anyone listens.
     #[inline]
     pub(crate) fn emit(&self, call_id: &str, tool_id: &str, make: impl FnOnce() -> EventKind) {
-        if self.active() {
-            let _ = self.tx.send(ToolEvent {
+        if self.active()
+            && let Some(tx) = self.tx.get()
+        {
+            let _ = tx.send(ToolEvent {
                 call_id: call_id.to_owned(),
                 tool_id: tool_id.to_owned(),
                 kind: make(),

@@ -737,7 +737,7 @@ impl Runtime {
     /// # });
     /// ```
     pub fn inbox(&self) -> CallInbox {
-        CallInbox::new(self.inner.path.clone(), self.inner.decisions.clone())
+        CallInbox::new(self.inner.decisions.clone())
     }
 
     /// How long, and how many, settled calls' outcomes the store keeps
