@@ -380,7 +380,27 @@ impl CallPath {
                 return self.request_approval(&record, admitted.into_input()).await;
             }
         }
-        self.execute(record, admitted, guard, may_background).await
+        // Registered for `cancel` until the call ends (across the attempts
+        // of a background task).
+        let guard = guard.unwrap_or_else(|| {
+            self.parts
+                .running
+                .register(&record.call_id, record.abort.clone())
+        });
+        let definition = record.tool.definition();
+        let background = definition
+            .background
+            .as_ref()
+            .filter(|b| b.enabled && may_background)
+            .cloned();
+        if background.is_some() || (record.lease.is_none() && definition.transactional) {
+            return Box::pin(self.execute_stored(record, admitted, guard, background)).await;
+        }
+        // The foreground path runs here, not in a nested async fn that
+        // takes the record: each level's future is built and then copied
+        // into this one's (kilobytes a call, measured with the
+        // `instructions` bench).
+        self.run_here(&record, admitted, guard).await
     }
 
     /// The context a call's tool runs with, the one place a call's head
@@ -439,53 +459,37 @@ impl CallPath {
             .or(self.parts.timeout)
     }
 
-    /// Executes an admitted call, in the background when the tool says so
-    /// (and `may_background`), and settles it.
-    async fn execute(
+    /// Executes an admitted call that is stored before it runs: in the
+    /// background (`background`: the tool's configuration, when the call
+    /// may go there), or a transactional tool's, claimed first; and settles
+    /// it. Boxed by its caller: the store's futures and a background run's
+    /// state are kilobytes, which every call's future would otherwise carry
+    /// (and copy).
+    async fn execute_stored(
         &self,
         mut record: CallRecord,
         admitted: Admitted,
-        guard: Option<RunningGuard>,
-        may_background: bool,
+        guard: RunningGuard,
+        background: Option<BackgroundConfig>,
     ) -> CallOutcome {
-        // Registered for `cancel` until the call ends (across the attempts of
-        // a background task).
-        let guard = guard.unwrap_or_else(|| {
-            self.parts
-                .running
-                .register(&record.call_id, record.abort.clone())
-        });
-        if let Some(config) = record
-            .tool
-            .definition()
-            .background
-            .as_ref()
-            .filter(|b| b.enabled && may_background)
-        {
-            let config = config.clone();
+        if let Some(config) = background {
             if record.lease.is_none() && self.parts.leave_tasks_to_workers {
-                // Stored for a worker: one insert, made or not. The store's
-                // futures are boxed on these paths: kilobytes, which every
-                // call's future would otherwise carry (and copy).
-                return match Box::pin(self.store_task(&record, admitted.input(), true)).await {
+                // Stored for a worker: one insert, made or not.
+                return match self.store_task(&record, admitted.input(), true).await {
                     Ok(_) => self.left_to_worker(&record, &config).await,
                     Err(failed) => failed,
                 };
             }
-            // Boxed: a background run's state would otherwise size every
-            // call's future.
-            return Box::pin(self.run_background(record, admitted, config, guard)).await;
+            return self.run_background(record, admitted, config, guard).await;
         }
-        if record.lease.is_none() && record.tool.definition().transactional {
-            // Stored and claimed before it runs: a crash or a lost claim
-            // before the commit leaves neither its work nor its outcome, and
-            // recovery runs it again.
-            match Box::pin(self.store_task(&record, admitted.input(), false)).await {
-                Ok(Some(lease)) => record.lease = Some(lease),
-                // A worker claimed it between the insert and this claim.
-                Ok(None) => return self.parts.tasks.outcome(&record.call_id).await,
-                Err(failed) => return failed,
-            }
+        // Stored and claimed before it runs: a crash or a lost claim before
+        // the commit leaves neither its work nor its outcome, and recovery
+        // runs it again.
+        match self.store_task(&record, admitted.input(), false).await {
+            Ok(Some(lease)) => record.lease = Some(lease),
+            // A worker claimed it between the insert and this claim.
+            Ok(None) => return self.parts.tasks.outcome(&record.call_id).await,
+            Err(failed) => return failed,
         }
         self.run_here(&record, admitted, guard).await
     }
