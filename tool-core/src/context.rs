@@ -10,6 +10,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::abort::AbortSignal;
+use crate::app_state::AppState;
 use crate::error::ToolError;
 use crate::extensions::Extensions;
 use crate::host::{
@@ -170,6 +171,8 @@ pub struct CallContext {
     pub(crate) custom: Option<CustomSink>,
     pub(crate) parent_span: Option<Box<tracing::Span>>,
     pub(crate) extensions: Extensions,
+    /// The application's state ([`with_state`](Self::with_state)).
+    pub(crate) state: AppState,
     /// Which run of the call this is: 1, or more for a retry-safe stored
     /// call run again after a crash.
     pub(crate) attempt: u32,
@@ -213,6 +216,7 @@ impl CallContext {
             custom: None,
             parent_span: None,
             extensions: Extensions::new(),
+            state: AppState::new(),
             attempt: 1,
             workflow: None,
         }
@@ -360,6 +364,28 @@ impl CallContext {
     pub fn with_extension<T: Send + Sync + 'static>(mut self, value: T) -> Self {
         self.extensions.insert(value);
         self
+    }
+
+    /// Gives the call the application's state: what a tool reads with a
+    /// [`State<T>`](crate::State) parameter or
+    /// [`ToolContext::state`], and what a tool that
+    /// [requires state](crate::Tool::required_state) is refused without.
+    /// A runtime gives its own (`RuntimeBuilder::state`) to every call.
+    ///
+    /// ```
+    /// use tool_core::{AppState, CallContext};
+    ///
+    /// let ctx = CallContext::new("c1").with_state(AppState::new().with(42_u32));
+    /// assert_eq!(ctx.state::<u32>(), Some(&42));
+    /// ```
+    pub fn with_state(mut self, state: AppState) -> Self {
+        self.state = state;
+        self
+    }
+
+    /// The application state of type `T` the call was given, if any.
+    pub fn state<T: Send + Sync + 'static>(&self) -> Option<&T> {
+        self.state.get()
     }
 
     /// Attaches every value of `extensions`.
@@ -749,7 +775,12 @@ impl<S, R> ToolContext<S, R> {
 
     /// The value of type `T` that the caller attached to the call (see
     /// [`Extensions`]); add-on crates wrap this in methods of their own, such
-    /// as tool-runtime's `ctx.mcp()`.
+    /// as tool-runtime's `ctx.mcp()`. Extensions belong to one run of the
+    /// call: none is stored with a call that pauses (for approval, resume
+    /// data or a background retry), so a call run after the pause has only
+    /// what its new caller attaches. What every run must see is
+    /// application [`state`](Self::state), or the request context (stored
+    /// with the call).
     ///
     /// ```
     /// use serde_json::json;
@@ -769,6 +800,37 @@ impl<S, R> ToolContext<S, R> {
     /// ```
     pub fn extension<T: Send + Sync + 'static>(&self) -> Option<&T> {
         self.state.ctx.extensions.get()
+    }
+
+    /// The application state of type `T` (a pool, a client): what the host
+    /// gives every call (`RuntimeBuilder::state`,
+    /// [`CallContext::with_state`]), on its first run and on every run
+    /// after a pause. A tool that reads it declares it
+    /// ([`ToolBuilder::requires_state`](crate::ToolBuilder::requires_state),
+    /// or a [`State<T>`](crate::State) parameter), and is then never run
+    /// without it: `None` only for state the tool did not declare.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_core::{AppState, CallContext, Tool, ToolError};
+    ///
+    /// struct Rates { eur_per_usd: f64 }
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let convert = Tool::builder("to-eur").description("Converts USD to EUR")
+    ///     .requires_state::<Rates>()
+    ///     .execute(|input, ctx| async move {
+    ///         let rates = ctx.state::<Rates>().expect("declared, so given");
+    ///         Ok::<_, ToolError>(json!(input["usd"].as_f64().unwrap_or(0.0) * rates.eur_per_usd))
+    ///     })
+    ///     .build().unwrap();
+    /// let state = AppState::new().with(Rates { eur_per_usd: 0.5 });
+    /// let outcome = convert.execute(json!({ "usd": 10.0 }), CallContext::new("c1").with_state(state)).await;
+    /// assert_eq!(outcome.output(), Some(&json!(5.0)));
+    /// # });
+    /// ```
+    pub fn state<T: Send + Sync + 'static>(&self) -> Option<&T> {
+        self.state.ctx.state.get()
     }
 
     /// Every value attached to the call.

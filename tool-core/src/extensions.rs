@@ -60,6 +60,13 @@ impl Extensions {
         self.get::<T>().is_some()
     }
 
+    /// Whether there is a value of the type `type_id` names.
+    pub(crate) fn contains_type(&self, type_id: TypeId) -> bool {
+        self.map
+            .as_ref()
+            .is_some_and(|map| map.contains_key(&type_id))
+    }
+
     /// The number of values.
     pub fn len(&self) -> usize {
         self.map.as_ref().map_or(0, HashMap::len)

@@ -59,6 +59,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod abort;
+mod app_state;
 mod approval;
 mod context;
 #[cfg(feature = "decode")]
@@ -103,6 +104,7 @@ pub mod transform;
 mod validate;
 
 pub use abort::AbortSignal;
+pub use app_state::{AppState, State, StateRequirement};
 pub use approval::{ApprovalDecision, ApprovalPolicyReturn, PolicyAnswer};
 pub use context::{CallContext, LogRecord, Observer, Progress, ToolContext, Writer};
 pub use definition::{
@@ -433,6 +435,36 @@ pub mod __private_0_1_0 {
         function: impl FnOnce() -> Result<T, crate::ToolError>,
     ) -> Result<T, crate::ToolError> {
         function()
+    }
+
+    /// The type of a `State<T>` parameter.
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot be application state: each call gets a clone, shared across threads",
+        label = "`State<T>` needs `T: Clone + Send + Sync + 'static`",
+        note = "wrap it in an `Arc` (`State<Arc<{Self}>>`, given as `RuntimeBuilder::state(Arc::new(..))`), or derive `Clone`"
+    )]
+    pub trait StateValue: Clone + Send + Sync + 'static {}
+
+    impl<T: Clone + Send + Sync + 'static> StateValue for T {}
+
+    /// A `State<T>` parameter's value: a clone of the call's state of type
+    /// `T` (admission refuses a call without it, as the tool declares it).
+    pub fn state<T: StateValue, S, R>(ctx: &crate::ToolContext<S, R>) -> Option<crate::State<T>> {
+        ctx.state::<T>().cloned().map(crate::State)
+    }
+
+    /// The future of a tool with `State<T>` parameters: `future`, made once
+    /// every state was there; without it (only when `TypedTool::execute` is
+    /// called directly, skipping admission) the call fails.
+    pub async fn with_state<T>(
+        future: Option<impl Future<Output = Result<T, crate::ToolError>>>,
+    ) -> Result<T, crate::ToolError> {
+        match future {
+            Some(future) => future.await,
+            None => Err(crate::ToolError::new(
+                "the tool was called without the application state it declares",
+            )),
+        }
     }
 
     /// The future of an `async fn` tool that returns its output.

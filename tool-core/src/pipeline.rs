@@ -19,6 +19,7 @@ use std::task::Poll;
 use serde_json::Value;
 
 use crate::Excerpt;
+use crate::app_state::missing_state_message;
 use crate::context::{CallContext, CallShared};
 use crate::definition::OutputValidation;
 use crate::error::{ErrorKind, ModelError};
@@ -228,6 +229,7 @@ impl Tool {
             return Err(self.configuration_error());
         }
         let mut input = self.validate_input(input)?;
+        self.check_state(&ctx)?;
         self.validate_request_context(&ctx)?;
         self.validate_resume_data(&ctx)?;
         let workflow_state = self.validate_workflow_state(&ctx)?;
@@ -240,6 +242,25 @@ impl Tool {
             ctx,
             workflow_state,
         })
+    }
+
+    /// Refuses a call that lacks application state the tool needs
+    /// ([`Tool::required_state`]): a configuration error naming the types,
+    /// before the tool runs.
+    fn check_state(&self, ctx: &CallContext) -> Result<(), ModelError> {
+        let missing: Vec<_> = self
+            .inner
+            .required_state
+            .iter()
+            .filter(|required| !ctx.state.satisfies(required))
+            .collect();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        Err(ModelError::new(
+            ErrorKind::Configuration,
+            missing_state_message(&self.inner.id, &missing),
+        ))
     }
 
     /// Parses, repairs and validates arguments against the input schema.

@@ -12,6 +12,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
+use crate::app_state::StateRequirement;
 use crate::approval::{ApprovalPolicyReturn, PolicyAnswer};
 use crate::context::{CallShared, ToolContext};
 use crate::definition::{BackgroundConfig, McpOptions, OutputValidation, ToolDefinition};
@@ -176,6 +177,8 @@ pub(crate) struct ToolInner {
     edit: Option<LazyValidator>,
     /// The workflow state's type, when the tool declares one.
     pub(crate) state_type: Option<StateType>,
+    /// The application state the tool needs (each type once).
+    pub(crate) required_state: Box<[StateRequirement]>,
     /// The input schema has integers: integral floats are read as integers.
     pub(crate) has_integers: bool,
     /// Why the tool cannot run (a schema refused when it was built); calls
@@ -287,6 +290,27 @@ impl Tool {
     /// ```
     pub fn has_execute(&self) -> bool {
         self.inner.executor.is_some()
+    }
+
+    /// The application state the tool needs
+    /// ([`ToolBuilder::requires_state`], or a `#[tool]` function's
+    /// [`State<T>`](crate::State) parameters): a call given none of one of
+    /// them is refused before the tool runs, and a runtime that lacks one
+    /// refuses to build.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_core::{Tool, ToolError};
+    ///
+    /// struct Pool;
+    /// let tool = Tool::builder("lookup").description("Looks an order up")
+    ///     .requires_state::<Pool>()
+    ///     .execute(|input, _ctx| async move { Ok::<_, ToolError>(input) })
+    ///     .build().unwrap();
+    /// assert_eq!(tool.required_state()[0].type_name(), std::any::type_name::<Pool>());
+    /// ```
+    pub fn required_state(&self) -> &[StateRequirement] {
+        &self.inner.required_state
     }
 
     /// Whether the tool maps its output to what the model reads
@@ -702,6 +726,7 @@ pub struct ToolBuilder {
     /// Which schemas came from Rust types: they skip the meta-schema check.
     derived: DerivedSchemas,
     state_type: Option<StateType>,
+    required_state: Vec<StateRequirement>,
     strict: bool,
     require_approval: bool,
     editable: Vec<String>,
@@ -756,6 +781,7 @@ impl ToolBuilder {
             state_schema: None,
             derived: DerivedSchemas::default(),
             state_type: None,
+            required_state: Vec::new(),
             strict: false,
             require_approval: false,
             editable: Vec::new(),
@@ -948,6 +974,36 @@ impl ToolBuilder {
         I::Item: Into<String>,
     {
         self.editable = fields.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Declares that the tool needs the application state of type `T`
+    /// ([`ToolContext::state`](crate::ToolContext::state)): a call without
+    /// it is refused with a configuration error naming the type, before
+    /// the tool runs, and a runtime without it refuses to build. What a
+    /// `#[tool]` function's [`State<T>`](crate::State) parameter declares.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_core::{CallContext, ErrorKind, Tool, ToolError};
+    ///
+    /// struct Pool;
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let lookup = Tool::builder("lookup").description("Looks an order up")
+    ///     .requires_state::<Pool>()
+    ///     .execute(|input, _ctx| async move { Ok::<_, ToolError>(input) })
+    ///     .build().unwrap();
+    /// let outcome = lookup.execute(json!({}), CallContext::new("c1")).await;
+    /// let error = outcome.error().unwrap();
+    /// assert_eq!(error.kind(), ErrorKind::Configuration);
+    /// assert!(error.message().contains("Pool"));
+    /// # });
+    /// ```
+    pub fn requires_state<T: Send + Sync + 'static>(mut self) -> Self {
+        let required = StateRequirement::of::<T>();
+        if !self.required_state.contains(&required) {
+            self.required_state.push(required);
+        }
         self
     }
 
@@ -1351,6 +1407,7 @@ impl ToolBuilder {
                 edit_schema,
                 edit,
                 state_type: self.state_type,
+                required_state: self.required_state.into_boxed_slice(),
                 has_integers,
                 config_error,
                 compile_error: OnceLock::new(),

@@ -30,6 +30,13 @@ pub struct ContextParam {
     pub position: usize,
 }
 
+/// A `State<T>` parameter: application state, not input.
+pub struct StateParam {
+    /// `T`.
+    pub inner: Type,
+    pub position: usize,
+}
+
 /// Where the tool's arguments come from.
 pub enum Input<'a> {
     /// One parameter taken as the whole input (`input = whole`).
@@ -60,6 +67,7 @@ pub struct ToolFn {
     pub item: ItemFn,
     pub params: Vec<Param>,
     pub contexts: Vec<ContextParam>,
+    pub states: Vec<StateParam>,
     pub receivers: Vec<syn::Receiver>,
     pub output: Output,
     pub docs: Option<Docs>,
@@ -69,6 +77,7 @@ impl ToolFn {
     pub fn from_item(mut item: ItemFn) -> Self {
         let mut params = Vec::new();
         let mut contexts = Vec::new();
+        let mut states = Vec::new();
         let mut receivers = Vec::new();
         for (position, arg) in item.sig.inputs.iter_mut().enumerate() {
             match arg {
@@ -81,7 +90,9 @@ impl ToolFn {
                         .cloned()
                         .collect();
                     typed.attrs.retain(|a| !a.path().is_ident("doc"));
-                    if let Some((suspend, resume)) = context_generics(&typed.ty) {
+                    if let Some(inner) = state_inner(&typed.ty) {
+                        states.push(StateParam { inner, position });
+                    } else if let Some((suspend, resume)) = context_generics(&typed.ty) {
                         contexts.push(ContextParam {
                             ty: typed.ty.clone(),
                             suspend,
@@ -108,6 +119,7 @@ impl ToolFn {
             item,
             params,
             contexts,
+            states,
             receivers,
             output,
             docs,
@@ -183,6 +195,21 @@ pub fn find_impl_trait(ty: &Type) -> Option<&syn::TypeImplTrait> {
         Type::Paren(inner) => find_impl_trait(&inner.elem),
         Type::Group(inner) => find_impl_trait(&inner.elem),
         Type::Tuple(tuple) => tuple.elems.iter().find_map(find_impl_trait),
+        _ => None,
+    }
+}
+
+/// `Some(T)` when `ty` is `State<T>` (however it is qualified): the
+/// application state extractor, told apart by its name and its one type
+/// argument.
+fn state_inner(ty: &Type) -> Option<Type> {
+    let Type::Path(path) = ty else { return None };
+    let last = path.path.segments.last()?;
+    if last.ident != "State" {
+        return None;
+    }
+    match generic_types(&last.arguments).as_slice() {
+        [inner] => Some(inner.clone()),
         _ => None,
     }
 }

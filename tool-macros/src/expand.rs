@@ -10,7 +10,7 @@ use syn::ext::IdentExt;
 use syn::spanned::Spanned;
 use syn::{Ident, Path, Type};
 
-use crate::ast::{Docs, Input, Output, Param, ToolFn};
+use crate::ast::{Docs, Input, Output, Param, StateParam, ToolFn};
 use crate::attr::{Approval, Attrs, Description};
 
 pub fn expand(attrs: &Attrs, tool: &ToolFn) -> TokenStream {
@@ -114,7 +114,26 @@ pub fn expand(attrs: &Attrs, tool: &ToolFn) -> TokenStream {
         },
         fn_name.span(),
     );
-    let uses_context = context.is_some();
+    // `State<T>` parameters: each a clone of the call's state, taken from
+    // the context before the call is made (admission refused a call
+    // without it); the bound is checked on `T`, where a type that cannot
+    // be state is reported.
+    let future = if tool.states.is_empty() {
+        future
+    } else {
+        let names = state_bindings(tool);
+        let takes = tool.states.iter().map(|state| {
+            let ty = &state.inner;
+            respan(quote!(#private::state::<#ty, _, _>(&ctx)), ty.span())
+        });
+        quote! {
+            #private::with_state(
+                (|| ::core::option::Option::Some((#(#takes?,)*)))()
+                    .map(move |(#(#names,)*)| #future),
+            )
+        }
+    };
+    let uses_context = context.is_some() || !tool.states.is_empty();
     let ctx_binding = if uses_context {
         quote!(ctx)
     } else {
@@ -127,7 +146,14 @@ pub fn expand(attrs: &Attrs, tool: &ToolFn) -> TokenStream {
         Input::Lone(param) => ((*param.ty).clone(), quote!(input.0)),
         Input::Struct(_) | Input::Params(_) => (input_ty.clone(), quote!(input)),
     };
-    let configure = configure(&krate, attrs, &input_ty, lone.as_ref(), &reconcile_input);
+    let configure = configure(
+        &krate,
+        attrs,
+        &tool.states,
+        &input_ty,
+        lone.as_ref(),
+        &reconcile_input,
+    );
     let to_model_output = attrs.to_model_output.as_ref().map(|path| {
         // A call (not a fn pointer) so that deref coercions apply (`&str` for
         // a `String` output); spanned on the path, where a mismatch is shown.
@@ -237,6 +263,13 @@ pub fn fallback(attrs: &Attrs, tool: &ToolFn) -> TokenStream {
     }
 }
 
+/// The local each `State<T>` parameter's value is bound to.
+fn state_bindings(tool: &ToolFn) -> Vec<Ident> {
+    (0..tool.states.len())
+        .map(|index| format_ident!("__state_{}", index))
+        .collect()
+}
+
 /// The path to tool-core: `crate = path`, or `::tool_core`.
 fn krate(attrs: &Attrs) -> Path {
     attrs
@@ -328,6 +361,12 @@ fn input_parts(krate: &Path, attrs: &Attrs, tool: &ToolFn, tool_ident: &Ident) -
         .first()
         .map(|c| (c.position, quote!(ctx)))
         .into_iter()
+        .chain(
+            tool.states
+                .iter()
+                .zip(state_bindings(tool))
+                .map(|(state, name)| (state.position, quote!(#name))),
+        )
         .collect();
     let ident = format_ident!("{}Input", tool_ident);
     let private = private_path(krate);
@@ -560,6 +599,7 @@ fn respan(tokens: TokenStream, span: Span) -> TokenStream {
 fn configure(
     krate: &Path,
     attrs: &Attrs,
+    states: &[StateParam],
     input_ty: &Type,
     lone: Option<&(Ident, Ident)>,
     reconcile_input: &(Type, TokenStream),
@@ -609,6 +649,10 @@ fn configure(
     if let Some(editable) = &attrs.editable {
         let names = editable.fields.iter().map(|field| &field.name);
         steps.push(quote!(.editable([#(#names),*])));
+    }
+    for state in states {
+        let ty = &state.inner;
+        steps.push(quote!(.requires_state::<#ty>()));
     }
     // A function rather than a method so that it goes first in the chain
     // and its bound is reported on the user's type.

@@ -37,7 +37,7 @@ use tracing::Instrument as _;
 use std::collections::HashMap;
 
 use tokio::sync::watch;
-use tool_core::{AgentContext, Extensions, Hooks, ToolSet, WorkflowContext};
+use tool_core::{AgentContext, AppState, Extensions, Hooks, ToolSet, WorkflowContext};
 
 use crate::abort::{CancelRegistry, RunningGuard, with_limit};
 use crate::approval_policy::{ApprovalCheck, ApprovalPolicy, decision_schema};
@@ -95,6 +95,8 @@ pub(crate) struct PathParts {
     /// How many principals must approve a call, unless its tool has its own.
     pub(crate) approvals_required: u32,
     pub(crate) tool_approvals_required: HashMap<String, u32>,
+    /// The application's state, given to every call.
+    pub(crate) state: AppState,
 }
 
 /// How a call reaches the pipeline, which decides the stages it goes through.
@@ -417,6 +419,7 @@ impl CallPath {
         let mut ctx = CallContext::new(record.call_id.as_str())
             .with_request_context(record.request_context.clone())
             .with_extensions(extensions)
+            .with_state(self.parts.state.clone())
             .with_abort_signal(record.abort.clone())
             .with_attempt(record.lease.as_ref().map_or(1, Lease::attempt));
         if let Some((data, payload)) = resume {
@@ -448,6 +451,15 @@ impl CallPath {
             ctx = ctx.with_parent_span(span);
         }
         ctx
+    }
+
+    /// The context a stored call is checked (an edit, resume data) or
+    /// reconciled with: its id and request context, the application's
+    /// state.
+    pub(crate) fn stored_context(&self, call: &PendingCall) -> CallContext {
+        CallContext::new(call.call_id.as_str())
+            .with_request_context(RequestContext::from(call.request_context.clone()))
+            .with_state(self.parts.state.clone())
     }
 
     /// The time limit of a tool's calls: its own, else the runtime's.
@@ -1194,6 +1206,7 @@ pub(crate) fn test_path(tools: Vec<Tool>) -> CallPath {
         forbid_self_approval: false,
         approvals_required: 1,
         tool_approvals_required: HashMap::new(),
+        state: AppState::new(),
     })
 }
 

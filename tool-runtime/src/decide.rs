@@ -13,8 +13,7 @@ use serde::{Deserialize as _, Serialize};
 use serde_json::{Value, json};
 use tool_core::transform::{CallValues, Phase};
 use tool_core::{
-    AgentContext, CallContext, ErrorKind, Extensions, ModelError, Reconciled, RequestContext, Tool,
-    TypedTool,
+    AgentContext, ErrorKind, Extensions, ModelError, Reconciled, RequestContext, Tool, TypedTool,
 };
 use tracing::Instrument as _;
 
@@ -332,9 +331,7 @@ impl Decisions {
                 let edited = tool
                     .validate_edit(&stored.call.input, changes)
                     .and_then(|edited| {
-                        let check = CallContext::new(call_id).with_request_context(
-                            RequestContext::from(stored.call.request_context.clone()),
-                        );
+                        let check = self.path.stored_context(&stored.call);
                         tool.admit(edited.clone(), check).map(|_| edited)
                     });
                 match edited {
@@ -349,8 +346,9 @@ impl Decisions {
             Decision::Resume(data) => {
                 let tool = self.tool_of(&stored.call)?;
                 // Checked before anything changes: invalid data leaves the call suspended.
-                let check = CallContext::new(call_id)
-                    .with_request_context(RequestContext::from(stored.call.request_context.clone()))
+                let check = self
+                    .path
+                    .stored_context(&stored.call)
                     .resuming(data.clone(), stored.call.payload.clone());
                 if let Err(error) = tool.admit(stored.call.input.clone(), check) {
                     let known = CallValues {
@@ -991,8 +989,9 @@ impl Decisions {
         stored: &StoredCall,
         lease: &Lease,
     ) -> Result<Reconciled<CallOutcome>, Reconcile> {
-        let ctx = CallContext::new(stored.call.call_id.as_str())
-            .with_request_context(RequestContext::from(stored.call.request_context.clone()))
+        let ctx = self
+            .path
+            .stored_context(&stored.call)
             .with_attempt(lease.attempt());
         let Some(asking) = tool.reconcile(stored.call.input.clone(), ctx) else {
             return Ok(Reconciled::NotHappened);

@@ -175,6 +175,17 @@ pub enum RuntimeError {
         /// The id asked for.
         task_id: String,
     },
+    /// A tool needs application state the runtime was not given
+    /// ([`RuntimeBuilder::state`](crate::RuntimeBuilder::state)).
+    #[error(
+        "tool {:?} needs application state the runtime was not given: {types} (give it with RuntimeBuilder::state)", Excerpt::of(.tool_id)
+    )]
+    MissingState {
+        /// The tool.
+        tool_id: String,
+        /// The missing types, as `std::any::type_name` names them.
+        types: String,
+    },
     /// A transactional tool cannot run as declared (see
     /// `ToolBuilder::transactional`): the store cannot run a tool in its
     /// transactions, or the tool runs in the background.

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
-use tool_core::{ApprovalPolicyReturn, Extensions, Hooks, Tool, ToolSet, TypedTool};
+use tool_core::{AppState, ApprovalPolicyReturn, Extensions, Hooks, Tool, ToolSet, TypedTool};
 
 use serde_json::Value;
 
@@ -830,6 +830,7 @@ impl Runtime {
 #[derive(Default)]
 pub struct RuntimeBuilder {
     tools: Vec<Tool>,
+    state: AppState,
     hooks: Hooks,
     hook_timeout: Option<Duration>,
     approval: ApprovalPolicy,
@@ -900,6 +901,51 @@ impl RuntimeBuilder {
         T: Into<Tool>,
     {
         self.tools.extend(tools.into_iter().map(Into::into));
+        self
+    }
+
+    /// Gives every call of every tool the application state `value` (a
+    /// database pool, an HTTP client, a configuration), one value per
+    /// type: a `#[tool]` function takes it as a
+    /// [`State<T>`](tool_core::State) parameter, any tool reads it with
+    /// [`ToolContext::state`](tool_core::ToolContext::state). Every run of
+    /// a call sees it: the first, after approval or resume, after recovery
+    /// by another instance, in a [`Worker`](crate::Worker) (each instance
+    /// gives its own; none is stored). [`build`](Self::build) refuses a
+    /// runtime that lacks state one of its tools declares.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use tool_core::{State, tool};
+    /// use tool_runtime::{Runtime, RuntimeError, ToolCall};
+    ///
+    /// #[derive(Clone)]
+    /// struct Ledger { rows: Arc<std::sync::Mutex<Vec<u32>>> }
+    ///
+    /// /// Writes a refund to the ledger.
+    /// #[tool(require_approval)]
+    /// async fn refund(amount: u32, State(ledger): State<Ledger>) -> usize {
+    ///     let mut rows = ledger.rows.lock().unwrap();
+    ///     rows.push(amount);
+    ///     rows.len()
+    /// }
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let ledger = Ledger { rows: Arc::default() };
+    /// let runtime = Runtime::builder().tool(RefundTool).state(ledger.clone()).build().unwrap();
+    /// runtime.call(ToolCall::new("c1", "refund", serde_json::json!({ "amount": 40 }))).await;
+    /// // Approved later (here, or on another instance with its own state):
+    /// let outcome = runtime.approve("c1").await.unwrap();
+    /// assert_eq!(outcome.output(), Some(&serde_json::json!(1)));
+    /// assert_eq!(*ledger.rows.lock().unwrap(), [40]);
+    ///
+    /// let error = Runtime::builder().tool(RefundTool).build().unwrap_err();
+    /// assert!(matches!(error, RuntimeError::MissingState { .. }));
+    /// assert!(error.to_string().contains("Ledger"));
+    /// # });
+    /// ```
+    pub fn state<T: Send + Sync + 'static>(mut self, value: T) -> Self {
+        self.state.insert(value);
         self
     }
 
@@ -1351,6 +1397,7 @@ impl RuntimeBuilder {
         let tools = ToolSet::new(self.tools)?;
         let stores = StoreChoice::open(self.store)?;
         check_transactional(&tools, stores.calls.as_ref())?;
+        check_state(&tools, &self.state)?;
         let stored = StoredCalls::new(
             &stores,
             self.instance_id.unwrap_or_else(unique_instance_id),
@@ -1384,6 +1431,7 @@ impl RuntimeBuilder {
             forbid_self_approval: self.forbid_self_approval,
             approvals_required: self.approvals_required.max(1),
             tool_approvals_required: self.tool_approvals_required,
+            state: self.state,
         });
         Ok(Runtime {
             inner: Arc::new(Inner {
@@ -1414,6 +1462,25 @@ fn check_transactional(tools: &ToolSet, store: &dyn DynCallStore) -> Result<(), 
             tool_id: tool.id().to_owned(),
             reason: reason.to_owned(),
         });
+    }
+    Ok(())
+}
+
+/// Refuses a runtime that lacks application state one of its tools needs.
+fn check_state(tools: &ToolSet, state: &AppState) -> Result<(), RuntimeError> {
+    for tool in tools.iter() {
+        let missing: Vec<&str> = tool
+            .required_state()
+            .iter()
+            .filter(|required| !state.satisfies(required))
+            .map(|required| required.type_name())
+            .collect();
+        if !missing.is_empty() {
+            return Err(RuntimeError::MissingState {
+                tool_id: tool.id().to_owned(),
+                types: missing.join(", "),
+            });
+        }
     }
     Ok(())
 }

@@ -6,6 +6,7 @@
 
 mod common;
 
+mod app_state;
 mod async_hooks;
 #[cfg(feature = "async-openai")]
 mod async_openai;

@@ -107,4 +107,18 @@ mod suspend_without_types {
     }
 }
 
+// A `State<T>` whose type is not Clone: each call gets a clone.
+mod state_not_clone {
+    use tool_core::{tool, State};
+
+    pub struct Connection;
+
+    /// Looks an order up
+    #[tool]
+    async fn lookup(order: u32, State(connection): State<Connection>) -> u32 {
+        let _ = connection;
+        order
+    }
+}
+
 fn main() {}

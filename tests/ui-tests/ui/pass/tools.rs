@@ -824,6 +824,60 @@ mod sync_fn {
     }
 }
 
+// `State<T>` parameters: application state, in any position, beside the
+// context and plain parameters, qualified or not; each declares its type.
+mod app_state {
+    use std::sync::Arc;
+
+    use tool_core::{AppState, CallContext, State, Tool, ToolContext, ToolError, tool};
+
+    #[derive(Clone)]
+    pub struct Pool {
+        name: Arc<str>,
+    }
+
+    #[derive(Clone)]
+    pub struct Rates(f64);
+
+    /// Converts an amount with the pool's rates
+    #[tool]
+    async fn convert(
+        State(rates): State<Rates>,
+        amount: f64,
+        ctx: ToolContext,
+        pool: tool_core::State<Pool>,
+    ) -> Result<String, ToolError> {
+        let _ = ctx.call_id();
+        Ok(format!("{} {}", amount * rates.0, pool.0.name))
+    }
+
+    /// Names the pool
+    #[tool]
+    fn pool_name(State(pool): State<Pool>) -> String {
+        pool.name.to_string()
+    }
+
+    pub fn main() {
+        let tool = Tool::from(ConvertTool);
+        let names: Vec<&str> = tool.required_state().iter().map(|r| r.type_name()).collect();
+        assert_eq!(names, [std::any::type_name::<Rates>(), std::any::type_name::<Pool>()]);
+        assert_eq!(tool.definition().input_schema["required"], serde_json::json!(["amount"]));
+        let state = AppState::new()
+            .with(Rates(2.0))
+            .with(Pool { name: "main".into() });
+        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let outcome = runtime.block_on(tool.execute(
+            serde_json::json!({ "amount": 1.5 }),
+            CallContext::new("c1").with_state(state.clone()),
+        ));
+        assert_eq!(outcome.output(), Some(&serde_json::json!("3 main")));
+        let outcome = runtime.block_on(
+            Tool::from(PoolNameTool).execute(serde_json::json!({}), CallContext::new("c2").with_state(state)),
+        );
+        assert_eq!(outcome.output(), Some(&serde_json::json!("main")));
+    }
+}
+
 // `state = Type` declares the workflow state; the tool reads it typed, or as
 // JSON, and sets a new one. A context without a declared state still reads
 // the workflow's ids and its state as JSON.
@@ -865,6 +919,7 @@ mod workflow_state {
 }
 
 fn main() {
+    app_state::main();
     context_suspend_resume::main();
     crate_path_facade::main();
     description_from_macros::main();
