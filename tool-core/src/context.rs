@@ -465,7 +465,7 @@ pub(crate) struct CallShared {
     /// The workflow state, deserialized into the tool's state type at admission.
     pub(crate) workflow_state: Option<DecodedState>,
     /// The tool's state type, when it declares one.
-    pub(crate) state_type: Option<StateType>,
+    pub(crate) workflow_state_type: Option<StateType>,
     /// Set by `Workflow::set_state`: the serialized new state, or why it
     /// could not be serialized.
     pub(crate) new_state: Mutex<Option<Result<Value, String>>>,
@@ -863,7 +863,7 @@ impl<S, R> ToolContext<S, R> {
     /// The workflow step this call is, with its state as `T`, when the host
     /// runs the tool as one ([`CallContext::with_workflow`]); `None`
     /// otherwise. `T` is the tool's declared state type (`#[tool(state =
-    /// T)]`, [`ToolBuilder::state_type`](crate::ToolBuilder::state_type)),
+    /// T)]`, [`ToolBuilder::workflow_state_type`](crate::ToolBuilder::workflow_state_type)),
     /// whose value was validated and deserialized when the call was
     /// admitted; `serde_json::Value` reads the state as the host gave it,
     /// in any tool. `#[tool]` rejects, at compile time, a `workflow::<T>()`
@@ -885,13 +885,13 @@ impl<S, R> ToolContext<S, R> {
         let raw = || (&context.state as &dyn std::any::Any).downcast_ref::<T>();
         let Some(state) = typed.or_else(raw) else {
             let wanted = std::any::type_name::<T>();
-            match &self.state.state_type {
+            match &self.state.workflow_state_type {
                 Some(declared) => panic!(
                     "tool {} declares its workflow state as `{declared:?}` but reads it as `{wanted}`: call `ctx.workflow::<{declared:?}>()`",
                     self.state.tool_id
                 ),
                 None => panic!(
-                    "tool {} declares no workflow state type but reads it as `{wanted}`: declare it (`#[tool(state = ...)]`, `ToolBuilder::state_type`) or read it as `serde_json::Value`",
+                    "tool {} declares no workflow state type but reads it as `{wanted}`: declare it (`#[tool(workflow_state = ...)]`, `ToolBuilder::workflow_state_type`) or read it as `serde_json::Value`",
                     self.state.tool_id
                 ),
             }

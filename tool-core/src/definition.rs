@@ -50,9 +50,9 @@ pub struct ToolDefinition {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub request_context_schema: Option<Value>,
     /// JSON Schema of the workflow state, when the tool keeps one
-    /// (`#[tool(state = Type)]`, `ToolBuilder::state_schema`).
+    /// (`#[tool(workflow_state = Type)]`, `ToolBuilder::workflow_state_schema`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub state_schema: Option<Value>,
+    pub workflow_state_schema: Option<Value>,
     /// Provider strict mode (OpenAI, Anthropic).
     pub strict: bool,
     /// Whether calls always need human approval (a policy function may also decide).

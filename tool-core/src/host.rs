@@ -90,9 +90,9 @@ impl AgentContext {
 /// (Mastra's `context.workflow`).
 ///
 /// `state` is the workflow's state as the host holds it. A tool that
-/// declares a state type (`#[tool(state = Type)]`,
-/// [`ToolBuilder::state_type`](crate::ToolBuilder::state_type) or
-/// [`ToolBuilder::state_schema`](crate::ToolBuilder::state_schema)) has it
+/// declares a state type (`#[tool(workflow_state = Type)]`,
+/// [`ToolBuilder::workflow_state_type`](crate::ToolBuilder::workflow_state_type) or
+/// [`ToolBuilder::workflow_state_schema`](crate::ToolBuilder::workflow_state_schema)) has it
 /// validated against that schema when the call is admitted.
 ///
 /// ```
@@ -132,8 +132,8 @@ impl WorkflowContext {
     }
 }
 
-/// A type a tool keeps as its workflow state (`#[tool(state = Type)]`,
-/// [`ToolBuilder::state_type`](crate::ToolBuilder::state_type)): read from
+/// A type a tool keeps as its workflow state (`#[tool(workflow_state = Type)]`,
+/// [`ToolBuilder::workflow_state_type`](crate::ToolBuilder::workflow_state_type)): read from
 /// the host's JSON, written back as JSON, described by a JSON Schema.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be a tool's workflow state: it must implement `serde::Serialize`, `serde::Deserialize` and `schemars::JsonSchema`",
@@ -190,7 +190,7 @@ impl fmt::Debug for StateType {
 /// struct Counter { count: u32 }
 ///
 /// /// Counts the visits of a workflow
-/// #[tool(state = Counter)]
+/// #[tool(workflow_state = Counter)]
 /// async fn visit(ctx: ToolContext) -> Result<u32, ToolError> {
 ///     let Some(workflow) = ctx.workflow::<Counter>() else { return Ok(0) };
 ///     let count = workflow.state().count + 1;

@@ -671,8 +671,10 @@ pub mod __private_0_1_0 {
 
     /// The `state = Type` of a `#[tool]`: declares the workflow state type
     /// (its bound's message is reported on the user's type).
-    pub fn state_type<T: crate::WorkflowState>(builder: crate::ToolBuilder) -> crate::ToolBuilder {
-        builder.state_type::<T>()
+    pub fn workflow_state_type<T: crate::WorkflowState>(
+        builder: crate::ToolBuilder,
+    ) -> crate::ToolBuilder {
+        builder.workflow_state_type::<T>()
     }
 }
 

@@ -414,13 +414,13 @@ impl Tool {
         if let Some(path) = too_deep(state, MAX_NESTING) {
             return Err(nesting_failure(Subject::WorkflowState, id, path, state));
         }
-        if let Some(schema) = self.inner.state_schema() {
+        if let Some(schema) = self.inner.workflow_state_schema() {
             check(schema, Subject::WorkflowState, id, state)?;
         }
-        let Some(state_type) = &self.inner.state_type else {
+        let Some(workflow_state_type) = &self.inner.workflow_state_type else {
             return Ok(None);
         };
-        (state_type.decode)(state)
+        (workflow_state_type.decode)(state)
             .map(Some)
             .map_err(|(path, message)| {
                 failure(
@@ -495,7 +495,7 @@ impl Tool {
             span,
             suspended: Mutex::new(None),
             workflow_state,
-            state_type: inner.state_type,
+            workflow_state_type: inner.workflow_state_type,
             new_state: Mutex::new(None),
         })
     }
@@ -769,7 +769,7 @@ impl Tool {
                         &state,
                     ));
                 }
-                if let Some(schema) = self.inner.state_schema() {
+                if let Some(schema) = self.inner.workflow_state_schema() {
                     check(schema, Subject::NewWorkflowState, &self.inner.id, &state)?;
                 }
                 Some(state)

@@ -176,7 +176,7 @@ pub(crate) struct ToolInner {
     pub(crate) edit_schema: Option<Value>,
     edit: Option<LazyValidator>,
     /// The workflow state's type, when the tool declares one.
-    pub(crate) state_type: Option<StateType>,
+    pub(crate) workflow_state_type: Option<StateType>,
     /// The application state the tool needs (each type once).
     pub(crate) required_state: Box<[StateRequirement]>,
     /// The input schema has integers: integral floats are read as integers.
@@ -457,8 +457,11 @@ impl ToolInner {
         )
     }
 
-    pub(crate) fn state_schema(&self) -> Option<Schema<'_>> {
-        Schema::pair(self.definition.state_schema.as_ref(), self.state.as_ref())
+    pub(crate) fn workflow_state_schema(&self) -> Option<Schema<'_>> {
+        Schema::pair(
+            self.definition.workflow_state_schema.as_ref(),
+            self.state.as_ref(),
+        )
     }
 
     pub(crate) fn edit_schema(&self) -> Option<Schema<'_>> {
@@ -475,7 +478,7 @@ impl ToolInner {
                     ("suspend", self.suspend_schema()),
                     ("resume", self.resume_schema()),
                     ("request context", self.request_context_schema()),
-                    ("workflow state", self.state_schema()),
+                    ("workflow state", self.workflow_state_schema()),
                     ("edit", self.edit_schema()),
                 ]
                 .into_iter()
@@ -722,10 +725,10 @@ pub struct ToolBuilder {
     suspend_schema: Option<Value>,
     resume_schema: Option<Value>,
     request_context_schema: Option<Value>,
-    state_schema: Option<Value>,
+    workflow_state_schema: Option<Value>,
     /// Which schemas came from Rust types: they skip the meta-schema check.
     derived: DerivedSchemas,
-    state_type: Option<StateType>,
+    workflow_state_type: Option<StateType>,
     required_state: Vec<StateRequirement>,
     strict: bool,
     require_approval: bool,
@@ -778,9 +781,9 @@ impl ToolBuilder {
             suspend_schema: None,
             resume_schema: None,
             request_context_schema: None,
-            state_schema: None,
+            workflow_state_schema: None,
             derived: DerivedSchemas::default(),
-            state_type: None,
+            workflow_state_type: None,
             required_state: Vec::new(),
             strict: false,
             require_approval: false,
@@ -868,7 +871,7 @@ impl ToolBuilder {
     ///
     /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
     /// let step = Tool::builder("step").description("Advance the step counter")
-    ///     .state_schema(json!({ "type": "object", "properties": { "step": { "type": "integer" } }, "required": ["step"] }))
+    ///     .workflow_state_schema(json!({ "type": "object", "properties": { "step": { "type": "integer" } }, "required": ["step"] }))
     ///     .execute(|_input, ctx| async move {
     ///         if let Some(workflow) = ctx.workflow::<Value>() {
     ///             let step = workflow.state()["step"].as_i64().unwrap_or(0);
@@ -877,7 +880,7 @@ impl ToolBuilder {
     ///         Ok::<_, ToolError>(json!("advanced"))
     ///     })
     ///     .build().unwrap();
-    /// assert_eq!(step.definition().state_schema.as_ref().unwrap()["required"][0], "step");
+    /// assert_eq!(step.definition().workflow_state_schema.as_ref().unwrap()["required"][0], "step");
     /// let ctx = |state| CallContext::new("c1").with_workflow(WorkflowContext::new("flow", "run-1", state));
     /// let outcome = step.execute("{}", ctx(json!({ "step": 1 }))).await;
     /// assert_eq!(outcome.state(), Some(&json!({ "step": 2 })));
@@ -885,8 +888,8 @@ impl ToolBuilder {
     /// assert_eq!(refused.error().unwrap().kind(), ErrorKind::WorkflowStateValidation);
     /// # });
     /// ```
-    pub fn state_schema(mut self, schema: Value) -> Self {
-        self.state_schema = Some(schema);
+    pub fn workflow_state_schema(mut self, schema: Value) -> Self {
+        self.workflow_state_schema = Some(schema);
         self.derived.state = false;
         self
     }
@@ -894,7 +897,7 @@ impl ToolBuilder {
     /// Declares the workflow state type: its schema (derived like the
     /// others) is the state schema, and the host's state is deserialized
     /// into `T` when a call is admitted, for `ctx.workflow::<T>()`. What
-    /// `#[tool(state = T)]` sets.
+    /// `#[tool(workflow_state = T)]` sets.
     ///
     /// ```
     /// use serde_json::json;
@@ -905,7 +908,7 @@ impl ToolBuilder {
     ///
     /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
     /// let add = Tool::builder("add-to-cart").description("Add an item to the cart")
-    ///     .state_type::<Cart>()
+    ///     .workflow_state_type::<Cart>()
     ///     .execute(|input, ctx| async move {
     ///         let workflow = ctx.workflow::<Cart>().ok_or_else(|| ToolError::new("not in a workflow"))?;
     ///         let mut items = workflow.state().items.clone();
@@ -919,10 +922,10 @@ impl ToolBuilder {
     /// assert_eq!(outcome.state(), Some(&json!({ "items": ["tea"] })));
     /// # });
     /// ```
-    pub fn state_type<T: WorkflowState>(mut self) -> Self {
-        self.state_schema = schema_for::<T>();
+    pub fn workflow_state_type<T: WorkflowState>(mut self) -> Self {
+        self.workflow_state_schema = schema_for::<T>();
         self.derived.state = true;
-        self.state_type = Some(StateType::of::<T>());
+        self.workflow_state_type = Some(StateType::of::<T>());
         self
     }
 
@@ -1323,7 +1326,7 @@ impl ToolBuilder {
         check("suspend", &mut self.suspend_schema);
         check("resume", &mut self.resume_schema);
         check("request context", &mut self.request_context_schema);
-        check("workflow state", &mut self.state_schema);
+        check("workflow state", &mut self.workflow_state_schema);
         refused
     }
 
@@ -1365,7 +1368,11 @@ impl ToolBuilder {
             self.request_context_schema.as_ref(),
             derived.request_context,
         );
-        let state = compile("workflow state", self.state_schema.as_ref(), derived.state);
+        let state = compile(
+            "workflow state",
+            self.workflow_state_schema.as_ref(),
+            derived.state,
+        );
         // Made from the input schema, which building checked already.
         let edit_schema = (!self.editable.is_empty())
             .then(|| crate::editable::edit_schema(&input_schema, &self.editable));
@@ -1382,7 +1389,7 @@ impl ToolBuilder {
             suspend_schema: self.suspend_schema,
             resume_schema: self.resume_schema,
             request_context_schema: self.request_context_schema,
-            state_schema: self.state_schema,
+            workflow_state_schema: self.workflow_state_schema,
             strict: self.strict,
             require_approval: self.require_approval,
             editable: self.editable,
@@ -1406,7 +1413,7 @@ impl ToolBuilder {
                 state,
                 edit_schema,
                 edit,
-                state_type: self.state_type,
+                workflow_state_type: self.workflow_state_type,
                 required_state: self.required_state.into_boxed_slice(),
                 has_integers,
                 config_error,

@@ -24,7 +24,7 @@ pub const KEYS: &[&str] = &[
     "suspend",
     "resume",
     "request_context",
-    "state",
+    "workflow_state",
     "to_model_output",
     "transform",
     "mcp",
@@ -143,8 +143,8 @@ pub struct Attrs {
     pub suspend: Option<Type>,
     pub resume: Option<Type>,
     pub request_context: Option<Type>,
-    /// `state = Type`: the workflow state type.
-    pub state: Option<Type>,
+    /// `workflow_state = Type`: the workflow state type.
+    pub workflow_state: Option<Type>,
     pub to_model_output: Option<Path>,
     pub transform: Option<Path>,
     pub mcp: Option<Mcp>,
@@ -320,7 +320,7 @@ fn parse_key(
         "suspend" => attrs.suspend = Some(type_value(meta, key)?),
         "resume" => attrs.resume = Some(type_value(meta, key)?),
         "request_context" => attrs.request_context = Some(type_value(meta, key)?),
-        "state" => attrs.state = Some(type_value(meta, key)?),
+        "workflow_state" => attrs.workflow_state = Some(type_value(meta, key)?),
         "to_model_output" => {
             attrs.to_model_output = Some(path_value(meta, key, "`fn(&Output) -> ModelOutput`")?);
         }
@@ -410,6 +410,7 @@ fn unknown_key_message(key: &str) -> String {
             }
             "output_schema" => ": the output schema is derived from the return type".to_owned(),
             "name" => ": did you mean `id`? (it defaults to the function name)".to_owned(),
+            "state" => ": the workflow's state is `workflow_state = Type`; application state (a pool, a client) is a `State<T>` parameter".to_owned(),
             _ => suggest(key, KEYS).map_or_else(String::new, |s| format!(": did you mean `{s}`?")),
         }
     };

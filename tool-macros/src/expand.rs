@@ -659,7 +659,7 @@ fn configure(
     let mut start = quote!(builder);
     for (ty, setter) in [
         (&attrs.request_context, quote!(request_context_type)),
-        (&attrs.state, quote!(state_type)),
+        (&attrs.workflow_state, quote!(workflow_state_type)),
     ] {
         if let Some(ty) = ty {
             let set = respan(quote!(#private::#setter), ty.span());
@@ -787,7 +787,7 @@ fn configure(
     }
     if steps.is_empty()
         && attrs.request_context.is_none()
-        && attrs.state.is_none()
+        && attrs.workflow_state.is_none()
         && attrs.reconcile.is_none()
     {
         return TokenStream::new();

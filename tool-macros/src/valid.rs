@@ -335,14 +335,14 @@ fn check_context(cx: &Ctxt, attrs: &Attrs, tool: &ToolFn) {
     }
 }
 
-/// The workflow state: `state = Type` needs a context to read it through,
+/// The workflow state: `workflow_state = Type` needs a context to read it through,
 /// and the body's `ctx.workflow::<T>()` and `set_state` calls must agree
 /// with it. `ToolContext` does not carry the state type (it would take a
 /// third generic in every signature), so these checks read the body, the
 /// way a type would have been checked; `workflow::<T>()` also checks `T`
 /// when it runs.
 fn check_state(cx: &Ctxt, attrs: &Attrs, tool: &ToolFn) {
-    if let Some(state) = &attrs.state
+    if let Some(state) = &attrs.workflow_state
         && tool.contexts.is_empty()
     {
         cx.error_spanned_by(
@@ -352,7 +352,7 @@ fn check_state(cx: &Ctxt, attrs: &Attrs, tool: &ToolFn) {
     }
     let mut calls = StateCalls::default();
     syn::visit::Visit::visit_block(&mut calls, &tool.item.block);
-    let declared = attrs.state.as_ref().map(pretty);
+    let declared = attrs.workflow_state.as_ref().map(pretty);
     for read in &calls.typed_reads {
         if is_json_value(read) {
             continue;
@@ -363,13 +363,13 @@ fn check_state(cx: &Ctxt, attrs: &Attrs, tool: &ToolFn) {
             Some(declared) => cx.error_spanned_by(
                 read,
                 format!(
-                    "this tool declares `state = {declared}`: read the workflow state as `ctx.workflow::<{declared}>()` (or as `serde_json::Value`)"
+                    "this tool declares `workflow_state = {declared}`: read the workflow state as `ctx.workflow::<{declared}>()` (or as `serde_json::Value`)"
                 ),
             ),
             None => cx.error_spanned_by(
                 read,
                 format!(
-                    "this tool declares no workflow state: add `state = {read_as}` to #[tool] to read the state as `{read_as}`"
+                    "this tool declares no workflow state: add `workflow_state = {read_as}` to #[tool] to read the state as `{read_as}`"
                 ),
             ),
         }
@@ -378,7 +378,7 @@ fn check_state(cx: &Ctxt, attrs: &Attrs, tool: &ToolFn) {
         for set in &calls.set_state {
             cx.error_spanned_by(
                 set,
-                "`set_state` needs the tool to declare its workflow state: add `state = Type` to #[tool]",
+                "`set_state` needs the tool to declare its workflow state: add `workflow_state = Type` to #[tool]",
             );
         }
     }

@@ -20,7 +20,7 @@ struct Counter {
 }
 
 /// Counts a workflow's visits
-#[tool(state = Counter)]
+#[tool(workflow_state = Counter)]
 async fn visit(by: u32, ctx: ToolContext) -> Result<Value, ToolError> {
     let Some(workflow) = ctx.workflow::<Counter>() else {
         return Ok(json!("not in a workflow"));
@@ -49,7 +49,7 @@ fn failure(outcome: &Outcome) -> (ErrorKind, String) {
 #[test]
 fn a_stateful_tool_reads_its_state_and_the_outcome_carries_the_new_one() {
     let tool = Tool::from(VisitTool);
-    let schema = tool.definition().state_schema.clone().unwrap();
+    let schema = tool.definition().workflow_state_schema.clone().unwrap();
     assert_eq!(schema["properties"]["count"]["maximum"], 10);
     let outcome = block_on(tool.execute(json!({ "by": 2 }), in_workflow(json!({ "count": 3 }))));
     assert_eq!(
@@ -128,7 +128,7 @@ fn an_invalid_new_state_fails_the_call() {
 }
 
 /// Sets a state, then fails
-#[tool(state = Counter)]
+#[tool(workflow_state = Counter)]
 async fn set_then_fail(ctx: ToolContext) -> Result<(), ToolError> {
     if let Some(workflow) = ctx.workflow::<Counter>() {
         workflow.set_state(Counter { count: 1 });
@@ -147,7 +147,7 @@ fn a_failed_call_returns_no_state() {
 fn builder_step() -> Tool {
     Tool::builder("step")
         .description("Advance the step")
-        .state_schema(json!({
+        .workflow_state_schema(json!({
             "type": "object",
             "properties": { "step": { "type": "integer", "minimum": 0 } },
             "required": ["step"]
@@ -169,7 +169,7 @@ fn builder_step() -> Tool {
 fn a_builder_tool_declares_its_state_schema() {
     let tool = builder_step();
     assert_eq!(
-        tool.definition().state_schema.as_ref().unwrap()["required"],
+        tool.definition().workflow_state_schema.as_ref().unwrap()["required"],
         json!(["step"])
     );
     let outcome = block_on(tool.execute(json!({ "by": 2 }), in_workflow(json!({ "step": 1 }))));
@@ -188,7 +188,7 @@ fn a_builder_tool_declares_its_state_schema() {
 fn a_builder_tool_declares_its_state_type() {
     let tool = Tool::builder("count")
         .description("Count")
-        .state_type::<Counter>()
+        .workflow_state_type::<Counter>()
         .execute(|_input, ctx| async move {
             let workflow = ctx.workflow::<Counter>().unwrap();
             workflow.set_state(Counter {
@@ -198,7 +198,7 @@ fn a_builder_tool_declares_its_state_type() {
         })
         .build()
         .unwrap();
-    assert!(tool.definition().state_schema.is_some());
+    assert!(tool.definition().workflow_state_schema.is_some());
     let outcome = block_on(tool.execute("{}", in_workflow(json!({ "count": 4 }))));
     assert_eq!(outcome.state(), Some(&json!({ "count": 8 })));
 }

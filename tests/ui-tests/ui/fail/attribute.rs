@@ -11,6 +11,23 @@ mod unknown_key {
     }
 }
 
+// `state = Type`, the workflow state's key before application state had
+// `State<T>`: the error names both.
+mod workflow_state_key {
+    use tool_core::tool;
+
+    #[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+    pub struct Visits {
+        count: u32,
+    }
+
+    /// Counts visits
+    #[tool(state = Visits)]
+    async fn visit(city: String) -> String {
+        city
+    }
+}
+
 // createTool's camelCase names: each error names the #[tool] spelling or says where the schema comes from.
 mod mastra_key_names {
     use tool_core::tool;
@@ -177,7 +194,7 @@ mod state_duplicate {
     }
 
     /// Counts
-    #[tool(state = Counter, state = Counter)]
+    #[tool(workflow_state = Counter, workflow_state = Counter)]
     async fn count(ctx: ToolContext) -> u32 {
         ctx.workflow::<Counter>().map_or(0, |w| w.state().count)
     }
@@ -188,7 +205,7 @@ mod state_not_a_type {
     use tool_core::{ToolContext, tool};
 
     /// Counts
-    #[tool(state = "Counter")]
+    #[tool(workflow_state = "Counter")]
     async fn count(ctx: ToolContext) -> String {
         ctx.call_id().to_owned()
     }

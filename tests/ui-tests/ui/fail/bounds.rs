@@ -74,7 +74,7 @@ mod state_not_serializable {
     }
 
     /// Counts
-    #[tool(state = Counter)]
+    #[tool(workflow_state = Counter)]
     async fn count(ctx: ToolContext) -> String {
         ctx.call_id().to_owned()
     }

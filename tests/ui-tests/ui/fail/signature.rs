@@ -205,7 +205,7 @@ mod state_without_context {
     }
 
     /// Counts
-    #[tool(state = Counter)]
+    #[tool(workflow_state = Counter)]
     async fn count(n: u32) -> u32 {
         n
     }
@@ -240,7 +240,7 @@ mod state_read_as_another_type {
     }
 
     /// Counts
-    #[tool(state = Counter)]
+    #[tool(workflow_state = Counter)]
     async fn count(ctx: ToolContext) -> usize {
         ctx.workflow::<Cart>().map_or(0, |w| w.state().items.len())
     }

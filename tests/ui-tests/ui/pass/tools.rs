@@ -890,7 +890,7 @@ mod workflow_state {
     }
 
     /// Counts a workflow's visits
-    #[tool(state = Counter, request_context = Counter)]
+    #[tool(workflow_state = Counter, request_context = Counter)]
     async fn visit(ctx: ToolContext) -> Result<u32, ToolError> {
         let Some(workflow) = ctx.workflow::<Counter>() else {
             return Ok(0);
@@ -912,9 +912,9 @@ mod workflow_state {
 
     pub fn main() {
         let tool = Tool::from(VisitTool);
-        assert!(tool.definition().state_schema.as_ref().unwrap()["properties"]["count"].is_object());
+        assert!(tool.definition().workflow_state_schema.as_ref().unwrap()["properties"]["count"].is_object());
         assert!(tool.definition().request_context_schema.is_some());
-        assert!(Tool::from(RunNameTool).definition().state_schema.is_none());
+        assert!(Tool::from(RunNameTool).definition().workflow_state_schema.is_none());
     }
 }
 
