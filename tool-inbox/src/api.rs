@@ -17,8 +17,8 @@ use tool_core::Excerpt;
 use tool_core::transform::{CallValues, Phase, Target, TransformContext};
 use tool_runtime::store::{AuditEntry, AuditKind, AuditQuery, PendingQuery};
 use tool_runtime::{
-    Approvals, CallOutcome, CallState, Decider, Decision, PendingCall, PendingKind, Runtime,
-    RuntimeError, StoredCall,
+    Approvals, CallOutcome, CallState, Decider, Decision, Digest, PendingCall, PendingKind,
+    Runtime, RuntimeError, StoredCall,
 };
 
 use crate::auth::{Action, Authenticate, Principal};
@@ -243,7 +243,7 @@ impl<A: Authenticate> Shared<A> {
             edit_schema: tool
                 .filter(|_| call.kind == PendingKind::Approval)
                 .and_then(|tool| tool.edit_schema().cloned()),
-            digest: stored.digest(),
+            digest: stored.digest().to_string(),
             requester: call.requester.clone(),
             expires_at_ms: call.expires_at_ms,
             asked_at_ms: call.asked_at_ms,
@@ -526,7 +526,7 @@ pub(crate) async fn decide<A: Authenticate>(
         Action::Edit => Decision::Edit(body.edit.ok_or_else(|| missing("edit"))?),
         Action::Read => unreachable!("read is not a decision"),
     };
-    let decider = Decider::new(principal.id(), body.digest);
+    let decider = Decider::new(principal.clone(), Digest::new(body.digest));
     let outcome = runtime.decide_as(&call_id, decision, decider).await?;
     tracing::info!(
         principal = principal.id(),

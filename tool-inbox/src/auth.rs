@@ -12,30 +12,18 @@ use sha2::{Digest as _, Sha256};
 use subtle::ConstantTimeEq as _;
 use tool_runtime::PendingCall;
 
-/// Who made a request: the identity a decision is taken under.
+/// Who made a request: the identity a decision is taken under, with the
+/// groups the application's authentication puts them in (what an approval
+/// requirement "from a group" counts). The runtime's own type.
 ///
 /// ```
 /// use tool_inbox::Principal;
 ///
-/// let alice = Principal::new("alice");
+/// let alice = Principal::new("alice").in_group("finance");
 /// assert_eq!(alice.id(), "alice");
+/// assert!(alice.is_in("finance"));
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Principal {
-    id: String,
-}
-
-impl Principal {
-    /// The principal `id` (a user name, an email, a service account).
-    pub fn new(id: impl Into<String>) -> Self {
-        Principal { id: id.into() }
-    }
-
-    /// Its id.
-    pub fn id(&self) -> &str {
-        &self.id
-    }
-}
+pub use tool_runtime::Principal;
 
 /// What a request does with an item, for [`Authenticate::authorize`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

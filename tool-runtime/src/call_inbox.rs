@@ -161,7 +161,10 @@ impl CallInbox {
     /// assert_eq!((runtime.inbox().approvals_required("transfer"), runtime.inbox().approvals_required("weather")), (2, 1));
     /// ```
     pub fn approvals_required(&self, tool_id: &str) -> u32 {
-        self.decisions.path().approvals_required(tool_id)
+        self.decisions
+            .path()
+            .approval_rules()
+            .approvals_required(tool_id)
     }
 
     /// The entries of the audit log `query` selects, in order: the
@@ -180,7 +183,11 @@ impl CallInbox {
     /// Appends `entry` to the audit log: what an application records
     /// beside the runtime's own entries (a decision attempt it refused
     /// before reaching the runtime: an unauthorized principal, a foreign
-    /// origin). Returns its `seq`.
+    /// origin; or a note of its own). Returns its `seq`. Only
+    /// [`Refused`](crate::store::AuditKind::Refused) and [`Noted`](crate::store::AuditKind::Noted)
+    /// entries: requests, decisions and grants are the runtime's, written
+    /// as they take effect, so that an approval counts only when a
+    /// decision made it ([`RuntimeError::ReservedAuditKind`] otherwise).
     ///
     /// ```
     /// use tool_runtime::Runtime;
@@ -199,6 +206,15 @@ impl CallInbox {
         &self,
         entry: AuditEntry,
     ) -> impl Future<Output = Result<u64, RuntimeError>> + Send + 'static {
-        self.decisions.path().stored().append_audit(entry)
+        let appending = entry
+            .kind
+            .is_appendable()
+            .then(|| self.decisions.path().stored().append_audit(entry.clone()));
+        async move {
+            match appending {
+                Some(appending) => appending.await,
+                None => Err(RuntimeError::ReservedAuditKind { kind: entry.kind }),
+            }
+        }
     }
 }

@@ -40,7 +40,8 @@ use tokio::sync::watch;
 use tool_core::{AgentContext, AppState, Extensions, Hooks, ToolSet, WorkflowContext};
 
 use crate::abort::{CancelRegistry, RunningGuard, with_limit};
-use crate::approval_policy::{ApprovalCheck, ApprovalPolicy, decision_schema};
+use crate::approval_policy::{ApprovalCheck, decision_schema};
+use crate::approval_rules::ApprovalRules;
 use crate::background::{BackgroundResult, Tasks};
 use crate::call::{CallHead, ToolCall};
 use crate::call_outcome::CallOutcome;
@@ -75,9 +76,8 @@ pub(crate) struct PathParts {
     pub(crate) hooks: Hooks,
     /// How long a hook may run (`hook_queue.rs`).
     pub(crate) hook_timeout: Duration,
-    pub(crate) approval: ApprovalPolicy,
-    /// How long an approval policy may take to answer.
-    pub(crate) approval_timeout: Duration,
+    /// Whether, by whom and how a call may be approved.
+    pub(crate) approval: ApprovalRules,
     pub(crate) stored: StoredCalls,
     pub(crate) events: EventBus,
     pub(crate) running: Arc<CancelRegistry>,
@@ -87,14 +87,6 @@ pub(crate) struct PathParts {
     pub(crate) tool_timeouts: HashMap<String, Duration>,
     /// Background calls are stored and left to a [`Worker`](crate::Worker).
     pub(crate) leave_tasks_to_workers: bool,
-    /// How long a call waits for approval, unless its tool has its own.
-    pub(crate) approval_ttl: Option<Duration>,
-    pub(crate) tool_approval_ttls: HashMap<String, Duration>,
-    /// A call's requester may not approve it; calls needing approval name one.
-    pub(crate) forbid_self_approval: bool,
-    /// How many principals must approve a call, unless its tool has its own.
-    pub(crate) approvals_required: u32,
-    pub(crate) tool_approvals_required: HashMap<String, u32>,
     /// The application's state, given to every call.
     pub(crate) state: AppState,
 }
@@ -819,39 +811,17 @@ impl CallPath {
         pending.payload = payload;
         pending.agent = record.agent.clone();
         pending.requester = record.requester.clone();
-        let ttl = (kind == PendingKind::Approval)
-            .then(|| {
-                self.parts
-                    .tool_approval_ttls
-                    .get(record.tool.id())
-                    .or(self.parts.approval_ttl.as_ref())
-            })
-            .flatten();
         let now = now_ms();
         pending.asked_at_ms = Some(now);
-        pending.expires_at_ms =
-            ttl.map(|ttl| now.saturating_add(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX)));
+        pending.expires_at_ms = (kind == PendingKind::Approval)
+            .then(|| self.parts.approval.expires_at(record.tool.id(), now))
+            .flatten();
         pending
     }
 
-    /// Whether calls waiting for approval may expire here.
-    pub(crate) fn expires_approvals(&self) -> bool {
-        self.parts.approval_ttl.is_some() || !self.parts.tool_approval_ttls.is_empty()
-    }
-
-    /// Whether a call's requester may not decide it ([`RuntimeBuilder::forbid_self_approval`](crate::RuntimeBuilder::forbid_self_approval)).
-    pub(crate) fn forbids_self_approval(&self) -> bool {
-        self.parts.forbid_self_approval
-    }
-
-    /// How many different principals must approve a call of `tool_id`
-    /// ([`RuntimeBuilder::approvals_required`](crate::RuntimeBuilder::approvals_required)).
-    pub(crate) fn approvals_required(&self, tool_id: &str) -> u32 {
-        self.parts
-            .tool_approvals_required
-            .get(tool_id)
-            .copied()
-            .unwrap_or(self.parts.approvals_required)
+    /// The approval rules ([`ApprovalRules`]).
+    pub(crate) fn approval_rules(&self) -> &ApprovalRules {
+        &self.parts.approval
     }
 
     /// A failure before execution: emit the error event, return the outcome.
@@ -907,17 +877,14 @@ impl CallPath {
             request_context: &record.request_context,
             requester: record.requester.as_deref(),
         };
-        self.parts
-            .approval
-            .requires(&check, self.parts.approval_timeout)
-            .await
+        self.parts.approval.requires(&check).await
     }
 
     /// Stores the call and asks for a decision.
     pub(crate) async fn request_approval(&self, record: &CallRecord, input: Value) -> CallOutcome {
         let (tool, call_id) = (&record.tool, record.call_id.as_str());
         let tool_id = tool.id();
-        if self.parts.forbid_self_approval && record.requester.is_none() {
+        if self.parts.approval.forbids_self_approval() && record.requester.is_none() {
             // Nobody could tell whether its approver asked for it.
             let error = ModelError::new(
                 ErrorKind::Execution,
@@ -1192,8 +1159,7 @@ pub(crate) fn test_path(tools: Vec<Tool>) -> CallPath {
         tools: ToolSet::new(tools).expect("distinct tool ids"),
         hooks: Hooks::new(),
         hook_timeout: crate::hook_queue::DEFAULT_HOOK_TIMEOUT,
-        approval: ApprovalPolicy::default(),
-        approval_timeout: crate::hook_queue::DEFAULT_APPROVAL_TIMEOUT,
+        approval: ApprovalRules::default(),
         events: EventBus::new(16),
         running: Arc::default(),
         tasks: Tasks::new(stored.clone(), 16, None, None),
@@ -1201,11 +1167,6 @@ pub(crate) fn test_path(tools: Vec<Tool>) -> CallPath {
         timeout: None,
         tool_timeouts: HashMap::new(),
         leave_tasks_to_workers: false,
-        approval_ttl: None,
-        tool_approval_ttls: HashMap::new(),
-        forbid_self_approval: false,
-        approvals_required: 1,
-        tool_approvals_required: HashMap::new(),
         state: AppState::new(),
     })
 }

@@ -17,15 +17,17 @@ use tool_core::{
 };
 use tracing::Instrument as _;
 
+use crate::approval_rules::{Quorum, granted_by, refused_attempt};
 use crate::call::ToolCall;
 use crate::call_outcome::CallOutcome;
 use crate::call_path::{CallPath, Entry, call_span, now_ms};
-use crate::claims::{Claim, Lease, Lookup, NotRecorded, StoredCalls, Verdict};
+use crate::claims::{Claim, Lease, Lookup, NotRecorded, Verdict};
 use crate::error::RuntimeError;
 use crate::events::{EventKind, Payload};
+use crate::principal::Decider;
 use crate::store::{
-    AuditEntry, AuditKind, AuditQuery, Expected, PendingCall, PendingKind, PendingQuery,
-    RecordedOutcome, Settlement, StoredCall,
+    AuditEntry, AuditKind, Expected, PendingCall, PendingKind, PendingQuery, RecordedOutcome,
+    Settlement, StoredCall,
 };
 
 /// A person's (or a system's) decision on a stored call, for
@@ -77,44 +79,21 @@ impl Decision {
         }
     }
 
-    /// The `step` of the call's span.
-    fn step(&self) -> &'static str {
+    /// Whether it makes the call go on (run it, answer it, resume it),
+    /// rather than stop it: what separation of duties and the count of
+    /// approvals govern.
+    pub(crate) fn goes_on(&self) -> bool {
+        !matches!(self, Decision::Decline(_))
+    }
+
+    /// The `step` of the call's span (and the action of its audit entry).
+    pub(crate) fn step(&self) -> &'static str {
         match self {
             Decision::Approve => "approve",
             Decision::Decline(_) => "decline",
             Decision::Resume(_) => "resume",
             Decision::Respond(_) => "respond",
             Decision::Edit(_) => "edit",
-        }
-    }
-}
-
-/// Who takes a decision, and on which version of the item: for
-/// [`Runtime::decide_as`](crate::Runtime::decide_as). The digest is the
-/// one the listing gave ([`StoredCall::digest`]): a person decides on what
-/// they were shown, never on a call that changed since.
-///
-/// ```
-/// use tool_runtime::Decider;
-///
-/// let decider = Decider::new("alice", "sha256:0f...");
-/// assert_eq!(decider.principal, "alice");
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Decider {
-    /// Who decides (a user, a service), as the application names them.
-    pub principal: String,
-    /// The digest of the item as it was read.
-    pub digest: String,
-}
-
-impl Decider {
-    /// `principal` deciding on the item with `digest`.
-    pub fn new(principal: impl Into<String>, digest: impl Into<String>) -> Self {
-        Decider {
-            principal: principal.into(),
-            digest: digest.into(),
         }
     }
 }
@@ -255,43 +234,16 @@ impl Decisions {
             Lookup::Settled(outcome) => return self.lost(deciding, &decision, outcome).await,
             Lookup::Pending(stored) => stored,
         };
-        let refused = |reason: &str, decider: &Decider| {
-            AuditEntry::new(
-                AuditKind::Refused,
-                call_id,
-                &stored.call.tool_id,
-                decision.step(),
-            )
-            .principal(&decider.principal)
-            .digest(&decider.digest)
-            .reason(reason)
-        };
         if stored.call.expired(now_ms()) {
             let outcome = self.expire(&stored).await?;
             return self.lost(deciding, &decision, outcome).await;
         }
-        if let Some(decider) = decider
-            && decider.digest != stored.digest()
-        {
-            calls
-                .audit(refused("stale or foreign digest", decider))
-                .await;
-            return Err(RuntimeError::StaleDigest {
-                call_id: call_id.to_owned(),
-            });
-        }
-        if let Some(decider) = decider
-            && self.path.forbids_self_approval()
-            && !matches!(decision, Decision::Decline(_) | Decision::Resume(_))
-            && stored.call.requester.as_deref() == Some(decider.principal.as_str())
-        {
-            calls
-                .audit(refused("the requester may not approve", decider))
-                .await;
-            return Err(RuntimeError::SelfApproval {
-                call_id: call_id.to_owned(),
-                principal: decider.principal.clone(),
-            });
+        let rules = self.path.approval_rules();
+        if let Err(refusal) = rules.check(&stored, &decision, decider) {
+            if let Some(attempt) = refusal.audit {
+                calls.audit(attempt).await;
+            }
+            return Err(refusal.error);
         }
         if let Some(expected) = tool_id.filter(|id| *id != stored.call.tool_id) {
             return Err(RuntimeError::TypeMismatch {
@@ -302,7 +254,7 @@ impl Decisions {
                 ),
             });
         }
-        let approved_by = match self.quorum(&stored, &decision, decider).await? {
+        let approved_by = match rules.quorum(calls, &stored, &decision, decider).await? {
             Quorum::NotNeeded => None,
             Quorum::Reached(principals) => Some(principals),
             Quorum::Waiting => {
@@ -393,9 +345,9 @@ impl Decisions {
         };
         let verdict = match calls.decide(call_id, expected, claim).await {
             Err(RuntimeError::StaleDigest { .. }) if let Some(decider) = decider => {
-                calls
-                    .audit(refused("stale or foreign digest", decider))
-                    .await;
+                let attempt =
+                    refused_attempt(&stored.call, &decision, decider, "stale or foreign digest");
+                calls.audit(attempt).await;
                 return Err(RuntimeError::StaleDigest {
                     call_id: call_id.to_owned(),
                 });
@@ -462,68 +414,6 @@ impl Decisions {
             .await
     }
 
-    /// Whether `decision` on `stored` may go on under the tool's count of
-    /// approvals: a person's approval is recorded as granted (once per
-    /// principal and version) and goes on once enough principals granted
-    /// it; an approval naming nobody, or an edit, cannot count.
-    async fn quorum(
-        &self,
-        stored: &StoredCall,
-        decision: &Decision,
-        decider: Option<&Decider>,
-    ) -> Result<Quorum, RuntimeError> {
-        let call = &stored.call;
-        let required = self.path.approvals_required(&call.tool_id);
-        if required <= 1 || call.kind != PendingKind::Approval {
-            return Ok(Quorum::NotNeeded);
-        }
-        let refused = |why| RuntimeError::ApprovalsRequired {
-            call_id: call.call_id.clone(),
-            required,
-            why,
-        };
-        let decider = match (decision, decider) {
-            (Decision::Approve, Some(decider)) => decider,
-            (Decision::Approve, None) => {
-                return Err(refused("an approval naming nobody cannot count"));
-            }
-            (Decision::Edit(_), decider) => {
-                let why =
-                    "an edit would change what the others approved: approve as is, or decline";
-                if let Some(decider) = decider {
-                    let attempt =
-                        AuditEntry::new(AuditKind::Refused, &call.call_id, &call.tool_id, "edit")
-                            .principal(&decider.principal)
-                            .digest(&decider.digest)
-                            .reason("an edit cannot count toward several approvals");
-                    self.path.stored().audit(attempt).await;
-                }
-                return Err(refused(why));
-            }
-            _ => return Ok(Quorum::NotNeeded),
-        };
-        let calls = self.path.stored();
-        let digest = stored.digest();
-        if !granted_by(calls, &call.call_id, &digest)
-            .await?
-            .contains(&decider.principal)
-        {
-            let grant =
-                AuditEntry::new(AuditKind::Granted, &call.call_id, &call.tool_id, "approve")
-                    .principal(&decider.principal)
-                    .digest(&digest);
-            calls.append_audit(grant).await?;
-        }
-        // Read after this grant is written: of concurrent last grants, at
-        // least the one written last sees them all.
-        let principals = granted_by(calls, &call.call_id, &digest).await?;
-        if principals.len() >= usize::try_from(required).unwrap_or(usize::MAX) {
-            Ok(Quorum::Reached(principals))
-        } else {
-            Ok(Quorum::Waiting)
-        }
-    }
-
     /// The approvals of call `call_id` so far ([`CallInbox::approvals`](crate::CallInbox::approvals)).
     pub(crate) fn approvals(
         &self,
@@ -537,7 +427,10 @@ impl Decisions {
                 return Err(RuntimeError::NotAwaitingApproval { call_id });
             };
             Ok(Approvals {
-                required: decisions.path.approvals_required(&stored.call.tool_id),
+                required: decisions
+                    .path
+                    .approval_rules()
+                    .approvals_required(&stored.call.tool_id),
                 granted: granted_by(calls, &call_id, &stored.digest()).await?,
             })
         }
@@ -584,7 +477,7 @@ impl Decisions {
             matches!(&outcome, CallOutcome::Declined { reason: Some(reason) } if reason == EXPIRED);
         let reason = if expired { EXPIRED } else { "decided already" };
         let attempt = AuditEntry::new(AuditKind::Refused, call_id, tool_id, decision.step())
-            .principal(&decider.principal)
+            .principal(decider.principal.to_string())
             .digest(&decider.digest)
             .reason(reason);
         calls.audit(attempt).await;
@@ -689,7 +582,7 @@ impl Decisions {
             &call.tool_id,
             decision.step(),
         )
-        .principal(&decider.principal)
+        .principal(decider.principal.to_string())
         .digest(&decider.digest);
         let (phase, value) = match decision {
             Decision::Decline(reason) => {
@@ -837,7 +730,7 @@ impl Decisions {
         async move {
             let calls = decisions.path.stored();
             calls.purge_if_due().await;
-            if decisions.path.expires_approvals() {
+            if decisions.path.approval_rules().expires() {
                 decisions.waiting().await?;
             }
             let tool_ids = decisions.path.tool_ids();
@@ -1066,42 +959,6 @@ struct DecidingCall<'a> {
     /// The tool a typed decision expects.
     tool_id: Option<&'static str>,
     decider: Option<&'a Decider>,
-}
-
-/// Where a decision stands under the tool's count of approvals.
-enum Quorum {
-    /// The tool needs one approval, or the decision is not an approval.
-    NotNeeded,
-    /// Enough principals approved: these.
-    Reached(Vec<String>),
-    /// This principal's approval is recorded; others are needed.
-    Waiting,
-}
-
-/// The principals who granted an approval of version `digest` of call
-/// `call_id`, in the order they did, each once.
-async fn granted_by(
-    calls: &StoredCalls,
-    call_id: &str,
-    digest: &str,
-) -> Result<Vec<String>, RuntimeError> {
-    let mut principals: Vec<String> = Vec::new();
-    let mut query = AuditQuery::all().call(call_id);
-    loop {
-        let page = calls.read_audit(query.clone()).await?;
-        let Some(last) = page.last() else { break };
-        query = query.after(last.seq);
-        for entry in page {
-            if entry.kind == AuditKind::Granted
-                && entry.digest.as_deref() == Some(digest)
-                && let Some(principal) = entry.principal
-                && !principals.contains(&principal)
-            {
-                principals.push(principal);
-            }
-        }
-    }
-    Ok(principals)
 }
 
 /// The approvals a call waiting for several has

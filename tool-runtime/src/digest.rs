@@ -3,12 +3,61 @@
 //! cannot compute it; the list returns it and a decision echoes it, so a
 //! decision meant for one version of one call cannot land on another.
 
-use std::fmt::Write as _;
+use std::fmt::{self, Write as _};
 
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
 use crate::store::StoredCall;
+
+/// The digest of one version of a stored call ([`StoredCall::digest`]):
+/// what a decision echoes ([`Decider`](crate::Decider)) so that it lands on
+/// the version a person was shown. A type of its own, so that a decider's
+/// principal and digest cannot be given in each other's place; read one
+/// back from text (an HTTP body) with [`Digest::new`].
+///
+/// ```
+/// use tool_runtime::Digest;
+///
+/// let digest = Digest::new("sha256:0f");
+/// assert_eq!(digest.as_str(), "sha256:0f");
+/// assert_eq!(digest.to_string(), "sha256:0f");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Digest(String);
+
+impl Digest {
+    /// The digest written as `text` (`sha256:` and 64 hex digits, as the
+    /// store's listing gives it).
+    pub fn new(text: impl Into<String>) -> Self {
+        Digest(text.into())
+    }
+
+    /// Its text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for Digest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<Digest> for String {
+    fn from(digest: Digest) -> Self {
+        digest.0
+    }
+}
+
+impl From<&Digest> for String {
+    fn from(digest: &Digest) -> Self {
+        digest.0.clone()
+    }
+}
 
 impl StoredCall {
     /// `sha256:` and the hex SHA-256 of the canonical JSON (keys sorted,
@@ -22,11 +71,11 @@ impl StoredCall {
     ///
     /// let call = |input| StoredCall::pending(PendingCall::new("c1", "transfer", PendingKind::Approval, input));
     /// let digest = call(json!({ "to": "bob", "amount": 5 })).digest();
-    /// assert!(digest.starts_with("sha256:") && digest.len() == 71);
+    /// assert!(digest.as_str().starts_with("sha256:") && digest.as_str().len() == 71);
     /// assert_eq!(digest, call(json!({ "amount": 5, "to": "bob" })).digest(), "key order does not count");
     /// assert_ne!(digest, call(json!({ "to": "bob", "amount": 6 })).digest());
     /// ```
-    pub fn digest(&self) -> String {
+    pub fn digest(&self) -> Digest {
         let mut canonical = String::new();
         canonical.push_str("{\"input\":");
         write_canonical(&mut canonical, &self.call.input);
@@ -39,7 +88,7 @@ impl StoredCall {
         for byte in hash {
             let _ = write!(digest, "{byte:02x}");
         }
-        digest
+        Digest(digest)
     }
 }
 

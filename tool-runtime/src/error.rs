@@ -146,6 +146,30 @@ pub enum RuntimeError {
         /// Who asked for it and tried to approve it.
         principal: String,
     },
+    /// A decision that makes the call go on (approve, edit, respond,
+    /// resume) named no principal where the rules need one: separation of
+    /// duties is on, or the call needs several approvals. Decide with
+    /// [`Runtime::decide_as`](crate::Runtime::decide_as); code that decides
+    /// without a person names the system
+    /// ([`Principal::system`](crate::Principal::system)).
+    #[error(
+        "call {:?} cannot be decided without naming who decides: {why}; decide with decide_as (code deciding alone names Principal::system)", Excerpt::of(.call_id)
+    )]
+    PrincipalRequired {
+        /// The call.
+        call_id: String,
+        /// Which rule needs a principal.
+        why: String,
+    },
+    /// An application tried to append an audit entry of a kind the
+    /// runtime alone writes (a request, a decision, a grant).
+    #[error(
+        "an audit entry of kind {kind:?} is the runtime's to write, as the decision takes effect: append Refused or Noted entries only"
+    )]
+    ReservedAuditKind {
+        /// The kind refused.
+        kind: crate::store::AuditKind,
+    },
     /// The call's tool needs the approvals of several principals
     /// ([`RuntimeBuilder::approvals_required`](crate::RuntimeBuilder::approvals_required))
     /// and this decision cannot count as one: an approval naming nobody, or

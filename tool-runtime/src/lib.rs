@@ -68,6 +68,7 @@
 
 mod abort;
 mod approval_policy;
+mod approval_rules;
 #[cfg(feature = "provider")]
 mod assembler;
 mod background;
@@ -87,6 +88,7 @@ mod log_layer;
 #[cfg_attr(docsrs, doc(cfg(feature = "async-openai")))]
 pub mod openai;
 mod outage;
+mod principal;
 #[cfg(feature = "provider")]
 mod provider_stream;
 mod runs;
@@ -103,13 +105,15 @@ pub use background::BackgroundResult;
 pub use call::{CallHead, ToolCall};
 pub use call_inbox::CallInbox;
 pub use call_outcome::CallOutcome;
-pub use decide::{Approvals, Decider, Decision, Recovered};
+pub use decide::{Approvals, Decision, Recovered};
+pub use digest::Digest;
 pub use error::RuntimeError;
 pub use events::{CallWatch, EventKind, Events, Notice, Payload, ToolEvent, TranscriptEntry};
 pub use hook_queue::{DEFAULT_APPROVAL_TIMEOUT, DEFAULT_HOOK_TIMEOUT};
 #[cfg(feature = "log-layer")]
 #[cfg_attr(docsrs, doc(cfg(feature = "log-layer")))]
 pub use log_layer::CallLogLayer;
+pub use principal::{Decider, Principal};
 #[cfg(feature = "provider")]
 #[cfg_attr(docsrs, doc(cfg(feature = "provider")))]
 pub use provider_stream::{ProviderStream, Pushed, StreamedCall};

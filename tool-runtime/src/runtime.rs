@@ -14,18 +14,20 @@ use tool_core::{AppState, ApprovalPolicyReturn, Extensions, Hooks, Tool, ToolSet
 use serde_json::Value;
 
 use crate::approval_policy::{ApprovalCheck, ApprovalPolicy};
+use crate::approval_rules::ApprovalRules;
 use crate::background::{BackgroundCallback, BackgroundResult, Tasks};
 use crate::call::{CallHead, ToolCall};
 use crate::call_inbox::CallInbox;
 use crate::call_outcome::CallOutcome;
 use crate::call_path::{CallPath, PathParts};
 use crate::claims::StoredCalls;
-use crate::decide::{Decider, Decision, Decisions, Recovered, typed_value};
+use crate::decide::{Decision, Decisions, Recovered, typed_value};
 use crate::error::RuntimeError;
 use crate::events::{CallWatch, EventBus, Events};
-use crate::hook_queue::{DEFAULT_APPROVAL_TIMEOUT, DEFAULT_HOOK_TIMEOUT};
+use crate::hook_queue::DEFAULT_HOOK_TIMEOUT;
 #[cfg(feature = "log-layer")]
 use crate::log_layer::CallLogLayer;
+use crate::principal::Decider;
 use crate::runs::Runs;
 #[cfg(feature = "sqlite")]
 use crate::store::SqliteStore;
@@ -555,7 +557,7 @@ impl Runtime {
     /// use serde_json::json;
     /// use tool_core::{Tool, ToolError};
     /// use tool_runtime::store::{AuditKind, AuditQuery};
-    /// use tool_runtime::{Decider, Decision, Runtime, RuntimeError, ToolCall};
+    /// use tool_runtime::{Decider, Decision, Digest, Principal, Runtime, RuntimeError, ToolCall};
     ///
     /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
     /// let transfer = Tool::builder("transfer").description("Moves money")
@@ -566,11 +568,11 @@ impl Runtime {
     /// runtime.call(ToolCall::new("c1", "transfer", json!({ "amount": 5 }))).await;
     /// let digest = runtime.inbox().stored("c1").await.unwrap().unwrap().digest();
     ///
-    /// let refused = runtime.decide_as("c1", Decision::Approve, Decider::new("bob", "sha256:00")).await;
+    /// let refused = runtime.decide_as("c1", Decision::Approve, Decider::new(Principal::new("bob"), Digest::new("sha256:00"))).await;
     /// assert!(matches!(refused, Err(RuntimeError::StaleDigest { .. })));
-    /// let outcome = runtime.decide_as("c1", Decision::Approve, Decider::new("alice", &digest)).await.unwrap();
+    /// let outcome = runtime.decide_as("c1", Decision::Approve, Decider::new(Principal::new("alice"), digest.clone())).await.unwrap();
     /// assert_eq!(outcome.output(), Some(&json!("moved")));
-    /// let late = runtime.decide_as("c1", Decision::Decline(None), Decider::new("carol", &digest)).await;
+    /// let late = runtime.decide_as("c1", Decision::Decline(None), Decider::new(Principal::new("carol"), digest.clone())).await;
     /// assert!(matches!(late, Err(RuntimeError::AlreadyDecided { .. })));
     ///
     /// let log = runtime.inbox().audit(AuditQuery::all().call("c1")).await.unwrap();
@@ -833,8 +835,7 @@ pub struct RuntimeBuilder {
     state: AppState,
     hooks: Hooks,
     hook_timeout: Option<Duration>,
-    approval: ApprovalPolicy,
-    approval_timeout: Option<Duration>,
+    approval: ApprovalRules,
     store: Option<StoreChoice>,
     event_capacity: Option<usize>,
     timeout: Option<Duration>,
@@ -848,11 +849,6 @@ pub struct RuntimeBuilder {
     settled_retention: Option<Duration>,
     settled_limit: Option<usize>,
     leave_tasks_to_workers: bool,
-    approval_ttl: Option<Duration>,
-    tool_approval_ttls: HashMap<String, Duration>,
-    forbid_self_approval: bool,
-    approvals_required: u32,
-    tool_approvals_required: HashMap<String, u32>,
 }
 
 /// The pending store a [`RuntimeBuilder`] was given: the last call wins.
@@ -994,11 +990,11 @@ impl RuntimeBuilder {
     /// Every call of every tool needs approval (unless the tool has its own
     /// approval policy function, which is authoritative).
     pub fn require_approval(mut self, required: bool) -> Self {
-        self.approval = if required {
+        self.approval.set_policy(if required {
             ApprovalPolicy::Always
         } else {
             ApprovalPolicy::Never
-        };
+        });
         self
     }
 
@@ -1041,9 +1037,9 @@ impl RuntimeBuilder {
         F: Fn(&ApprovalCheck<'_>) -> R + Send + Sync + 'static,
         R: ApprovalPolicyReturn<M>,
     {
-        self.approval = ApprovalPolicy::Custom(Arc::new(move |check: &ApprovalCheck<'_>| {
-            policy(check).into_answer()
-        }));
+        self.approval.set_policy(ApprovalPolicy::Custom(Arc::new(
+            move |check: &ApprovalCheck<'_>| policy(check).into_answer(),
+        )));
         self
     }
 
@@ -1052,7 +1048,7 @@ impl RuntimeBuilder {
     /// [`DEFAULT_APPROVAL_TIMEOUT`](crate::DEFAULT_APPROVAL_TIMEOUT), 10 s);
     /// past it, the call needs approval.
     pub fn approval_timeout(mut self, timeout: Duration) -> Self {
-        self.approval_timeout = Some(timeout);
+        self.approval.set_policy_timeout(timeout);
         self
     }
 
@@ -1121,30 +1117,37 @@ impl RuntimeBuilder {
     /// # });
     /// ```
     pub fn approval_ttl(mut self, ttl: Duration) -> Self {
-        self.approval_ttl = Some(ttl);
+        self.approval.set_ttl(ttl);
         self
     }
 
     /// How long a call of one tool waits for approval before it expires,
     /// instead of the runtime's [`approval_ttl`](Self::approval_ttl).
     pub fn tool_approval_ttl(mut self, tool_id: impl Into<String>, ttl: Duration) -> Self {
-        self.tool_approval_ttls.insert(tool_id.into(), ttl);
+        self.approval.set_tool_ttl(tool_id.into(), ttl);
         self
     }
 
-    /// Whether the principal who asked for a call (its
-    /// [`requester`](crate::CallHead::requester)) is refused when they
-    /// approve it, edit it or answer it in its place through
-    /// [`Runtime::decide_as`] ([`RuntimeError::SelfApproval`]; the attempt
-    /// goes to the audit log). A call that needs approval must then say
-    /// who asked: one without a requester fails with an error saying so,
-    /// since nobody could tell whether its approver asked for it. Off by
-    /// default.
+    /// Separation of duties: whether the principal who asked for a call
+    /// (its [`requester`](crate::CallHead::requester)) is refused when they
+    /// take a decision that makes it go on: approve it, edit it, answer it
+    /// in its place, or resume it ([`RuntimeError::SelfApproval`]; the
+    /// attempt goes to the audit log). Declining one's own call stays
+    /// allowed. It is a rule of the call, not of the inbox: a decision that
+    /// makes a call go on must then name who takes it
+    /// ([`Runtime::decide_as`]); [`Runtime::approve`], `resume` and
+    /// `respond`, which name nobody, are refused with
+    /// [`RuntimeError::PrincipalRequired`], and code that decides without a
+    /// person names the system ([`Principal::system`](crate::Principal::system),
+    /// recorded as `system:<name>`, never a requester). A call that needs
+    /// approval must say who asked: one without a requester fails with an
+    /// error saying so, since nobody could tell whether its approver asked
+    /// for it. Off by default.
     ///
     /// ```
     /// use serde_json::json;
     /// use tool_core::{Tool, ToolError};
-    /// use tool_runtime::{Decider, Decision, Runtime, RuntimeError, ToolCall};
+    /// use tool_runtime::{Decider, Decision, Principal, Runtime, RuntimeError, ToolCall};
     ///
     /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
     /// let transfer = Tool::builder("transfer").description("Moves money")
@@ -1157,14 +1160,22 @@ impl RuntimeBuilder {
     ///
     /// runtime.call(ToolCall::new("c1", "transfer", json!({})).with_requester("alice")).await;
     /// let digest = runtime.inbox().stored("c1").await.unwrap().unwrap().digest();
-    /// let own = runtime.decide_as("c1", Decision::Approve, Decider::new("alice", &digest)).await;
+    /// let own = runtime.decide_as("c1", Decision::Approve, Decider::new(Principal::new("alice"), digest.clone())).await;
     /// assert!(matches!(own, Err(RuntimeError::SelfApproval { .. })));
-    /// let other = runtime.decide_as("c1", Decision::Approve, Decider::new("bob", &digest)).await;
+    /// // Code in the process cannot go around the rule by naming nobody...
+    /// assert!(matches!(runtime.approve("c1").await, Err(RuntimeError::PrincipalRequired { .. })));
+    /// let other = runtime.decide_as("c1", Decision::Approve, Decider::new(Principal::new("bob"), digest.clone())).await;
     /// assert_eq!(other.unwrap().output(), Some(&json!("moved")));
+    ///
+    /// // ...and names the system when it decides alone.
+    /// runtime.call(ToolCall::new("c2", "transfer", json!({})).with_requester("alice")).await;
+    /// let digest = runtime.inbox().stored("c2").await.unwrap().unwrap().digest();
+    /// let nightly = Decider::new(Principal::system("nightly"), digest);
+    /// assert!(runtime.decide_as("c2", Decision::Approve, nightly).await.is_ok());
     /// # });
     /// ```
     pub fn forbid_self_approval(mut self, forbid: bool) -> Self {
-        self.forbid_self_approval = forbid;
+        self.approval.set_forbid_self_approval(forbid);
         self
     }
 
@@ -1176,14 +1187,15 @@ impl RuntimeBuilder {
     /// instance sharing the store) and answered
     /// [`CallOutcome::ApprovalRequired`]; the one that completes the count
     /// runs the call, once. A decline by any of them declines it. An
-    /// approval naming nobody ([`Runtime::approve`]) or an edit (which would
-    /// change what the others approved) cannot count and is refused with
-    /// [`RuntimeError::ApprovalsRequired`]. One by default; 0 counts as 1.
+    /// approval naming nobody ([`Runtime::approve`]) is refused with
+    /// [`RuntimeError::PrincipalRequired`], and an edit (which would change
+    /// what the others approved) with [`RuntimeError::ApprovalsRequired`].
+    /// One by default; 0 counts as 1.
     ///
     /// ```
     /// use serde_json::json;
     /// use tool_core::{Tool, ToolError};
-    /// use tool_runtime::{CallOutcome, Decider, Decision, Runtime, RuntimeError, ToolCall};
+    /// use tool_runtime::{CallOutcome, Decider, Decision, Principal, Runtime, RuntimeError, ToolCall};
     ///
     /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
     /// let transfer = Tool::builder("transfer").description("Moves money")
@@ -1194,27 +1206,27 @@ impl RuntimeBuilder {
     /// runtime.call(ToolCall::new("c1", "transfer", json!({}))).await;
     /// let digest = runtime.inbox().stored("c1").await.unwrap().unwrap().digest();
     ///
-    /// let first = runtime.decide_as("c1", Decision::Approve, Decider::new("alice", &digest)).await;
+    /// let first = runtime.decide_as("c1", Decision::Approve, Decider::new(Principal::new("alice"), digest.clone())).await;
     /// assert!(matches!(first.unwrap(), CallOutcome::ApprovalRequired { .. }));
-    /// let again = runtime.decide_as("c1", Decision::Approve, Decider::new("alice", &digest)).await;
+    /// let again = runtime.decide_as("c1", Decision::Approve, Decider::new(Principal::new("alice"), digest.clone())).await;
     /// assert!(matches!(again.unwrap(), CallOutcome::ApprovalRequired { .. }), "alice counts once");
-    /// assert!(matches!(runtime.approve("c1").await, Err(RuntimeError::ApprovalsRequired { .. })));
+    /// assert!(matches!(runtime.approve("c1").await, Err(RuntimeError::PrincipalRequired { .. })));
     /// assert_eq!(runtime.inbox().approvals("c1").await.unwrap().granted, ["alice"]);
     ///
-    /// let second = runtime.decide_as("c1", Decision::Approve, Decider::new("bob", &digest)).await;
+    /// let second = runtime.decide_as("c1", Decision::Approve, Decider::new(Principal::new("bob"), digest.clone())).await;
     /// assert_eq!(second.unwrap().output(), Some(&json!("moved")));
     /// # });
     /// ```
     pub fn approvals_required(mut self, principals: u32) -> Self {
-        self.approvals_required = principals;
+        self.approval.set_approvals_required(principals);
         self
     }
 
     /// How many different principals must approve a call of one tool,
     /// instead of the runtime's [`approvals_required`](Self::approvals_required).
     pub fn tool_approvals_required(mut self, tool_id: impl Into<String>, principals: u32) -> Self {
-        self.tool_approvals_required
-            .insert(tool_id.into(), principals.max(1));
+        self.approval
+            .set_tool_approvals_required(tool_id.into(), principals);
         self
     }
 
@@ -1413,7 +1425,6 @@ impl RuntimeBuilder {
             hooks: self.hooks,
             hook_timeout: self.hook_timeout.unwrap_or(DEFAULT_HOOK_TIMEOUT),
             approval: self.approval,
-            approval_timeout: self.approval_timeout.unwrap_or(DEFAULT_APPROVAL_TIMEOUT),
             events: EventBus::new(self.event_capacity.unwrap_or(EVENT_CAPACITY)),
             running: Arc::default(),
             tasks: Tasks::new(
@@ -1426,11 +1437,6 @@ impl RuntimeBuilder {
             timeout: self.timeout,
             tool_timeouts: self.tool_timeouts,
             leave_tasks_to_workers: self.leave_tasks_to_workers,
-            approval_ttl: self.approval_ttl,
-            tool_approval_ttls: self.tool_approval_ttls,
-            forbid_self_approval: self.forbid_self_approval,
-            approvals_required: self.approvals_required.max(1),
-            tool_approvals_required: self.tool_approvals_required,
             state: self.state,
         });
         Ok(Runtime {

@@ -79,6 +79,26 @@ pub enum AuditKind {
     /// A decision attempt was refused (its `reason` says why: a stale or
     /// foreign digest, an unauthorized principal, a foreign origin...).
     Refused,
+    /// The application's own entry (an action taken outside the runtime, a
+    /// note): recorded, never counted as a decision or a grant.
+    Noted,
+}
+
+impl AuditKind {
+    /// Whether an application may append an entry of this kind
+    /// ([`CallInbox::append_audit`](crate::CallInbox::append_audit)): a
+    /// refused attempt or a note. Requests, decisions and grants are the
+    /// runtime's alone, so that only a decision it made counts.
+    ///
+    /// ```
+    /// use tool_runtime::store::AuditKind;
+    ///
+    /// assert!(AuditKind::Refused.is_appendable() && AuditKind::Noted.is_appendable());
+    /// assert!(!AuditKind::Granted.is_appendable());
+    /// ```
+    pub fn is_appendable(self) -> bool {
+        matches!(self, AuditKind::Refused | AuditKind::Noted)
+    }
 }
 
 /// One line of the audit log.

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use tool_core::transform::{Target, ToolTransform};
 use tool_core::{Tool, ToolError};
 use tool_runtime::store::{AuditKind, AuditQuery, SqliteStore};
-use tool_runtime::{CallOutcome, Decider, Decision, Runtime, ToolCall};
+use tool_runtime::{CallOutcome, Decider, Decision, Principal, Runtime, ToolCall};
 
 fn transfer(seen: Arc<Mutex<Vec<Value>>>) -> Tool {
     Tool::builder("transfer")
@@ -58,8 +58,13 @@ async fn an_approval_with_edits_runs_the_edited_input_and_logs_before_and_after(
         .unwrap()
         .unwrap()
         .digest();
-    let decide =
-        |edit: Value| runtime.decide_as("c1", Decision::Edit(edit), Decider::new("alice", &digest));
+    let decide = |edit: Value| {
+        runtime.decide_as(
+            "c1",
+            Decision::Edit(edit),
+            Decider::new(Principal::new("alice"), digest.clone()),
+        )
+    };
 
     // A field that is not editable, and a value the schema refuses: the
     // call still waits, nothing ran.
@@ -123,7 +128,11 @@ async fn an_approval_with_edits_runs_the_edited_input_and_logs_before_and_after(
         "before and after as displayed: the apiKey never"
     );
     let late = runtime
-        .decide_as("c1", Decision::Approve, Decider::new("bob", &digest))
+        .decide_as(
+            "c1",
+            Decision::Approve,
+            Decider::new(Principal::new("bob"), digest.clone()),
+        )
         .await;
     assert!(late.is_err(), "decided once: {late:?}");
     assert!(matches!(outcome, CallOutcome::Completed { .. }));

@@ -8,7 +8,9 @@ use std::time::Duration;
 use serde_json::json;
 use tool_core::{Tool, ToolError};
 use tool_runtime::store::{AuditKind, AuditQuery, SqliteStore};
-use tool_runtime::{CallOutcome, CallState, Decider, Decision, Runtime, RuntimeError, ToolCall};
+use tool_runtime::{
+    CallOutcome, CallState, Decider, Decision, Principal, Runtime, RuntimeError, ToolCall,
+};
 
 fn transfer() -> Tool {
     Tool::builder("transfer")
@@ -76,7 +78,11 @@ async fn an_overdue_approval_is_declined_expired_once_across_runtimes() {
         }));
     }
     let late = runtimes[2]
-        .decide_as("c0", Decision::Approve, Decider::new("bob", &digest))
+        .decide_as(
+            "c0",
+            Decision::Approve,
+            Decider::new(Principal::new("bob"), digest.clone()),
+        )
         .await;
     for task in noticing {
         assert_eq!(task.await.unwrap().unwrap(), 0, "nothing waits any more");
@@ -144,7 +150,11 @@ async fn the_requester_may_not_approve_and_a_call_without_one_is_refused() {
         .digest();
     for decision in [Decision::Approve, Decision::Respond(json!("done by hand"))] {
         let own = runtimes[1]
-            .decide_as("c1", decision, Decider::new("alice", &digest))
+            .decide_as(
+                "c1",
+                decision,
+                Decider::new(Principal::new("alice"), digest.clone()),
+            )
             .await;
         assert!(
             matches!(own, Err(RuntimeError::SelfApproval { .. })),
@@ -156,7 +166,7 @@ async fn the_requester_may_not_approve_and_a_call_without_one_is_refused() {
         .decide_as(
             "c1",
             Decision::Decline(Some("changed my mind".into())),
-            Decider::new("alice", &digest),
+            Decider::new(Principal::new("alice"), digest.clone()),
         )
         .await
         .unwrap();

@@ -22,6 +22,7 @@ mod postgres;
 #[cfg(feature = "provider")]
 mod provider_stream;
 mod seams;
+mod separation;
 #[cfg(feature = "sqlite")]
 mod store;
 mod streaming_events;

@@ -9,7 +9,9 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Value, json};
 use tool_core::{Tool, ToolError};
 use tool_runtime::store::{AuditKind, AuditQuery, IntoStore};
-use tool_runtime::{CallOutcome, CallState, Decider, Decision, Runtime, RuntimeError, ToolCall};
+use tool_runtime::{
+    CallOutcome, CallState, Decider, Decision, Principal, Runtime, RuntimeError, ToolCall,
+};
 
 /// How many times the tool ran for each call id.
 type Runs = Arc<Mutex<HashMap<String, usize>>>;
@@ -110,7 +112,10 @@ async fn decide_at_once(
             let stored = runtimes[0].inbox().stored(&id).await.unwrap().unwrap();
             digests.insert(id.clone(), stored.digest());
         }
-        let (runtime, decider) = (runtimes[on].clone(), Decider::new(principal, &digests[&id]));
+        let (runtime, decider) = (
+            runtimes[on].clone(),
+            Decider::new(Principal::new(principal), digests[&id].clone()),
+        );
         deciding.push(tokio::spawn(async move {
             let answer = runtime.decide_as(&id, decision, decider).await;
             (id, principal, answer)
