@@ -1,7 +1,9 @@
 //! What an approval policy may return: a decision now, or a future of one;
-//! the decision a `bool` or a `Result<bool, E>`. A policy that fails or
-//! panics means approval is required; how long a runtime waits for one is
-//! its rule (`tool_runtime::RuntimeBuilder::approval_timeout`).
+//! the decision an [`ApprovalRequirement`] (not required, required from N
+//! principals of a group, refused), a `bool` (required or not), or a
+//! `Result` of either. A policy that fails or panics means approval is
+//! required; how long a runtime waits for one is its rule
+//! (`tool_runtime::RuntimeBuilder::approval_timeout`).
 
 use std::fmt;
 use std::future::Future;
@@ -18,22 +20,124 @@ use crate::parameter::{
 };
 use crate::request_context::RequestContext;
 
-/// An approval policy's decision: `true` when the call needs approval.
-/// An `Err` means it does (the policy could not tell), and is logged.
+/// What an approval policy says about one call, decided on the call's
+/// input (and request context): it runs without a person, it waits for
+/// the approvals of some principals (optionally from a named group of the
+/// application's), or it is refused outright with a reason the model
+/// reads.
+///
+/// ```
+/// use tool_core::ApprovalRequirement;
+///
+/// let refund = |amount: u32| match amount {
+///     0..=100 => ApprovalRequirement::NotRequired,
+///     101..=1_000 => ApprovalRequirement::required(),
+///     1_001..=10_000 => ApprovalRequirement::approvals(2).from_group("finance"),
+///     _ => ApprovalRequirement::refused("refunds above 10,000 are made by the bank, not by this agent"),
+/// };
+/// assert_eq!(refund(50), ApprovalRequirement::NotRequired);
+/// assert_eq!(refund(5_000), ApprovalRequirement::Required { approvals: Some(2), group: Some("finance".into()) });
+/// assert!(matches!(refund(50_000), ApprovalRequirement::Refused { .. }));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase", tag = "kind")]
+#[non_exhaustive]
+pub enum ApprovalRequirement {
+    /// The call runs without a person.
+    NotRequired,
+    /// The call waits for approval.
+    Required {
+        /// How many different principals must approve it; `None`: as many
+        /// as the runtime's rules say for the tool (one by default).
+        approvals: Option<u32>,
+        /// The group each of them must be in, when named (as the
+        /// application's authentication puts principals in groups).
+        group: Option<String>,
+    },
+    /// The call is refused without asking anyone; the model reads why.
+    Refused {
+        /// Why, as the model reads it.
+        reason: String,
+    },
+}
+
+impl ApprovalRequirement {
+    /// Approval by as many principals as the runtime's rules say (one by
+    /// default): what `true` means.
+    pub fn required() -> Self {
+        ApprovalRequirement::Required {
+            approvals: None,
+            group: None,
+        }
+    }
+
+    /// Approval by `principals` different principals (0 counts as 1).
+    pub fn approvals(principals: u32) -> Self {
+        ApprovalRequirement::Required {
+            approvals: Some(principals.max(1)),
+            group: None,
+        }
+    }
+
+    /// `self`, each approval from a principal in `group`; no change to
+    /// [`NotRequired`](Self::NotRequired) or [`Refused`](Self::Refused).
+    #[must_use]
+    pub fn from_group(self, group: impl Into<String>) -> Self {
+        match self {
+            ApprovalRequirement::Required { approvals, .. } => ApprovalRequirement::Required {
+                approvals,
+                group: Some(group.into()),
+            },
+            other => other,
+        }
+    }
+
+    /// Refused, for `reason` (the model reads it).
+    pub fn refused(reason: impl Into<String>) -> Self {
+        ApprovalRequirement::Refused {
+            reason: reason.into(),
+        }
+    }
+
+    /// Whether the call waits for a person.
+    pub fn is_required(&self) -> bool {
+        matches!(self, ApprovalRequirement::Required { .. })
+    }
+}
+
+impl From<bool> for ApprovalRequirement {
+    fn from(required: bool) -> Self {
+        if required {
+            ApprovalRequirement::required()
+        } else {
+            ApprovalRequirement::NotRequired
+        }
+    }
+}
+
+/// An approval policy's decision: an [`ApprovalRequirement`], or `true`
+/// when the call needs approval. An `Err` means it does (the policy could
+/// not tell), and is logged.
 pub trait ApprovalDecision {
-    /// Whether approval is required, or why the policy could not tell.
-    fn into_decision(self) -> Result<bool, String>;
+    /// What the call needs, or why the policy could not tell.
+    fn into_decision(self) -> Result<ApprovalRequirement, String>;
 }
 
 impl ApprovalDecision for bool {
-    fn into_decision(self) -> Result<bool, String> {
+    fn into_decision(self) -> Result<ApprovalRequirement, String> {
+        Ok(self.into())
+    }
+}
+
+impl ApprovalDecision for ApprovalRequirement {
+    fn into_decision(self) -> Result<ApprovalRequirement, String> {
         Ok(self)
     }
 }
 
-impl<E: fmt::Display> ApprovalDecision for Result<bool, E> {
-    fn into_decision(self) -> Result<bool, String> {
-        self.map_err(|e| e.to_string())
+impl<D: ApprovalDecision, E: fmt::Display> ApprovalDecision for Result<D, E> {
+    fn into_decision(self) -> Result<ApprovalRequirement, String> {
+        self.map_err(|e| e.to_string()).and_then(D::into_decision)
     }
 }
 
@@ -76,7 +180,10 @@ impl ApprovalPolicyReturn<Returns> for PolicyAnswer {
 /// use tool_core::ApprovalPolicyReturn;
 ///
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-/// assert_eq!(true.into_answer().resolve().await, Ok(true));
+/// use tool_core::ApprovalRequirement;
+/// assert_eq!(true.into_answer().resolve().await, Ok(ApprovalRequirement::required()));
+/// let two = ApprovalRequirement::approvals(2).into_answer();
+/// assert_eq!(two.resolve().await, Ok(ApprovalRequirement::approvals(2)));
 /// let later = async { Err::<bool, _>("the ledger is down") }.into_answer();
 /// assert_eq!(later.resolve().await, Err("the ledger is down".to_owned()));
 /// # });
@@ -84,8 +191,8 @@ impl ApprovalPolicyReturn<Returns> for PolicyAnswer {
 pub struct PolicyAnswer(Answer);
 
 enum Answer {
-    Ready(Result<bool, String>),
-    Pending(Pin<Box<dyn Future<Output = Result<bool, String>> + Send>>),
+    Ready(Result<ApprovalRequirement, String>),
+    Pending(Pin<Box<dyn Future<Output = Result<ApprovalRequirement, String>> + Send>>),
 }
 
 impl fmt::Debug for PolicyAnswer {
@@ -98,9 +205,9 @@ impl fmt::Debug for PolicyAnswer {
 }
 
 impl PolicyAnswer {
-    /// The decision: `Ok(true)` when approval is required, `Err` with why
-    /// the policy could not tell (it failed, or its future panicked).
-    pub async fn resolve(self) -> Result<bool, String> {
+    /// The decision: what the call needs, or `Err` with why the policy
+    /// could not tell (it failed, or its future panicked).
+    pub async fn resolve(self) -> Result<ApprovalRequirement, String> {
         match self.0 {
             Answer::Ready(decision) => decision,
             Answer::Pending(running) => catch_panic_async(|| running)
@@ -116,8 +223,8 @@ impl PolicyAnswer {
 /// decision or a future of it (marker `(ByStruct | ByValue, Returns | Awaits)`).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not an approval policy of this tool",
-    label = "expected `fn(&T, &RequestContext) -> bool`",
-    note = "a tool with one parameter of type `T` takes `fn(&T, &RequestContext) -> bool` (or a function of the generated input struct, `fn(&XxxToolInput, &RequestContext) -> bool`); it may return `Result<bool, E>`, or a `Send + 'static` future of either"
+    label = "expected `fn(&T, &RequestContext) -> bool` (or `-> ApprovalRequirement`)",
+    note = "a tool with one parameter of type `T` takes `fn(&T, &RequestContext) -> bool` (or a function of the generated input struct, `fn(&XxxToolInput, &RequestContext) -> bool`); it may return an `ApprovalRequirement` instead of `bool`, a `Result` of either, or a `Send + 'static` future of any of these"
 )]
 pub trait LonePolicy<V, S, M>: Send + Sync + 'static {
     /// Whether the call needs approval; `to_struct` makes the generated

@@ -105,7 +105,7 @@ mod validate;
 
 pub use abort::AbortSignal;
 pub use app_state::{AppState, State, StateRequirement};
-pub use approval::{ApprovalDecision, ApprovalPolicyReturn, PolicyAnswer};
+pub use approval::{ApprovalDecision, ApprovalPolicyReturn, ApprovalRequirement, PolicyAnswer};
 pub use context::{CallContext, LogRecord, Observer, Progress, ToolContext, Writer};
 pub use definition::{
     BackgroundConfig, Disposition, McpAnnotations, McpOptions, OutputValidation, ToolDefinition,

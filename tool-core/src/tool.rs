@@ -13,7 +13,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use crate::app_state::StateRequirement;
-use crate::approval::{ApprovalPolicyReturn, PolicyAnswer};
+use crate::approval::{ApprovalPolicyReturn, ApprovalRequirement, PolicyAnswer};
 use crate::context::{CallShared, ToolContext};
 use crate::definition::{BackgroundConfig, McpOptions, OutputValidation, ToolDefinition};
 use crate::error::{BuildError, ToolError, is_valid_tool_id};
@@ -336,11 +336,70 @@ impl Tool {
         self.inner.approval_policy.is_some()
     }
 
-    /// Whether this call needs human approval by the tool's own rules: its
-    /// policy function when it has one, otherwise its `require_approval`
-    /// flag. A policy that fails or panics means yes (and is logged). The
-    /// future owns what it needs and runs the policy when polled; a runtime
-    /// puts its time limit on it (a policy past it means yes too).
+    /// What this call needs by the tool's own rules: its policy
+    /// function's [`ApprovalRequirement`](crate::ApprovalRequirement) when
+    /// it has one, otherwise its `require_approval` flag (required, or
+    /// not). A policy that fails or panics means required (and is logged).
+    /// The future owns what it needs and runs the policy when polled; a
+    /// runtime puts its time limit on it (a policy past it means required
+    /// too).
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_core::{ApprovalRequirement, RequestContext, Tool, ToolError};
+    ///
+    /// let refund = Tool::builder("refund").description("Refund an order")
+    ///     .approval_policy(|input, _rc| match input["amount"].as_u64() {
+    ///         Some(0..=100) => ApprovalRequirement::NotRequired,
+    ///         Some(101..=1_000) => ApprovalRequirement::required(),
+    ///         Some(_) => ApprovalRequirement::approvals(2).from_group("finance"),
+    ///         None => ApprovalRequirement::refused("the amount must be a whole number"),
+    ///     })
+    ///     .execute(|input, _ctx| async move { Ok::<_, ToolError>(input) })
+    ///     .build().unwrap();
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let rc = RequestContext::new();
+    /// assert_eq!(
+    ///     refund.approval_requirement(&json!({ "amount": 5_000 }), &rc).await,
+    ///     ApprovalRequirement::approvals(2).from_group("finance"),
+    /// );
+    /// assert!(!refund.requires_approval(&json!({ "amount": 5 }), &rc).await);
+    /// # });
+    /// ```
+    pub fn approval_requirement(
+        &self,
+        input: &Value,
+        request_context: &RequestContext,
+    ) -> impl Future<Output = ApprovalRequirement> + Send + 'static + use<> {
+        let flag = self.inner.definition.require_approval;
+        let policy = self.inner.approval_policy.as_ref().map(|policy| {
+            (
+                Arc::clone(policy),
+                input.clone(),
+                request_context.clone(),
+                self.inner.id.clone(),
+            )
+        });
+        async move {
+            let Some((policy, input, request_context, tool_id)) = policy else {
+                return flag.into();
+            };
+            let answer = crate::panic::catch_panic(|| policy(&input, &request_context))
+                .map_err(|panic| format!("it panicked: {panic}"));
+            let decision = match answer {
+                Ok(answer) => answer.resolve().await,
+                Err(panic) => Err(panic),
+            };
+            decision.unwrap_or_else(|error| {
+                tracing::error!(%tool_id, %error, "approval policy failed; approval is required");
+                ApprovalRequirement::required()
+            })
+        }
+    }
+
+    /// Whether this call waits for a person by the tool's own rules:
+    /// [`approval_requirement`](Self::approval_requirement) is
+    /// [`Required`](crate::ApprovalRequirement::Required).
     ///
     /// ```
     /// use serde_json::json;
@@ -365,30 +424,8 @@ impl Tool {
         input: &Value,
         request_context: &RequestContext,
     ) -> impl Future<Output = bool> + Send + 'static + use<> {
-        let flag = self.inner.definition.require_approval;
-        let policy = self.inner.approval_policy.as_ref().map(|policy| {
-            (
-                Arc::clone(policy),
-                input.clone(),
-                request_context.clone(),
-                self.inner.id.clone(),
-            )
-        });
-        async move {
-            let Some((policy, input, request_context, tool_id)) = policy else {
-                return flag;
-            };
-            let answer = crate::panic::catch_panic(|| policy(&input, &request_context))
-                .map_err(|panic| format!("it panicked: {panic}"));
-            let decision = match answer {
-                Ok(answer) => answer.resolve().await,
-                Err(panic) => Err(panic),
-            };
-            decision.unwrap_or_else(|error| {
-                tracing::error!(%tool_id, %error, "approval policy failed; approval is required");
-                true
-            })
-        }
+        let requirement = self.approval_requirement(input, request_context);
+        async move { requirement.await.is_required() }
     }
 
     /// The tool's value of type `T`, computed by `init` on the first call

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tool_core::{PolicyAnswer, RequestContext, Tool};
+use tool_core::{ApprovalRequirement, PolicyAnswer, RequestContext, Tool};
 
 use crate::hook_queue::within;
 
@@ -61,21 +61,26 @@ enum NoAnswer {
 }
 
 impl ApprovalPolicy {
-    /// Whether a call needs approval: the tool's policy function when it has
-    /// one (authoritative); otherwise its flag OR this policy. A policy that
-    /// fails, panics or does not answer within `limit` means yes.
-    pub(crate) async fn requires(&self, check: &ApprovalCheck<'_>, limit: Duration) -> bool {
+    /// What a call needs: the tool's policy function's answer when it has
+    /// one (authoritative); otherwise approval if its flag OR this policy
+    /// says so. A policy that fails, panics or does not answer within
+    /// `limit` means approval is required.
+    pub(crate) async fn requirement(
+        &self,
+        check: &ApprovalCheck<'_>,
+        limit: Duration,
+    ) -> ApprovalRequirement {
         let tool = check.tool;
         let decision = if tool.has_approval_policy() {
-            // The tool's policy logs its own failure and panic as a yes.
-            let answer = tool.requires_approval(check.input, check.request_context);
+            // The tool's policy logs its own failure and panic as required.
+            let answer = tool.approval_requirement(check.input, check.request_context);
             within(limit, answer).await.ok_or(NoAnswer::TimedOut)
         } else if tool.definition().require_approval {
-            return true;
+            return ApprovalRequirement::required();
         } else {
             match self {
-                ApprovalPolicy::Never => return false,
-                ApprovalPolicy::Always => return true,
+                ApprovalPolicy::Never => return ApprovalRequirement::NotRequired,
+                ApprovalPolicy::Always => return ApprovalRequirement::required(),
                 ApprovalPolicy::Custom(policy) => match tool_core::catch_panic(|| policy(check)) {
                     Err(panic) => Err(NoAnswer::Failed(format!("it panicked: {panic}"))),
                     Ok(answer) => within(limit, answer.resolve())
@@ -87,7 +92,7 @@ impl ApprovalPolicy {
         };
         let (tool_id, call_id) = (tool.id(), check.call_id);
         match decision {
-            Ok(required) => required,
+            Ok(requirement) => requirement,
             Err(NoAnswer::TimedOut) => {
                 let timeout_ms = limit.as_millis();
                 tracing::error!(
@@ -96,11 +101,11 @@ impl ApprovalPolicy {
                     timeout_ms,
                     "approval policy timed out; approval is required"
                 );
-                true
+                ApprovalRequirement::required()
             }
             Err(NoAnswer::Failed(error)) => {
                 tracing::error!(tool_id, call_id, %error, "approval policy failed; approval is required");
-                true
+                ApprovalRequirement::required()
             }
         }
     }
@@ -130,7 +135,7 @@ mod tests {
         configure(builder).build().unwrap()
     }
 
-    fn requires(policy: &ApprovalPolicy, tool: &Tool, input: Value) -> bool {
+    fn requirement(policy: &ApprovalPolicy, tool: &Tool, input: Value) -> ApprovalRequirement {
         let check = ApprovalCheck {
             tool,
             call_id: "c1",
@@ -142,7 +147,11 @@ mod tests {
             .enable_time()
             .build()
             .unwrap()
-            .block_on(policy.requires(&check, Duration::from_millis(50)))
+            .block_on(policy.requirement(&check, Duration::from_millis(50)))
+    }
+
+    fn requires(policy: &ApprovalPolicy, tool: &Tool, input: Value) -> bool {
+        requirement(policy, tool, input).is_required()
     }
 
     fn custom<R: tool_core::ApprovalPolicyReturn<M>, M>(
@@ -173,6 +182,30 @@ mod tests {
         assert!(!requires(&ApprovalPolicy::Always, &never, json!({})));
         let panicking = custom(|_| -> bool { panic!("boom") });
         assert!(requires(&panicking, &tool(|b| b), json!({})));
+    }
+
+    #[test]
+    fn a_tool_policy_answers_with_a_requirement_passed_on_as_it_is() {
+        let refund = tool(|b| {
+            b.approval_policy(|input, _| match input["amount"].as_u64() {
+                Some(0..=1_000) => ApprovalRequirement::required(),
+                Some(_) => ApprovalRequirement::approvals(2).from_group("finance"),
+                None => ApprovalRequirement::refused("no amount"),
+            })
+        });
+        let always = ApprovalPolicy::Always;
+        assert_eq!(
+            requirement(&always, &refund, json!({ "amount": 5_000 })),
+            ApprovalRequirement::approvals(2).from_group("finance")
+        );
+        assert_eq!(
+            requirement(&always, &refund, json!({ "amount": 5 })),
+            ApprovalRequirement::required()
+        );
+        assert_eq!(
+            requirement(&always, &refund, json!({})),
+            ApprovalRequirement::refused("no amount")
+        );
     }
 
     #[test]

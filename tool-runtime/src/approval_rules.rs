@@ -15,7 +15,10 @@ use crate::digest::Digest;
 use crate::error::RuntimeError;
 use crate::hook_queue::DEFAULT_APPROVAL_TIMEOUT;
 use crate::principal::Decider;
-use crate::store::{AuditEntry, AuditKind, AuditQuery, PendingCall, PendingKind, StoredCall};
+use crate::store::{
+    AuditEntry, AuditKind, AuditQuery, PendingCall, PendingKind, RequiredApprovals, StoredCall,
+};
+use tool_core::ApprovalRequirement;
 
 /// The approval rules of a runtime: the policy (and how long it may take
 /// to answer), how long a call waits for approval, how many principals
@@ -98,10 +101,30 @@ impl ApprovalRules {
             .insert(tool_id, principals.max(1));
     }
 
-    /// Whether the call `check` describes waits for a person (see
-    /// [`ApprovalPolicy::requires`]).
-    pub(crate) async fn requires(&self, check: &ApprovalCheck<'_>) -> bool {
-        self.policy.requires(check, self.policy_timeout).await
+    /// What the call `check` describes needs (see
+    /// [`ApprovalPolicy::requirement`]).
+    pub(crate) async fn requirement(&self, check: &ApprovalCheck<'_>) -> ApprovalRequirement {
+        self.policy.requirement(check, self.policy_timeout).await
+    }
+
+    /// The approvals a call of `tool_id` waits for, as `requirement` (a
+    /// [`Required`](ApprovalRequirement::Required) one) asks: its count,
+    /// else the runtime's for the tool.
+    pub(crate) fn required_approvals(
+        &self,
+        tool_id: &str,
+        requirement: &ApprovalRequirement,
+    ) -> RequiredApprovals {
+        let (principals, group) = match requirement {
+            ApprovalRequirement::Required { approvals, group } => (*approvals, group.clone()),
+            _ => (None, None),
+        };
+        let required =
+            RequiredApprovals::new(principals.unwrap_or_else(|| self.approvals_required(tool_id)));
+        match group {
+            Some(group) => required.from_group(group),
+            None => required,
+        }
     }
 
     /// When a call of `tool_id` starting to wait for approval at `now_ms`
@@ -158,12 +181,18 @@ impl ApprovalRules {
             }));
         }
         let goes_on = decision.goes_on();
-        let required = self.required_for(stored);
-        if goes_on && decider.is_none() && (self.forbid_self_approval || required > 1) {
-            let why = if required > 1 {
-                format!("it needs the approvals of {required} principals")
-            } else {
-                "its requester may not decide it (separation of duties)".to_owned()
+        let RequiredApprovals {
+            principals: required,
+            group,
+        } = self.required_for(stored);
+        let needs_principal = self.forbid_self_approval || required > 1 || group.is_some();
+        if goes_on && decider.is_none() && needs_principal {
+            let why = match (&group, required) {
+                (Some(group), _) => {
+                    format!("it needs the approval of principals in group {group:?}")
+                }
+                (None, 2..) => format!("it needs the approvals of {required} principals"),
+                (None, _) => "its requester may not decide it (separation of duties)".to_owned(),
             };
             return Err(Box::new(Refusal {
                 error: RuntimeError::PrincipalRequired {
@@ -187,6 +216,19 @@ impl ApprovalRules {
                 audit: Some(refused(decider, "the requester may not decide it")),
             }));
         }
+        if let (Some(group), Some(decider)) = (&group, decider)
+            && goes_on
+            && !decider.principal.is_in(group)
+        {
+            return Err(Box::new(Refusal {
+                error: RuntimeError::NotInGroup {
+                    call_id: call_id.to_owned(),
+                    principal: decider.principal.to_string(),
+                    group: group.clone(),
+                },
+                audit: Some(refused(decider, &format!("not in group {group:?}"))),
+            }));
+        }
         if required > 1 && matches!(decision, Decision::Edit(_)) {
             return Err(Box::new(Refusal {
                 error: RuntimeError::ApprovalsRequired {
@@ -202,14 +244,18 @@ impl ApprovalRules {
         Ok(())
     }
 
-    /// How many principals must approve `stored` (1 unless it waits for
-    /// approval).
-    fn required_for(&self, stored: &StoredCall) -> u32 {
-        if stored.call.kind == PendingKind::Approval {
-            self.approvals_required(&stored.call.tool_id)
-        } else {
-            1
+    /// How many principals must approve `stored`, and from which group:
+    /// what its policy asked when it started to wait (the runtime's count
+    /// for a call stored without it); one from anyone unless it waits for
+    /// approval.
+    pub(crate) fn required_for(&self, stored: &StoredCall) -> RequiredApprovals {
+        let call = &stored.call;
+        if call.kind != PendingKind::Approval {
+            return RequiredApprovals::new(1);
         }
+        call.approvals
+            .clone()
+            .unwrap_or_else(|| RequiredApprovals::new(self.approvals_required(&call.tool_id)))
     }
 
     /// Whether `decision`, checked by [`check`](Self::check), may go on
@@ -223,7 +269,7 @@ impl ApprovalRules {
         decision: &Decision,
         decider: Option<&Decider>,
     ) -> Result<Quorum, RuntimeError> {
-        let required = self.required_for(stored);
+        let required = self.required_for(stored).principals;
         let (Decision::Approve, Some(decider), true) = (decision, decider, required > 1) else {
             return Ok(Quorum::NotNeeded);
         };

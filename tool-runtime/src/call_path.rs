@@ -29,8 +29,8 @@ use serde_json::Value;
 use tool_core::hooks::{InputAvailable, OutputAvailable};
 use tool_core::transform::{CallValues, OwnedCallValues, Phase};
 use tool_core::{
-    AbortSignal, Admitted, BackgroundConfig, CallContext, Disposition, ErrorKind, ModelError,
-    Outcome, RequestContext, Tool,
+    AbortSignal, Admitted, ApprovalRequirement, BackgroundConfig, CallContext, Disposition,
+    ErrorKind, ModelError, Outcome, RequestContext, Tool,
 };
 use tracing::Instrument as _;
 
@@ -126,7 +126,10 @@ pub(crate) struct CallRecord {
     /// Who asked for the call, for the approval policy.
     pub(crate) requester: Option<String>,
     pub(crate) abort: AbortSignal,
+    /// The call's time limit: its own, else its tool's, else the runtime's.
     pub(crate) timeout: Option<Duration>,
+    /// The call's own time limit (its head's), stored with it if it pauses.
+    pub(crate) own_timeout: Option<Duration>,
     /// For a stored call, the claim it runs under.
     pub(crate) lease: Option<Lease>,
     /// For a transactional tool's call, the transaction its tool's work is
@@ -339,6 +342,7 @@ impl CallPath {
             known,
             agent: extensions.get::<AgentContext>().cloned(),
             timeout: timeout.or_else(|| self.timeout_of(&tool)),
+            own_timeout: timeout,
             tool,
             call_id,
             request_context,
@@ -370,8 +374,18 @@ impl CallPath {
             if !record.tool.has_execute() {
                 return self.await_output(&record, admitted.into_input()).await;
             }
-            if self.needs_approval(&record, admitted.input()).await {
-                return self.request_approval(&record, admitted.into_input()).await;
+            match self.approval_requirement(&record, admitted.input()).await {
+                ApprovalRequirement::NotRequired => {}
+                ApprovalRequirement::Refused { reason } => {
+                    return self
+                        .refused_by_policy(&record, admitted.into_input(), &reason)
+                        .await;
+                }
+                required => {
+                    return self
+                        .request_approval(&record, admitted.into_input(), &required)
+                        .await;
+                }
             }
         }
         // Registered for `cancel` until the call ends (across the attempts
@@ -811,6 +825,9 @@ impl CallPath {
         pending.payload = payload;
         pending.agent = record.agent.clone();
         pending.requester = record.requester.clone();
+        pending.timeout_ms = record
+            .own_timeout
+            .map(|limit| u64::try_from(limit.as_millis()).unwrap_or(u64::MAX));
         let now = now_ms();
         pending.asked_at_ms = Some(now);
         pending.expires_at_ms = (kind == PendingKind::Approval)
@@ -868,8 +885,12 @@ impl CallPath {
             .await;
     }
 
-    /// Whether a call needs approval (see [`ApprovalPolicy::requires`]).
-    pub(crate) async fn needs_approval(&self, record: &CallRecord, input: &Value) -> bool {
+    /// What a call needs (see [`ApprovalRules::requirement`]).
+    pub(crate) async fn approval_requirement(
+        &self,
+        record: &CallRecord,
+        input: &Value,
+    ) -> ApprovalRequirement {
         let check = ApprovalCheck {
             tool: &record.tool,
             call_id: &record.call_id,
@@ -877,11 +898,36 @@ impl CallPath {
             request_context: &record.request_context,
             requester: record.requester.as_deref(),
         };
-        self.parts.approval.requires(&check).await
+        self.parts.approval.requirement(&check).await
     }
 
-    /// Stores the call and asks for a decision.
-    pub(crate) async fn request_approval(&self, record: &CallRecord, input: Value) -> CallOutcome {
+    /// A call its tool's approval policy refused outright: it fails with
+    /// the policy's reason, which the model reads; nothing is stored.
+    async fn refused_by_policy(
+        &self,
+        record: &CallRecord,
+        input: Value,
+        reason: &str,
+    ) -> CallOutcome {
+        let (tool, call_id) = (&record.tool, record.call_id.as_str());
+        tracing::info!(reason, "tool call refused by its approval policy");
+        let error = ModelError::new(
+            ErrorKind::Execution,
+            format!("Tool {} refused this call: {reason}", tool.id()),
+        );
+        let known = CallValues::default().with(Phase::Input, &input);
+        self.failed(Some(tool), call_id, tool.id(), error, known)
+            .await
+    }
+
+    /// Stores the call, waiting for the approvals `requirement` asks, and
+    /// asks for a decision.
+    pub(crate) async fn request_approval(
+        &self,
+        record: &CallRecord,
+        input: Value,
+        requirement: &ApprovalRequirement,
+    ) -> CallOutcome {
         let (tool, call_id) = (&record.tool, record.call_id.as_str());
         let tool_id = tool.id();
         if self.parts.approval.forbids_self_approval() && record.requester.is_none() {
@@ -897,7 +943,8 @@ impl CallPath {
                 .failed(Some(tool), call_id, tool_id, error, known)
                 .await;
         }
-        let pending = self.pending_call(record, PendingKind::Approval, input.clone(), None);
+        let mut pending = self.pending_call(record, PendingKind::Approval, input.clone(), None);
+        pending.approvals = Some(self.parts.approval.required_approvals(tool_id, requirement));
         if let Err(error) = self.parts.stored.insert(pending).await {
             tracing::error!(%error, "could not store the call awaiting approval");
             let error = ModelError::new(

@@ -426,11 +426,10 @@ impl Decisions {
             let Lookup::Pending(stored) = stored else {
                 return Err(RuntimeError::NotAwaitingApproval { call_id });
             };
+            let required = decisions.path.approval_rules().required_for(&stored);
             Ok(Approvals {
-                required: decisions
-                    .path
-                    .approval_rules()
-                    .approvals_required(&stored.call.tool_id),
+                required: required.principals,
+                group: required.group,
                 granted: granted_by(calls, &call_id, &stored.digest()).await?,
             })
         }
@@ -967,13 +966,17 @@ struct DecidingCall<'a> {
 /// ```
 /// use tool_runtime::Approvals;
 ///
-/// let approvals = Approvals { required: 2, granted: vec!["alice".into()] };
+/// let approvals = Approvals { required: 2, group: None, granted: vec!["alice".into()] };
 /// assert_eq!(approvals.missing(), 1);
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Approvals {
     /// How many different principals must approve it.
     pub required: u32,
+    /// The group each of them must be in, when its approval policy named
+    /// one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
     /// Who approved its current version, in order.
     pub granted: Vec<String>,
 }
@@ -1019,9 +1022,11 @@ async fn detached<T: Send + 'static>(
 
 /// The call a stored call was, to run it again.
 pub(crate) fn to_tool_call(pending: PendingCall) -> ToolCall {
-    ToolCall::new(pending.call_id, pending.tool_id, pending.input)
+    let mut call = ToolCall::new(pending.call_id, pending.tool_id, pending.input)
         .with_request_context(RequestContext::from(pending.request_context))
-        .with_messages(pending.messages)
+        .with_messages(pending.messages);
+    call.head.timeout = pending.timeout_ms.map(std::time::Duration::from_millis);
+    call
 }
 
 #[cfg(test)]

@@ -161,6 +161,19 @@ pub enum RuntimeError {
         /// Which rule needs a principal.
         why: String,
     },
+    /// The call needs the approval of principals in a group (its approval
+    /// policy said so), and this one is not in it.
+    #[error(
+        "call {:?} needs the approval of principals in group {:?}, and {:?} is not in it", Excerpt::of(.call_id), Excerpt::of(.group), Excerpt::of(.principal)
+    )]
+    NotInGroup {
+        /// The call.
+        call_id: String,
+        /// Who tried.
+        principal: String,
+        /// The group it needs.
+        group: String,
+    },
     /// An application tried to append an audit entry of a kind the
     /// runtime alone writes (a request, a decision, a grant).
     #[error(

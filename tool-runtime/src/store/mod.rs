@@ -144,6 +144,7 @@ pub(crate) struct CallTexts {
     pub(crate) messages: String,
     pub(crate) payload: Option<String>,
     pub(crate) agent: Option<String>,
+    pub(crate) approvals: Option<String>,
 }
 
 /// Checks `call` against the limits every store enforces ([`MAX_ID_BYTES`],
@@ -175,6 +176,11 @@ pub(crate) fn storable_call(call: &PendingCall) -> Result<CallTexts, StoreError>
             .agent
             .as_ref()
             .map(|agent| storable_json(id, "agent context", agent))
+            .transpose()?,
+        approvals: call
+            .approvals
+            .as_ref()
+            .map(|approvals| storable_json(id, "required approvals", approvals))
             .transpose()?,
     })
 }
@@ -478,6 +484,55 @@ pub struct PendingCall {
     /// has waited, for listings that sort or filter by age.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub asked_at_ms: Option<u64>,
+    /// For a call waiting for approval: how many principals must approve
+    /// it and from which group, as the approval policy asked when it
+    /// started to wait (`None`: the runtime's count for its tool).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approvals: Option<RequiredApprovals>,
+    /// The call's own time limit in milliseconds
+    /// ([`CallHead::timeout`](crate::CallHead::timeout)), kept so that it
+    /// holds when the call runs after its pause, on any instance.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+}
+
+/// The approvals a call waiting for approval needs
+/// ([`PendingCall::approvals`]): what its approval policy's
+/// [`ApprovalRequirement`](tool_core::ApprovalRequirement) said, with the
+/// count resolved.
+///
+/// ```
+/// use tool_runtime::store::RequiredApprovals;
+///
+/// let two_of_finance = RequiredApprovals::new(2).from_group("finance");
+/// assert_eq!((two_of_finance.principals, two_of_finance.group.as_deref()), (2, Some("finance")));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct RequiredApprovals {
+    /// How many different principals must approve it (at least 1).
+    pub principals: u32,
+    /// The group each of them must be in, when named.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+}
+
+impl RequiredApprovals {
+    /// `principals` approvals (0 counts as 1), from anyone.
+    pub fn new(principals: u32) -> Self {
+        RequiredApprovals {
+            principals: principals.max(1),
+            group: None,
+        }
+    }
+
+    /// `self`, each from a principal in `group`.
+    #[must_use]
+    pub fn from_group(mut self, group: impl Into<String>) -> Self {
+        self.group = Some(group.into());
+        self
+    }
 }
 
 impl PendingCall {
@@ -500,6 +555,8 @@ impl PendingCall {
             requester: None,
             expires_at_ms: None,
             asked_at_ms: None,
+            approvals: None,
+            timeout_ms: None,
         }
     }
 

@@ -26,13 +26,14 @@ mod transaction;
 pub use transaction::{PostgresTransaction, TransactionError};
 
 /// The schema version this build creates and reads, recorded in
-/// `tool_runtime_schema`: 7 keeps when calls were asked for
+/// `tool_runtime_schema`: 8 keeps the approvals a call needs and its own
+/// time limit ([`ADD_APPROVALS_TIMEOUT`]); 7 keeps when calls were asked for
 /// ([`ADD_ASKED_AT`]); 6 adds the audit log ([`ADD_AUDIT`]); 5 remembers
 /// the ids of calls purged by the size bound ([`ADD_PURGED`]); 4 lets calls
 /// wait for their output ([`ADD_OUTPUT_KIND`]); 3 adds fencing tokens
 /// ([`ADD_FENCING`]); 2 adds agent runs (`tool_runtime_runs`) to the calls
-/// of version 1. Versions 1 to 6 are migrated.
-const SCHEMA_VERSION: i32 = 7;
+/// of version 1. Versions 1 to 7 are migrated.
+const SCHEMA_VERSION: i32 = 8;
 /// Connections the pool keeps at most: every store operation is one short
 /// statement or transaction, so a few serve many concurrent calls.
 const MAX_CONNECTIONS: usize = 8;
@@ -141,10 +142,16 @@ ALTER TABLE tool_runtime_calls ADD COLUMN expires_at_ms bigint;";
 /// (milliseconds since the Unix epoch; `NULL` for calls stored before).
 const ADD_ASKED_AT: &str = "ALTER TABLE tool_runtime_calls ADD COLUMN asked_at_ms bigint;";
 
+/// What schema version 8 adds: the approvals a call waiting for approval
+/// needs (JSON text of `RequiredApprovals`) and the call's own time limit
+/// (milliseconds); `NULL` for calls stored before.
+const ADD_APPROVALS_TIMEOUT: &str = "ALTER TABLE tool_runtime_calls ADD COLUMN approvals text;
+ALTER TABLE tool_runtime_calls ADD COLUMN timeout_ms bigint;";
+
 /// The columns a [`StoredCall`] is read from ([`PostgresStore::stored`]).
 const COLUMNS: &str = "call_id, kind, tool_id, state, owner, lease_expires_at, attempt, \
      input, request_context, messages, payload, resume_data, outcome, settled_at, epoch, agent, \
-     requester, expires_at_ms, asked_at_ms";
+     requester, expires_at_ms, asked_at_ms, approvals, timeout_ms";
 
 /// A durable store ([`CallStore`], [`RunStore`], [`AuditLog`]) in a
 /// PostgreSQL database, for runtimes on several hosts: pending approvals
@@ -336,6 +343,7 @@ impl PostgresStore {
             tx.batch_execute(ADD_PURGED).await?;
             tx.batch_execute(ADD_AUDIT).await?;
             tx.batch_execute(ADD_ASKED_AT).await?;
+            tx.batch_execute(ADD_APPROVALS_TIMEOUT).await?;
             tx.execute(
                 "INSERT INTO tool_runtime_schema (version) VALUES ($1)",
                 &[&SCHEMA_VERSION],
@@ -358,7 +366,7 @@ impl PostgresStore {
         };
         match version {
             Some(SCHEMA_VERSION) => Ok(()),
-            Some(version @ 1..=6) => {
+            Some(version @ 1..=7) => {
                 if version == 1 {
                     // Version 1 had no runs; its calls are as they were.
                     tx.batch_execute(CREATE_RUNS).await?;
@@ -379,8 +387,13 @@ impl PostgresStore {
                     // Version 5 kept no audit log.
                     tx.batch_execute(ADD_AUDIT).await?;
                 }
-                // Version 6 did not keep when calls were asked for.
-                tx.batch_execute(ADD_ASKED_AT).await?;
+                if version <= 6 {
+                    // Version 6 did not keep when calls were asked for.
+                    tx.batch_execute(ADD_ASKED_AT).await?;
+                }
+                // Version 7 kept neither the approvals a call needs nor
+                // its own time limit.
+                tx.batch_execute(ADD_APPROVALS_TIMEOUT).await?;
                 tx.execute(
                     "UPDATE tool_runtime_schema SET version = $1",
                     &[&SCHEMA_VERSION],
@@ -523,6 +536,13 @@ impl PostgresStore {
             asked_at_ms: row
                 .try_get::<_, Option<i64>>("asked_at_ms")?
                 .and_then(|at| u64::try_from(at).ok()),
+            approvals: row
+                .try_get::<_, Option<&str>>("approvals")?
+                .map(|text| self.parse(&call_id, "required approvals", text))
+                .transpose()?,
+            timeout_ms: row
+                .try_get::<_, Option<i64>>("timeout_ms")?
+                .and_then(|ms| u64::try_from(ms).ok()),
             call_id,
         };
         Ok(StoredCall {
@@ -543,8 +563,8 @@ impl PostgresStore {
                 // A task notifies listening workers, when (and if) the insert commits.
                 "WITH inserted AS (
                      INSERT INTO tool_runtime_calls
-                         (call_id, kind, tool_id, state, attempt, input, request_context, messages, payload, agent, requester, expires_at_ms, asked_at_ms)
-                     VALUES ($1, $2, $3, 'pending', 0, $4, $5, $6, $7, $9, $10, $11, $12)
+                         (call_id, kind, tool_id, state, attempt, input, request_context, messages, payload, agent, requester, expires_at_ms, asked_at_ms, approvals, timeout_ms)
+                     VALUES ($1, $2, $3, 'pending', 0, $4, $5, $6, $7, $9, $10, $11, $12, $13, $14)
                      RETURNING kind)
                  SELECT pg_notify($8, '') FROM inserted WHERE kind = 'task'",
             )
@@ -565,6 +585,8 @@ impl PostgresStore {
                     &call.requester,
                     &call.expires_at_ms.and_then(|at| i64::try_from(at).ok()),
                     &call.asked_at_ms.and_then(|at| i64::try_from(at).ok()),
+                    &texts.approvals,
+                    &call.timeout_ms.and_then(|ms| i64::try_from(ms).ok()),
                 ],
             )
             .await;

@@ -21,6 +21,8 @@ mod pipeline_shape;
 mod postgres;
 #[cfg(feature = "provider")]
 mod provider_stream;
+#[cfg(feature = "sqlite")]
+mod requirements;
 mod seams;
 mod separation;
 #[cfg(feature = "sqlite")]

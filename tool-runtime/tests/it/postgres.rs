@@ -248,20 +248,20 @@ async fn errors_name_the_database_without_its_password_and_the_call() {
     assert!(matches!(error, StoreError::Io { .. }), "{error:?}");
     let message = error.to_string();
     assert!(
-        message.contains("version 99") && message.contains("(7)"),
+        message.contains("version 99") && message.contains("(8)"),
         "{message}"
     );
     schema.drop().await;
 }
 
 /// A schema of version 1, as the build before agent runs created it: its
-/// tables by hand, one pending call. Connecting migrates it to version 7
+/// tables by hand, one pending call. Connecting migrates it to version 8
 /// (the runs table, fencing tokens, calls waiting for their output, the
 /// ids of purged calls, the audit log, then when calls were asked for),
 /// keeping the call; concurrent first connections
 /// migrate it once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_schema_of_version_1_is_migrated_to_version_7_and_keeps_its_calls() {
+async fn a_schema_of_version_1_is_migrated_to_version_8_and_keeps_its_calls() {
     let Some(url) = database_url() else { return };
     let schema = Schema::new(&url, "v1").await;
     schema
@@ -320,7 +320,7 @@ async fn a_schema_of_version_1_is_migrated_to_version_7_and_keeps_its_calls() {
         .iter()
         .map(|row| row.get(0))
         .collect();
-    assert_eq!(versions, [7]);
+    assert_eq!(versions, [8]);
     let store = &stores[0];
     assert_eq!(
         calls(store.list().await.unwrap()),

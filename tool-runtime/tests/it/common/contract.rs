@@ -18,8 +18,8 @@ use std::time::Duration;
 use serde_json::json;
 use tool_runtime::store::{
     AuditEntry, AuditKind, AuditLog, AuditQuery, CallStore, Decided, Expected, MAX_ID_BYTES,
-    MAX_JSON_DEPTH, PendingQuery, RecordedOutcome, Retention, RunStore, Settlement, StoredRun,
-    Transition,
+    MAX_JSON_DEPTH, PendingQuery, RecordedOutcome, RequiredApprovals, Retention, RunStore,
+    Settlement, StoredRun, Transition,
 };
 use tool_runtime::{CallState, PendingCall, PendingKind, StoreError, StoredCall};
 
@@ -1354,7 +1354,7 @@ async fn audit_log<S: CallStore + AuditLog>(store: Arc<S>, p: &str) {
     );
 }
 
-/// A call's requester and expiry read back; an approval with edits: the
+/// A call's requester, expiry, required approvals and time limit read back; an approval with edits: the
 /// claim replaces the stored input in the same step (what a recovery
 /// runs), once; a call pending for another kind is
 /// not claimed so, and an input the stores refuse is refused.
@@ -1364,11 +1364,13 @@ async fn edited_claims(store: &(impl CallStore + RunStore), p: &str) {
     call.requester = Some("alice".into());
     call.expires_at_ms = Some(4_102_444_800_000);
     call.asked_at_ms = Some(4_102_444_000_000);
+    call.approvals = Some(RequiredApprovals::new(2).from_group("finance"));
+    call.timeout_ms = Some(90_000);
     store.insert(call.clone()).await.unwrap();
     assert_eq!(
         store.get(&id).await.unwrap().unwrap().call,
         call,
-        "who asked, when, and when it expires read back"
+        "who asked, when, when it expires, the approvals it needs and its own time limit read back"
     );
     let edit = |input: serde_json::Value| Transition::RunEdited {
         owner: "a".into(),

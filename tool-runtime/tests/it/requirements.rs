@@ -1,0 +1,235 @@
+//! Approval policies that answer with a requirement: "two of finance above
+//! 1,000" said on the call's input, kept with the call on every instance
+//! and enforced by the decisions; a call refused outright; and a call's
+//! own time limit kept across its pause.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+use tool_core::{ApprovalRequirement, RequestContext, ToolContext, ToolError, tool};
+use tool_runtime::store::{MemoryStore, SqliteStore};
+use tool_runtime::{CallOutcome, Decider, Decision, Principal, Runtime, RuntimeError, ToolCall};
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+pub struct Refund {
+    order: String,
+    amount: u32,
+}
+
+/// Who must approve a refund, by its amount.
+fn refund_policy(refund: &Refund, _rc: &RequestContext) -> ApprovalRequirement {
+    match refund.amount {
+        0..=100 => ApprovalRequirement::NotRequired,
+        101..=1_000 => ApprovalRequirement::required(),
+        1_001..=10_000 => ApprovalRequirement::approvals(2).from_group("finance"),
+        _ => {
+            ApprovalRequirement::refused("refunds above 10,000 go through the bank, not this agent")
+        }
+    }
+}
+
+/// Refunds an order.
+#[tool(require_approval = refund_policy)]
+async fn refund(refund: Refund) -> String {
+    format!("refunded {} on {}", refund.amount, refund.order)
+}
+
+fn finance(name: &str) -> Principal {
+    Principal::new(name).in_group("finance")
+}
+
+async fn decide(
+    runtime: &Runtime,
+    call_id: &str,
+    principal: Principal,
+) -> Result<CallOutcome, RuntimeError> {
+    let digest = runtime
+        .inbox()
+        .stored(call_id)
+        .await
+        .unwrap()
+        .unwrap()
+        .digest();
+    runtime
+        .decide_as(call_id, Decision::Approve, Decider::new(principal, digest))
+        .await
+}
+
+#[tokio::test]
+async fn two_of_finance_above_a_thousand_one_of_anyone_below_none_for_small_refunds() {
+    let runtime = Runtime::builder().tool(RefundTool).build().unwrap();
+    let small = runtime
+        .call(ToolCall::new(
+            "r0",
+            "refund",
+            json!({ "order": "A1", "amount": 40 }),
+        ))
+        .await;
+    assert_eq!(small.output(), Some(&json!("refunded 40 on A1")));
+
+    runtime
+        .call(ToolCall::new(
+            "r1",
+            "refund",
+            json!({ "order": "A2", "amount": 500 }),
+        ))
+        .await;
+    let approvals = runtime.inbox().approvals("r1").await.unwrap();
+    assert_eq!((approvals.required, approvals.group), (1, None));
+    let outcome = decide(&runtime, "r1", Principal::new("support-desk"))
+        .await
+        .unwrap();
+    assert_eq!(outcome.output(), Some(&json!("refunded 500 on A2")));
+
+    let waiting = runtime
+        .call(ToolCall::new(
+            "r2",
+            "refund",
+            json!({ "order": "A3", "amount": 5_000 }),
+        ))
+        .await;
+    assert!(
+        matches!(waiting, CallOutcome::ApprovalRequired { .. }),
+        "{waiting:?}"
+    );
+    let approvals = runtime.inbox().approvals("r2").await.unwrap();
+    assert_eq!(
+        (approvals.required, approvals.group.as_deref()),
+        (2, Some("finance"))
+    );
+    let outsider = decide(&runtime, "r2", Principal::new("support-desk")).await;
+    assert!(
+        matches!(outsider, Err(RuntimeError::NotInGroup { .. })),
+        "{outsider:?}"
+    );
+    let nobody = runtime.approve("r2").await;
+    assert!(
+        matches!(nobody, Err(RuntimeError::PrincipalRequired { .. })),
+        "{nobody:?}"
+    );
+    let first = decide(&runtime, "r2", finance("alice")).await.unwrap();
+    assert!(
+        matches!(first, CallOutcome::ApprovalRequired { .. }),
+        "one of two: {first:?}"
+    );
+    let second = decide(&runtime, "r2", finance("bob")).await.unwrap();
+    assert_eq!(second.output(), Some(&json!("refunded 5000 on A3")));
+    assert_eq!(
+        runtime
+            .inbox()
+            .approvals("r2")
+            .await
+            .map(|a| a.granted)
+            .ok(),
+        None,
+        "settled: no longer waiting"
+    );
+}
+
+#[tokio::test]
+async fn a_call_the_policy_refuses_fails_with_its_reason_and_is_never_stored() {
+    let runtime = Runtime::builder().tool(RefundTool).build().unwrap();
+    let outcome = runtime
+        .call(ToolCall::new(
+            "r9",
+            "refund",
+            json!({ "order": "B1", "amount": 50_000 }),
+        ))
+        .await;
+    let error = outcome.error().expect("refused");
+    assert!(error.message().contains("go through the bank"), "{error:?}");
+    assert!(runtime.inbox().stored("r9").await.unwrap().is_none());
+}
+
+#[tokio::test]
+async fn the_requirement_is_stored_with_the_call_and_holds_on_another_instance() {
+    let file = tempfile::NamedTempFile::new().unwrap();
+    let store = Arc::new(SqliteStore::open(file.path()).unwrap());
+    let front = Runtime::builder()
+        .tool(RefundTool)
+        .store(Arc::clone(&store))
+        .build()
+        .unwrap();
+    // Another instance whose own rules would ask one approval of anyone.
+    let back = Runtime::builder()
+        .tool(
+            tool_core::Tool::builder("refund")
+                .description("Refunds an order")
+                .require_approval(true)
+                .execute(|input, _ctx| async move { Ok::<_, ToolError>(input) })
+                .build()
+                .unwrap(),
+        )
+        .store(store)
+        .build()
+        .unwrap();
+    front
+        .call(ToolCall::new(
+            "r2",
+            "refund",
+            json!({ "order": "C1", "amount": 2_000 }),
+        ))
+        .await;
+    let outsider = decide(&back, "r2", Principal::new("support-desk")).await;
+    assert!(
+        matches!(outsider, Err(RuntimeError::NotInGroup { .. })),
+        "{outsider:?}"
+    );
+    let first = decide(&back, "r2", finance("alice")).await.unwrap();
+    assert!(
+        matches!(first, CallOutcome::ApprovalRequired { .. }),
+        "{first:?}"
+    );
+}
+
+/// Waits `ms` milliseconds, after approval or after it is resumed.
+#[tool(require_approval)]
+async fn slow(ms: u64) -> String {
+    tokio::time::sleep(Duration::from_millis(ms)).await;
+    "finished".into()
+}
+
+/// Asks first, then waits `ms` milliseconds.
+#[tool]
+async fn slow_after_asking(ms: u64, ctx: ToolContext<String, bool>) -> Result<String, ToolError> {
+    if ctx.resume_data().is_none() {
+        return ctx.suspend("go on?".into());
+    }
+    tokio::time::sleep(Duration::from_millis(ms)).await;
+    Ok("finished".into())
+}
+
+#[tokio::test]
+async fn a_calls_own_time_limit_holds_after_its_pause_on_another_instance() {
+    let store = Arc::new(MemoryStore::new());
+    let instance = || {
+        Runtime::builder()
+            .tool(SlowTool)
+            .tool(SlowAfterAskingTool)
+            .store(Arc::clone(&store))
+            .build()
+            .unwrap()
+    };
+    let (front, back) = (instance(), instance());
+    let limit = Duration::from_millis(100);
+    front
+        .call(ToolCall::new("s1", "slow", json!({ "ms": 10_000 })).with_timeout(limit))
+        .await;
+    let stored = back.inbox().stored("s1").await.unwrap().unwrap();
+    assert_eq!(stored.call.timeout_ms, Some(100));
+    let outcome = tokio::time::timeout(Duration::from_secs(5), back.approve("s1"))
+        .await
+        .expect("the call's limit ended it, not the test's")
+        .unwrap();
+    assert_eq!(outcome, CallOutcome::Aborted);
+
+    front
+        .call(ToolCall::new("s2", "slow_after_asking", json!({ "ms": 10_000 })).with_timeout(limit))
+        .await;
+    let outcome = tokio::time::timeout(Duration::from_secs(5), back.resume("s2", json!(true)))
+        .await
+        .expect("the call's limit ended it, not the test's")
+        .unwrap();
+    assert_eq!(outcome, CallOutcome::Aborted);
+}
