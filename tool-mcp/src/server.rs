@@ -24,6 +24,7 @@ use crate::shared::{RequestContextFn, Shared};
 use crate::stdio;
 use crate::task_input::TaskInputs;
 use crate::tasks;
+use tool_core::Tool;
 use tool_runtime::Runtime;
 
 /// Serves a [`Runtime`]'s tools over MCP, with the official `rmcp` crate.
@@ -131,6 +132,7 @@ impl McpServer {
             request_state_lifetime: REQUEST_STATE_LIFETIME,
             max_message_size: inbound::MAX_MESSAGE,
             structured_output: std::collections::HashSet::new(),
+            served: None,
         }
     }
 
@@ -299,7 +301,11 @@ pub struct McpServerBuilder {
     request_state_lifetime: std::time::Duration,
     max_message_size: usize,
     structured_output: std::collections::HashSet<String>,
+    served: Option<Arc<ToolFilter>>,
 }
+
+/// Which of the runtime's tools a server serves ([`McpServerBuilder::serve_only`]).
+type ToolFilter = dyn Fn(&Tool) -> bool + Send + Sync;
 
 /// How long an `input_required` result's `requestState` is accepted by default.
 const REQUEST_STATE_LIFETIME: std::time::Duration = std::time::Duration::from_secs(60 * 60);
@@ -436,6 +442,51 @@ impl McpServerBuilder {
         self
     }
 
+    /// Serves only the runtime's tools that `serve` accepts (by default,
+    /// every tool it can run): the others are neither listed nor callable
+    /// (a call to one is answered as a call to an unknown tool), though
+    /// they stay the runtime's for its other users. A public server next
+    /// to an internal one on the same runtime and store, say, the public
+    /// one serving the read-only tools. The last filter given wins.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_core::{McpOptions, Tool, ToolError};
+    /// use tool_mcp::McpServer;
+    /// use tool_runtime::Runtime;
+    ///
+    /// let tool = |id: &str, read_only: bool| Tool::builder(id).description("A tool")
+    ///     .mcp(McpOptions::default().read_only(read_only))
+    ///     .execute(|input, _ctx| async move { Ok::<_, ToolError>(input) })
+    ///     .build().unwrap();
+    /// let runtime = Runtime::builder()
+    ///     .tool(tool("lookup", true))
+    ///     .tool(tool("refund", false))
+    ///     .build().unwrap();
+    /// let public = McpServer::builder(runtime.clone())
+    ///     .serve_only(|tool| tool.definition().mcp.as_ref().is_some_and(|mcp| mcp.annotations.read_only_hint == Some(true)))
+    ///     .build();
+    /// let names: Vec<_> = public.tools().into_iter().map(|t| t.name.to_string()).collect();
+    /// assert_eq!(names, ["lookup"]);
+    /// let by_id = McpServer::builder(runtime).serve_tools(["refund"]).build();
+    /// assert_eq!(by_id.tools()[0].name, "refund");
+    /// ```
+    pub fn serve_only(mut self, serve: impl Fn(&Tool) -> bool + Send + Sync + 'static) -> Self {
+        self.served = Some(Arc::new(serve));
+        self
+    }
+
+    /// Serves only the runtime's tools with these ids (see
+    /// [`serve_only`](Self::serve_only)).
+    pub fn serve_tools<I, S>(self, ids: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let ids: std::collections::HashSet<String> = ids.into_iter().map(Into::into).collect();
+        self.serve_only(move |tool| ids.contains(tool.id()))
+    }
+
     /// Builds the server; each tool's MCP declaration is computed once, here.
     pub fn build(self) -> McpServer {
         let tools: Vec<Arc<ServedTool>> = self
@@ -445,6 +496,7 @@ impl McpServerBuilder {
             // A declaration-only tool runs in the application: served, its
             // calls would only wait for a result no MCP client can give.
             .filter(|tool| tool.has_execute())
+            .filter(|tool| self.served.as_ref().is_none_or(|serve| serve(tool)))
             .map(|tool| {
                 let opted_in = self.structured_output.contains(tool.id());
                 Arc::new(served_tool(tool, opted_in))

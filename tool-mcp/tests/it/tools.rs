@@ -417,3 +417,43 @@ async fn mcp_client_takes_the_content_of_a_result_without_structured_content() {
         ]))
     );
 }
+
+#[tokio::test]
+async fn a_server_serves_only_the_tools_it_is_told_to_and_the_rest_are_not_callable() {
+    let runtime = runtime();
+    // The read-only tools, by their MCP annotation; and a subset by id.
+    let read_only = McpServer::builder(runtime.clone())
+        .serve_only(|tool| {
+            tool.definition()
+                .mcp
+                .as_ref()
+                .is_some_and(|mcp| mcp.annotations.read_only_hint == Some(true))
+        })
+        .build();
+    let by_id = McpServer::builder(runtime.clone())
+        .serve_tools(["letters"])
+        .build();
+    for (server, served) in [(read_only, "weather-tool"), (by_id, "letters")] {
+        for modern in [false, true] {
+            let client = connect_to(server.clone(), TestClient::default(), modern).await;
+            let listed = client.list_all_tools().await.unwrap();
+            let names: Vec<&str> = listed.iter().map(|t| t.name.as_ref()).collect();
+            assert_eq!(names, [served], "modern: {modern}");
+            let refused = call(&client, "delete-file", json!({ "path": "/etc" }))
+                .await
+                .unwrap_err();
+            let ServiceError::McpError(error) = refused else {
+                panic!("expected a JSON-RPC error, got {refused:?}")
+            };
+            assert_eq!(error.code.0, -32602);
+            assert_eq!(
+                error.message,
+                format!("Tool \"delete-file\" not found. Available tools: {served}.")
+            );
+        }
+    }
+    assert!(
+        runtime.inbox().waiting().await.unwrap().is_empty(),
+        "the refused call was never made"
+    );
+}
