@@ -14,9 +14,9 @@ use tool_core::Excerpt;
 
 use super::{
     AuditEntry, AuditLog, AuditQuery, CallState, CallStore, Decided, Expected, PendingCall,
-    PendingKind, RecordedOutcome, RequiredApprovals, Retention, RunStore, Settlement, StoreError,
-    StoreTransaction, StoredCall, StoredRun, TaskSignal, TaskSignaller, Transition, storable_audit,
-    storable_call, storable_json, storable_run_record,
+    PendingKind, RecordedOutcome, Retention, RunStore, Settlement, StoreError, StoreTransaction,
+    StoredCall, StoredRun, TaskSignal, TaskSignaller, Transition, storable_audit, storable_call,
+    storable_json, storable_run_record,
 };
 
 mod transaction;
@@ -366,9 +366,9 @@ struct Record {
     /// needs no new layout).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     asked_at_ms: Option<u64>,
-    /// Added after layout 6, as `asked_at_ms` was.
+    /// Added after layout 6, as `asked_at_ms` was: JSON text, as `agent`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    approvals: Option<RequiredApprovals>,
+    approvals: Option<String>,
     /// Added after layout 6, as `asked_at_ms` was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     timeout_ms: Option<u64>,
@@ -390,7 +390,7 @@ impl Record {
             requester: call.requester.clone(),
             expires_at_ms: call.expires_at_ms,
             asked_at_ms: call.asked_at_ms,
-            approvals: call.approvals.clone(),
+            approvals: texts.approvals,
             timeout_ms: call.timeout_ms,
         })
     }
@@ -408,7 +408,10 @@ impl Record {
             requester: self.requester,
             expires_at_ms: self.expires_at_ms,
             asked_at_ms: self.asked_at_ms,
-            approvals: self.approvals,
+            approvals: self
+                .approvals
+                .map(|a| serde_json::from_str(&a))
+                .transpose()?,
             timeout_ms: self.timeout_ms,
         })
     }
