@@ -48,8 +48,16 @@ impl ToolSet {
         Ok(set)
     }
 
-    /// Adds a tool; fails when its id is taken.
+    /// Adds a tool; fails when its id is taken, or when building it found
+    /// it misconfigured (what a `#[tool]` type could not report at compile
+    /// time: an editable field its input struct does not have, a schema
+    /// refused), so that a runtime refuses to start rather than fail every
+    /// call with it. Schemas that compile only on first use are checked
+    /// then.
     pub fn insert(&mut self, tool: Tool) -> Result<(), BuildError> {
+        if let Some(error) = &tool.inner.config_error {
+            return Err(error.clone());
+        }
         let id = tool.id().to_owned();
         if self.by_id.contains_key(&id) {
             return Err(BuildError::DuplicateId { id });

@@ -4,7 +4,9 @@
 //! the tool is built.
 
 use serde_json::json;
-use tool_core::{BuildError, CallContext, ErrorKind, RequestContext, Tool, ToolError, tool};
+use tool_core::{
+    BuildError, CallContext, ErrorKind, RequestContext, Tool, ToolError, ToolSet, tool,
+};
 
 /// Transfer money
 #[tool(require_approval(editable(amount, memo)))]
@@ -201,4 +203,41 @@ async fn a_struct_field_the_macro_cannot_see_is_checked_when_the_tool_is_built()
     let input = json!({ "item": "tea", "address": { "city": "Oslo" }, "express": false });
     let outcome = tool.execute(input, CallContext::new("c1")).await;
     assert_eq!(outcome.error().unwrap().kind(), ErrorKind::Configuration);
+    // A set of tools, and so a runtime, refuses it: the mistake shows when
+    // the application starts, not in every call the model makes.
+    assert_eq!(
+        ToolSet::new([ShipMisdeclaredTool]).unwrap_err(),
+        error.clone()
+    );
+    let refused = tool_runtime::Runtime::builder()
+        .tool(ShipMisdeclaredTool)
+        .build()
+        .unwrap_err();
+    assert!(refused.to_string().contains("adress"), "{refused}");
+}
+
+/// Doubles a number a reviewer may change, declaring a name it does not have
+#[tool(require_approval(editable(amount)))]
+async fn double_misdeclared(value: u32) -> u32 {
+    value * 2
+}
+
+#[test]
+fn a_lone_parameters_editable_field_is_checked_when_the_tool_is_built() {
+    // One non-object parameter: the input is `{ "value": .. }`, decided from
+    // the schema when the tool is built.
+    let error = Tool::from(DoubleMisdeclaredTool)
+        .config_error()
+        .cloned()
+        .expect("an unknown editable field");
+    assert!(
+        matches!(&error, BuildError::UnknownEditableField { field, .. } if field == "amount"),
+        "{error:?}"
+    );
+    assert!(
+        tool_runtime::Runtime::builder()
+            .tool(DoubleMisdeclaredTool)
+            .build()
+            .is_err()
+    );
 }
