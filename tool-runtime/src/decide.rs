@@ -218,12 +218,51 @@ impl Decisions {
         async move { deciding?.await }
     }
 
+    /// A decision, in four steps: check it (before anything changes), make
+    /// its claim (the values it brings checked), commit it (one atomic
+    /// transition of the store, audited), and run the call it claimed.
     async fn decide_here(
         &self,
         deciding: DecidingCall<'_>,
         decision: Decision,
         extensions: Extensions,
     ) -> Result<CallOutcome, RuntimeError> {
+        let (stored, approved_by) = match self.check(deciding, &decision).await? {
+            Checked::GoesOn(stored, approved_by) => (stored, approved_by),
+            Checked::Answered(outcome) => return Ok(outcome),
+        };
+        let span = call_span(decision.step(), &stored.call.tool_id, deciding.call_id);
+        let claim = match self
+            .claim_for(&stored, &decision)
+            .instrument(span.clone())
+            .await?
+        {
+            Ok(claim) => claim,
+            Err(left_waiting) => return Ok(left_waiting),
+        };
+        let committed = self
+            .commit(deciding, &stored, &decision, claim, approved_by)
+            .instrument(span.clone())
+            .await?;
+        match committed {
+            Committed::Answered(outcome) => Ok(outcome),
+            Committed::Claimed(stored, lease) => {
+                self.run_decided(stored, lease, decision, extensions, span)
+                    .await
+            }
+        }
+    }
+
+    /// What may be checked before anything changes: the call still waits
+    /// (else the decision lost) and has not expired, the approval rules
+    /// let this decider take this decision, the tool is the one named, and
+    /// an approval completes the count of grants (else it is recorded and
+    /// the call waits on).
+    async fn check(
+        &self,
+        deciding: DecidingCall<'_>,
+        decision: &Decision,
+    ) -> Result<Checked, RuntimeError> {
         let DecidingCall {
             call_id,
             tool_id,
@@ -231,15 +270,23 @@ impl Decisions {
         } = deciding;
         let calls = self.path.stored();
         let stored = match calls.lookup(call_id, decision.pending_kinds()).await? {
-            Lookup::Settled(outcome) => return self.lost(deciding, &decision, outcome).await,
+            Lookup::Settled(outcome) => {
+                return self
+                    .lost(deciding, decision, outcome)
+                    .await
+                    .map(Checked::Answered);
+            }
             Lookup::Pending(stored) => stored,
         };
         if stored.call.expired(now_ms()) {
             let outcome = self.expire(&stored).await?;
-            return self.lost(deciding, &decision, outcome).await;
+            return self
+                .lost(deciding, decision, outcome)
+                .await
+                .map(Checked::Answered);
         }
         let rules = self.path.approval_rules();
-        if let Err(refusal) = rules.check(&stored, &decision, decider) {
+        if let Err(refusal) = rules.check(&stored, decision, decider) {
             if let Some(attempt) = refusal.audit {
                 calls.audit(attempt).await;
             }
@@ -254,70 +301,70 @@ impl Decisions {
                 ),
             });
         }
-        let approved_by = match rules.quorum(calls, &stored, &decision, decider).await? {
-            Quorum::NotNeeded => None,
-            Quorum::Reached(principals) => Some(principals),
-            Quorum::Waiting => {
-                return Ok(CallOutcome::ApprovalRequired {
-                    call_id: call_id.to_owned(),
-                    input: stored.call.input.clone(),
-                    resume_schema: Some(crate::approval_policy::decision_schema()),
-                });
-            }
-        };
-        // The kind found: the transition asks for it, so a call that
-        // changed in between is not decided.
-        let kind = stored.call.kind;
-        let span = call_span(decision.step(), &stored.call.tool_id, call_id);
-        let claim = match &decision {
+        match rules.quorum(calls, &stored, decision, decider).await? {
+            Quorum::NotNeeded => Ok(Checked::GoesOn(stored, None)),
+            Quorum::Reached(principals) => Ok(Checked::GoesOn(stored, Some(principals))),
+            Quorum::Waiting => Ok(Checked::Answered(CallOutcome::ApprovalRequired {
+                call_id: call_id.to_owned(),
+                input: stored.call.input.clone(),
+                resume_schema: Some(crate::approval_policy::decision_schema()),
+            })),
+        }
+    }
+
+    /// The store transition `decision` makes on `stored`, its values
+    /// checked first: an edit, resume data or an output the tool refuses
+    /// leaves the call waiting, and the decider reads why (`Err`).
+    async fn claim_for(
+        &self,
+        stored: &StoredCall,
+        decision: &Decision,
+    ) -> Result<Result<Claim, CallOutcome>, RuntimeError> {
+        let call = &stored.call;
+        let call_id = call.call_id.as_str();
+        let claim = match decision {
             Decision::Decline(reason) => Claim::Settle(RecordedOutcome::Declined {
                 reason: reason.clone(),
             }),
             Decision::Approve => {
-                self.tool_of(&stored.call)?;
+                self.tool_of(call)?;
                 Claim::Run(None)
             }
             Decision::Edit(changes) => {
-                let tool = self.tool_of(&stored.call)?;
-                // Checked before anything changes: a refused edit leaves the call waiting.
-                let edited = tool
-                    .validate_edit(&stored.call.input, changes)
-                    .and_then(|edited| {
-                        let check = self.path.stored_context(&stored.call);
-                        tool.admit(edited.clone(), check).map(|_| edited)
-                    });
+                let tool = self.tool_of(call)?;
+                let edited = tool.validate_edit(&call.input, changes).and_then(|edited| {
+                    let check = self.path.stored_context(call);
+                    tool.admit(edited.clone(), check).map(|_| edited)
+                });
                 match edited {
                     Ok(edited) => Claim::RunEdited(edited),
                     Err(error) => {
-                        let known = CallValues::default().with(Phase::Input, &stored.call.input);
+                        let known = CallValues::default().with(Phase::Input, &call.input);
                         let left = self.left_waiting(&tool, call_id, error, known, "edit");
-                        return Ok(left.instrument(span.clone()).await);
+                        return Ok(Err(left.await));
                     }
                 }
             }
             Decision::Resume(data) => {
-                let tool = self.tool_of(&stored.call)?;
-                // Checked before anything changes: invalid data leaves the call suspended.
+                let tool = self.tool_of(call)?;
                 let check = self
                     .path
-                    .stored_context(&stored.call)
-                    .resuming(data.clone(), stored.call.payload.clone());
-                if let Err(error) = tool.admit(stored.call.input.clone(), check) {
+                    .stored_context(call)
+                    .resuming(data.clone(), call.payload.clone());
+                if let Err(error) = tool.admit(call.input.clone(), check) {
                     let known = CallValues {
-                        input: Some(&stored.call.input),
-                        suspend_payload: stored.call.payload.as_ref(),
+                        input: Some(&call.input),
+                        suspend_payload: call.payload.as_ref(),
                         resume_data: Some(data),
                         ..CallValues::default()
                     };
                     let left = self.left_waiting(&tool, call_id, error, known, "resume data");
-                    return Ok(left.instrument(span.clone()).await);
+                    return Ok(Err(left.await));
                 }
                 Claim::Run(Some(data.clone()))
             }
             Decision::Respond(output) => {
-                let tool = self.tool_of(&stored.call)?;
-                // Checked before anything changes, as resume data is: an
-                // output that does not fit leaves the call waiting.
+                let tool = self.tool_of(call)?;
                 match tool.check_output(output) {
                     Ok(model_output) => Claim::Settle(RecordedOutcome::Completed {
                         output: output.clone(),
@@ -325,28 +372,43 @@ impl Decisions {
                         state: None,
                     }),
                     Err(error) => {
-                        let known = CallValues::default().with(Phase::Input, &stored.call.input);
+                        let known = CallValues::default().with(Phase::Input, &call.input);
                         let left = self.left_waiting(&tool, call_id, error, known, "output");
-                        return Ok(left.instrument(span.clone()).await);
+                        return Ok(Err(left.await));
                     }
                 }
             }
         };
+        Ok(Ok(claim))
+    }
+
+    /// Makes `claim` on `stored` in one atomic transition (for a decider,
+    /// on the version their digest names) and audits it: the call settled
+    /// by it (a decline, a response), or claimed to run; or the decision
+    /// lost to another.
+    async fn commit(
+        &self,
+        deciding: DecidingCall<'_>,
+        stored: &StoredCall,
+        decision: &Decision,
+        claim: Claim,
+        approved_by: Option<Vec<String>>,
+    ) -> Result<Committed, RuntimeError> {
+        let (calls, call_id, decider) = (self.path.stored(), deciding.call_id, deciding.decider);
         let settles = match &claim {
             Claim::Settle(outcome) => Some(outcome.clone()),
             Claim::Run(_) | Claim::RunEdited(_) => None,
         };
-        let before = stored.call.input.clone();
-        // A person decided on the version their digest names: the
-        // transition applies to that version only.
+        // The kind found: the transition asks for it, so a call that
+        // changed in between is not decided.
         let expected = match decider {
-            Some(_) => Expected::from(kind).at(stored.epoch),
-            None => Expected::from(kind),
+            Some(_) => Expected::from(stored.call.kind).at(stored.epoch),
+            None => Expected::from(stored.call.kind),
         };
         let verdict = match calls.decide(call_id, expected, claim).await {
             Err(RuntimeError::StaleDigest { .. }) if let Some(decider) = decider => {
                 let attempt =
-                    refused_attempt(&stored.call, &decision, decider, "stale or foreign digest");
+                    refused_attempt(&stored.call, decision, decider, "stale or foreign digest");
                 calls.audit(attempt).await;
                 return Err(RuntimeError::StaleDigest {
                     call_id: call_id.to_owned(),
@@ -354,29 +416,41 @@ impl Decisions {
             }
             verdict => verdict?,
         };
-        if let (Some(decider), Verdict::Settled(stored) | Verdict::Claimed(stored, _)) =
+        if let (Some(decider), Verdict::Settled(after) | Verdict::Claimed(after, _)) =
             (decider, &verdict)
         {
             let mut entry = self
-                .decided_entry(stored, &decision, decider, &before)
+                .decided_entry(after, decision, decider, &stored.call.input)
                 .await;
             if let Some(principals) = approved_by {
                 entry = entry.detail(json!({ "approvedBy": principals }));
             }
             calls.audit(entry).await;
         }
-        let (stored, lease) = match verdict {
-            Verdict::AlreadySettled(outcome) => {
-                return self.lost(deciding, &decision, outcome).await;
-            }
-            Verdict::Settled(stored) => {
-                let settled = self.settled(&stored.call, settles);
-                return Ok(settled.instrument(span).await);
-            }
-            Verdict::Claimed(stored, lease) => (stored, lease),
-        };
-        let tool_id = stored.call.tool_id.clone();
-        let tool = self.path.tool(&tool_id).cloned();
+        match verdict {
+            Verdict::AlreadySettled(outcome) => self
+                .lost(deciding, decision, outcome)
+                .await
+                .map(Committed::Answered),
+            Verdict::Settled(after) => Ok(Committed::Answered(
+                self.settled(&after.call, settles).await,
+            )),
+            Verdict::Claimed(after, lease) => Ok(Committed::Claimed(after, lease)),
+        }
+    }
+
+    /// Runs the call `decision` claimed, after its event (`Resumed`, with
+    /// the resume data or the approval as the tool's transforms show it).
+    async fn run_decided(
+        &self,
+        stored: StoredCall,
+        lease: Lease,
+        decision: Decision,
+        extensions: Extensions,
+        span: tracing::Span,
+    ) -> Result<CallOutcome, RuntimeError> {
+        let (call_id, tool_id) = (stored.call.call_id.as_str(), stored.call.tool_id.as_str());
+        let tool = self.path.tool(tool_id).cloned();
         let shown = match &decision {
             Decision::Resume(data) => data.clone(),
             _ => json!({ "approved": true }),
@@ -394,7 +468,7 @@ impl Decisions {
             Payload::of(
                 tool.as_ref(),
                 call_id,
-                &tool_id,
+                tool_id,
                 Phase::Resume,
                 &shown,
                 known,
@@ -404,8 +478,8 @@ impl Decisions {
         let emitted = self
             .path
             .events()
-            .emit_shown(call_id, &tool_id, payload, event);
-        emitted.instrument(span.clone()).await;
+            .emit_shown(call_id, tool_id, payload, event);
+        emitted.instrument(span).await;
         let resume_data = match decision {
             Decision::Resume(data) => Some(data),
             _ => None,
@@ -958,6 +1032,24 @@ struct DecidingCall<'a> {
     /// The tool a typed decision expects.
     tool_id: Option<&'static str>,
     decider: Option<&'a Decider>,
+}
+
+/// What checking a decision found ([`Decisions::check`]).
+enum Checked {
+    /// It goes on: the call as found, and the principals whose grants
+    /// completed its count (when it needed several).
+    GoesOn(StoredCall, Option<Vec<String>>),
+    /// It is answered without a transition: the recorded outcome of a call
+    /// decided already (or expired), or a grant of several recorded.
+    Answered(CallOutcome),
+}
+
+/// What committing a decision did ([`Decisions::commit`]).
+enum Committed {
+    /// The call settled by the decision, or the outcome it lost to.
+    Answered(CallOutcome),
+    /// The call claimed to run, under the lease.
+    Claimed(StoredCall, Lease),
 }
 
 /// The approvals a call waiting for several has
