@@ -116,7 +116,8 @@ impl From<RuntimeError> for Refused {
             RuntimeError::StaleDigest { .. } => (StatusCode::CONFLICT, "stale_digest"),
             RuntimeError::AlreadyDecided { .. } => (StatusCode::CONFLICT, "already_decided"),
             RuntimeError::SelfApproval { .. } => (StatusCode::FORBIDDEN, "self_approval"),
-            RuntimeError::ApprovalsRequired { .. } => (StatusCode::CONFLICT, "approvals_required"),
+            RuntimeError::NotInGroup { .. } => (StatusCode::FORBIDDEN, "not_in_group"),
+            RuntimeError::PrincipalRequired { .. } => (StatusCode::CONFLICT, "principal_required"),
             _ => (StatusCode::CONFLICT, "conflict"),
         };
         Refused::new(status, code, error.to_string())

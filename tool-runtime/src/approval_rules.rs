@@ -158,8 +158,8 @@ impl ApprovalRules {
     /// checked before anything changes: the digest names this version;
     /// where separation of duties or several approvals apply, a decision
     /// that makes the call go on names a principal (the system's, for
-    /// code deciding alone), who is not the call's requester; an edit
-    /// cannot count toward several approvals.
+    /// code deciding alone), who is not the call's requester; and, for a
+    /// call that needs approvals in a group, a member of it.
     pub(crate) fn check(
         &self,
         stored: &StoredCall,
@@ -227,18 +227,6 @@ impl ApprovalRules {
                     group: group.clone(),
                 },
                 audit: Some(refused(decider, &format!("not in group {group:?}"))),
-            }));
-        }
-        if required > 1 && matches!(decision, Decision::Edit(_)) {
-            return Err(Box::new(Refusal {
-                error: RuntimeError::ApprovalsRequired {
-                    call_id: call_id.to_owned(),
-                    required,
-                    why: "an edit would change what the others approved: approve as is, or decline",
-                },
-                audit: decider.map(|decider| {
-                    refused(decider, "an edit cannot count toward several approvals")
-                }),
             }));
         }
         Ok(())
@@ -446,7 +434,7 @@ mod tests {
     }
 
     #[test]
-    fn several_approvals_need_named_principals_and_refuse_edits() {
+    fn several_approvals_need_named_principals_and_take_their_edits() {
         let mut rules = ApprovalRules::default();
         rules.set_tool_approvals_required("refund".into(), 2);
         let stored = waiting(None);
@@ -455,9 +443,15 @@ mod tests {
             RuntimeError::PrincipalRequired { .. }
         ));
         let bob = by(Principal::new("bob"), &stored);
+        // An edit counts as its editor's grant of the edited version.
+        assert!(
+            rules
+                .check(&stored, &Decision::Edit(json!({})), Some(&bob))
+                .is_ok()
+        );
         assert!(matches!(
-            error(rules.check(&stored, &Decision::Edit(json!({})), Some(&bob))),
-            RuntimeError::ApprovalsRequired { required: 2, .. }
+            error(rules.check(&stored, &Decision::Edit(json!({})), None)),
+            RuntimeError::PrincipalRequired { .. }
         ));
         assert_eq!(rules.approvals_required("refund"), 2);
         assert_eq!(rules.approvals_required("lookup"), 1);

@@ -901,6 +901,28 @@ impl CallPath {
         self.parts.approval.requirement(&check).await
     }
 
+    /// What a stored call needs with `input` (its edited input), as the
+    /// approval rules say for a new call: what an edit under several
+    /// approvals is held to.
+    pub(crate) async fn stored_requirement(
+        &self,
+        call: &PendingCall,
+        input: &Value,
+    ) -> ApprovalRequirement {
+        let Some(tool) = self.tool(&call.tool_id) else {
+            return ApprovalRequirement::required();
+        };
+        let request_context = RequestContext::from(call.request_context.clone());
+        let check = ApprovalCheck {
+            tool,
+            call_id: &call.call_id,
+            input,
+            request_context: &request_context,
+            requester: call.requester.as_deref(),
+        };
+        self.parts.approval.requirement(&check).await
+    }
+
     /// A call its tool's approval policy refused outright: it fails with
     /// the policy's reason, which the model reads; nothing is stored.
     async fn refused_by_policy(

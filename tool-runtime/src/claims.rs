@@ -14,8 +14,9 @@ use crate::error::RuntimeError;
 use crate::outage::{Outage, Waiting};
 use crate::store::{
     AuditEntry, AuditKind, AuditQuery, CallState, Committed, Decided, DynAuditLog, DynCallStore,
-    Expected, PendingCall, PendingKind, PendingQuery, RecordedOutcome, Retention, Settlement,
-    StoreError, StoreFuture, StoreTransaction, StoredCall, Stores, TaskSignal, Transition,
+    Expected, PendingCall, PendingKind, PendingQuery, RecordedOutcome, RequiredApprovals,
+    Retention, Settlement, StoreError, StoreFuture, StoreTransaction, StoredCall, Stores,
+    TaskSignal, Transition,
 };
 
 /// How often settled calls beyond the retention are purged, at most, unless
@@ -90,6 +91,8 @@ pub(crate) enum Verdict {
     Settled(StoredCall),
     /// Another decision settled the call first: its recorded outcome.
     AlreadySettled(CallOutcome),
+    /// The call waits on as a new version (an edit under several approvals).
+    Revised(StoredCall),
 }
 
 /// What a decision does, for [`StoredCalls::decide`].
@@ -100,6 +103,9 @@ pub(crate) enum Claim {
     Settle(RecordedOutcome),
     /// Run it with this edited input, stored in the same step.
     RunEdited(Value),
+    /// Keep it waiting as a new version: this edited input, needing these
+    /// approvals.
+    Revise(Value, Option<RequiredApprovals>),
 }
 
 impl StoredCalls {
@@ -352,6 +358,7 @@ impl StoredCalls {
                 lease: self.claimed_for(),
                 input,
             },
+            Claim::Revise(input, approvals) => Transition::Revise { input, approvals },
         };
         let asked = Instant::now();
         match self.store.decide(call_id, expected, transition).await? {
@@ -359,6 +366,7 @@ impl StoredCalls {
                 let lease = self.lease_of(&stored, asked);
                 Ok(Verdict::Claimed(stored, lease))
             }
+            Decided::Won(stored) if stored.state.is_pending() => Ok(Verdict::Revised(stored)),
             Decided::Won(stored) => {
                 self.note_finished();
                 self.purge_if_due().await;

@@ -13,7 +13,8 @@ use serde::{Deserialize as _, Serialize};
 use serde_json::{Value, json};
 use tool_core::transform::{CallValues, Phase};
 use tool_core::{
-    AgentContext, ErrorKind, Extensions, ModelError, Reconciled, RequestContext, Tool, TypedTool,
+    AgentContext, ApprovalRequirement, ErrorKind, Extensions, ModelError, Reconciled,
+    RequestContext, Tool, TypedTool,
 };
 use tracing::Instrument as _;
 
@@ -27,7 +28,7 @@ use crate::events::{EventKind, Payload};
 use crate::principal::Decider;
 use crate::store::{
     AuditEntry, AuditKind, Expected, PendingCall, PendingKind, PendingQuery, RecordedOutcome,
-    Settlement, StoredCall,
+    RequiredApprovals, Settlement, StoredCall,
 };
 
 /// A person's (or a system's) decision on a stored call, for
@@ -240,6 +241,25 @@ impl Decisions {
             Ok(claim) => claim,
             Err(left_waiting) => return Ok(left_waiting),
         };
+        let claim = match claim {
+            Claim::RunEdited(edited) => match self.edited_claim(&stored, edited).await? {
+                Edited::Runs(claim) => claim,
+                Edited::Revised(edited, approvals) => {
+                    return self
+                        .revise(
+                            deciding,
+                            &stored,
+                            &decision,
+                            (edited, approvals),
+                            extensions,
+                            span,
+                        )
+                        .await;
+                }
+                Edited::Refused(left_waiting) => return Ok(left_waiting.instrument(span).await),
+            },
+            claim => claim,
+        };
         let committed = self
             .commit(deciding, &stored, &decision, claim, approved_by)
             .instrument(span.clone())
@@ -250,6 +270,10 @@ impl Decisions {
                 self.run_decided(stored, lease, decision, extensions, span)
                     .await
             }
+            // Only an edit under several approvals revises (above).
+            Committed::Revised(_) => Err(RuntimeError::Running {
+                call_id: deciding.call_id.to_owned(),
+            }),
         }
     }
 
@@ -397,7 +421,7 @@ impl Decisions {
         let (calls, call_id, decider) = (self.path.stored(), deciding.call_id, deciding.decider);
         let settles = match &claim {
             Claim::Settle(outcome) => Some(outcome.clone()),
-            Claim::Run(_) | Claim::RunEdited(_) => None,
+            Claim::Run(_) | Claim::RunEdited(_) | Claim::Revise(..) => None,
         };
         // The kind found: the transition asks for it, so a call that
         // changed in between is not decided.
@@ -416,8 +440,10 @@ impl Decisions {
             }
             verdict => verdict?,
         };
-        if let (Some(decider), Verdict::Settled(after) | Verdict::Claimed(after, _)) =
-            (decider, &verdict)
+        if let (
+            Some(decider),
+            Verdict::Settled(after) | Verdict::Claimed(after, _) | Verdict::Revised(after),
+        ) = (decider, &verdict)
         {
             let mut entry = self
                 .decided_entry(after, decision, decider, &stored.call.input)
@@ -436,6 +462,135 @@ impl Decisions {
                 self.settled(&after.call, settles).await,
             )),
             Verdict::Claimed(after, lease) => Ok(Committed::Claimed(after, lease)),
+            Verdict::Revised(after) => Ok(Committed::Revised(after)),
+        }
+    }
+
+    /// What an edit (checked against the tool's edit schema) does, once
+    /// the approval policy is asked again on the edited input: a call
+    /// that still needs one approval from anyone runs edited, as the
+    /// editor's approval; one that now needs several, or members of a
+    /// group, or needed several already, waits on as a new version
+    /// ([`revise`](Self::revise)); an edit the policy refuses leaves the
+    /// call as it was.
+    async fn edited_claim(
+        &self,
+        stored: &StoredCall,
+        edited: Value,
+    ) -> Result<Edited, RuntimeError> {
+        let call = &stored.call;
+        let rules = self.path.approval_rules();
+        let approvals = match self.path.stored_requirement(call, &edited).await {
+            ApprovalRequirement::Refused { reason } => {
+                let tool = self.tool_of(call)?;
+                let error = ModelError::new(
+                    ErrorKind::InputValidation,
+                    format!("Tool {} refuses the edited call: {reason}", call.tool_id),
+                );
+                let (decisions, call_id, input) =
+                    (self.clone(), call.call_id.clone(), call.input.clone());
+                return Ok(Edited::Refused(Box::pin(async move {
+                    let known = CallValues::default().with(Phase::Input, &input);
+                    decisions
+                        .left_waiting(&tool, &call_id, error, known, "edit")
+                        .await
+                })));
+            }
+            ApprovalRequirement::NotRequired => RequiredApprovals::new(1),
+            requirement => rules.required_approvals(&call.tool_id, &requirement),
+        };
+        let several = rules.required_for(stored).principals > 1;
+        if approvals.principals > 1 || approvals.group.is_some() || several {
+            return Ok(Edited::Revised(edited, approvals));
+        }
+        Ok(Edited::Runs(Claim::RunEdited(edited)))
+    }
+
+    /// An edit that makes the call a new version needing `approvals`: it
+    /// waits on (grants of the earlier version no longer count), and the
+    /// edit counts as its editor's grant of the new version; the call runs
+    /// if that completes what it needs. An editor outside the new version's
+    /// group edits it without granting it.
+    async fn revise(
+        &self,
+        deciding: DecidingCall<'_>,
+        stored: &StoredCall,
+        decision: &Decision,
+        (edited, approvals): (Value, RequiredApprovals),
+        extensions: Extensions,
+        span: tracing::Span,
+    ) -> Result<CallOutcome, RuntimeError> {
+        let call = &stored.call;
+        let Some(editor) = deciding.decider else {
+            // The rules need a principal for several approvals: checked.
+            return Err(RuntimeError::PrincipalRequired {
+                call_id: call.call_id.clone(),
+                why: "an edit counts as its editor's approval".to_owned(),
+            });
+        };
+        let rules = self.path.approval_rules();
+        let claim = Claim::Revise(edited, Some(approvals));
+        let revised = match self
+            .commit(deciding, stored, decision, claim, None)
+            .instrument(span.clone())
+            .await?
+        {
+            Committed::Revised(revised) => revised,
+            Committed::Answered(outcome) => return Ok(outcome),
+            Committed::Claimed(..) => {
+                return Err(RuntimeError::Running {
+                    call_id: call.call_id.clone(),
+                });
+            }
+        };
+        let grant = Decider::new(editor.principal.clone(), revised.digest());
+        let granting = DecidingCall {
+            decider: Some(&grant),
+            ..deciding
+        };
+        let waiting = || CallOutcome::ApprovalRequired {
+            call_id: revised.call.call_id.clone(),
+            input: revised.call.input.clone(),
+            resume_schema: Some(crate::approval_policy::decision_schema()),
+        };
+        if rules
+            .check(&revised, &Decision::Approve, Some(&grant))
+            .is_err()
+        {
+            return Ok(waiting());
+        }
+        let approved_by = match rules
+            .quorum(
+                self.path.stored(),
+                &revised,
+                &Decision::Approve,
+                Some(&grant),
+            )
+            .await?
+        {
+            Quorum::Waiting => return Ok(waiting()),
+            Quorum::NotNeeded => None,
+            Quorum::Reached(principals) => Some(principals),
+        };
+        let committed = self
+            .commit(
+                granting,
+                &revised,
+                &Decision::Approve,
+                Claim::Run(None),
+                approved_by,
+            )
+            .instrument(span.clone())
+            .await?;
+        match committed {
+            Committed::Claimed(claimed, lease) => {
+                self.run_decided(claimed, lease, Decision::Approve, extensions, span)
+                    .await
+            }
+            Committed::Answered(outcome) => Ok(outcome),
+            Committed::Revised(_) => Err(RuntimeError::Running {
+                call_id: call.call_id.clone(),
+            }),
         }
     }
 
@@ -586,8 +741,8 @@ impl Decisions {
                 Ok(self.settled(&stored.call, Some(expired)).await)
             }
             Verdict::AlreadySettled(outcome) => Ok(outcome),
-            // A settlement never claims.
-            Verdict::Claimed(..) => Err(RuntimeError::Running {
+            // A settlement never claims nor revises.
+            Verdict::Claimed(..) | Verdict::Revised(_) => Err(RuntimeError::Running {
                 call_id: call.call_id.clone(),
             }),
         }
@@ -1035,6 +1190,10 @@ struct DecidingCall<'a> {
 }
 
 /// What checking a decision found ([`Decisions::check`]).
+#[allow(
+    clippy::large_enum_variant,
+    reason = "made once per decision and taken apart at once: boxing would only add an allocation"
+)]
 enum Checked {
     /// It goes on: the call as found, and the principals whose grants
     /// completed its count (when it needed several).
@@ -1044,12 +1203,25 @@ enum Checked {
     Answered(CallOutcome),
 }
 
+/// What an edit does ([`Decisions::edited_claim`]).
+enum Edited {
+    /// The call runs edited.
+    Runs(Claim),
+    /// The call waits on, edited, as a new version needing these approvals.
+    Revised(Value, RequiredApprovals),
+    /// The policy refuses the edited call: the answer, the call as it was.
+    Refused(std::pin::Pin<Box<dyn Future<Output = CallOutcome> + Send>>),
+}
+
 /// What committing a decision did ([`Decisions::commit`]).
 enum Committed {
     /// The call settled by the decision, or the outcome it lost to.
     Answered(CallOutcome),
     /// The call claimed to run, under the lease.
     Claimed(StoredCall, Lease),
+    /// The call waits on as a new version (an edit under several
+    /// approvals).
+    Revised(StoredCall),
 }
 
 /// The approvals a call waiting for several has

@@ -183,23 +183,6 @@ pub enum RuntimeError {
         /// The kind refused.
         kind: crate::store::AuditKind,
     },
-    /// The call's tool needs the approvals of several principals
-    /// ([`RuntimeBuilder::approvals_required`](crate::RuntimeBuilder::approvals_required))
-    /// and this decision cannot count as one: an approval naming nobody, or
-    /// an edit, which would change what the others approved. Nothing
-    /// changed.
-    #[error(
-        "call {:?} needs the approvals of {required} different principals, each through Runtime::decide_as; {why}",
-        Excerpt::of(.call_id)
-    )]
-    ApprovalsRequired {
-        /// The call.
-        call_id: String,
-        /// How many principals must approve it.
-        required: u32,
-        /// Why this decision does not count.
-        why: &'static str,
-    },
     /// No call with this id is running, so there is nothing to cancel.
     #[error("no running call with id {:?}", Excerpt::of(.call_id))]
     NotRunning {

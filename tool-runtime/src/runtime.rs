@@ -1188,9 +1188,10 @@ impl RuntimeBuilder {
     /// [`CallOutcome::ApprovalRequired`]; the one that completes the count
     /// runs the call, once. A decline by any of them declines it. An
     /// approval naming nobody ([`Runtime::approve`]) is refused with
-    /// [`RuntimeError::PrincipalRequired`], and an edit (which would change
-    /// what the others approved) with [`RuntimeError::ApprovalsRequired`].
-    /// One by default; 0 counts as 1.
+    /// [`RuntimeError::PrincipalRequired`]. An edit by a principal makes
+    /// the call a new version (the approval policy asked again on the
+    /// edited input), counted as its editor's grant of it: grants of the
+    /// earlier version no longer count. One by default; 0 counts as 1.
     ///
     /// ```
     /// use serde_json::json;

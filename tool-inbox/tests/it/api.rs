@@ -890,13 +890,23 @@ async fn a_call_needing_two_approvers_runs_at_the_second_principals_approval() {
         json!({ "edit": { "amount": 8 } }),
     )
     .await;
-    let (status, _, refused) = send(&router, edit).await;
+    // Bob's edit makes a new version: it counts as his grant of it, and
+    // ann's grant of the earlier one no longer counts.
+    let (status, _, edited) = send(&router, edit).await;
+    assert_eq!(status, StatusCode::OK, "{edited}");
+    assert_eq!(edited["status"], "approval_required", "{edited}");
+    let (_, _, item) = send(&router, get("/api/items/t1", "ann-token")).await;
+    assert_eq!(item["input"]["amount"], 8, "{item}");
     assert_eq!(
-        (status, refused["error"]["code"].as_str()),
-        (StatusCode::CONFLICT, Some("approvals_required")),
-        "an edit would change what ann approved: {refused}"
+        item["approvals"],
+        json!({ "required": 2, "granted": ["bob"] })
     );
-    let request = decision(&router, approve, "bob-token", json!({})).await;
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        0,
+        "one grant of the new version"
+    );
+    let request = decision(&router, approve, "ann-token", json!({})).await;
     let (status, _, answer) = send(&router, request).await;
     assert_eq!(
         (status, answer["status"].as_str()),
@@ -909,16 +919,23 @@ async fn a_call_needing_two_approvers_runs_at_the_second_principals_approval() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|e| (e["kind"].as_str().unwrap(), e["principal"].as_str()))
+        .map(|e| {
+            (
+                e["kind"].as_str().unwrap(),
+                e["action"].as_str().unwrap(),
+                e["principal"].as_str(),
+            )
+        })
         .collect();
     assert_eq!(
         kinds,
         [
-            ("requested", None),
-            ("granted", Some("ann")),
-            ("refused", Some("bob")),
-            ("granted", Some("bob")),
-            ("decided", Some("bob")),
+            ("requested", "approval", None),
+            ("granted", "approve", Some("ann")),
+            ("decided", "edit", Some("bob")),
+            ("granted", "approve", Some("bob")),
+            ("granted", "approve", Some("ann")),
+            ("decided", "approve", Some("ann")),
         ]
     );
 }

@@ -120,7 +120,9 @@ impl CallStore for MemoryStore {
                 ..
             } => drop(storable_json(call_id, "resume data", data)?),
             Transition::Settle(outcome) => drop(storable_json(call_id, "outcome", outcome)?),
-            Transition::RunEdited { input, .. } => drop(storable_json(call_id, "input", input)?),
+            Transition::RunEdited { input, .. } | Transition::Revise { input, .. } => {
+                drop(storable_json(call_id, "input", input)?)
+            }
             Transition::Run { .. } => {}
         }
         let mut state = self.state();
@@ -157,6 +159,17 @@ impl CallStore for MemoryStore {
                 stored.resume_data = None;
                 let claimed = state.claim(call_id, &owner, now + lease);
                 Ok(claimed.map_or(Decided::Lost(None), Decided::Won))
+            }
+            Transition::Revise { input, approvals } => {
+                stored.call.input = input;
+                stored.call.approvals = approvals;
+                state.last_epoch += 1;
+                let epoch = state.last_epoch;
+                let Some(stored) = state.calls.get_mut(call_id) else {
+                    return Ok(Decided::Lost(None));
+                };
+                stored.epoch = epoch;
+                Ok(Decided::Won(stored.clone()))
             }
         }
     }

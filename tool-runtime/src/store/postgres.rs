@@ -670,6 +670,24 @@ impl PostgresStore {
                 )
                 .await?
             }
+            Transition::Revise { input, approvals } => {
+                let input = self.json_text(call_id, "input", input)?;
+                let approvals = approvals
+                    .as_ref()
+                    .map(|approvals| self.json_text(call_id, "required approvals", approvals))
+                    .transpose()?;
+                let statement = tx
+                    .prepare_cached(&format!(
+                        "UPDATE tool_runtime_calls SET input = $3, approvals = $4,
+                             epoch = nextval('tool_runtime_epochs')
+                         WHERE call_id = $1 AND state = 'pending' AND kind = $2
+                             AND ($5::bigint IS NULL OR epoch = $5)
+                         RETURNING {COLUMNS}"
+                    ))
+                    .await?;
+                tx.query_opt(&statement, &[&call_id, &kind, &input, &approvals, &epoch])
+                    .await?
+            }
             Transition::Settle(outcome) => {
                 let outcome = self.json_text(call_id, "outcome", outcome)?;
                 let statement = tx

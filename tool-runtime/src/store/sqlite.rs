@@ -670,6 +670,32 @@ impl SqliteFile {
                     .map_err(|e| self.io(e))?;
                     stored = self.claim(tx, call_id, &owner, millis(now + lease))?;
                 }
+                Transition::Revise { input, approvals } => {
+                    let mut call = stored.call;
+                    call.input = input;
+                    call.approvals = approvals;
+                    let record = self.encode(&call)?;
+                    let epoch: i64 = tx
+                        .query_row(
+                            "UPDATE fencing SET last = last + 1 RETURNING last",
+                            [],
+                            |row| row.get(0),
+                        )
+                        .map_err(|e| self.io(e))?;
+                    tx.execute(
+                        "UPDATE calls SET record = ?2, epoch = ?3 WHERE call_id = ?1",
+                        params![call_id, record, epoch],
+                    )
+                    .map_err(|e| self.io(e))?;
+                    stored = self.read(tx, call_id)?.ok_or_else(|| StoreError::Io {
+                        location: self.path.display().to_string(),
+                        reason: format!(
+                            "call {:?} vanished while being revised",
+                            Excerpt::of(call_id)
+                        ),
+                        source: None,
+                    })?;
+                }
             }
             Ok(Decided::Won(stored))
         })

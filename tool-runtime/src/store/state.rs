@@ -166,6 +166,17 @@ pub enum Transition {
         /// The edited input, validated by the runtime.
         input: Value,
     },
+    /// Revise it without running it (a person's edit of a call that waits
+    /// for several approvals): the stored input and the approvals it needs
+    /// are replaced, and it stays pending as a new version (a new epoch,
+    /// so a digest of the earlier version no longer matches and the
+    /// earlier version's grants no longer count).
+    Revise {
+        /// The edited input, validated by the runtime.
+        input: Value,
+        /// What the edited call needs, as its approval policy now says.
+        approvals: Option<super::RequiredApprovals>,
+    },
 }
 
 /// The answer of [`CallStore::decide`](super::CallStore::decide).

@@ -233,3 +233,137 @@ async fn a_calls_own_time_limit_holds_after_its_pause_on_another_instance() {
         .unwrap();
     assert_eq!(outcome, CallOutcome::Aborted);
 }
+
+/// Refunds an order; a reviewer may change the amount.
+#[tool(id = "refund-editable", require_approval(policy = refund_policy, editable(amount)))]
+async fn refund_editable(refund: Refund) -> String {
+    format!("refunded {} on {}", refund.amount, refund.order)
+}
+
+async fn edit_as(
+    runtime: &Runtime,
+    call_id: &str,
+    principal: Principal,
+    amount: u32,
+) -> Result<CallOutcome, RuntimeError> {
+    let digest = runtime
+        .inbox()
+        .stored(call_id)
+        .await
+        .unwrap()
+        .unwrap()
+        .digest();
+    runtime
+        .decide_as(
+            call_id,
+            Decision::Edit(json!({ "amount": amount })),
+            Decider::new(principal, digest),
+        )
+        .await
+}
+
+#[tokio::test]
+async fn an_edit_under_several_approvals_is_a_new_version_the_policy_judges_again() {
+    let runtime = Runtime::builder().tool(RefundEditableTool).build().unwrap();
+    runtime
+        .call(ToolCall::new(
+            "e1",
+            "refund-editable",
+            json!({ "order": "D1", "amount": 3_000 }),
+        ))
+        .await;
+    let granted = decide(&runtime, "e1", finance("alice")).await.unwrap();
+    assert!(
+        matches!(granted, CallOutcome::ApprovalRequired { .. }),
+        "{granted:?}"
+    );
+
+    // Bob lowers the amount: a new version, his grant of it; alice's grant
+    // was of the earlier version and no longer counts.
+    let edited = edit_as(&runtime, "e1", finance("bob"), 2_500)
+        .await
+        .unwrap();
+    assert!(
+        matches!(edited, CallOutcome::ApprovalRequired { .. }),
+        "{edited:?}"
+    );
+    let approvals = runtime.inbox().approvals("e1").await.unwrap();
+    assert_eq!(approvals.granted, ["bob"]);
+    assert_eq!(approvals.required, 2);
+
+    // An edit the policy refuses leaves the call as it was.
+    let refused = edit_as(&runtime, "e1", finance("bob"), 50_000)
+        .await
+        .unwrap();
+    assert!(
+        refused
+            .error()
+            .unwrap()
+            .message()
+            .contains("go through the bank"),
+        "{refused:?}"
+    );
+    let stored = runtime.inbox().stored("e1").await.unwrap().unwrap();
+    assert_eq!(stored.call.input["amount"], 2_500);
+
+    // An edit down to one approval's range: the editor's grant completes it.
+    let outcome = edit_as(&runtime, "e1", finance("carol"), 900)
+        .await
+        .unwrap();
+    assert_eq!(outcome.output(), Some(&json!("refunded 900 on D1")));
+}
+
+#[tokio::test]
+async fn an_edit_that_raises_the_amount_raises_what_the_call_needs() {
+    let runtime = Runtime::builder().tool(RefundEditableTool).build().unwrap();
+    runtime
+        .call(ToolCall::new(
+            "e2",
+            "refund-editable",
+            json!({ "order": "D2", "amount": 500 }),
+        ))
+        .await;
+    // One approval of anyone: an edit within that range runs at once.
+    let small = edit_as(&runtime, "e2", Principal::new("desk"), 400)
+        .await
+        .unwrap();
+    assert_eq!(small.output(), Some(&json!("refunded 400 on D2")));
+
+    runtime
+        .call(ToolCall::new(
+            "e3",
+            "refund-editable",
+            json!({ "order": "D3", "amount": 500 }),
+        ))
+        .await;
+    // Raised above 1,000, the edited call needs two of finance: the desk's
+    // edit stands, as a new version, without counting as a grant of it.
+    let raised = edit_as(&runtime, "e3", Principal::new("desk"), 5_000)
+        .await
+        .unwrap();
+    assert!(
+        matches!(raised, CallOutcome::ApprovalRequired { .. }),
+        "{raised:?}"
+    );
+    let approvals = runtime.inbox().approvals("e3").await.unwrap();
+    assert_eq!(
+        (
+            approvals.required,
+            approvals.group.as_deref(),
+            approvals.granted.len()
+        ),
+        (2, Some("finance"), 0)
+    );
+    let outsider = decide(&runtime, "e3", Principal::new("desk")).await;
+    assert!(
+        matches!(outsider, Err(RuntimeError::NotInGroup { .. })),
+        "{outsider:?}"
+    );
+    let first = decide(&runtime, "e3", finance("alice")).await.unwrap();
+    assert!(
+        matches!(first, CallOutcome::ApprovalRequired { .. }),
+        "{first:?}"
+    );
+    let done = decide(&runtime, "e3", finance("bob")).await.unwrap();
+    assert_eq!(done.output(), Some(&json!("refunded 5000 on D3")));
+}

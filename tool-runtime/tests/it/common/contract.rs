@@ -81,6 +81,7 @@ pub async fn store_contract<S: CallStore + RunStore + AuditLog>(
     edited_claims(&fresh(), prefix).await;
     pages(&fresh(), prefix).await;
     versioned_decisions(&fresh(), prefix).await;
+    revisions(&fresh(), prefix).await;
 }
 
 async fn lifecycle(store: &(impl CallStore + RunStore), p: &str) {
@@ -1534,4 +1535,55 @@ async fn versioned_decisions(store: &(impl CallStore + RunStore), p: &str) {
         )
         .await
         .unwrap());
+}
+
+/// A revision (an edit of a call waiting for several approvals) replaces
+/// the input and the approvals it needs and keeps the call pending as a new
+/// version: a decision on the earlier version loses and changes nothing; one
+/// on the new version wins; a revision of the earlier version loses too.
+async fn revisions(store: &(impl CallStore + RunStore), p: &str) {
+    let id = format!("{p}-revised");
+    let mut call = approval(&id);
+    call.approvals = Some(RequiredApprovals::new(2));
+    store.insert(call).await.unwrap();
+    let first = store.get(&id).await.unwrap().unwrap().epoch;
+    let waiting = Expected::from(PendingKind::Approval);
+    let revise = |amount: u32| Transition::Revise {
+        input: json!({ "amount": amount }),
+        approvals: Some(RequiredApprovals::new(2).from_group("finance")),
+    };
+    let revised = won(store
+        .decide(&id, waiting.at(first), revise(8))
+        .await
+        .unwrap());
+    assert!(revised.state.is_pending(), "{revised:?}");
+    assert_ne!(revised.epoch, first, "a new version");
+    assert_eq!(revised.call.input, json!({ "amount": 8 }));
+    assert_eq!(
+        revised.call.approvals,
+        Some(RequiredApprovals::new(2).from_group("finance"))
+    );
+    assert_eq!(store.get(&id).await.unwrap().unwrap(), revised, "as stored");
+    let stale = store
+        .decide(&id, waiting.at(first), revise(9))
+        .await
+        .unwrap();
+    assert_eq!(
+        lost(stale).expect("there").call.input,
+        json!({ "amount": 8 })
+    );
+    let stale = store
+        .decide(&id, waiting.at(first), run("a", LONG, None))
+        .await
+        .unwrap();
+    assert!(lost(stale).expect("there").state.is_pending());
+    let claimed = won(store
+        .decide(&id, waiting.at(revised.epoch), run("a", LONG, None))
+        .await
+        .unwrap());
+    assert_eq!(
+        claimed.call.input,
+        json!({ "amount": 8 }),
+        "the new version runs"
+    );
 }
