@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use crate::approval_policy::{ApprovalCheck, ApprovalPolicy};
 use crate::claims::StoredCalls;
-use crate::decide::Decision;
+use crate::decision::Decision;
 use crate::digest::Digest;
 use crate::error::RuntimeError;
 use crate::hook_queue::DEFAULT_APPROVAL_TIMEOUT;
