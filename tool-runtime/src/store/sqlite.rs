@@ -675,13 +675,7 @@ impl SqliteFile {
                     call.input = input;
                     call.approvals = approvals;
                     let record = self.encode(&call)?;
-                    let epoch: i64 = tx
-                        .query_row(
-                            "UPDATE fencing SET last = last + 1 RETURNING last",
-                            [],
-                            |row| row.get(0),
-                        )
-                        .map_err(|e| self.io(e))?;
+                    let epoch = self.next_epoch(tx)?;
                     tx.execute(
                         "UPDATE calls SET record = ?2, epoch = ?3 WHERE call_id = ?1",
                         params![call_id, record, epoch],
@@ -729,13 +723,7 @@ impl SqliteFile {
         owner: &str,
         expires: i64,
     ) -> Result<StoredCall, StoreError> {
-        let epoch: i64 = tx
-            .query_row(
-                "UPDATE fencing SET last = last + 1 RETURNING last",
-                [],
-                |row| row.get(0),
-            )
-            .map_err(|e| self.io(e))?;
+        let epoch = self.next_epoch(tx)?;
         tx.execute(
             "UPDATE calls SET state = 'running', owner = ?2, lease_expires_at = ?3,
                  attempt = attempt + 1, epoch = ?4
@@ -751,6 +739,17 @@ impl SqliteFile {
             ),
             source: None,
         })
+    }
+
+    /// The next fencing token (epoch): a new version of a call, claimed or
+    /// revised.
+    fn next_epoch(&self, tx: &Transaction<'_>) -> Result<i64, StoreError> {
+        tx.query_row(
+            "UPDATE fencing SET last = last + 1 RETURNING last",
+            [],
+            |row| row.get(0),
+        )
+        .map_err(|e| self.io(e))
     }
 
     fn renew(&self, call_id: &str, epoch: u64, lease: Duration) -> Result<bool, StoreError> {

@@ -39,6 +39,22 @@ fn finance(name: &str) -> Principal {
     Principal::new(name).in_group("finance")
 }
 
+/// A call needing two of finance: refused to an outsider, waiting after
+/// one member's grant, run by a second member's; its outcome.
+async fn two_of_finance_run_it(runtime: &Runtime, call_id: &str) -> CallOutcome {
+    let outsider = decide(runtime, call_id, Principal::new("support-desk")).await;
+    assert!(
+        matches!(outsider, Err(RuntimeError::NotInGroup { .. })),
+        "{outsider:?}"
+    );
+    let first = decide(runtime, call_id, finance("alice")).await.unwrap();
+    assert!(
+        matches!(first, CallOutcome::ApprovalRequired { .. }),
+        "one of two: {first:?}"
+    );
+    decide(runtime, call_id, finance("bob")).await.unwrap()
+}
+
 async fn decide(
     runtime: &Runtime,
     call_id: &str,
@@ -98,22 +114,12 @@ async fn two_of_finance_above_a_thousand_one_of_anyone_below_none_for_small_refu
         (approvals.required, approvals.group.as_deref()),
         (2, Some("finance"))
     );
-    let outsider = decide(&runtime, "r2", Principal::new("support-desk")).await;
-    assert!(
-        matches!(outsider, Err(RuntimeError::NotInGroup { .. })),
-        "{outsider:?}"
-    );
     let nobody = runtime.approve("r2").await;
     assert!(
         matches!(nobody, Err(RuntimeError::PrincipalRequired { .. })),
         "{nobody:?}"
     );
-    let first = decide(&runtime, "r2", finance("alice")).await.unwrap();
-    assert!(
-        matches!(first, CallOutcome::ApprovalRequired { .. }),
-        "one of two: {first:?}"
-    );
-    let second = decide(&runtime, "r2", finance("bob")).await.unwrap();
+    let second = two_of_finance_run_it(&runtime, "r2").await;
     assert_eq!(second.output(), Some(&json!("refunded 5000 on A3")));
     assert_eq!(
         runtime
@@ -354,16 +360,6 @@ async fn an_edit_that_raises_the_amount_raises_what_the_call_needs() {
         ),
         (2, Some("finance"), 0)
     );
-    let outsider = decide(&runtime, "e3", Principal::new("desk")).await;
-    assert!(
-        matches!(outsider, Err(RuntimeError::NotInGroup { .. })),
-        "{outsider:?}"
-    );
-    let first = decide(&runtime, "e3", finance("alice")).await.unwrap();
-    assert!(
-        matches!(first, CallOutcome::ApprovalRequired { .. }),
-        "{first:?}"
-    );
-    let done = decide(&runtime, "e3", finance("bob")).await.unwrap();
+    let done = two_of_finance_run_it(&runtime, "e3").await;
     assert_eq!(done.output(), Some(&json!("refunded 5000 on D3")));
 }
