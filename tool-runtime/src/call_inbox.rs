@@ -206,14 +206,14 @@ impl CallInbox {
         &self,
         entry: AuditEntry,
     ) -> impl Future<Output = Result<u64, RuntimeError>> + Send + 'static {
-        let appending = entry
-            .kind
+        let kind = entry.kind;
+        let appending = kind
             .is_appendable()
-            .then(|| self.decisions.path().stored().append_audit(entry.clone()));
+            .then(|| self.decisions.path().stored().append_audit(entry));
         async move {
             match appending {
                 Some(appending) => appending.await,
-                None => Err(RuntimeError::ReservedAuditKind { kind: entry.kind }),
+                None => Err(RuntimeError::ReservedAuditKind { kind }),
             }
         }
     }

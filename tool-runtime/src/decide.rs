@@ -175,7 +175,11 @@ impl Decisions {
             Err(left_waiting) => return Ok(left_waiting),
         };
         let claim = match claim {
-            Claim::RunEdited(edited) => match self.edited_claim(&stored, edited).await? {
+            Claim::RunEdited(edited) => match self
+                .edited_claim(&stored, edited)
+                .instrument(span.clone())
+                .await?
+            {
                 Edited::Runs(claim) => claim,
                 Edited::Revised(edited, approvals) => {
                     return self
@@ -189,7 +193,7 @@ impl Decisions {
                         )
                         .await;
                 }
-                Edited::Refused(left_waiting) => return Ok(left_waiting.instrument(span).await),
+                Edited::Refused(left_waiting) => return Ok(left_waiting),
             },
             claim => claim,
         };
@@ -420,14 +424,9 @@ impl Decisions {
                     ErrorKind::InputValidation,
                     format!("Tool {} refuses the edited call: {reason}", call.tool_id),
                 );
-                let (decisions, call_id, input) =
-                    (self.clone(), call.call_id.clone(), call.input.clone());
-                return Ok(Edited::Refused(Box::pin(async move {
-                    let known = CallValues::default().with(Phase::Input, &input);
-                    decisions
-                        .left_waiting(&tool, &call_id, error, known, "edit")
-                        .await
-                })));
+                let known = CallValues::default().with(Phase::Input, &call.input);
+                let left = self.left_waiting(&tool, &call.call_id, error, known, "edit");
+                return Ok(Edited::Refused(left.await));
             }
             ApprovalRequirement::NotRequired => RequiredApprovals::new(1),
             requirement => rules.required_approvals(&call.tool_id, &requirement),
@@ -1130,7 +1129,7 @@ enum Edited {
     /// The call waits on, edited, as a new version needing these approvals.
     Revised(Value, RequiredApprovals),
     /// The policy refuses the edited call: the answer, the call as it was.
-    Refused(std::pin::Pin<Box<dyn Future<Output = CallOutcome> + Send>>),
+    Refused(CallOutcome),
 }
 
 /// What committing a decision did ([`Decisions::commit`]).
