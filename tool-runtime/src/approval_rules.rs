@@ -6,6 +6,7 @@
 //! the runtime builder's approval options; the runtime holds them.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::approval_policy::{ApprovalCheck, ApprovalPolicy};
@@ -14,16 +15,20 @@ use crate::decision::Decision;
 use crate::digest::Digest;
 use crate::error::RuntimeError;
 use crate::hook_queue::DEFAULT_APPROVAL_TIMEOUT;
-use crate::principal::Decider;
+use crate::principal::{Decider, Principal};
+use crate::standing_rules::{RulePredicates, RuleSubject};
 use crate::store::{
-    AuditEntry, AuditKind, AuditQuery, PendingCall, PendingKind, RequiredApprovals, StoredCall,
+    AuditEntry, AuditKind, AuditQuery, DynRuleStore, MemoryStore, PendingCall, PendingKind,
+    RequiredApprovals, StandingRule, StoredCall,
 };
 use tool_core::ApprovalRequirement;
 
 /// The approval rules of a runtime: the policy (and how long it may take
 /// to answer), how long a call waits for approval, how many principals
-/// must approve, and whether a call's requester may decide it.
-#[derive(Debug, Clone)]
+/// must approve, whether a call's requester may decide it, and the
+/// standing rules (who may make them, the predicates they call, the store
+/// that keeps them).
+#[derive(Clone)]
 pub(crate) struct ApprovalRules {
     policy: ApprovalPolicy,
     policy_timeout: Duration,
@@ -32,6 +37,22 @@ pub(crate) struct ApprovalRules {
     forbid_self_approval: bool,
     approvals_required: u32,
     tool_approvals_required: HashMap<String, u32>,
+    rule_authors: Option<String>,
+    predicates: RulePredicates,
+    rule_store: Arc<dyn DynRuleStore>,
+}
+
+impl std::fmt::Debug for ApprovalRules {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ApprovalRules")
+            .field("policy", &self.policy)
+            .field("ttl", &self.ttl)
+            .field("forbid_self_approval", &self.forbid_self_approval)
+            .field("approvals_required", &self.approvals_required)
+            .field("rule_authors", &self.rule_authors)
+            .field("predicates", &self.predicates)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Default for ApprovalRules {
@@ -44,6 +65,9 @@ impl Default for ApprovalRules {
             forbid_self_approval: false,
             approvals_required: 1,
             tool_approvals_required: HashMap::new(),
+            rule_authors: None,
+            predicates: RulePredicates::default(),
+            rule_store: Arc::new(MemoryStore::new()),
         }
     }
 }
@@ -99,6 +123,23 @@ impl ApprovalRules {
     pub(crate) fn set_tool_approvals_required(&mut self, tool_id: String, principals: u32) {
         self.tool_approvals_required
             .insert(tool_id, principals.max(1));
+    }
+
+    pub(crate) fn set_rule_authors(&mut self, group: String) {
+        self.rule_authors = Some(group);
+    }
+
+    pub(crate) fn predicates_mut(&mut self) -> &mut RulePredicates {
+        &mut self.predicates
+    }
+
+    pub(crate) fn set_rule_store(&mut self, store: Arc<dyn DynRuleStore>) {
+        self.rule_store = store;
+    }
+
+    /// The store of standing rules.
+    pub(crate) fn rule_store(&self) -> &dyn DynRuleStore {
+        self.rule_store.as_ref()
     }
 
     /// What the call `check` describes needs (see
@@ -283,6 +324,157 @@ impl ApprovalRules {
             Ok(Quorum::Waiting)
         }
     }
+}
+
+// Standing rules: who may make and revoke them, and which approves a call.
+impl ApprovalRules {
+    /// `rule` as `author` makes it at `now_ms` (author, groups and time
+    /// filled in), or why it is refused: see
+    /// [`StandingRules::make`](crate::StandingRules::make). `has_tool`
+    /// says whether the runtime has a tool.
+    pub(crate) fn admit_rule(
+        &self,
+        author: &Principal,
+        mut rule: StandingRule,
+        now_ms: u64,
+        has_tool: impl Fn(&str) -> bool,
+    ) -> Result<StandingRule, RuntimeError> {
+        let refused = |reason: String| RuntimeError::RuleRefused {
+            rule_id: rule.rule_id.clone(),
+            reason,
+        };
+        if !self.may_make_rules(author) {
+            return Err(refused(self.no_author(author)));
+        }
+        if !has_tool(&rule.tool_id) {
+            return Err(refused(format!(
+                "this runtime has no tool {:?}",
+                rule.tool_id
+            )));
+        }
+        if let Some(predicate) = &rule.condition.predicate
+            && !self.predicates.contains(&predicate.name)
+        {
+            return Err(refused(format!(
+                "no predicate {:?} is registered (RuntimeBuilder::rule_predicate)",
+                predicate.name
+            )));
+        }
+        if let Some(bad) = rule
+            .condition
+            .equals
+            .iter()
+            .find(|equals| !equals.pointer.is_empty() && !equals.pointer.starts_with('/'))
+        {
+            return Err(refused(format!(
+                "{:?} is not a JSON pointer (it starts with '/', or is empty for the whole input)",
+                bad.pointer
+            )));
+        }
+        if rule.until_ms <= now_ms {
+            return Err(refused("it would be expired already".to_owned()));
+        }
+        if self.forbid_self_approval && rule.requester.as_deref() == Some(author.id()) {
+            return Err(refused(
+                "it approves its author's own calls, and this runtime forbids approving one's own calls".to_owned(),
+            ));
+        }
+        rule.author = author.to_string();
+        rule.author_groups = author.groups().to_vec();
+        rule.created_at_ms = now_ms;
+        rule.revoked = None;
+        Ok(rule)
+    }
+
+    /// Whether `principal` may make standing rules: the system, or a member
+    /// of the group [`RuntimeBuilder::rule_authors`](crate::RuntimeBuilder::rule_authors)
+    /// names.
+    fn may_make_rules(&self, principal: &Principal) -> bool {
+        principal.is_system()
+            || self
+                .rule_authors
+                .as_deref()
+                .is_some_and(|group| principal.is_in(group))
+    }
+
+    fn no_author(&self, principal: &Principal) -> String {
+        match &self.rule_authors {
+            Some(group) => format!("{principal} is not in group {group:?}, which makes rules"),
+            None => format!(
+                "{principal} may not make rules: this runtime names no group that does (RuntimeBuilder::rule_authors)"
+            ),
+        }
+    }
+
+    /// Whether `by` may revoke `rule`: its author, or anyone who may make
+    /// rules.
+    pub(crate) fn may_revoke(
+        &self,
+        by: &Principal,
+        rule: &StandingRule,
+    ) -> Result<(), RuntimeError> {
+        if rule.author == by.to_string() || self.may_make_rules(by) {
+            return Ok(());
+        }
+        Err(RuntimeError::RuleRefused {
+            rule_id: rule.rule_id.clone(),
+            reason: format!("{by} may not revoke it: {}", self.no_author(by)),
+        })
+    }
+
+    /// The first standing rule in force that approves the call `call`
+    /// describes, needing `required`: none for a call that needs more than
+    /// one approval, nor by a rule whose author was not in the group the
+    /// call needs, nor (under separation of duties) one whose author asked
+    /// for the call. Fails closed: a store that cannot be read approves
+    /// nothing (the call waits for people).
+    pub(crate) async fn standing_approval(
+        &self,
+        call: &RuleSubject<'_>,
+        required: &RequiredApprovals,
+    ) -> Option<StandingRule> {
+        if required.principals > 1 {
+            return None;
+        }
+        let rules = match self
+            .rule_store
+            .rules_in_force(Some(call.tool_id), call.now_ms)
+            .await
+        {
+            Ok(rules) => rules,
+            Err(error) => {
+                tracing::warn!(%error, "the standing rules could not be read; the call waits for people");
+                return None;
+            }
+        };
+        self.first_approving(rules, call, required)
+    }
+
+    fn first_approving(
+        &self,
+        rules: Vec<StandingRule>,
+        call: &RuleSubject<'_>,
+        required: &RequiredApprovals,
+    ) -> Option<StandingRule> {
+        rules.into_iter().find(|rule| {
+            required
+                .group
+                .as_ref()
+                .is_none_or(|group| rule.author_groups.contains(group))
+                && !(self.forbid_self_approval && call.requester == Some(rule.author.as_str()))
+                && self.predicates.approves(rule, call)
+        })
+    }
+}
+
+/// The audit entry of a call's approval by standing rule `rule`.
+pub(crate) fn approved_by_rule(call_id: &str, tool_id: &str, rule: &StandingRule) -> AuditEntry {
+    AuditEntry::new(AuditKind::Decided, call_id, tool_id, "approve")
+        .principal(format!("rule:{}", rule.rule_id))
+        .reason(format!(
+            "approved by standing rule {:?}, made by {}",
+            rule.rule_id, rule.author
+        ))
 }
 
 /// The audit entry of `decider`'s attempt at `decision` on `call`,
@@ -502,5 +694,109 @@ mod tests {
         assert!(rules.expires());
         assert_eq!(rules.expires_at("refund", 1_000), Some(6_000));
         assert_eq!(rules.expires_at("lookup", 1_000), Some(61_000));
+    }
+
+    fn standing(id: &str) -> StandingRule {
+        let until = std::time::SystemTime::now() + Duration::from_secs(60);
+        StandingRule::new(id, "refund", until).when_equals("/customer", json!("acme"))
+    }
+
+    fn now() -> u64 {
+        crate::call_path::now_ms()
+    }
+
+    #[test]
+    fn a_rule_is_admitted_from_an_author_the_rules_name_with_its_author_filled_in() {
+        let mut rules = ApprovalRules::default();
+        let lead = Principal::new("dana").in_group("leads").in_group("finance");
+        let has_refund = |tool: &str| tool == "refund";
+        let refused = rules.admit_rule(&lead, standing("r1"), now(), has_refund);
+        assert!(
+            matches!(refused, Err(RuntimeError::RuleRefused { .. })),
+            "no authors named"
+        );
+        rules.set_rule_authors("leads".into());
+        let admitted = rules
+            .admit_rule(&lead, standing("r1"), 7, has_refund)
+            .unwrap();
+        assert_eq!(
+            (admitted.author.as_str(), admitted.created_at_ms),
+            ("dana", 7)
+        );
+        assert_eq!(admitted.author_groups, ["leads", "finance"]);
+        let system = rules.admit_rule(&Principal::system("ops"), standing("r2"), 7, has_refund);
+        assert_eq!(system.unwrap().author, "system:ops");
+        let unknown_tool = rules.admit_rule(&lead, standing("r3"), 7, |_| false);
+        assert!(unknown_tool.is_err());
+        assert!(
+            rules.may_revoke(&Principal::new("dana"), &admitted).is_ok(),
+            "its author"
+        );
+        assert!(rules.may_revoke(&Principal::new("eve"), &admitted).is_err());
+    }
+
+    #[tokio::test]
+    async fn a_standing_rule_approves_one_approval_calls_only_from_its_authors_groups() {
+        let mut rules = ApprovalRules::default();
+        rules.set_rule_authors("leads".into());
+        let lead = Principal::new("dana").in_group("leads").in_group("finance");
+        let rule = rules
+            .admit_rule(&lead, standing("r1"), now(), |_| true)
+            .unwrap();
+        rules.rule_store().add_rule(rule).await.unwrap();
+        let input = json!({ "customer": "acme" });
+        let call = RuleSubject {
+            tool_id: "refund",
+            input: &input,
+            requester: Some("agent"),
+            now_ms: now(),
+        };
+        let approves = |required: RequiredApprovals| {
+            let rules = rules.clone();
+            async move {
+                rules
+                    .standing_approval(&call, &required)
+                    .await
+                    .map(|r| r.rule_id)
+            }
+        };
+        assert_eq!(
+            approves(RequiredApprovals::new(1)).await.as_deref(),
+            Some("r1")
+        );
+        let finance = RequiredApprovals::new(1).from_group("finance");
+        assert_eq!(approves(finance).await.as_deref(), Some("r1"));
+        assert_eq!(
+            approves(RequiredApprovals::new(1).from_group("legal")).await,
+            None
+        );
+        assert_eq!(
+            approves(RequiredApprovals::new(2)).await,
+            None,
+            "never for two"
+        );
+        let other = json!({ "customer": "zeta" });
+        let other = RuleSubject {
+            input: &other,
+            ..call
+        };
+        assert!(
+            rules
+                .standing_approval(&other, &RequiredApprovals::new(1))
+                .await
+                .is_none()
+        );
+
+        rules.set_forbid_self_approval(true);
+        let own = RuleSubject {
+            requester: Some("dana"),
+            ..call
+        };
+        assert!(
+            rules
+                .standing_approval(&own, &RequiredApprovals::new(1))
+                .await
+                .is_none()
+        );
     }
 }

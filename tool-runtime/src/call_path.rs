@@ -41,7 +41,7 @@ use tool_core::{AgentContext, AppState, Extensions, Hooks, ToolSet, WorkflowCont
 
 use crate::abort::{CancelRegistry, RunningGuard, with_limit};
 use crate::approval_policy::{ApprovalCheck, decision_schema};
-use crate::approval_rules::ApprovalRules;
+use crate::approval_rules::{ApprovalRules, approved_by_rule};
 use crate::background::{BackgroundResult, Tasks};
 use crate::call::{CallHead, ToolCall};
 use crate::call_outcome::CallOutcome;
@@ -49,8 +49,10 @@ use crate::claims::{Claim, Lease, LeaseLost, NotRecorded, StoredCalls, Verdict};
 use crate::error::RuntimeError;
 use crate::events::{EventBus, EventKind, Notice, Payload};
 use crate::hook_queue::Firing;
+use crate::standing_rules::RuleSubject;
 use crate::store::{
-    AuditEntry, AuditKind, PendingCall, PendingKind, RecordedOutcome, Settlement, StoreTransaction,
+    AuditEntry, AuditKind, PendingCall, PendingKind, RecordedOutcome, RequiredApprovals,
+    Settlement, StoreTransaction,
 };
 
 /// The call path: admission, hooks, the approval gate, execution (in the
@@ -382,9 +384,18 @@ impl CallPath {
                         .await;
                 }
                 required => {
-                    return self
-                        .request_approval(&record, admitted.into_input(), &required)
-                        .await;
+                    let approvals = self
+                        .parts
+                        .approval
+                        .required_approvals(record.tool.id(), &required);
+                    if !self
+                        .approved_by_rule(&record, admitted.input(), &approvals)
+                        .await
+                    {
+                        return self
+                            .request_approval(&record, admitted.into_input(), approvals)
+                            .await;
+                    }
                 }
             }
         }
@@ -942,13 +953,43 @@ impl CallPath {
             .await
     }
 
-    /// Stores the call, waiting for the approvals `requirement` asks, and
-    /// asks for a decision.
+    /// Whether a standing rule approves the call (needing `approvals`),
+    /// recorded in the audit log naming the rule and its author.
+    async fn approved_by_rule(
+        &self,
+        record: &CallRecord,
+        input: &Value,
+        approvals: &RequiredApprovals,
+    ) -> bool {
+        let (call_id, tool_id) = (record.call_id.as_str(), record.tool.id());
+        let call = RuleSubject {
+            tool_id,
+            input,
+            requester: record.requester.as_deref(),
+            now_ms: now_ms(),
+        };
+        let Some(rule) = self
+            .parts
+            .approval
+            .standing_approval(&call, approvals)
+            .await
+        else {
+            return false;
+        };
+        tracing::info!(rule_id = %rule.rule_id, author = %rule.author, "tool call approved by a standing rule");
+        self.parts
+            .stored
+            .audit(approved_by_rule(call_id, tool_id, &rule))
+            .await;
+        true
+    }
+
+    /// Stores the call, waiting for `approvals`, and asks for a decision.
     pub(crate) async fn request_approval(
         &self,
         record: &CallRecord,
         input: Value,
-        requirement: &ApprovalRequirement,
+        approvals: RequiredApprovals,
     ) -> CallOutcome {
         let (tool, call_id) = (&record.tool, record.call_id.as_str());
         let tool_id = tool.id();
@@ -966,7 +1007,7 @@ impl CallPath {
                 .await;
         }
         let mut pending = self.pending_call(record, PendingKind::Approval, input.clone(), None);
-        pending.approvals = Some(self.parts.approval.required_approvals(tool_id, requirement));
+        pending.approvals = Some(approvals);
         if let Err(error) = self.parts.stored.insert(pending).await {
             tracing::error!(%error, "could not store the call awaiting approval");
             let error = ModelError::new(

@@ -183,6 +183,16 @@ pub enum RuntimeError {
         /// The kind refused.
         kind: crate::store::AuditKind,
     },
+    /// A standing rule was not made or revoked: its author may not make
+    /// rules, its tool or predicate is unknown, its condition cannot hold,
+    /// or its id is taken ([`StandingRules`](crate::StandingRules)).
+    #[error("standing rule {:?} refused: {reason}", Excerpt::of(.rule_id))]
+    RuleRefused {
+        /// The rule.
+        rule_id: String,
+        /// Why.
+        reason: String,
+    },
     /// No call with this id is running, so there is nothing to cancel.
     #[error("no running call with id {:?}", Excerpt::of(.call_id))]
     NotRunning {

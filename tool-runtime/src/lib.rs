@@ -94,6 +94,7 @@ mod principal;
 mod provider_stream;
 mod runs;
 mod runtime;
+mod standing_rules;
 pub mod store;
 mod stream;
 mod worker;
@@ -121,8 +122,9 @@ pub use principal::{Decider, Principal};
 pub use provider_stream::{ProviderStream, Pushed, StreamedCall};
 pub use runs::Runs;
 pub use runtime::{Runtime, RuntimeBuilder};
+pub use standing_rules::{RulePredicates, RuleSubject, StandingRules};
 // The stores' vocabulary that `Runtime`'s own methods speak; the rest of
 // what a store implementer needs is under `store`.
-pub use store::{CallState, PendingCall, PendingKind, StoreError, StoredCall};
+pub use store::{CallState, PendingCall, PendingKind, StandingRule, StoreError, StoredCall};
 pub use stream::InputStream;
 pub use worker::Worker;

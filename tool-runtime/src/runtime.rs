@@ -30,6 +30,7 @@ use crate::hook_queue::DEFAULT_HOOK_TIMEOUT;
 use crate::log_layer::CallLogLayer;
 use crate::principal::Decider;
 use crate::runs::Runs;
+use crate::standing_rules::StandingRules;
 #[cfg(feature = "sqlite")]
 use crate::store::SqliteStore;
 use crate::store::{DynCallStore, IntoStore, MemoryStore, Retention, Stores};
@@ -743,6 +744,22 @@ impl Runtime {
         CallInbox::new(self.inner.decisions.clone())
     }
 
+    /// The standing rules of this runtime's store: approvals given ahead
+    /// of time for calls whose input matches (see [`StandingRules`]).
+    /// Every runtime sharing the store applies the same rules.
+    ///
+    /// ```
+    /// use tool_runtime::Runtime;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let runtime = Runtime::builder().build().unwrap();
+    /// assert!(runtime.rules().in_force(None).await.unwrap().is_empty());
+    /// # });
+    /// ```
+    pub fn rules(&self) -> StandingRules {
+        StandingRules::new(self.inner.path.clone())
+    }
+
     /// How long, and how many, settled calls' outcomes the store keeps
     /// ([`RuntimeBuilder::settled_retention`],
     /// [`RuntimeBuilder::settled_limit`]): how long after it ends a client
@@ -1232,6 +1249,79 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Who may make standing rules
+    /// ([`Runtime::rules`]): principals in `group` (and the system). A
+    /// rule's author may revoke it, as may anyone who may make rules.
+    /// Without it, only the system may.
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime};
+    /// use tool_core::{Tool, ToolError};
+    /// use tool_runtime::{Principal, Runtime, RuntimeError, StandingRule};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let refund = Tool::builder("refund").description("Refunds an order").require_approval(true)
+    ///     .execute(|_input, _ctx| async move { Ok::<_, ToolError>(serde_json::json!("done")) })
+    ///     .build().unwrap();
+    /// let runtime = Runtime::builder().tool(refund).rule_authors("finance-leads").build().unwrap();
+    /// let rule = || StandingRule::new("r1", "refund", SystemTime::now() + Duration::from_secs(60));
+    /// let clerk = Principal::new("carl").in_group("finance");
+    /// let refused = runtime.rules().make(&clerk, rule()).await;
+    /// assert!(matches!(refused, Err(RuntimeError::RuleRefused { .. })));
+    /// let lead = Principal::new("dana").in_group("finance-leads");
+    /// assert_eq!(runtime.rules().make(&lead, rule()).await.unwrap().author, "dana");
+    /// # });
+    /// ```
+    pub fn rule_authors(mut self, group: impl Into<String>) -> Self {
+        self.approval.set_rule_authors(group.into());
+        self
+    }
+
+    /// Registers a predicate that standing rules call by `name`
+    /// ([`StandingRule::when`](crate::StandingRule::when)): typed on the
+    /// tool's input `I` and the rule's arguments `A`. A rule whose
+    /// predicate cannot be evaluated (input or arguments of another shape,
+    /// a panic) approves nothing.
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime};
+    /// use serde::Deserialize;
+    /// use serde_json::json;
+    /// use tool_core::{Tool, ToolError};
+    /// use tool_runtime::{CallOutcome, Principal, Runtime, StandingRule, ToolCall};
+    ///
+    /// #[derive(Deserialize)]
+    /// struct Refund { amount: u64 }
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let refund = Tool::builder("refund").description("Refunds an order").require_approval(true)
+    ///     .execute(|_input, _ctx| async move { Ok::<_, ToolError>(json!("done")) })
+    ///     .build().unwrap();
+    /// let runtime = Runtime::builder()
+    ///     .tool(refund)
+    ///     .rule_predicate("amount_at_most", |refund: &Refund, cap: &u64| refund.amount <= *cap)
+    ///     .build()
+    ///     .unwrap();
+    /// let until = SystemTime::now() + Duration::from_secs(3600);
+    /// let rule = StandingRule::new("small", "refund", until).when("amount_at_most", json!(100));
+    /// runtime.rules().make(&Principal::system("ops"), rule).await.unwrap();
+    /// let call = |id, amount| ToolCall::new(id, "refund", json!({ "amount": amount }));
+    /// assert!(matches!(runtime.call(call("c1", 80)).await, CallOutcome::Completed { .. }));
+    /// assert!(matches!(runtime.call(call("c2", 800)).await, CallOutcome::ApprovalRequired { .. }));
+    /// # });
+    /// ```
+    pub fn rule_predicate<I, A, F>(mut self, name: impl Into<String>, predicate: F) -> Self
+    where
+        I: serde::de::DeserializeOwned,
+        A: serde::de::DeserializeOwned,
+        F: Fn(&I, &A) -> bool + Send + Sync + 'static,
+    {
+        self.approval
+            .predicates_mut()
+            .insert(name.into(), predicate);
+        self
+    }
+
     /// Called when a background task completes.
     pub fn on_background_complete(
         mut self,
@@ -1422,11 +1512,13 @@ impl RuntimeBuilder {
             ),
             self.store_retry_budget.unwrap_or(STORE_RETRY_BUDGET),
         );
+        let mut approval = self.approval;
+        approval.set_rule_store(stores.rules);
         let path = CallPath::new(PathParts {
             tools,
             hooks: self.hooks,
             hook_timeout: self.hook_timeout.unwrap_or(DEFAULT_HOOK_TIMEOUT),
-            approval: self.approval,
+            approval,
             events: EventBus::new(self.event_capacity.unwrap_or(EVENT_CAPACITY)),
             running: Arc::default(),
             tasks: Tasks::new(

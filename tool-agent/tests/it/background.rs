@@ -24,7 +24,7 @@ use tool_agent::{
 };
 use tool_core::{BackgroundConfig, Progress, Tool, ToolContext, ToolError};
 use tool_runtime::Runtime;
-use tool_runtime::store::{AuditLog, CallStore, MemoryStore, RunStore, SqliteStore};
+use tool_runtime::store::{AuditLog, CallStore, MemoryStore, RuleStore, RunStore, SqliteStore};
 
 /// A new directory, removed with what it holds when the guard drops, also
 /// when the test fails: keep the guard until the test's end.
@@ -205,7 +205,7 @@ fn reporter_script() -> ScriptedModel {
 const RESULT: &str = r#"Background task run-"#;
 
 async fn a_task_settling_within_the_wait_enters_the_conversation<
-    S: CallStore + RunStore + AuditLog,
+    S: CallStore + RunStore + AuditLog + RuleStore,
 >(
     store: S,
 ) {
@@ -277,7 +277,7 @@ async fn a_background_tasks_result_enters_the_conversation_before_the_next_step(
 
 /// Two instances of `report` on one store: a front one that leaves tasks
 /// to workers, and a back one that runs them.
-fn front_and_back<S: CallStore + RunStore + AuditLog>(
+fn front_and_back<S: CallStore + RunStore + AuditLog + RuleStore>(
     store: S,
     released: &tokio::sync::watch::Receiver<bool>,
 ) -> (Runtime, Runtime) {
@@ -299,7 +299,9 @@ fn front_and_back<S: CallStore + RunStore + AuditLog>(
 /// A front instance that leaves tasks to workers ends its stream past the
 /// wait; a worker on a back instance settles the task; the back instance
 /// continues the run, once.
-async fn another_instance_continues_the_run<S: CallStore + RunStore + AuditLog>(store: S) {
+async fn another_instance_continues_the_run<S: CallStore + RunStore + AuditLog + RuleStore>(
+    store: S,
+) {
     let (_release, released) = tokio::sync::watch::channel(true);
     let (front, back) = front_and_back(store, &released);
     let model = reporter_script();
@@ -392,7 +394,9 @@ async fn past_the_wait_the_stream_ends_and_another_instance_continues_the_run() 
 /// A run on thread t1 ends past its wait; a worker on another instance
 /// settles its task; a stream on thread t2 takes nothing of it, and the
 /// next stream on t1, on that other instance, takes its result, once.
-async fn the_next_stream_on_the_thread_takes_the_result<S: CallStore + RunStore + AuditLog>(
+async fn the_next_stream_on_the_thread_takes_the_result<
+    S: CallStore + RunStore + AuditLog + RuleStore,
+>(
     store: S,
 ) {
     let (_release, released) = tokio::sync::watch::channel(true);

@@ -12,7 +12,7 @@ use tool_agent::{
 };
 use tool_core::{Tool, ToolContext, ToolError};
 use tool_runtime::Runtime;
-use tool_runtime::store::{AuditLog, CallStore, MemoryStore, RunStore, SqliteStore};
+use tool_runtime::store::{AuditLog, CallStore, MemoryStore, RuleStore, RunStore, SqliteStore};
 
 const ROUNDS: usize = 8;
 
@@ -28,7 +28,10 @@ fn pay() -> Tool {
 }
 
 /// Two agents, each on a runtime of its own over `store`, sharing `model`.
-fn agents<S: CallStore + RunStore + AuditLog>(store: Arc<S>, model: &ScriptedModel) -> [Agent; 2] {
+fn agents<S: CallStore + RunStore + AuditLog + RuleStore>(
+    store: Arc<S>,
+    model: &ScriptedModel,
+) -> [Agent; 2] {
     [0, 1].map(|_| {
         let runtime = Runtime::builder()
             .tool(pay())
@@ -42,7 +45,7 @@ fn agents<S: CallStore + RunStore + AuditLog>(store: Arc<S>, model: &ScriptedMod
     })
 }
 
-async fn last_decisions_report_each_result_once<S: CallStore + RunStore + AuditLog>(
+async fn last_decisions_report_each_result_once<S: CallStore + RunStore + AuditLog + RuleStore>(
     store: S,
     label: &str,
 ) {

@@ -12,8 +12,8 @@ use serde_json::Value;
 
 use super::{
     AuditEntry, AuditLog, AuditQuery, CallStore, Decided, Expected, IntoStore, PendingCall,
-    PendingKind, PendingQuery, Retention, RunStore, Settlement, StoreError, StoreTransaction,
-    StoredCall, StoredRun, TaskSignal, Transition,
+    PendingKind, PendingQuery, Retention, Revocation, RuleStore, RunStore, Settlement,
+    StandingRule, StoreError, StoreTransaction, StoredCall, StoredRun, TaskSignal, Transition,
 };
 
 /// A store trait's future, boxed: what a twin's method returns.
@@ -87,11 +87,24 @@ dyn_twin! {
     }
 }
 
-/// A runtime's store, as each of its jobs: one store value behind all three.
+dyn_twin! {
+    /// [`RuleStore`] as a trait object: what [`StandingRules`](crate::StandingRules) keeps.
+    DynRuleStore: RuleStore {
+        async fn add_rule(&self, rule: StandingRule) -> bool;
+        async fn revoke_rule(&self, rule_id: &'a str, revocation: Revocation)
+            -> Option<StandingRule>;
+        async fn rule(&self, rule_id: &'a str) -> Option<StandingRule>;
+        async fn rules_in_force(&self, tool_id: Option<&'a str>, now_ms: u64)
+            -> Vec<StandingRule>;
+    }
+}
+
+/// A runtime's store, as each of its jobs: one store value behind all four.
 pub(crate) struct Stores {
     pub(crate) calls: Arc<dyn DynCallStore>,
     pub(crate) runs: Arc<dyn DynRunStore>,
     pub(crate) audit: Arc<dyn DynAuditLog>,
+    pub(crate) rules: Arc<dyn DynRuleStore>,
 }
 
 impl Stores {
@@ -101,7 +114,8 @@ impl Stores {
         Stores {
             calls: store.clone(),
             runs: store.clone(),
-            audit: store,
+            audit: store.clone(),
+            rules: store,
         }
     }
 }

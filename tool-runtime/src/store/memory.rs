@@ -8,11 +8,13 @@ use serde_json::Value;
 
 use super::{
     AuditEntry, AuditLog, AuditQuery, CallState, CallStore, Decided, Expected, PendingCall,
-    PendingKind, Retention, RunStore, Settlement, StoreError, StoredCall, StoredRun, TaskSignal,
-    TaskSignaller, Transition, storable_audit, storable_call, storable_json, storable_run_record,
+    PendingKind, Retention, Revocation, RuleStore, RunStore, Settlement, StandingRule, StoreError,
+    StoredCall, StoredRun, TaskSignal, TaskSignaller, Transition, storable_audit, storable_call,
+    storable_json, storable_rule, storable_run_record,
 };
 
-/// A store in memory ([`CallStore`], [`RunStore`], [`AuditLog`]), the
+/// A store in memory ([`CallStore`], [`RunStore`], [`AuditLog`],
+/// [`RuleStore`]), the
 /// default when no store is configured: one runtime (and its clones) shares
 /// it; nothing survives the process.
 ///
@@ -49,6 +51,8 @@ struct Memory {
     purged: BTreeMap<String, SystemTime>,
     /// The audit log, in `seq` order.
     audit: Vec<AuditEntry>,
+    /// The standing rules, in the order they were added.
+    rules: Vec<StandingRule>,
 }
 
 impl MemoryStore {
@@ -365,5 +369,58 @@ impl RunStore for MemoryStore {
             .runs
             .insert(run_id.to_owned(), (run, SystemTime::now()));
         Ok(Some(revision))
+    }
+}
+
+impl RuleStore for MemoryStore {
+    async fn add_rule(&self, rule: StandingRule) -> Result<bool, StoreError> {
+        storable_rule(&rule)?;
+        let mut state = self.state();
+        if state.rules.iter().any(|kept| kept.rule_id == rule.rule_id) {
+            return Ok(false);
+        }
+        state.rules.push(rule);
+        Ok(true)
+    }
+
+    async fn revoke_rule(
+        &self,
+        rule_id: &str,
+        revocation: Revocation,
+    ) -> Result<Option<StandingRule>, StoreError> {
+        let mut state = self.state();
+        let Some(rule) = state
+            .rules
+            .iter_mut()
+            .find(|rule| rule.rule_id == rule_id && rule.revoked.is_none())
+        else {
+            return Ok(None);
+        };
+        rule.revoked = Some(revocation);
+        Ok(Some(rule.clone()))
+    }
+
+    async fn rule(&self, rule_id: &str) -> Result<Option<StandingRule>, StoreError> {
+        let state = self.state();
+        Ok(state
+            .rules
+            .iter()
+            .find(|rule| rule.rule_id == rule_id)
+            .cloned())
+    }
+
+    async fn rules_in_force(
+        &self,
+        tool_id: Option<&str>,
+        now_ms: u64,
+    ) -> Result<Vec<StandingRule>, StoreError> {
+        let state = self.state();
+        Ok(state
+            .rules
+            .iter()
+            .filter(|rule| tool_id.is_none_or(|tool_id| rule.tool_id == tool_id))
+            .filter(|rule| rule.in_force_at(now_ms))
+            .cloned()
+            .collect())
     }
 }

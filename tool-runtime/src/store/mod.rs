@@ -1,10 +1,11 @@
 //! Where calls that wait for a human decision or for resume data are kept,
 //! through their lifecycle (pending → running → settled): the store
 //! traits, one a job ([`CallStore`] for the calls, [`RunStore`] for agent
-//! runs, [`AuditLog`] for the audit log), an in-memory store, a durable
-//! SQLite store (feature `sqlite`) and a PostgreSQL store (feature
-//! `postgres`), each of which implements all three. A runtime takes a
-//! store that does all three jobs ([`IntoStore`]).
+//! runs, [`AuditLog`] for the audit log, [`RuleStore`] for standing
+//! rules), an in-memory store, a durable SQLite store (feature `sqlite`)
+//! and a PostgreSQL store (feature `postgres`), each of which implements
+//! all four. A runtime takes a store that does all four jobs
+//! ([`IntoStore`]).
 //!
 //! A decision is one atomic transition of the store ([`CallStore::decide`]),
 //! so an approval or a resume runs a call at most once, even when several
@@ -16,6 +17,7 @@ mod erased;
 mod memory;
 #[cfg(feature = "postgres")]
 mod postgres;
+mod rules;
 mod run;
 mod signal;
 #[cfg(feature = "sqlite")]
@@ -33,7 +35,9 @@ use serde_json::{Map, Value};
 use tool_core::{AgentContext, Excerpt};
 
 pub use audit::{AuditEntry, AuditKind, AuditLog, AuditQuery};
-pub(crate) use erased::{DynAuditLog, DynCallStore, DynRunStore, StoreFuture, Stores};
+pub(crate) use erased::{
+    DynAuditLog, DynCallStore, DynRuleStore, DynRunStore, StoreFuture, Stores,
+};
 pub use memory::MemoryStore;
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
@@ -41,6 +45,7 @@ pub use postgres::PostgresStore;
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 pub use postgres::{PostgresTransaction, TransactionError};
+pub use rules::{FieldEquals, PredicateCall, Revocation, RuleCondition, RuleStore, StandingRule};
 pub use run::{RunStore, StoredRun};
 pub use signal::{TaskSignal, TaskSignaller};
 #[cfg(feature = "sqlite")]
@@ -213,6 +218,28 @@ fn storable_audit(entry: &AuditEntry) -> Result<String, StoreError> {
         format_args!("the audit entry of call {:?}", Excerpt::of(&entry.call_id)),
         entry,
     )
+}
+
+/// `rule` as JSON text, its ids checked as a call's are and its values as
+/// JSON is.
+fn storable_rule(rule: &StandingRule) -> Result<String, StoreError> {
+    check_id(format_args!("standing rule"), &rule.rule_id)?;
+    let of_rule = Excerpt::of(&rule.rule_id);
+    check_id(
+        format_args!("the tool of standing rule {of_rule:?}:"),
+        &rule.tool_id,
+    )?;
+    if let Some(requester) = &rule.requester {
+        check_id(
+            format_args!("the requester of standing rule {of_rule:?}:"),
+            requester,
+        )?;
+    }
+    check_id(
+        format_args!("the author of standing rule {of_rule:?}:"),
+        &rule.author,
+    )?;
+    checked_json(format_args!("standing rule {of_rule:?}"), rule)
 }
 
 /// `value` as JSON text, checked to read back; `subject` names it in the
@@ -688,9 +715,10 @@ pub enum StoreError {
 /// store may do I/O (a file, a database server), and the runtime awaits it
 /// inside the call's future, never on the thread that built the future.
 ///
-/// One of the three jobs of a runtime's store, each a trait: this one,
-/// [`RunStore`] (agent runs) and [`AuditLog`] (what people were asked and
-/// decided). A store of your own implements all three to be given to
+/// One of the four jobs of a runtime's store, each a trait: this one,
+/// [`RunStore`] (agent runs), [`AuditLog`] (what people were asked and
+/// decided) and [`RuleStore`] (standing rules). A store of your own
+/// implements all four to be given to
 /// [`RuntimeBuilder::store`](crate::RuntimeBuilder::store) ([`IntoStore`]);
 /// the stores of this crate do.
 ///
@@ -862,10 +890,10 @@ pub trait CallStore: Send + Sync + 'static {
 
 /// What [`RuntimeBuilder::store`](crate::RuntimeBuilder::store) takes: a
 /// store that does every job of a runtime's store ([`CallStore`],
-/// [`RunStore`], [`AuditLog`]), or an `Arc` of one. Runtimes given clones
-/// of one `Arc` share its calls, runs and audit log (as runtimes on one
-/// SQLite file do). Implemented for both; a store of your own implements
-/// the three traits, not this one.
+/// [`RunStore`], [`AuditLog`], [`RuleStore`]), or an `Arc` of one.
+/// Runtimes given clones of one `Arc` share its calls, runs, audit log and
+/// standing rules (as runtimes on one SQLite file do). Implemented for
+/// both; a store of your own implements the four traits, not this one.
 ///
 /// ```
 /// use std::sync::Arc;
@@ -889,17 +917,17 @@ pub trait CallStore: Send + Sync + 'static {
 /// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a store a runtime can keep",
-    note = "a runtime's store implements `CallStore`, `RunStore` and `AuditLog` (module `tool_runtime::store`); an `Arc` of one is one too"
+    note = "a runtime's store implements `CallStore`, `RunStore`, `AuditLog` and `RuleStore` (module `tool_runtime::store`); an `Arc` of one is one too"
 )]
 pub trait IntoStore {
     /// The store.
-    type Store: CallStore + RunStore + AuditLog;
+    type Store: CallStore + RunStore + AuditLog + RuleStore;
 
     /// The store, shared.
     fn into_arc(self) -> Arc<Self::Store>;
 }
 
-impl<S: CallStore + RunStore + AuditLog> IntoStore for S {
+impl<S: CallStore + RunStore + AuditLog + RuleStore> IntoStore for S {
     type Store = S;
 
     fn into_arc(self) -> Arc<S> {
@@ -907,7 +935,7 @@ impl<S: CallStore + RunStore + AuditLog> IntoStore for S {
     }
 }
 
-impl<S: CallStore + RunStore + AuditLog> IntoStore for Arc<S> {
+impl<S: CallStore + RunStore + AuditLog + RuleStore> IntoStore for Arc<S> {
     type Store = S;
 
     fn into_arc(self) -> Arc<S> {

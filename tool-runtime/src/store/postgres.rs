@@ -16,9 +16,10 @@ use tool_core::Excerpt;
 
 use super::{
     AuditEntry, AuditLog, AuditQuery, CallState, CallStore, Decided, Expected, PendingCall,
-    PendingKind, PendingQuery, Retention, RunStore, Settlement, StoreError, StoreTransaction,
-    StoredCall, StoredRun, TaskSignal, TaskSignaller, Transition, storable_audit, storable_call,
-    storable_id, storable_json, storable_run_record,
+    PendingKind, PendingQuery, Retention, Revocation, RuleStore, RunStore, Settlement,
+    StandingRule, StoreError, StoreTransaction, StoredCall, StoredRun, TaskSignal, TaskSignaller,
+    Transition, storable_audit, storable_call, storable_id, storable_json, storable_rule,
+    storable_run_record,
 };
 
 mod transaction;
@@ -26,14 +27,14 @@ mod transaction;
 pub use transaction::{PostgresTransaction, TransactionError};
 
 /// The schema version this build creates and reads, recorded in
-/// `tool_runtime_schema`: 8 keeps the approvals a call needs and its own
+/// `tool_runtime_schema`: 9 keeps standing rules ([`ADD_RULES`]); 8 keeps the approvals a call needs and its own
 /// time limit ([`ADD_APPROVALS_TIMEOUT`]); 7 keeps when calls were asked for
 /// ([`ADD_ASKED_AT`]); 6 adds the audit log ([`ADD_AUDIT`]); 5 remembers
 /// the ids of calls purged by the size bound ([`ADD_PURGED`]); 4 lets calls
 /// wait for their output ([`ADD_OUTPUT_KIND`]); 3 adds fencing tokens
 /// ([`ADD_FENCING`]); 2 adds agent runs (`tool_runtime_runs`) to the calls
-/// of version 1. Versions 1 to 7 are migrated.
-const SCHEMA_VERSION: i32 = 8;
+/// of version 1. Versions 1 to 8 are migrated.
+const SCHEMA_VERSION: i32 = 9;
 /// Connections the pool keeps at most: every store operation is one short
 /// statement or transaction, so a few serve many concurrent calls.
 const MAX_CONNECTIONS: usize = 8;
@@ -148,12 +149,28 @@ const ADD_ASKED_AT: &str = "ALTER TABLE tool_runtime_calls ADD COLUMN asked_at_m
 const ADD_APPROVALS_TIMEOUT: &str = "ALTER TABLE tool_runtime_calls ADD COLUMN approvals text;
 ALTER TABLE tool_runtime_calls ADD COLUMN timeout_ms bigint;";
 
+/// What schema version 9 adds: standing rules, each as JSON text, with the
+/// columns that select those in force (`until_ms`, milliseconds since the
+/// Unix epoch); `seq` keeps the order they were added in.
+const ADD_RULES: &str = "
+CREATE TABLE tool_runtime_rules (
+    seq bigserial PRIMARY KEY,
+    rule_id text NOT NULL UNIQUE,
+    tool_id text NOT NULL,
+    until_ms bigint NOT NULL,
+    revoked boolean NOT NULL,
+    rule text NOT NULL
+);
+CREATE INDEX tool_runtime_rules_in_force ON tool_runtime_rules (tool_id, until_ms)
+    WHERE NOT revoked;";
+
 /// The columns a [`StoredCall`] is read from ([`PostgresStore::stored`]).
 const COLUMNS: &str = "call_id, kind, tool_id, state, owner, lease_expires_at, attempt, \
      input, request_context, messages, payload, resume_data, outcome, settled_at, epoch, agent, \
      requester, expires_at_ms, asked_at_ms, approvals, timeout_ms";
 
-/// A durable store ([`CallStore`], [`RunStore`], [`AuditLog`]) in a
+/// A durable store ([`CallStore`], [`RunStore`], [`AuditLog`],
+/// [`RuleStore`]) in a
 /// PostgreSQL database, for runtimes on several hosts: pending approvals
 /// and suspensions, running calls and recorded outcomes survive the death
 /// of any process, and every runtime connected to the database sees every
@@ -344,6 +361,7 @@ impl PostgresStore {
             tx.batch_execute(ADD_AUDIT).await?;
             tx.batch_execute(ADD_ASKED_AT).await?;
             tx.batch_execute(ADD_APPROVALS_TIMEOUT).await?;
+            tx.batch_execute(ADD_RULES).await?;
             tx.execute(
                 "INSERT INTO tool_runtime_schema (version) VALUES ($1)",
                 &[&SCHEMA_VERSION],
@@ -366,7 +384,7 @@ impl PostgresStore {
         };
         match version {
             Some(SCHEMA_VERSION) => Ok(()),
-            Some(version @ 1..=7) => {
+            Some(version @ 1..=8) => {
                 if version == 1 {
                     // Version 1 had no runs; its calls are as they were.
                     tx.batch_execute(CREATE_RUNS).await?;
@@ -391,9 +409,13 @@ impl PostgresStore {
                     // Version 6 did not keep when calls were asked for.
                     tx.batch_execute(ADD_ASKED_AT).await?;
                 }
-                // Version 7 kept neither the approvals a call needs nor
-                // its own time limit.
-                tx.batch_execute(ADD_APPROVALS_TIMEOUT).await?;
+                if version <= 7 {
+                    // Version 7 kept neither the approvals a call needs nor
+                    // its own time limit.
+                    tx.batch_execute(ADD_APPROVALS_TIMEOUT).await?;
+                }
+                // Version 8 kept no standing rules.
+                tx.batch_execute(ADD_RULES).await?;
                 tx.execute(
                     "UPDATE tool_runtime_schema SET version = $1",
                     &[&SCHEMA_VERSION],
@@ -941,6 +963,83 @@ impl PostgresStore {
         Ok(row.map(|row| row.try_get(0)).transpose()?)
     }
 
+    async fn try_add_rule(&self, rule: &StandingRule, text: &str) -> Result<bool, Failure> {
+        let until = i64::try_from(rule.until_ms).unwrap_or(i64::MAX);
+        let client = self.pool.get().await?;
+        let statement = client
+            .prepare_cached(
+                "INSERT INTO tool_runtime_rules (rule_id, tool_id, until_ms, revoked, rule)
+                 VALUES ($1, $2, $3, false, $4) ON CONFLICT (rule_id) DO NOTHING",
+            )
+            .await?;
+        let added = client
+            .execute(&statement, &[&rule.rule_id, &rule.tool_id, &until, &text])
+            .await?;
+        Ok(added == 1)
+    }
+
+    async fn try_revoke_rule(
+        &self,
+        rule_id: &str,
+        revocation: Revocation,
+    ) -> Result<Option<StandingRule>, Failure> {
+        let mut client = self.pool.get().await?;
+        let tx = client.transaction().await?;
+        // Locked: a concurrent revocation waits, then finds it revoked.
+        let Some(row) = tx
+            .query_opt(
+                "SELECT rule FROM tool_runtime_rules WHERE rule_id = $1 AND NOT revoked FOR UPDATE",
+                &[&rule_id],
+            )
+            .await?
+        else {
+            return Ok(None);
+        };
+        let mut rule = self.decode_rule(rule_id, row.try_get("rule")?)?;
+        rule.revoked = Some(revocation);
+        let text = storable_rule(&rule)?;
+        tx.execute(
+            "UPDATE tool_runtime_rules SET revoked = true, rule = $2 WHERE rule_id = $1",
+            &[&rule_id, &text],
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(Some(rule))
+    }
+
+    /// The rules `filter` (an SQL condition on the rules table, with
+    /// `params`) selects, in the order they were added.
+    async fn try_rules(
+        &self,
+        filter: &str,
+        params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+    ) -> Result<Vec<StandingRule>, Failure> {
+        let client = self.pool.get().await?;
+        let statement = client
+            .prepare_cached(&format!(
+                "SELECT rule_id, rule FROM tool_runtime_rules WHERE {filter} ORDER BY seq"
+            ))
+            .await?;
+        let mut rules = Vec::new();
+        for row in client.query(&statement, params).await? {
+            rules.push(self.decode_rule(row.try_get("rule_id")?, row.try_get("rule")?)?);
+        }
+        Ok(rules)
+    }
+
+    fn decode_rule(&self, rule_id: &str, text: &str) -> Result<StandingRule, Failure> {
+        serde_json::from_str(text).map_err(|e| {
+            Failure::Store(StoreError::Io {
+                location: self.location.to_string(),
+                reason: format!(
+                    "standing rule {:?} is unreadable: {e}; it was left in the store",
+                    Excerpt::of(rule_id)
+                ),
+                source: None,
+            })
+        })
+    }
+
     async fn try_load_run(&self, run_id: &str) -> Result<Option<StoredRun>, Failure> {
         let client = self.pool.get().await?;
         let statement = client
@@ -1289,6 +1388,62 @@ impl AuditLog for PostgresStore {
         self.try_audit(&query)
             .await
             .map_err(self.failed("reading the audit log"))
+    }
+}
+
+impl RuleStore for PostgresStore {
+    async fn add_rule(&self, rule: StandingRule) -> Result<bool, StoreError> {
+        let text = storable_rule(&rule)?;
+        self.try_add_rule(&rule, &text)
+            .await
+            .map_err(self.failed(format_args!(
+                "adding standing rule {:?}",
+                Excerpt::of(&rule.rule_id)
+            )))
+    }
+
+    async fn revoke_rule(
+        &self,
+        rule_id: &str,
+        revocation: Revocation,
+    ) -> Result<Option<StandingRule>, StoreError> {
+        if !storable_id(rule_id) {
+            return Ok(None);
+        }
+        self.try_revoke_rule(rule_id, revocation)
+            .await
+            .map_err(self.failed(format_args!(
+                "revoking standing rule {:?}",
+                Excerpt::of(rule_id)
+            )))
+    }
+
+    async fn rule(&self, rule_id: &str) -> Result<Option<StandingRule>, StoreError> {
+        if !storable_id(rule_id) {
+            return Ok(None);
+        }
+        let rules = self
+            .try_rules("rule_id = $1", &[&rule_id])
+            .await
+            .map_err(self.failed(format_args!(
+                "reading standing rule {:?}",
+                Excerpt::of(rule_id)
+            )))?;
+        Ok(rules.into_iter().next())
+    }
+
+    async fn rules_in_force(
+        &self,
+        tool_id: Option<&str>,
+        now_ms: u64,
+    ) -> Result<Vec<StandingRule>, StoreError> {
+        let now = i64::try_from(now_ms).unwrap_or(i64::MAX);
+        self.try_rules(
+            "($1::text IS NULL OR tool_id = $1) AND NOT revoked AND until_ms > $2",
+            &[&tool_id, &now],
+        )
+        .await
+        .map_err(self.failed("reading the standing rules in force"))
     }
 }
 

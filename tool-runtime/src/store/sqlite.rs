@@ -14,9 +14,9 @@ use tool_core::Excerpt;
 
 use super::{
     AuditEntry, AuditLog, AuditQuery, CallState, CallStore, Decided, Expected, PendingCall,
-    PendingKind, RecordedOutcome, Retention, RunStore, Settlement, StoreError, StoreTransaction,
-    StoredCall, StoredRun, TaskSignal, TaskSignaller, Transition, storable_audit, storable_call,
-    storable_json, storable_run_record,
+    PendingKind, RecordedOutcome, Retention, Revocation, RuleStore, RunStore, Settlement,
+    StandingRule, StoreError, StoreTransaction, StoredCall, StoredRun, TaskSignal, TaskSignaller,
+    Transition, storable_audit, storable_call, storable_json, storable_rule, storable_run_record,
 };
 
 mod transaction;
@@ -25,17 +25,19 @@ pub use transaction::SqliteTransaction;
 
 /// `PRAGMA application_id` of a pending store: "tool" in ASCII.
 const APPLICATION_ID: i32 = 0x746F_6F6C;
-/// `PRAGMA user_version` of the current layout: 6 keeps the audit log
+/// `PRAGMA user_version` of the current layout: 7 keeps standing rules
+/// (table `rules`); 6 keeps the audit log
 /// (table `audit`); 5 remembers the ids of
 /// calls purged by the size bound (table `purged`); 4 adds fencing tokens
 /// (column `epoch`, table `fencing`); 3 adds agent runs (table `runs`); 2
 /// has the call lifecycle (state, owner, lease, outcome); 1 (pending calls
-/// only). Files of layouts 1 to 5 are migrated.
-const LAYOUT_VERSION: i32 = 6;
+/// only). Files of layouts 1 to 6 are migrated.
+const LAYOUT_VERSION: i32 = 7;
 /// How long a write waits for another process holding the file.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// A durable store ([`CallStore`], [`RunStore`], [`AuditLog`]) in one
+/// A durable store ([`CallStore`], [`RunStore`], [`AuditLog`],
+/// [`RuleStore`]) in one
 /// SQLite file (WAL mode, synchronous commits; the I/O runs on tokio's
 /// blocking pool, off the async workers): pending approvals and
 /// suspensions, running calls and recorded outcomes survive a crash of the
@@ -232,6 +234,48 @@ impl AuditLog for SqliteStore {
 
     async fn audit(&self, query: AuditQuery) -> Result<Vec<AuditEntry>, StoreError> {
         self.blocking(move |file| file.audit(&query)).await
+    }
+}
+
+impl RuleStore for SqliteStore {
+    async fn add_rule(&self, rule: StandingRule) -> Result<bool, StoreError> {
+        let text = storable_rule(&rule)?;
+        self.blocking(move |file| file.add_rule(&rule, &text)).await
+    }
+
+    async fn revoke_rule(
+        &self,
+        rule_id: &str,
+        revocation: Revocation,
+    ) -> Result<Option<StandingRule>, StoreError> {
+        let rule_id = rule_id.to_owned();
+        self.blocking(move |file| file.revoke_rule(&rule_id, revocation))
+            .await
+    }
+
+    async fn rule(&self, rule_id: &str) -> Result<Option<StandingRule>, StoreError> {
+        let rule_id = rule_id.to_owned();
+        self.blocking(move |file| {
+            let rules = file.rules("rule_id = ?1", params![rule_id])?;
+            Ok(rules.into_iter().next())
+        })
+        .await
+    }
+
+    async fn rules_in_force(
+        &self,
+        tool_id: Option<&str>,
+        now_ms: u64,
+    ) -> Result<Vec<StandingRule>, StoreError> {
+        let tool_id = tool_id.map(str::to_owned);
+        let now = i64::try_from(now_ms).unwrap_or(i64::MAX);
+        self.blocking(move |file| {
+            file.rules(
+                "(?1 IS NULL OR tool_id = ?1) AND revoked = 0 AND until_ms > ?2",
+                params![tool_id, now],
+            )
+        })
+        .await
     }
 }
 
@@ -471,6 +515,19 @@ const ADD_AUDIT: &str = "CREATE TABLE audit (
 );
 CREATE INDEX audit_by_call ON audit (call_id, seq);";
 
+/// What layout 7 adds: standing rules, each as JSON text, with the
+/// columns that select those in force (`until_ms`, milliseconds since the
+/// Unix epoch); `seq` keeps the order they were added in.
+const ADD_RULES: &str = "CREATE TABLE rules (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    rule_id TEXT NOT NULL UNIQUE,
+    tool_id TEXT NOT NULL,
+    until_ms INTEGER NOT NULL,
+    revoked INTEGER NOT NULL CHECK (revoked IN (0, 1)),
+    rule TEXT NOT NULL
+);
+CREATE INDEX rules_in_force ON rules (tool_id, revoked, until_ms);";
+
 /// Creates the tables in a new file, migrates a file of an older layout (in
 /// the same transaction: a failed migration leaves the file as it was), or
 /// checks that an existing file is a pending store of this layout.
@@ -495,6 +552,7 @@ fn init_layout(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
             {ADD_FENCING}
             {ADD_PURGED}
             {ADD_AUDIT}
+            {ADD_RULES}
             PRAGMA application_id = {APPLICATION_ID};
             PRAGMA user_version = {LAYOUT_VERSION};"
         ))
@@ -522,9 +580,13 @@ fn init_layout(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
             // Layout 4 did not remember purged calls.
             tx.execute_batch(ADD_PURGED).map_err(err)?;
         }
-        // Layout 5 kept no audit log.
+        if version <= 5 {
+            // Layout 5 kept no audit log.
+            tx.execute_batch(ADD_AUDIT).map_err(err)?;
+        }
+        // Layout 6 kept no standing rules.
         tx.execute_batch(&format!(
-            "{ADD_AUDIT}
+            "{ADD_RULES}
             PRAGMA user_version = {LAYOUT_VERSION};"
         ))
         .map_err(err)?;
@@ -1058,6 +1120,83 @@ impl SqliteFile {
             }
         }
         Ok(calls)
+    }
+
+    fn add_rule(&self, rule: &StandingRule, text: &str) -> Result<bool, StoreError> {
+        let until = i64::try_from(rule.until_ms).unwrap_or(i64::MAX);
+        let added = self
+            .conn()
+            .execute(
+                "INSERT INTO rules (rule_id, tool_id, until_ms, revoked, rule)
+                 VALUES (?1, ?2, ?3, 0, ?4) ON CONFLICT (rule_id) DO NOTHING",
+                params![rule.rule_id, rule.tool_id, until, text],
+            )
+            .map_err(|e| self.io(e))?;
+        Ok(added == 1)
+    }
+
+    fn revoke_rule(
+        &self,
+        rule_id: &str,
+        revocation: Revocation,
+    ) -> Result<Option<StandingRule>, StoreError> {
+        self.write(|tx| {
+            let text: Option<String> = tx
+                .query_row(
+                    "SELECT rule FROM rules WHERE rule_id = ?1 AND revoked = 0",
+                    params![rule_id],
+                    |row| row.get(0),
+                )
+                .optional()
+                .map_err(|e| self.io(e))?;
+            let Some(text) = text else { return Ok(None) };
+            let mut rule = self.decode_rule(rule_id, &text)?;
+            rule.revoked = Some(revocation);
+            let text = storable_rule(&rule)?;
+            tx.execute(
+                "UPDATE rules SET revoked = 1, rule = ?2 WHERE rule_id = ?1",
+                params![rule_id, text],
+            )
+            .map_err(|e| self.io(e))?;
+            Ok(Some(rule))
+        })
+    }
+
+    /// The rules `filter` (an SQL condition on the rules table, with
+    /// `params`) selects, in the order they were added.
+    fn rules(
+        &self,
+        filter: &str,
+        params: impl rusqlite::Params,
+    ) -> Result<Vec<StandingRule>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare(&format!(
+                "SELECT rule_id, rule FROM rules WHERE {filter} ORDER BY seq"
+            ))
+            .map_err(|e| self.io(e))?;
+        let rows = stmt
+            .query_map(params, |row| {
+                Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
+            })
+            .map_err(|e| self.io(e))?;
+        let mut rules = Vec::new();
+        for row in rows {
+            let (rule_id, text) = row.map_err(|e| self.io(e))?;
+            rules.push(self.decode_rule(&rule_id, &text)?);
+        }
+        Ok(rules)
+    }
+
+    fn decode_rule(&self, rule_id: &str, text: &str) -> Result<StandingRule, StoreError> {
+        serde_json::from_str(text).map_err(|e| StoreError::Corrupt {
+            path: self.path.clone(),
+            reason: format!(
+                "standing rule {:?} is unreadable: {e}",
+                Excerpt::of(rule_id)
+            ),
+            source: Some(Box::new(e)),
+        })
     }
 
     fn append_audit(&self, entry: &AuditEntry, text: String) -> Result<u64, StoreError> {

@@ -26,6 +26,8 @@ mod requirements;
 mod seams;
 mod separation;
 #[cfg(feature = "sqlite")]
+mod standing_rules;
+#[cfg(feature = "sqlite")]
 mod store;
 mod streaming_events;
 #[cfg(feature = "sqlite")]

@@ -103,7 +103,7 @@ async fn postgres_store_meets_the_store_contract() {
     let Some(url) = database_url() else { return };
     // The contract purges and recovers across the whole table: each of its
     // stores gets a schema of its own.
-    const STORES: usize = 15;
+    const STORES: usize = 16;
     let mut schemas = Vec::new();
     let mut stores = Vec::new();
     for _ in 0..STORES {
@@ -248,7 +248,7 @@ async fn errors_name_the_database_without_its_password_and_the_call() {
     assert!(matches!(error, StoreError::Io { .. }), "{error:?}");
     let message = error.to_string();
     assert!(
-        message.contains("version 99") && message.contains("(8)"),
+        message.contains("version 99") && message.contains("(9)"),
         "{message}"
     );
     schema.drop().await;
@@ -261,7 +261,7 @@ async fn errors_name_the_database_without_its_password_and_the_call() {
 /// keeping the call; concurrent first connections
 /// migrate it once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_schema_of_version_1_is_migrated_to_version_8_and_keeps_its_calls() {
+async fn a_schema_of_version_1_is_migrated_to_version_9_and_keeps_its_calls() {
     let Some(url) = database_url() else { return };
     let schema = Schema::new(&url, "v1").await;
     schema
@@ -320,8 +320,16 @@ async fn a_schema_of_version_1_is_migrated_to_version_8_and_keeps_its_calls() {
         .iter()
         .map(|row| row.get(0))
         .collect();
-    assert_eq!(versions, [8]);
+    assert_eq!(versions, [9]);
     let store = &stores[0];
+    let rule =
+        tool_runtime::StandingRule::new("r1", "t", SystemTime::now() + Duration::from_secs(60));
+    assert!(
+        tool_runtime::store::RuleStore::add_rule(store, rule)
+            .await
+            .unwrap(),
+        "and gains the rules table"
+    );
     assert_eq!(
         calls(store.list().await.unwrap()),
         [PendingCall::new(

@@ -640,11 +640,20 @@ fn a_store_file_of_the_previous_layout_is_migrated_and_a_newer_one_refused() {
     drop(conn);
     let store = SqliteStore::open(&old).expect("layout 1 is migrated");
     assert_eq!(calls(block_on(store.list()).unwrap()), [call]);
-    assert_eq!(user_version(&old), 6);
+    assert_eq!(user_version(&old), 7);
     assert_eq!(
         block_on(store.save_run("r1", None, false, json!({}))).unwrap(),
         Some(1),
         "and gains the runs table"
+    );
+    let rule = tool_runtime::StandingRule::new(
+        "r1",
+        "t",
+        std::time::SystemTime::now() + std::time::Duration::from_secs(60),
+    );
+    assert!(
+        block_on(tool_runtime::store::RuleStore::add_rule(&store, rule)).unwrap(),
+        "and the rules table"
     );
 
     let newer = dir.join("layout-9.sqlite");
@@ -657,7 +666,7 @@ fn a_store_file_of_the_previous_layout_is_migrated_and_a_newer_one_refused() {
     assert!(
         error.contains("layout-9.sqlite")
             && error.contains("version 9")
-            && error.contains("reads 6"),
+            && error.contains("reads 7"),
         "{error}"
     );
 }
@@ -720,7 +729,7 @@ fn a_store_file_of_layout_2_gains_the_runs_table_and_keeps_its_calls() {
     drop(conn);
 
     let store = SqliteStore::open(&path).expect("layout 2 is migrated");
-    assert_eq!(user_version(&path), 6);
+    assert_eq!(user_version(&path), 7);
     assert_eq!(calls(block_on(store.list()).unwrap()), [pending]);
     let kept = block_on(store.get("c-running")).unwrap().unwrap();
     assert!(
@@ -754,7 +763,7 @@ fn a_store_file_of_layout_2_gains_the_runs_table_and_keeps_its_calls() {
     let reopened = SqliteStore::open(&path).expect("layout 6 opens as it is");
     let run = block_on(reopened.load_run("r1")).unwrap().unwrap();
     assert_eq!((run.revision, run.record), (1, json!({ "step": 1 })));
-    assert_eq!(user_version(&path), 6);
+    assert_eq!(user_version(&path), 7);
 }
 
 #[test]

@@ -8,7 +8,9 @@
 //! most `MAX_ID_BYTES` bytes without NUL, JSON at most `MAX_JSON_DEPTH`
 //! levels), each run just under and just over; the audit log, appended to in
 //! order (concurrently too), read by call and from a place, never changed by
-//! purges, refusing what calls refuse.
+//! purges, refusing what calls refuse; standing rules, kept once by id,
+//! read in force by tool and time in the order made, revoked once (of
+//! concurrent revocations exactly one wins), refusing what calls refuse.
 
 use std::sync::Arc;
 
@@ -18,8 +20,8 @@ use std::time::Duration;
 use serde_json::json;
 use tool_runtime::store::{
     AuditEntry, AuditKind, AuditLog, AuditQuery, CallStore, Decided, Expected, MAX_ID_BYTES,
-    MAX_JSON_DEPTH, PendingQuery, RecordedOutcome, RequiredApprovals, Retention, RunStore,
-    Settlement, StoredRun, Transition,
+    MAX_JSON_DEPTH, PendingQuery, RecordedOutcome, RequiredApprovals, Retention, Revocation,
+    RuleStore, RunStore, Settlement, StandingRule, StoredRun, Transition,
 };
 use tool_runtime::{CallState, PendingCall, PendingKind, StoreError, StoredCall};
 
@@ -63,7 +65,7 @@ fn lost(decided: Decided) -> Option<StoredCall> {
 
 /// Runs the whole contract on stores made by `fresh` (each call: an empty store;
 /// `prefix` keeps call ids apart when the stores share a database).
-pub async fn store_contract<S: CallStore + RunStore + AuditLog>(
+pub async fn store_contract<S: CallStore + RunStore + AuditLog + RuleStore>(
     prefix: &str,
     fresh: impl Fn() -> S,
 ) {
@@ -82,6 +84,7 @@ pub async fn store_contract<S: CallStore + RunStore + AuditLog>(
     pages(&fresh(), prefix).await;
     versioned_decisions(&fresh(), prefix).await;
     revisions(&fresh(), prefix).await;
+    standing_rules(Arc::new(fresh()), prefix).await;
 }
 
 async fn lifecycle(store: &(impl CallStore + RunStore), p: &str) {
@@ -1586,4 +1589,125 @@ async fn revisions(store: &(impl CallStore + RunStore), p: &str) {
         json!({ "amount": 8 }),
         "the new version runs"
     );
+}
+
+/// Standing rules: an id kept once; those in force read by tool and time,
+/// in the order made, as stored; a revocation wins once (of concurrent
+/// ones exactly one), and a revoked rule is read as revoked but is no
+/// longer in force; ids and values refused as a call's are.
+async fn standing_rules<S: RuleStore>(store: Arc<S>, p: &str) {
+    let base_ms = 1_700_000_000_000_u64;
+    let at = |ms: u64| std::time::UNIX_EPOCH + Duration::from_millis(ms);
+    let rule = |id: &str, tool: &str, until_ms: u64| {
+        let mut rule = StandingRule::new(format!("{p}-{id}"), tool, at(until_ms))
+            .when_equals("/customer", json!("acme"))
+            .when("amount_at_most", json!({ "cap": 200 }))
+            .for_requester("agent-7");
+        rule.author = "dana".into();
+        rule.author_groups = vec!["finance-leads".into()];
+        rule.created_at_ms = base_ms;
+        rule
+    };
+    let first = rule("r1", "refund", base_ms + 1_000);
+    assert!(store.add_rule(first.clone()).await.unwrap());
+    let mut same_id = rule("r1", "other", base_ms + 9_000);
+    same_id.author = "mallory".into();
+    assert!(
+        !store.add_rule(same_id).await.unwrap(),
+        "an id is kept once"
+    );
+    assert!(
+        store
+            .add_rule(rule("r2", "refund", base_ms + 5_000))
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .add_rule(rule("r3", "lookup", base_ms + 5_000))
+            .await
+            .unwrap()
+    );
+    let ids = |rules: Vec<StandingRule>| -> Vec<String> {
+        rules.into_iter().map(|rule| rule.rule_id).collect()
+    };
+    let named =
+        |ids: &[&str]| -> Vec<String> { ids.iter().map(|id| format!("{p}-{id}")).collect() };
+    let refunds = store.rules_in_force(Some("refund"), base_ms).await.unwrap();
+    assert_eq!(refunds[0], first, "read back as stored");
+    assert_eq!(ids(refunds), named(&["r1", "r2"]), "in the order made");
+    assert_eq!(
+        ids(store.rules_in_force(None, base_ms).await.unwrap()),
+        named(&["r1", "r2", "r3"])
+    );
+    assert_eq!(
+        ids(store
+            .rules_in_force(Some("refund"), base_ms + 1_000)
+            .await
+            .unwrap()),
+        named(&["r2"]),
+        "expired at its until, excluded"
+    );
+    assert!(
+        store
+            .rules_in_force(Some("none"), base_ms)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    // Twenty concurrent revocations of one rule: exactly one wins.
+    let r2 = format!("{p}-r2");
+    let revocations = (0..20).map(|i| {
+        let (store, r2) = (store.clone(), r2.clone());
+        tokio::spawn(async move {
+            store
+                .revoke_rule(&r2, Revocation::new(format!("lead-{i}"), base_ms + 10))
+                .await
+                .unwrap()
+        })
+    });
+    let won: Vec<StandingRule> = futures_util::future::join_all(revocations)
+        .await
+        .into_iter()
+        .filter_map(|joined| joined.unwrap())
+        .collect();
+    assert_eq!(won.len(), 1, "one revocation wins: {won:?}");
+    let revoked = store.rule(&r2).await.unwrap().expect("kept, revoked");
+    assert_eq!(revoked.revoked, won[0].revoked);
+    assert_eq!(revoked.revoked.as_ref().unwrap().at_ms, base_ms + 10);
+    assert_eq!(
+        ids(store.rules_in_force(Some("refund"), base_ms).await.unwrap()),
+        named(&["r1"])
+    );
+    assert!(
+        !store
+            .add_rule(rule("r2", "refund", base_ms + 5_000))
+            .await
+            .unwrap(),
+        "never reused"
+    );
+    assert!(
+        store
+            .revoke_rule(&format!("{p}-none"), Revocation::new("x", 0))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(store.rule(&format!("{p}-none")).await.unwrap().is_none());
+
+    // Refused as a call's values are, before anything is written.
+    let long = StandingRule::new("r".repeat(MAX_ID_BYTES + 1), "refund", at(base_ms + 1_000));
+    assert!(matches!(
+        store.add_rule(long).await,
+        Err(StoreError::Refused { .. })
+    ));
+    let deep = (1..=MAX_JSON_DEPTH).fold(json!([]), |inner, _| json!([inner]));
+    let deep = StandingRule::new(format!("{p}-deep"), "refund", at(base_ms + 1_000))
+        .when_equals("/x", deep);
+    assert!(matches!(
+        store.add_rule(deep).await,
+        Err(StoreError::Refused { .. })
+    ));
+    assert!(store.rule(&format!("{p}-deep")).await.unwrap().is_none());
 }

@@ -10,7 +10,8 @@ use std::time::{Duration, SystemTime};
 use serde_json::Value;
 use tool_runtime::store::{
     AuditEntry, AuditLog, AuditQuery, CallStore, Decided, Expected, PendingQuery, Retention,
-    RunStore, Settlement, StoreTransaction, StoredRun, TaskSignal, Transition,
+    Revocation, RuleStore, RunStore, Settlement, StandingRule, StoreTransaction, StoredRun,
+    TaskSignal, Transition,
 };
 use tool_runtime::{PendingCall, PendingKind, StoreError, StoredCall};
 
@@ -206,6 +207,29 @@ impl<S: AuditLog> AuditLog for Faulty<S> {
     }
     async fn audit(&self, query: AuditQuery) -> Result<Vec<AuditEntry>, StoreError> {
         self.store.audit(query).await
+    }
+}
+
+impl<S: RuleStore> RuleStore for Faulty<S> {
+    async fn add_rule(&self, rule: StandingRule) -> Result<bool, StoreError> {
+        self.store.add_rule(rule).await
+    }
+    async fn revoke_rule(
+        &self,
+        rule_id: &str,
+        revocation: Revocation,
+    ) -> Result<Option<StandingRule>, StoreError> {
+        self.store.revoke_rule(rule_id, revocation).await
+    }
+    async fn rule(&self, rule_id: &str) -> Result<Option<StandingRule>, StoreError> {
+        self.store.rule(rule_id).await
+    }
+    async fn rules_in_force(
+        &self,
+        tool_id: Option<&str>,
+        now_ms: u64,
+    ) -> Result<Vec<StandingRule>, StoreError> {
+        self.store.rules_in_force(tool_id, now_ms).await
     }
 }
 
