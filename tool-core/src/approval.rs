@@ -9,15 +9,12 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 
-use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::hooks::{Awaits, Returns};
 use crate::panic::catch_panic_async;
-use crate::parameter::{
-    ByStruct, ByValue, InputParameter, LoneInput, LoneValue, typed_input, wrapping,
-};
+use crate::parameter::{ByStruct, ByValue, InputParameter, LoneInput, LoneValue, input_if_fits};
 use crate::request_context::RequestContext;
 
 /// What an approval policy says about one call, decided on the call's
@@ -205,6 +202,28 @@ impl fmt::Debug for PolicyAnswer {
 }
 
 impl PolicyAnswer {
+    /// A policy that could not tell, and why.
+    pub(crate) fn failed(reason: String) -> Self {
+        PolicyAnswer(Answer::Ready(Err(reason)))
+    }
+
+    /// The decision if the policy gave it already (a sync policy's), else
+    /// the answer to [`resolve`](Self::resolve): what a caller with a time
+    /// limit asks first, so that a sync policy costs no future.
+    ///
+    /// ```
+    /// use tool_core::{ApprovalPolicyReturn, ApprovalRequirement};
+    ///
+    /// assert_eq!(false.into_answer().now().ok(), Some(Ok(ApprovalRequirement::NotRequired)));
+    /// assert!(async { true }.into_answer().now().is_err(), "an async policy's answer is awaited");
+    /// ```
+    pub fn now(self) -> Result<Result<ApprovalRequirement, String>, PolicyAnswer> {
+        match self.0 {
+            Answer::Ready(decision) => Ok(decision),
+            pending => Err(PolicyAnswer(pending)),
+        }
+    }
+
     /// The decision: what the call needs, or `Err` with why the policy
     /// could not tell (it failed, or its future panicked).
     pub async fn resolve(self) -> Result<ApprovalRequirement, String> {
@@ -268,22 +287,23 @@ where
 }
 
 /// Runs a typed approval policy (sync or async) over validated JSON input,
-/// read as a tool whose input type is `I` reads it (`parameter`: its
-/// `TypedTool::INPUT_PARAMETER`); input that no longer fits the type needs
-/// approval.
+/// read as a tool whose input type is `I` reads it (`wraps`: the
+/// `wrapping` of its
+/// `TypedTool::INPUT_PARAMETER`, looked at once, when the tool is built);
+/// input that no longer fits the type needs approval.
 pub fn typed_policy<I, R, A>(
     input: &Value,
     request_context: &RequestContext,
     policy: impl Fn(&I, &RequestContext) -> R,
-    parameter: Option<InputParameter>,
+    wraps: Option<InputParameter>,
 ) -> PolicyAnswer
 where
-    I: DeserializeOwned + JsonSchema + 'static,
+    I: DeserializeOwned,
     R: ApprovalPolicyReturn<A>,
 {
-    match typed_input::<I>(input, wrapping::<I>(parameter)) {
-        Ok(input) => policy(&input, request_context).into_answer(),
-        Err(_) => true.into_answer(),
+    match input_if_fits::<I>(input, wraps) {
+        Some(input) => policy(&input, request_context).into_answer(),
+        None => true.into_answer(),
     }
 }
 
@@ -294,13 +314,13 @@ pub fn lone_policy<I, S, M>(
     request_context: &RequestContext,
     policy: &impl LonePolicy<LoneValue<I>, S, M>,
     to_struct: fn(LoneValue<I>) -> S,
-    parameter: Option<InputParameter>,
+    wraps: Option<InputParameter>,
 ) -> PolicyAnswer
 where
-    I: LoneInput + DeserializeOwned + JsonSchema + 'static,
+    I: LoneInput + DeserializeOwned,
 {
-    match typed_input::<I>(input, wrapping::<I>(parameter)) {
-        Ok(input) => policy.requires_approval(input.into_value(), to_struct, request_context),
-        Err(_) => true.into_answer(),
+    match input_if_fits::<I>(input, wraps) {
+        Some(input) => policy.requires_approval(input.into_value(), to_struct, request_context),
+        None => true.into_answer(),
     }
 }

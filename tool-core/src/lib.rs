@@ -287,7 +287,7 @@ pub mod __private_0_1_0 {
     pub use crate::approval::{LonePolicy, lone_policy, typed_policy};
     pub use crate::parameter::{
         ByStruct, ByValue, LoneExamples, LoneInput, Param, ParamDeserialize, ParamSchema,
-        ParamSerialize, example_to_value, lone_examples,
+        ParamSerialize, example_to_value, lone_examples, wrapping,
     };
 
     // Helpers whose bounds carry `#[diagnostic::on_unimplemented]` messages,

@@ -108,7 +108,7 @@ static WRAPS: RwLock<BTreeMap<TypeId, bool>> = RwLock::new(BTreeMap::new());
 /// remembered per type.
 ///
 /// [`TypedTool::INPUT_PARAMETER`]: crate::TypedTool::INPUT_PARAMETER
-pub(crate) fn wrapping<I: JsonSchema + 'static>(
+pub fn wrapping<I: JsonSchema + 'static>(
     parameter: Option<InputParameter>,
 ) -> Option<InputParameter> {
     wrapping_of(TypeId::of::<I>(), raw_root_schema::<I>, parameter)
@@ -289,6 +289,25 @@ pub(crate) fn typed_input<I: DeserializeOwned>(
         Ok(input) => Ok(input),
         Err(error) => Err(InputMismatch::at(path, track.refused(error))),
     }
+}
+
+/// Input type `I` from the validated arguments `input`, read as
+/// [`typed_input`] reads it, for a path that only asks whether it reads (an
+/// approval policy: input that does not needs approval), so that no path
+/// is tracked for an error nobody quotes.
+pub(crate) fn input_if_fits<I: DeserializeOwned>(
+    input: &Value,
+    wraps: Option<InputParameter>,
+) -> Option<I> {
+    let value = match wraps {
+        None => input,
+        Some(parameter) => match input.get(parameter.name) {
+            Some(value) => value,
+            None if parameter.optional => &Value::Null,
+            None => return None,
+        },
+    };
+    I::deserialize(value).ok()
 }
 
 /// The value a typed input is deserialized from, and its path: the

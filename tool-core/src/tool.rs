@@ -340,9 +340,11 @@ impl Tool {
     /// function's [`ApprovalRequirement`](crate::ApprovalRequirement) when
     /// it has one, otherwise its `require_approval` flag (required, or
     /// not). A policy that fails or panics means required (and is logged).
-    /// The future owns what it needs and runs the policy when polled; a
-    /// runtime puts its time limit on it (a policy past it means required
-    /// too).
+    /// The policy function is called here, on the borrowed input (nothing
+    /// of the call is copied: [`approval_answer`](Self::approval_answer));
+    /// the future is its answer, which an async policy gives when polled,
+    /// and on which a runtime puts its time limit (a policy past it means
+    /// required too).
     ///
     /// ```
     /// use serde_json::json;
@@ -371,30 +373,45 @@ impl Tool {
         input: &Value,
         request_context: &RequestContext,
     ) -> impl Future<Output = ApprovalRequirement> + Send + 'static + use<> {
-        let flag = self.inner.definition.require_approval;
-        let policy = self.inner.approval_policy.as_ref().map(|policy| {
-            (
-                Arc::clone(policy),
-                input.clone(),
-                request_context.clone(),
-                self.inner.id.clone(),
-            )
-        });
+        let answer = self.approval_answer(input, request_context);
+        let tool_id = Arc::clone(&self.inner.id);
         async move {
-            let Some((policy, input, request_context, tool_id)) = policy else {
-                return flag.into();
-            };
-            let answer = crate::panic::catch_panic(|| policy(&input, &request_context))
-                .map_err(|panic| format!("it panicked: {panic}"));
-            let decision = match answer {
-                Ok(answer) => answer.resolve().await,
-                Err(panic) => Err(panic),
-            };
-            decision.unwrap_or_else(|error| {
-                tracing::error!(%tool_id, %error, "approval policy failed; approval is required");
-                ApprovalRequirement::required()
-            })
+            answer
+                .resolve()
+                .await
+                .unwrap_or_else(|error| failed_policy(&tool_id, &error))
         }
+    }
+
+    /// What the tool's own rules answer for this call, asked now: its
+    /// policy function's answer (a decision, or a future of one for an
+    /// async policy), or its `require_approval` flag's. A policy that
+    /// panics answers with why. What a runtime asks at its gate, so that a
+    /// sync policy costs no future ([`PolicyAnswer::now`]); its
+    /// [`resolve`](crate::PolicyAnswer::resolve) is what
+    /// [`approval_requirement`](Self::approval_requirement) awaits.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_core::{ApprovalRequirement, RequestContext, Tool, ToolError};
+    ///
+    /// let refund = Tool::builder("refund").description("Refund an order")
+    ///     .approval_policy(|input, _rc| input["amount"].as_u64().is_none_or(|amount| amount > 100))
+    ///     .execute(|input, _ctx| async move { Ok::<_, ToolError>(input) })
+    ///     .build().unwrap();
+    /// let answer = refund.approval_answer(&json!({ "amount": 5 }), &RequestContext::new());
+    /// assert_eq!(answer.now().ok(), Some(Ok(ApprovalRequirement::NotRequired)));
+    /// ```
+    pub fn approval_answer(
+        &self,
+        input: &Value,
+        request_context: &RequestContext,
+    ) -> crate::PolicyAnswer {
+        let Some(policy) = self.inner.approval_policy.as_ref() else {
+            return self.inner.definition.require_approval.into_answer();
+        };
+        crate::panic::catch_panic(|| policy(input, request_context))
+            .unwrap_or_else(|panic| crate::PolicyAnswer::failed(format!("it panicked: {panic}")))
     }
 
     /// Whether this call waits for a person by the tool's own rules:
@@ -1466,4 +1483,11 @@ impl ToolBuilder {
             }),
         }
     }
+}
+
+/// The requirement of tool `tool_id`'s policy that could not tell (`error`
+/// says why), logged: approval is required.
+fn failed_policy(tool_id: &str, error: &str) -> ApprovalRequirement {
+    tracing::error!(%tool_id, %error, "approval policy failed; approval is required");
+    ApprovalRequirement::required()
 }

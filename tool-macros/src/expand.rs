@@ -630,16 +630,18 @@ fn configure(
             let run = match lone {
                 // Either signature (the parameter or the generated struct).
                 Some((ident, field)) => quote! {
-                    #private::lone_policy::<#input_ty, #ident, _>(input, request_context, &policy, |value| #ident { #field: value }, #parameter)
+                    #private::lone_policy::<#input_ty, #ident, _>(input, request_context, &policy, |value| #ident { #field: value }, wraps)
                 },
                 None => quote! {
-                    #private::typed_policy::<#input_ty, _, _>(input, request_context, &policy, #parameter)
+                    #private::typed_policy::<#input_ty, _, _>(input, request_context, &policy, wraps)
                 },
             };
             let run = respan(run, path.span());
+            // Whether a parameter wraps the input is looked at once, here.
             steps.push(quote! {
                 .approval_policy({
                     let policy = #path;
+                    let wraps = #private::wrapping::<#input_ty>(#parameter);
                     move |input, request_context| #run
                 })
             });

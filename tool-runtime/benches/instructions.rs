@@ -6,7 +6,10 @@
 //! one call is (count at N calls − count at 0 calls) / N; see BENCHMARKS.md.
 //!
 //! `TOOL=add` calls the trivial `add` tool of `runtime.rs`'s `call_overhead`
-//! instead (`execute` and `runtime` only: its bare path is no serde at all).
+//! instead (`execute` and `runtime` only: its bare path is no serde at all);
+//! `TOOL=add-policy` the same tool with an approval policy typed on its
+//! input that answers "not required" (issue 34's goal: within 5% of `add`
+//! through `runtime`).
 //!
 //! `SUBSCRIBER` says who listens to the calls' spans and events: `none`
 //! (the default: no subscriber), `info` (a `fmt` subscriber at info, writing
@@ -23,11 +26,31 @@ mod weather;
 use std::hint::black_box;
 
 use serde_json::json;
-use tool_core::{CallContext, Tool};
+use tool_core::{ApprovalRequirement, CallContext, RequestContext, Tool, tool};
 use tool_runtime::{Runtime, ToolCall};
 
 use add::AddTool;
 use weather::{WeatherTool, bare, ready};
+
+/// Add two integers
+#[tool(id = "add", require_approval = small_sums)]
+async fn policed_add(
+    /// First addend
+    a: i64,
+    /// Second addend
+    b: i64,
+) -> i64 {
+    a + b
+}
+
+/// Sums of addends under a million need nobody's approval.
+fn small_sums(input: &PolicedAddToolInput, _rc: &RequestContext) -> ApprovalRequirement {
+    if input.a.abs() < 1_000_000 && input.b.abs() < 1_000_000 {
+        ApprovalRequirement::NotRequired
+    } else {
+        ApprovalRequirement::required()
+    }
+}
 
 fn main() {
     let level = match std::env::var("SUBSCRIBER").as_deref() {
@@ -54,7 +77,12 @@ fn main() {
             (Tool::from(WeatherTool), input, expected)
         }
         Ok("add") => (Tool::from(AddTool), json!({ "a": 2, "b": 3 }), json!(5)),
-        Ok(other) => panic!("TOOL must be weather or add, not {other}"),
+        Ok("add-policy") => (
+            Tool::from(PolicedAddTool),
+            json!({ "a": 2, "b": 3 }),
+            json!(5),
+        ),
+        Ok(other) => panic!("TOOL must be weather, add or add-policy, not {other}"),
     };
     let id = tool.id().to_owned();
     let runtime = Runtime::builder()

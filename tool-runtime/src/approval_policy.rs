@@ -72,9 +72,17 @@ impl ApprovalPolicy {
     ) -> ApprovalRequirement {
         let tool = check.tool;
         let decision = if tool.has_approval_policy() {
-            // The tool's policy logs its own failure and panic as required.
-            let answer = tool.approval_requirement(check.input, check.request_context);
-            within(limit, answer).await.ok_or(NoAnswer::TimedOut)
+            // A sync policy's answer is here already: no future to await.
+            match tool
+                .approval_answer(check.input, check.request_context)
+                .now()
+            {
+                Ok(decision) => decision.map_err(NoAnswer::Failed),
+                Err(pending) => within(limit, pending.resolve())
+                    .await
+                    .ok_or(NoAnswer::TimedOut)
+                    .and_then(|decision| decision.map_err(NoAnswer::Failed)),
+            }
         } else if tool.definition().require_approval {
             return ApprovalRequirement::required();
         } else {

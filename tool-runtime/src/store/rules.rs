@@ -128,8 +128,38 @@ impl FieldEquals {
 
     /// Whether `input` holds the value (a missing field does not).
     pub fn holds_for(&self, input: &Value) -> bool {
-        input.pointer(&self.pointer) == Some(&self.value)
+        value_at(input, &self.pointer) == Some(&self.value)
     }
+}
+
+/// The value at JSON pointer `pointer` in `value`, as
+/// [`Value::pointer`] finds it, without allocating for tokens that need no
+/// unescaping: a rule's condition is evaluated for every rule in force on
+/// every call that waits for approval.
+fn value_at<'a>(value: &'a Value, pointer: &str) -> Option<&'a Value> {
+    if pointer.is_empty() {
+        return Some(value);
+    }
+    let tokens = pointer.strip_prefix('/')?;
+    tokens.split('/').try_fold(value, |target, token| {
+        let token = if token.contains('~') {
+            std::borrow::Cow::Owned(token.replace("~1", "/").replace("~0", "~"))
+        } else {
+            std::borrow::Cow::Borrowed(token)
+        };
+        match target {
+            Value::Object(map) => map.get(token.as_ref()),
+            Value::Array(list) => {
+                // As RFC 6901 says: digits, no leading zero, no sign.
+                let index = (!token.starts_with('+')
+                    && (token.len() == 1 || !token.starts_with('0')))
+                .then(|| token.parse::<usize>().ok())
+                .flatten()?;
+                list.get(index)
+            }
+            _ => None,
+        }
+    })
 }
 
 /// A registered predicate, by name, with a rule's arguments.
@@ -312,4 +342,37 @@ pub trait RuleStore: Send + Sync + 'static {
         tool_id: Option<&str>,
         now_ms: u64,
     ) -> impl Future<Output = Result<Vec<StandingRule>, StoreError>> + Send;
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::value_at;
+
+    #[test]
+    fn a_pointer_finds_what_serde_json_finds() {
+        let input = json!({ "a": { "b/c": [10, { "~d": true }] }, "": 1, "0": "zero" });
+        for pointer in [
+            "",
+            "/a",
+            "/a/b~1c",
+            "/a/b~1c/0",
+            "/a/b~1c/1/~0d",
+            "/",
+            "/0",
+            "/a/b~1c/01",
+            "/a/b~1c/+1",
+            "/a/b~1c/2",
+            "/missing",
+            "a",
+            "/a/b~1c/1/~0d/x",
+        ] {
+            assert_eq!(
+                value_at(&input, pointer),
+                input.pointer(pointer),
+                "{pointer:?}"
+            );
+        }
+    }
 }
