@@ -466,6 +466,12 @@ impl StoredCalls {
     }
 
     /// How long the store keeps a claim: the lease and the takeover grace.
+    /// How long after its last renewal another instance may take a claim
+    /// over: the lease, and the grace the store adds to it.
+    pub(crate) fn takeover_after(&self) -> Duration {
+        self.claimed_for()
+    }
+
     fn claimed_for(&self) -> Duration {
         self.lease + takeover_grace(self.lease)
     }
@@ -594,7 +600,7 @@ impl NotRecorded {
                 "its claim was taken over by another instance while it ran here, so it was stopped here; the store records the other instance's outcome"
             }
             NotRecorded::Lost(LeaseLost::Expired) => {
-                "this instance could not renew its claim before the lease ran out, so the call was stopped here; recovery (a worker or Runtime::recover) settles or runs it again"
+                "this instance could not renew its claim before the lease ran out, so the call was stopped here; once its claim may be taken over, this instance recovers it (as a worker or Runtime::recover would): it settles it as interrupted, or runs it again where that is allowed"
             }
             NotRecorded::Superseded => {
                 "another instance took the call over before this one's outcome reached the store; the store records the other instance's outcome"
@@ -618,6 +624,11 @@ impl Lease {
     /// The call this lease is on.
     pub(crate) fn call_id(&self) -> &str {
         &self.call_id
+    }
+
+    /// The fencing token of the claim.
+    pub(crate) fn epoch(&self) -> u64 {
+        self.epoch
     }
 
     fn held_until(&self) -> Instant {
@@ -664,6 +675,12 @@ impl Lease {
     ) -> Result<F::Output, LeaseLost> {
         let calls = &self.calls;
         let period = (calls.lease / 3).max(Duration::from_millis(1));
+        if Instant::now() + period >= self.held_until() {
+            // A claim that came back late, with less than a renewal period
+            // of its lease left (or none): nothing ran yet, so it is
+            // confirmed before the tool starts.
+            self.reclaim().await?;
+        }
         let mut next_renewal = Instant::now() + period;
         let mut renewal: Option<(Instant, StoreFuture<'_, bool>)> = None;
         loop {
@@ -700,6 +717,45 @@ impl Lease {
                             next_renewal = Instant::now() + (period / 4).max(Duration::from_millis(1));
                         }
                     }
+                }
+            }
+        }
+    }
+
+    /// Renews a claim whose lease ran out (or nearly) by this instance's
+    /// clock before its call started (a store slow to answer the claim,
+    /// under load):
+    /// nothing ran, so rather than leave the claim to an outside recovery,
+    /// this instance asks the store (again while it fails) and starts the
+    /// call once the store confirms the claim is still this one; taken
+    /// over meanwhile, it is lost.
+    async fn reclaim(&self) -> Result<(), LeaseLost> {
+        let calls = &self.calls;
+        let mut backoff = Duration::from_millis(10);
+        loop {
+            let sent = Instant::now();
+            match calls
+                .store
+                .renew(&self.call_id, self.epoch, calls.claimed_for())
+                .await
+            {
+                Ok(true) => {
+                    tracing::warn!(call_id = %self.call_id, "the claim of a call came back with (nearly) none of its lease left, before the call started; renewed, the call runs here");
+                    *self
+                        .shared
+                        .held_until
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner) = sent + calls.lease;
+                    return Ok(());
+                }
+                Ok(false) => {
+                    tracing::warn!(call_id = %self.call_id, "the claim of a call was taken over before the call started here");
+                    return Err(LeaseLost::TakenOver);
+                }
+                Err(error) => {
+                    tracing::warn!(%error, call_id = %self.call_id, "could not renew a claim whose lease ran out before its call started; trying again");
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(calls.lease);
                 }
             }
         }

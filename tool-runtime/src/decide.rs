@@ -9,6 +9,8 @@
 //! own, so dropping its future (a client that went away, a timeout) cannot
 //! leave a claimed call half-run: it finishes and its outcome is recorded.
 
+use std::time::Duration;
+
 use serde::{Deserialize as _, Serialize};
 use serde_json::{Value, json};
 use tool_core::transform::{CallValues, Phase};
@@ -22,14 +24,14 @@ use crate::approval_rules::{Quorum, granted_by, refused_attempt};
 use crate::call::ToolCall;
 use crate::call_outcome::CallOutcome;
 use crate::call_path::{CallPath, Entry, call_span, now_ms};
-use crate::claims::{Claim, Lease, Lookup, NotRecorded, Verdict};
+use crate::claims::{Claim, Lease, LeaseLost, Lookup, NotRecorded, Verdict};
 use crate::decision::Decision;
 use crate::error::RuntimeError;
 use crate::events::{EventKind, Payload};
 use crate::principal::Decider;
 use crate::store::{
-    AuditEntry, AuditKind, Expected, PendingCall, PendingKind, PendingQuery, RecordedOutcome,
-    RequiredApprovals, Settlement, StoredCall,
+    AuditEntry, AuditKind, CallState, Expected, PendingCall, PendingKind, PendingQuery,
+    RecordedOutcome, RequiredApprovals, Settlement, StoredCall,
 };
 
 /// Typed reads of a stored call, for the application's typed decisions.
@@ -849,7 +851,44 @@ impl Decisions {
             call.head.extensions.insert(agent);
         }
         let outcome = self.path.run_call(call, entry, None).await;
+        if held.not_recorded() == Some(NotRecorded::Lost(LeaseLost::Expired)) {
+            self.recover_later(&held);
+        }
         recorded(&held, outcome)
+    }
+
+    /// A call stopped here when its lease ran out (the store could not be
+    /// reached in time to renew it) is not left to an outside recovery:
+    /// once the store lets its claim be taken over, this instance recovers
+    /// it itself (runs it again where that is allowed, settles it as
+    /// interrupted otherwise, as [`recover`](Self::recover) does), asking
+    /// again while the store fails, until the claim is no longer the one
+    /// that was lost.
+    fn recover_later(&self, lost: &Lease) {
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let (decisions, call_id, epoch) = (self.clone(), lost.call_id().to_owned(), lost.epoch());
+        let takeover_after = self.path.stored().takeover_after();
+        handle.spawn(async move {
+            let mut wait = takeover_after;
+            loop {
+                tokio::time::sleep(wait).await;
+                wait = (takeover_after / 4).max(Duration::from_millis(10));
+                let still_lost = match decisions.path.stored().get(&call_id).await {
+                    Ok(stored) => stored.is_some_and(|stored| {
+                        stored.epoch == epoch && matches!(stored.state, CallState::Running { .. })
+                    }),
+                    Err(_) => true,
+                };
+                if !still_lost {
+                    return;
+                }
+                if let Err(error) = decisions.recover().await {
+                    tracing::warn!(%error, call_id, "could not recover a call stopped here at its lease yet; trying again");
+                }
+            }
+        });
     }
 
     /// Runs a claimed stored call (with the resume data it was resumed

@@ -457,3 +457,104 @@ async fn a_store_that_answers_reads_but_not_writes_is_offered_the_outcome_at_the
     let outcome = approving.await.unwrap().unwrap();
     assert_eq!(outcome.output(), Some(&json!("paid")));
 }
+
+/// A claim the store answers only after its lease ran out by this
+/// instance's clock (a store slow under load), before the tool ran: the
+/// instance does not leave it to an outside recovery. It renews the claim
+/// as soon as the store answers and runs the call, once; the decider gets
+/// its outcome.
+#[tokio::test]
+async fn a_claim_answered_after_its_lease_ran_out_runs_once_on_the_live_instance() {
+    let store = Faulty::new(MemoryStore::new());
+    let dropped = Arc::new(AtomicBool::new(false));
+    let lease = Duration::from_millis(200);
+    let runtime = runtime(&store, pay(5, Arc::clone(&dropped)), lease);
+    for call_id in ["c1", "c2"] {
+        let waiting = runtime.call(ToolCall::new(call_id, "pay", json!({}))).await;
+        assert!(
+            matches!(waiting, CallOutcome::ApprovalRequired { .. }),
+            "{waiting:?}"
+        );
+    }
+    store.decide_answer_ms.store(400, Ordering::SeqCst);
+    let approved = runtime.approve("c1").await.unwrap();
+    assert_eq!(approved.output(), Some(&json!("paid")));
+    // And with the store down when the lease ran out: renewed once it
+    // answers again.
+    let approving = tokio::spawn(runtime.approve("c2"));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    store.down.store(true, Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    store.down.store(false, Ordering::SeqCst);
+    store.decide_answer_ms.store(0, Ordering::SeqCst);
+    let approved = approving.await.unwrap().unwrap();
+    assert_eq!(approved.output(), Some(&json!("paid")));
+    assert!(!dropped.load(Ordering::SeqCst), "the tool ran to its end");
+    for call_id in ["c1", "c2"] {
+        let stored = runtime.inbox().stored(call_id).await.unwrap().unwrap();
+        assert!(
+            matches!(stored.state, CallState::Settled { .. }),
+            "{stored:?}"
+        );
+        assert_eq!(
+            runtime.approve(call_id).await.unwrap().output(),
+            Some(&json!("paid"))
+        );
+    }
+}
+
+/// A call stopped here at its lease (renewals could not reach the store)
+/// is recovered by the live instance itself once its claim may be taken
+/// over, as `recover()` would: not retry-safe, it settles as interrupted;
+/// retry-safe, it runs again, once. Nobody calls `recover()`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_stopped_at_its_lease_is_recovered_by_the_live_instance_itself() {
+    for retry_safe in [false, true] {
+        let store = Faulty::new(MemoryStore::new());
+        let lease = Duration::from_millis(200);
+        let runs = Arc::new(std::sync::atomic::AtomicU32::new(0));
+        let counted = Arc::clone(&runs);
+        let slow_first = Tool::builder("pay")
+            .description("Pays")
+            .require_approval(true)
+            .retry_safe(retry_safe)
+            .execute(move |_input: Value, _ctx: ToolContext<Value, Value>| {
+                let run = counted.fetch_add(1, Ordering::SeqCst);
+                async move {
+                    if run == 0 {
+                        tokio::time::sleep(Duration::from_secs(60)).await;
+                    }
+                    Ok::<_, ToolError>(json!("paid"))
+                }
+            })
+            .build()
+            .unwrap();
+        let runtime = runtime(&store, slow_first, lease);
+        runtime.call(ToolCall::new("c1", "pay", json!({}))).await;
+        store.renew_down.store(true, Ordering::SeqCst);
+        let stopped = runtime.approve("c1").await;
+        assert!(
+            matches!(stopped, Err(RuntimeError::NotRecorded { .. })),
+            "{stopped:?}"
+        );
+        store.renew_down.store(false, Ordering::SeqCst);
+        let deadline = Instant::now() + lease * 20;
+        let outcome = loop {
+            let stored = runtime.inbox().stored("c1").await.unwrap().unwrap();
+            if let CallState::Settled { outcome, .. } = stored.state {
+                break CallOutcome::from(outcome);
+            }
+            assert!(Instant::now() < deadline, "still {:?}", stored.state);
+            tokio::time::sleep(lease / 4).await;
+        };
+        if retry_safe {
+            assert_eq!(outcome.output(), Some(&json!("paid")));
+            assert_eq!(runs.load(Ordering::SeqCst), 2, "ran again, once");
+        } else {
+            let message = outcome.error().expect("interrupted").message();
+            assert!(message.contains("was interrupted"), "{message}");
+            assert_eq!(runs.load(Ordering::SeqCst), 1, "not run again");
+        }
+        assert_eq!(runtime.approve("c1").await.unwrap(), outcome);
+    }
+}

@@ -408,6 +408,14 @@ async fn three_of_five_approvers_run_each_call_once_on_postgres() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn decisions_under_load_on_a_short_lease_never_stick_on_the_postgres_store() {
+    let Some(url) = database_url() else { return };
+    let schema = Schema::new(&url, "load").await;
+    common::drops::decisions_under_load_never_stick(schema.store().await, "pg", 300, 20).await;
+    schema.drop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn futures_dropped_at_random_points_lose_no_call_on_the_postgres_store() {
     let Some(url) = database_url() else { return };
     let schema = Schema::new(&url, "drops").await;
@@ -495,7 +503,11 @@ async fn connecting_opens_the_pool_so_a_burst_of_calls_opens_no_connection() {
         .await
         .unwrap();
     let opened = backends(&schema.admin, &name).await;
-    assert_eq!(opened.len(), 8, "every connection of the pool: {opened:?}");
+    assert_eq!(
+        opened.len(),
+        10,
+        "every connection of the pools (8, and 2 for leases): {opened:?}"
+    );
 
     let (tool, runs) = echo_tool("pay", |b| b.require_approval(true));
     let runtime = Runtime::builder().tool(tool).store(store).build().unwrap();

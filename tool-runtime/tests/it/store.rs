@@ -106,6 +106,13 @@ async fn futures_dropped_at_random_points_lose_no_call_on_the_memory_and_sqlite_
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn decisions_under_load_on_a_short_lease_never_stick_on_the_sqlite_store() {
+    let tmp = temp_dir("load");
+    let store = SqliteStore::open(tmp.path().join("load.sqlite")).unwrap();
+    common::drops::decisions_under_load_never_stick(store, "sqlite", 300, 20).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_decisions_from_two_connections_to_one_file_claim_each_call_once() {
     let tmp = temp_dir("concurrent-decisions");
     let dir = tmp.path().to_path_buf();

@@ -153,3 +153,110 @@ pub async fn dropped_futures_lose_nothing<S: IntoStore>(store: S, prefix: &str, 
         }
     }
 }
+
+/// Many deciders on many waiting calls at once, their futures dropped at
+/// random points, on a short lease (the adversarial suite's load: 300
+/// suspended calls, each resumed by 20 callers, lease 1 s): under that
+/// load the store is slow to answer, so a decision may claim a call only
+/// after its lease ran out by this instance's clock. Such a claim is not
+/// left to an outside recovery: every call ends, run once, by the live
+/// runtime alone (no worker, no `recover()`), and a decision after that
+/// is answered with its outcome, never `Running`. Half the calls are
+/// resumed, half approved (a failure names its seed).
+pub async fn decisions_under_load_never_stick<S: IntoStore>(
+    store: S,
+    prefix: &str,
+    calls: usize,
+    deciders: usize,
+) {
+    let executions: Executions = Arc::default();
+    let runtime = Runtime::builder()
+        .tool(counting("ask", &executions, |b| b))
+        .tool(counting("pay", &executions, |b| b.require_approval(true)))
+        .store(store)
+        .lease(Duration::from_secs(1))
+        .build()
+        .unwrap();
+    let seed = std::process::id() as u64 | 1;
+    let mut points = Points(seed);
+    let id = |i: usize| format!("{prefix}-load-{i}");
+    // Half of them wait for resume data, half for an approval.
+    let tool = |i: usize| if i.is_multiple_of(2) { "ask" } else { "pay" };
+    let decide = |call_id: &str, i: usize| {
+        let runtime = runtime.clone();
+        let call_id = call_id.to_owned();
+        async move {
+            match tool(i) {
+                "ask" => runtime.resume(&call_id, json!(true)).await,
+                _ => runtime.approve(&call_id).await,
+            }
+        }
+    };
+    for i in 0..calls {
+        let waiting = runtime.call(ToolCall::new(id(i), tool(i), json!({}))).await;
+        assert!(
+            matches!(
+                waiting,
+                CallOutcome::Suspended { .. } | CallOutcome::ApprovalRequired { .. }
+            ),
+            "{waiting:?}"
+        );
+    }
+    let mut deciding = Vec::with_capacity(calls * deciders);
+    for i in 0..calls {
+        for _ in 0..deciders {
+            let deciding_one = decide(&id(i), i);
+            let cut_at = Duration::from_micros(points.next_micros(200_000));
+            deciding.push(tokio::spawn(async move {
+                let _ = tokio::time::timeout(cut_at, deciding_one).await;
+            }));
+        }
+    }
+    for decider in deciding {
+        decider.await.unwrap();
+    }
+    // Ended by the live runtime: within a few leases of the last decider.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    for i in 0..calls {
+        let call_id = id(i);
+        loop {
+            let stored = runtime.inbox().stored(&call_id).await.unwrap().unwrap();
+            match &stored.state {
+                CallState::Settled { outcome, .. } => {
+                    let outcome = CallOutcome::from(outcome.clone());
+                    assert_eq!(
+                        outcome.output(),
+                        Some(&json!({ "done": call_id })),
+                        "seed {seed}"
+                    );
+                    let again = decide(&call_id, i).await;
+                    assert_eq!(
+                        again.ok(),
+                        Some(outcome),
+                        "{call_id}: answered with its outcome"
+                    );
+                    break;
+                }
+                // Every decider was dropped before one claimed it: it still
+                // waits, and deciding again runs it.
+                CallState::Pending => match runtime.resume(&call_id, json!(true)).await {
+                    Ok(outcome) => assert!(outcome.output().is_some(), "{outcome:?}"),
+                    Err(RuntimeError::Running { .. }) => {}
+                    Err(error) => panic!("{call_id}: {error} (seed {seed})"),
+                },
+                other => {
+                    assert!(
+                        tokio::time::Instant::now() < deadline,
+                        "{call_id} is stuck {other:?} with {:?} executions (seed {seed})",
+                        executions.lock().unwrap().get(&call_id)
+                    );
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            }
+        }
+    }
+    let executions = executions.lock().unwrap();
+    for i in 0..calls {
+        assert_eq!(executions.get(&id(i)), Some(&1), "{} (seed {seed})", id(i));
+    }
+}

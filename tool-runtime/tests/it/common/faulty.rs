@@ -4,7 +4,7 @@
 //! inserts that fail or whose answer is lost, and the whole database down.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
@@ -35,6 +35,9 @@ pub struct Faulty<S> {
     pub inserts_unanswered: Arc<AtomicU32>,
     /// How many times `insert` was asked.
     pub insert_tries: Arc<AtomicU32>,
+    /// How long each `decide`'s answer takes after the store took it, in
+    /// milliseconds: a store slow to answer under load.
+    pub decide_answer_ms: Arc<AtomicU64>,
     /// The database is down: every method of the calls' lifecycle
     /// (`insert`, `decide`, `renew`, `finish`, `recover_expired`,
     /// `claim_next`, `get`) fails with an I/O error.
@@ -53,6 +56,7 @@ impl<S> Clone for Faulty<S> {
             inserts_failing: Arc::clone(&self.inserts_failing),
             inserts_unanswered: Arc::clone(&self.inserts_unanswered),
             insert_tries: Arc::clone(&self.insert_tries),
+            decide_answer_ms: Arc::clone(&self.decide_answer_ms),
             down: Arc::clone(&self.down),
         }
     }
@@ -81,6 +85,7 @@ impl<S> Faulty<S> {
             inserts_failing: Arc::default(),
             inserts_unanswered: Arc::default(),
             insert_tries: Arc::default(),
+            decide_answer_ms: Arc::default(),
             down: Arc::default(),
         }
     }
@@ -130,7 +135,12 @@ impl<S: CallStore> CallStore for Faulty<S> {
         transition: Transition,
     ) -> Result<Decided, StoreError> {
         self.up("decide")?;
-        self.store.decide(call_id, expected, transition).await
+        let decided = self.store.decide(call_id, expected, transition).await;
+        let late = self.decide_answer_ms.load(Ordering::SeqCst);
+        if late > 0 {
+            tokio::time::sleep(Duration::from_millis(late)).await;
+        }
+        decided
     }
     async fn renew(&self, call_id: &str, epoch: u64, lease: Duration) -> Result<bool, StoreError> {
         self.up("renew")?;
