@@ -1248,6 +1248,7 @@ pub(crate) fn to_tool_call(pending: PendingCall) -> ToolCall {
         .with_request_context(RequestContext::from(pending.request_context))
         .with_messages(pending.messages);
     call.head.timeout = pending.timeout_ms.map(std::time::Duration::from_millis);
+    call.head.requester = pending.requester;
     call
 }
 
