@@ -396,6 +396,18 @@ async fn five_deciders_on_each_of_200_items_make_one_decision_each_on_postgres()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn twenty_deciders_granting_and_editing_on_three_runtimes_run_each_call_once_on_postgres() {
+    let Some(url) = database_url() else { return };
+    let schema = Schema::new(&url, "editing").await;
+    let mut stores = Vec::new();
+    for _ in 0..3 {
+        stores.push(schema.store().await);
+    }
+    common::deciders::twenty_deciders_granting_and_editing("pg", stores, 20).await;
+    schema.drop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_of_five_approvers_run_each_call_once_on_postgres() {
     let Some(url) = database_url() else { return };
     let schema = Schema::new(&url, "quorum").await;

@@ -97,6 +97,17 @@ async fn three_of_five_approvers_run_each_call_once_on_memory_and_sqlite() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn twenty_deciders_granting_and_editing_run_each_call_once_on_memory_and_sqlite() {
+    let memory = std::sync::Arc::new(MemoryStore::new());
+    let shared = (0..3).map(|_| std::sync::Arc::clone(&memory)).collect();
+    common::deciders::twenty_deciders_granting_and_editing("memory", shared, 20).await;
+    let tmp = temp_dir("editing");
+    let path = tmp.path().join("store.sqlite");
+    let files = (0..3).map(|_| SqliteStore::open(&path).unwrap()).collect();
+    common::deciders::twenty_deciders_granting_and_editing("sqlite", files, 20).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn futures_dropped_at_random_points_lose_no_call_on_the_memory_and_sqlite_stores() {
     common::drops::dropped_futures_lose_nothing(MemoryStore::new(), "memory", 60).await;
     let tmp = temp_dir("drops");

@@ -258,3 +258,147 @@ pub async fn three_of_five_approvers_per_item<S: IntoStore>(
         }
     }
 }
+
+/// Twenty deciders granting and editing at once: `items` calls of an
+/// editable "pay" needing three approvals, on the runtimes of `stores`
+/// (sharing one database). In the first rounds, every fifth decider edits
+/// the amount (a new version, counted as its editor's grant), the others
+/// approve the version they read; then all approve, until each call ran.
+/// Each call ran once, with the amount of the version that ran, whose
+/// decision names at least three principals, every one of whom granted
+/// that version (grants of earlier versions never count); no decider was
+/// told anything but waiting, the outcome, stale, running or decided.
+pub async fn twenty_deciders_granting_and_editing<S: IntoStore>(
+    prefix: &str,
+    stores: Vec<S>,
+    items: usize,
+) {
+    let ran: Arc<Mutex<HashMap<String, Vec<u64>>>> = Arc::default();
+    let runtimes: Vec<Runtime> = stores
+        .into_iter()
+        .map(|store| {
+            let ran = Arc::clone(&ran);
+            let pay = Tool::builder("pay")
+                .description("Pays an invoice")
+                .require_approval(true)
+                .input_schema(json!({
+                    "type": "object",
+                    "properties": { "amount": { "type": "integer" } },
+                    "required": ["amount"]
+                }))
+                .editable(["amount"])
+                .execute(move |input: Value, ctx| {
+                    ran.lock()
+                        .unwrap()
+                        .entry(ctx.call_id().to_owned())
+                        .or_default()
+                        .push(input["amount"].as_u64().unwrap());
+                    async move { Ok::<_, ToolError>(json!({ "paid": input["amount"] })) }
+                })
+                .build()
+                .unwrap();
+            Runtime::builder()
+                .tool(pay)
+                .store(store)
+                .approvals_required(3)
+                .build()
+                .unwrap()
+        })
+        .collect();
+    let ids: Vec<String> = (0..items).map(|n| format!("{prefix}-edit-{n}")).collect();
+    for id in &ids {
+        let outcome = runtimes[0]
+            .call(ToolCall::new(id, "pay", json!({ "amount": 1 })))
+            .await;
+        assert!(
+            matches!(outcome, CallOutcome::ApprovalRequired { .. }),
+            "{outcome:?}"
+        );
+    }
+    const DECIDERS: usize = 20;
+    const EDITING_ROUNDS: usize = 2;
+    for round in 0..50 {
+        let mut deciding = Vec::new();
+        for id in &ids {
+            let stored = runtimes[0].inbox().stored(id).await.unwrap().unwrap();
+            if !stored.state.is_pending() {
+                continue;
+            }
+            let digest = stored.digest();
+            for j in 0..DECIDERS {
+                let decision = if round < EDITING_ROUNDS && j % 5 == 0 {
+                    Decision::Edit(json!({ "amount": 100 * (round + 1) + j }))
+                } else {
+                    Decision::Approve
+                };
+                let runtime = runtimes[j % runtimes.len()].clone();
+                let decider = Decider::new(Principal::new(format!("p{j}")), digest.clone());
+                let id = id.clone();
+                deciding.push(tokio::spawn(async move {
+                    let answer = runtime.decide_as(&id, decision, decider).await;
+                    (id, answer)
+                }));
+            }
+        }
+        if deciding.is_empty() {
+            break;
+        }
+        for task in deciding {
+            let (id, answer) = task.await.unwrap();
+            match answer {
+                Ok(CallOutcome::ApprovalRequired { .. } | CallOutcome::Completed { .. })
+                | Err(
+                    RuntimeError::StaleDigest { .. }
+                    | RuntimeError::Running { .. }
+                    | RuntimeError::AlreadyDecided { .. },
+                ) => {}
+                other => panic!("{id} (round {round}): {other:?}"),
+            }
+        }
+    }
+    let log = runtimes[0]
+        .inbox()
+        .audit(AuditQuery::all().limit(1_000_000))
+        .await
+        .unwrap();
+    let ran = ran.lock().unwrap().clone();
+    let mut edited = 0;
+    for id in &ids {
+        let stored = runtimes[1].inbox().stored(id).await.unwrap().unwrap();
+        assert!(
+            matches!(stored.state, CallState::Settled { .. }),
+            "{id}: {stored:?}"
+        );
+        let amount = stored.call.input["amount"].as_u64().unwrap();
+        assert_eq!(
+            ran.get(id),
+            Some(&vec![amount]),
+            "{id} ran once, with the version that ran"
+        );
+        edited += usize::from(amount != 1);
+        let of_call = |kind: AuditKind| {
+            log.iter()
+                .filter(move |e| &e.call_id == id && e.kind == kind)
+        };
+        let ran_by: Vec<_> = of_call(AuditKind::Decided)
+            .filter(|e| {
+                e.detail
+                    .as_ref()
+                    .is_some_and(|d| d.get("approvedBy").is_some())
+            })
+            .collect();
+        assert_eq!(ran_by.len(), 1, "{id}: one decision ran it");
+        let version = ran_by[0].digest.as_deref().unwrap();
+        let approved_by = ran_by[0].detail.as_ref().unwrap()["approvedBy"]
+            .as_array()
+            .unwrap();
+        assert!(approved_by.len() >= 3, "{id}: {approved_by:?}");
+        for principal in approved_by {
+            let granted = of_call(AuditKind::Granted).any(|e| {
+                e.principal.as_deref() == principal.as_str() && e.digest.as_deref() == Some(version)
+            });
+            assert!(granted, "{id}: {principal} granted the version that ran");
+        }
+    }
+    assert!(edited > 0, "some calls ran edited: the edits were taken");
+}
