@@ -511,21 +511,21 @@ async fn decider(common: &Common, runtime: Runtime, recorder: Recorder, index: u
             Ok(pending) => {
                 let mut state = state.lock().unwrap_or_else(PoisonError::into_inner);
                 for call in pending.into_iter().map(|stored| stored.call) {
-                    if !call.call_id.starts_with(&common.run) {
+                    if !call.head.call_id.starts_with(&common.run) {
                         continue;
                     }
-                    let entry = state.entry(call.call_id.clone()).or_default();
+                    let entry = state.entry(call.head.call_id.clone()).or_default();
                     if entry.in_flight || entry.done {
                         continue;
                     }
                     entry.verb = match call.kind {
                         PendingKind::Suspended => "resume",
-                        _ if index == 0 && hash(&call.call_id).is_multiple_of(10) => "decline",
+                        _ if index == 0 && hash(&call.head.call_id).is_multiple_of(10) => "decline",
                         _ => "approve",
                     };
                     entry.in_flight = true;
                     entry.last_us = now_us();
-                    ask.push((call.call_id, entry.verb));
+                    ask.push((call.head.call_id, entry.verb));
                 }
             }
             Err(error) => eprintln!("chaos: listing pending calls failed: {error}"),

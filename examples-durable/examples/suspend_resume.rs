@@ -101,9 +101,9 @@ async fn resume(store: &Path) -> Result<(), Box<dyn std::error::Error>> {
         println!(
             "[process {}] found pending {} ({:?}) for {} with payload {}",
             std::process::id(),
-            pending.call.call_id,
+            pending.call.head.call_id,
             pending.call.kind,
-            pending.call.tool_id,
+            pending.call.head.tool_id,
             pending.call.payload.unwrap_or_default()
         );
     }

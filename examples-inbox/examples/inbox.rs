@@ -125,7 +125,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let waiting = runtime.inbox().waiting().await?;
         if !waiting
             .iter()
-            .any(|stored| stored.call.call_id.starts_with(&prefix))
+            .any(|stored| stored.call.head.call_id.starts_with(&prefix))
         {
             break;
         }

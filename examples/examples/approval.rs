@@ -94,7 +94,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .waiting()
             .await?
             .iter()
-            .map(|p| &p.call.call_id)
+            .map(|p| &p.call.head.call_id)
             .collect::<Vec<_>>()
     );
 

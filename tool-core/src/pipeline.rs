@@ -391,13 +391,39 @@ impl Tool {
     }
 
     fn validate_resume_data(&self, ctx: &CallContext) -> Result<(), ModelError> {
-        if let (Some(resume), Some(schema)) = (&ctx.resume, self.inner.resume_schema()) {
-            // Nullish, not truthy: false, 0 and "" are resume data too.
-            if !resume.data.is_null() {
-                check(schema, Subject::Resume, &self.inner.id, &resume.data)?;
-            }
+        match &ctx.resume {
+            Some(resume) => self.check_resume_data(&resume.data),
+            None => Ok(()),
         }
-        Ok(())
+    }
+
+    /// Checks resume data given for a suspended call against the resume
+    /// schema, as admission does when the call runs again (`null` is no
+    /// data, and passes): what a decision checks before it claims the call,
+    /// so that data that does not fit leaves the call waiting.
+    ///
+    /// # Errors
+    ///
+    /// The model-facing error: data that does not fit the resume schema.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_core::{ErrorKind, Tool, ToolError};
+    ///
+    /// let ask = Tool::builder("ask").description("Asks a person")
+    ///     .resume_schema(json!({ "type": "boolean" }))
+    ///     .execute(|_input, _ctx| async move { Ok::<_, ToolError>(json!("asked")) })
+    ///     .build().unwrap();
+    /// assert!(ask.check_resume_data(&json!(true)).is_ok());
+    /// assert!(ask.check_resume_data(&json!(null)).is_ok());
+    /// assert_eq!(ask.check_resume_data(&json!("yes")).unwrap_err().kind(), ErrorKind::ResumeValidation);
+    /// ```
+    pub fn check_resume_data(&self, data: &Value) -> Result<(), ModelError> {
+        match self.inner.resume_schema() {
+            // Nullish, not truthy: false, 0 and "" are resume data too.
+            Some(schema) if !data.is_null() => check(schema, Subject::Resume, &self.inner.id, data),
+            _ => Ok(()),
+        }
     }
 
     /// Validates the workflow state against the state schema and

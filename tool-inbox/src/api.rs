@@ -185,7 +185,7 @@ impl<A: Authenticate> Shared<A> {
     /// The view of `stored`, through its tool's display transforms.
     pub(crate) async fn view(&self, stored: &StoredCall) -> ItemView {
         let call = &stored.call;
-        let tool = self.runtime.tool(&call.tool_id);
+        let tool = self.runtime.tool(&call.head.tool_id);
         let shown = |phase: Phase, raw: &Value| {
             let known = CallValues {
                 input: Some(&call.input),
@@ -195,8 +195,8 @@ impl<A: Authenticate> Shared<A> {
             let ctx = TransformContext::new(
                 Target::Display,
                 phase,
-                &call.tool_id,
-                &call.call_id,
+                &call.head.tool_id,
+                &call.head.call_id,
                 raw,
                 known,
             );
@@ -221,17 +221,21 @@ impl<A: Authenticate> Shared<A> {
         };
         let definition = tool.map(|tool| tool.definition());
         let approvals = if call.kind == PendingKind::Approval
-            && self.runtime.inbox().approvals_required(&call.tool_id) > 1
+            && self.runtime.inbox().approvals_required(&call.head.tool_id) > 1
         {
-            self.runtime.inbox().approvals(&call.call_id).await.ok()
+            self.runtime
+                .inbox()
+                .approvals(&call.head.call_id)
+                .await
+                .ok()
         } else {
             None
         };
         ItemView {
-            call_id: call.call_id.clone(),
+            call_id: call.head.call_id.clone(),
             kind: call.kind,
             tool: ToolView {
-                id: call.tool_id.clone(),
+                id: call.head.tool_id.clone(),
                 title: definition.and_then(|d| d.title.clone()),
                 description: definition.map(|d| d.description.clone()),
             },
@@ -245,7 +249,7 @@ impl<A: Authenticate> Shared<A> {
                 .filter(|_| call.kind == PendingKind::Approval)
                 .and_then(|tool| tool.edit_schema().cloned()),
             digest: stored.digest().to_string(),
-            requester: call.requester.clone(),
+            requester: call.head.requester.clone(),
             expires_at_ms: call.expires_at_ms,
             asked_at_ms: call.asked_at_ms,
             approvals,
@@ -340,13 +344,13 @@ pub(crate) async fn list<A: Authenticate>(
             .waiting_page(store_query.clone())
             .await?;
         let Some(last) = page.last() else { break };
-        store_query.after = Some(last.call.call_id.clone());
+        store_query.after = Some(last.call.head.call_id.clone());
         calls.extend(
             page.into_iter()
                 .filter(|stored| shared.visible(&principal, &stored.call)),
         );
     }
-    let next = (calls.len() > limit).then(|| calls[limit - 1].call.call_id.clone());
+    let next = (calls.len() > limit).then(|| calls[limit - 1].call.head.call_id.clone());
     calls.truncate(limit);
     let mut items = Vec::with_capacity(calls.len());
     for stored in &calls {
@@ -487,7 +491,7 @@ pub(crate) async fn decide<A: Authenticate>(
         let attempt = AuditEntry::new(
             AuditKind::Refused,
             &call_id,
-            &stored.call.tool_id,
+            &stored.call.head.tool_id,
             action.as_str(),
         )
         .principal(principal.id())

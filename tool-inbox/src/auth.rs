@@ -123,7 +123,7 @@ impl std::error::Error for Unauthenticated {}
 ///     }
 ///
 ///     fn authorize(&self, principal: &Principal, item: &PendingCall, _action: Action) -> bool {
-///         item.request_context.get("team").and_then(|t| t.as_str()) == Some(principal.id())
+///         item.head.request_context.get("team").and_then(|t| t.as_str()) == Some(principal.id())
 ///     }
 /// }
 /// ```
@@ -150,7 +150,7 @@ pub trait Authenticate: Send + Sync + 'static {
 ///
 /// let auth = Authorized::new(
 ///     BearerTokens::new().token("alice-token", Principal::new("alice")),
-///     |principal, item, _action| item.tool_id.starts_with(principal.id()),
+///     |principal, item, _action| item.head.tool_id.starts_with(principal.id()),
 /// );
 /// # let _ = auth;
 /// ```

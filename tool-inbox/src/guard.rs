@@ -118,8 +118,13 @@ async fn audit_foreign_origin(runtime: &Runtime, path: String, origin: String) {
     let Ok(Some(stored)) = runtime.inbox().stored(&call_id).await else {
         return;
     };
-    let attempt = AuditEntry::new(AuditKind::Refused, &call_id, &stored.call.tool_id, action)
-        .reason(format!("foreign Origin {:?}", Excerpt::of(&origin)));
+    let attempt = AuditEntry::new(
+        AuditKind::Refused,
+        &call_id,
+        &stored.call.head.tool_id,
+        action,
+    )
+    .reason(format!("foreign Origin {:?}", Excerpt::of(&origin)));
     if let Err(error) = runtime.inbox().append_audit(attempt).await {
         tracing::error!(%error, "a refused attempt was not logged");
     }

@@ -93,7 +93,7 @@ impl Poller {
                 Ok(calls) => {
                     let snapshot = calls
                         .into_iter()
-                        .map(|c| (c.call.call_id.clone(), c))
+                        .map(|c| (c.call.head.call_id.clone(), c))
                         .collect();
                     sender.send_replace(Arc::new(snapshot));
                 }

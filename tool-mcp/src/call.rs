@@ -206,7 +206,7 @@ impl Call {
             .stored(&self.call_id)
             .await
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?
-            .filter(|stored| stored.call.tool_id == self.tool().id())
+            .filter(|stored| stored.call.head.tool_id == self.tool().id())
             .ok_or_else(unknown)?;
         let pending = match stored.state {
             CallState::Pending => stored.call,
@@ -237,7 +237,7 @@ impl Call {
             PendingKind::Approval => match answer(APPROVAL_KEY) {
                 // Not answered: ask again.
                 None => self.replay(CallOutcome::ApprovalRequired {
-                    call_id: pending.call_id.clone(),
+                    call_id: pending.head.call_id.clone(),
                     input: pending.input.clone(),
                     resume_schema: None,
                 }),
@@ -262,7 +262,7 @@ impl Call {
                     }
                     (Some(form), Some(result)) => self.resume_with(&form, &result, suspension),
                     (_, None) => self.replay(CallOutcome::Suspended {
-                        call_id: pending.call_id.clone(),
+                        call_id: pending.head.call_id.clone(),
                         input: pending.input.clone(),
                         payload: suspension.payload,
                         resume_schema: suspension.resume_schema,

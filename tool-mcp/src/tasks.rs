@@ -104,7 +104,7 @@ pub(crate) async fn detailed(
                     model_output,
                     ..
                 } => {
-                    let served = shared.served(&call.tool_id).map(|s| &**s);
+                    let served = shared.served(&call.head.tool_id).map(|s| &**s);
                     let wraps = served.is_some_and(|s| s.wraps_output_for(modern));
                     completed(convert::completed(
                         output,
@@ -308,7 +308,7 @@ fn suspension_key(call: &PendingCall) -> String {
 /// The form asking for a suspended call's resume data.
 fn suspension_form(runtime: &Runtime, call: &PendingCall) -> Option<Form> {
     let schema = runtime
-        .tool(&call.tool_id)?
+        .tool(&call.head.tool_id)?
         .definition()
         .resume_schema
         .clone();

@@ -114,7 +114,7 @@ async fn a_call_waits_for_approval_in_the_store_and_completes_when_approved() {
     // The call is pending in the runtime's store, and the model was told so.
     let pending = runtime.inbox().waiting().await.unwrap();
     assert_eq!(pending.len(), 1);
-    let call_id = pending[0].call.call_id.clone();
+    let call_id = pending[0].call.head.call_id.clone();
     assert!(call_id.starts_with("rig-"), "{call_id}");
     let told = last_history(&model);
     assert!(

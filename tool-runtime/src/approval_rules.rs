@@ -208,7 +208,7 @@ impl ApprovalRules {
         decider: Option<&Decider>,
     ) -> Result<(), Box<Refusal>> {
         let call = &stored.call;
-        let call_id = call.call_id.as_str();
+        let call_id = call.head.call_id.as_str();
         let refused =
             |decider: &Decider, reason: &str| refused_attempt(call, decision, decider, reason);
         if let Some(decider) = decider
@@ -247,7 +247,7 @@ impl ApprovalRules {
             && goes_on
             && self.forbid_self_approval
             && !decider.principal.is_system()
-            && call.requester.as_deref() == Some(decider.principal.id())
+            && call.head.requester.as_deref() == Some(decider.principal.id())
         {
             return Err(Box::new(Refusal {
                 error: RuntimeError::SelfApproval {
@@ -284,7 +284,7 @@ impl ApprovalRules {
         }
         call.approvals
             .clone()
-            .unwrap_or_else(|| RequiredApprovals::new(self.approvals_required(&call.tool_id)))
+            .unwrap_or_else(|| RequiredApprovals::new(self.approvals_required(&call.head.tool_id)))
     }
 
     /// Whether `decision`, checked by [`check`](Self::check), may go on
@@ -305,19 +305,23 @@ impl ApprovalRules {
         let call = &stored.call;
         let digest = stored.digest();
         let principal = decider.principal.to_string();
-        if !granted_by(calls, &call.call_id, &digest)
+        if !granted_by(calls, &call.head.call_id, &digest)
             .await?
             .contains(&principal)
         {
-            let grant =
-                AuditEntry::new(AuditKind::Granted, &call.call_id, &call.tool_id, "approve")
-                    .principal(principal)
-                    .digest(&digest);
+            let grant = AuditEntry::new(
+                AuditKind::Granted,
+                &call.head.call_id,
+                &call.head.tool_id,
+                "approve",
+            )
+            .principal(principal)
+            .digest(&digest);
             calls.append_audit(grant).await?;
         }
         // Read after this grant is written: of concurrent last grants, at
         // least the one written last sees them all.
-        let principals = granted_by(calls, &call.call_id, &digest).await?;
+        let principals = granted_by(calls, &call.head.call_id, &digest).await?;
         if principals.len() >= usize::try_from(required).unwrap_or(usize::MAX) {
             Ok(Quorum::Reached(principals))
         } else {
@@ -487,8 +491,8 @@ pub(crate) fn refused_attempt(
 ) -> AuditEntry {
     AuditEntry::new(
         AuditKind::Refused,
-        &call.call_id,
-        &call.tool_id,
+        &call.head.call_id,
+        &call.head.tool_id,
         decision.step(),
     )
     .principal(decider.principal.to_string())
@@ -538,7 +542,7 @@ mod tests {
             PendingKind::Approval,
             json!({ "amount": 5 }),
         );
-        call.requester = requester.map(str::to_owned);
+        call.head.requester = requester.map(str::to_owned);
         StoredCall::pending(call)
     }
 

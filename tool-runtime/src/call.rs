@@ -72,6 +72,23 @@ impl CallHead {
 /// carries a [`CallHead`] in its `head` field.
 /// The builder methods of the envelope, written once: for a [`CallHead`],
 /// and for every type that carries one in a field (`head_builders!(ToolCall, head)`).
+/// The head of a call that waited in a store, to run it again: what the
+/// store kept of it ([`StoredHead`](crate::store::StoredHead)); no
+/// extensions (the process's own, not kept).
+impl From<crate::store::StoredHead> for CallHead {
+    fn from(stored: crate::store::StoredHead) -> Self {
+        CallHead {
+            call_id: stored.call_id,
+            tool_id: stored.tool_id,
+            request_context: RequestContext::from(stored.request_context),
+            messages: stored.messages,
+            timeout: stored.timeout_ms.map(Duration::from_millis),
+            extensions: Extensions::new(),
+            requester: stored.requester,
+        }
+    }
+}
+
 macro_rules! head_builders {
     ($carrier:ty $(, $field:ident)?) => {
         impl $carrier {

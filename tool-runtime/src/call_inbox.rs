@@ -28,7 +28,7 @@ use crate::store::{AuditEntry, AuditQuery, PendingQuery, StoredCall};
 /// let runtime = Runtime::builder().tool(transfer).build().unwrap();
 /// runtime.call(ToolCall::new("c1", "transfer", json!({ "amount": 5 }))).await;
 /// let inbox = runtime.inbox();
-/// assert_eq!(inbox.waiting().await.unwrap()[0].call.call_id, "c1");
+/// assert_eq!(inbox.waiting().await.unwrap()[0].call.head.call_id, "c1");
 /// assert_eq!(inbox.approvals("c1").await.unwrap().missing(), 1);
 /// # });
 /// ```
@@ -99,7 +99,7 @@ impl CallInbox {
     ///     runtime.call(ToolCall::new(id, "transfer", json!({}))).await;
     /// }
     /// let page = runtime.inbox().waiting_page(PendingQuery::waiting_for_people().after("c1").limit(1)).await.unwrap();
-    /// assert_eq!(page[0].call.call_id, "c2");
+    /// assert_eq!(page[0].call.head.call_id, "c2");
     /// # });
     /// ```
     pub fn waiting_page(

@@ -52,7 +52,7 @@ use crate::hook_queue::Firing;
 use crate::standing_rules::RuleSubject;
 use crate::store::{
     AuditEntry, AuditKind, PendingCall, PendingKind, RecordedOutcome, RequiredApprovals,
-    Settlement, StoreTransaction,
+    Settlement, StoreTransaction, StoredHead,
 };
 
 /// The call path: admission, hooks, the approval gate, execution (in the
@@ -146,6 +146,24 @@ pub(crate) struct CallRecord {
 }
 
 impl CallRecord {
+    /// The call's head as a store keeps it, when it pauses: what outlives
+    /// the process (not its extensions), and its own time limit.
+    fn stored_head(&self) -> StoredHead {
+        let mut head = StoredHead::new(self.call_id.as_str(), self.tool.id());
+        head.request_context = self.request_context.values().clone();
+        head.messages = self
+            .messages
+            .as_deref()
+            .map(<[Value]>::to_vec)
+            .unwrap_or_default();
+        head.agent = self.agent.clone();
+        head.requester = self.requester.clone();
+        head.timeout_ms = self
+            .own_timeout
+            .map(|limit| u64::try_from(limit.as_millis()).unwrap_or(u64::MAX));
+        head
+    }
+
     /// What the tool's transformers see of the call's earlier phases.
     fn known(&self) -> CallValues<'_> {
         self.known
@@ -474,8 +492,8 @@ impl CallPath {
     /// reconciled with: its id and request context, the application's
     /// state.
     pub(crate) fn stored_context(&self, call: &PendingCall) -> CallContext {
-        CallContext::new(call.call_id.as_str())
-            .with_request_context(RequestContext::from(call.request_context.clone()))
+        CallContext::new(call.head.call_id.as_str())
+            .with_request_context(RequestContext::from(call.head.request_context.clone()))
             .with_state(self.parts.state.clone())
     }
 
@@ -826,19 +844,8 @@ impl CallPath {
         input: Value,
         payload: Option<Value>,
     ) -> PendingCall {
-        let mut pending = PendingCall::new(record.call_id.as_str(), record.tool.id(), kind, input);
-        pending.request_context = record.request_context.values().clone();
-        pending.messages = record
-            .messages
-            .as_deref()
-            .map(<[Value]>::to_vec)
-            .unwrap_or_default();
+        let mut pending = PendingCall::waiting(record.stored_head(), kind, input);
         pending.payload = payload;
-        pending.agent = record.agent.clone();
-        pending.requester = record.requester.clone();
-        pending.timeout_ms = record
-            .own_timeout
-            .map(|limit| u64::try_from(limit.as_millis()).unwrap_or(u64::MAX));
         let now = now_ms();
         pending.asked_at_ms = Some(now);
         pending.expires_at_ms = (kind == PendingKind::Approval)
@@ -920,16 +927,16 @@ impl CallPath {
         call: &PendingCall,
         input: &Value,
     ) -> ApprovalRequirement {
-        let Some(tool) = self.tool(&call.tool_id) else {
+        let Some(tool) = self.tool(&call.head.tool_id) else {
             return ApprovalRequirement::required();
         };
-        let request_context = RequestContext::from(call.request_context.clone());
+        let request_context = RequestContext::from(call.head.request_context.clone());
         let check = ApprovalCheck {
             tool,
-            call_id: &call.call_id,
+            call_id: &call.head.call_id,
             input,
             request_context: &request_context,
-            requester: call.requester.as_deref(),
+            requester: call.head.requester.as_deref(),
         };
         self.parts.approval.requirement(&check).await
     }

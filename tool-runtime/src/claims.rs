@@ -179,8 +179,8 @@ impl StoredCalls {
         let request = (call.kind != PendingKind::Task).then(|| {
             AuditEntry::new(
                 AuditKind::Requested,
-                &call.call_id,
-                &call.tool_id,
+                &call.head.call_id,
+                &call.head.tool_id,
                 call.kind.as_str(),
             )
         });
@@ -225,7 +225,7 @@ impl StoredCalls {
             let error = match self.store.insert(call.clone()).await {
                 Ok(()) => return Ok(()),
                 Err(duplicate @ StoreError::Duplicate { .. }) if tries > 1 => {
-                    match self.store.get(&call.call_id).await {
+                    match self.store.get(&call.head.call_id).await {
                         Ok(Some(stored)) if inserted_as(&stored.call, &call) => return Ok(()),
                         Ok(_) => return Err(not_stored(duplicate)),
                         Err(error) => error,
@@ -239,9 +239,9 @@ impl StoredCalls {
                 return Err(not_stored(error));
             }
             let pause_now = pause.min(left);
-            tracing::warn!(%error, call_id = %Excerpt::of(&call.call_id), retry_in_ms = pause_now.as_millis(), "could not store a call; trying again");
+            tracing::warn!(%error, call_id = %Excerpt::of(&call.head.call_id), retry_in_ms = pause_now.as_millis(), "could not store a call; trying again");
             waiting
-                .get_or_insert_with(|| self.wait_for_store(&call.call_id))
+                .get_or_insert_with(|| self.wait_for_store(&call.head.call_id))
                 .pause(pause_now)
                 .await;
             pause = (pause * 2).min(INSERT_RETRY_MAX);
@@ -482,7 +482,7 @@ impl StoredCalls {
     fn lease_of(&self, stored: &StoredCall, asked: Instant) -> Lease {
         Lease {
             calls: self.clone(),
-            call_id: stored.call.call_id.clone(),
+            call_id: stored.call.head.call_id.clone(),
             attempt: stored.attempt,
             epoch: stored.epoch,
             shared: Arc::new(LeaseState {

@@ -15,13 +15,13 @@ use serde::{Deserialize as _, Serialize};
 use serde_json::{Value, json};
 use tool_core::transform::{CallValues, Phase};
 use tool_core::{
-    AgentContext, ApprovalRequirement, ErrorKind, Extensions, ModelError, Reconciled,
-    RequestContext, Tool, TypedTool,
+    AgentContext, ApprovalRequirement, ErrorKind, Extensions, ModelError, RawInput, Reconciled,
+    Tool, TypedTool,
 };
 use tracing::Instrument as _;
 
 use crate::approval_rules::{Quorum, granted_by, refused_attempt};
-use crate::call::ToolCall;
+use crate::call::{CallHead, ToolCall};
 use crate::call_outcome::CallOutcome;
 use crate::call_path::{CallPath, Entry, call_span, now_ms};
 use crate::claims::{Claim, Lease, LeaseLost, Lookup, NotRecorded, Verdict};
@@ -48,13 +48,13 @@ impl PendingCall {
     /// suspend type (stored by another version of the tool).
     pub fn suspend_payload<T: TypedTool>(&self) -> Result<Option<T::Suspend>, RuntimeError> {
         let mismatch = |reason: String| RuntimeError::TypeMismatch {
-            call_id: self.call_id.clone(),
+            call_id: self.head.call_id.clone(),
             reason,
         };
-        if self.tool_id != T::ID {
+        if self.head.tool_id != T::ID {
             return Err(mismatch(format!(
                 "it is a call of tool {:?}, not of {:?}",
-                self.tool_id,
+                self.head.tool_id,
                 T::ID
             )));
         }
@@ -167,7 +167,7 @@ impl Decisions {
             Checked::GoesOn(stored, approved_by) => (stored, approved_by),
             Checked::Answered(outcome) => return Ok(outcome),
         };
-        let span = call_span(decision.step(), &stored.call.tool_id, deciding.call_id);
+        let span = call_span(decision.step(), &stored.call.head.tool_id, deciding.call_id);
         let claim = match self
             .claim_for(&stored, &decision)
             .instrument(span.clone())
@@ -255,12 +255,12 @@ impl Decisions {
             }
             return Err(refusal.error);
         }
-        if let Some(expected) = tool_id.filter(|id| *id != stored.call.tool_id) {
+        if let Some(expected) = tool_id.filter(|id| *id != stored.call.head.tool_id) {
             return Err(RuntimeError::TypeMismatch {
                 call_id: call_id.to_owned(),
                 reason: format!(
                     "it is a call of tool {:?}, not of {expected:?}",
-                    stored.call.tool_id
+                    stored.call.head.tool_id
                 ),
             });
         }
@@ -284,7 +284,7 @@ impl Decisions {
         decision: &Decision,
     ) -> Result<Result<Claim, CallOutcome>, RuntimeError> {
         let call = &stored.call;
-        let call_id = call.call_id.as_str();
+        let call_id = call.head.call_id.as_str();
         let claim = match decision {
             Decision::Decline(reason) => Claim::Settle(RecordedOutcome::Declined {
                 reason: reason.clone(),
@@ -293,12 +293,13 @@ impl Decisions {
                 self.tool_of(call)?;
                 Claim::Run(None)
             }
+            // Checked here, admitted once, when the call runs: what does
+            // not fit leaves the call waiting, unclaimed.
             Decision::Edit(changes) => {
                 let tool = self.tool_of(call)?;
-                let edited = tool.validate_edit(&call.input, changes).and_then(|edited| {
-                    let check = self.path.stored_context(call);
-                    tool.admit(edited.clone(), check).map(|_| edited)
-                });
+                let edited = tool
+                    .validate_edit(&call.input, changes)
+                    .and_then(|edited| tool.validate_input(edited));
                 match edited {
                     Ok(edited) => Claim::RunEdited(edited),
                     Err(error) => {
@@ -310,11 +311,7 @@ impl Decisions {
             }
             Decision::Resume(data) => {
                 let tool = self.tool_of(call)?;
-                let check = self
-                    .path
-                    .stored_context(call)
-                    .resuming(data.clone(), call.payload.clone());
-                if let Err(error) = tool.admit(call.input.clone(), check) {
+                if let Err(error) = tool.check_resume_data(data) {
                     let known = CallValues {
                         input: Some(&call.input),
                         suspend_payload: call.payload.as_ref(),
@@ -424,14 +421,17 @@ impl Decisions {
                 let tool = self.tool_of(call)?;
                 let error = ModelError::new(
                     ErrorKind::InputValidation,
-                    format!("Tool {} refuses the edited call: {reason}", call.tool_id),
+                    format!(
+                        "Tool {} refuses the edited call: {reason}",
+                        call.head.tool_id
+                    ),
                 );
                 let known = CallValues::default().with(Phase::Input, &call.input);
-                let left = self.left_waiting(&tool, &call.call_id, error, known, "edit");
+                let left = self.left_waiting(&tool, &call.head.call_id, error, known, "edit");
                 return Ok(Edited::Refused(left.await));
             }
             ApprovalRequirement::NotRequired => RequiredApprovals::new(1),
-            requirement => rules.required_approvals(&call.tool_id, &requirement),
+            requirement => rules.required_approvals(&call.head.tool_id, &requirement),
         };
         let several = rules.required_for(stored).principals > 1;
         if approvals.principals > 1 || approvals.group.is_some() || several {
@@ -458,7 +458,7 @@ impl Decisions {
         let Some(editor) = deciding.decider else {
             // The rules need a principal for several approvals: checked.
             return Err(RuntimeError::PrincipalRequired {
-                call_id: call.call_id.clone(),
+                call_id: call.head.call_id.clone(),
                 why: "an edit counts as its editor's approval".to_owned(),
             });
         };
@@ -473,7 +473,7 @@ impl Decisions {
             Committed::Answered(outcome) => return Ok(outcome),
             Committed::Claimed(..) => {
                 return Err(RuntimeError::Running {
-                    call_id: call.call_id.clone(),
+                    call_id: call.head.call_id.clone(),
                 });
             }
         };
@@ -483,7 +483,7 @@ impl Decisions {
             ..deciding
         };
         let waiting = || CallOutcome::ApprovalRequired {
-            call_id: revised.call.call_id.clone(),
+            call_id: revised.call.head.call_id.clone(),
             input: revised.call.input.clone(),
             resume_schema: Some(crate::approval_policy::decision_schema()),
         };
@@ -523,7 +523,7 @@ impl Decisions {
             }
             Committed::Answered(outcome) => Ok(outcome),
             Committed::Revised(_) => Err(RuntimeError::Running {
-                call_id: call.call_id.clone(),
+                call_id: call.head.call_id.clone(),
             }),
         }
     }
@@ -538,7 +538,10 @@ impl Decisions {
         extensions: Extensions,
         span: tracing::Span,
     ) -> Result<CallOutcome, RuntimeError> {
-        let (call_id, tool_id) = (stored.call.call_id.as_str(), stored.call.tool_id.as_str());
+        let (call_id, tool_id) = (
+            stored.call.head.call_id.as_str(),
+            stored.call.head.tool_id.as_str(),
+        );
         let tool = self.path.tool(tool_id).cloned();
         let shown = match &decision {
             Decision::Resume(data) => data.clone(),
@@ -631,7 +634,7 @@ impl Decisions {
         let calls = self.path.stored();
         let call_id = deciding.call_id;
         let tool_id = match calls.get(call_id).await {
-            Ok(Some(stored)) => stored.call.tool_id,
+            Ok(Some(stored)) => stored.call.head.tool_id,
             // Purged or unreadable meanwhile: the entry still names the call.
             _ => String::new(),
         };
@@ -661,23 +664,27 @@ impl Decisions {
         let calls = self.path.stored();
         let verdict = calls
             .decide(
-                &call.call_id,
+                &call.head.call_id,
                 PendingKind::Approval.into(),
                 Claim::Settle(expired.clone()),
             )
             .await?;
         match verdict {
             Verdict::Settled(stored) => {
-                let entry =
-                    AuditEntry::new(AuditKind::Decided, &call.call_id, &call.tool_id, "expire")
-                        .reason(EXPIRED);
+                let entry = AuditEntry::new(
+                    AuditKind::Decided,
+                    &call.head.call_id,
+                    &call.head.tool_id,
+                    "expire",
+                )
+                .reason(EXPIRED);
                 calls.audit(entry).await;
                 Ok(self.settled(&stored.call, Some(expired)).await)
             }
             Verdict::AlreadySettled(outcome) => Ok(outcome),
             // A settlement never claims nor revises.
             Verdict::Claimed(..) | Verdict::Revised(_) => Err(RuntimeError::Running {
-                call_id: call.call_id.clone(),
+                call_id: call.head.call_id.clone(),
             }),
         }
     }
@@ -740,8 +747,8 @@ impl Decisions {
         let call = &stored.call;
         let mut entry = AuditEntry::new(
             AuditKind::Decided,
-            &call.call_id,
-            &call.tool_id,
+            &call.head.call_id,
+            &call.head.tool_id,
             decision.step(),
         )
         .principal(decider.principal.to_string())
@@ -757,7 +764,7 @@ impl Decisions {
             Decision::Resume(data) => (Phase::Resume, data),
             Decision::Respond(output) => (Phase::Output, output),
             Decision::Edit(_) => {
-                let tool = self.path.tool(&call.tool_id);
+                let tool = self.path.tool(&call.head.tool_id);
                 let mut shown = Vec::new();
                 for input in [before, &call.input] {
                     let known = CallValues {
@@ -766,8 +773,8 @@ impl Decisions {
                     };
                     let payload = Payload::of(
                         tool,
-                        &call.call_id,
-                        &call.tool_id,
+                        &call.head.call_id,
+                        &call.head.tool_id,
                         Phase::Input,
                         input,
                         known,
@@ -783,15 +790,23 @@ impl Decisions {
             suspend_payload: call.payload.as_ref(),
             ..CallValues::default()
         };
-        let tool = self.path.tool(&call.tool_id);
-        let shown = Payload::of(tool, &call.call_id, &call.tool_id, phase, value, known).await;
+        let tool = self.path.tool(&call.head.tool_id);
+        let shown = Payload::of(
+            tool,
+            &call.head.call_id,
+            &call.head.tool_id,
+            phase,
+            value,
+            known,
+        )
+        .await;
         entry.detail(shown.display)
     }
 
     /// The outcome of `call`, which this decision settled with `settles`
     /// without running it (a decline, or a response), and its event.
     async fn settled(&self, call: &PendingCall, settles: Option<RecordedOutcome>) -> CallOutcome {
-        let (call_id, tool_id) = (call.call_id.as_str(), call.tool_id.as_str());
+        let (call_id, tool_id) = (call.head.call_id.as_str(), call.head.tool_id.as_str());
         let events = self.path.events();
         let Some(outcome) = settles.map(CallOutcome::from) else {
             return CallOutcome::not_recorded(call_id, "a claim to run it settled it");
@@ -844,7 +859,7 @@ impl Decisions {
         };
         // A decision that names no agent (the application's `approve` on an
         // agent's call) runs the call as the agent that made it.
-        let agent = stored.call.agent.clone();
+        let agent = stored.call.head.agent.clone();
         let mut call = to_tool_call(stored.call);
         call.head.extensions = extensions;
         if let Some(agent) = agent.filter(|_| !call.head.extensions.contains::<AgentContext>()) {
@@ -913,11 +928,11 @@ impl Decisions {
     /// The tool a stored call names, if this runtime has it; the call stays stored either way.
     fn tool_of(&self, call: &PendingCall) -> Result<Tool, RuntimeError> {
         self.path
-            .tool(&call.tool_id)
+            .tool(&call.head.tool_id)
             .cloned()
             .ok_or_else(|| RuntimeError::MissingTool {
-                call_id: call.call_id.clone(),
-                tool_id: call.tool_id.clone(),
+                call_id: call.head.call_id.clone(),
+                tool_id: call.head.tool_id.clone(),
             })
     }
 
@@ -943,7 +958,8 @@ impl Decisions {
             let recoveries: Vec<_> = claimed
                 .into_iter()
                 .map(|(stored, lease)| {
-                    let (decisions, call_id) = (decisions.clone(), stored.call.call_id.clone());
+                    let (decisions, call_id) =
+                        (decisions.clone(), stored.call.head.call_id.clone());
                     let recovering = async move { Ok(decisions.recover_one(stored, lease).await) };
                     async move { detached(&call_id, recovering).await }
                 })
@@ -969,7 +985,10 @@ impl Decisions {
         stored: StoredCall,
         lease: Lease,
     ) -> Result<Recovered, RuntimeError> {
-        let (call_id, tool_id) = (stored.call.call_id.clone(), stored.call.tool_id.clone());
+        let (call_id, tool_id) = (
+            stored.call.head.call_id.clone(),
+            stored.call.head.tool_id.clone(),
+        );
         let span = call_span("recover", &tool_id, &call_id);
         let definition = self.path.tool(&tool_id).map(Tool::definition);
         // A transactional call's work commits with its outcome: one that
@@ -1244,12 +1263,11 @@ async fn detached<T: Send + 'static>(
 
 /// The call a stored call was, to run it again.
 pub(crate) fn to_tool_call(pending: PendingCall) -> ToolCall {
-    let mut call = ToolCall::new(pending.call_id, pending.tool_id, pending.input)
-        .with_request_context(RequestContext::from(pending.request_context))
-        .with_messages(pending.messages);
-    call.head.timeout = pending.timeout_ms.map(std::time::Duration::from_millis);
-    call.head.requester = pending.requester;
-    call
+    ToolCall {
+        head: CallHead::from(pending.head),
+        input: RawInput::from(pending.input),
+        workflow: None,
+    }
 }
 
 #[cfg(test)]

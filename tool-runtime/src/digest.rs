@@ -80,7 +80,10 @@ impl StoredCall {
         canonical.push_str("{\"input\":");
         write_canonical(&mut canonical, &self.call.input);
         canonical.push_str(",\"toolId\":");
-        write_canonical(&mut canonical, &Value::from(self.call.tool_id.as_str()));
+        write_canonical(
+            &mut canonical,
+            &Value::from(self.call.head.tool_id.as_str()),
+        );
         let _ = write!(canonical, ",\"version\":{}}}", self.epoch);
         let hash = Sha256::digest(canonical.as_bytes());
         let mut digest = String::with_capacity(71);
@@ -146,7 +149,7 @@ mod tests {
         let mut claimed_again = first.clone();
         claimed_again.epoch = 3;
         let mut other_tool = first.clone();
-        other_tool.call.tool_id = "u".into();
+        other_tool.call.head.tool_id = "u".into();
         assert_ne!(first.digest(), claimed_again.digest());
         assert_ne!(first.digest(), other_tool.digest());
     }

@@ -530,7 +530,7 @@ impl Runtime {
     ///
     /// // A call an agent made keeps its agent: approved without one, it runs as the agent's.
     /// runtime.call(ToolCall::new("c2", "delete-file", json!({})).with_agent(AgentContext::new("support", "run-8"))).await;
-    /// assert_eq!(runtime.inbox().waiting().await.unwrap()[0].call.agent, Some(AgentContext::new("support", "run-8")));
+    /// assert_eq!(runtime.inbox().waiting().await.unwrap()[0].call.head.agent, Some(AgentContext::new("support", "run-8")));
     /// let outcome = runtime.approve("c2").await.unwrap();
     /// assert_eq!(outcome.output(), Some(&json!({ "run": "run-8" })));
     /// # });

@@ -141,8 +141,8 @@ async fn a_runtime_approval_of_an_agents_call_runs_as_the_agent_and_continue_run
         .with_resource("user-1");
     let pending = inbox.inbox().waiting().await.unwrap();
     assert_eq!(pending.len(), 1);
-    assert_eq!(pending[0].call.call_id, stored_id);
-    assert_eq!(pending[0].call.agent.as_ref(), Some(&expected));
+    assert_eq!(pending[0].call.head.call_id, stored_id);
+    assert_eq!(pending[0].call.head.agent.as_ref(), Some(&expected));
     let outcome = inbox.approve(&stored_id).await.unwrap();
     assert_eq!(outcome.output(), Some(&json!({ "paid": "ada" })));
     assert_eq!(

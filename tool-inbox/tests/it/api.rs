@@ -466,7 +466,11 @@ async fn each_principal_sees_and_decides_only_its_own_items() {
             .token("red-token", Principal::new("red"))
             .token("blue-token", Principal::new("blue")),
         |principal, item, _action| {
-            item.request_context.get("team").and_then(Value::as_str) == Some(principal.id())
+            item.head
+                .request_context
+                .get("team")
+                .and_then(Value::as_str)
+                == Some(principal.id())
         },
     );
     let router = tool_inbox::router(runtime.clone(), auth);
@@ -952,7 +956,11 @@ async fn pages_of_one_principals_items_span_the_store_in_order() {
     let auth = Authorized::new(
         BearerTokens::new().token("red-token", Principal::new("red")),
         |principal, item, _action| {
-            item.request_context.get("team").and_then(Value::as_str) == Some(principal.id())
+            item.head
+                .request_context
+                .get("team")
+                .and_then(Value::as_str)
+                == Some(principal.id())
         },
     );
     let router = tool_inbox::router(runtime, auth);
@@ -994,7 +1002,11 @@ async fn foreign_origins_are_logged_and_the_log_exports_as_json_lines_per_princi
             .token("red-token", Principal::new("red"))
             .token("blue-token", Principal::new("blue")),
         |principal, item, _action| {
-            item.request_context.get("team").and_then(Value::as_str) == Some(principal.id())
+            item.head
+                .request_context
+                .get("team")
+                .and_then(Value::as_str)
+                == Some(principal.id())
         },
     );
     let router = tool_inbox::router(runtime.clone(), auth);

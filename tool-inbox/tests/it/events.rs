@@ -103,7 +103,11 @@ fn teams(runtime: &Runtime) -> Inbox<impl tool_inbox::Authenticate> {
             .token("red", Principal::new("red"))
             .token("blue", Principal::new("blue")),
         |principal, item, _action| {
-            item.request_context.get("team").and_then(Value::as_str) == Some(principal.id())
+            item.head
+                .request_context
+                .get("team")
+                .and_then(Value::as_str)
+                == Some(principal.id())
         },
     );
     Inbox::new(runtime.clone(), auth)

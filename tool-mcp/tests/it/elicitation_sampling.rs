@@ -197,7 +197,7 @@ async fn without_elicitation_a_call_needing_approval_stays_pending() {
 
     let stored = runtime.inbox().waiting().await.unwrap();
     assert_eq!(stored.len(), 1);
-    assert_eq!(stored[0].call.call_id, call_id);
+    assert_eq!(stored[0].call.head.call_id, call_id);
     let outcome = runtime.approve(&call_id).await.unwrap();
     assert_eq!(outcome.output(), Some(&json!("deleted /tmp/x")));
 }

@@ -97,13 +97,13 @@ impl CallStore for MemoryStore {
         storable_call(&call)?;
         let mut state = self.state();
         let calls = &mut state.calls;
-        if calls.contains_key(&call.call_id) {
+        if calls.contains_key(&call.head.call_id) {
             return Err(StoreError::Duplicate {
-                call_id: call.call_id,
+                call_id: call.head.call_id,
             });
         }
         let task = call.kind == PendingKind::Task;
-        calls.insert(call.call_id.clone(), StoredCall::pending(call));
+        calls.insert(call.head.call_id.clone(), StoredCall::pending(call));
         drop(state);
         if task {
             self.tasks_stored.notify();
@@ -235,8 +235,10 @@ impl CallStore for MemoryStore {
         let expired: Vec<String> = state
             .calls
             .values()
-            .filter(|stored| stored.lease_expired(now) && tool_ids.contains(&stored.call.tool_id))
-            .map(|stored| stored.call.call_id.clone())
+            .filter(|stored| {
+                stored.lease_expired(now) && tool_ids.contains(&stored.call.head.tool_id)
+            })
+            .map(|stored| stored.call.head.call_id.clone())
             .collect();
         Ok(expired
             .iter()
@@ -258,9 +260,9 @@ impl CallStore for MemoryStore {
             .find(|stored| {
                 stored.state.is_pending()
                     && stored.call.kind == kind
-                    && tool_ids.contains(&stored.call.tool_id)
+                    && tool_ids.contains(&stored.call.head.tool_id)
             })
-            .map(|stored| stored.call.call_id.clone())
+            .map(|stored| stored.call.head.call_id.clone())
         else {
             return Ok(None);
         };
@@ -281,7 +283,7 @@ impl CallStore for MemoryStore {
             .values()
             .filter_map(|stored| match stored.state {
                 CallState::Settled { settled_at, .. } => {
-                    Some((settled_at, stored.call.call_id.clone()))
+                    Some((settled_at, stored.call.head.call_id.clone()))
                 }
                 _ => None,
             })

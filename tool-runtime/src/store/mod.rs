@@ -156,13 +156,13 @@ pub(crate) struct CallTexts {
 /// [`MAX_JSON_DEPTH`]) before anything is written, and gives its values as
 /// JSON text: the one check all three stores run, so that they refuse alike.
 pub(crate) fn storable_call(call: &PendingCall) -> Result<CallTexts, StoreError> {
-    let id = call.call_id.as_str();
+    let id = call.head.call_id.as_str();
     check_id(format_args!("call"), id)?;
     check_id(
         format_args!("the tool of call {:?}:", Excerpt::of(id)),
-        &call.tool_id,
+        &call.head.tool_id,
     )?;
-    if let Some(requester) = &call.requester {
+    if let Some(requester) = &call.head.requester {
         check_id(
             format_args!("the requester of call {:?}:", Excerpt::of(id)),
             requester,
@@ -170,14 +170,15 @@ pub(crate) fn storable_call(call: &PendingCall) -> Result<CallTexts, StoreError>
     }
     Ok(CallTexts {
         input: storable_json(id, "arguments", &call.input)?,
-        request_context: storable_json(id, "request context", &call.request_context)?,
-        messages: storable_json(id, "messages", &call.messages)?,
+        request_context: storable_json(id, "request context", &call.head.request_context)?,
+        messages: storable_json(id, "messages", &call.head.messages)?,
         payload: call
             .payload
             .as_ref()
             .map(|payload| storable_json(id, "payload", payload))
             .transpose()?,
         agent: call
+            .head
             .agent
             .as_ref()
             .map(|agent| storable_json(id, "agent context", agent))
@@ -405,25 +406,25 @@ impl PendingQuery {
         let is = |wanted: &Option<String>, got: Option<&str>| {
             wanted.as_deref().is_none_or(|wanted| got == Some(wanted))
         };
-        let agent = call.agent.as_ref();
+        let agent = call.head.agent.as_ref();
         let asked = |bound: Option<u64>, within: fn(u64, u64) -> bool| {
             bound.is_none_or(|bound| call.asked_at_ms.is_some_and(|at| within(at, bound)))
         };
         self.kinds.contains(&call.kind)
-            && is(&self.tool_id, Some(&call.tool_id))
+            && is(&self.tool_id, Some(&call.head.tool_id))
             && is(&self.run_id, agent.map(|a| a.run_id.as_str()))
             && is(&self.thread_id, agent.and_then(|a| a.thread_id.as_deref()))
             && is(
                 &self.resource_id,
                 agent.and_then(|a| a.resource_id.as_deref()),
             )
-            && is(&self.requester, call.requester.as_deref())
+            && is(&self.requester, call.head.requester.as_deref())
             && asked(self.asked_before_ms, |at, bound| at < bound)
             && asked(self.asked_after_ms, |at, bound| at > bound)
             && self
                 .after
                 .as_deref()
-                .is_none_or(|after| call.call_id.as_str() > after)
+                .is_none_or(|after| call.head.call_id.as_str() > after)
     }
 }
 
@@ -458,36 +459,37 @@ impl PendingKind {
     }
 }
 
-/// A stored call: everything needed to run it later, in this process or
-/// in the next one.
+/// A call's head as a store keeps it: what a [`CallHead`](crate::CallHead)
+/// carries that outlives the process (its ids, request context,
+/// conversation, who asked, its own time limit) and the agent that made
+/// it. Extensions are the process's own values and are not kept. One unit,
+/// written from the call when it starts to wait and read back into a
+/// `CallHead` when it runs again, on any instance.
 ///
 /// ```
-/// use serde_json::json;
-/// use tool_runtime::{PendingCall, PendingKind};
+/// use std::time::Duration;
+/// use tool_runtime::CallHead;
+/// use tool_runtime::store::StoredHead;
 ///
-/// let call = PendingCall::new("call-1", "delete-file", PendingKind::Approval, json!({ "path": "/tmp/x" }));
-/// assert_eq!(call.kind, PendingKind::Approval);
-/// assert!(call.payload.is_none());
+/// let mut head = StoredHead::new("call-1", "refund");
+/// head.requester = Some("agent-7".into());
+/// head.timeout_ms = Some(1_500);
+/// let call = CallHead::from(head);
+/// assert_eq!((call.requester.as_deref(), call.timeout), (Some("agent-7"), Some(Duration::from_millis(1_500))));
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PendingCall {
+#[non_exhaustive]
+pub struct StoredHead {
     /// The call's id (the key).
     pub call_id: String,
     /// The tool to run.
     pub tool_id: String,
-    /// Why it waits.
-    pub kind: PendingKind,
-    /// The validated input.
-    pub input: Value,
     /// The JSON values of the request context.
     #[serde(default)]
     pub request_context: Map<String, Value>,
     /// The conversation at the time of the call.
     #[serde(default)]
     pub messages: Vec<Value>,
-    /// For a suspended call, what it suspended with.
-    #[serde(default)]
-    pub payload: Option<Value>,
     /// The agent that made the call (its id, run, thread and resource), when
     /// an agent made it: a decision that gives none (`Runtime::approve` on
     /// an agent's call) runs the call with this one, so the tool's
@@ -500,6 +502,53 @@ pub struct PendingCall {
     /// the requester may not approve it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requester: Option<String>,
+    /// The call's own time limit in milliseconds
+    /// ([`CallHead::timeout`](crate::CallHead::timeout)), kept so that it
+    /// holds when the call runs after its pause, on any instance.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+}
+
+impl StoredHead {
+    /// The head of call `call_id` of tool `tool_id`, with nothing else.
+    pub fn new(call_id: impl Into<String>, tool_id: impl Into<String>) -> Self {
+        StoredHead {
+            call_id: call_id.into(),
+            tool_id: tool_id.into(),
+            request_context: Map::new(),
+            messages: Vec::new(),
+            agent: None,
+            requester: None,
+            timeout_ms: None,
+        }
+    }
+}
+
+/// A stored call: everything needed to run it later, in this process or
+/// in the next one: its head ([`StoredHead`], whose fields serialize as
+/// this struct's own), why it waits and what with.
+///
+/// ```
+/// use serde_json::json;
+/// use tool_runtime::{PendingCall, PendingKind};
+///
+/// let call = PendingCall::new("call-1", "delete-file", PendingKind::Approval, json!({ "path": "/tmp/x" }));
+/// assert_eq!((call.head.call_id.as_str(), call.kind), ("call-1", PendingKind::Approval));
+/// assert!(call.payload.is_none());
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PendingCall {
+    /// The call's head: its ids, request context, conversation, agent,
+    /// requester and own time limit.
+    #[serde(flatten)]
+    pub head: StoredHead,
+    /// Why it waits.
+    pub kind: PendingKind,
+    /// The validated input.
+    pub input: Value,
+    /// For a suspended call, what it suspended with.
+    #[serde(default)]
+    pub payload: Option<Value>,
     /// When a call waiting for approval expires, in milliseconds since the
     /// Unix epoch ([`RuntimeBuilder::approval_ttl`](crate::RuntimeBuilder::approval_ttl)):
     /// from then on it is declined with the reason `expired` by the first
@@ -516,11 +565,6 @@ pub struct PendingCall {
     /// started to wait (`None`: the runtime's count for its tool).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approvals: Option<RequiredApprovals>,
-    /// The call's own time limit in milliseconds
-    /// ([`CallHead::timeout`](crate::CallHead::timeout)), kept so that it
-    /// holds when the call runs after its pause, on any instance.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub timeout_ms: Option<u64>,
 }
 
 /// The approvals a call waiting for approval needs
@@ -564,26 +608,34 @@ impl RequiredApprovals {
 
 impl PendingCall {
     /// A pending call with no request context, messages or payload.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_runtime::store::StoredHead;
+    /// use tool_runtime::{PendingCall, PendingKind};
+    ///
+    /// let call = PendingCall::new("c1", "t", PendingKind::Suspended, json!({}));
+    /// assert_eq!(call, PendingCall::waiting(StoredHead::new("c1", "t"), PendingKind::Suspended, json!({})));
+    /// ```
     pub fn new(
         call_id: impl Into<String>,
         tool_id: impl Into<String>,
         kind: PendingKind,
         input: Value,
     ) -> Self {
+        PendingCall::waiting(StoredHead::new(call_id, tool_id), kind, input)
+    }
+
+    /// A pending call with head `head`, and no payload yet.
+    pub fn waiting(head: StoredHead, kind: PendingKind, input: Value) -> Self {
         PendingCall {
-            call_id: call_id.into(),
-            tool_id: tool_id.into(),
+            head,
             kind,
             input,
-            request_context: Map::new(),
-            messages: Vec::new(),
             payload: None,
-            agent: None,
-            requester: None,
             expires_at_ms: None,
             asked_at_ms: None,
             approvals: None,
-            timeout_ms: None,
         }
     }
 

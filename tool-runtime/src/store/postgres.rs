@@ -17,9 +17,9 @@ use tool_core::Excerpt;
 use super::{
     AuditEntry, AuditLog, AuditQuery, CallState, CallStore, Decided, Expected, PendingCall,
     PendingKind, PendingQuery, Retention, Revocation, RuleStore, RunStore, Settlement,
-    StandingRule, StoreError, StoreTransaction, StoredCall, StoredRun, TaskSignal, TaskSignaller,
-    Transition, storable_audit, storable_call, storable_id, storable_json, storable_rule,
-    storable_run_record,
+    StandingRule, StoreError, StoreTransaction, StoredCall, StoredHead, StoredRun, TaskSignal,
+    TaskSignaller, Transition, storable_audit, storable_call, storable_id, storable_json,
+    storable_rule, storable_run_record,
 };
 
 mod transaction;
@@ -566,19 +566,26 @@ impl PostgresStore {
             .transpose()?;
         let attempt: i32 = row.try_get("attempt")?;
         let epoch: i64 = row.try_get("epoch")?;
-        let call = PendingCall {
+        let head = StoredHead {
             tool_id: row.try_get("tool_id")?,
-            kind,
-            input: self.parse(&call_id, "arguments", row.try_get("input")?)?,
             request_context: self.parse(
                 &call_id,
                 "request context",
                 row.try_get("request_context")?,
             )?,
             messages: self.parse(&call_id, "messages", row.try_get("messages")?)?,
-            payload,
             agent,
             requester: row.try_get("requester")?,
+            timeout_ms: row
+                .try_get::<_, Option<i64>>("timeout_ms")?
+                .and_then(|ms| u64::try_from(ms).ok()),
+            call_id: call_id.clone(),
+        };
+        let call = PendingCall {
+            head,
+            kind,
+            input: self.parse(&call_id, "arguments", row.try_get("input")?)?,
+            payload,
             expires_at_ms: row
                 .try_get::<_, Option<i64>>("expires_at_ms")?
                 .and_then(|at| u64::try_from(at).ok()),
@@ -589,10 +596,6 @@ impl PostgresStore {
                 .try_get::<_, Option<&str>>("approvals")?
                 .map(|text| self.parse(&call_id, "required approvals", text))
                 .transpose()?,
-            timeout_ms: row
-                .try_get::<_, Option<i64>>("timeout_ms")?
-                .and_then(|ms| u64::try_from(ms).ok()),
-            call_id,
         };
         Ok(StoredCall {
             call,
@@ -604,7 +607,7 @@ impl PostgresStore {
     }
 
     async fn try_insert(&self, call: &PendingCall) -> Result<(), Failure> {
-        let id = &call.call_id;
+        let id = &call.head.call_id;
         let texts = storable_call(call)?;
         let client = self.pool.get().await?;
         let statement = client
@@ -624,18 +627,18 @@ impl PostgresStore {
                 &[
                     id,
                     &call.kind.as_str(),
-                    &call.tool_id,
+                    &call.head.tool_id,
                     &texts.input,
                     &texts.request_context,
                     &texts.messages,
                     &texts.payload,
                     &TASK_CHANNEL,
                     &texts.agent,
-                    &call.requester,
+                    &call.head.requester,
                     &call.expires_at_ms.and_then(|at| i64::try_from(at).ok()),
                     &call.asked_at_ms.and_then(|at| i64::try_from(at).ok()),
                     &texts.approvals,
-                    &call.timeout_ms.and_then(|ms| i64::try_from(ms).ok()),
+                    &call.head.timeout_ms.and_then(|ms| i64::try_from(ms).ok()),
                 ],
             )
             .await;
@@ -900,7 +903,7 @@ impl PostgresStore {
         let mut ids = Vec::new();
         for row in tx.query(&expired, &[&tool_ids]).await? {
             match self.stored(&row) {
-                Ok(stored) => ids.push(stored.call.call_id),
+                Ok(stored) => ids.push(stored.call.head.call_id),
                 // Left as it is: claiming a call nobody can read would only
                 // count its attempts up, once per recovery.
                 Err(error) => {
@@ -929,7 +932,7 @@ impl PostgresStore {
             .map(|row| self.stored(row))
             .collect::<Result<Vec<_>, _>>()?;
         tx.commit().await?;
-        recovered.sort_by(|a, b| a.call.call_id.cmp(&b.call.call_id));
+        recovered.sort_by(|a, b| a.call.head.call_id.cmp(&b.call.head.call_id));
         Ok(recovered)
     }
 
@@ -1266,7 +1269,7 @@ impl CallStore for PostgresStore {
             .await
             .map_err(self.failed(format_args!(
                 "inserting call {:?}",
-                Excerpt::of(&call.call_id)
+                Excerpt::of(&call.head.call_id)
             )))
     }
 

@@ -15,8 +15,9 @@ use tool_core::Excerpt;
 use super::{
     AuditEntry, AuditLog, AuditQuery, CallState, CallStore, Decided, Expected, PendingCall,
     PendingKind, RecordedOutcome, Retention, Revocation, RuleStore, RunStore, Settlement,
-    StandingRule, StoreError, StoreTransaction, StoredCall, StoredRun, TaskSignal, TaskSignaller,
-    Transition, storable_audit, storable_call, storable_json, storable_rule, storable_run_record,
+    StandingRule, StoreError, StoreTransaction, StoredCall, StoredHead, StoredRun, TaskSignal,
+    TaskSignaller, Transition, storable_audit, storable_call, storable_json, storable_rule,
+    storable_run_record,
 };
 
 mod transaction;
@@ -375,7 +376,10 @@ impl SqliteFile {
     fn encode(&self, call: &PendingCall) -> Result<String, StoreError> {
         let record = Record::encode(call)?;
         serde_json::to_string(&record).map_err(|e| StoreError::Io {
-            reason: format!("cannot encode call {:?}: {e}", Excerpt::of(&call.call_id)),
+            reason: format!(
+                "cannot encode call {:?}: {e}",
+                Excerpt::of(&call.head.call_id)
+            ),
             location: self.path.display().to_string(),
             source: Some(Box::new(e)),
         })
@@ -423,40 +427,43 @@ impl Record {
         let texts = storable_call(call)?;
         Ok(Record {
             v: 2,
-            call_id: call.call_id.clone(),
-            tool_id: call.tool_id.clone(),
+            call_id: call.head.call_id.clone(),
+            tool_id: call.head.tool_id.clone(),
             kind: call.kind,
             input: texts.input,
             request_context: texts.request_context,
             messages: texts.messages,
             payload: texts.payload,
             agent: texts.agent,
-            requester: call.requester.clone(),
+            requester: call.head.requester.clone(),
             expires_at_ms: call.expires_at_ms,
             asked_at_ms: call.asked_at_ms,
             approvals: texts.approvals,
-            timeout_ms: call.timeout_ms,
+            timeout_ms: call.head.timeout_ms,
         })
     }
 
     fn decode(self) -> Result<PendingCall, serde_json::Error> {
-        Ok(PendingCall {
+        let head = StoredHead {
             call_id: self.call_id,
             tool_id: self.tool_id,
-            kind: self.kind,
-            input: serde_json::from_str(&self.input)?,
             request_context: serde_json::from_str(&self.request_context)?,
             messages: serde_json::from_str(&self.messages)?,
-            payload: self.payload.map(|p| serde_json::from_str(&p)).transpose()?,
             agent: self.agent.map(|a| serde_json::from_str(&a)).transpose()?,
             requester: self.requester,
+            timeout_ms: self.timeout_ms,
+        };
+        Ok(PendingCall {
+            head,
+            kind: self.kind,
+            input: serde_json::from_str(&self.input)?,
+            payload: self.payload.map(|p| serde_json::from_str(&p)).transpose()?,
             expires_at_ms: self.expires_at_ms,
             asked_at_ms: self.asked_at_ms,
             approvals: self
                 .approvals
                 .map(|a| serde_json::from_str(&a))
                 .transpose()?,
-            timeout_ms: self.timeout_ms,
         })
     }
 }
@@ -638,12 +645,17 @@ impl SqliteFile {
         match conn.execute(
             "INSERT INTO calls (call_id, kind, tool_id, state, attempt, record)
              VALUES (?1, ?2, ?3, 'pending', 0, ?4)",
-            params![call.call_id, call.kind.as_str(), call.tool_id, record],
+            params![
+                call.head.call_id,
+                call.kind.as_str(),
+                call.head.tool_id,
+                record
+            ],
         ) {
             Ok(_) => Ok(()),
             Err(e) if e.sqlite_error_code() == Some(ErrorCode::ConstraintViolation) => {
                 Err(StoreError::Duplicate {
-                    call_id: call.call_id.clone(),
+                    call_id: call.head.call_id.clone(),
                 })
             }
             Err(e) => Err(self.io(e)),

@@ -128,7 +128,7 @@ async fn request_context_is_validated_before_the_gate_and_execute() {
         CallOutcome::ApprovalRequired { .. }
     ));
     let stored = runtime.inbox().waiting().await.unwrap();
-    assert_eq!(stored[0].call.request_context["userId"], "u-1");
+    assert_eq!(stored[0].call.head.request_context["userId"], "u-1");
     runtime.approve("c2").await.unwrap();
     assert_eq!(runs.lock().unwrap().len(), 1);
 }
@@ -280,7 +280,7 @@ async fn approving_an_unknown_or_other_call_id_is_an_error() {
         .await
         .unwrap()
         .into_iter()
-        .map(|p| (p.call.call_id, p.call.kind))
+        .map(|p| (p.call.head.call_id, p.call.kind))
         .collect();
     assert_eq!(
         kinds,
@@ -448,14 +448,14 @@ async fn suspend_stores_the_call_and_resume_reruns_with_data_and_payload() {
 
     let stored = runtime.inbox().waiting().await.unwrap();
     assert_eq!(stored.len(), 1);
-    assert_eq!(stored[0].call.tool_id, "ask");
+    assert_eq!(stored[0].call.head.tool_id, "ask");
     assert_eq!(stored[0].call.kind, PendingKind::Suspended);
     assert_eq!(stored[0].call.input, json!({ "q": "color?" }));
     assert_eq!(
         stored[0].call.payload,
         Some(json!({ "asked": { "q": "color?" } }))
     );
-    assert_eq!(stored[0].call.request_context["userId"], "u-9");
+    assert_eq!(stored[0].call.head.request_context["userId"], "u-9");
 
     let resumed = runtime.resume("c1", json!("blue")).await.unwrap();
     assert_eq!(

@@ -63,7 +63,7 @@ async fn an_overdue_approval_is_declined_expired_once_across_runtimes() {
         .digest();
     let stored = runtimes[0].inbox().stored("c0").await.unwrap().unwrap();
     assert!(stored.call.expires_at_ms.is_some());
-    assert_eq!(stored.call.requester.as_deref(), Some("alice"));
+    assert_eq!(stored.call.head.requester.as_deref(), Some("alice"));
 
     tokio::time::sleep(Duration::from_millis(300)).await;
     // Every runtime notices at once: listings, recoveries and a decision.

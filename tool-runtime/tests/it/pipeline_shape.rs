@@ -143,7 +143,7 @@ async fn invalid_resume_data_is_refused_before_the_call_leaves_the_store() {
 async fn a_decision_for_a_tool_this_runtime_lacks_leaves_the_call_stored() {
     let store = tool_runtime::store::MemoryStore::new();
     let mut call = tool_runtime::PendingCall::new("c1", "gone", PendingKind::Approval, json!({}));
-    call.messages = vec![json!({ "role": "user", "content": "hi" })];
+    call.head.messages = vec![json!({ "role": "user", "content": "hi" })];
     tool_runtime::store::CallStore::insert(&store, call.clone())
         .await
         .unwrap();
@@ -248,7 +248,10 @@ async fn macro_and_builder_tools_keep_their_arguments_and_repair_integral_floats
         assert_eq!(input, &json!({ "n": 3 }), "{id}");
         assert_eq!(payload, &json!({ "text": "count to 3?" }), "{id}");
         let stored = runtime.inbox().waiting().await.unwrap();
-        let stored = stored.iter().find(|p| p.call.call_id == call_id).unwrap();
+        let stored = stored
+            .iter()
+            .find(|p| p.call.head.call_id == call_id)
+            .unwrap();
         assert_eq!(stored.call.input, json!({ "n": 3 }), "{id}");
 
         let done = runtime.resume(&call_id, json!(true)).await.unwrap();

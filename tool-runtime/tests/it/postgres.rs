@@ -178,7 +178,7 @@ async fn errors_name_the_database_without_its_password_and_the_call() {
     assert_eq!(
         listed
             .iter()
-            .map(|c| c.call.call_id.as_str())
+            .map(|c| c.call.head.call_id.as_str())
             .collect::<Vec<_>>(),
         ["c-good"]
     );

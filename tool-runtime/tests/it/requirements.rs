@@ -223,7 +223,7 @@ async fn a_calls_own_time_limit_holds_after_its_pause_on_another_instance() {
         .call(ToolCall::new("s1", "slow", json!({ "ms": 10_000 })).with_timeout(limit))
         .await;
     let stored = back.inbox().stored("s1").await.unwrap().unwrap();
-    assert_eq!(stored.call.timeout_ms, Some(100));
+    assert_eq!(stored.call.head.timeout_ms, Some(100));
     let outcome = tokio::time::timeout(Duration::from_secs(5), back.approve("s1"))
         .await
         .expect("the call's limit ended it, not the test's")
@@ -238,6 +238,47 @@ async fn a_calls_own_time_limit_holds_after_its_pause_on_another_instance() {
         .expect("the call's limit ended it, not the test's")
         .unwrap();
     assert_eq!(outcome, CallOutcome::Aborted);
+}
+
+/// Waits `ms` milliseconds in the background, retried once after a failure.
+#[tool(background(max_retries = 1))]
+async fn slow_task(ms: u64) -> String {
+    tokio::time::sleep(Duration::from_millis(ms)).await;
+    "finished".into()
+}
+
+#[tokio::test]
+async fn a_background_calls_own_time_limit_holds_on_the_worker_that_runs_and_retries_it() {
+    let store = Arc::new(MemoryStore::new());
+    let instance = |leave: bool| {
+        Runtime::builder()
+            .tool(SlowTaskTool)
+            .store(Arc::clone(&store))
+            .leave_tasks_to_workers(leave)
+            .build()
+            .unwrap()
+    };
+    let (front, back) = (instance(true), instance(false));
+    let limit = Duration::from_millis(100);
+    let started = front
+        .call(ToolCall::new("t1", "slow_task", json!({ "ms": 10_000 })).with_timeout(limit))
+        .await;
+    assert!(
+        matches!(started, CallOutcome::BackgroundStarted { .. }),
+        "{started:?}"
+    );
+    let stored = back.inbox().stored("t1").await.unwrap().unwrap();
+    assert_eq!(stored.call.head.timeout_ms, Some(100), "kept with the task");
+    tokio::spawn(back.worker().run());
+    let outcome = tokio::time::timeout(Duration::from_secs(5), back.wait("t1"))
+        .await
+        .expect("the call's limit ended each attempt, not the test's")
+        .unwrap();
+    let error = outcome.error().expect("timed out twice");
+    assert!(
+        error.message().contains("timed out") || error.message().contains("time limit"),
+        "{error:?}"
+    );
 }
 
 /// Refunds an order; a reviewer may change the amount.

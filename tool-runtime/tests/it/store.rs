@@ -286,7 +286,7 @@ fn a_corrupt_store_file_is_an_error_naming_it_and_one_unreadable_record_does_not
     assert_eq!(
         listed
             .iter()
-            .map(|c| c.call.call_id.as_str())
+            .map(|c| c.call.head.call_id.as_str())
             .collect::<Vec<_>>(),
         ["c-good"]
     );
@@ -733,7 +733,7 @@ fn a_store_file_of_layout_2_gains_the_runs_table_and_keeps_its_calls() {
             "INSERT INTO calls (call_id, kind, tool_id, state, owner, lease_expires_at, attempt, record)
              VALUES (?1, ?2, 't', ?3, ?4, ?5, ?6, ?7)",
             rusqlite::params![
-                call.call_id,
+                call.head.call_id,
                 call.kind.as_str(),
                 state,
                 owner,
@@ -873,7 +873,7 @@ async fn values_as_deep_as_a_json_parser_reads_are_stored_readably_and_deeper_on
     // it, it would be 128 and unreadable.
     let mut call = PendingCall::new("c1", "t", PendingKind::Suspended, nested(127));
     call.payload = Some(nested(127));
-    call.messages = vec![nested(126)];
+    call.head.messages = vec![nested(126)];
     store.insert(call.clone()).await.unwrap();
     let reopened = SqliteStore::open(&path).expect("every record reads back");
     assert_eq!(calls(reopened.list().await.unwrap()), [call]);

@@ -91,9 +91,11 @@ async fn lifecycle(store: &(impl CallStore + RunStore), p: &str) {
     let id = format!("{p}-life");
     let mut call = PendingCall::new(&id, "tool", PendingKind::Suspended, json!({ "a": 1 }));
     call.payload = Some(json!({ "p": false }));
-    call.request_context.insert("userId".into(), json!("u"));
-    call.messages.push(json!({ "role": "user" }));
-    call.agent = Some(
+    call.head
+        .request_context
+        .insert("userId".into(), json!("u"));
+    call.head.messages.push(json!({ "role": "user" }));
+    call.head.agent = Some(
         tool_core::AgentContext::new("agent", "run-1")
             .with_thread("thread")
             .with_resource("user"),
@@ -158,7 +160,7 @@ async fn lifecycle(store: &(impl CallStore + RunStore), p: &str) {
     assert_eq!(again.call.payload, Some(json!(2)));
     assert_eq!(again.call.input, call.input);
     assert_eq!(
-        again.call.agent, call.agent,
+        again.call.head.agent, call.head.agent,
         "the agent is kept across a suspension"
     );
 
@@ -266,7 +268,7 @@ async fn ownership_and_recovery(store: &(impl CallStore + RunStore), p: &str) {
         1,
         "only calls of the given tools: {recovered:?}"
     );
-    assert_eq!(recovered[0].call.call_id, short);
+    assert_eq!(recovered[0].call.head.call_id, short);
     assert_eq!(recovered[0].attempt, 2);
     assert!(matches!(&recovered[0].state, CallState::Running { owner, .. } if owner == "b"));
     assert!(recovered[0].epoch > dead, "a takeover draws a new token");
@@ -592,7 +594,7 @@ async fn claiming_tasks<S: CallStore + RunStore>(store: Arc<S>, p: &str) {
             {
                 assert!(matches!(&task.state, CallState::Running { owner: o, .. } if *o == owner));
                 assert_eq!(task.attempt, 1);
-                claimed.push(task.call.call_id);
+                claimed.push(task.call.head.call_id);
             }
             claimed
         }));
@@ -1104,8 +1106,9 @@ async fn limits(store: &(impl CallStore + RunStore), p: &str) {
     let deep = format!("{p}-deep");
     let mut deepest = PendingCall::new(&deep, "tool", PendingKind::Suspended, nested_arrays(127));
     deepest.payload = Some(nested_arrays(127));
-    deepest.messages = vec![nested_arrays(126)];
+    deepest.head.messages = vec![nested_arrays(126)];
     deepest
+        .head
         .request_context
         .insert("k".into(), nested_arrays(126));
     store.insert(deepest.clone()).await.unwrap();
@@ -1125,12 +1128,14 @@ async fn limits(store: &(impl CallStore + RunStore), p: &str) {
         ),
         (
             "messages",
-            too_deep(&|c| c.messages = vec![nested_arrays(127)]),
+            too_deep(&|c| c.head.messages = vec![nested_arrays(127)]),
         ),
         (
             "request context",
             too_deep(&|c| {
-                c.request_context.insert("k".into(), nested_arrays(127));
+                c.head
+                    .request_context
+                    .insert("k".into(), nested_arrays(127));
             }),
         ),
     ] {
@@ -1365,11 +1370,11 @@ async fn audit_log<S: CallStore + AuditLog>(store: Arc<S>, p: &str) {
 async fn edited_claims(store: &(impl CallStore + RunStore), p: &str) {
     let id = format!("{p}-edited");
     let mut call = approval(&id);
-    call.requester = Some("alice".into());
+    call.head.requester = Some("alice".into());
     call.expires_at_ms = Some(4_102_444_800_000);
     call.asked_at_ms = Some(4_102_444_000_000);
     call.approvals = Some(RequiredApprovals::new(2).from_group("finance"));
-    call.timeout_ms = Some(90_000);
+    call.head.timeout_ms = Some(90_000);
     store.insert(call.clone()).await.unwrap();
     assert_eq!(
         store.get(&id).await.unwrap().unwrap().call,
@@ -1429,12 +1434,12 @@ async fn pages(store: &(impl CallStore + RunStore), p: &str) {
         let mut call = PendingCall::new(format!("{p}-page-{n}"), tool, kind, json!({ "n": n }));
         // Even calls an agent made; the first two carol asked for; all
         // but the last say when they were asked for.
-        call.agent = (n % 2 == 0).then(|| {
+        call.head.agent = (n % 2 == 0).then(|| {
             tool_core::AgentContext::new("helper", "run-even")
                 .with_thread(format!("th-{}", n % 3))
                 .with_resource(format!("res-{n}"))
         });
-        call.requester = (n <= 1).then(|| "carol".to_owned());
+        call.head.requester = (n <= 1).then(|| "carol".to_owned());
         call.asked_at_ms = (n != 6).then_some(1_000 * (n + 1));
         store.insert(call).await.unwrap();
     }
@@ -1446,7 +1451,7 @@ async fn pages(store: &(impl CallStore + RunStore), p: &str) {
         .unwrap());
     let ids = |page: Vec<StoredCall>| -> Vec<String> {
         page.into_iter()
-            .map(|s| s.call.call_id.replace(&format!("{p}-page-"), ""))
+            .map(|s| s.call.head.call_id.replace(&format!("{p}-page-"), ""))
             .collect()
     };
     let people = PendingQuery::waiting_for_people();

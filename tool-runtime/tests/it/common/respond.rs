@@ -121,7 +121,10 @@ async fn declaration_only_calls_wait_and_take_one_response(p: &str, a: &Runtime,
         json!(["color"])
     );
     let pending = b.inbox().waiting().await.unwrap();
-    let listed = pending.iter().find(|call| call.call.call_id == id).unwrap();
+    let listed = pending
+        .iter()
+        .find(|call| call.call.head.call_id == id)
+        .unwrap();
     assert_eq!(
         listed.call.kind,
         PendingKind::Output,
@@ -223,7 +226,10 @@ async fn typed_decisions_read_and_give_the_tools_types(p: &str, a: &Runtime, b: 
     ))
     .await;
     let pending = b.inbox().waiting().await.unwrap();
-    let listed = pending.iter().find(|call| call.call.call_id == id).unwrap();
+    let listed = pending
+        .iter()
+        .find(|call| call.call.head.call_id == id)
+        .unwrap();
     let question = listed
         .call
         .suspend_payload::<ConfirmDeleteTool>()
