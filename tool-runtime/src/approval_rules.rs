@@ -16,7 +16,7 @@ use crate::digest::Digest;
 use crate::error::RuntimeError;
 use crate::hook_queue::DEFAULT_APPROVAL_TIMEOUT;
 use crate::principal::{Decider, Principal};
-use crate::standing_rules::{RulePredicates, RuleSubject};
+use crate::rule_predicates::{RulePredicates, RuleSubject};
 use crate::store::{
     AuditEntry, AuditKind, AuditQuery, DynRuleStore, MemoryStore, PendingCall, PendingKind,
     RequiredApprovals, StandingRule, StoredCall,

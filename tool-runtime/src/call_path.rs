@@ -49,7 +49,7 @@ use crate::claims::{Claim, Lease, LeaseLost, NotRecorded, StoredCalls, Verdict};
 use crate::error::RuntimeError;
 use crate::events::{EventBus, EventKind, Notice, Payload};
 use crate::hook_queue::Firing;
-use crate::standing_rules::RuleSubject;
+use crate::rule_predicates::RuleSubject;
 use crate::store::{
     AuditEntry, AuditKind, PendingCall, PendingKind, RecordedOutcome, RequiredApprovals,
     Settlement, StoreTransaction, StoredHead,

@@ -92,6 +92,7 @@ mod outage;
 mod principal;
 #[cfg(feature = "provider")]
 mod provider_stream;
+mod rule_predicates;
 mod runs;
 mod runtime;
 mod standing_rules;
@@ -120,9 +121,10 @@ pub use principal::{Decider, Principal};
 #[cfg(feature = "provider")]
 #[cfg_attr(docsrs, doc(cfg(feature = "provider")))]
 pub use provider_stream::{ProviderStream, Pushed, StreamedCall};
+pub use rule_predicates::{RulePredicates, RuleSubject};
 pub use runs::Runs;
 pub use runtime::{Runtime, RuntimeBuilder};
-pub use standing_rules::{RulePredicates, RuleSubject, StandingRules};
+pub use standing_rules::StandingRules;
 // The stores' vocabulary that `Runtime`'s own methods speak; the rest of
 // what a store implementer needs is under `store`.
 pub use store::{CallState, PendingCall, PendingKind, StandingRule, StoreError, StoredCall};
