@@ -462,7 +462,6 @@ impl Decisions {
                 why: "an edit counts as its editor's approval".to_owned(),
             });
         };
-        let rules = self.path.approval_rules();
         let claim = Claim::Revise(edited, Some(approvals));
         let revised = match self
             .commit(deciding, stored, decision, claim, None)
@@ -477,6 +476,21 @@ impl Decisions {
                 });
             }
         };
+        self.editors_grant(deciding, editor, revised, extensions, span)
+            .await
+    }
+
+    /// The editor's grant of the version their edit made: recorded, and
+    /// the call runs if it completes the count.
+    async fn editors_grant(
+        &self,
+        deciding: DecidingCall<'_>,
+        editor: &Decider,
+        revised: StoredCall,
+        extensions: Extensions,
+        span: tracing::Span,
+    ) -> Result<CallOutcome, RuntimeError> {
+        let rules = self.path.approval_rules();
         let grant = Decider::new(editor.principal.clone(), revised.digest());
         let granting = DecidingCall {
             decider: Some(&grant),
@@ -523,7 +537,7 @@ impl Decisions {
             }
             Committed::Answered(outcome) => Ok(outcome),
             Committed::Revised(_) => Err(RuntimeError::Running {
-                call_id: call.head.call_id.clone(),
+                call_id: revised.call.head.call_id.clone(),
             }),
         }
     }

@@ -18,7 +18,7 @@ use super::StoreError;
 /// decided or tried to, appended by the runtime after the step it records
 /// ([`CallInbox::audit`](crate::CallInbox::audit) reads it). A job of its own
 /// beside the calls' lifecycle ([`CallStore`]); the stores of this crate
-/// do both, and a runtime's store must
+/// do every job, and a runtime's store must
 /// ([`IntoStore`](super::IntoStore)).
 ///
 /// The contract (the contract tests run it against every store):

@@ -52,8 +52,9 @@ impl StoredRun {
 /// Storage of agent runs' records, keyed by run id: what an agent loop saves
 /// between steps (through [`Runs`](crate::Runs)) so that a paused run is
 /// continued by any instance sharing the store. A job of its own beside the
-/// calls' lifecycle ([`CallStore`]) and the audit log
-/// ([`AuditLog`](super::AuditLog)); the stores of this crate do all three,
+/// calls' lifecycle ([`CallStore`]), the audit log
+/// ([`AuditLog`](super::AuditLog)) and standing rules
+/// ([`RuleStore`](super::RuleStore)); the stores of this crate do all four,
 /// and a runtime's store must ([`IntoStore`](super::IntoStore)). Finished
 /// runs are purged with settled calls ([`CallStore::purge_settled`]).
 ///
