@@ -30,6 +30,8 @@ pub(crate) struct Shared<A> {
     pub(crate) auth: A,
     pub(crate) options: InboxOptions,
     pub(crate) live: crate::live::Live,
+    /// Requests refused before authentication, counted (never stored).
+    pub(crate) refusals: crate::guard::Refusals,
 }
 
 /// An error answer: `{"error": {"code": ..., "message": ...}}`.
@@ -46,6 +48,9 @@ pub(crate) struct Refused {
     /// The model-readable error of a value the tool's schema refused (its
     /// `validationErrors` locate each problem for the form).
     model_error: Option<Value>,
+    /// For a late decision, what became of the call
+    /// ([`status_of`]): `completed`, `declined`...
+    recorded: Option<&'static str>,
 }
 
 impl Refused {
@@ -55,6 +60,7 @@ impl Refused {
             code,
             message: message.into(),
             model_error: None,
+            recorded: None,
         }
     }
 
@@ -74,6 +80,9 @@ impl IntoResponse for Refused {
         let mut error = json!({ "code": self.code, "message": self.message });
         if let Some(model_error) = self.model_error {
             error["modelError"] = model_error;
+        }
+        if let Some(recorded) = self.recorded {
+            error["recorded"] = json!(recorded);
         }
         (self.status, Json(json!({ "error": error }))).into_response()
     }
@@ -254,6 +263,69 @@ impl<A: Authenticate> Shared<A> {
             asked_at_ms: call.asked_at_ms,
             approvals,
         }
+    }
+
+    /// The item `call_id` a decision by `principal` is about: pending, or
+    /// settled already (a late decision, refused with what was recorded,
+    /// and logged); not found when it does not exist, no longer waited for
+    /// a person, or the principal may not read it.
+    async fn decidable(
+        &self,
+        principal: &Principal,
+        call_id: &str,
+        action: Action,
+    ) -> Result<StoredCall, Refused> {
+        let stored = match self.runtime.inbox().stored(call_id).await? {
+            Some(stored) if self.visible(principal, &stored.call) => stored,
+            _ => return Err(Refused::not_found(call_id)),
+        };
+        match &stored.state {
+            CallState::Pending => Ok(stored),
+            CallState::Settled { outcome, .. } => {
+                let outcome = CallOutcome::from(outcome.clone());
+                Err(self.late(principal, &stored, action, &outcome).await)
+            }
+            CallState::Running { .. } => Err(Refused::new(
+                StatusCode::CONFLICT,
+                "running",
+                format!("item {:?} was decided and is running", Excerpt::of(call_id)),
+            )),
+        }
+    }
+
+    /// A decision on `stored` after another took effect: logged as a
+    /// refused attempt, answered 409 `already_decided` with what became of
+    /// the call (its status, not its values).
+    async fn late(
+        &self,
+        principal: &Principal,
+        stored: &StoredCall,
+        action: Action,
+        outcome: &CallOutcome,
+    ) -> Refused {
+        let call = &stored.call;
+        let attempt = AuditEntry::new(
+            AuditKind::Refused,
+            &call.head.call_id,
+            &call.head.tool_id,
+            action.as_str(),
+        )
+        .principal(principal.id())
+        .reason("already decided");
+        if let Err(error) = self.runtime.inbox().append_audit(attempt).await {
+            tracing::error!(%error, "a refused decision attempt was not logged");
+        }
+        let mut refused = Refused::new(
+            StatusCode::CONFLICT,
+            "already_decided",
+            format!(
+                "item {:?} was decided already: {}",
+                Excerpt::of(&call.head.call_id),
+                status_of(outcome)
+            ),
+        );
+        refused.recorded = Some(status_of(outcome));
+        refused
     }
 
     /// The pending item `call_id`, when `principal` may read it.
@@ -486,7 +558,7 @@ pub(crate) async fn decide<A: Authenticate>(
         }
     };
     let Json(body) = body?;
-    let stored = shared.item(&principal, &call_id).await?;
+    let stored = shared.decidable(&principal, &call_id, action).await?;
     if !shared.auth.authorize(&principal, &stored.call, action) {
         let attempt = AuditEntry::new(
             AuditKind::Refused,
@@ -532,7 +604,14 @@ pub(crate) async fn decide<A: Authenticate>(
         Action::Read => unreachable!("read is not a decision"),
     };
     let decider = Decider::new(principal.clone(), Digest::new(body.digest));
-    let outcome = runtime.decide_as(&call_id, decision, decider).await?;
+    let outcome = match runtime.decide_as(&call_id, decision, decider).await {
+        Ok(outcome) => outcome,
+        // Another decision beat this one meanwhile: recorded as refused.
+        Err(RuntimeError::AlreadyDecided { outcome, .. }) => {
+            return Err(shared.late(&principal, &stored, action, &outcome).await);
+        }
+        Err(error) => return Err(error.into()),
+    };
     tracing::info!(
         principal = principal.id(),
         call_id = %Excerpt::of(&call_id),

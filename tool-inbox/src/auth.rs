@@ -255,11 +255,13 @@ impl Authenticate for BearerTokens {
         let value = request.headers.get(header::AUTHORIZATION).ok_or_else(|| {
             Unauthenticated::new("no Authorization header: send `Authorization: Bearer <token>`")
         })?;
+        // The scheme is case-insensitive (RFC 7235).
         let token = value
             .to_str()
             .ok()
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .map(str::trim)
+            .and_then(|v| v.trim_start().split_once(' '))
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map(|(_, token)| token.trim())
             .ok_or_else(|| {
                 Unauthenticated::new("the Authorization header is not `Bearer <token>`")
             })?;

@@ -2,15 +2,14 @@
 //! handler: security headers, the `Origin` check, and authentication.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use axum::extract::{ConnectInfo, Request, State};
-use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse as _, Response};
-use tool_core::Excerpt;
-use tool_runtime::Runtime;
-use tool_runtime::store::{AuditEntry, AuditKind};
 
 use crate::api::{Shared, error_response};
 use crate::auth::{Authenticate, RequestHead};
@@ -62,14 +61,7 @@ pub(crate) async fn admit<A: Authenticate>(
     next: Next,
 ) -> Response {
     if !origin_allowed(request.headers(), &shared.options.allowed_origins) {
-        let origin = request.headers().get(header::ORIGIN);
-        let origin = origin
-            .and_then(|o| o.to_str().ok())
-            .unwrap_or_default()
-            .to_owned();
-        if request.method() == Method::POST {
-            audit_foreign_origin(&shared.runtime, request.uri().path().to_owned(), origin).await;
-        }
+        shared.refusals.foreign_origin();
         return error_response(
             StatusCode::FORBIDDEN,
             "foreign_origin",
@@ -90,6 +82,7 @@ pub(crate) async fn admit<A: Authenticate>(
             next.run(request).await
         }
         Err(refused) => {
+            shared.refusals.unauthenticated();
             let mut response = error_response(
                 StatusCode::UNAUTHORIZED,
                 "unauthenticated",
@@ -103,55 +96,56 @@ pub(crate) async fn admit<A: Authenticate>(
     }
 }
 
-/// Records a decision attempt from a foreign `Origin` (a POST to
-/// `.../api/items/{callId}/{action}`, at `path`) in the audit log, against
-/// the call if it exists; other refused requests decide nothing and are
-/// not logged.
-async fn audit_foreign_origin(runtime: &Runtime, path: String, origin: String) {
-    let mut segments = path.rsplit('/');
-    let (Some(action), Some(call_id)) = (segments.next(), segments.next()) else {
-        return;
-    };
-    let Ok(call_id) = percent_decoded(call_id) else {
-        return;
-    };
-    let Ok(Some(stored)) = runtime.inbox().stored(&call_id).await else {
-        return;
-    };
-    let attempt = AuditEntry::new(
-        AuditKind::Refused,
-        &call_id,
-        &stored.call.head.tool_id,
-        action,
-    )
-    .reason(format!("foreign Origin {:?}", Excerpt::of(&origin)));
-    if let Err(error) = runtime.inbox().append_audit(attempt).await {
-        tracing::error!(%error, "a refused attempt was not logged");
-    }
+/// Requests refused before authentication (a foreign `Origin`, no or a
+/// wrong credential): counted, never stored, so that nobody without a
+/// credential can write anything, and logged at most once a second with
+/// the counts so far.
+#[derive(Debug, Default)]
+pub(crate) struct Refusals {
+    foreign_origin: AtomicU64,
+    unauthenticated: AtomicU64,
+    last_logged: Mutex<Option<Instant>>,
 }
 
-/// `segment` of a path with its `%XX` escapes decoded (an agent's call id
-/// holds a `/`, sent as `%2F`).
-fn percent_decoded(segment: &str) -> Result<String, std::string::FromUtf8Error> {
-    let bytes = segment.as_bytes();
-    let mut decoded = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = bytes
-            .get(i + 1..i + 3)
-            .and_then(|h| std::str::from_utf8(h).ok());
-        match (bytes[i], hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
-            (b'%', Some(byte)) => {
-                decoded.push(byte);
-                i += 3;
-            }
-            (byte, _) => {
-                decoded.push(byte);
-                i += 1;
-            }
-        }
+/// The least time between two log lines about refused requests.
+const REFUSALS_LOGGED_EVERY: Duration = Duration::from_secs(1);
+
+impl Refusals {
+    fn foreign_origin(&self) {
+        self.foreign_origin.fetch_add(1, Ordering::Relaxed);
+        self.log();
     }
-    String::from_utf8(decoded)
+
+    fn unauthenticated(&self) {
+        self.unauthenticated.fetch_add(1, Ordering::Relaxed);
+        self.log();
+    }
+
+    /// Requests refused so far: from a foreign `Origin`, unauthenticated.
+    pub(crate) fn counts(&self) -> (u64, u64) {
+        (
+            self.foreign_origin.load(Ordering::Relaxed),
+            self.unauthenticated.load(Ordering::Relaxed),
+        )
+    }
+
+    fn log(&self) {
+        let now = Instant::now();
+        let mut last = self
+            .last_logged
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if last.is_some_and(|at| now.duration_since(at) < REFUSALS_LOGGED_EVERY) {
+            return;
+        }
+        *last = Some(now);
+        let (foreign_origin, unauthenticated) = self.counts();
+        tracing::warn!(
+            foreign_origin,
+            unauthenticated,
+            "the inbox refused requests before authentication (counted since it started, never stored)"
+        );
+    }
 }
 
 #[cfg(test)]
@@ -180,10 +174,13 @@ mod tests {
     }
 
     #[test]
-    fn path_segments_are_percent_decoded() {
-        assert_eq!(percent_decoded("run-1%2Fcall-2").unwrap(), "run-1/call-2");
-        assert_eq!(percent_decoded("100%").unwrap(), "100%");
-        assert!(percent_decoded("%ff").is_err());
+    fn refusals_are_counted() {
+        let refusals = Refusals::default();
+        for _ in 0..3 {
+            refusals.foreign_origin();
+        }
+        refusals.unauthenticated();
+        assert_eq!(refusals.counts(), (3, 1));
     }
 
     #[test]

@@ -190,6 +190,7 @@ impl<A: Authenticate> Inbox<A> {
             auth: self.auth,
             options: self.options,
             live: live::Live::new(),
+            refusals: guard::Refusals::default(),
         });
         let api = Router::new()
             .route("/api/items", get(api::list::<A>))

@@ -211,7 +211,12 @@ async fn lists_items_through_display_transforms_and_takes_each_decision() {
         decision(&router, "/api/items/t1/approve", TOKEN, json!({})).await,
     )
     .await;
-    assert_eq!(status, StatusCode::NOT_FOUND, "{again}");
+    assert_eq!(status, StatusCode::CONFLICT, "{again}");
+    assert_eq!(
+        (&again["error"]["code"], &again["error"]["recorded"]),
+        (&json!("already_decided"), &json!("completed")),
+        "a late decision is told what was recorded"
+    );
     assert_eq!(runs.load(Ordering::SeqCst), 1);
 
     // Decline with a reason: the model reads it; the tool never runs.
@@ -652,9 +657,10 @@ async fn decisions_name_their_item_by_digest_and_the_audit_trail_records_who() {
     let (status, _, body) = send(&router, post("/api/items/s1/resume", TOKEN, answer)).await;
     assert_eq!(
         status,
-        StatusCode::NOT_FOUND,
-        "settled: no longer an item: {body}"
+        StatusCode::CONFLICT,
+        "settled: decided already: {body}"
     );
+    assert_eq!(body["error"]["code"], "already_decided");
 
     let (status, _, trail) = send(&router, get("/api/items/t1/audit", TOKEN)).await;
     assert_eq!(status, StatusCode::OK);
@@ -986,7 +992,7 @@ async fn pages_of_one_principals_items_span_the_store_in_order() {
 }
 
 #[tokio::test]
-async fn foreign_origins_are_logged_and_the_log_exports_as_json_lines_per_principal() {
+async fn foreign_origins_write_nothing_and_the_log_exports_as_json_lines_per_principal() {
     let runtime = runtime(Arc::new(AtomicUsize::new(0)));
     for (id, team) in [("r1", "red"), ("b1", "blue")] {
         let call = ToolCall::new(
@@ -1066,27 +1072,138 @@ async fn foreign_origins_are_logged_and_the_log_exports_as_json_lines_per_princi
             )
         })
         .collect();
+    // The forged request was refused before authentication: counted,
+    // never stored.
     assert_eq!(
         seen,
         [
             ("r1", "requested", "approval"),
-            ("r1", "refused", "approve"),
             ("r1", "decided", "decline")
         ],
         "red's calls only"
     );
-    assert!(
-        lines[1]["reason"]
-            .as_str()
-            .unwrap()
-            .contains("evil.example")
-    );
     assert!(!std::str::from_utf8(&body).unwrap().contains("sk-secret"));
-    let after = lines[1]["seq"].as_u64().unwrap();
+    let after = lines[0]["seq"].as_u64().unwrap();
     let (status, _, _) = send(
         &router,
         get(&format!("/api/audit?after={after}&limit=5000"), "red-token"),
     )
     .await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "a bounded export");
+}
+
+/// Nothing unauthenticated writes anything: 200 forged decisions from a
+/// foreign `Origin` (with and without a credential) and 200 without one
+/// leave the audit log as it was.
+#[tokio::test]
+async fn refused_requests_before_authentication_store_nothing() {
+    let runtime = runtime(Arc::new(AtomicUsize::new(0)));
+    runtime
+        .call(ToolCall::new("t1", "transfer", json!({ "amount": 1 })))
+        .await;
+    let router = inbox(&runtime);
+    let log = || async {
+        runtime
+            .inbox()
+            .audit(tool_runtime::store::AuditQuery::all())
+            .await
+            .unwrap()
+    };
+    let before = log().await;
+    let long_action = format!("/api/items/t1/{}", "a".repeat(60_000));
+    for n in 0..200 {
+        let uri = if n % 2 == 0 {
+            "/api/items/t1/approve"
+        } else {
+            long_action.as_str()
+        };
+        let token = if n % 4 < 2 { TOKEN } else { "no-such-token" };
+        let mut forged = post(uri, token, json!({ "digest": "sha256:x" }));
+        forged
+            .headers_mut()
+            .insert(header::ORIGIN, "http://evil.example".parse().unwrap());
+        forged
+            .headers_mut()
+            .insert(header::HOST, "127.0.0.1:8080".parse().unwrap());
+        assert_eq!(send(&router, forged).await.0, StatusCode::FORBIDDEN);
+        let unauthenticated = Request::post("/api/items/t1/approve")
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from(json!({ "digest": "sha256:x" }).to_string()))
+            .unwrap();
+        assert_eq!(
+            send(&router, unauthenticated).await.0,
+            StatusCode::UNAUTHORIZED
+        );
+    }
+    assert_eq!(log().await, before, "nothing was written");
+    assert!(
+        runtime
+            .inbox()
+            .stored("t1")
+            .await
+            .unwrap()
+            .unwrap()
+            .state
+            .is_pending()
+    );
+}
+
+/// The `Bearer` scheme is case-insensitive (RFC 7235).
+#[tokio::test]
+async fn a_lowercase_bearer_scheme_is_accepted() {
+    let runtime = runtime(Arc::new(AtomicUsize::new(0)));
+    let router = inbox(&runtime);
+    for scheme in ["bearer", "BEARER", "Bearer"] {
+        let request = Request::get("/api/items")
+            .header(header::AUTHORIZATION, format!("{scheme} {TOKEN}"))
+            .body(Body::empty())
+            .unwrap();
+        assert_eq!(send(&router, request).await.0, StatusCode::OK, "{scheme}");
+    }
+    let basic = Request::get("/api/items")
+        .header(header::AUTHORIZATION, format!("Basic {TOKEN}"))
+        .body(Body::empty())
+        .unwrap();
+    assert_eq!(send(&router, basic).await.0, StatusCode::UNAUTHORIZED);
+}
+
+/// A decision after another took effect gets 409 `already_decided` with
+/// what became of the call, and the attempt is in the audit log.
+#[tokio::test]
+async fn a_late_decision_is_told_what_was_recorded_and_is_logged() {
+    let runtime = runtime(Arc::new(AtomicUsize::new(0)));
+    runtime
+        .call(ToolCall::new("t1", "transfer", json!({ "amount": 5 })))
+        .await;
+    let router = tool_inbox::router(
+        runtime.clone(),
+        BearerTokens::new()
+            .token("ann-token", Principal::new("ann"))
+            .token("bob-token", Principal::new("bob")),
+    );
+    // Bob reads the item, then Ann's approval lands first.
+    let (_, _, read) = send(&router, get("/api/items/t1", "bob-token")).await;
+    let first = decision(&router, "/api/items/t1/approve", "ann-token", json!({})).await;
+    assert_eq!(send(&router, first).await.0, StatusCode::OK);
+    let late = post(
+        "/api/items/t1/approve",
+        "bob-token",
+        json!({ "digest": read["digest"] }),
+    );
+    let (status, _, body) = send(&router, late).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert_eq!(body["error"]["code"], "already_decided");
+    assert_eq!(body["error"]["recorded"], "completed");
+    let log = runtime
+        .inbox()
+        .audit(tool_runtime::store::AuditQuery::all().call("t1"))
+        .await
+        .unwrap();
+    let refused: Vec<_> = log
+        .iter()
+        .filter(|entry| entry.kind == tool_runtime::store::AuditKind::Refused)
+        .collect();
+    assert_eq!(refused.len(), 1, "{log:?}");
+    assert_eq!(refused[0].principal.as_deref(), Some("bob"));
+    assert_eq!(refused[0].reason.as_deref(), Some("already decided"));
 }
