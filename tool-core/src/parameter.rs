@@ -104,7 +104,7 @@ static WRAPS: RwLock<BTreeMap<TypeId, bool>> = RwLock::new(BTreeMap::new());
 /// The parameter when input type `I` is wrapped in it as `{"<name>": value}`
 /// (`parameter` is the tool's [`TypedTool::INPUT_PARAMETER`]); `None` when
 /// the input is the value itself. Decided from the input type's schema on
-/// first use (usually when the tool is built, by [`input_schema`]), and
+/// first use (usually when the tool is built, as its input schema is made), and
 /// remembered per type.
 ///
 /// [`TypedTool::INPUT_PARAMETER`]: crate::TypedTool::INPUT_PARAMETER

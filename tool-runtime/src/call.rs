@@ -121,7 +121,7 @@ macro_rules! head_builders {
             /// Says which agent makes the call; the tool reads it with
             /// `ToolContext::agent`. It travels as an extension, and is the
             /// one extension stored with a call that pauses
-            /// (`PendingCall::agent`): a call approved with `Runtime::approve`
+            /// (`StoredHead::agent`): a call approved with `Runtime::approve`
             /// or resumed with `Runtime::resume` runs with the same
             /// `ctx.agent()` (`Runtime::decide` may pass another).
             ///

@@ -294,7 +294,7 @@ pub struct PendingQuery {
     /// Only calls made for this resource (the user or entity a thread
     /// belongs to).
     pub resource_id: Option<String>,
-    /// Only calls this principal asked for ([`PendingCall::requester`]).
+    /// Only calls this principal asked for ([`StoredHead::requester`]).
     pub requester: Option<String>,
     /// Only calls asked for before this time ([`PendingCall::asked_at_ms`];
     /// a call that does not say when is left out).
