@@ -12,9 +12,9 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
-use tool_core::Excerpt;
+use serde_json::{Map, Value, json};
 use tool_core::transform::{CallValues, Phase, Target, TransformContext};
+use tool_core::{Excerpt, Tool};
 use tool_runtime::store::{AuditEntry, AuditKind, AuditQuery, PendingQuery};
 use tool_runtime::{
     Approvals, CallOutcome, CallState, Decider, Decision, Digest, PendingCall, PendingKind,
@@ -159,8 +159,14 @@ pub(crate) struct ItemView {
     /// The schema of a response (the tool's output schema).
     output_schema: Option<Value>,
     /// The schema of an edit (the tool's editable fields), for a call
-    /// waiting for approval whose tool has some.
+    /// waiting for approval whose tool has some, when the principal may
+    /// edit it.
     edit_schema: Option<Value>,
+    /// The editable fields' raw values, beside the display projection
+    /// (`input`), which an edit starts from; only with `editSchema`. A form
+    /// filled from the display would send a masked or shortened value back
+    /// as the new one.
+    edit_values: Option<Value>,
     /// Who asked for the call, when the call says.
     requester: Option<String>,
     /// When a call waiting for approval expires (milliseconds since the
@@ -191,8 +197,10 @@ impl<A: Authenticate> Shared<A> {
         for_a_person(call.kind) && self.auth.authorize(principal, call, Action::Read)
     }
 
-    /// The view of `stored`, through its tool's display transforms.
-    pub(crate) async fn view(&self, stored: &StoredCall) -> ItemView {
+    /// The view of `stored` for `principal`, through its tool's display
+    /// transforms; the raw values of the editable fields only for a
+    /// principal who may edit the call.
+    pub(crate) async fn view(&self, stored: &StoredCall, principal: &Principal) -> ItemView {
         let call = &stored.call;
         let tool = self.runtime.tool(&call.head.tool_id);
         let shown = |phase: Phase, raw: &Value| {
@@ -240,6 +248,14 @@ impl<A: Authenticate> Shared<A> {
         } else {
             None
         };
+        let edit = tool
+            .filter(|_| call.kind == PendingKind::Approval)
+            .filter(|_| self.auth.authorize(principal, call, Action::Edit))
+            .and_then(|tool| {
+                let schema = tool.edit_schema()?.clone();
+                Some((schema, editable_values(tool, &call.input)))
+            });
+        let (edit_schema, edit_values) = edit.unzip();
         ItemView {
             call_id: call.head.call_id.clone(),
             kind: call.kind,
@@ -254,9 +270,8 @@ impl<A: Authenticate> Shared<A> {
                 .filter(|_| call.kind == PendingKind::Suspended)
                 .and_then(|d| d.resume_schema.clone()),
             output_schema: definition.and_then(|d| d.output_schema.clone()),
-            edit_schema: tool
-                .filter(|_| call.kind == PendingKind::Approval)
-                .and_then(|tool| tool.edit_schema().cloned()),
+            edit_schema,
+            edit_values,
             digest: stored.digest().to_string(),
             requester: call.head.requester.clone(),
             expires_at_ms: call.expires_at_ms,
@@ -339,6 +354,31 @@ impl<A: Authenticate> Shared<A> {
             _ => Err(Refused::not_found(call_id)),
         }
     }
+}
+
+/// The raw values of `tool`'s editable fields in `input`.
+fn editable_values(tool: &Tool, input: &Value) -> Value {
+    let values: Map<String, Value> = tool
+        .definition()
+        .editable
+        .iter()
+        .filter_map(|field| Some((field.clone(), input.get(field)?.clone())))
+        .collect();
+    Value::Object(values)
+}
+
+/// The first field of `edit` whose new value is the display projection
+/// of its raw value (a masked or shortened value sent back as the new
+/// one), when there is one: the edit was built from what the page showed,
+/// not from the value.
+fn projected_field<'a>(edit: &'a Value, raw: &Value, shown: Option<&Value>) -> Option<&'a str> {
+    let (edit, shown) = (edit.as_object()?, shown?);
+    edit.iter()
+        .find(|(field, value)| {
+            let shown = shown.get(field.as_str());
+            shown == Some(*value) && raw.get(field.as_str()) != shown
+        })
+        .map(|(field, _)| field.as_str())
 }
 
 /// How many pending calls the list reads from the store at a time.
@@ -426,7 +466,7 @@ pub(crate) async fn list<A: Authenticate>(
     calls.truncate(limit);
     let mut items = Vec::with_capacity(calls.len());
     for stored in &calls {
-        items.push(shared.view(stored).await);
+        items.push(shared.view(stored, &principal).await);
     }
     Ok(Json(json!({ "items": items, "next": next })))
 }
@@ -438,7 +478,7 @@ pub(crate) async fn read<A: Authenticate>(
     Path(call_id): Path<String>,
 ) -> Result<Json<ItemView>, Refused> {
     let stored = shared.item(&principal, &call_id).await?;
-    Ok(Json(shared.view(&stored).await))
+    Ok(Json(shared.view(&stored, &principal).await))
 }
 
 /// `GET /api/items/{callId}/audit`: the call's audit trail (requests,
@@ -600,7 +640,21 @@ pub(crate) async fn decide<A: Authenticate>(
         Action::Decline => Decision::Decline(body.reason),
         Action::Respond => Decision::Respond(body.output.ok_or_else(|| missing("output"))?),
         Action::Resume => Decision::Resume(body.data.ok_or_else(|| missing("data"))?),
-        Action::Edit => Decision::Edit(body.edit.ok_or_else(|| missing("edit"))?),
+        Action::Edit => {
+            let edit = body.edit.ok_or_else(|| missing("edit"))?;
+            let shown = shared.view(&stored, &principal).await.input;
+            if let Some(field) = projected_field(&edit, &stored.call.input, shown.as_ref()) {
+                return Err(Refused::new(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "projected_value",
+                    format!(
+                        "the edit's `{}` is the value as displayed (masked or shortened), not a new value: send only the fields you change, with their new values",
+                        Excerpt::of(field)
+                    ),
+                ));
+            }
+            Decision::Edit(edit)
+        }
         Action::Read => unreachable!("read is not a decision"),
     };
     let decider = Decider::new(principal.clone(), Digest::new(body.digest));

@@ -59,7 +59,7 @@ impl<A: Authenticate> Follower<A> {
         for (call_id, call) in current {
             if !self.seen.contains_key(call_id) && self.shared.visible(&self.principal, &call.call)
             {
-                let view = self.shared.view(call).await;
+                let view = self.shared.view(call, &self.principal).await;
                 let data = serde_json::to_string(&view).unwrap_or_default();
                 events.push(Event::default().event("item").data(data));
             }

@@ -36,7 +36,7 @@
 //! | `POST /api/items/{callId}/decline` `{"digest", "reason": "..."}` | `{"callId", "status": "declined"}` |
 //! | `POST /api/items/{callId}/respond` `{"digest", "output": ...}` | the call settled with that output; its tool never runs |
 //! | `POST /api/items/{callId}/resume` `{"digest", "data": ...}` | the suspended call resumed |
-//! | `POST /api/items/{callId}/edit` `{"digest", "edit": {...}}` | the call approved with its editable fields (`editSchema`) changed |
+//! | `POST /api/items/{callId}/edit` `{"digest", "edit": {...}}` | the call approved with the editable fields it names (`editSchema`) changed; an item gives a principal who may edit the raw values to start from (`editValues`), and a field sent back as displayed is refused (422 `projected_value`) |
 //! | `GET /api/audit?after=&limit=` | the audit log as JSON lines (`application/x-ndjson`), the entries of the calls the principal may read, from a `seq` |
 //! | `GET /api/items/{callId}/audit` | `{"entries": [...]}`: the call's requests, decisions and refused attempts, pending or settled |
 //! | `GET /` | the web page (and its `inbox.js`, `inbox.css`): no authentication, it asks for the token |

@@ -260,8 +260,8 @@ function actionsFor(item, alert) {
       type: 'button', class: 'approve', text: 'Approve',
       onclick: () => decide(item, 'approve', {}, alert),
     }));
-    if (item.editSchema) {
-      actions.append(valueForm(item, 'edit', 'edit', item.editSchema, 'Edit and approve', alert, item.input));
+    if (item.editSchema && item.editValues) {
+      actions.append(editForm(item, alert));
     }
   }
   if (item.kind === 'suspended') {
@@ -284,6 +284,60 @@ function actionsFor(item, alert) {
     actions.append(valueForm(item, 'respond', 'output', item.outputSchema, 'Respond instead', alert));
   }
   return actions;
+}
+
+// An edit of the editable fields, filled with their raw values (never the
+// display's, which may be masked or shortened). Only the fields the person
+// changed are sent, after a before/after view of them to confirm.
+function editForm(item, alert) {
+  const form = el('form', { class: 'edit-form', novalidate: true });
+  const before = item.editValues;
+  const field = schemaField(item.editSchema, 'Edit and approve', [], true, before);
+  const review = el('div', { class: 'edit-review', 'aria-live': 'polite' });
+  const submit = el('button', { type: 'submit', class: 'edit', text: 'Edit and approve' });
+  form.append(field.node, review, submit);
+  form.clearErrors = field.clearErrors;
+  form.showErrors = (tree) => field.showErrors(tree);
+  let confirming = null;
+  form.addEventListener('input', () => {
+    confirming = null;
+    review.replaceChildren();
+    submit.textContent = 'Edit and approve';
+  });
+  form.addEventListener('submit', (event) => {
+    event.preventDefault();
+    if (confirming) {
+      decide(item, 'edit', { edit: confirming }, alert, form);
+      return;
+    }
+    let value;
+    try {
+      value = field.read() || {};
+    } catch (error) {
+      alert.textContent = error.message;
+      return;
+    }
+    const changes = {};
+    for (const [key, next] of Object.entries(value)) {
+      if (JSON.stringify(next) !== JSON.stringify(before[key])) changes[key] = next;
+    }
+    if (Object.keys(changes).length === 0) {
+      alert.textContent = 'Nothing changed: approve it as it is, or change a field.';
+      return;
+    }
+    alert.textContent = '';
+    confirming = changes;
+    const rows = Object.entries(changes).map(([key, next]) => el('tr', {},
+      el('th', { scope: 'row', text: key }),
+      el('td', { class: 'before', text: JSON.stringify(before[key]) }),
+      el('td', { class: 'after', text: JSON.stringify(next) })));
+    review.replaceChildren(el('table', {},
+      el('caption', { text: 'Your changes' }),
+      el('thead', {}, el('tr', {}, el('th', { scope: 'col', text: 'field' }), el('th', { scope: 'col', text: 'before' }), el('th', { scope: 'col', text: 'after' }))),
+      el('tbody', {}, ...rows)));
+    submit.textContent = 'Confirm edit and approve';
+  });
+  return form;
 }
 
 // A form for the value a decision carries (resume data, an output), built

@@ -1207,3 +1207,101 @@ async fn a_late_decision_is_told_what_was_recorded_and_is_logged() {
     assert_eq!(refused[0].principal.as_deref(), Some("bob"));
     assert_eq!(refused[0].reason.as_deref(), Some("already decided"));
 }
+
+/// An edit starts from the raw values of the editable fields, which only a
+/// principal who may edit gets (beside the display projection); the server
+/// refuses an edit that sends a field's displayed value back as its new
+/// value (422 naming the field), as a form filled from the display would.
+#[tokio::test]
+async fn edits_start_from_raw_values_and_a_projected_value_is_refused() {
+    let mail = Tool::builder("mail")
+        .description("Sends an email")
+        .input_schema(json!({
+            "type": "object",
+            "properties": { "subject": { "type": "string" }, "body": { "type": "string" } },
+            "required": ["subject", "body"]
+        }))
+        .editable(["subject", "body"])
+        .require_approval(true)
+        .transform(
+            ToolTransform::new().display(tool_core::transform::Phase::Approval, |ctx| {
+                let mut shown = ctx.payload.clone();
+                if let Some(Value::String(body)) = shown.get_mut("body") {
+                    *body = format!("{}…", body.chars().take(10).collect::<String>());
+                }
+                Some(shown)
+            }),
+        )
+        .execute(|input: Value, _ctx| async move { Ok::<_, ToolError>(input) })
+        .build()
+        .unwrap();
+    let runtime = Runtime::builder().tool(mail).build().unwrap();
+    let body = "Dear team, the March figures are attached.";
+    runtime
+        .call(ToolCall::new(
+            "m1",
+            "mail",
+            json!({ "subject": "Figures", "body": body }),
+        ))
+        .await;
+    let router = tool_inbox::router(
+        runtime.clone(),
+        Authorized::new(
+            BearerTokens::new()
+                .token("editor-token", Principal::new("editor"))
+                .token("viewer-token", Principal::new("viewer")),
+            |principal, _item, action| {
+                action != tool_inbox::Action::Edit || principal.id() == "editor"
+            },
+        ),
+    );
+    let (_, _, seen) = send(&router, get("/api/items/m1", "viewer-token")).await;
+    assert_eq!(seen["input"]["body"], "Dear team,…");
+    assert!(seen.get("editValues").is_none_or(Value::is_null), "{seen}");
+    assert!(seen.get("editSchema").is_none_or(Value::is_null), "{seen}");
+    let (_, _, item) = send(&router, get("/api/items/m1", "editor-token")).await;
+    assert_eq!(
+        item["editValues"],
+        json!({ "subject": "Figures", "body": body })
+    );
+
+    // A form filled from the display sends the shortened body back.
+    let projected = json!({ "digest": item["digest"], "edit": { "subject": "March figures", "body": "Dear team,…" } });
+    let (status, _, refused) = send(
+        &router,
+        post("/api/items/m1/edit", "editor-token", projected),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{refused}");
+    assert_eq!(refused["error"]["code"], "projected_value");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("`body`"),
+        "{refused}"
+    );
+    assert!(
+        runtime
+            .inbox()
+            .stored("m1")
+            .await
+            .unwrap()
+            .unwrap()
+            .state
+            .is_pending()
+    );
+
+    // Only the touched field: the body runs whole.
+    let touched = json!({ "digest": item["digest"], "edit": { "subject": "March figures" } });
+    let (status, _, _) = send(&router, post("/api/items/m1/edit", "editor-token", touched)).await;
+    assert_eq!(status, StatusCode::OK);
+    let stored = runtime.inbox().stored("m1").await.unwrap().unwrap();
+    let CallState::Settled { outcome, .. } = stored.state else {
+        panic!("{stored:?}")
+    };
+    assert_eq!(
+        CallOutcome::from(outcome).output(),
+        Some(&json!({ "subject": "March figures", "body": body }))
+    );
+}

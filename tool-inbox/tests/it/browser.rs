@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use fantoccini::key::Key;
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::{Value, json};
-use tool_core::transform::{Target, ToolTransform};
+use tool_core::transform::{Phase, Target, ToolTransform};
 use tool_core::{Tool, ToolContext, ToolError};
 use tool_inbox::{BearerTokens, Principal};
 use tool_runtime::{CallOutcome, CallState, Runtime, ToolCall};
@@ -106,13 +106,27 @@ fn runtime(store: &Path, runs: Arc<AtomicUsize>) -> Runtime {
             "type": "object",
             "properties": {
                 "amount": { "type": "integer", "minimum": 1, "maximum": 10000 },
+                "memo": { "type": "string", "minLength": 1 },
                 "apiKey": { "type": "string" }
             },
             "required": ["amount"]
         }))
-        .editable(["amount"])
+        .editable(["amount", "memo"])
         .require_approval(true)
-        .transform(ToolTransform::new().redact(Target::Display, &["apiKey"]))
+        .transform(
+            ToolTransform::new()
+                .redact(Target::Display, &["apiKey"])
+                // The approval shows a memo's start only, and no key.
+                .display(Phase::Approval, |ctx| {
+                    let mut shown = ctx.payload.clone();
+                    let object = shown.as_object_mut()?;
+                    object.remove("apiKey");
+                    if let Some(Value::String(memo)) = object.get_mut("memo") {
+                        *memo = format!("{}…", memo.chars().take(6).collect::<String>());
+                    }
+                    Some(shown)
+                }),
+        )
         .execute(move |input: Value, _ctx| {
             runs.fetch_add(1, Ordering::SeqCst);
             async move { Ok::<_, ToolError>(json!({ "moved": input["amount"] })) }
@@ -269,7 +283,7 @@ async fn a_person_decides_every_kind_of_item_in_the_page() {
         let call = ToolCall::new(
             id,
             "transfer",
-            json!({ "amount": amount, "apiKey": "sk-live-secret" }),
+            json!({ "amount": amount, "memo": "invoice 2026-114 for March", "apiKey": "sk-live-secret" }),
         )
         .with_requester("alice");
         runtime.call(call).await;
@@ -488,14 +502,48 @@ async fn a_person_decides_every_kind_of_item_in_the_page() {
         "t4 still waits"
     );
 
-    // Edit t4's amount (the form shows the editable field, filled) and approve.
+    // Edit t4's amount: the form is filled with the raw values (the memo
+    // whole, though the item shows its start), and only the amount, which
+    // the person changed, is sent, after a before/after view.
     let amount = client
         .find(Locator::Css(&item("t4", ".edit-form input[name=amount]")))
         .await
         .unwrap();
     assert_eq!(amount.prop("value").await.unwrap().as_deref(), Some("300"));
+    let memo = client
+        .find(Locator::Css(&item("t4", ".edit-form input[name=memo]")))
+        .await
+        .unwrap();
+    assert_eq!(
+        memo.prop("value").await.unwrap().as_deref(),
+        Some("invoice 2026-114 for March"),
+        "the raw value, not the display's"
+    );
     amount.clear().await.unwrap();
     amount.send_keys("250").await.unwrap();
+    click(&client, &item("t4", "button.edit")).await;
+    assert_eq!(
+        text(&client, &item("t4", ".edit-review th[scope=row]")).await,
+        "amount"
+    );
+    assert_eq!(
+        text(&client, &item("t4", ".edit-review td.before")).await,
+        "300"
+    );
+    assert_eq!(
+        text(&client, &item("t4", ".edit-review td.after")).await,
+        "250"
+    );
+    assert_eq!(
+        client
+            .find_all(Locator::Css(&item("t4", ".edit-review tbody tr")))
+            .await
+            .unwrap()
+            .len(),
+        1,
+        "only the field the person changed"
+    );
+    screenshot(&client, "inbox-edit.png").await;
     click(&client, &item("t4", "button.edit")).await;
     gone(&client, &item("t4", "")).await;
 
@@ -549,6 +597,18 @@ async fn a_person_decides_every_kind_of_item_in_the_page() {
         settled(runtime.inbox().stored("t4").await.unwrap()).output(),
         Some(&json!({ "moved": 250 })),
         "t4 ran with the edited amount"
+    );
+    assert_eq!(
+        runtime
+            .inbox()
+            .stored("t4")
+            .await
+            .unwrap()
+            .unwrap()
+            .call
+            .input["memo"],
+        "invoice 2026-114 for March",
+        "the memo the person did not touch ran whole"
     );
     assert_eq!(
         runs.load(Ordering::SeqCst),
