@@ -92,7 +92,12 @@ async function follow() {
         buffer += decoder.decode(value, { stream: true });
         let end;
         while ((end = buffer.indexOf('\n\n')) >= 0) {
-          handleEvent(buffer.slice(0, end));
+          // One event that cannot be read or shown never stops the others.
+          try {
+            handleEvent(buffer.slice(0, end));
+          } catch (error) {
+            console.error('an inbox event could not be shown', error);
+          }
           buffer = buffer.slice(end + 2);
         }
       }
@@ -136,7 +141,7 @@ function render() {
   const ids = Array.from(items.keys()).sort();
   for (const callId of ids) {
     if (!shown.has(callId)) {
-      const node = itemNode(items.get(callId));
+      const node = safeItemNode(items.get(callId));
       const after = Array.from(list.children).find((n) => n.dataset.callId > callId);
       list.insertBefore(node, after || null);
     }
@@ -157,6 +162,17 @@ function json(value) {
 function approvalsText(approvals) {
   const who = approvals.granted.length ? ` (${approvals.granted.join(', ')})` : '';
   return `${approvals.granted.length} of ${approvals.required}${who}`;
+}
+
+// An item, or, when its forms cannot be built, the same item with a JSON
+// editor for each value it takes: one item never breaks the list.
+function safeItemNode(item) {
+  try {
+    return itemNode(item);
+  } catch (error) {
+    console.error('an item could not be shown with its forms', error);
+    return itemNode({ ...item, editSchema: null, editValues: null, resumeSchema: {}, outputSchema: {} });
+  }
 }
 
 function itemNode(item) {
@@ -364,21 +380,68 @@ function valueForm(item, action, key, schema, label, alert, initial) {
 
 // --- forms from JSON Schema ------------------------------------------------------
 
+// How deep the form follows `$ref`s: a recursive schema ends, past it, in a
+// JSON editor.
+const MAX_REF_DEPTH = 8;
+
+// `schema` as the form reads it, with the root it is in: `true` (or none) is
+// any value, `false` none; a `$ref` into the root (`#/$defs/...`) is
+// followed, its sibling keywords kept. Returns the schema and the context
+// its subschemas are read in.
+function resolved(schema, ctx) {
+  if (schema === true || schema === undefined || schema === null) return [{}, ctx];
+  if (schema === false) return [{ description: 'No value is valid here.' }, ctx];
+  if (typeof schema !== 'object' || Array.isArray(schema)) return [{}, ctx];
+  if (typeof schema.$ref !== 'string') return [schema, ctx];
+  const { $ref: reference, ...siblings } = schema;
+  const target = ctx.depth < MAX_REF_DEPTH ? pointerIn(ctx.root, reference) : undefined;
+  if (target === undefined) return [{ description: siblings.description }, ctx];
+  const [inner, innerCtx] = resolved(target, { root: ctx.root, depth: ctx.depth + 1 });
+  return [{ ...inner, ...siblings }, innerCtx];
+}
+
+// The value at the JSON pointer of a `#/...` reference in `root`.
+function pointerIn(root, reference) {
+  if (!reference.startsWith('#')) return undefined;
+  const path = reference.slice(1);
+  if (path === '') return root;
+  if (!path.startsWith('/')) return undefined;
+  let node = root;
+  for (const raw of path.slice(1).split('/')) {
+    let key;
+    try {
+      key = decodeURIComponent(raw).replace(/~1/g, '/').replace(/~0/g, '~');
+    } catch (error) {
+      return undefined;
+    }
+    if (node === null || typeof node !== 'object' || !Object.prototype.hasOwnProperty.call(node, key)) return undefined;
+    node = node[key];
+  }
+  return node;
+}
+
+// Sets `key` of `object` as an own property, whatever its name (`__proto__`
+// included).
+function setOwn(object, key, value) {
+  Object.defineProperty(object, key, { value, enumerable: true, writable: true, configurable: true });
+}
+
 // The schema's own type, with `null` making it optional.
-function typeOf(schema) {
+function typeOf(schema, ctx) {
   let type = schema.type;
   let nullable = false;
   if (Array.isArray(type)) {
     nullable = type.includes('null');
     type = type.find((t) => t !== 'null');
   }
-  const options = schema.anyOf || schema.oneOf;
-  if (!type && Array.isArray(options)) {
+  const listed = schema.anyOf || schema.oneOf;
+  const options = Array.isArray(listed) ? listed.map((option) => resolved(option, ctx)[0]) : null;
+  if (!type && options) {
     const consts = options.filter((o) => o && 'const' in o).map((o) => o.const);
     if (consts.length === options.length) return { type: 'enum', values: consts, nullable };
     const others = options.filter((o) => !(o && o.type === 'null'));
     if (others.length === 1) {
-      const inner = typeOf(others[0]);
+      const inner = typeOf(others[0], ctx);
       return { ...inner, schema: others[0], nullable: true };
     }
   }
@@ -390,8 +453,9 @@ function typeOf(schema) {
 
 // One field: its node, how to read its value (undefined: left empty), and
 // where to show the errors of its path.
-function schemaField(schema, name, path, required, initial) {
-  const typed = typeOf(schema);
+function schemaField(given, name, path, required, initial, context) {
+  const [schema, ctx] = resolved(given, context || { root: given, depth: 0 });
+  const typed = typeOf(schema, ctx);
   const effective = typed.schema || schema;
   const optional = !required || typed.nullable;
   const id = uniqueId('field');
@@ -404,8 +468,11 @@ function schemaField(schema, name, path, required, initial) {
     show: (messages) => { errorNode.textContent = messages.join('; '); },
   };
 
-  if (typed.type === 'object') return objectField(effective, title, path, errorNode, hint, ownErrors, initial);
-  if (typed.type === 'array') return arrayField(effective, title, path, errorNode, hint, ownErrors);
+  // An object of named properties is a fieldset; a map (no properties)
+  // falls to the JSON editor below.
+  const named = effective.properties && typeof effective.properties === 'object' && Object.keys(effective.properties).length > 0;
+  if (typed.type === 'object' && named) return objectField(effective, title, path, errorNode, hint, ownErrors, initial, ctx);
+  if (typed.type === 'array' && !Array.isArray(effective.items)) return arrayField(effective, title, path, errorNode, hint, ownErrors, ctx);
 
   let input;
   let read;
@@ -483,12 +550,12 @@ function setInitial(input, typed, initial) {
   }
 }
 
-function objectField(schema, title, path, errorNode, hint, ownErrors, initial) {
+function objectField(schema, title, path, errorNode, hint, ownErrors, initial, ctx) {
   const fieldset = el('fieldset', { class: 'object' }, el('legend', { text: title }), hint);
-  const required = new Set(schema.required || []);
+  const required = new Set(Array.isArray(schema.required) ? schema.required : []);
   const children = Object.entries(schema.properties || {}).map(([key, child]) => {
-    const start = initial && typeof initial === 'object' ? initial[key] : undefined;
-    const field = schemaField(child || {}, key, path.concat(key), required.has(key), start);
+    const start = initial && typeof initial === 'object' && Object.prototype.hasOwnProperty.call(initial, key) ? initial[key] : undefined;
+    const field = schemaField(child, key, path.concat(key), required.has(key), start, ctx);
     fieldset.append(field.node);
     return [key, field];
   });
@@ -499,7 +566,7 @@ function objectField(schema, title, path, errorNode, hint, ownErrors, initial) {
       const value = {};
       for (const [key, field] of children) {
         const child = field.read();
-        if (child !== undefined) value[key] = child;
+        if (child !== undefined) setOwn(value, key, child);
       }
       return value;
     },
@@ -521,13 +588,13 @@ function objectField(schema, title, path, errorNode, hint, ownErrors, initial) {
   };
 }
 
-function arrayField(schema, title, path, errorNode, hint, ownErrors) {
+function arrayField(schema, title, path, errorNode, hint, ownErrors, ctx) {
   const fieldset = el('fieldset', { class: 'array' }, el('legend', { text: title }), hint);
   const list = el('ol');
   const entries = [];
-  const itemSchema = schema.items || {};
+  const itemSchema = schema.items;
   const add = () => {
-    const entry = { field: schemaField(itemSchema, `Item ${entries.length + 1}`, path.concat(String(entries.length)), true) };
+    const entry = { field: schemaField(itemSchema, `Item ${entries.length + 1}`, path.concat(String(entries.length)), true, undefined, ctx) };
     entry.node = el('li', {}, entry.field.node, el('button', {
       type: 'button', text: 'Remove',
       onclick: () => {
