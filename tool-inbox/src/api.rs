@@ -47,7 +47,7 @@ pub(crate) struct Refused {
     message: String,
     /// The model-readable error of a value the tool's schema refused (its
     /// `validationErrors` locate each problem for the form).
-    model_error: Option<Value>,
+    model_error: Option<Box<Value>>,
     /// For a late decision, what became of the call
     /// ([`status_of`]): `completed`, `declined`...
     recorded: Option<&'static str>,
@@ -79,7 +79,7 @@ impl IntoResponse for Refused {
     fn into_response(self) -> Response {
         let mut error = json!({ "code": self.code, "message": self.message });
         if let Some(model_error) = self.model_error {
-            error["modelError"] = model_error;
+            error["modelError"] = *model_error;
         }
         if let Some(recorded) = self.recorded {
             error["recorded"] = json!(recorded);
@@ -704,7 +704,7 @@ async fn still_pending_refusal(
             "invalid_value",
             error.message(),
         );
-        refused.model_error = Some(error.to_json());
+        refused.model_error = Some(Box::new(error.to_json()));
         return Err(refused);
     }
     Ok(())

@@ -1,6 +1,7 @@
 //! Stored calls in memory: lost when the process ends.
 
 use std::collections::BTreeMap;
+use std::ops::Bound;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime};
 
@@ -8,9 +9,9 @@ use serde_json::Value;
 
 use super::{
     AuditEntry, AuditLog, AuditQuery, CallState, CallStore, Decided, Expected, PendingCall,
-    PendingKind, Retention, Revocation, RuleStore, RunStore, Settlement, StandingRule, StoreError,
-    StoredCall, StoredRun, TaskSignal, TaskSignaller, Transition, storable_audit, storable_call,
-    storable_json, storable_rule, storable_run_record,
+    PendingKind, PendingQuery, Retention, Revocation, RuleStore, RunStore, Settlement,
+    StandingRule, StoreError, StoredCall, StoredRun, TaskSignal, TaskSignaller, Transition,
+    storable_audit, storable_call, storable_json, storable_rule, storable_run_record,
 };
 
 /// A store in memory ([`CallStore`], [`RunStore`], [`AuditLog`],
@@ -315,6 +316,24 @@ impl CallStore for MemoryStore {
             .calls
             .values()
             .filter(|stored| stored.state.is_pending())
+            .cloned()
+            .collect())
+    }
+
+    async fn list_page(&self, query: PendingQuery) -> Result<Vec<StoredCall>, StoreError> {
+        // From `after` on in the map's order (by call id): a page costs
+        // the calls it passes over, not every call stored.
+        let state = self.state();
+        let from = match query.after.as_deref() {
+            Some(after) => Bound::Excluded(after),
+            None => Bound::Unbounded,
+        };
+        Ok(state
+            .calls
+            .range::<str, _>((from, Bound::Unbounded))
+            .map(|(_, stored)| stored)
+            .filter(|stored| stored.state.is_pending() && query.selects(&stored.call))
+            .take(query.limit)
             .cloned()
             .collect())
     }

@@ -14,10 +14,10 @@ use tool_core::Excerpt;
 
 use super::{
     AuditEntry, AuditLog, AuditQuery, CallState, CallStore, Decided, Expected, PendingCall,
-    PendingKind, RecordedOutcome, Retention, Revocation, RuleStore, RunStore, Settlement,
-    StandingRule, StoreError, StoreTransaction, StoredCall, StoredHead, StoredRun, TaskSignal,
-    TaskSignaller, Transition, storable_audit, storable_call, storable_json, storable_rule,
-    storable_run_record,
+    PendingKind, PendingQuery, RecordedOutcome, Retention, Revocation, RuleStore, RunStore,
+    Settlement, StandingRule, StoreError, StoreTransaction, StoredCall, StoredHead, StoredRun,
+    TaskSignal, TaskSignaller, Transition, storable_audit, storable_call, storable_json,
+    storable_rule, storable_run_record,
 };
 
 mod transaction;
@@ -215,6 +215,10 @@ impl CallStore for SqliteStore {
 
     async fn list(&self) -> Result<Vec<StoredCall>, StoreError> {
         self.blocking(SqliteFile::list).await
+    }
+
+    async fn list_page(&self, query: PendingQuery) -> Result<Vec<StoredCall>, StoreError> {
+        self.blocking(move |file| file.list_page(&query)).await
     }
 
     fn transaction(&self) -> Option<Box<dyn StoreTransaction>> {
@@ -1100,14 +1104,56 @@ impl SqliteFile {
     }
 
     fn list(&self) -> Result<Vec<StoredCall>, StoreError> {
+        self.pending_after(None, None, i64::MAX)
+    }
+
+    /// A page of the pending calls `query` selects: read in call-id order
+    /// from its `after` on (the primary key's order, so a page costs the
+    /// rows it passes over, not every row), a batch at a time, until the
+    /// page is full or no call is left.
+    fn list_page(&self, query: &PendingQuery) -> Result<Vec<StoredCall>, StoreError> {
+        // Rows the page's filters may pass over, read at a time.
+        const BATCH: i64 = 200;
+        let mut page = Vec::new();
+        let mut after = query.after.clone();
+        while page.len() < query.limit {
+            let batch = self.pending_after(after.as_deref(), query.tool_id.as_deref(), BATCH)?;
+            let Some(last) = batch.last() else { break };
+            after = Some(last.call.head.call_id.clone());
+            let full = batch.len() as i64 == BATCH;
+            page.extend(
+                batch
+                    .into_iter()
+                    .filter(|stored| query.selects(&stored.call)),
+            );
+            if !full {
+                break;
+            }
+        }
+        page.truncate(query.limit);
+        Ok(page)
+    }
+
+    /// Up to `limit` pending calls after call id `after` (all, for `None`),
+    /// of tool `tool_id` (every tool's, for `None`), by call id. An
+    /// unreadable record is logged and left out.
+    fn pending_after(
+        &self,
+        after: Option<&str>,
+        tool_id: Option<&str>,
+        limit: i64,
+    ) -> Result<Vec<StoredCall>, StoreError> {
         let conn = self.conn();
         let mut stmt = conn
             .prepare(
-                "SELECT call_id, record, epoch FROM calls WHERE state = 'pending' ORDER BY call_id",
+                "SELECT call_id, record, epoch FROM calls
+                 WHERE state = 'pending' AND (?1 IS NULL OR call_id > ?1)
+                     AND (?2 IS NULL OR tool_id = ?2)
+                 ORDER BY call_id LIMIT ?3",
             )
             .map_err(|e| self.io(e))?;
         let rows = stmt
-            .query_map([], |row| {
+            .query_map(params![after, tool_id, limit], |row| {
                 Ok((
                     row.get::<_, String>(0)?,
                     row.get::<_, String>(1)?,

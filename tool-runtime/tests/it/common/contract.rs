@@ -85,6 +85,7 @@ pub async fn store_contract<S: CallStore + RunStore + AuditLog + RuleStore>(
     versioned_decisions(&fresh(), prefix).await;
     revisions(&fresh(), prefix).await;
     standing_rules(Arc::new(fresh()), prefix).await;
+    sparse_pages(&fresh(), prefix).await;
 }
 
 async fn lifecycle(store: &(impl CallStore + RunStore), p: &str) {
@@ -1715,4 +1716,56 @@ async fn standing_rules<S: RuleStore>(store: Arc<S>, p: &str) {
         Err(StoreError::Refused { .. })
     ));
     assert!(store.rule(&format!("{p}-deep")).await.unwrap().is_none());
+}
+
+/// A page whose filter matches few calls spans as many as it must (more
+/// than a store reads at a time), in call-id order, skipping calls no
+/// longer pending, and stops at its limit.
+async fn sparse_pages(store: &impl CallStore, p: &str) {
+    for n in 0..450 {
+        let mut call = PendingCall::new(
+            format!("{p}-sparse-{n:03}"),
+            "pay",
+            PendingKind::Approval,
+            json!({}),
+        );
+        if n % 100 == 7 {
+            call.head.requester = Some("carol".into());
+        }
+        store.insert(call).await.unwrap();
+    }
+    // One of carol's calls settles: no longer a page's.
+    let settled = format!("{p}-sparse-207");
+    won(store
+        .decide(
+            &settled,
+            Expected::from(PendingKind::Approval),
+            Transition::Settle(completed(1)),
+        )
+        .await
+        .unwrap());
+    let carol = PendingQuery::waiting_for_people().requester("carol");
+    let ids = |page: Vec<StoredCall>| -> Vec<String> {
+        page.into_iter()
+            .map(|stored| stored.call.head.call_id)
+            .collect()
+    };
+    let all = ids(store.list_page(carol.clone().limit(10)).await.unwrap());
+    let expected: Vec<String> = [7, 107, 307, 407]
+        .iter()
+        .map(|n| format!("{p}-sparse-{n:03}"))
+        .collect();
+    assert_eq!(all, expected);
+    let first = ids(store.list_page(carol.clone().limit(2)).await.unwrap());
+    assert_eq!(first, expected[..2]);
+    let next = ids(store
+        .list_page(carol.after(&first[1]).limit(2))
+        .await
+        .unwrap());
+    assert_eq!(next, expected[2..]);
+    let everyone = store
+        .list_page(PendingQuery::waiting_for_people().limit(300))
+        .await
+        .unwrap();
+    assert_eq!(everyone.len(), 300, "a full page across batches");
 }

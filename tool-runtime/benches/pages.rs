@@ -1,0 +1,130 @@
+//! A page of 50 waiting calls, at 1,000, 10,000 and 100,000 waiting, on
+//! each store (issue 35: the time grows with the page, not with all that
+//! wait): `CallStore::list_page` from the middle of the calls, every call
+//! selected (`all`), and one in ten (`sparse`, a requester filter the store
+//! applies after reading).
+//!
+//! Run: `cargo bench -p tool-runtime --bench pages` (`DATABASE_URL` adds
+//! PostgreSQL; `WAITING=1000,10000` picks the sizes). Filling a store is
+//! not measured; 100,000 inserts take minutes on a durable store.
+
+use std::sync::Arc;
+
+use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use serde_json::json;
+use tool_runtime::store::{CallStore, MemoryStore, PendingQuery, SqliteStore};
+use tool_runtime::{PendingCall, PendingKind};
+
+const PAGE: usize = 50;
+
+fn sizes() -> Vec<usize> {
+    std::env::var("WAITING")
+        .ok()
+        .map(|sizes| {
+            sizes
+                .split(',')
+                .filter_map(|n| n.trim().parse().ok())
+                .collect()
+        })
+        .unwrap_or_else(|| vec![1_000, 10_000, 100_000])
+}
+
+/// `n` waiting calls, one in ten asked for by carol.
+async fn fill(store: &impl CallStore, n: usize) {
+    for i in 0..n {
+        let mut call = PendingCall::new(
+            format!("c{i:06}"),
+            "pay",
+            PendingKind::Approval,
+            json!({ "n": i }),
+        );
+        if i % 10 == 0 {
+            call.head.requester = Some("carol".into());
+        }
+        store.insert(call).await.expect("insert");
+    }
+}
+
+fn pages_of<S: CallStore>(
+    c: &mut Criterion,
+    store_name: &str,
+    tokio: &tokio::runtime::Runtime,
+    make: impl Fn() -> S,
+) {
+    let mut group = c.benchmark_group(format!("page_of_50/{store_name}"));
+    for n in sizes() {
+        let store = Arc::new(make());
+        tokio.block_on(fill(store.as_ref(), n));
+        let middle = format!("c{:06}", n / 2);
+        let all = PendingQuery::waiting_for_people()
+            .after(middle.as_str())
+            .limit(PAGE);
+        let sparse = all.clone().requester("carol");
+        for (filter, query) in [("all", all), ("sparse", sparse)] {
+            let page = tokio
+                .block_on(store.list_page(query.clone()))
+                .expect("page");
+            assert_eq!(
+                page.len(),
+                PAGE.min(n / 2 / if filter == "all" { 1 } else { 10 })
+            );
+            group.bench_with_input(BenchmarkId::new(filter, n), &query, |b, query| {
+                b.iter(|| {
+                    tokio
+                        .block_on(store.list_page(query.clone()))
+                        .expect("page")
+                })
+            });
+        }
+    }
+    group.finish();
+}
+
+fn pages(c: &mut Criterion) {
+    let tokio = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    pages_of(c, "memory", &tokio, MemoryStore::new);
+    let dir = tempfile::tempdir().unwrap();
+    let files = std::sync::atomic::AtomicUsize::new(0);
+    pages_of(c, "sqlite", &tokio, || {
+        let n = files.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        SqliteStore::open(dir.path().join(format!("pages-{n}.sqlite"))).unwrap()
+    });
+    #[cfg(feature = "postgres")]
+    if let Ok(url) = std::env::var("DATABASE_URL") {
+        let schemas = std::sync::atomic::AtomicUsize::new(0);
+        pages_of(c, "postgres", &tokio, || {
+            let n = schemas.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            tokio.block_on(fresh_postgres(&url, &format!("bench_pages_{n}")))
+        });
+    } else {
+        println!("skipping PostgreSQL: DATABASE_URL is not set");
+    }
+}
+
+/// A store on a fresh schema `schema` of the database at `url`.
+#[cfg(feature = "postgres")]
+async fn fresh_postgres(url: &str, schema: &str) -> tool_runtime::store::PostgresStore {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .expect("connect");
+    tokio::spawn(connection);
+    client
+        .batch_execute(&format!(
+            "DROP SCHEMA IF EXISTS {schema} CASCADE; CREATE SCHEMA {schema}"
+        ))
+        .await
+        .expect("schema");
+    let sep = if url.contains('?') { '&' } else { '?' };
+    tool_runtime::store::PostgresStore::connect(&format!(
+        "{url}{sep}options=-csearch_path%3D{schema}"
+    ))
+    .await
+    .expect("store")
+}
+
+criterion_group!(benches, pages);
+criterion_main!(benches);
