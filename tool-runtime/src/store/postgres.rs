@@ -1183,12 +1183,20 @@ impl PostgresStore {
     /// kinds and tool filtered on the way.
     async fn try_list_page(&self, query: &PendingQuery) -> Result<Vec<StoredCall>, Failure> {
         let client = self.pool.get().await?;
+        // The page's start as a range of the index when there is one (a
+        // condition `$3 IS NULL OR ...` would make a generic plan scan the
+        // index from its first entry): one statement each.
+        let from = if query.after.is_some() {
+            "call_id COLLATE \"C\" > $3"
+        } else {
+            "$3::text IS NULL"
+        };
         let statement = client
             .prepare_cached(&format!(
                 "SELECT {COLUMNS} FROM tool_runtime_calls
                  WHERE state = 'pending' AND kind = ANY($1)
                    AND ($2::text IS NULL OR tool_id = $2)
-                   AND ($3::text IS NULL OR call_id COLLATE \"C\" > $3)
+                   AND {from}
                    AND ($5::text IS NULL OR agent::jsonb ->> 'runId' = $5)
                    AND ($6::text IS NULL OR agent::jsonb ->> 'threadId' = $6)
                    AND ($7::text IS NULL OR agent::jsonb ->> 'resourceId' = $7)

@@ -1104,7 +1104,7 @@ impl SqliteFile {
     }
 
     fn list(&self) -> Result<Vec<StoredCall>, StoreError> {
-        self.pending_after(None, None, i64::MAX)
+        self.pending_after(None, None, usize::MAX)
     }
 
     /// A page of the pending calls `query` selects: read in call-id order
@@ -1112,15 +1112,17 @@ impl SqliteFile {
     /// rows it passes over, not every row), a batch at a time, until the
     /// page is full or no call is left.
     fn list_page(&self, query: &PendingQuery) -> Result<Vec<StoredCall>, StoreError> {
-        // Rows the page's filters may pass over, read at a time.
-        const BATCH: i64 = 200;
+        // Rows the page's filters may pass over, read at a time after a
+        // first read of the page's size.
+        const BATCH: usize = 200;
         let mut page = Vec::new();
         let mut after = query.after.clone();
+        let mut size = query.limit.clamp(1, BATCH);
         while page.len() < query.limit {
-            let batch = self.pending_after(after.as_deref(), query.tool_id.as_deref(), BATCH)?;
+            let batch = self.pending_after(after.as_deref(), query.tool_id.as_deref(), size)?;
             let Some(last) = batch.last() else { break };
             after = Some(last.call.head.call_id.clone());
-            let full = batch.len() as i64 == BATCH;
+            let full = batch.len() == size;
             page.extend(
                 batch
                     .into_iter()
@@ -1129,6 +1131,7 @@ impl SqliteFile {
             if !full {
                 break;
             }
+            size = BATCH;
         }
         page.truncate(query.limit);
         Ok(page)
@@ -1141,17 +1144,25 @@ impl SqliteFile {
         &self,
         after: Option<&str>,
         tool_id: Option<&str>,
-        limit: i64,
+        limit: usize,
     ) -> Result<Vec<StoredCall>, StoreError> {
         let conn = self.conn();
+        // In the primary key's order from `after`: `+state` keeps the
+        // planner off the state index, which would read every pending row
+        // and sort them.
+        let from = if after.is_some() {
+            "call_id > ?1"
+        } else {
+            "?1 IS NULL"
+        };
         let mut stmt = conn
-            .prepare(
+            .prepare(&format!(
                 "SELECT call_id, record, epoch FROM calls
-                 WHERE state = 'pending' AND (?1 IS NULL OR call_id > ?1)
-                     AND (?2 IS NULL OR tool_id = ?2)
-                 ORDER BY call_id LIMIT ?3",
-            )
+                 WHERE {from} AND +state = 'pending' AND (?2 IS NULL OR tool_id = ?2)
+                 ORDER BY call_id LIMIT ?3"
+            ))
             .map_err(|e| self.io(e))?;
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let rows = stmt
             .query_map(params![after, tool_id, limit], |row| {
                 Ok((
