@@ -31,7 +31,7 @@ pub(crate) struct Shared<A> {
     pub(crate) options: InboxOptions,
     pub(crate) live: crate::live::Live,
     /// Requests refused before authentication, counted (never stored).
-    pub(crate) refusals: crate::guard::Refusals,
+    pub(crate) refusals: crate::refusals::Refusals,
 }
 
 /// An error answer: `{"error": {"code": ..., "message": ...}}`.

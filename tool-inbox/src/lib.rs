@@ -67,6 +67,7 @@ mod guard;
 mod live;
 mod options;
 mod page;
+mod refusals;
 
 use std::sync::Arc;
 
@@ -190,7 +191,7 @@ impl<A: Authenticate> Inbox<A> {
             auth: self.auth,
             options: self.options,
             live: live::Live::new(),
-            refusals: guard::Refusals::default(),
+            refusals: refusals::Refusals::default(),
         });
         let api = Router::new()
             .route("/api/items", get(api::list::<A>))
