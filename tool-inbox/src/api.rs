@@ -180,6 +180,12 @@ pub(crate) struct ItemView {
     /// The item's digest, which a decision echoes: it names this version
     /// of this call, so a decision never lands on a call that changed.
     digest: String,
+    /// The decisions this principal may take on it now (`approve`,
+    /// `edit`, `decline`, `respond`, `resume`): what the application
+    /// authorizes and the runtime's rules permit (no approval by a call's
+    /// requester under separation of duties). The page shows these only;
+    /// the server refuses the others anyway.
+    actions: Vec<&'static str>,
 }
 
 #[derive(Debug, Serialize)]
@@ -256,6 +262,7 @@ impl<A: Authenticate> Shared<A> {
                 Some((schema, editable_values(tool, &call.input)))
             });
         let (edit_schema, edit_values) = edit.unzip();
+        let actions = self.actions(stored, principal, edit_schema.is_some());
         ItemView {
             call_id: call.head.call_id.clone(),
             kind: call.kind,
@@ -277,7 +284,42 @@ impl<A: Authenticate> Shared<A> {
             expires_at_ms: call.expires_at_ms,
             asked_at_ms: call.asked_at_ms,
             approvals,
+            actions,
         }
+    }
+
+    /// The decisions `principal` may take on `stored` now (see
+    /// [`ItemView::actions`]); `edit` only where the item offers an edit.
+    fn actions(&self, stored: &StoredCall, principal: &Principal, edit: bool) -> Vec<&'static str> {
+        let candidates: &[Action] = match stored.call.kind {
+            PendingKind::Approval => &[
+                Action::Approve,
+                Action::Edit,
+                Action::Decline,
+                Action::Respond,
+            ],
+            PendingKind::Output => &[Action::Respond, Action::Decline],
+            PendingKind::Suspended => &[Action::Resume],
+            _ => &[],
+        };
+        let decider = Decider::new(principal.clone(), stored.digest());
+        let inbox = self.runtime.inbox();
+        candidates
+            .iter()
+            .filter(|action| **action != Action::Edit || edit)
+            .filter(|action| self.auth.authorize(principal, &stored.call, **action))
+            .filter(|action| {
+                let decision = match action {
+                    Action::Approve => Decision::Approve,
+                    Action::Edit => Decision::Edit(Value::Null),
+                    Action::Decline => Decision::Decline(None),
+                    Action::Respond => Decision::Respond(Value::Null),
+                    _ => Decision::Resume(Value::Null),
+                };
+                inbox.permits(stored, &decision, &decider).is_ok()
+            })
+            .map(|action| action.as_str())
+            .collect()
     }
 
     /// The item `call_id` a decision by `principal` is about: pending, or

@@ -16,7 +16,7 @@ use tokio::sync::watch;
 
 use crate::api::{Refused, Shared};
 use crate::auth::{Authenticate, Principal};
-use crate::live::{OpenStream, Snapshot};
+use crate::live::{OpenStream, Snapshot, StreamsFull};
 
 /// What one stream knows: the last snapshot it sent from.
 struct Follower<A> {
@@ -75,19 +75,24 @@ pub(crate) async fn events<A: Authenticate>(
     State(shared): State<Arc<Shared<A>>>,
     Extension(principal): Extension<Principal>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, Refused> {
-    let max = shared.options.max_streams_per_principal;
+    let (max, max_total) = (
+        shared.options.max_streams_per_principal,
+        shared.options.max_streams,
+    );
     let open = shared
         .live
-        .open_stream(principal.id(), max)
-        .ok_or_else(|| {
-            Refused::new(
-                StatusCode::TOO_MANY_REQUESTS,
-                "too_many_streams",
-                format!(
+        .open_stream(principal.id(), max, max_total)
+        .map_err(|full| {
+            let message = match full {
+                StreamsFull::Principal => format!(
                     "{} has {max} event streams open already: close one",
                     principal.id()
                 ),
-            )
+                StreamsFull::Inbox => format!(
+                    "the inbox holds {max_total} event streams open already: try again later"
+                ),
+            };
+            Refused::new(StatusCode::TOO_MANY_REQUESTS, "too_many_streams", message)
         })?;
     let receiver = shared
         .live

@@ -82,7 +82,8 @@ pub use auth::{
     Unauthenticated,
 };
 pub use options::{
-    MAX_BODY_BYTES, MAX_PAGE, MAX_REASON_CHARS, MAX_STREAMS_PER_PRINCIPAL, POLL_INTERVAL,
+    MAX_BODY_BYTES, MAX_PAGE, MAX_REASON_CHARS, MAX_STREAMS, MAX_STREAMS_PER_PRINCIPAL,
+    POLL_INTERVAL,
 };
 
 use api::Shared;
@@ -160,6 +161,14 @@ impl<A: Authenticate> Inbox<A> {
     #[must_use]
     pub fn max_streams_per_principal(mut self, streams: usize) -> Self {
         self.options.max_streams_per_principal = streams;
+        self
+    }
+
+    /// How many event streams the inbox holds open at once, all
+    /// principals together (429 beyond), [`MAX_STREAMS`] by default.
+    #[must_use]
+    pub fn max_streams(mut self, streams: usize) -> Self {
+        self.options.max_streams = streams;
         self
     }
 

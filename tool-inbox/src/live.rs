@@ -32,15 +32,24 @@ impl Live {
     }
 
     /// A place for one more stream of `principal`, unless it holds `max`
-    /// already; the place is freed when the returned guard is dropped.
-    pub(crate) fn open_stream(&self, principal: &str, max: usize) -> Option<OpenStream> {
+    /// already or all principals hold `max_total` together (which says);
+    /// the place is freed when the returned guard is dropped.
+    pub(crate) fn open_stream(
+        &self,
+        principal: &str,
+        max: usize,
+        max_total: usize,
+    ) -> Result<OpenStream, StreamsFull> {
         let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
+        if open.values().sum::<usize>() >= max_total {
+            return Err(StreamsFull::Inbox);
+        }
         let count = open.entry(principal.to_owned()).or_default();
         if *count >= max {
-            return None;
+            return Err(StreamsFull::Principal);
         }
         *count += 1;
-        Some(OpenStream {
+        Ok(OpenStream {
             open: Arc::clone(&self.open),
             principal: principal.to_owned(),
         })
@@ -139,6 +148,15 @@ fn changes_pending(kind: &EventKind) -> bool {
 }
 
 /// One open stream of a principal, counted while it lives.
+/// Why no more event streams may open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StreamsFull {
+    /// The principal holds its most.
+    Principal,
+    /// The inbox holds its most, all principals together.
+    Inbox,
+}
+
 pub(crate) struct OpenStream {
     open: Arc<Mutex<HashMap<String, usize>>>,
     principal: String,

@@ -12,6 +12,10 @@ pub const MAX_REASON_CHARS: usize = 2_000;
 
 /// How many event streams one principal may hold open, by default.
 pub const MAX_STREAMS_PER_PRINCIPAL: usize = 8;
+/// How many event streams the inbox holds open at once, all principals
+/// together, by default: each holds a connection and a follower of the
+/// store's snapshots.
+pub const MAX_STREAMS: usize = 256;
 /// How often the event stream reads the store for items of other
 /// instances, by default (this runtime's own changes show at once).
 pub const POLL_INTERVAL: Duration = Duration::from_secs(2);
@@ -24,6 +28,7 @@ pub(crate) struct InboxOptions {
     pub(crate) max_reason_chars: usize,
     pub(crate) allowed_origins: Vec<String>,
     pub(crate) max_streams_per_principal: usize,
+    pub(crate) max_streams: usize,
     pub(crate) poll_interval: Duration,
 }
 
@@ -35,6 +40,7 @@ impl Default for InboxOptions {
             max_reason_chars: MAX_REASON_CHARS,
             allowed_origins: Vec::new(),
             max_streams_per_principal: MAX_STREAMS_PER_PRINCIPAL,
+            max_streams: MAX_STREAMS,
             poll_interval: POLL_INTERVAL,
         }
     }

@@ -3,7 +3,9 @@
 use std::future::Future;
 
 use crate::decide::{Approvals, Decisions};
+use crate::decision::Decision;
 use crate::error::RuntimeError;
+use crate::principal::Decider;
 use crate::store::{AuditEntry, AuditQuery, PendingQuery, StoredCall};
 
 /// The calls waiting for a person and the record of what people decided,
@@ -165,6 +167,44 @@ impl CallInbox {
             .path()
             .approval_rules()
             .approvals_required(tool_id)
+    }
+
+    /// Whether the approval rules let `decider` take `decision` on
+    /// `stored` as it is now (its digest, the principal, the group a call
+    /// needs, separation of duties), without taking it or recording
+    /// anything: what a page asks to show only the decisions a person may
+    /// take. The decision's values are not checked (its tool's schemas do
+    /// that when it is taken).
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_core::{Tool, ToolError};
+    /// use tool_runtime::{Decider, Decision, Principal, Runtime, ToolCall};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let transfer = Tool::builder("transfer").description("Moves money").require_approval(true)
+    ///     .execute(|_input, _ctx| async move { Ok::<_, ToolError>(json!("moved")) })
+    ///     .build().unwrap();
+    /// let runtime = Runtime::builder().tool(transfer).forbid_self_approval(true).build().unwrap();
+    /// runtime.call(ToolCall::new("c1", "transfer", json!({})).with_requester("alice")).await;
+    /// let stored = runtime.inbox().stored("c1").await.unwrap().unwrap();
+    /// let as_ = |who: &str| Decider::new(Principal::new(who), stored.digest());
+    /// assert!(runtime.inbox().permits(&stored, &Decision::Approve, &as_("alice")).is_err());
+    /// assert!(runtime.inbox().permits(&stored, &Decision::Decline(None), &as_("alice")).is_ok());
+    /// assert!(runtime.inbox().permits(&stored, &Decision::Approve, &as_("bob")).is_ok());
+    /// # });
+    /// ```
+    pub fn permits(
+        &self,
+        stored: &StoredCall,
+        decision: &Decision,
+        decider: &Decider,
+    ) -> Result<(), RuntimeError> {
+        self.decisions
+            .path()
+            .approval_rules()
+            .check(stored, decision, Some(decider))
+            .map_err(|refusal| refusal.error)
     }
 
     /// The entries of the audit log `query` selects, in order: the

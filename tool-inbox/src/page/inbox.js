@@ -195,13 +195,60 @@ function itemNode(item) {
   if (item.approvals) fact('Approvals', approvalsText(item.approvals));
   node.append(facts);
   node.append(el('h3', { text: 'Arguments' }));
-  node.append(el('pre', { class: 'input', text: item.input === null ? '(hidden)' : json(item.input) }));
+  node.append(shownValue('input', item.input === null ? '(hidden)' : json(item.input)));
   if (item.payload !== null && item.payload !== undefined) {
-    node.append(el('h3', { text: 'The tool asks' }), el('pre', { class: 'payload', text: json(item.payload) }));
+    node.append(el('h3', { text: 'The tool asks' }), shownValue('payload', json(item.payload)));
   }
   const alert = el('p', { class: 'error item-error', role: 'alert' });
   node.append(actionsFor(item, alert), alert, historyNode(item));
   return node;
+}
+
+// Characters that show nothing, or reorder what follows: bidi controls,
+// zero-width characters, the byte-order mark.
+const HIDDEN = /[\u061C\u200B-\u200F\u202A-\u202E\u2060-\u2064\u2066-\u2069\uFEFF]/g;
+// A word mixing Latin letters with Greek or Cyrillic ones (a homoglyph).
+const MIXED = /[A-Za-z]/;
+const LOOKALIKE = /[\u0370-\u03FF\u0400-\u04FF]/;
+// Longer values fold, with "Show all".
+const FOLD_AT = 2000;
+
+// A value as text, with every hidden character made visible (as
+// `⟦U+202E⟧`) and a warning when it holds one or a word of mixed scripts;
+// a long one folded.
+function shownValue(kind, text) {
+  const pre = el('pre', { class: kind });
+  const fill = (shown) => {
+    pre.replaceChildren();
+    let last = 0;
+    for (const match of shown.matchAll(HIDDEN)) {
+      pre.append(shown.slice(last, match.index));
+      const code = match[0].codePointAt(0).toString(16).toUpperCase().padStart(4, '0');
+      pre.append(el('span', { class: 'hidden-char', title: 'a hidden character', text: `⟦U+${code}⟧` }));
+      last = match.index + match[0].length;
+    }
+    pre.append(shown.slice(last));
+  };
+  const wrap = el('div', { class: 'value' });
+  const hidden = text.search(HIDDEN) >= 0;
+  const mixed = text.split(/[^\p{L}]+/u).some((word) => MIXED.test(word) && LOOKALIKE.test(word));
+  if (hidden || mixed) {
+    const what = [hidden && 'hidden characters (shown as ⟦U+…⟧)', mixed && 'a word mixing Latin with Greek or Cyrillic letters'].filter(Boolean).join(' and ');
+    wrap.append(el('p', { class: 'warning', role: 'note', text: `⚠ This value holds ${what}: read it closely.` }));
+  }
+  if (text.length > FOLD_AT) {
+    fill(`${text.slice(0, FOLD_AT)}…`);
+    const more = el('button', { type: 'button', class: 'show-all', text: `Show all (${text.length} characters)` });
+    more.addEventListener('click', () => {
+      fill(text);
+      more.remove();
+    });
+    wrap.append(pre, more);
+  } else {
+    fill(text);
+    wrap.append(pre);
+  }
+  return wrap;
 }
 
 // The item's audit trail, read when opened.
@@ -269,21 +316,24 @@ async function decide(item, action, body, alert, form) {
   alert.textContent = located ? 'Some values were refused: see the fields.' : (error.message || `Refused (${response.status})`);
 }
 
+// The decisions the server says this person may take: no button for the
+// others (a call's requester under separation of duties sees no approve).
 function actionsFor(item, alert) {
   const actions = el('div', { class: 'actions' });
-  if (item.kind === 'approval') {
+  const may = new Set(item.actions || []);
+  if (may.has('approve')) {
     actions.append(el('button', {
       type: 'button', class: 'approve', text: 'Approve',
       onclick: () => decide(item, 'approve', {}, alert),
     }));
-    if (item.editSchema && item.editValues) {
-      actions.append(editForm(item, alert));
-    }
   }
-  if (item.kind === 'suspended') {
+  if (may.has('edit') && item.editSchema && item.editValues) {
+    actions.append(editForm(item, alert));
+  }
+  if (may.has('resume')) {
     actions.append(valueForm(item, 'resume', 'data', item.resumeSchema, 'Resume', alert));
   }
-  if (item.kind === 'approval' || item.kind === 'output') {
+  if (may.has('decline')) {
     const reasonId = uniqueId('reason');
     const decline = el('form', { class: 'decline-form', novalidate: true });
     decline.append(
@@ -297,7 +347,12 @@ function actionsFor(item, alert) {
       decide(item, 'decline', reason ? { reason } : {}, alert);
     });
     actions.append(decline);
+  }
+  if (may.has('respond')) {
     actions.append(valueForm(item, 'respond', 'output', item.outputSchema, 'Respond instead', alert));
+  }
+  if (may.size === 0) {
+    actions.append(el('p', { class: 'no-actions', text: 'You may read this item; you may not decide it.' }));
   }
   return actions;
 }

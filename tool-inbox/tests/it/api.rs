@@ -1305,3 +1305,35 @@ async fn edits_start_from_raw_values_and_a_projected_value_is_refused() {
         Some(&json!({ "subject": "March figures", "body": body }))
     );
 }
+
+/// An item lists the decisions its reader may take: under separation of
+/// duties a call's requester may decline it, nothing else; another
+/// principal may take them all; the server refuses what is not listed.
+#[tokio::test]
+async fn an_item_lists_the_decisions_its_reader_may_take() {
+    let runtime = runtime_with(
+        Arc::new(AtomicUsize::new(0)),
+        Runtime::builder().forbid_self_approval(true),
+    );
+    runtime
+        .call(ToolCall::new("t1", "transfer", json!({ "amount": 5 })).with_requester("ann"))
+        .await;
+    let router = tool_inbox::router(
+        runtime.clone(),
+        BearerTokens::new()
+            .token("ann-token", Principal::new("ann"))
+            .token("bob-token", Principal::new("bob")),
+    );
+    let (_, _, own) = send(&router, get("/api/items/t1", "ann-token")).await;
+    assert_eq!(own["actions"], json!(["decline"]), "{own}");
+    let (_, _, other) = send(&router, get("/api/items/t1", "bob-token")).await;
+    assert_eq!(
+        other["actions"],
+        json!(["approve", "edit", "decline", "respond"]),
+        "{other}"
+    );
+    let approve = decision(&router, "/api/items/t1/approve", "ann-token", json!({})).await;
+    let (status, _, refused) = send(&router, approve).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{refused}");
+    assert_eq!(refused["error"]["code"], "self_approval");
+}

@@ -25,6 +25,11 @@ const TOKEN: &str = "browser-test-token";
 const HOSTILE_MEMO: &str = "<img src=x onerror=\"window.__xss=1\">";
 const HOSTILE_TITLE: &str = "</script><script>window.__xss=2</script>";
 
+/// Held by each browser test while it runs: one Chromium at a time, so
+/// that one test's browser does not slow another's past its timings (an
+/// approval that expires in 4 s).
+static ONE_BROWSER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// Chromium and chromedriver, when both are installed.
 fn browser() -> Option<(PathBuf, PathBuf)> {
     let find = |names: &[&str]| {
@@ -260,6 +265,7 @@ fn settled(stored: Option<tool_runtime::StoredCall>) -> CallOutcome {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_person_decides_every_kind_of_item_in_the_page() {
+    let _one = ONE_BROWSER.lock().await;
     let Some((chromium, chromedriver)) = browser() else {
         assert!(
             std::env::var_os("REQUIRE_BROWSER").is_none_or(|v| v != "1"),
@@ -343,6 +349,12 @@ async fn a_person_decides_every_kind_of_item_in_the_page() {
         facts.contains("Asked by") && facts.contains("alice"),
         "{facts}"
     );
+    // Items arrive one event at a time: wait for this one too.
+    client
+        .wait()
+        .for_element(Locator::Css(&item("e1", "dl")))
+        .await
+        .unwrap();
     let facts = text(&client, &item("e1", "dl")).await;
     assert!(facts.contains("Expires"), "{facts}");
     let storage = client
@@ -701,6 +713,7 @@ fn schema_gallery() -> Vec<(&'static str, Value)> {
 /// a form built from `$ref`s resumes its call.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_schema_renders_and_no_item_breaks_the_page() {
+    let _one = ONE_BROWSER.lock().await;
     let Some((chromium, chromedriver)) = browser() else {
         assert!(
             std::env::var_os("REQUIRE_BROWSER").is_none_or(|v| v != "1"),
@@ -731,11 +744,35 @@ async fn every_schema_renders_and_no_item_breaks_the_page() {
                 .unwrap()
         })
         .collect();
+    let pay = Tool::builder("pay")
+        .description("Pays; its requester may not approve it")
+        .require_approval(true)
+        .execute(|_input: Value, _ctx| async move { Ok::<_, ToolError>(json!("paid")) })
+        .build()
+        .unwrap();
     let runtime = Runtime::builder()
         .tools(tools)
+        .tool(pay)
+        .forbid_self_approval(true)
         .sqlite_store(dir.join("calls.sqlite"))
         .build()
         .unwrap();
+    // Asked for by the person signed in: they may decline it only.
+    runtime
+        .call(ToolCall::new("own", "pay", json!({})).with_requester("ops"))
+        .await;
+    // Text that hides what it says: a right-to-left override, a zero-width
+    // space, a Cyrillic letter among Latin ones.
+    runtime
+        .call(
+            ToolCall::new(
+                "tricky",
+                "pay",
+                json!({ "to": "\u{202E}moc.live", "site": "pay\u{200B}pal.com", "name": "p\u{0430}ypal" }),
+            )
+            .with_requester("alice"),
+        )
+        .await;
     for (name, _) in schema_gallery() {
         let outcome = runtime
             .call(ToolCall::new(format!("s-{name}"), name, json!({})))
@@ -771,6 +808,38 @@ async fn every_schema_renders_and_no_item_breaks_the_page() {
             .await
             .unwrap();
     }
+    // The requester's own call: a decline, no approve.
+    client
+        .wait()
+        .for_element(Locator::Css(&item("own", "button.decline")))
+        .await
+        .unwrap();
+    for absent in ["button.approve", ".edit-form", ".respond-form"] {
+        assert!(
+            client
+                .find_all(Locator::Css(&item("own", absent)))
+                .await
+                .unwrap()
+                .is_empty(),
+            "no {absent}: the requester may not take it"
+        );
+    }
+    // Hidden characters are shown, with a warning.
+    let marks = client
+        .find_all(Locator::Css(&item("tricky", "pre.input .hidden-char")))
+        .await
+        .unwrap();
+    let mut shown = Vec::new();
+    for mark in marks {
+        shown.push(mark.text().await.unwrap());
+    }
+    shown.sort();
+    assert_eq!(shown, ["⟦U+200B⟧", "⟦U+202E⟧"]);
+    let warning = text(&client, &item("tricky", ".warning")).await;
+    assert!(
+        warning.contains("hidden characters") && warning.contains("Cyrillic"),
+        "{warning}"
+    );
     // Something typed stays: nothing reconnects and redraws the list.
     type_into(
         &client,

@@ -199,3 +199,24 @@ async fn each_principal_holds_a_bounded_number_of_streams() {
         "a closed stream frees its place"
     );
 }
+
+#[tokio::test]
+async fn the_inbox_holds_a_bounded_number_of_streams_in_all() {
+    let runtime = Runtime::builder().tool(tool()).build().unwrap();
+    let router = teams(&runtime)
+        .max_streams_per_principal(2)
+        .max_streams(3)
+        .router();
+    let _red = [
+        EventStream::open(&router, "red").await.unwrap(),
+        EventStream::open(&router, "red").await.unwrap(),
+    ];
+    let blue = EventStream::open(&router, "blue").await.unwrap();
+    assert_eq!(
+        EventStream::open(&router, "blue").await.err(),
+        Some(StatusCode::TOO_MANY_REQUESTS),
+        "three in all"
+    );
+    drop(blue);
+    assert!(EventStream::open(&router, "blue").await.is_ok());
+}
