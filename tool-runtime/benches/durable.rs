@@ -198,6 +198,10 @@ fn approval_rounds(
 }
 
 #[cfg(feature = "postgres")]
+#[path = "pg/mod.rs"]
+mod pg;
+
+#[cfg(feature = "postgres")]
 mod postgres {
     //! The PostgreSQL half: skipped without `DATABASE_URL`.
 
@@ -206,18 +210,7 @@ mod postgres {
 
     /// A fresh schema for one side of the benchmark, so both start empty.
     async fn schema_url(url: &str, schema: &str) -> String {
-        let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
-            .await
-            .expect("connect");
-        tokio::spawn(connection);
-        client
-            .batch_execute(&format!(
-                "DROP SCHEMA IF EXISTS {schema} CASCADE; CREATE SCHEMA {schema}"
-            ))
-            .await
-            .expect("schema");
-        let sep = if url.contains('?') { '&' } else { '?' };
-        format!("{url}{sep}options=-csearch_path%3D{schema}")
+        pg::fresh_schema(url, schema, "").await
     }
 
     /// The raw database side of one call: the statements the PostgreSQL

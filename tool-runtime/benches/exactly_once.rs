@@ -354,6 +354,10 @@ fn sqlite(c: &mut Criterion) {
 }
 
 #[cfg(feature = "postgres")]
+#[path = "pg/mod.rs"]
+mod pg;
+
+#[cfg(feature = "postgres")]
 mod postgres {
     //! The PostgreSQL half: skipped without `DATABASE_URL`.
 
@@ -362,18 +366,7 @@ mod postgres {
 
     /// A fresh schema with the application's table; a URL that uses it.
     async fn schema_url(url: &str, schema: &str) -> String {
-        let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
-            .await
-            .expect("connect");
-        tokio::spawn(connection);
-        client
-            .batch_execute(&format!(
-                "DROP SCHEMA IF EXISTS {schema} CASCADE; CREATE SCHEMA {schema}; SET search_path = {schema}; {PAYMENTS}"
-            ))
-            .await
-            .expect("schema");
-        let sep = if url.contains('?') { '&' } else { '?' };
-        format!("{url}{sep}options=-csearch_path%3D{schema}")
+        pg::fresh_schema(url, schema, PAYMENTS).await
     }
 
     /// A runtime on a fresh schema; the plain tool's own pool of 16 (as

@@ -15,6 +15,10 @@ use serde_json::json;
 use tool_runtime::store::{CallStore, MemoryStore, PendingQuery, SqliteStore};
 use tool_runtime::{PendingCall, PendingKind};
 
+#[cfg(feature = "postgres")]
+#[path = "pg/mod.rs"]
+mod pg;
+
 const PAGE: usize = 50;
 
 fn sizes() -> Vec<usize> {
@@ -129,22 +133,10 @@ fn pages(c: &mut Criterion) {
 /// A store on a fresh schema `schema` of the database at `url`.
 #[cfg(feature = "postgres")]
 async fn fresh_postgres(url: &str, schema: &str) -> tool_runtime::store::PostgresStore {
-    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+    let url = pg::fresh_schema(url, schema, "").await;
+    tool_runtime::store::PostgresStore::connect(&url)
         .await
-        .expect("connect");
-    tokio::spawn(connection);
-    client
-        .batch_execute(&format!(
-            "DROP SCHEMA IF EXISTS {schema} CASCADE; CREATE SCHEMA {schema}"
-        ))
-        .await
-        .expect("schema");
-    let sep = if url.contains('?') { '&' } else { '?' };
-    tool_runtime::store::PostgresStore::connect(&format!(
-        "{url}{sep}options=-csearch_path%3D{schema}"
-    ))
-    .await
-    .expect("store")
+        .expect("store")
 }
 
 /// Brings the statistics of schema `schema`'s calls up to date.

@@ -207,6 +207,23 @@ async fn serve(runtime: &Runtime) -> SocketAddr {
     address
 }
 
+/// Opens the inbox served at `address` and signs in with [`TOKEN`].
+async fn sign_in(client: &Client, address: SocketAddr) {
+    client
+        .goto(&format!("http://{address}/inbox"))
+        .await
+        .unwrap();
+    client
+        .wait()
+        .for_element(Locator::Css("#token"))
+        .await
+        .unwrap()
+        .send_keys(TOKEN)
+        .await
+        .unwrap();
+    click(client, "#login button[type=submit]").await;
+}
+
 /// The CSS selector of `rest` inside the item of `call_id`.
 fn item(call_id: &str, rest: &str) -> String {
     format!("li[data-call-id=\"{call_id}\"] {rest}")
@@ -319,25 +336,7 @@ async fn a_person_decides_every_kind_of_item_in_the_page() {
     let client = session(&driver, &chromium, &dir.join("profile")).await;
 
     // The page asks for the token once, and keeps it for the tab only.
-    client
-        .goto(&format!("http://{address}/inbox"))
-        .await
-        .unwrap();
-    client
-        .wait()
-        .for_element(Locator::Css("#token"))
-        .await
-        .unwrap()
-        .send_keys(TOKEN)
-        .await
-        .unwrap();
-    client
-        .find(Locator::Css("#login button[type=submit]"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    sign_in(&client, address).await;
     client
         .wait()
         .for_element(Locator::Css(&item("t1", "button.approve")))
@@ -785,19 +784,7 @@ async fn every_schema_renders_and_no_item_breaks_the_page() {
     let address = serve(&runtime).await;
     let driver = Driver::start(&chromedriver);
     let client = session(&driver, &chromium, &dir.join("profile")).await;
-    client
-        .goto(&format!("http://{address}/inbox"))
-        .await
-        .unwrap();
-    client
-        .wait()
-        .for_element(Locator::Css("#token"))
-        .await
-        .unwrap()
-        .send_keys(TOKEN)
-        .await
-        .unwrap();
-    click(&client, "#login button[type=submit]").await;
+    sign_in(&client, address).await;
     for (name, _) in schema_gallery() {
         client
             .wait()
