@@ -197,6 +197,12 @@ pub(crate) struct ToolView {
 }
 
 impl<A: Authenticate> Shared<A> {
+    /// How many items a page holds when its reader does not say: the
+    /// list's and the event stream's first.
+    pub(crate) fn default_page(&self) -> usize {
+        self.options.max_page.min(50)
+    }
+
     /// `call` as `principal` may see it, or `None` when it is not an item
     /// for a person or the principal may not read it.
     pub(crate) fn visible(&self, principal: &Principal, call: &PendingCall) -> bool {
@@ -426,10 +432,16 @@ fn projected_field<'a>(edit: &'a Value, raw: &Value, shown: Option<&Value>) -> O
 /// How many pending calls the list reads from the store at a time.
 const STORE_PAGE: usize = 100;
 
-/// The list's query: `?tool=weather&kind=approval&run=<runId>&thread=..&resource=..&requester=..&older_than=<s>&newer_than=<s>&limit=20&after=<callId>`.
+/// The longest search text, in characters.
+const MAX_SEARCH_CHARS: usize = 200;
+
+/// The list's query: `?q=<text>&tool=weather&kind=approval&run=<runId>&thread=..&resource=..&requester=..&older_than=<s>&newer_than=<s>&limit=20&after=<callId>`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ListQuery {
+    /// Text the tool id, the requester or the call id contains, ignoring
+    /// case.
+    q: Option<String>,
     tool: Option<String>,
     kind: Option<PendingKind>,
     /// The agent run that made the call.
@@ -464,6 +476,7 @@ impl ListQuery {
         query.requester.clone_from(&self.requester);
         query.asked_before_ms = self.older_than.map(ago);
         query.asked_after_ms = self.newer_than.map(ago);
+        query.text = self.q.clone().filter(|text| !text.trim().is_empty());
         query.after.clone_from(&self.after);
         query
     }
@@ -485,8 +498,18 @@ pub(crate) async fn list<A: Authenticate>(
     query: Result<Query<ListQuery>, QueryRejection>,
 ) -> Result<Json<Value>, Refused> {
     let Query(query) = query?;
-    let max = shared.options.max_page;
-    let limit = bounded_limit(query.limit, max.min(50), max)?;
+    if query
+        .q
+        .as_ref()
+        .is_some_and(|q| q.chars().count() > MAX_SEARCH_CHARS)
+    {
+        return Err(Refused::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_query",
+            format!("a search has at most {MAX_SEARCH_CHARS} characters"),
+        ));
+    }
+    let limit = bounded_limit(query.limit, shared.default_page(), shared.options.max_page)?;
     // Pages of the store's index until one more item than asked is found
     // (the principal's authorization applies on the way).
     let mut store_query = query.store_query(now_ms());

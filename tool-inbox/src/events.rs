@@ -3,6 +3,7 @@
 //! items that appeared and settled since the last one it saw, through the
 //! same authorization as the list.
 
+use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::sync::Arc;
 
@@ -13,6 +14,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use futures_util::{Stream, stream};
 use serde_json::json;
 use tokio::sync::watch;
+use tool_runtime::StoredCall;
 
 use crate::api::{Refused, Shared};
 use crate::auth::{Authenticate, Principal};
@@ -23,54 +25,107 @@ struct Follower<A> {
     shared: Arc<Shared<A>>,
     principal: Principal,
     receiver: watch::Receiver<Arc<Snapshot>>,
-    seen: Arc<Snapshot>,
-    queued: Vec<Event>,
+    /// `None` until the first page is queued.
+    seen: Option<Arc<Snapshot>>,
+    queued: VecDeque<Event>,
     _open: OpenStream,
 }
 
 impl<A: Authenticate> Follower<A> {
-    /// The next event: queued ones first, then the changes of the next
-    /// snapshot (the first one: every item, as they are now).
+    /// The next event: queued ones first, then the first page, then the
+    /// changes of each snapshot.
     async fn next(mut self) -> Option<(Result<Event, Infallible>, Self)> {
         loop {
-            if let Some(event) = self.queued.pop() {
+            if let Some(event) = self.queued.pop_front() {
                 return Some((Ok(event), self));
             }
             let current = Arc::clone(&self.receiver.borrow_and_update());
-            self.queue_changes(&current).await;
-            self.seen = current;
+            match self.seen.take() {
+                // The poller has not read the store yet.
+                None if !current.read => {}
+                None => self.queue_first_page(&current).await,
+                Some(seen) => self.queue_changes(&seen, &current).await,
+            }
+            if current.read {
+                self.seen = Some(current);
+            }
             if self.queued.is_empty() && self.receiver.changed().await.is_err() {
                 return None;
             }
         }
     }
 
-    /// Queues `item` events for calls in `current` that were not in the
-    /// last snapshot, and `settled` events for those gone, that this
-    /// principal may read.
-    async fn queue_changes(&mut self, current: &Snapshot) {
-        let mut events = Vec::new();
-        for (call_id, call) in self.seen.iter() {
-            if !current.contains_key(call_id) && self.shared.visible(&self.principal, &call.call) {
-                let data = json!({ "callId": call_id }).to_string();
-                events.push(Event::default().event("settled").data(data));
-            }
+    /// Queues the first page of the items this principal may read (as the
+    /// list's first page), then `ready`: who reads, and the `after` of the
+    /// next page, which the list gives (`null`: none).
+    async fn queue_first_page(&mut self, current: &Snapshot) {
+        let size = self.shared.default_page();
+        let mut visible = current
+            .calls
+            .values()
+            .filter(|stored| self.shared.visible(&self.principal, &stored.call));
+        let page: Vec<&StoredCall> = visible.by_ref().take(size).collect();
+        let next = match (page.last(), visible.next()) {
+            (Some(last), Some(_)) => Some(last.call.head.call_id.clone()),
+            _ => None,
+        };
+        for stored in page {
+            let view = self.shared.view(stored, &self.principal).await;
+            self.queue("item", &json!(view));
         }
-        for (call_id, call) in current {
-            if !self.seen.contains_key(call_id) && self.shared.visible(&self.principal, &call.call)
+        let ready = json!({ "principal": self.principal.id(), "next": next });
+        self.queue("ready", &ready);
+    }
+
+    /// Queues, for the items this principal may read: `settled` for those
+    /// gone since `seen` (with the decision that settled it, when the
+    /// audit log said), `item` for new ones, and `changed` for those whose
+    /// version or approvals changed.
+    async fn queue_changes(&mut self, seen: &Snapshot, current: &Snapshot) {
+        for (call_id, stored) in &seen.calls {
+            if !current.calls.contains_key(call_id)
+                && self.shared.visible(&self.principal, &stored.call)
             {
-                let view = self.shared.view(call, &self.principal).await;
-                let data = serde_json::to_string(&view).unwrap_or_default();
-                events.push(Event::default().event("item").data(data));
+                let decision = current.decided.get(call_id);
+                let settled = json!({
+                    "callId": call_id,
+                    "action": decision.map(|entry| &entry.action),
+                    "by": decision.and_then(|entry| entry.principal.as_ref()),
+                    "reason": decision.and_then(|entry| entry.reason.as_ref()),
+                });
+                self.queue("settled", &settled);
             }
         }
-        events.reverse();
-        self.queued = events;
+        for (call_id, stored) in &current.calls {
+            let event = match seen.calls.get(call_id) {
+                None => "item",
+                Some(before)
+                    if before.digest() != stored.digest()
+                        || seen.touched.get(call_id) != current.touched.get(call_id) =>
+                {
+                    "changed"
+                }
+                Some(_) => continue,
+            };
+            if self.shared.visible(&self.principal, &stored.call) {
+                let view = self.shared.view(stored, &self.principal).await;
+                self.queue(event, &json!(view));
+            }
+        }
+    }
+
+    fn queue(&mut self, name: &str, data: &serde_json::Value) {
+        let event = Event::default().event(name).data(data.to_string());
+        self.queued.push_back(event);
     }
 }
 
-/// `GET /api/events`: `item` events (the item, as the list shows it) and
-/// `settled` events (`{"callId"}`), the items already waiting first.
+/// `GET /api/events`: the first page of items as `item` events (each as
+/// the list shows it), then `ready` (`{"principal", "next"}`); from then
+/// on `item` for an item that starts to wait, `changed` for one whose
+/// version or approvals changed, and `settled` (`{"callId", "action",
+/// "by", "reason"}`, the decision as far as the audit log says) for one
+/// that no longer waits.
 pub(crate) async fn events<A: Authenticate>(
     State(shared): State<Arc<Shared<A>>>,
     Extension(principal): Extension<Principal>,
@@ -101,8 +156,8 @@ pub(crate) async fn events<A: Authenticate>(
         shared: Arc::clone(&shared),
         principal,
         receiver,
-        seen: Arc::new(Snapshot::new()),
-        queued: Vec::new(),
+        seen: None,
+        queued: VecDeque::new(),
         _open: open,
     };
     let stream = stream::unfold(follower, Follower::next);

@@ -16,9 +16,10 @@ pub const MAX_STREAMS_PER_PRINCIPAL: usize = 8;
 /// together, by default: each holds a connection and a follower of the
 /// store's snapshots.
 pub const MAX_STREAMS: usize = 256;
-/// How often the event stream reads the store for items of other
-/// instances, by default (this runtime's own changes show at once).
-pub const POLL_INTERVAL: Duration = Duration::from_secs(2);
+/// How often the event stream reads the store's audit log for the changes
+/// of other instances, by default (this runtime's own changes show at
+/// once): an open page sees another approver's decision within it.
+pub const POLL_INTERVAL: Duration = Duration::from_secs(1);
 
 /// The inbox's settings; see [`Inbox`](crate::Inbox)'s methods.
 #[derive(Debug, Clone)]

@@ -220,6 +220,29 @@ impl CallInbox {
         self.decisions.path().stored().read_audit(query)
     }
 
+    /// The `seq` of the audit log's newest entry (0 while it is empty):
+    /// where a reader that follows the log from now on starts, reading
+    /// [`audit`](Self::audit) `after` it (what a live page does to see
+    /// grants and decisions made on any instance).
+    ///
+    /// ```
+    /// use tool_runtime::Runtime;
+    /// use tool_runtime::store::{AuditEntry, AuditKind, AuditQuery};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let runtime = Runtime::builder().build().unwrap();
+    /// assert_eq!(runtime.inbox().audit_end().await.unwrap(), 0);
+    /// let note = AuditEntry::new(AuditKind::Noted, "c1", "transfer", "note");
+    /// let seq = runtime.inbox().append_audit(note).await.unwrap();
+    /// let end = runtime.inbox().audit_end().await.unwrap();
+    /// assert_eq!(end, seq);
+    /// assert!(runtime.inbox().audit(AuditQuery::all().after(end)).await.unwrap().is_empty());
+    /// # });
+    /// ```
+    pub fn audit_end(&self) -> impl Future<Output = Result<u64, RuntimeError>> + Send + 'static {
+        self.decisions.path().stored().audit_end()
+    }
+
     /// Appends `entry` to the audit log: what an application records
     /// beside the runtime's own entries (a decision attempt it refused
     /// before reaching the runtime: an unauthorized principal, a foreign

@@ -286,6 +286,15 @@ impl StoredCalls {
         self.store.list_page(query).await
     }
 
+    /// The newest audit entry's `seq`
+    /// ([`CallInbox::audit_end`](crate::CallInbox::audit_end)).
+    pub(crate) fn audit_end(
+        &self,
+    ) -> impl Future<Output = Result<u64, RuntimeError>> + Send + 'static {
+        let stored = self.clone();
+        async move { Ok(stored.audit_log.audit_end().await?) }
+    }
+
     /// The entries of the audit log `query` selects
     /// ([`CallInbox::audit`](crate::CallInbox::audit)).
     pub(crate) fn read_audit(

@@ -801,6 +801,12 @@ async fn the_list_filters_by_agent_run_thread_resource_and_requester() {
         ("resource=bob", vec!["a2"]),
         ("requester=carol", vec!["a3"]),
         ("run=run-9", vec![]),
+        // A search over tool id, requester and call id, ignoring case.
+        ("q=CAROL", vec!["a3"]),
+        ("q=a2", vec!["a2"]),
+        ("q=TRANS", vec!["a1", "a2", "a3"]),
+        ("q=trans&resource=ann", vec!["a1"]),
+        ("q=nobody", vec![]),
     ] {
         let (status, _, page) = send(&router, get(&format!("/api/items?{query}"), TOKEN)).await;
         assert_eq!(status, StatusCode::OK);
@@ -808,6 +814,12 @@ async fn the_list_filters_by_agent_run_thread_resource_and_requester() {
     }
     let (_, _, item) = send(&router, get("/api/items/a3", TOKEN)).await;
     assert_eq!(item["requester"], "carol");
+    let long = "x".repeat(201);
+    let (status, _, refused) = send(&router, get(&format!("/api/items?q={long}"), TOKEN)).await;
+    assert_eq!(
+        (status, &refused["error"]["code"]),
+        (StatusCode::UNPROCESSABLE_ENTITY, &json!("invalid_query"))
+    );
 }
 
 #[tokio::test]

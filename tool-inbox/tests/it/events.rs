@@ -131,7 +131,14 @@ async fn a_stream_sends_waiting_new_and_settled_items_of_its_principal_only() {
         ("item", &json!("r1"))
     );
     assert_eq!(first.data["tool"]["id"], "transfer");
+    // The first page ends with who reads and where the list goes on.
+    let ready = red.next().await;
+    assert_eq!(
+        (ready.event.as_str(), &ready.data),
+        ("ready", &json!({ "principal": "red", "next": null }))
+    );
     assert_eq!(blue.next().await.data["callId"], "b1");
+    assert_eq!(blue.next().await.event, "ready");
 
     runtime.call(call("r2", "red")).await;
     runtime.call(call("b2", "blue")).await;
@@ -142,9 +149,13 @@ async fn a_stream_sends_waiting_new_and_settled_items_of_its_principal_only() {
     );
     runtime.approve("r1").await.unwrap();
     let settled = red.next().await;
+    // Approved without a decider: no audit entry says by whom.
     assert_eq!(
         (settled.event.as_str(), &settled.data),
-        ("settled", &json!({ "callId": "r1" }))
+        (
+            "settled",
+            &json!({ "callId": "r1", "action": null, "by": null, "reason": null })
+        )
     );
     assert_eq!(blue.next().await.data["callId"], "b2");
 }
@@ -171,11 +182,14 @@ async fn items_of_another_instance_show_up_by_polling_the_shared_store() {
         .poll_interval(Duration::from_millis(50))
         .router();
     let mut red = EventStream::open(&router, "red").await.unwrap();
+    assert_eq!(red.next().await.event, "ready");
 
+    // Through the audit log's request entry.
     other.call(call("elsewhere", "red")).await;
     assert_eq!(red.next().await.data["callId"], "elsewhere");
+    // No entry names a decision without a decider: the full read sees it.
     other.approve("elsewhere").await.unwrap();
-    assert_eq!(red.next().await.data, json!({ "callId": "elsewhere" }));
+    assert_eq!(red.next().await.data["callId"], "elsewhere");
     tmp.close().unwrap();
 }
 
@@ -219,4 +233,99 @@ async fn the_inbox_holds_a_bounded_number_of_streams_in_all() {
     );
     drop(blue);
     assert!(EventStream::open(&router, "blue").await.is_ok());
+}
+
+/// An inbox where `alice` and `bob` read and decide everything.
+fn two_approvers(runtime: &Runtime) -> Inbox<impl tool_inbox::Authenticate> {
+    let auth = Authorized::new(
+        BearerTokens::new()
+            .token("alice", Principal::new("alice"))
+            .token("bob", Principal::new("bob")),
+        |_principal, _item, _action| true,
+    );
+    Inbox::new(runtime.clone(), auth)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_starts_with_one_page_then_sends_grants_and_who_decided() {
+    let runtime = Runtime::builder()
+        .tool(tool())
+        .tool_approvals_required("transfer", 2)
+        .build()
+        .unwrap();
+    for n in 0..60 {
+        runtime.call(call(&format!("c{n:02}"), "red")).await;
+    }
+    let router = two_approvers(&runtime)
+        .poll_interval(Duration::from_millis(50))
+        .router();
+    let mut alice = EventStream::open(&router, "alice").await.unwrap();
+    let mut first_page = Vec::new();
+    loop {
+        let event = alice.next().await;
+        if event.event != "item" {
+            assert_eq!(
+                (event.event.as_str(), &event.data),
+                ("ready", &json!({ "principal": "alice", "next": "c49" }))
+            );
+            break;
+        }
+        first_page.push(event.data["callId"].as_str().unwrap().to_owned());
+    }
+    let expected: Vec<String> = (0..50).map(|n| format!("c{n:02}")).collect();
+    assert_eq!(first_page, expected, "one page of 50, in the list's order");
+
+    // One of two approvals: every stream sees the count change.
+    let decide = |who: &str| {
+        let runtime = runtime.clone();
+        let who = who.to_owned();
+        async move {
+            let stored = runtime.inbox().stored("c00").await.unwrap().unwrap();
+            let decider = tool_runtime::Decider::new(Principal::new(&who), stored.digest());
+            runtime
+                .decide_as("c00", tool_runtime::Decision::Approve, decider)
+                .await
+                .unwrap();
+        }
+    };
+    decide("alice").await;
+    let changed = alice.next().await;
+    assert_eq!(
+        (changed.event.as_str(), &changed.data["callId"]),
+        ("changed", &json!("c00"))
+    );
+    assert_eq!(changed.data["approvals"]["granted"], json!(["alice"]));
+    decide("bob").await;
+    let settled = alice.next().await;
+    assert_eq!(
+        (settled.event.as_str(), &settled.data),
+        (
+            "settled",
+            &json!({ "callId": "c00", "action": "approve", "by": "bob", "reason": null })
+        )
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expired_item_settles_with_the_reason() {
+    let runtime = Runtime::builder()
+        .tool(tool())
+        .approval_ttl(Duration::from_millis(300))
+        .build()
+        .unwrap();
+    runtime.call(call("soon", "red")).await;
+    let router = two_approvers(&runtime)
+        .poll_interval(Duration::from_millis(50))
+        .router();
+    let mut bob = EventStream::open(&router, "bob").await.unwrap();
+    assert_eq!(bob.next().await.data["callId"], "soon");
+    assert_eq!(bob.next().await.event, "ready");
+    let settled = bob.next().await;
+    assert_eq!(
+        (settled.event.as_str(), &settled.data),
+        (
+            "settled",
+            &json!({ "callId": "soon", "action": "expire", "by": null, "reason": "expired" })
+        )
+    );
 }

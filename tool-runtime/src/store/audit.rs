@@ -60,6 +60,11 @@ pub trait AuditLog: Send + Sync + 'static {
         &self,
         query: AuditQuery,
     ) -> impl Future<Output = Result<Vec<AuditEntry>, StoreError>> + Send;
+
+    /// The `seq` of the newest entry (0 while the log is empty): where a
+    /// reader that follows the log from now on starts
+    /// ([`AuditQuery::after`]), without reading what came before.
+    fn audit_end(&self) -> impl Future<Output = Result<u64, StoreError>> + Send;
 }
 
 /// What an [`AuditEntry`] records.

@@ -84,6 +84,7 @@ dyn_twin! {
     DynAuditLog: AuditLog {
         async fn append_audit(&self, entry: AuditEntry) -> u64;
         async fn audit(&self, query: AuditQuery) -> Vec<AuditEntry>;
+        async fn audit_end(&self) -> u64;
     }
 }
 

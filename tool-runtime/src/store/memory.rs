@@ -354,14 +354,22 @@ impl AuditLog for MemoryStore {
     }
 
     async fn audit(&self, query: AuditQuery) -> Result<Vec<AuditEntry>, StoreError> {
-        Ok(self
-            .state()
+        let state = self.state();
+        // Entries are kept in `seq` order: the query's start is found, not
+        // walked to.
+        let start = state
             .audit
+            .partition_point(|entry| entry.seq <= query.after);
+        Ok(state.audit[start..]
             .iter()
             .filter(|entry| query.matches(entry))
             .take(query.limit)
             .cloned()
             .collect())
+    }
+
+    async fn audit_end(&self) -> Result<u64, StoreError> {
+        Ok(self.state().audit.last().map_or(0, |last| last.seq))
     }
 }
 

@@ -301,6 +301,9 @@ pub struct PendingQuery {
     pub asked_before_ms: Option<u64>,
     /// Only calls asked for after this time (as above).
     pub asked_after_ms: Option<u64>,
+    /// Only calls whose tool id, requester or call id contains this text,
+    /// ignoring case (a search box's words, as one).
+    pub text: Option<String>,
     /// Only calls whose id comes after this one (by bytes).
     pub after: Option<String>,
     /// At most this many.
@@ -324,6 +327,7 @@ impl PendingQuery {
             requester: None,
             asked_before_ms: None,
             asked_after_ms: None,
+            text: None,
             after: None,
             limit: 100,
         }
@@ -387,6 +391,26 @@ impl PendingQuery {
         self
     }
 
+    /// Only the calls whose tool id, requester or call id contains `text`,
+    /// ignoring case.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_runtime::store::PendingQuery;
+    /// use tool_runtime::{PendingCall, PendingKind};
+    ///
+    /// let mut call = PendingCall::new("c-17", "transfer", PendingKind::Approval, json!({}));
+    /// call.head.requester = Some("Alice".to_owned());
+    /// let search = |text: &str| PendingQuery::waiting_for_people().text(text).selects(&call);
+    /// assert!(search("TRANS") && search("alice") && search("c-1"));
+    /// assert!(!search("bob"));
+    /// ```
+    #[must_use]
+    pub fn text(mut self, text: impl Into<String>) -> Self {
+        self.text = Some(text.into());
+        self
+    }
+
     /// Only the calls after `call_id`.
     #[must_use]
     pub fn after(mut self, call_id: impl Into<String>) -> Self {
@@ -421,6 +445,17 @@ impl PendingQuery {
             && is(&self.requester, call.head.requester.as_deref())
             && asked(self.asked_before_ms, |at, bound| at < bound)
             && asked(self.asked_after_ms, |at, bound| at > bound)
+            && self.text.as_deref().is_none_or(|text| {
+                let text = text.to_lowercase();
+                [
+                    Some(call.head.tool_id.as_str()),
+                    call.head.requester.as_deref(),
+                    Some(call.head.call_id.as_str()),
+                ]
+                .into_iter()
+                .flatten()
+                .any(|field| field.to_lowercase().contains(&text))
+            })
             && self
                 .after
                 .as_deref()

@@ -1203,6 +1203,9 @@ impl PostgresStore {
                    AND ($8::text IS NULL OR requester = $8)
                    AND ($9::bigint IS NULL OR asked_at_ms < $9)
                    AND ($10::bigint IS NULL OR asked_at_ms > $10)
+                   AND ($11::text IS NULL OR strpos(lower(tool_id), lower($11)) > 0
+                        OR strpos(lower(requester), lower($11)) > 0
+                        OR strpos(lower(call_id), lower($11)) > 0)
                  ORDER BY call_id COLLATE \"C\" LIMIT $4"
             ))
             .await?;
@@ -1223,6 +1226,7 @@ impl PostgresStore {
                     &query.requester,
                     &time(query.asked_before_ms),
                     &time(query.asked_after_ms),
+                    &query.text,
                 ],
             )
             .await?;
@@ -1240,6 +1244,15 @@ impl PostgresStore {
             .query_one(&statement, &[&call_id, &text])
             .await?
             .try_get(0)?;
+        Ok(u64::try_from(seq).unwrap_or_default())
+    }
+
+    async fn try_audit_end(&self) -> Result<u64, Failure> {
+        let client = self.pool.get().await?;
+        let statement = client
+            .prepare_cached("SELECT COALESCE(MAX(seq), 0)::bigint FROM tool_runtime_audit")
+            .await?;
+        let seq: i64 = client.query_one(&statement, &[]).await?.try_get(0)?;
         Ok(u64::try_from(seq).unwrap_or_default())
     }
 
@@ -1426,6 +1439,12 @@ impl AuditLog for PostgresStore {
         self.try_audit(&query)
             .await
             .map_err(self.failed("reading the audit log"))
+    }
+
+    async fn audit_end(&self) -> Result<u64, StoreError> {
+        self.try_audit_end()
+            .await
+            .map_err(self.failed("reading the audit log's end"))
     }
 }
 

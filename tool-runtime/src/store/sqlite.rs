@@ -240,6 +240,10 @@ impl AuditLog for SqliteStore {
     async fn audit(&self, query: AuditQuery) -> Result<Vec<AuditEntry>, StoreError> {
         self.blocking(move |file| file.audit(&query)).await
     }
+
+    async fn audit_end(&self) -> Result<u64, StoreError> {
+        self.blocking(|file| file.audit_end()).await
+    }
 }
 
 impl RuleStore for SqliteStore {
@@ -1307,6 +1311,16 @@ impl SqliteFile {
             entries.push(entry);
         }
         Ok(entries)
+    }
+
+    fn audit_end(&self) -> Result<u64, StoreError> {
+        let seq: i64 = self
+            .conn()
+            .query_row("SELECT COALESCE(MAX(seq), 0) FROM audit", [], |row| {
+                row.get(0)
+            })
+            .map_err(|e| self.io(e))?;
+        Ok(u64::try_from(seq).unwrap_or_default())
     }
 
     /// The stored call a row holds; an unreadable value is an error naming the call.

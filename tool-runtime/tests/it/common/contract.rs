@@ -1300,6 +1300,19 @@ async fn audit_log<S: CallStore + AuditLog>(store: Arc<S>, p: &str) {
         "every concurrent append has a place of its own"
     );
 
+    // The log's end is its newest entry: nothing comes after it.
+    let end = store.audit_end().await.unwrap();
+    assert!(end >= seqs[7], "{end} < {}", seqs[7]);
+    let newest = store.audit(AuditQuery::all().after(end - 1)).await.unwrap();
+    assert_eq!(newest.iter().map(|e| e.seq).collect::<Vec<_>>(), [end]);
+    assert!(
+        store
+            .audit(AuditQuery::all().after(end))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
     store
         .purge_settled(Retention::new(Duration::ZERO, 0))
         .await
@@ -1477,6 +1490,11 @@ async fn pages(store: &(impl CallStore + RunStore), p: &str) {
         (people.clone().thread("th-0"), vec!["0", "6"]),
         (people.clone().resource("res-4"), vec!["4"]),
         (people.clone().requester("carol"), vec!["0", "1"]),
+        // A search over tool id, requester and call id, ignoring case.
+        (people.clone().text("CAR"), vec!["0", "1"]),
+        (people.clone().text("ask"), vec!["1", "4"]),
+        (people.clone().text("page-6"), vec!["6"]),
+        (people.clone().text("nobody"), vec![]),
         (people.clone().asked_before_ms(2_500), vec!["0", "1"]),
         (people.clone().asked_after_ms(1_500), vec!["1", "4"]),
         (

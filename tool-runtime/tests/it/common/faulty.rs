@@ -218,6 +218,9 @@ impl<S: AuditLog> AuditLog for Faulty<S> {
     async fn audit(&self, query: AuditQuery) -> Result<Vec<AuditEntry>, StoreError> {
         self.store.audit(query).await
     }
+    async fn audit_end(&self) -> Result<u64, StoreError> {
+        self.store.audit_end().await
+    }
 }
 
 impl<S: RuleStore> RuleStore for Faulty<S> {
