@@ -75,8 +75,10 @@ impl Refused {
     }
 }
 
-impl IntoResponse for Refused {
-    fn into_response(self) -> Response {
+impl Refused {
+    /// The answer's `error` object: `code`, `message`, and `modelError` or
+    /// `recorded` when there is one.
+    fn body(self) -> Value {
         let mut error = json!({ "code": self.code, "message": self.message });
         if let Some(model_error) = self.model_error {
             error["modelError"] = *model_error;
@@ -84,7 +86,14 @@ impl IntoResponse for Refused {
         if let Some(recorded) = self.recorded {
             error["recorded"] = json!(recorded);
         }
-        (self.status, Json(json!({ "error": error }))).into_response()
+        error
+    }
+}
+
+impl IntoResponse for Refused {
+    fn into_response(self) -> Response {
+        let status = self.status;
+        (status, Json(json!({ "error": self.body() }))).into_response()
     }
 }
 
@@ -490,8 +499,8 @@ fn now_ms() -> u64 {
     u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
 }
 
-/// `GET /api/items`: a page of the items the principal may read, by call
-/// id; `next` is the `after` of the next page.
+/// `GET /api/items`: a page of the items the principal may read and did
+/// not dismiss, by call id; `next` is the `after` of the next page.
 pub(crate) async fn list<A: Authenticate>(
     State(shared): State<Arc<Shared<A>>>,
     Extension(principal): Extension<Principal>,
@@ -522,10 +531,11 @@ pub(crate) async fn list<A: Authenticate>(
             .await?;
         let Some(last) = page.last() else { break };
         store_query.after = Some(last.call.head.call_id.clone());
-        calls.extend(
-            page.into_iter()
-                .filter(|stored| shared.visible(&principal, &stored.call)),
-        );
+        for stored in page {
+            if shared.listed(&principal, &stored).await? {
+                calls.push(stored);
+            }
+        }
     }
     let next = (calls.len() > limit).then(|| calls[limit - 1].call.head.call_id.clone());
     calls.truncate(limit);
@@ -638,7 +648,7 @@ pub(crate) struct DecisionBody {
     data: Option<Value>,
 }
 
-/// `POST /api/items/{callId}/{action}`.
+/// `POST /api/items/{callId}/{action}`: a decision, or `dismiss`.
 pub(crate) async fn decide<A: Authenticate>(
     State(shared): State<Arc<Shared<A>>>,
     Extension(principal): Extension<Principal>,
@@ -651,100 +661,260 @@ pub(crate) async fn decide<A: Authenticate>(
         "respond" => Action::Respond,
         "resume" => Action::Resume,
         "edit" => Action::Edit,
+        "dismiss" => {
+            let Json(body) = body?;
+            return shared.dismiss(&principal, &call_id, body.digest).await;
+        }
         _ => {
             return Err(Refused::new(
                 StatusCode::NOT_FOUND,
                 "not_found",
                 format!(
-                    "no action {:?}: approve, decline, edit, respond or resume",
+                    "no action {:?}: approve, decline, edit, respond, resume or dismiss",
                     Excerpt::of(&action)
                 ),
             ));
         }
     };
     let Json(body) = body?;
-    let stored = shared.decidable(&principal, &call_id, action).await?;
-    if !shared.auth.authorize(&principal, &stored.call, action) {
-        let attempt = AuditEntry::new(
-            AuditKind::Refused,
-            &call_id,
+    shared
+        .decide(&principal, &call_id, action, body)
+        .await
+        .map(Json)
+}
+
+/// A batch's body: the decision (`approve` or `decline`, with an optional
+/// `reason`) and the items, each with its digest as listed.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct BatchBody {
+    action: String,
+    reason: Option<String>,
+    items: Vec<BatchItem>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(crate) struct BatchItem {
+    call_id: String,
+    digest: String,
+}
+
+/// `POST /api/batch`: one decision on several items, each taken as its own
+/// (authorized, checked against its digest, audited); the answer lists
+/// each item's result, as its own request would have answered.
+pub(crate) async fn batch<A: Authenticate>(
+    State(shared): State<Arc<Shared<A>>>,
+    Extension(principal): Extension<Principal>,
+    body: Result<Json<BatchBody>, JsonRejection>,
+) -> Result<Json<Value>, Refused> {
+    let Json(body) = body?;
+    let action = match body.action.as_str() {
+        "approve" => Action::Approve,
+        "decline" => Action::Decline,
+        _ => {
+            return Err(Refused::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_body",
+                format!(
+                    "a batch approves or declines, not {:?}",
+                    Excerpt::of(&body.action)
+                ),
+            ));
+        }
+    };
+    let max = shared.options.max_page;
+    if body.items.is_empty() || body.items.len() > max {
+        return Err(Refused::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_body",
+            format!("a batch holds 1 to {max} items, not {}", body.items.len()),
+        ));
+    }
+    let mut results = Vec::with_capacity(body.items.len());
+    for item in body.items {
+        let decision = DecisionBody {
+            digest: item.digest,
+            reason: body.reason.clone(),
+            edit: None,
+            output: None,
+            data: None,
+        };
+        let result = match shared
+            .decide(&principal, &item.call_id, action, decision)
+            .await
+        {
+            Ok(answer) => answer,
+            Err(refused) => {
+                let status = refused.status.as_u16();
+                json!({ "callId": item.call_id, "httpStatus": status, "error": refused.body() })
+            }
+        };
+        results.push(result);
+    }
+    Ok(Json(json!({ "results": results })))
+}
+
+impl<A: Authenticate> Shared<A> {
+    /// Takes `action` on `call_id` for `principal`, as `body` says: the
+    /// answer of `POST /api/items/{callId}/{action}`.
+    async fn decide(
+        &self,
+        principal: &Principal,
+        call_id: &str,
+        action: Action,
+        body: DecisionBody,
+    ) -> Result<Value, Refused> {
+        let stored = self.decidable(principal, call_id, action).await?;
+        if !self.auth.authorize(principal, &stored.call, action) {
+            let attempt = AuditEntry::new(
+                AuditKind::Refused,
+                call_id,
+                &stored.call.head.tool_id,
+                action.as_str(),
+            )
+            .principal(principal.id())
+            .reason("not authorized");
+            self.runtime.inbox().append_audit(attempt).await?;
+            return Err(Refused::new(
+                StatusCode::FORBIDDEN,
+                "forbidden",
+                format!("{} may not {} this item", principal.id(), action.as_str()),
+            ));
+        }
+        let max_reason = self.options.max_reason_chars;
+        if body
+            .reason
+            .as_ref()
+            .is_some_and(|r| r.chars().count() > max_reason)
+        {
+            return Err(Refused::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_body",
+                format!("a reason has at most {max_reason} characters"),
+            ));
+        }
+        let runtime = &self.runtime;
+        let missing = |field: &str| {
+            Refused::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_body",
+                format!("{} needs `{field}` in the body", action.as_str()),
+            )
+        };
+        let decision = match action {
+            Action::Approve => Decision::Approve,
+            Action::Decline => Decision::Decline(body.reason),
+            Action::Respond => Decision::Respond(body.output.ok_or_else(|| missing("output"))?),
+            Action::Resume => Decision::Resume(body.data.ok_or_else(|| missing("data"))?),
+            Action::Edit => {
+                let edit = body.edit.ok_or_else(|| missing("edit"))?;
+                let shown = self.view(&stored, principal).await.input;
+                if let Some(field) = projected_field(&edit, &stored.call.input, shown.as_ref()) {
+                    return Err(Refused::new(
+                        StatusCode::UNPROCESSABLE_ENTITY,
+                        "projected_value",
+                        format!(
+                            "the edit's `{}` is the value as displayed (masked or shortened), not a new value: send only the fields you change, with their new values",
+                            Excerpt::of(field)
+                        ),
+                    ));
+                }
+                Decision::Edit(edit)
+            }
+            Action::Read => unreachable!("read is not a decision"),
+        };
+        let decider = Decider::new(principal.clone(), Digest::new(body.digest));
+        let outcome = match runtime.decide_as(call_id, decision, decider).await {
+            Ok(outcome) => outcome,
+            // Another decision beat this one meanwhile: recorded as refused.
+            Err(RuntimeError::AlreadyDecided { outcome, .. }) => {
+                return Err(self.late(principal, &stored, action, &outcome).await);
+            }
+            Err(error) => return Err(error.into()),
+        };
+        tracing::info!(
+            principal = principal.id(),
+            call_id = %Excerpt::of(call_id),
+            action = action.as_str(),
+            "inbox decision"
+        );
+        still_pending_refusal(runtime, call_id, &outcome).await?;
+        let mut answer = json!({ "callId": call_id, "status": status_of(&outcome) });
+        if matches!(outcome, CallOutcome::ApprovalRequired { .. }) {
+            // An approval counted, and others are needed: who gave theirs.
+            answer["approvals"] = json!(runtime.inbox().approvals(call_id).await.ok());
+        }
+        Ok(answer)
+    }
+
+    /// Hides the item `call_id`, in the version `digest` names, from
+    /// `principal`'s list and stream (a new version shows again): an
+    /// audit note, so it holds on every instance and is on the record.
+    async fn dismiss(
+        &self,
+        principal: &Principal,
+        call_id: &str,
+        digest: String,
+    ) -> Result<Json<Value>, Refused> {
+        let stored = self.item(principal, call_id).await?;
+        if stored.digest().as_str() != digest {
+            return Err(RuntimeError::StaleDigest {
+                call_id: call_id.to_owned(),
+            }
+            .into());
+        }
+        let note = AuditEntry::new(
+            AuditKind::Noted,
+            call_id,
             &stored.call.head.tool_id,
-            action.as_str(),
+            DISMISS,
         )
         .principal(principal.id())
-        .reason("not authorized");
-        shared.runtime.inbox().append_audit(attempt).await?;
-        return Err(Refused::new(
-            StatusCode::FORBIDDEN,
-            "forbidden",
-            format!("{} may not {} this item", principal.id(), action.as_str()),
-        ));
+        .digest(stored.digest());
+        self.runtime.inbox().append_audit(note).await?;
+        Ok(Json(json!({ "callId": call_id, "status": "dismissed" })))
     }
-    let max_reason = shared.options.max_reason_chars;
-    if body
-        .reason
-        .as_ref()
-        .is_some_and(|r| r.chars().count() > max_reason)
-    {
-        return Err(Refused::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "invalid_body",
-            format!("a reason has at most {max_reason} characters"),
-        ));
-    }
-    let runtime = &shared.runtime;
-    let missing = |field: &str| {
-        Refused::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "invalid_body",
-            format!("{} needs `{field}` in the body", action.as_str()),
-        )
-    };
-    let decision = match action {
-        Action::Approve => Decision::Approve,
-        Action::Decline => Decision::Decline(body.reason),
-        Action::Respond => Decision::Respond(body.output.ok_or_else(|| missing("output"))?),
-        Action::Resume => Decision::Resume(body.data.ok_or_else(|| missing("data"))?),
-        Action::Edit => {
-            let edit = body.edit.ok_or_else(|| missing("edit"))?;
-            let shown = shared.view(&stored, &principal).await.input;
-            if let Some(field) = projected_field(&edit, &stored.call.input, shown.as_ref()) {
-                return Err(Refused::new(
-                    StatusCode::UNPROCESSABLE_ENTITY,
-                    "projected_value",
-                    format!(
-                        "the edit's `{}` is the value as displayed (masked or shortened), not a new value: send only the fields you change, with their new values",
-                        Excerpt::of(field)
-                    ),
-                ));
+
+    /// Whether `principal` dismissed `stored` in its current version.
+    pub(crate) async fn dismissed(
+        &self,
+        principal: &Principal,
+        stored: &StoredCall,
+    ) -> Result<bool, RuntimeError> {
+        let digest = stored.digest();
+        let mut query = AuditQuery::all().call(&stored.call.head.call_id);
+        loop {
+            let entries = self.runtime.inbox().audit(query.clone()).await?;
+            let Some(last) = entries.last() else {
+                return Ok(false);
+            };
+            query = query.after(last.seq);
+            let found = entries.iter().any(|entry| {
+                entry.kind == AuditKind::Noted
+                    && entry.action == DISMISS
+                    && entry.principal.as_deref() == Some(principal.id())
+                    && entry.digest.as_deref() == Some(digest.as_str())
+            });
+            if found {
+                return Ok(true);
             }
-            Decision::Edit(edit)
         }
-        Action::Read => unreachable!("read is not a decision"),
-    };
-    let decider = Decider::new(principal.clone(), Digest::new(body.digest));
-    let outcome = match runtime.decide_as(&call_id, decision, decider).await {
-        Ok(outcome) => outcome,
-        // Another decision beat this one meanwhile: recorded as refused.
-        Err(RuntimeError::AlreadyDecided { outcome, .. }) => {
-            return Err(shared.late(&principal, &stored, action, &outcome).await);
-        }
-        Err(error) => return Err(error.into()),
-    };
-    tracing::info!(
-        principal = principal.id(),
-        call_id = %Excerpt::of(&call_id),
-        action = action.as_str(),
-        "inbox decision"
-    );
-    still_pending_refusal(runtime, &call_id, &outcome).await?;
-    let mut answer = json!({ "callId": call_id, "status": status_of(&outcome) });
-    if matches!(outcome, CallOutcome::ApprovalRequired { .. }) {
-        // An approval counted, and others are needed: who gave theirs.
-        answer["approvals"] = json!(runtime.inbox().approvals(&call_id).await.ok());
     }
-    Ok(Json(answer))
+
+    /// Whether `stored` is an item of `principal`'s list: one they may
+    /// read and did not dismiss.
+    pub(crate) async fn listed(
+        &self,
+        principal: &Principal,
+        stored: &StoredCall,
+    ) -> Result<bool, RuntimeError> {
+        Ok(self.visible(principal, &stored.call) && !self.dismissed(principal, stored).await?)
+    }
 }
+
+/// The audit action of a dismissal.
+const DISMISS: &str = "dismiss";
 
 /// A decision the runtime refused before anything changed (resume data or
 /// an output its schema refuses) leaves the call pending with a failed

@@ -60,15 +60,18 @@ impl<A: Authenticate> Follower<A> {
     /// next page, which the list gives (`null`: none).
     async fn queue_first_page(&mut self, current: &Snapshot) {
         let size = self.shared.default_page();
-        let mut visible = current
-            .calls
-            .values()
-            .filter(|stored| self.shared.visible(&self.principal, &stored.call));
-        let page: Vec<&StoredCall> = visible.by_ref().take(size).collect();
-        let next = match (page.last(), visible.next()) {
-            (Some(last), Some(_)) => Some(last.call.head.call_id.clone()),
-            _ => None,
-        };
+        let mut page: Vec<&StoredCall> = Vec::with_capacity(size);
+        let mut next = None;
+        for stored in current.calls.values() {
+            if !self.listed(stored).await {
+                continue;
+            }
+            if page.len() == size {
+                next = page.last().map(|last| last.call.head.call_id.clone());
+                break;
+            }
+            page.push(stored);
+        }
         for stored in page {
             let view = self.shared.view(stored, &self.principal).await;
             self.queue("item", &json!(view));
@@ -107,9 +110,24 @@ impl<A: Authenticate> Follower<A> {
                 }
                 Some(_) => continue,
             };
-            if self.shared.visible(&self.principal, &stored.call) {
+            if self.listed(stored).await {
                 let view = self.shared.view(stored, &self.principal).await;
                 self.queue(event, &json!(view));
+            } else if event == "changed" && self.shared.visible(&self.principal, &stored.call) {
+                // Dismissed (here or on another page of theirs).
+                self.queue("dismissed", &json!({ "callId": call_id }));
+            }
+        }
+    }
+
+    /// Whether `stored` is an item of this principal's list; a store that
+    /// cannot say leaves it out until the next change.
+    async fn listed(&self, stored: &StoredCall) -> bool {
+        match self.shared.listed(&self.principal, stored).await {
+            Ok(listed) => listed,
+            Err(error) => {
+                tracing::warn!(%error, "the inbox could not read an item's dismissals");
+                false
             }
         }
     }
@@ -123,9 +141,10 @@ impl<A: Authenticate> Follower<A> {
 /// `GET /api/events`: the first page of items as `item` events (each as
 /// the list shows it), then `ready` (`{"principal", "next"}`); from then
 /// on `item` for an item that starts to wait, `changed` for one whose
-/// version or approvals changed, and `settled` (`{"callId", "action",
-/// "by", "reason"}`, the decision as far as the audit log says) for one
-/// that no longer waits.
+/// version or approvals changed, `dismissed` (`{"callId"}`) for one the
+/// principal dismissed, and `settled` (`{"callId", "action", "by",
+/// "reason"}`, the decision as far as the audit log says) for one that no
+/// longer waits. Dismissed items are left out.
 pub(crate) async fn events<A: Authenticate>(
     State(shared): State<Arc<Shared<A>>>,
     Extension(principal): Extension<Principal>,

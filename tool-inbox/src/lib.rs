@@ -208,6 +208,7 @@ impl<A: Authenticate> Inbox<A> {
             .route("/api/items/{call_id}/audit", get(api::audit::<A>))
             .route("/api/audit", get(api::export::<A>))
             .route("/api/items/{call_id}/{action}", post(api::decide::<A>))
+            .route("/api/batch", post(api::batch::<A>))
             .route("/api/events", get(events::events::<A>))
             .layer(middleware::from_fn_with_state(
                 Arc::clone(&shared),

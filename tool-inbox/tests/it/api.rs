@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use tool_core::transform::{Target, ToolTransform};
 use tool_core::{RequestContext, Tool, ToolContext, ToolError};
 use tool_inbox::{Authorized, BearerTokens, Inbox, Principal, TrustedHeader};
-use tool_runtime::store::MemoryStore;
+use tool_runtime::store::{AuditKind, AuditQuery, MemoryStore};
 use tool_runtime::{
     CallOutcome, CallState, PendingCall, PendingKind, Runtime, RuntimeBuilder, ToolCall,
 };
@@ -1114,13 +1114,7 @@ async fn refused_requests_before_authentication_store_nothing() {
         .call(ToolCall::new("t1", "transfer", json!({ "amount": 1 })))
         .await;
     let router = inbox(&runtime);
-    let log = || async {
-        runtime
-            .inbox()
-            .audit(tool_runtime::store::AuditQuery::all())
-            .await
-            .unwrap()
-    };
+    let log = || async { runtime.inbox().audit(AuditQuery::all()).await.unwrap() };
     let before = log().await;
     let long_action = format!("/api/items/t1/{}", "a".repeat(60_000));
     for n in 0..200 {
@@ -1208,7 +1202,7 @@ async fn a_late_decision_is_told_what_was_recorded_and_is_logged() {
     assert_eq!(body["error"]["recorded"], "completed");
     let log = runtime
         .inbox()
-        .audit(tool_runtime::store::AuditQuery::all().call("t1"))
+        .audit(AuditQuery::all().call("t1"))
         .await
         .unwrap();
     let refused: Vec<_> = log
@@ -1348,4 +1342,165 @@ async fn an_item_lists_the_decisions_its_reader_may_take() {
     let (status, _, refused) = send(&router, approve).await;
     assert_eq!(status, StatusCode::FORBIDDEN, "{refused}");
     assert_eq!(refused["error"]["code"], "self_approval");
+}
+
+#[tokio::test]
+async fn a_batch_takes_each_decision_on_its_own_digest_and_audits_each() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let runtime = runtime(Arc::clone(&runs));
+    for id in ["b1", "b2", "b3"] {
+        runtime
+            .call(ToolCall::new(id, "transfer", json!({ "amount": 5 })))
+            .await;
+    }
+    let router = inbox(&runtime);
+    let digest = |id: &str| {
+        let router = router.clone();
+        let id = id.to_owned();
+        async move {
+            let (_, _, item) = send(&router, get(&format!("/api/items/{id}"), TOKEN)).await;
+            item["digest"].clone()
+        }
+    };
+    let items = json!([
+        { "callId": "b1", "digest": digest("b1").await },
+        { "callId": "b2", "digest": "sha256:stale" },
+        { "callId": "missing", "digest": "sha256:x" },
+    ]);
+    let (status, _, answer) = send(
+        &router,
+        post(
+            "/api/batch",
+            TOKEN,
+            json!({ "action": "approve", "items": items }),
+        ),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let results = answer["results"].as_array().unwrap();
+    assert_eq!(results[0], json!({ "callId": "b1", "status": "completed" }));
+    assert_eq!(
+        (&results[1]["httpStatus"], &results[1]["error"]["code"]),
+        (&json!(409), &json!("stale_digest")),
+        "one item's refusal leaves the others alone"
+    );
+    assert_eq!(results[2]["error"]["code"], "not_found");
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "only b1 ran");
+
+    // A decline of two, with one reason, each in the audit log.
+    let items = json!([
+        { "callId": "b2", "digest": digest("b2").await },
+        { "callId": "b3", "digest": digest("b3").await },
+    ]);
+    let (_, _, answer) = send(
+        &router,
+        post(
+            "/api/batch",
+            TOKEN,
+            json!({ "action": "decline", "reason": "not today", "items": items }),
+        ),
+    )
+    .await;
+    assert_eq!(
+        answer["results"],
+        json!([
+            { "callId": "b2", "status": "declined" },
+            { "callId": "b3", "status": "declined" },
+        ])
+    );
+    for id in ["b2", "b3"] {
+        let log = runtime
+            .inbox()
+            .audit(AuditQuery::all().call(id))
+            .await
+            .unwrap();
+        let decided = log.iter().find(|e| e.kind == AuditKind::Decided).unwrap();
+        assert_eq!(
+            (decided.principal.as_deref(), decided.reason.as_deref()),
+            (Some("ops"), Some("not today"))
+        );
+    }
+
+    // Only approve and decline; 1 to max_page items.
+    for body in [
+        json!({ "action": "resume", "items": [{ "callId": "b1", "digest": "d" }] }),
+        json!({ "action": "approve", "items": [] }),
+    ] {
+        let (status, _, refused) = send(&router, post("/api/batch", TOKEN, body)).await;
+        assert_eq!(
+            (status, &refused["error"]["code"]),
+            (StatusCode::UNPROCESSABLE_ENTITY, &json!("invalid_body"))
+        );
+    }
+    let many: Vec<Value> = (0..101)
+        .map(|n| json!({ "callId": format!("x{n}"), "digest": "d" }))
+        .collect();
+    let (status, _, _) = send(
+        &router,
+        post(
+            "/api/batch",
+            TOKEN,
+            json!({ "action": "approve", "items": many }),
+        ),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+}
+
+#[tokio::test]
+async fn a_dismissed_item_leaves_only_its_readers_list_and_stays_decidable() {
+    let runtime = runtime(Arc::new(AtomicUsize::new(0)));
+    for id in ["d1", "d2"] {
+        runtime
+            .call(ToolCall::new(id, "transfer", json!({ "amount": 5 })))
+            .await;
+    }
+    let router = tool_inbox::router(
+        runtime.clone(),
+        BearerTokens::new()
+            .token("ann", Principal::new("ann"))
+            .token("ben", Principal::new("ben")),
+    );
+    let ids = |page: Value| -> Vec<String> {
+        page["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["callId"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let dismiss = decision(&router, "/api/items/d1/dismiss", "ann", json!({})).await;
+    let (status, _, answer) = send(&router, dismiss).await;
+    assert_eq!(
+        (status, answer),
+        (
+            StatusCode::OK,
+            json!({ "callId": "d1", "status": "dismissed" })
+        )
+    );
+    let (_, _, ann) = send(&router, get("/api/items", "ann")).await;
+    assert_eq!(ids(ann), ["d2"], "hidden for ann");
+    let (_, _, ben) = send(&router, get("/api/items", "ben")).await;
+    assert_eq!(ids(ben), ["d1", "d2"], "not for ben");
+    // On the record, and still decidable.
+    let log = runtime
+        .inbox()
+        .audit(AuditQuery::all().call("d1"))
+        .await
+        .unwrap();
+    assert!(log.iter().any(|e| e.kind == AuditKind::Noted
+        && e.action == "dismiss"
+        && e.principal.as_deref() == Some("ann")));
+    let stale = post(
+        "/api/items/d2/dismiss",
+        "ann",
+        json!({ "digest": "sha256:old" }),
+    );
+    let (status, _, refused) = send(&router, stale).await;
+    assert_eq!(
+        (status, &refused["error"]["code"]),
+        (StatusCode::CONFLICT, &json!("stale_digest"))
+    );
+    let approve = decision(&router, "/api/items/d1/approve", "ann", json!({})).await;
+    assert_eq!(send(&router, approve).await.0, StatusCode::OK);
 }

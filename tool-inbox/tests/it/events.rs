@@ -304,6 +304,27 @@ async fn a_stream_starts_with_one_page_then_sends_grants_and_who_decided() {
             &json!({ "callId": "c00", "action": "approve", "by": "bob", "reason": null })
         )
     );
+
+    // A dismissal hides the item from every stream of its reader.
+    let digest = runtime
+        .inbox()
+        .stored("c01")
+        .await
+        .unwrap()
+        .unwrap()
+        .digest();
+    let dismiss = Request::post("/api/items/c01/dismiss")
+        .header(header::AUTHORIZATION, "Bearer alice")
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(json!({ "digest": digest.as_str() }).to_string()))
+        .unwrap();
+    let answer = router.clone().oneshot(dismiss).await.unwrap();
+    assert_eq!(answer.status(), StatusCode::OK);
+    let dismissed = alice.next().await;
+    assert_eq!(
+        (dismissed.event.as_str(), &dismissed.data),
+        ("dismissed", &json!({ "callId": "c01" }))
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
