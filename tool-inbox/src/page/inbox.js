@@ -66,10 +66,52 @@ async function api(path, options = {}) {
   return response;
 }
 
+// --- the list's state ---------------------------------------------------------
+
+// The items loaded, by call id, in the list's order (by call id); `next` is
+// where the list goes on (`null`: all loaded).
+const list = { next: null, loading: false, principal: null };
+
+// What the list shows: a search over tool, requester and call id, a kind.
+function filters() {
+  return {
+    q: document.getElementById('q').value.trim(),
+    kind: document.getElementById('kind').value,
+  };
+}
+
+function filtered() {
+  const { q, kind } = filters();
+  return q !== '' || kind !== '';
+}
+
+// Whether `item` belongs in the list as filtered (as the server filters).
+function matches(item) {
+  const { q, kind } = filters();
+  if (kind && item.kind !== kind) return false;
+  if (!q) return true;
+  const text = q.toLowerCase();
+  return [item.tool.id, item.requester, item.callId].some((field) => typeof field === 'string' && field.toLowerCase().includes(text));
+}
+
+// Whether a new item falls among the loaded ones (past `next` the list
+// reaches it when it loads on).
+function withinLoaded(callId) {
+  return list.next === null || callId <= list.next;
+}
+
 // --- the live stream ---------------------------------------------------------
 
 function setStatus(text) {
   document.getElementById('status').textContent = text;
+}
+
+// A notice of what changed without the person's doing (another decided,
+// an item expired or changed); the last few are kept.
+function notify(text) {
+  const notices = document.getElementById('notices');
+  notices.prepend(el('li', { text: `${new Date().toLocaleTimeString()}: ${text}` }));
+  while (notices.children.length > 5) notices.lastElementChild.remove();
 }
 
 // Reads GET api/events with fetch (EventSource cannot send the token).
@@ -80,9 +122,7 @@ async function follow() {
     try {
       const response = await api('api/events', { signal: controller.signal });
       if (!response.ok) throw new Error(`the event stream answered ${response.status}`);
-      items.clear();
-      render();
-      setStatus('Live');
+      const stream = { ready: false, firstPage: [] };
       const reader = response.body.getReader();
       const decoder = new TextDecoder();
       let buffer = '';
@@ -94,7 +134,7 @@ async function follow() {
         while ((end = buffer.indexOf('\n\n')) >= 0) {
           // One event that cannot be read or shown never stops the others.
           try {
-            handleEvent(buffer.slice(0, end));
+            handleEvent(stream, buffer.slice(0, end));
           } catch (error) {
             console.error('an inbox event could not be shown', error);
           }
@@ -109,7 +149,7 @@ async function follow() {
   }
 }
 
-function handleEvent(block) {
+function handleEvent(stream, block) {
   let event = 'message';
   const data = [];
   for (const line of block.split('\n')) {
@@ -118,35 +158,260 @@ function handleEvent(block) {
   }
   if (data.length === 0) return;
   const payload = JSON.parse(data.join('\n'));
+  if (!stream.ready) {
+    // The first page, then `ready`: the list as it is now.
+    if (event === 'item') stream.firstPage.push(payload);
+    if (event === 'ready') {
+      stream.ready = true;
+      list.principal = payload.principal;
+      document.getElementById('who').textContent = `Signed in as ${payload.principal}`;
+      setStatus('Live');
+      if (filtered()) loadPage(true);
+      else showPage(stream.firstPage, payload.next, true);
+    }
+    return;
+  }
   if (event === 'item') {
-    if (!items.has(payload.callId)) {
+    if (!items.has(payload.callId) && matches(payload) && withinLoaded(payload.callId)) {
       items.set(payload.callId, payload);
       render();
     }
+  } else if (event === 'changed') {
+    const before = items.get(payload.callId);
+    if (before) changed(before, payload);
+  } else if (event === 'dismissed') {
+    if (removeItem(payload.callId)) notify(`${payload.callId} is dismissed`);
   } else if (event === 'settled') {
-    if (items.delete(payload.callId)) render();
+    const item = items.get(payload.callId);
+    if (removeItem(payload.callId) && item) notify(settledText(item, payload));
   }
+}
+
+// What became of an item the person did not decide here.
+function settledText(item, settled) {
+  const name = `${item.tool.title || item.tool.id} (${item.callId})`;
+  if (settled.action === 'expire') return `${name} expired`;
+  const how = { approve: 'approved', decline: 'declined', edit: 'approved with an edit', respond: 'answered', resume: 'resumed' }[settled.action];
+  if (how && settled.by) return `${name} was ${how} by ${settled.by}`;
+  return `${name} no longer waits`;
+}
+
+// An item that changed. The same version (an approval counted) updates
+// its counts in place, keeping what the person typed; a new version (its
+// values and digest) replaces the one shown, with a notice.
+function changed(before, after) {
+  items.set(after.callId, after);
+  const row = rowOf(after.callId);
+  if (!row) return;
+  if (before.digest === after.digest) {
+    const count = after.approvals ? approvalsText(after.approvals) : '';
+    for (const node of row.querySelectorAll('.count')) node.textContent = count;
+    return;
+  }
+  const open = row.classList.contains('open');
+  row.replaceWith(rowNode(after, open));
+  notify(`${after.tool.title || after.tool.id} (${after.callId}) changed: review it again`);
+  const fresh = rowOf(after.callId);
+  if (fresh && open) fresh.querySelector('.item-error').textContent = 'This item changed since you opened it: review it again.';
 }
 
 // --- the list ------------------------------------------------------------------
 
+// Replaces (`reset`) or extends the list with `page`.
+function showPage(page, next, reset) {
+  if (reset) {
+    items.clear();
+    selected.clear();
+    document.getElementById('items').replaceChildren();
+  }
+  for (const item of page) items.set(item.callId, item);
+  list.next = next;
+  render();
+  document.getElementById('more').hidden = next === null;
+  if (reset) {
+    // The first screen: the rows are in the document; marked once painted.
+    requestAnimationFrame(() => setTimeout(() => {
+      if (performance.getEntriesByName('inbox:first-screen').length === 0) performance.measure('inbox:first-screen');
+    }, 0));
+  }
+}
+
+// Loads the list's first page (`reset`) or its next one, as filtered.
+async function loadPage(reset) {
+  if (list.loading && !reset) return;
+  list.loading = true;
+  const { q, kind } = filters();
+  const params = new URLSearchParams({ limit: '50' });
+  if (q) params.set('q', q);
+  if (kind) params.set('kind', kind);
+  if (!reset && list.next !== null) params.set('after', list.next);
+  const asked = params.toString();
+  list.asked = asked;
+  try {
+    const response = await api(`api/items?${asked}`);
+    const answer = await response.json();
+    if (list.asked !== asked) return;
+    if (!response.ok) {
+      setStatus((answer.error && answer.error.message) || `The list answered ${response.status}`);
+      return;
+    }
+    showPage(answer.items || [], answer.next === undefined ? null : answer.next, reset);
+  } catch (error) {
+    if (error.message !== 'unauthenticated') setStatus(`Could not load the list: ${error.message}`);
+  } finally {
+    if (list.asked === asked) list.loading = false;
+  }
+}
+
+function rowOf(callId) {
+  return Array.from(document.getElementById('items').children).find((n) => n.dataset.callId === callId);
+}
+
+function removeItem(callId) {
+  selected.delete(callId);
+  if (!items.delete(callId)) return false;
+  render();
+  return true;
+}
+
 function render() {
-  const list = document.getElementById('items');
+  const listNode = document.getElementById('items');
   const shown = new Set();
-  for (const node of Array.from(list.children)) {
+  for (const node of Array.from(listNode.children)) {
     const callId = node.dataset.callId;
     if (items.has(callId)) shown.add(callId);
     else node.remove();
   }
-  const ids = Array.from(items.keys()).sort();
-  for (const callId of ids) {
-    if (!shown.has(callId)) {
-      const node = safeItemNode(items.get(callId));
-      const after = Array.from(list.children).find((n) => n.dataset.callId > callId);
-      list.insertBefore(node, after || null);
+  const missing = Array.from(items.keys()).filter((callId) => !shown.has(callId)).sort();
+  if (missing.length > 0) {
+    // Inserted in order, walking the rows once.
+    let cursor = listNode.firstElementChild;
+    for (const callId of missing) {
+      while (cursor && cursor.dataset.callId < callId) cursor = cursor.nextElementSibling;
+      listNode.insertBefore(rowNode(items.get(callId), false), cursor);
     }
   }
-  document.getElementById('empty').hidden = items.size > 0;
+  const empty = document.getElementById('empty');
+  empty.hidden = items.size > 0;
+  empty.textContent = filtered() ? 'No waiting item matches.' : 'Nothing waits for a decision.';
+  renderBatch();
+}
+
+// --- rows, opened one at a time ----------------------------------------------
+
+const selected = new Set();
+
+// How long until `ms`, as a countdown.
+function countdown(ms) {
+  const left = Math.round((ms - Date.now()) / 1000);
+  if (left <= 0) return 'expired';
+  const h = Math.floor(left / 3600);
+  const m = Math.floor((left % 3600) / 60);
+  const sec = left % 60;
+  const pad = (n) => String(n).padStart(2, '0');
+  return h > 0 ? `expires in ${h}h ${pad(m)}m` : `expires in ${m}m ${pad(sec)}s`;
+}
+
+function tick() {
+  for (const node of document.querySelectorAll('[data-expires-at]')) {
+    const text = countdown(Number(node.dataset.expiresAt));
+    if (node.textContent !== text) node.textContent = text;
+    if (text === 'expired') node.closest('.item')?.classList.add('expired');
+  }
+}
+
+// A row: a checkbox for a batch (where the person may approve or
+// decline), and a summary that opens the item's details, built then.
+function rowNode(item, open) {
+  const detailId = uniqueId('detail');
+  const node = el('li', { class: 'item', 'data-call-id': item.callId });
+  const row = el('div', { class: 'row' });
+  const may = new Set(item.actions || []);
+  if (may.has('approve') || may.has('decline')) {
+    const box = el('input', { type: 'checkbox', class: 'select', 'aria-label': `Select ${item.tool.title || item.tool.id} ${item.callId}` });
+    box.checked = selected.has(item.callId);
+    box.addEventListener('change', () => {
+      if (box.checked) selected.add(item.callId);
+      else selected.delete(item.callId);
+      renderBatch();
+    });
+    row.append(box);
+  }
+  const summary = el('button', { type: 'button', class: 'summary', 'aria-expanded': 'false', 'aria-controls': detailId });
+  summary.append(
+    el('span', { class: 'kind', text: KIND_LABELS[item.kind] || item.kind }),
+    el('span', { class: 'title', text: item.tool.title || item.tool.id }),
+    el('span', { class: 'call', text: item.callId }),
+  );
+  if (item.requester) summary.append(el('span', { class: 'who', text: `by ${item.requester}` }));
+  if (item.approvals) summary.append(el('span', { class: 'count', text: approvalsText(item.approvals) }));
+  if (item.expiresAtMs) summary.append(el('span', { class: 'expires', 'data-expires-at': item.expiresAtMs, text: countdown(item.expiresAtMs) }));
+  row.append(summary);
+  const detail = el('div', { class: 'detail', id: detailId, hidden: true });
+  node.append(row, detail);
+  const toggle = () => {
+    const opening = detail.hidden;
+    if (opening && detail.childElementCount === 0) {
+      performance.mark('inbox:open-start');
+      detail.append(safeItemNode(items.get(item.callId) || item));
+      // Measured once the details are painted.
+      requestAnimationFrame(() => setTimeout(() => performance.measure('inbox:open', 'inbox:open-start'), 0));
+    }
+    detail.hidden = !opening;
+    node.classList.toggle('open', opening);
+    summary.setAttribute('aria-expanded', String(opening));
+  };
+  summary.addEventListener('click', toggle);
+  if (open) toggle();
+  return node;
+}
+
+// --- batches ---------------------------------------------------------------------
+
+function renderBatch() {
+  const bar = document.getElementById('batch');
+  bar.hidden = selected.size === 0;
+  document.getElementById('batch-count').textContent = `${selected.size} selected`;
+}
+
+// One decision on every selected item, each on its own digest; what the
+// server refused stays, with why.
+async function decideBatch(action) {
+  const chosen = Array.from(selected).map((callId) => items.get(callId)).filter(Boolean);
+  if (chosen.length === 0) return;
+  const body = { action, items: chosen.map((item) => ({ callId: item.callId, digest: item.digest })) };
+  const reason = document.getElementById('batch-reason').value.trim();
+  if (action === 'decline' && reason) body.reason = reason;
+  let answer;
+  try {
+    const response = await api('api/batch', { method: 'POST', body });
+    answer = await response.json();
+    if (!response.ok) {
+      setStatus((answer.error && answer.error.message) || `The batch was refused (${response.status})`);
+      return;
+    }
+  } catch (error) {
+    if (error.message !== 'unauthenticated') setStatus(`Could not reach the inbox: ${error.message}`);
+    return;
+  }
+  const refused = [];
+  let done = 0;
+  for (const result of answer.results || []) {
+    if (result.error) {
+      refused.push(`${result.callId} (${result.error.message})`);
+    } else if (result.status === 'approval_required' && result.approvals) {
+      const item = items.get(result.callId);
+      if (item) changed(item, { ...item, approvals: result.approvals });
+      selected.delete(result.callId);
+      done += 1;
+    } else {
+      removeItem(result.callId);
+      done += 1;
+    }
+  }
+  document.getElementById('batch-reason').value = '';
+  render();
+  setStatus(`${action === 'approve' ? 'Approved' : 'Declined'} ${done} of ${chosen.length}${refused.length ? `; refused: ${refused.join('; ')}` : ''}`);
 }
 
 const KIND_LABELS = {
@@ -177,22 +442,22 @@ function safeItemNode(item) {
 
 function itemNode(item) {
   const headingId = uniqueId('item');
-  const node = el('li', { class: 'item', 'data-call-id': item.callId, 'aria-labelledby': headingId });
+  const node = el('section', { class: 'item-detail', 'aria-labelledby': headingId });
   node.append(
     el('p', { class: 'kind', text: KIND_LABELS[item.kind] || item.kind }),
     el('h2', { id: headingId, text: item.tool.title || item.tool.id }),
   );
   if (item.tool.description) node.append(el('p', { class: 'description', text: item.tool.description }));
   const facts = el('dl');
-  const fact = (name, value) => {
-    if (value !== undefined && value !== null) facts.append(el('dt', { text: name }), el('dd', { text: String(value) }));
+  const fact = (name, value, className) => {
+    if (value !== undefined && value !== null) facts.append(el('dt', { text: name }), el('dd', { class: className, text: String(value) }));
   };
   fact('Tool', item.tool.id);
   fact('Call', item.callId);
   fact('Asked by', item.requester);
-  if (item.askedAtMs) fact('Asked at', new Date(item.askedAtMs).toISOString());
-  if (item.expiresAtMs) fact('Expires', new Date(item.expiresAtMs).toISOString());
-  if (item.approvals) fact('Approvals', approvalsText(item.approvals));
+  if (item.askedAtMs) fact('Asked at', new Date(item.askedAtMs).toLocaleString());
+  if (item.expiresAtMs) fact('Expires', new Date(item.expiresAtMs).toLocaleString());
+  if (item.approvals) fact('Approvals', approvalsText(item.approvals), 'count');
   node.append(facts);
   node.append(el('h3', { text: 'Arguments' }));
   node.append(shownValue('input', item.input === null ? '(hidden)' : json(item.input)));
@@ -298,14 +563,13 @@ async function decide(item, action, body, alert, form) {
     const answer = await response.json().catch(() => ({}));
     if (answer.status === 'approval_required' && answer.approvals) {
       // Counted; others must approve too: the item stays, with who did.
-      item.approvals = answer.approvals;
-      render();
+      const shown = items.get(item.callId);
+      if (shown) changed(shown, { ...shown, approvals: answer.approvals });
       setStatus(`${item.tool.id} (${item.callId}): your approval is recorded, ${approvalsText(answer.approvals)}`);
       return;
     }
-    items.delete(item.callId);
-    render();
-    setStatus(`${item.tool.id} (${item.callId}): ${action} done`);
+    removeItem(item.callId);
+    setStatus(`${item.tool.id} (${item.callId}): ${action === 'dismiss' ? 'dismissed' : `${action} done`}`);
     return;
   }
   const answer = await response.json().catch(() => ({}));
@@ -354,6 +618,10 @@ function actionsFor(item, alert) {
   if (may.size === 0) {
     actions.append(el('p', { class: 'no-actions', text: 'You may read this item; you may not decide it.' }));
   }
+  actions.append(el('button', {
+    type: 'button', class: 'dismiss', text: 'Dismiss (hide for me)',
+    onclick: () => decide(item, 'dismiss', {}, alert),
+  }));
   return actions;
 }
 
@@ -691,6 +959,31 @@ function open() {
   setStatus('Connecting…');
   follow();
 }
+
+// A search waits for the typing to pause.
+let searching = null;
+document.getElementById('search').addEventListener('input', () => {
+  clearTimeout(searching);
+  searching = setTimeout(() => loadPage(true), 250);
+});
+document.getElementById('search').addEventListener('submit', (event) => {
+  event.preventDefault();
+  clearTimeout(searching);
+  loadPage(true);
+});
+document.getElementById('more').addEventListener('click', () => loadPage(false));
+// The list loads on as its end scrolls into view.
+new IntersectionObserver((entries) => {
+  if (entries.some((entry) => entry.isIntersecting) && list.next !== null && !document.getElementById('inbox').hidden) loadPage(false);
+}).observe(document.getElementById('more'));
+document.getElementById('batch-approve').addEventListener('click', () => decideBatch('approve'));
+document.getElementById('batch-decline').addEventListener('click', () => decideBatch('decline'));
+document.getElementById('batch-clear').addEventListener('click', () => {
+  selected.clear();
+  for (const box of document.querySelectorAll('#items input.select')) box.checked = false;
+  renderBatch();
+});
+setInterval(tick, 1000);
 
 document.getElementById('login').addEventListener('submit', (event) => {
   event.preventDefault();

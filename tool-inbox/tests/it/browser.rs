@@ -6,20 +6,21 @@
 //! `REQUIRE_BROWSER=1` (CI) it fails instead. With `INBOX_SCREENSHOTS=dir`
 //! it writes the README's screenshots there.
 
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::net::SocketAddr;
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use fantoccini::key::Key;
-use fantoccini::{Client, ClientBuilder, Locator};
+use fantoccini::{Client, Locator};
 use serde_json::{Value, json};
 use tool_core::transform::{Phase, Target, ToolTransform};
 use tool_core::{Tool, ToolContext, ToolError};
 use tool_inbox::{BearerTokens, Principal};
-use tool_runtime::{CallOutcome, CallState, Runtime, ToolCall};
+use tool_runtime::{CallOutcome, CallState, Runtime, RuntimeBuilder, ToolCall};
+
+use crate::chromium::Browser;
 
 const TOKEN: &str = "browser-test-token";
 const HOSTILE_MEMO: &str = "<img src=x onerror=\"window.__xss=1\">";
@@ -30,81 +31,18 @@ const HOSTILE_TITLE: &str = "</script><script>window.__xss=2</script>";
 /// approval that expires in 4 s).
 static ONE_BROWSER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-/// Chromium and chromedriver, when both are installed.
-fn browser() -> Option<(PathBuf, PathBuf)> {
-    let find = |names: &[&str]| {
-        let path = std::env::var_os("PATH")?;
-        std::env::split_paths(&path)
-            .flat_map(|dir| names.iter().map(move |name| dir.join(name)))
-            .find(|candidate| candidate.is_file())
-    };
-    let chromium = find(&["chromium", "chromium-browser", "google-chrome"])?;
-    let driver = find(&["chromedriver"])?;
-    Some((chromium, driver))
-}
-
-/// chromedriver, killed when dropped.
-struct Driver {
-    child: Child,
-    port: u16,
-}
-
-impl Driver {
-    fn start(path: &Path) -> Driver {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let child = Command::new(path)
-            .arg(format!("--port={port}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("chromedriver starts");
-        let started = Instant::now();
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                started.elapsed() < Duration::from_secs(30),
-                "chromedriver did not listen within 30 s"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        Driver { child, port }
-    }
-}
-
-impl Drop for Driver {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-async fn session(driver: &Driver, chromium: &Path, profile: &Path) -> Client {
-    let mut capabilities = serde_json::Map::new();
-    capabilities.insert(
-        "goog:chromeOptions".into(),
-        json!({
-            "binary": chromium,
-            "args": [
-                "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                "--disable-component-update", "--disable-sync", "--no-first-run",
-                format!("--user-data-dir={}", profile.display()), "--window-size=1100,1400",
-            ],
-        }),
-    );
-    ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
-        .capabilities(capabilities)
-        .connect(&format!("http://127.0.0.1:{}", driver.port))
-        .await
-        .expect("a WebDriver session")
-}
-
 /// The tools: `transfer` needs approval and hides its `apiKey`; `note`
 /// carries hostile text; `confirm` suspends for a form; `lookup` is
 /// declaration-only. `runs` counts transfers.
 fn runtime(store: &Path, runs: Arc<AtomicUsize>) -> Runtime {
+    with_tools(Runtime::builder(), runs)
+        .sqlite_store(store)
+        .build()
+        .unwrap()
+}
+
+/// [`runtime`]'s tools on `builder`.
+fn with_tools(builder: RuntimeBuilder, runs: Arc<AtomicUsize>) -> RuntimeBuilder {
     let transfer = Tool::builder("transfer")
         .description("Moves money between accounts")
         .input_schema(json!({
@@ -180,12 +118,9 @@ fn runtime(store: &Path, runs: Arc<AtomicUsize>) -> Runtime {
         .execute(|_input: Value, _ctx| async move { Ok::<_, ToolError>(json!("wired")) })
         .build()
         .unwrap();
-    Runtime::builder()
+    builder
         .tools([transfer, note, confirm, lookup, wire])
         .tool_approval_ttl("wire", Duration::from_secs(4))
-        .sqlite_store(store)
-        .build()
-        .unwrap()
 }
 
 async fn serve(runtime: &Runtime) -> SocketAddr {
@@ -227,6 +162,24 @@ async fn sign_in(client: &Client, address: SocketAddr) {
 /// The CSS selector of `rest` inside the item of `call_id`.
 fn item(call_id: &str, rest: &str) -> String {
     format!("li[data-call-id=\"{call_id}\"] {rest}")
+}
+
+/// Opens the item `call_id` (its row's summary, once it is listed) unless
+/// it is open, and waits for its details.
+async fn open(client: &Client, call_id: &str) {
+    let summary = client
+        .wait()
+        .for_element(Locator::Css(&item(call_id, "button.summary")))
+        .await
+        .unwrap();
+    if summary.attr("aria-expanded").await.unwrap().as_deref() != Some("true") {
+        summary.click().await.unwrap();
+    }
+    client
+        .wait()
+        .for_element(Locator::Css(&item(call_id, ".detail .item-detail")))
+        .await
+        .unwrap();
 }
 
 /// Waits until `css` matches nothing (an item decided goes from the list).
@@ -283,23 +236,10 @@ fn settled(stored: Option<tool_runtime::StoredCall>) -> CallOutcome {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_person_decides_every_kind_of_item_in_the_page() {
     let _one = ONE_BROWSER.lock().await;
-    let Some((chromium, chromedriver)) = browser() else {
-        assert!(
-            std::env::var_os("REQUIRE_BROWSER").is_none_or(|v| v != "1"),
-            "REQUIRE_BROWSER=1 but chromium or chromedriver is not on PATH"
-        );
-        eprintln!(
-            "skipped: chromium and chromedriver are not installed (apt-get install chromium chromium-driver)"
-        );
+    let Some(browser) = Browser::start("tool-inbox-browser-").await else {
         return;
     };
-    // Removed when `tmp` drops, also when the test fails.
-    let tmp = tempfile::Builder::new()
-        .prefix("tool-inbox-browser-")
-        .tempdir()
-        .unwrap();
-    let dir = tmp.path().to_path_buf();
-    std::fs::create_dir_all(dir.join("profile")).unwrap();
+    let (client, dir) = (&browser.client, browser.path().to_path_buf());
     let runs = Arc::new(AtomicUsize::new(0));
     let runtime = runtime(&dir.join("calls.sqlite"), Arc::clone(&runs));
     for (id, amount) in [("t1", 120), ("t2", 9000), ("t4", 300)] {
@@ -332,29 +272,19 @@ async fn a_person_decides_every_kind_of_item_in_the_page() {
         .call(ToolCall::new("e1", "wire", json!({ "amount": 10 })))
         .await;
     let address = serve(&runtime).await;
-    let driver = Driver::start(&chromedriver);
-    let client = session(&driver, &chromium, &dir.join("profile")).await;
 
     // The page asks for the token once, and keeps it for the tab only.
-    sign_in(&client, address).await;
-    client
-        .wait()
-        .for_element(Locator::Css(&item("t1", "button.approve")))
-        .await
-        .unwrap();
+    sign_in(client, address).await;
+    for id in ["t1", "t2", "t4", "x1", "s1", "l1", "e1"] {
+        open(client, id).await;
+    }
     // Who asked, and the item that expires, are shown.
-    let facts = text(&client, &item("t1", "dl")).await;
+    let facts = text(client, &item("t1", "dl")).await;
     assert!(
         facts.contains("Asked by") && facts.contains("alice"),
         "{facts}"
     );
-    // Items arrive one event at a time: wait for this one too.
-    client
-        .wait()
-        .for_element(Locator::Css(&item("e1", "dl")))
-        .await
-        .unwrap();
-    let facts = text(&client, &item("e1", "dl")).await;
+    let facts = text(client, &item("e1", "dl")).await;
     assert!(facts.contains("Expires"), "{facts}");
     let storage = client
         .execute("return [sessionStorage.getItem('tool-inbox-token'), localStorage.length, location.href];", vec![])
@@ -368,12 +298,12 @@ async fn a_person_decides_every_kind_of_item_in_the_page() {
     );
 
     // Arguments as the display transform shows them; hostile text as text.
-    let shown = text(&client, &item("t1", "pre.input")).await;
+    let shown = text(client, &item("t1", "pre.input")).await;
     assert!(
         shown.contains("120") && !shown.contains("sk-live-secret"),
         "{shown}"
     );
-    let hostile = text(&client, &item("x1", "pre.input")).await;
+    let hostile = text(client, &item("x1", "pre.input")).await;
     // As JSON shows it: the memo's quotes escaped.
     assert!(
         hostile.contains(r#"<img src=x onerror=\"window.__xss=1\">"#)
@@ -391,39 +321,35 @@ async fn a_person_decides_every_kind_of_item_in_the_page() {
     runtime
         .call(ToolCall::new("t3", "transfer", json!({ "amount": 5 })))
         .await;
-    client
-        .wait()
-        .for_element(Locator::Css(&item("t3", "button.approve")))
-        .await
-        .unwrap();
-    screenshot(&client, "inbox-list.png").await;
+    open(client, "t3").await;
+    screenshot(client, "inbox-list.png").await;
 
     // Approve t1 with the mouse, x1 with the keyboard only.
-    click(&client, &item("t1", "button.approve")).await;
-    gone(&client, &item("t1", "")).await;
+    click(client, &item("t1", "button.approve")).await;
+    gone(client, &item("t1", "")).await;
     type_into(
-        &client,
+        client,
         &item("x1", "button.approve"),
         &Key::Enter.to_string(),
     )
     .await;
-    gone(&client, &item("x1", "")).await;
+    gone(client, &item("x1", "")).await;
 
     // Decline t2 with a reason.
     type_into(
-        &client,
+        client,
         &item("t2", ".decline-form input"),
         "over the limit",
     )
     .await;
-    click(&client, &item("t2", "button.decline")).await;
-    gone(&client, &item("t2", "")).await;
+    click(client, &item("t2", "button.decline")).await;
+    gone(client, &item("t2", "")).await;
 
     // Resume s1 through its generated form: refused values are shown next
     // to their fields; valid ones resume it.
-    type_into(&client, &item("s1", "input[name=note]"), "ok").await;
-    type_into(&client, &item("s1", "input[name=count]"), "9").await;
-    click(&client, &item("s1", "button.resume")).await;
+    type_into(client, &item("s1", "input[name=note]"), "ok").await;
+    type_into(client, &item("s1", "input[name=count]"), "9").await;
+    click(client, &item("s1", "button.resume")).await;
     let started = Instant::now();
     let errors = loop {
         let errors = client
@@ -447,7 +373,7 @@ async fn a_person_decides_every_kind_of_item_in_the_page() {
         errors.contains('3') && errors.contains('5'),
         "the note's and the count's rules: {errors}"
     );
-    screenshot(&client, "inbox-form-error.png").await;
+    screenshot(client, "inbox-form-error.png").await;
     assert!(
         runtime
             .inbox()
@@ -470,14 +396,14 @@ async fn a_person_decides_every_kind_of_item_in_the_page() {
         .unwrap();
     count.clear().await.unwrap();
     count.send_keys("3").await.unwrap();
-    click(&client, &item("s1", "input[name=confirm]")).await;
+    click(client, &item("s1", "input[name=confirm]")).await;
     click(
-        &client,
+        client,
         &item("s1", "select[name=carrier] option:nth-child(2)"),
     )
     .await;
-    click(&client, &item("s1", "button.resume")).await;
-    gone(&client, &item("s1", "")).await;
+    click(client, &item("s1", "button.resume")).await;
+    gone(client, &item("s1", "")).await;
 
     // The form offers only the editable fields; a request from the page
     // that edits another (as a tampered client would send) is refused and
@@ -532,17 +458,17 @@ async fn a_person_decides_every_kind_of_item_in_the_page() {
     );
     amount.clear().await.unwrap();
     amount.send_keys("250").await.unwrap();
-    click(&client, &item("t4", "button.edit")).await;
+    click(client, &item("t4", "button.edit")).await;
     assert_eq!(
-        text(&client, &item("t4", ".edit-review th[scope=row]")).await,
+        text(client, &item("t4", ".edit-review th[scope=row]")).await,
         "amount"
     );
     assert_eq!(
-        text(&client, &item("t4", ".edit-review td.before")).await,
+        text(client, &item("t4", ".edit-review td.before")).await,
         "300"
     );
     assert_eq!(
-        text(&client, &item("t4", ".edit-review td.after")).await,
+        text(client, &item("t4", ".edit-review td.after")).await,
         "250"
     );
     assert_eq!(
@@ -554,30 +480,30 @@ async fn a_person_decides_every_kind_of_item_in_the_page() {
         1,
         "only the field the person changed"
     );
-    screenshot(&client, "inbox-edit.png").await;
-    click(&client, &item("t4", "button.edit")).await;
-    gone(&client, &item("t4", "")).await;
+    screenshot(client, "inbox-edit.png").await;
+    click(client, &item("t4", "button.edit")).await;
+    gone(client, &item("t4", "")).await;
 
     // Respond to the declaration-only call.
     type_into(
-        &client,
+        client,
         &item("l1", ".respond-form input[name=answer]"),
         "north",
     )
     .await;
-    click(&client, &item("l1", "button.respond")).await;
-    gone(&client, &item("l1", "")).await;
+    click(client, &item("l1", "button.respond")).await;
+    gone(client, &item("l1", "")).await;
     // The audit trail of the item still waiting.
-    click(&client, &item("t3", ".history summary")).await;
+    click(client, &item("t3", ".history summary")).await;
     client
         .wait()
         .for_element(Locator::Css(&item("t3", ".audit li.audit-requested")))
         .await
         .unwrap();
-    screenshot(&client, "inbox-audit.png").await;
+    screenshot(client, "inbox-audit.png").await;
     // The wire's approval expired meanwhile: it went from the page.
-    gone(&client, &item("e1", "")).await;
-    client.close().await.unwrap();
+    gone(client, &item("e1", "")).await;
+    client.clone().close().await.unwrap();
 
     // The store has each decision; each tool ran as decided.
     assert_eq!(
@@ -642,7 +568,6 @@ async fn a_person_decides_every_kind_of_item_in_the_page() {
             .state
             .is_pending()
     );
-    drop(driver);
 }
 
 /// The resume schemas of the schema test: what schemars emits for typed
@@ -713,20 +638,10 @@ fn schema_gallery() -> Vec<(&'static str, Value)> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_schema_renders_and_no_item_breaks_the_page() {
     let _one = ONE_BROWSER.lock().await;
-    let Some((chromium, chromedriver)) = browser() else {
-        assert!(
-            std::env::var_os("REQUIRE_BROWSER").is_none_or(|v| v != "1"),
-            "REQUIRE_BROWSER=1 but chromium or chromedriver is not on PATH"
-        );
-        eprintln!("skipped: chromium and chromedriver are not installed");
+    let Some(browser) = Browser::start("tool-inbox-schemas-").await else {
         return;
     };
-    let tmp = tempfile::Builder::new()
-        .prefix("tool-inbox-schemas-")
-        .tempdir()
-        .unwrap();
-    let dir = tmp.path().to_path_buf();
-    std::fs::create_dir_all(dir.join("profile")).unwrap();
+    let (client, dir) = (&browser.client, browser.path().to_path_buf());
     let tools: Vec<Tool> = schema_gallery()
         .into_iter()
         .map(|(name, schema)| {
@@ -782,23 +697,21 @@ async fn every_schema_renders_and_no_item_breaks_the_page() {
         );
     }
     let address = serve(&runtime).await;
-    let driver = Driver::start(&chromedriver);
-    let client = session(&driver, &chromium, &dir.join("profile")).await;
-    sign_in(&client, address).await;
+    sign_in(client, address).await;
+    // Every item opens with its form: none breaks the page.
     for (name, _) in schema_gallery() {
+        let call_id = format!("s-{name}");
+        open(client, &call_id).await;
         client
-            .wait()
-            .for_element(Locator::Css(&item(
-                &format!("s-{name}"),
-                ".resume-form button.resume",
-            )))
+            .find(Locator::Css(&item(&call_id, ".resume-form button.resume")))
             .await
             .unwrap();
     }
     // The requester's own call: a decline, no approve.
+    open(client, "own").await;
+    open(client, "tricky").await;
     client
-        .wait()
-        .for_element(Locator::Css(&item("own", "button.decline")))
+        .find(Locator::Css(&item("own", "button.decline")))
         .await
         .unwrap();
     for absent in ["button.approve", ".edit-form", ".respond-form"] {
@@ -822,20 +735,20 @@ async fn every_schema_renders_and_no_item_breaks_the_page() {
     }
     shown.sort();
     assert_eq!(shown, ["⟦U+200B⟧", "⟦U+202E⟧"]);
-    let warning = text(&client, &item("tricky", ".warning")).await;
+    let warning = text(client, &item("tricky", ".warning")).await;
     assert!(
         warning.contains("hidden characters") && warning.contains("Cyrillic"),
         "{warning}"
     );
     // Something typed stays: nothing reconnects and redraws the list.
     type_into(
-        &client,
+        client,
         &item("s-any", ".resume-form textarea"),
         "{\"kept\": true}",
     )
     .await;
     tokio::time::sleep(Duration::from_secs(3)).await;
-    assert_eq!(text(&client, "#status").await, "Live");
+    assert_eq!(text(client, "#status").await, "Live");
     let kept = client
         .find(Locator::Css(&item("s-any", ".resume-form textarea")))
         .await
@@ -859,13 +772,185 @@ async fn every_schema_renders_and_no_item_breaks_the_page() {
     }
     assert_eq!(labels, ["post", "courier"]);
     click(
-        &client,
+        client,
         &item("s-typed", "select[name=carrier] option:nth-child(2)"),
     )
     .await;
-    click(&client, &item("s-typed", "button.resume")).await;
-    gone(&client, &item("s-typed", "")).await;
-    client.close().await.unwrap();
+    click(client, &item("s-typed", "button.resume")).await;
+    gone(client, &item("s-typed", "")).await;
+    client.clone().close().await.unwrap();
     let output = settled(runtime.inbox().stored("s-typed").await.unwrap());
     assert_eq!(output.output().unwrap()["carrier"], "courier", "{output:?}");
+}
+
+/// How many rows the list shows.
+async fn rows(client: &Client) -> usize {
+    client
+        .find_all(Locator::Css("#items > li"))
+        .await
+        .unwrap()
+        .len()
+}
+
+/// Waits until the list shows `count` rows.
+async fn rows_become(client: &Client, count: usize) {
+    let started = Instant::now();
+    loop {
+        let shown = rows(client).await;
+        if shown == count {
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{shown} rows, not {count}, after 10 s"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Waits until `css` shows `expected` (some of it).
+async fn shows(client: &Client, css: &str, expected: &str) {
+    let started = Instant::now();
+    loop {
+        let shown = match client.find(Locator::Css(css)).await {
+            Ok(found) => found.text().await.unwrap_or_default(),
+            Err(_) => String::new(),
+        };
+        if shown.contains(expected) {
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{css} shows {shown:?}, not {expected:?}, after 10 s"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A decision by another approver, in code (as their own page would take it).
+async fn decided_elsewhere(runtime: &Runtime, call_id: &str, decision: tool_runtime::Decision) {
+    let stored = runtime.inbox().stored(call_id).await.unwrap().unwrap();
+    let decider = tool_runtime::Decider::new(Principal::new("bob"), stored.digest());
+    runtime.decide_as(call_id, decision, decider).await.unwrap();
+}
+
+/// The list as an approver with many items lives in it: paged (a page,
+/// then more), searched on the server, following what others decide (a
+/// notice, a count of approvals), with batches and dismissals.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_list_pages_searches_follows_others_and_decides_in_batches() {
+    let _one = ONE_BROWSER.lock().await;
+    let Some(browser) = Browser::start("tool-inbox-list-").await else {
+        return;
+    };
+    let client = &browser.client;
+    let runs = Arc::new(AtomicUsize::new(0));
+    // Notes need two approvers, within the hour.
+    let runtime = with_tools(
+        Runtime::builder()
+            .tool_approvals_required("note", 2)
+            .tool_approval_ttl("note", Duration::from_secs(3600)),
+        Arc::clone(&runs),
+    )
+    .sqlite_store(browser.path().join("calls.sqlite"))
+    .build()
+    .unwrap();
+    for n in 0..120 {
+        let call = ToolCall::new(format!("c{n:03}"), "transfer", json!({ "amount": n + 1 }))
+            .with_requester(if n % 2 == 0 { "alice" } else { "bob" });
+        runtime.call(call).await;
+    }
+    // The last in the list's order: loaded with the third page.
+    runtime
+        .call(ToolCall::new("n1", "note", json!({ "memo": "two of us" })))
+        .await;
+    let address = serve(&runtime).await;
+    sign_in(client, address).await;
+    shows(client, "#who", "Signed in as ops").await;
+    rows_become(client, 50).await;
+    // "Load more" by hand, then by scrolling to the list's end.
+    click(client, "#more").await;
+    let started = Instant::now();
+    while rows(client).await < 100 {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "no second page"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    client
+        .execute("window.scrollTo(0, document.body.scrollHeight);", vec![])
+        .await
+        .unwrap();
+    rows_become(client, 121).await;
+    assert!(
+        !client
+            .find(Locator::Css("#more"))
+            .await
+            .unwrap()
+            .is_displayed()
+            .await
+            .unwrap(),
+        "all loaded"
+    );
+    // The note's approval counts down; another's approval counts.
+    let left = text(client, &item("n1", ".expires")).await;
+    assert!(left.starts_with("expires in 59m"), "a countdown: {left}");
+    assert_eq!(text(client, &item("n1", ".count")).await, "0 of 2");
+    decided_elsewhere(&runtime, "n1", tool_runtime::Decision::Approve).await;
+    shows(client, &item("n1", ".count"), "1 of 2 (bob)").await;
+
+    // Another approver declines c001: it goes, with a notice saying who.
+    decided_elsewhere(&runtime, "c001", tool_runtime::Decision::Decline(None)).await;
+    gone(client, &item("c001", "")).await;
+    shows(client, "#notices", "c001) was declined by bob").await;
+
+    // The server searches: ten of the 120 hold "c11".
+    type_into(client, "#q", "c11").await;
+    rows_become(client, 10).await;
+    let first = client
+        .find(Locator::Css("#items > li"))
+        .await
+        .unwrap()
+        .attr("data-call-id")
+        .await
+        .unwrap();
+    assert_eq!(first.as_deref(), Some("c110"));
+    screenshot(client, "inbox-search.png").await;
+    client
+        .find(Locator::Css("#q"))
+        .await
+        .unwrap()
+        .clear()
+        .await
+        .unwrap();
+    type_into(client, "#q", &Key::Enter.to_string()).await;
+    rows_become(client, 50).await;
+
+    // A batch: c002 and c003 selected, approved, each on its own digest.
+    click(client, &item("c002", "input.select")).await;
+    click(client, &item("c003", "input.select")).await;
+    shows(client, "#batch-count", "2 selected").await;
+    screenshot(client, "inbox-batch.png").await;
+    click(client, "#batch-approve").await;
+    gone(client, &item("c002", "")).await;
+    gone(client, &item("c003", "")).await;
+    shows(client, "#status", "Approved 2 of 2").await;
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+
+    // Dismissed: gone from this list, still waiting for others.
+    open(client, "c004").await;
+    click(client, &item("c004", "button.dismiss")).await;
+    gone(client, &item("c004", "")).await;
+    assert!(
+        runtime
+            .inbox()
+            .stored("c004")
+            .await
+            .unwrap()
+            .unwrap()
+            .state
+            .is_pending()
+    );
+    client.clone().close().await.unwrap();
 }

@@ -6,4 +6,5 @@
 
 mod api;
 mod browser;
+mod chromium;
 mod events;
