@@ -20,7 +20,7 @@ use tool_core::{Tool, ToolContext, ToolError};
 use tool_inbox::{BearerTokens, Principal};
 use tool_runtime::{CallOutcome, CallState, Runtime, RuntimeBuilder, ToolCall};
 
-use crate::chromium::Browser;
+use crate::chromium::{Browser, assert_accessible};
 
 const TOKEN: &str = "browser-test-token";
 const HOSTILE_MEMO: &str = "<img src=x onerror=\"window.__xss=1\">";
@@ -336,12 +336,7 @@ async fn a_person_decides_every_kind_of_item_in_the_page() {
     gone(client, &item("x1", "")).await;
 
     // Decline t2 with a reason.
-    type_into(
-        client,
-        &item("t2", ".decline-form input"),
-        "over the limit",
-    )
-    .await;
+    type_into(client, &item("t2", ".decline-form input"), "over the limit").await;
     click(client, &item("t2", "button.decline")).await;
     gone(client, &item("t2", "")).await;
 
@@ -724,6 +719,7 @@ async fn every_schema_renders_and_no_item_breaks_the_page() {
             "no {absent}: the requester may not take it"
         );
     }
+    assert_accessible(client, "with every schema's form open").await;
     // Hidden characters are shown, with a warning.
     let marks = client
         .find_all(Locator::Css(&item("tricky", "pre.input .hidden-char")))
@@ -932,6 +928,8 @@ async fn the_list_pages_searches_follows_others_and_decides_in_batches() {
     click(client, &item("c003", "input.select")).await;
     shows(client, "#batch-count", "2 selected").await;
     screenshot(client, "inbox-batch.png").await;
+    open(client, "c005").await;
+    assert_accessible(client, "in the list with a selection and an open item").await;
     click(client, "#batch-approve").await;
     gone(client, &item("c002", "")).await;
     gone(client, &item("c003", "")).await;

@@ -121,3 +121,47 @@ impl Browser {
         self.dir.path()
     }
 }
+
+/// axe-core's script (`AXE_CORE`: the path of its `axe.min.js`, which
+/// `.ci/run` installs from npm); `None` with a notice when unset, unless
+/// `REQUIRE_BROWSER=1`, which fails instead.
+fn axe_core() -> Option<String> {
+    let Some(path) = std::env::var_os("AXE_CORE") else {
+        assert!(
+            std::env::var_os("REQUIRE_BROWSER").is_none_or(|v| v != "1"),
+            "REQUIRE_BROWSER=1 but AXE_CORE (the path of axe-core's axe.min.js) is not set"
+        );
+        eprintln!(
+            "accessibility check skipped: set AXE_CORE to axe-core's axe.min.js (npm install axe-core)"
+        );
+        return None;
+    };
+    Some(std::fs::read_to_string(&path).expect("AXE_CORE names a readable axe.min.js"))
+}
+
+/// Runs axe-core on the page as it is now and fails on any serious or
+/// critical violation (`what` names the page's state in the message).
+pub async fn assert_accessible(client: &Client, what: &str) {
+    let Some(axe) = axe_core() else {
+        return;
+    };
+    client.execute(&axe, vec![]).await.unwrap();
+    let violations = client
+        .execute_async(
+            r#"const done = arguments[arguments.length - 1];
+               axe.run(document, { resultTypes: ['violations'] })
+                 .then(result => done(result.violations
+                   .filter(v => v.impact === 'serious' || v.impact === 'critical')
+                   .map(v => ({ id: v.id, impact: v.impact, help: v.help,
+                                nodes: v.nodes.slice(0, 5).map(n => n.target.join(' ')) }))))
+                 .catch(error => done([{ id: 'axe-failed', help: String(error) }]));"#,
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        violations,
+        json!([]),
+        "axe-core: serious or critical violations {what}"
+    );
+}
