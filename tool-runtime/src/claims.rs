@@ -13,10 +13,10 @@ use crate::call_outcome::CallOutcome;
 use crate::error::RuntimeError;
 use crate::outage::{Outage, Waiting};
 use crate::store::{
-    AuditEntry, AuditKind, AuditQuery, CallState, Committed, Decided, DynAuditLog, DynCallStore,
-    Expected, PendingCall, PendingKind, PendingQuery, RecordedOutcome, RequiredApprovals,
-    Retention, Settlement, StoreError, StoreFuture, StoreTransaction, StoredCall, Stores,
-    TaskSignal, Transition,
+    AuditEntry, AuditKind, AuditQuery, AuditRetention, CallState, Committed, Decided, DynAuditLog,
+    DynCallStore, Expected, PendingCall, PendingKind, PendingQuery, RecordedOutcome,
+    RequiredApprovals, Retention, Settlement, StoreError, StoreFuture, StoreTransaction,
+    StoredCall, Stores, TaskSignal, Transition,
 };
 
 /// How often settled calls beyond the retention are purged, at most, unless
@@ -55,6 +55,7 @@ pub(crate) struct StoredCalls {
     owner: Arc<str>,
     lease: Duration,
     retention: Retention,
+    audit_retention: AuditRetention,
     last_purge: Arc<Mutex<PurgeClock>>,
     /// How long a new call is tried again while the store fails.
     insert_budget: Duration,
@@ -62,11 +63,13 @@ pub(crate) struct StoredCalls {
     outage: Arc<Outage>,
 }
 
-/// When this instance last purged, and how many calls it finished since.
+/// When this instance last purged, and how many calls it finished and
+/// audit entries it appended since.
 #[derive(Default)]
 struct PurgeClock {
     at: Option<Instant>,
     finished_since: usize,
+    appended_since: usize,
 }
 
 /// What a lookup found.
@@ -115,6 +118,7 @@ impl StoredCalls {
         owner: String,
         lease: Duration,
         retention: Retention,
+        audit_retention: AuditRetention,
         insert_budget: Duration,
     ) -> Self {
         StoredCalls {
@@ -123,6 +127,7 @@ impl StoredCalls {
             owner: owner.into(),
             lease,
             retention,
+            audit_retention,
             last_purge: Arc::default(),
             insert_budget,
             outage: Arc::default(),
@@ -137,6 +142,7 @@ impl StoredCalls {
             "test-instance".to_owned(),
             Duration::from_secs(30),
             Retention::new(Duration::from_secs(60), 100),
+            AuditRetention::new(Duration::from_secs(60), 100),
             Duration::from_secs(10),
         )
     }
@@ -263,8 +269,9 @@ impl StoredCalls {
     /// happened either way.
     pub(crate) async fn audit(&self, entry: AuditEntry) {
         let call_id = Excerpt::of(&entry.call_id).to_string();
-        if let Err(error) = self.audit_log.append_audit(entry).await {
-            tracing::error!(call_id, %error, "an audit log entry was not stored");
+        match self.audit_log.append_audit(entry).await {
+            Ok(_) => self.note_appended(),
+            Err(error) => tracing::error!(call_id, %error, "an audit log entry was not stored"),
         }
     }
 
@@ -275,7 +282,14 @@ impl StoredCalls {
         entry: AuditEntry,
     ) -> impl Future<Output = Result<u64, RuntimeError>> + Send + 'static {
         let stored = self.clone();
-        async move { Ok(stored.audit_log.append_audit(entry).await?) }
+        async move {
+            let seq = stored.audit_log.append_audit(entry).await?;
+            // The application's entries (refused attempts) may come without
+            // any call settling: they bring the purge too.
+            stored.note_appended();
+            stored.purge_if_due().await;
+            Ok(seq)
+        }
     }
 
     /// A page of the pending calls `query` selects ([`CallInbox::waiting_page`](crate::CallInbox::waiting_page)).
@@ -443,25 +457,29 @@ impl StoredCalls {
             .finished_since += 1;
     }
 
-    /// Forgets what the retention no longer keeps (settled calls past its
-    /// age, the oldest beyond its size bound), when due: a minute after
-    /// the last purge, or sooner once an eighth of the size bound finished
-    /// through this instance since, so that a fast stream of decisions
-    /// cannot outgrow the bound by more than that between two purges.
+    /// Forgets what the retentions no longer keep (settled calls and audit
+    /// entries past their age, the oldest beyond their size bound), when
+    /// due: a minute after the last purge, or sooner once an eighth of a
+    /// size bound finished (or was appended) through this instance since,
+    /// so that a fast stream of decisions cannot outgrow a bound by more
+    /// than that between two purges.
     pub(crate) async fn purge_if_due(&self) {
         {
             let mut last = self
                 .last_purge
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
-            let batch = (self.retention.max_settled / PURGE_FRACTION).max(1);
+            let batch = |bound: usize| (bound / PURGE_FRACTION).max(1);
             let recent = last.at.is_some_and(|at| at.elapsed() < PURGE_EVERY);
-            if recent && last.finished_since < batch {
+            if recent
+                && last.finished_since < batch(self.retention.max_settled)
+                && last.appended_since < batch(self.audit_retention.max_entries)
+            {
                 return;
             }
             *last = PurgeClock {
                 at: Some(Instant::now()),
-                finished_since: 0,
+                ..PurgeClock::default()
             };
         }
         match self.store.purge_settled(self.retention).await {
@@ -472,6 +490,19 @@ impl StoredCalls {
             ),
             Err(error) => tracing::warn!(%error, "could not purge settled calls and finished runs"),
         }
+        match self.audit_log.purge_audit(self.audit_retention).await {
+            Ok(0) => {}
+            Ok(purged) => tracing::debug!(purged, "audit entries beyond the retention purged"),
+            Err(error) => tracing::warn!(%error, "could not purge the audit log"),
+        }
+    }
+
+    /// Counts an audit entry appended, for [`purge_if_due`](Self::purge_if_due).
+    fn note_appended(&self) {
+        self.last_purge
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .appended_since += 1;
     }
 
     /// How long the store keeps a claim: the lease and the takeover grace.

@@ -33,7 +33,7 @@ use crate::runs::Runs;
 use crate::standing_rules::StandingRules;
 #[cfg(feature = "sqlite")]
 use crate::store::SqliteStore;
-use crate::store::{DynCallStore, IntoStore, MemoryStore, Retention, Stores};
+use crate::store::{AuditRetention, DynCallStore, IntoStore, MemoryStore, Retention, Stores};
 use crate::stream::InputStream;
 use crate::worker::Worker;
 
@@ -53,6 +53,12 @@ const SETTLED_RETENTION: Duration = Duration::from_secs(24 * 60 * 60);
 /// each id purged beyond them is remembered for the retention's age at
 /// about 170 bytes (80,000 approvals under this default: 44 MB in all).
 const SETTLED_LIMIT: usize = 10_000;
+/// Default time an audit entry stays in the store (a call still pending
+/// keeps all of its own).
+const AUDIT_RETENTION: Duration = Duration::from_secs(90 * 24 * 60 * 60);
+/// Default number of audit entries the store keeps: an entry costs a few
+/// hundred bytes (about 40 MB for 100,000 in the memory store).
+const AUDIT_LIMIT: usize = 100_000;
 /// Default number of finished background tasks whose outcome `wait` can still return.
 const TASK_RETENTION: usize = 10_000;
 
@@ -866,6 +872,8 @@ pub struct RuntimeBuilder {
     store_retry_budget: Option<Duration>,
     settled_retention: Option<Duration>,
     settled_limit: Option<usize>,
+    audit_retention: Option<Duration>,
+    audit_limit: Option<usize>,
     leave_tasks_to_workers: bool,
 }
 
@@ -1495,6 +1503,48 @@ impl RuntimeBuilder {
         self
     }
 
+    /// How long the store keeps an audit entry (default 90 days): the
+    /// runtime purges older ones as it purges settled calls, except the
+    /// entries of a call still pending (its grants count). Export what must
+    /// be kept longer first ([`CallInbox::audit`](crate::CallInbox::audit), `GET /api/audit` of the
+    /// inbox).
+    pub fn audit_retention(mut self, retention: Duration) -> Self {
+        self.audit_retention = Some(retention);
+        self
+    }
+
+    /// How many audit entries the store keeps at most (default 100,000):
+    /// beyond them the oldest go first, even within
+    /// [`audit_retention`](Self::audit_retention), so that a flood of
+    /// refused attempts cannot grow the log without bound. A call still
+    /// pending keeps its own.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_core::{Tool, ToolError};
+    /// use tool_runtime::store::{AuditEntry, AuditKind, AuditQuery};
+    /// use tool_runtime::{Runtime, ToolCall};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let tool = Tool::builder("echo").description("Echo").require_approval(true)
+    ///     .execute(|input, _ctx| async move { Ok::<_, ToolError>(input) })
+    ///     .build().unwrap();
+    /// let runtime = Runtime::builder().tool(tool).audit_limit(8).build().unwrap();
+    /// runtime.call(ToolCall::new("waits", "echo", json!({}))).await; // its request entry stays
+    /// for n in 0..100 {
+    ///     let refused = AuditEntry::new(AuditKind::Refused, format!("gone-{n}"), "echo", "approve");
+    ///     runtime.inbox().append_audit(refused).await.unwrap();
+    /// }
+    /// let log = runtime.inbox().audit(AuditQuery::all()).await.unwrap();
+    /// assert!(log.len() <= 8 + 8 / 8, "{}", log.len()); // the bound, and what came since the last purge
+    /// assert_eq!(log[0].call_id, "waits");
+    /// # });
+    /// ```
+    pub fn audit_limit(mut self, entries: usize) -> Self {
+        self.audit_limit = Some(entries);
+        self
+    }
+
     /// Builds the runtime: fails on two tools with one id, and on a store
     /// file that cannot be opened or is corrupt.
     pub fn build(self) -> Result<Runtime, RuntimeError> {
@@ -1509,6 +1559,10 @@ impl RuntimeBuilder {
             Retention::new(
                 self.settled_retention.unwrap_or(SETTLED_RETENTION),
                 self.settled_limit.unwrap_or(SETTLED_LIMIT),
+            ),
+            AuditRetention::new(
+                self.audit_retention.unwrap_or(AUDIT_RETENTION),
+                self.audit_limit.unwrap_or(AUDIT_LIMIT),
             ),
             self.store_retry_budget.unwrap_or(STORE_RETRY_BUDGET),
         );

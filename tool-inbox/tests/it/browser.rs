@@ -322,7 +322,10 @@ async fn a_person_decides_every_kind_of_item_in_the_page() {
         .call(ToolCall::new("t3", "transfer", json!({ "amount": 5 })))
         .await;
     open(client, "t3").await;
-    client.execute("window.scrollTo(0, 0);", vec![]).await.unwrap();
+    client
+        .execute("window.scrollTo(0, 0);", vec![])
+        .await
+        .unwrap();
     screenshot(client, "inbox-list.png").await;
 
     // Approve t1 with the mouse, x1 with the keyboard only.

@@ -1,7 +1,8 @@
 //! The audit log: an append-only record of what was asked of people and
 //! what they decided, kept by the store beside the calls ([`AuditLog`]).
-//! Entries are appended, never updated or purged with the calls they are
-//! about, and carry values only as the tool's display transforms show them.
+//! Entries are appended, never updated nor purged with the calls they are
+//! about (a retention of their own bounds them: [`AuditRetention`]), and
+//! carry values only as the tool's display transforms show them.
 
 use std::future::Future;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -24,6 +25,8 @@ use super::StoreError;
 /// The contract (the contract tests run it against every store):
 /// - the log is appended to, never updated, and never purged with the
 ///   calls it is about ([`CallStore::purge_settled`] leaves it whole);
+///   [`purge_audit`](AuditLog::purge_audit) removes the entries its
+///   retention no longer keeps, never those of a call still pending;
 /// - every entry appended gets a `seq` larger than every earlier one, also
 ///   of entries appended at once from several runtimes;
 /// - an entry whose call id or detail a call could not have (see
@@ -65,6 +68,66 @@ pub trait AuditLog: Send + Sync + 'static {
     /// reader that follows the log from now on starts
     /// ([`AuditQuery::after`]), without reading what came before.
     fn audit_end(&self) -> impl Future<Output = Result<u64, StoreError>> + Send;
+
+    /// Removes the entries `retention` no longer keeps: those older than
+    /// its age, then the oldest beyond its size; never an entry of a call
+    /// still pending, whose requests, grants and dismissals count for what
+    /// comes next. Returns how many went. Later entries keep their `seq`,
+    /// and new ones still get larger ones.
+    fn purge_audit(
+        &self,
+        retention: AuditRetention,
+    ) -> impl Future<Output = Result<usize, StoreError>> + Send;
+}
+
+/// What a store keeps of the audit log ([`AuditLog::purge_audit`]): for
+/// how long, and how many entries at most. A runtime purges with its own
+/// ([`RuntimeBuilder::audit_retention`](crate::RuntimeBuilder::audit_retention),
+/// [`RuntimeBuilder::audit_limit`](crate::RuntimeBuilder::audit_limit)),
+/// as it purges settled calls; export the log first where it must be kept
+/// longer ([`AuditEntry::to_json_line`]).
+///
+/// ```
+/// use std::time::Duration;
+/// use serde_json::json;
+/// use tool_runtime::store::{AuditEntry, AuditKind, AuditLog, AuditQuery, AuditRetention, CallStore, MemoryStore};
+/// use tool_runtime::{PendingCall, PendingKind};
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let store = MemoryStore::new();
+/// store.insert(PendingCall::new("waits", "t", PendingKind::Approval, json!({}))).await.unwrap();
+/// for call_id in ["waits", "gone", "gone"] {
+///     store.append_audit(AuditEntry::new(AuditKind::Noted, call_id, "t", "note")).await.unwrap();
+/// }
+/// // One entry at most: the oldest of "gone" goes, then the other; the
+/// // pending call's stays.
+/// assert_eq!(store.purge_audit(AuditRetention::new(Duration::from_secs(3600), 1)).await.unwrap(), 2);
+/// let kept = store.audit(AuditQuery::all()).await.unwrap();
+/// assert_eq!(kept.iter().map(|e| e.call_id.as_str()).collect::<Vec<_>>(), ["waits"]);
+/// # });
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AuditRetention {
+    /// How long an entry is kept after it was appended (by its `at_ms`).
+    pub age: Duration,
+    /// How many entries are kept at most, the newest.
+    pub max_entries: usize,
+}
+
+impl AuditRetention {
+    /// Entries kept for `age`, `max_entries` of them at most.
+    pub fn new(age: Duration, max_entries: usize) -> Self {
+        AuditRetention { age, max_entries }
+    }
+
+    /// The `at_ms` before which entries are too old, now.
+    pub(crate) fn cutoff_ms(&self) -> u64 {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
+        let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        ms(now).saturating_sub(ms(self.age))
+    }
 }
 
 /// What an [`AuditEntry`] records.

@@ -11,8 +11,8 @@ use std::time::{Duration, SystemTime};
 use serde_json::Value;
 
 use super::{
-    AuditEntry, AuditLog, AuditQuery, CallStore, Decided, Expected, IntoStore, PendingCall,
-    PendingKind, PendingQuery, Retention, Revocation, RuleStore, RunStore, Settlement,
+    AuditEntry, AuditLog, AuditQuery, AuditRetention, CallStore, Decided, Expected, IntoStore,
+    PendingCall, PendingKind, PendingQuery, Retention, Revocation, RuleStore, RunStore, Settlement,
     StandingRule, StoreError, StoreTransaction, StoredCall, StoredRun, TaskSignal, Transition,
 };
 
@@ -85,6 +85,7 @@ dyn_twin! {
         async fn append_audit(&self, entry: AuditEntry) -> u64;
         async fn audit(&self, query: AuditQuery) -> Vec<AuditEntry>;
         async fn audit_end(&self) -> u64;
+        async fn purge_audit(&self, retention: AuditRetention) -> usize;
     }
 }
 

@@ -8,8 +8,8 @@ use std::time::{Duration, SystemTime};
 use serde_json::Value;
 
 use super::{
-    AuditEntry, AuditLog, AuditQuery, CallState, CallStore, Decided, Expected, PendingCall,
-    PendingKind, PendingQuery, Retention, Revocation, RuleStore, RunStore, Settlement,
+    AuditEntry, AuditLog, AuditQuery, AuditRetention, CallState, CallStore, Decided, Expected,
+    PendingCall, PendingKind, PendingQuery, Retention, Revocation, RuleStore, RunStore, Settlement,
     StandingRule, StoreError, StoredCall, StoredRun, TaskSignal, TaskSignaller, Transition,
     storable_audit, storable_call, storable_json, storable_rule, storable_run_record,
 };
@@ -52,6 +52,8 @@ struct Memory {
     purged: BTreeMap<String, SystemTime>,
     /// The audit log, in `seq` order.
     audit: Vec<AuditEntry>,
+    /// The last `seq` given (entries purged keep theirs taken).
+    last_audit_seq: u64,
     /// The standing rules, in the order they were added.
     rules: Vec<StandingRule>,
 }
@@ -347,7 +349,8 @@ impl AuditLog for MemoryStore {
     async fn append_audit(&self, mut entry: AuditEntry) -> Result<u64, StoreError> {
         storable_audit(&entry)?;
         let mut state = self.state();
-        entry.seq = state.audit.last().map_or(1, |last| last.seq + 1);
+        state.last_audit_seq += 1;
+        entry.seq = state.last_audit_seq;
         let seq = entry.seq;
         state.audit.push(entry);
         Ok(seq)
@@ -370,6 +373,29 @@ impl AuditLog for MemoryStore {
 
     async fn audit_end(&self) -> Result<u64, StoreError> {
         Ok(self.state().audit.last().map_or(0, |last| last.seq))
+    }
+
+    async fn purge_audit(&self, retention: AuditRetention) -> Result<usize, StoreError> {
+        let cutoff = retention.cutoff_ms();
+        let mut state = self.state();
+        let Memory { calls, audit, .. } = &mut *state;
+        let pending = |entry: &AuditEntry| {
+            calls
+                .get(&entry.call_id)
+                .is_some_and(|stored| stored.state.is_pending())
+        };
+        let before = audit.len();
+        audit.retain(|entry| entry.at_ms >= cutoff || pending(entry));
+        // The oldest beyond the size bound, the pending calls' aside.
+        let mut excess = audit.len().saturating_sub(retention.max_entries);
+        audit.retain(|entry| {
+            if excess > 0 && !pending(entry) {
+                excess -= 1;
+                return false;
+            }
+            true
+        });
+        Ok(before - audit.len())
     }
 }
 

@@ -34,7 +34,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tool_core::{AgentContext, Excerpt};
 
-pub use audit::{AuditEntry, AuditKind, AuditLog, AuditQuery};
+pub use audit::{AuditEntry, AuditKind, AuditLog, AuditQuery, AuditRetention};
 pub(crate) use erased::{
     DynAuditLog, DynCallStore, DynRuleStore, DynRunStore, StoreFuture, Stores,
 };

@@ -15,8 +15,8 @@ use tokio_postgres::{AsyncMessage, Config, NoTls, Row};
 use tool_core::Excerpt;
 
 use super::{
-    AuditEntry, AuditLog, AuditQuery, CallState, CallStore, Decided, Expected, PendingCall,
-    PendingKind, PendingQuery, Retention, Revocation, RuleStore, RunStore, Settlement,
+    AuditEntry, AuditLog, AuditQuery, AuditRetention, CallState, CallStore, Decided, Expected,
+    PendingCall, PendingKind, PendingQuery, Retention, Revocation, RuleStore, RunStore, Settlement,
     StandingRule, StoreError, StoreTransaction, StoredCall, StoredHead, StoredRun, TaskSignal,
     TaskSignaller, Transition, storable_audit, storable_call, storable_id, storable_json,
     storable_rule, storable_run_record,
@@ -1247,6 +1247,36 @@ impl PostgresStore {
         Ok(u64::try_from(seq).unwrap_or_default())
     }
 
+    async fn try_purge_audit(&self, retention: AuditRetention) -> Result<usize, Failure> {
+        let client = self.pool.get().await?;
+        let cutoff = i64::try_from(retention.cutoff_ms()).unwrap_or(i64::MAX);
+        // Past i64 keeps every one: no table holds that many rows.
+        let kept = i64::try_from(retention.max_entries).unwrap_or(i64::MAX);
+        // One statement, one snapshot: the entries past the age, then of the
+        // others all but the newest `kept` (oldest first); never those of a
+        // call still pending, whose grants count.
+        let statement = client
+            .prepare_cached(
+                "WITH purgeable AS (
+                     SELECT a.seq, (a.entry::jsonb ->> 'atMs')::bigint < $1 AS aged
+                     FROM tool_runtime_audit a
+                     WHERE NOT EXISTS (SELECT 1 FROM tool_runtime_calls c
+                                       WHERE c.call_id = a.call_id AND c.state = 'pending')
+                 ), total AS (SELECT count(*) AS n FROM tool_runtime_audit),
+                 doomed AS (
+                     SELECT seq FROM purgeable WHERE aged
+                     UNION
+                     (SELECT seq FROM purgeable WHERE NOT aged ORDER BY seq
+                      LIMIT GREATEST(0, (SELECT n FROM total)
+                                        - (SELECT count(*) FROM purgeable WHERE aged) - $2))
+                 )
+                 DELETE FROM tool_runtime_audit WHERE seq IN (SELECT seq FROM doomed)",
+            )
+            .await?;
+        let purged = client.execute(&statement, &[&cutoff, &kept]).await?;
+        Ok(usize::try_from(purged).unwrap_or(usize::MAX))
+    }
+
     async fn try_audit_end(&self) -> Result<u64, Failure> {
         let client = self.pool.get().await?;
         let statement = client
@@ -1445,6 +1475,12 @@ impl AuditLog for PostgresStore {
         self.try_audit_end()
             .await
             .map_err(self.failed("reading the audit log's end"))
+    }
+
+    async fn purge_audit(&self, retention: AuditRetention) -> Result<usize, StoreError> {
+        self.try_purge_audit(retention)
+            .await
+            .map_err(self.failed("purging the audit log"))
     }
 }
 

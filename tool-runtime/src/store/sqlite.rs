@@ -13,10 +13,10 @@ use serde_json::Value;
 use tool_core::Excerpt;
 
 use super::{
-    AuditEntry, AuditLog, AuditQuery, CallState, CallStore, Decided, Expected, PendingCall,
-    PendingKind, PendingQuery, RecordedOutcome, Retention, Revocation, RuleStore, RunStore,
-    Settlement, StandingRule, StoreError, StoreTransaction, StoredCall, StoredHead, StoredRun,
-    TaskSignal, TaskSignaller, Transition, storable_audit, storable_call, storable_json,
+    AuditEntry, AuditLog, AuditQuery, AuditRetention, CallState, CallStore, Decided, Expected,
+    PendingCall, PendingKind, PendingQuery, RecordedOutcome, Retention, Revocation, RuleStore,
+    RunStore, Settlement, StandingRule, StoreError, StoreTransaction, StoredCall, StoredHead,
+    StoredRun, TaskSignal, TaskSignaller, Transition, storable_audit, storable_call, storable_json,
     storable_rule, storable_run_record,
 };
 
@@ -243,6 +243,10 @@ impl AuditLog for SqliteStore {
 
     async fn audit_end(&self) -> Result<u64, StoreError> {
         self.blocking(|file| file.audit_end()).await
+    }
+
+    async fn purge_audit(&self, retention: AuditRetention) -> Result<usize, StoreError> {
+        self.blocking(move |file| file.purge_audit(retention)).await
     }
 }
 
@@ -1321,6 +1325,39 @@ impl SqliteFile {
             })
             .map_err(|e| self.io(e))?;
         Ok(u64::try_from(seq).unwrap_or_default())
+    }
+
+    fn purge_audit(&self, retention: AuditRetention) -> Result<usize, StoreError> {
+        let cutoff = i64::try_from(retention.cutoff_ms()).unwrap_or(i64::MAX);
+        // Past i64 keeps every one: no table holds that many rows.
+        let kept = i64::try_from(retention.max_entries).unwrap_or(i64::MAX);
+        // A pending call's entries stay: its grants count.
+        const PURGEABLE: &str = "NOT EXISTS (SELECT 1 FROM calls
+             WHERE calls.call_id = audit.call_id AND calls.state = 'pending')";
+        self.write(|tx| {
+            let aged = tx
+                .execute(
+                    &format!(
+                        "DELETE FROM audit WHERE json_extract(entry, '$.atMs') < ?1 AND {PURGEABLE}"
+                    ),
+                    params![cutoff],
+                )
+                .map_err(|e| self.io(e))?;
+            let total: i64 = tx
+                .query_row("SELECT COUNT(*) FROM audit", [], |row| row.get(0))
+                .map_err(|e| self.io(e))?;
+            let excess = total.saturating_sub(kept).max(0);
+            let over = tx
+                .execute(
+                    &format!(
+                        "DELETE FROM audit WHERE seq IN (
+                             SELECT seq FROM audit WHERE {PURGEABLE} ORDER BY seq LIMIT ?1)"
+                    ),
+                    params![excess],
+                )
+                .map_err(|e| self.io(e))?;
+            Ok(aged + over)
+        })
     }
 
     /// The stored call a row holds; an unreadable value is an error naming the call.

@@ -103,7 +103,7 @@ async fn postgres_store_meets_the_store_contract() {
     let Some(url) = database_url() else { return };
     // The contract purges and recovers across the whole table: each of its
     // stores gets a schema of its own.
-    const STORES: usize = 17;
+    const STORES: usize = 18;
     let mut schemas = Vec::new();
     let mut stores = Vec::new();
     for _ in 0..STORES {

@@ -19,9 +19,9 @@ use std::time::Duration;
 
 use serde_json::json;
 use tool_runtime::store::{
-    AuditEntry, AuditKind, AuditLog, AuditQuery, CallStore, Decided, Expected, MAX_ID_BYTES,
-    MAX_JSON_DEPTH, PendingQuery, RecordedOutcome, RequiredApprovals, Retention, Revocation,
-    RuleStore, RunStore, Settlement, StandingRule, StoredRun, Transition,
+    AuditEntry, AuditKind, AuditLog, AuditQuery, AuditRetention, CallStore, Decided, Expected,
+    MAX_ID_BYTES, MAX_JSON_DEPTH, PendingQuery, RecordedOutcome, RequiredApprovals, Retention,
+    Revocation, RuleStore, RunStore, Settlement, StandingRule, StoredRun, Transition,
 };
 use tool_runtime::{CallState, PendingCall, PendingKind, StoreError, StoredCall};
 
@@ -86,6 +86,7 @@ pub async fn store_contract<S: CallStore + RunStore + AuditLog + RuleStore>(
     revisions(&fresh(), prefix).await;
     standing_rules(Arc::new(fresh()), prefix).await;
     sparse_pages(&fresh(), prefix).await;
+    audit_retention(&fresh(), prefix).await;
 }
 
 async fn lifecycle(store: &(impl CallStore + RunStore), p: &str) {
@@ -1786,4 +1787,127 @@ async fn sparse_pages(store: &impl CallStore, p: &str) {
         .await
         .unwrap();
     assert_eq!(everyone.len(), 300, "a full page across batches");
+}
+
+/// The audit log's retention: entries past the age go, then the oldest
+/// beyond the size; a pending call's entries stay whatever their age;
+/// `seq`s go on growing after a purge.
+async fn audit_retention(store: &(impl CallStore + AuditLog), p: &str) {
+    let waiting = format!("{p}-audit-waits");
+    let settled = format!("{p}-audit-settled");
+    store
+        .insert(PendingCall::new(
+            &waiting,
+            "t",
+            PendingKind::Approval,
+            json!({}),
+        ))
+        .await
+        .unwrap();
+    store
+        .insert(PendingCall::new(
+            &settled,
+            "t",
+            PendingKind::Approval,
+            json!({}),
+        ))
+        .await
+        .unwrap();
+    let declined = RecordedOutcome::Declined { reason: None };
+    store
+        .decide(
+            &settled,
+            PendingKind::Approval,
+            Transition::Settle(declined),
+        )
+        .await
+        .unwrap();
+    let hour_ago = |entry: AuditEntry| {
+        let mut entry = entry;
+        entry.at_ms -= 2 * 3_600_000;
+        entry
+    };
+    let note = |call_id: &str, n: u32| {
+        AuditEntry::new(AuditKind::Noted, call_id, "t", format!("note {n}"))
+    };
+    // Two old entries of each call, then four recent ones of the settled.
+    for n in 0..2 {
+        store
+            .append_audit(hour_ago(note(&waiting, n)))
+            .await
+            .unwrap();
+        store
+            .append_audit(hour_ago(note(&settled, n)))
+            .await
+            .unwrap();
+    }
+    for n in 2..6 {
+        store.append_audit(note(&settled, n)).await.unwrap();
+    }
+    let actions = |log: Vec<AuditEntry>| -> Vec<String> {
+        log.into_iter()
+            .map(|e| {
+                format!(
+                    "{} {}",
+                    e.call_id.replace(&format!("{p}-audit-"), ""),
+                    e.action
+                )
+            })
+            .collect()
+    };
+    let hour = Duration::from_secs(3600);
+    // The age: the settled call's old entries go, the waiting call's stay.
+    assert_eq!(
+        store
+            .purge_audit(AuditRetention::new(hour, 100))
+            .await
+            .unwrap(),
+        2
+    );
+    assert_eq!(
+        actions(store.audit(AuditQuery::all()).await.unwrap()),
+        [
+            "waits note 0",
+            "waits note 1",
+            "settled note 2",
+            "settled note 3",
+            "settled note 4",
+            "settled note 5"
+        ]
+    );
+    // The size: at most 3, the oldest purgeable first.
+    assert_eq!(
+        store
+            .purge_audit(AuditRetention::new(hour, 3))
+            .await
+            .unwrap(),
+        3
+    );
+    assert_eq!(
+        actions(store.audit(AuditQuery::all()).await.unwrap()),
+        ["waits note 0", "waits note 1", "settled note 5"]
+    );
+    // Nothing more to purge; a new entry comes after every earlier one.
+    let end = store.audit_end().await.unwrap();
+    assert_eq!(
+        store
+            .purge_audit(AuditRetention::new(hour, 3))
+            .await
+            .unwrap(),
+        0
+    );
+    let next = store.append_audit(note(&settled, 6)).await.unwrap();
+    assert!(next > end, "{next} after {end}");
+    // Everything of settled calls may go; the waiting call's never.
+    assert_eq!(
+        store
+            .purge_audit(AuditRetention::new(Duration::ZERO, 0))
+            .await
+            .unwrap(),
+        2
+    );
+    assert_eq!(
+        actions(store.audit(AuditQuery::all()).await.unwrap()),
+        ["waits note 0", "waits note 1"]
+    );
 }

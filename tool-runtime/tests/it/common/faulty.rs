@@ -9,9 +9,9 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
 use tool_runtime::store::{
-    AuditEntry, AuditLog, AuditQuery, CallStore, Decided, Expected, PendingQuery, Retention,
-    Revocation, RuleStore, RunStore, Settlement, StandingRule, StoreTransaction, StoredRun,
-    TaskSignal, Transition,
+    AuditEntry, AuditLog, AuditQuery, AuditRetention, CallStore, Decided, Expected, PendingQuery,
+    Retention, Revocation, RuleStore, RunStore, Settlement, StandingRule, StoreTransaction,
+    StoredRun, TaskSignal, Transition,
 };
 use tool_runtime::{PendingCall, PendingKind, StoreError, StoredCall};
 
@@ -220,6 +220,9 @@ impl<S: AuditLog> AuditLog for Faulty<S> {
     }
     async fn audit_end(&self) -> Result<u64, StoreError> {
         self.store.audit_end().await
+    }
+    async fn purge_audit(&self, retention: AuditRetention) -> Result<usize, StoreError> {
+        self.store.purge_audit(retention).await
     }
 }
 
