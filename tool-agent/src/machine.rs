@@ -673,6 +673,11 @@ impl Step<'_> {
         &self.run.record
     }
 
+    /// What the model said in this answer so far.
+    pub(crate) fn text(&self) -> &str {
+        &self.text
+    }
+
     /// A background task of the run settled while the step runs: see
     /// [`RunMachine::on_task_settled`] (the next step takes its result).
     pub(crate) fn on_task_settled(&mut self, call_id: &str, outcome: &CallOutcome) -> Option<Due> {

@@ -12,6 +12,7 @@ use futures_util::StreamExt as _;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio::task::{JoinHandle, JoinSet};
+use tool_core::decode::ToolCallEvent;
 use tool_core::provider::Export;
 use tool_core::{AgentContext, ErrorKind, Excerpt, Extensions, ModelError, RequestContext};
 use tool_runtime::{
@@ -23,7 +24,7 @@ use crate::awaiting::ThreadIndex;
 use crate::chunk::{AgentChunk, Due, FinishReason};
 use crate::error::AgentError;
 use crate::machine::{CallStart, Decided, Next, RunMachine, RunSettings, Step};
-use crate::model::{Model, ModelEvent, ModelRequest, ToolCallRequest};
+use crate::model::{Message, Model, ModelEvent, ModelRequest, ToolCallRequest};
 use crate::record::{RunRecord, Thread};
 
 /// How often a decision re-reads and saves a run another instance changed meanwhile.
@@ -188,6 +189,8 @@ impl Runner {
     ) -> Result<(), Gone> {
         let mut answer = self.model.stream(self.request(step.record()));
         let mut assembler = self.assembler(run_id, step.record());
+        // The model's words the calls assembled so far carry.
+        let mut said = String::new();
         let mut tasks = Vec::new();
         loop {
             let event = tokio::select! {
@@ -202,6 +205,20 @@ impl Runner {
             match event {
                 Ok(ModelEvent::TextDelta(delta)) => chunks.send(step.on_text(delta)).await?,
                 Ok(ModelEvent::ToolCall(event)) => {
+                    if matches!(event, ToolCallEvent::Start { .. }) && step.text() != said {
+                        // A call the model makes after saying something
+                        // carries its words (why it calls) as the
+                        // conversation's last message: what a person
+                        // deciding the call reads beside it.
+                        said = step.text().to_owned();
+                        let said = Message::Assistant {
+                            text: said.clone(),
+                            tool_calls: Vec::new(),
+                        };
+                        let mut messages = conversation(step.record());
+                        messages.extend(serde_json::to_value(said).ok());
+                        assembler = assembler.with_messages(messages);
+                    }
                     if let Some(assembled) = assembler.apply(event) {
                         let started = (&mut tasks, &*reports);
                         self.on_assembled(run_id, &mut step, assembled, started, chunks)
@@ -759,11 +776,7 @@ impl Runner {
     /// calls: named after the run, run for this agent, their arguments
     /// restored through the exports the model was offered.
     fn assembler(&self, run_id: &str, record: &RunRecord) -> ToolCallAssembler {
-        let messages = record
-            .messages
-            .iter()
-            .filter_map(|m| serde_json::to_value(m).ok())
-            .collect();
+        let messages = conversation(record);
         let (runtime, agent_id) = (self.runtime.clone(), self.id.clone());
         let (run_id, thread) = (run_id.to_owned(), record.thread.clone());
         let request_context = RequestContext::from(record.request_context.clone());
@@ -1047,6 +1060,15 @@ pub(crate) struct DecidedCall {
 /// call id within the run, so that calls of two runs never collide, even
 /// when a provider reuses ids.
 /// What a tool an agent runs reads with `ToolContext::agent` (with
+/// The run's conversation as a call's head keeps it (JSON messages).
+fn conversation(record: &RunRecord) -> Vec<Value> {
+    record
+        .messages
+        .iter()
+        .filter_map(|m| serde_json::to_value(m).ok())
+        .collect()
+}
+
 /// `background` set for a tool that runs as a background task).
 fn agent_context(
     runtime: &Runtime,

@@ -176,6 +176,11 @@ pub(crate) struct ItemView {
     /// filled from the display would send a masked or shortened value back
     /// as the new one.
     edit_values: Option<Value>,
+    /// Why it was called: the last messages of the conversation the call
+    /// was made in (an agent's run: the user's words, the model's text
+    /// beside the call, earlier results as the transcript keeps them),
+    /// newest last, bounded ([`context_of`]); empty for a direct call.
+    context: Vec<Value>,
     /// Who asked for the call, when the call says.
     requester: Option<String>,
     /// When a call waiting for approval expires (milliseconds since the
@@ -295,6 +300,7 @@ impl<A: Authenticate> Shared<A> {
             edit_schema,
             edit_values,
             digest: stored.digest().to_string(),
+            context: context_of(call),
             requester: call.head.requester.clone(),
             expires_at_ms: call.expires_at_ms,
             asked_at_ms: call.asked_at_ms,
@@ -411,6 +417,37 @@ impl<A: Authenticate> Shared<A> {
             _ => Err(Refused::not_found(call_id)),
         }
     }
+}
+
+/// The most messages of its conversation an item shows.
+const CONTEXT_MESSAGES: usize = 6;
+/// The most bytes (as JSON) those messages take together.
+const CONTEXT_BYTES: usize = 16 * 1024;
+
+/// The last messages of `call`'s conversation, newest last: at most
+/// [`CONTEXT_MESSAGES`], as many as fit in [`CONTEXT_BYTES`]; a newest
+/// message larger than that alone is shown as an excerpt of its text.
+fn context_of(call: &PendingCall) -> Vec<Value> {
+    let mut context = Vec::new();
+    let mut bytes = 0;
+    for message in call.head.messages.iter().rev().take(CONTEXT_MESSAGES) {
+        let size = serde_json::to_string(message).map_or(usize::MAX, |text| text.len());
+        if bytes + size > CONTEXT_BYTES {
+            if context.is_empty() {
+                let text = match message.get("text").and_then(Value::as_str) {
+                    Some(text) => text.to_owned(),
+                    None => message.to_string(),
+                };
+                let excerpt: String = text.chars().take(2_000).collect();
+                context.push(json!({ "role": message.get("role"), "text": format!("{excerpt}…") }));
+            }
+            break;
+        }
+        bytes += size;
+        context.push(message.clone());
+    }
+    context.reverse();
+    context
 }
 
 /// The raw values of `tool`'s editable fields in `input`.

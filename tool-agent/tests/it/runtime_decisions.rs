@@ -304,3 +304,53 @@ async fn an_approval_that_expires_releases_the_agents_run_with_the_model_reading
     );
     assert!(seen.lock().unwrap().is_empty(), "the call never ran");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiting_call_carries_the_conversation_and_what_the_model_said_before_it() {
+    let (_tmp, path) = store_file("context");
+    let seen = Seen::default();
+    let model = ScriptedModel::new([ScriptedStep::new()
+        .text("Ada's invoice is due; ")
+        .text("I'll pay her.")
+        .tool_call("c1", "pay", json!({ "to": "ada" }))
+        .tool_call("c2", "pay", json!({ "to": "bo" }))
+        .finish(ModelFinish::ToolCalls)]);
+    let runtime = Runtime::builder()
+        .tool(pay(&seen))
+        .sqlite_store(&path)
+        .build()
+        .unwrap();
+    let agent = Agent::builder("payer", model, runtime.clone())
+        .build()
+        .unwrap();
+    let paused = agent
+        .generate(Thread::new("thread-1"), vec![Message::user("pay ada")])
+        .await
+        .unwrap();
+    assert_eq!(paused.finish_reason, FinishReason::Suspended);
+    // Each call waiting for a person holds the conversation before it and
+    // the model's words beside it, as the inbox shows them.
+    let waiting = runtime.inbox().waiting().await.unwrap();
+    assert_eq!(waiting.len(), 2);
+    for stored in waiting {
+        let messages: Vec<Message> = stored
+            .call
+            .head
+            .messages
+            .iter()
+            .map(|m| serde_json::from_value(m.clone()).unwrap())
+            .collect();
+        assert_eq!(
+            messages,
+            [
+                Message::user("pay ada"),
+                Message::Assistant {
+                    text: "Ada's invoice is due; I'll pay her.".into(),
+                    tool_calls: vec![],
+                },
+            ],
+            "{}",
+            stored.call.head.call_id
+        );
+    }
+}

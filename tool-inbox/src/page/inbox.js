@@ -459,6 +459,9 @@ function itemNode(item) {
   if (item.expiresAtMs) fact('Expires', new Date(item.expiresAtMs).toLocaleString());
   if (item.approvals) fact('Approvals', approvalsText(item.approvals), 'count');
   node.append(facts);
+  if (Array.isArray(item.context) && item.context.length > 0) {
+    node.append(el('h3', { text: 'Why: the conversation before the call' }), contextNode(item.context));
+  }
   node.append(el('h3', { text: 'Arguments' }));
   node.append(shownValue('input', item.input === null ? '(hidden)' : json(item.input)));
   if (item.payload !== null && item.payload !== undefined) {
@@ -467,6 +470,28 @@ function itemNode(item) {
   const alert = el('p', { class: 'error item-error', role: 'alert' });
   node.append(actionsFor(item, alert), alert, historyNode(item));
   return node;
+}
+
+// The last messages of the conversation a call was made in, each with who
+// said it: text as text, tool calls and results as JSON.
+function contextNode(messages) {
+  const list = el('ol', { class: 'context' });
+  for (const message of messages) {
+    const entry = el('li', { class: `message message-${String(message && message.role)}` });
+    const role = message && typeof message.role === 'string' ? message.role : 'message';
+    if (role === 'tool_result') {
+      entry.append(el('p', { class: 'role', text: `result of ${message.tool_name || 'a tool'}` }));
+      entry.append(shownValue('message', json(message.model_output ?? message.result ?? null)));
+    } else {
+      entry.append(el('p', { class: 'role', text: role === 'assistant' ? 'the model' : role }));
+      if (typeof message.text === 'string' && message.text !== '') entry.append(shownValue('message', message.text));
+      const calls = Array.isArray(message.tool_calls) ? message.tool_calls : [];
+      for (const call of calls) entry.append(shownValue('message', `calls ${call.tool_name}: ${json(call.arguments)}`));
+      if (typeof message.text !== 'string' && calls.length === 0) entry.append(shownValue('message', json(message)));
+    }
+    list.append(entry);
+  }
+  return list;
 }
 
 // Characters that show nothing, or reorder what follows: bidi controls,
@@ -758,14 +783,24 @@ function typeOf(schema, ctx) {
     type = type.find((t) => t !== 'null');
   }
   const listed = schema.anyOf || schema.oneOf;
-  const options = Array.isArray(listed) ? listed.map((option) => resolved(option, ctx)[0]) : null;
+  // Each option with the context it resolved in: one that refers back to
+  // this schema is read a `$ref` deeper each time, so it ends.
+  const resolvedOptions = Array.isArray(listed) ? listed.map((option) => resolved(option, ctx)) : null;
+  const options = resolvedOptions && resolvedOptions.map(([option]) => option);
   if (!type && options) {
     const consts = options.filter((o) => o && 'const' in o).map((o) => o.const);
     if (consts.length === options.length) return { type: 'enum', values: consts, nullable };
-    const others = options.filter((o) => !(o && o.type === 'null'));
+    const others = resolvedOptions.filter(([o]) => !(o && o.type === 'null'));
     if (others.length === 1) {
-      const inner = typeOf(others[0], ctx);
-      return { ...inner, schema: others[0], nullable: true };
+      const [only, onlyCtx] = others[0];
+      const inner = typeOf(only, onlyCtx);
+      return { ...inner, schema: only, nullable: true };
+    }
+    if (others.length > 1) {
+      // Variants: a chooser, then the chosen one's field. The raw options
+      // are kept, to be resolved in their own context.
+      const variants = listed.filter((o) => !(resolved(o, ctx)[0].type === 'null'));
+      return { type: 'choice', variants, nullable: others.length < options.length || nullable };
     }
   }
   if (Array.isArray(schema.enum)) return { type: 'enum', values: schema.enum.filter((v) => v !== null), nullable: nullable || schema.enum.includes(null) };
@@ -796,6 +831,7 @@ function schemaField(given, name, path, required, initial, context) {
   const named = effective.properties && typeof effective.properties === 'object' && Object.keys(effective.properties).length > 0;
   if (typed.type === 'object' && named) return objectField(effective, title, path, errorNode, hint, ownErrors, initial, ctx);
   if (typed.type === 'array' && !Array.isArray(effective.items)) return arrayField(effective, title, path, errorNode, hint, ownErrors, ctx);
+  if (typed.type === 'choice') return choiceField(typed.variants, { title, path, id, describedBy, errorNode, hint, ownErrors, optional }, initial, ctx);
 
   let input;
   let read;
@@ -871,6 +907,69 @@ function setInitial(input, typed, initial) {
   } else {
     input.value = typeof initial === 'string' ? initial : JSON.stringify(initial);
   }
+}
+
+// `oneOf` / `anyOf` of several variants: a select of the variants (by
+// title, description or type), and the field of the one chosen, built anew
+// when the choice changes; it starts on the variant `initial` fits.
+function choiceField(variants, field, initial, ctx) {
+  const { title, path, id, describedBy, errorNode, hint, ownErrors, optional } = field;
+  const fieldset = el('fieldset', { class: 'choice' }, el('legend', { text: title }), hint);
+  const select = el('select', { id, name: `${path.join('.') || title}:variant`, 'aria-describedby': describedBy });
+  if (optional) select.append(el('option', { value: '', text: '(not set)' }));
+  variants.forEach((variant, index) => {
+    const [shown] = resolved(variant, ctx);
+    const type = Array.isArray(shown.type) ? shown.type.join(' or ') : shown.type;
+    select.append(el('option', { value: String(index), text: shown.title || shown.description || type || `Variant ${index + 1}` }));
+  });
+  const slot = el('div', { class: 'variant' });
+  let current = null;
+  const show = (choice, start) => {
+    slot.replaceChildren();
+    current = choice === '' ? null : schemaField(variants[Number(choice)], title, path, true, start, ctx);
+    if (current) slot.append(current.node);
+  };
+  select.addEventListener('change', () => show(select.value, undefined));
+  let chosen = optional ? '' : '0';
+  if (initial !== undefined && initial !== null) {
+    const fit = variants.findIndex((variant) => fits(resolved(variant, ctx)[0], initial));
+    if (fit >= 0) chosen = String(fit);
+  }
+  select.value = chosen;
+  show(chosen, chosen === '' ? undefined : initial);
+  fieldset.append(el('label', { for: id, text: 'Which one' }), select, slot, errorNode);
+  return {
+    node: fieldset,
+    read: () => (current ? current.read() : undefined),
+    clearErrors: () => {
+      ownErrors.clear();
+      if (current) current.clearErrors();
+    },
+    showErrors: (tree) => {
+      let shown = false;
+      if (tree && tree.errors && tree.errors.length) {
+        ownErrors.show(tree.errors);
+        shown = true;
+      }
+      if (current) shown = current.showErrors(tree) || shown;
+      return shown;
+    },
+  };
+}
+
+// Whether `value` is of the kind `schema` describes (its const, its type,
+// an object's required and known properties): which variant a value fits.
+function fits(schema, value) {
+  if ('const' in schema) return JSON.stringify(schema.const) === JSON.stringify(value);
+  const kind = Array.isArray(value) ? 'array' : value === null ? 'null' : typeof value;
+  if (kind === 'object' && schema.properties && typeof schema.properties === 'object') {
+    const required = Array.isArray(schema.required) ? schema.required : [];
+    return required.every((key) => Object.prototype.hasOwnProperty.call(value, key))
+      && Object.keys(value).every((key) => Object.prototype.hasOwnProperty.call(schema.properties, key));
+  }
+  const declared = Array.isArray(schema.type) ? schema.type : [schema.type];
+  if (kind === 'number') return declared.includes('number') || (declared.includes('integer') && Number.isInteger(value));
+  return declared.includes(kind);
 }
 
 function objectField(schema, title, path, errorNode, hint, ownErrors, initial, ctx) {

@@ -1504,3 +1504,44 @@ async fn a_dismissed_item_leaves_only_its_readers_list_and_stays_decidable() {
     let approve = decision(&router, "/api/items/d1/approve", "ann", json!({})).await;
     assert_eq!(send(&router, approve).await.0, StatusCode::OK);
 }
+
+#[tokio::test]
+async fn an_item_shows_the_last_messages_before_its_call_bounded() {
+    let runtime = runtime(Arc::new(AtomicUsize::new(0)));
+    let said: Vec<Value> = (0..10)
+        .map(|n| json!({ "role": "user", "text": format!("message {n}") }))
+        .collect();
+    let calls = [
+        ToolCall::new("m1", "transfer", json!({ "amount": 3 })).with_messages(said),
+        ToolCall::new("m2", "transfer", json!({ "amount": 3 }))
+            .with_messages(vec![json!({ "role": "user", "text": "x".repeat(40_000) })]),
+        ToolCall::new("m3", "transfer", json!({ "amount": 3 })),
+    ];
+    for call in calls {
+        runtime.call(call).await;
+    }
+    let router = inbox(&runtime);
+    let context = |id: &str| {
+        let router = router.clone();
+        let id = id.to_owned();
+        async move {
+            let (_, _, item) = send(&router, get(&format!("/api/items/{id}"), TOKEN)).await;
+            item["context"].as_array().unwrap().clone()
+        }
+    };
+    let texts: Vec<Value> = context("m1")
+        .await
+        .iter()
+        .map(|m| m["text"].clone())
+        .collect();
+    let expected: Vec<Value> = (4..10).map(|n| json!(format!("message {n}"))).collect();
+    assert_eq!(texts, expected, "the last six, newest last");
+    let long = context("m2").await;
+    assert_eq!(long.len(), 1);
+    assert_eq!(
+        long[0]["text"].as_str().unwrap().chars().count(),
+        2_001,
+        "an excerpt of a message too large to show whole"
+    );
+    assert!(context("m3").await.is_empty(), "a direct call has none");
+}

@@ -243,12 +243,18 @@ async fn a_person_decides_every_kind_of_item_in_the_page() {
     let runs = Arc::new(AtomicUsize::new(0));
     let runtime = runtime(&dir.join("calls.sqlite"), Arc::clone(&runs));
     for (id, amount) in [("t1", 120), ("t2", 9000), ("t4", 300)] {
+        // Why: what the user asked, and what the model said beside the call.
+        let conversation = vec![
+            json!({ "role": "user", "text": "Pay the March invoice" }),
+            json!({ "role": "assistant", "text": "Paying it as asked.", "tool_calls": [] }),
+        ];
         let call = ToolCall::new(
             id,
             "transfer",
             json!({ "amount": amount, "memo": "invoice 2026-114 for March", "apiKey": "sk-live-secret" }),
         )
-        .with_requester("alice");
+        .with_requester("alice")
+        .with_messages(conversation);
         runtime.call(call).await;
     }
     runtime
@@ -297,6 +303,11 @@ async fn a_person_decides_every_kind_of_item_in_the_page() {
         "the token is never in the URL"
     );
 
+    let context = text(client, &item("t1", "ol.context")).await;
+    assert!(
+        context.contains("Pay the March invoice") && context.contains("Paying it as asked."),
+        "{context}"
+    );
     // Arguments as the display transform shows them; hostile text as text.
     let shown = text(client, &item("t1", "pre.input")).await;
     assert!(
@@ -611,6 +622,15 @@ fn schema_gallery() -> Vec<(&'static str, Value)> {
             }),
         ),
         (
+            "choice",
+            json!({
+                "oneOf": [
+                    { "title": "By card", "type": "object", "properties": { "card": { "type": "string" } }, "required": ["card"] },
+                    { "title": "By transfer", "type": "object", "properties": { "iban": { "type": "string" } }, "required": ["iban"] }
+                ]
+            }),
+        ),
+        (
             "hostile",
             json!({
                 "type": "object",
@@ -778,9 +798,21 @@ async fn every_schema_renders_and_no_item_breaks_the_page() {
     .await;
     click(client, &item("s-typed", "button.resume")).await;
     gone(client, &item("s-typed", "")).await;
+
+    // A oneOf is a chooser: the second variant's field, then resumed with it.
+    click(
+        client,
+        &item("s-choice", ".choice select option:nth-child(2)"),
+    )
+    .await;
+    type_into(client, &item("s-choice", "input[name=iban]"), "DE89 3704").await;
+    click(client, &item("s-choice", "button.resume")).await;
+    gone(client, &item("s-choice", "")).await;
     client.clone().close().await.unwrap();
     let output = settled(runtime.inbox().stored("s-typed").await.unwrap());
     assert_eq!(output.output().unwrap()["carrier"], "courier", "{output:?}");
+    let chosen = settled(runtime.inbox().stored("s-choice").await.unwrap());
+    assert_eq!(chosen.output(), Some(&json!({ "iban": "DE89 3704" })));
 }
 
 /// How many rows the list shows.
@@ -954,5 +986,91 @@ async fn the_list_pages_searches_follows_others_and_decides_in_batches() {
             .state
             .is_pending()
     );
+    client.clone().close().await.unwrap();
+}
+
+/// A property test of the page's form generator, in the page: 2,000
+/// schemas drawn from a seeded generator (every type, bounds, enums, consts,
+/// `$ref`s that resolve, loop or point nowhere, `anyOf`/`oneOf`, boolean
+/// schemas, arrays, maps, hostile property names, nesting) each build a
+/// field without throwing, render a control or a JSON editor, read without
+/// a runtime error (a value, nothing, or a validation message), and take
+/// errors to show. A failing seed is reported.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_form_generator_renders_every_generated_schema() {
+    let _one = ONE_BROWSER.lock().await;
+    let Some(browser) = Browser::start("tool-inbox-forms-").await else {
+        return;
+    };
+    let client = &browser.client;
+    let runtime = runtime(
+        &browser.path().join("calls.sqlite"),
+        Arc::new(AtomicUsize::new(0)),
+    );
+    let address = serve(&runtime).await;
+    sign_in(client, address).await;
+    shows(client, "#status", "Live").await;
+    let failures = client
+        .execute(
+            r#"
+            // mulberry32: a seeded generator, so a failure names its seed.
+            let seed = 20261207;
+            const random = () => {
+              seed = (seed + 0x6D2B79F5) | 0;
+              let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+              t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+              return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+            };
+            const pick = (list) => list[Math.floor(random() * list.length)];
+            const names = ['a', 'b', '__proto__', 'constructor', 'toString', 'x y', '', '0', 'ü', '$ref'];
+            const values = [null, 0, -1, 1.5, 'text', '', true, false, [], {}, [1, 'a'], { k: 'v' }];
+            function schema(depth) {
+              if (depth > 4) return pick([true, false, {}, { type: 'string' }]);
+              switch (Math.floor(random() * 16)) {
+                case 0: return pick([true, false, {}, null, 7, 'str', []]);
+                case 1: return { type: pick(['string', 'number', 'integer', 'boolean', 'null', 'object', 'array', 'nonsense']), minimum: pick([undefined, 0, -5]), maximum: pick([undefined, 10]), minLength: pick([undefined, 2]), maxLength: pick([undefined, 5, 500]), format: pick([undefined, 'email', 'textarea', 'date']) };
+                case 2: return { type: [pick(['string', 'integer']), pick(['null', 'boolean', 'string'])] };
+                case 3: return { enum: Array.from({ length: 1 + Math.floor(random() * 4) }, () => pick(values)) };
+                case 4: return { const: pick(values) };
+                case 5: return { $ref: pick(['#', '#/$defs/T', '#/$defs/missing', 'http://elsewhere/x', '#/properties/a', '#/%ZZ', '#/$defs/T/properties/__proto__']) , description: pick([undefined, 'a ref']) };
+                case 6: case 7: {
+                  const properties = {};
+                  for (let i = 0; i < Math.floor(random() * 4); i += 1) Object.defineProperty(properties, pick(names), { value: schema(depth + 1), enumerable: true, configurable: true, writable: true });
+                  return { type: pick(['object', undefined]), properties, required: pick([undefined, [], [pick(names)], 'not a list']) };
+                }
+                case 8: return { type: 'object', additionalProperties: schema(depth + 1) };
+                case 9: return { type: 'array', items: pick([schema(depth + 1), [schema(depth + 1)], undefined, false]) };
+                case 10: case 11: return { [pick(['anyOf', 'oneOf'])]: Array.from({ length: Math.floor(random() * 4) }, () => schema(depth + 1)) };
+                case 12: return { anyOf: [schema(depth + 1), { type: 'null' }] };
+                case 13: return { allOf: [schema(depth + 1)], not: schema(depth + 1) };
+                case 14: return { title: pick(['T', '', '<b>x</b>']), description: pick(['d', '\u202Eevil']), ...schema(depth + 1) };
+                default: return { type: 'object', properties: { a: { $ref: '#' } } };
+              }
+            }
+            const failures = [];
+            for (let n = 0; n < 2000; n += 1) {
+              const started = seed;
+              let root = schema(0);
+              if (root && typeof root === 'object' && !Array.isArray(root) && random() < 0.5) root = { ...root, $defs: { T: schema(1) } };
+              try {
+                const field = schemaField(root, 'Value', [], random() < 0.5, random() < 0.3 ? pick(values) : undefined);
+                if (!(field.node instanceof Element)) throw new Error('no node');
+                const controls = field.node.matches('input, select, textarea') || field.node.querySelector('input, select, textarea, fieldset') !== null || field.node.tagName === 'FIELDSET';
+                if (!controls) throw new Error('nothing to fill in');
+                try { field.read(); } catch (error) { if (!(error instanceof Error) || error instanceof TypeError || error instanceof ReferenceError || error instanceof RangeError) throw error; }
+                field.showErrors({ errors: ['bad'], fields: { a: { errors: ['worse'] }, __proto__: { errors: ['x'] } } });
+                field.clearErrors();
+              } catch (error) {
+                failures.push({ seed: started, schema: JSON.stringify(root), error: String(error) });
+                if (failures.length >= 5) break;
+              }
+            }
+            return failures;
+            "#,
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(failures, json!([]), "schemas the form generator broke on");
     client.clone().close().await.unwrap();
 }
