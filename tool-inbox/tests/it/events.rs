@@ -350,3 +350,51 @@ async fn an_expired_item_settles_with_the_reason() {
         )
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_item_in_a_new_version_is_sent_changed_with_its_new_digest() {
+    let transfer = Tool::builder("transfer")
+        .description("Moves money")
+        .input_schema(json!({
+            "type": "object",
+            "properties": { "amount": { "type": "integer" } },
+            "required": ["amount"]
+        }))
+        .editable(["amount"])
+        .require_approval(true)
+        .execute(|_input: Value, _ctx| async move { Ok::<_, ToolError>(json!("moved")) })
+        .build()
+        .unwrap();
+    let runtime = Runtime::builder()
+        .tool(transfer)
+        .tool_approvals_required("transfer", 2)
+        .build()
+        .unwrap();
+    runtime.call(call("v1", "red")).await;
+    let router = two_approvers(&runtime)
+        .poll_interval(Duration::from_millis(50))
+        .router();
+    let mut bob = EventStream::open(&router, "bob").await.unwrap();
+    let first = bob.next().await;
+    assert_eq!(bob.next().await.event, "ready");
+    // Alice edits it: a new version, which needs its approvals again.
+    let stored = runtime.inbox().stored("v1").await.unwrap().unwrap();
+    let decider = tool_runtime::Decider::new(Principal::new("alice"), stored.digest());
+    runtime
+        .decide_as(
+            "v1",
+            tool_runtime::Decision::Edit(json!({ "amount": 9 })),
+            decider,
+        )
+        .await
+        .unwrap();
+    let changed = bob.next().await;
+    assert_eq!(
+        (changed.event.as_str(), &changed.data["input"]["amount"]),
+        ("changed", &json!(9))
+    );
+    assert_ne!(
+        changed.data["digest"], first.data["digest"],
+        "a new version, which a decision must name"
+    );
+}
