@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use tool_core::transform::{CallValues, Phase, Target, TransformContext};
 use tool_core::{Excerpt, Tool};
-use tool_runtime::store::{AuditEntry, AuditKind, AuditQuery, PendingQuery};
+use tool_runtime::store::{AuditEntry, AuditKind, AuditQuery, PendingOrder, PendingQuery};
 use tool_runtime::{
     Approvals, CallOutcome, CallState, Decider, Decision, Digest, PendingCall, PendingKind,
     Runtime, RuntimeError, StoredCall,
@@ -481,13 +481,46 @@ const STORE_PAGE: usize = 100;
 /// The longest search text, in characters.
 const MAX_SEARCH_CHARS: usize = 200;
 
-/// The list's query: `?q=<text>&tool=weather&kind=approval&run=<runId>&thread=..&resource=..&requester=..&older_than=<s>&newer_than=<s>&limit=20&after=<callId>`.
+/// The order of the list (`?sort=`): by call id, the longest waiting
+/// first, or the soonest to expire first.
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Sort {
+    #[default]
+    Id,
+    Age,
+    Expiry,
+}
+
+impl Sort {
+    fn order(self) -> PendingOrder {
+        match self {
+            Sort::Id => PendingOrder::CallId,
+            Sort::Age => PendingOrder::Asked,
+            Sort::Expiry => PendingOrder::Expires,
+        }
+    }
+}
+
+/// Where a page ends, as `next` says it (the `after` of the next page):
+/// the call id by call id; `<key>:<callId>` in an order by time.
+fn cursor(order: PendingOrder, stored: &StoredCall) -> String {
+    let call_id = &stored.call.head.call_id;
+    match order.key(&stored.call) {
+        Some(key) => format!("{key}:{call_id}"),
+        None => call_id.clone(),
+    }
+}
+
+/// The list's query: `?q=<text>&sort=age&tool=weather&kind=approval&run=<runId>&thread=..&resource=..&requester=..&older_than=<s>&newer_than=<s>&limit=20&after=<callId>`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ListQuery {
     /// Text the tool id, the requester or the call id contains, ignoring
     /// case.
     q: Option<String>,
+    /// `id` (the default), `age` or `expiry`.
+    sort: Option<Sort>,
     tool: Option<String>,
     kind: Option<PendingKind>,
     /// The agent run that made the call.
@@ -507,10 +540,14 @@ pub(crate) struct ListQuery {
 }
 
 impl ListQuery {
-    /// The store's query for the list's filters, at `now_ms`; pages of
-    /// [`STORE_PAGE`] from the query's `after`.
-    fn store_query(&self, now_ms: u64) -> PendingQuery {
-        let mut query = PendingQuery::waiting_for_people().limit(STORE_PAGE);
+    /// The store's query for the list's filters and order, at `now_ms`;
+    /// pages of [`STORE_PAGE`] from the query's `after` (refused when it is
+    /// not a cursor of the order).
+    fn store_query(&self, now_ms: u64) -> Result<PendingQuery, Refused> {
+        let order = self.sort.unwrap_or_default().order();
+        let mut query = PendingQuery::waiting_for_people()
+            .limit(STORE_PAGE)
+            .order(order);
         if let Some(kind) = self.kind {
             query = query.kind(kind);
         }
@@ -523,8 +560,27 @@ impl ListQuery {
         query.asked_before_ms = self.older_than.map(ago);
         query.asked_after_ms = self.newer_than.map(ago);
         query.text = self.q.clone().filter(|text| !text.trim().is_empty());
-        query.after.clone_from(&self.after);
-        query
+        match (&self.after, order) {
+            (None, _) => {}
+            (Some(after), PendingOrder::CallId) => query.after = Some(after.clone()),
+            (Some(after), _) => {
+                let position = after
+                    .split_once(':')
+                    .and_then(|(key, call_id)| Some((key.parse::<u64>().ok()?, call_id)));
+                let Some((key, call_id)) = position else {
+                    return Err(Refused::new(
+                        StatusCode::UNPROCESSABLE_ENTITY,
+                        "invalid_query",
+                        format!(
+                            "after {:?} is not where a page of this order ends: pass the `next` of the last page",
+                            Excerpt::of(after)
+                        ),
+                    ));
+                };
+                query = query.after_position(key, call_id);
+            }
+        }
+        Ok(query)
     }
 }
 
@@ -537,7 +593,8 @@ fn now_ms() -> u64 {
 }
 
 /// `GET /api/items`: a page of the items the principal may read and did
-/// not dismiss, by call id; `next` is the `after` of the next page.
+/// not dismiss, by call id or in the order asked; `next` is the `after` of
+/// the next page.
 pub(crate) async fn list<A: Authenticate>(
     State(shared): State<Arc<Shared<A>>>,
     Extension(principal): Extension<Principal>,
@@ -558,7 +615,8 @@ pub(crate) async fn list<A: Authenticate>(
     let limit = bounded_limit(query.limit, shared.default_page(), shared.options.max_page)?;
     // Pages of the store's index until one more item than asked is found
     // (the principal's authorization applies on the way).
-    let mut store_query = query.store_query(now_ms());
+    let mut store_query = query.store_query(now_ms())?;
+    let order = store_query.order;
     let mut calls: Vec<StoredCall> = Vec::new();
     while calls.len() <= limit {
         let page = shared
@@ -568,13 +626,14 @@ pub(crate) async fn list<A: Authenticate>(
             .await?;
         let Some(last) = page.last() else { break };
         store_query.after = Some(last.call.head.call_id.clone());
+        store_query.after_key = order.key(&last.call);
         for stored in page {
             if shared.listed(&principal, &stored).await? {
                 calls.push(stored);
             }
         }
     }
-    let next = (calls.len() > limit).then(|| calls[limit - 1].call.head.call_id.clone());
+    let next = (calls.len() > limit).then(|| cursor(order, &calls[limit - 1]));
     calls.truncate(limit);
     let mut items = Vec::with_capacity(calls.len());
     for stored in &calls {

@@ -1,8 +1,9 @@
 //! A page of 50 waiting calls, at 1,000, 10,000 and 100,000 waiting, on
 //! each store (issue 35: the time grows with the page, not with all that
 //! wait): `CallStore::list_page` from the middle of the calls, every call
-//! selected (`all`), and one in ten (`sparse`, a requester filter the store
-//! applies after reading).
+//! selected (`all`), one in ten (`sparse`, a requester filter the store
+//! applies after reading), and every call the longest waiting first
+//! (`oldest`, `PendingOrder::Asked`, from the middle call's position).
 //!
 //! Run: `cargo bench -p tool-runtime --bench pages` (`DATABASE_URL` adds
 //! PostgreSQL; `WAITING=1000,10000` picks the sizes). Filling a store is
@@ -12,7 +13,7 @@ use std::sync::Arc;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use serde_json::json;
-use tool_runtime::store::{CallStore, MemoryStore, PendingQuery, SqliteStore};
+use tool_runtime::store::{CallStore, MemoryStore, PendingOrder, PendingQuery, SqliteStore};
 use tool_runtime::{PendingCall, PendingKind};
 
 #[cfg(feature = "postgres")]
@@ -33,7 +34,8 @@ fn sizes() -> Vec<usize> {
         .unwrap_or_else(|| vec![1_000, 10_000, 100_000])
 }
 
-/// `n` waiting calls, one in ten asked for by carol.
+/// `n` waiting calls, one in ten asked for by carol; asked for in the
+/// reverse of their ids' order.
 async fn fill(store: &impl CallStore, n: usize) {
     for i in 0..n {
         let mut call = PendingCall::new(
@@ -45,8 +47,14 @@ async fn fill(store: &impl CallStore, n: usize) {
         if i % 10 == 0 {
             call.head.requester = Some("carol".into());
         }
+        call.asked_at_ms = Some(asked_at(n, i));
         store.insert(call).await.expect("insert");
     }
+}
+
+/// When the `i`th of `n` calls was asked for.
+fn asked_at(n: usize, i: usize) -> u64 {
+    1_000_000 + u64::try_from(n - i).unwrap_or(u64::MAX)
 }
 
 /// `make` makes an empty store; `filled` runs once it holds the calls (a
@@ -68,7 +76,11 @@ fn pages_of<S: CallStore>(
             .after(middle.as_str())
             .limit(PAGE);
         let sparse = all.clone().requester("carol");
-        for (filter, query) in [("all", all), ("sparse", sparse)] {
+        let oldest = PendingQuery::waiting_for_people()
+            .order(PendingOrder::Asked)
+            .after_position(asked_at(n, n / 2), middle.as_str())
+            .limit(PAGE);
+        for (filter, query) in [("all", all), ("sparse", sparse), ("oldest", oldest)] {
             let page = tokio
                 .block_on(store.list_page(query.clone()))
                 .expect("page");

@@ -68,21 +68,24 @@ async function api(path, options = {}) {
 
 // --- the list's state ---------------------------------------------------------
 
-// The items loaded, by call id, in the list's order (by call id); `next` is
-// where the list goes on (`null`: all loaded).
+// The items loaded, in the list's order; `next` is where the list goes on
+// (`null`: all loaded).
 const list = { next: null, loading: false, principal: null };
 
-// What the list shows: a search over tool, requester and call id, a kind.
+// What the list shows: a search over tool, requester and call id, a kind,
+// an order.
 function filters() {
   return {
     q: document.getElementById('q').value.trim(),
     kind: document.getElementById('kind').value,
+    sort: document.getElementById('sort').value,
   };
 }
 
+// Whether the list is not the event stream's first page (by call id, all).
 function filtered() {
-  const { q, kind } = filters();
-  return q !== '' || kind !== '';
+  const { q, kind, sort } = filters();
+  return q !== '' || kind !== '' || sort !== 'id';
 }
 
 // Whether `item` belongs in the list as filtered (as the server filters).
@@ -94,10 +97,27 @@ function matches(item) {
   return [item.tool.id, item.requester, item.callId].some((field) => typeof field === 'string' && field.toLowerCase().includes(text));
 }
 
-// Whether a new item falls among the loaded ones (past `next` the list
-// reaches it when it loads on).
-function withinLoaded(callId) {
-  return list.next === null || callId <= list.next;
+// Where `item` stands in the list's order, as the server sorts: its time
+// (none: after every other), then its call id.
+const NO_TIME = Number.MAX_SAFE_INTEGER;
+function position(item) {
+  const { sort } = filters();
+  const time = sort === 'age' ? item.askedAtMs : sort === 'expiry' ? item.expiresAtMs : 0;
+  return [typeof time === 'number' ? time : NO_TIME, item.callId];
+}
+
+function before(a, b) {
+  const [x, y] = [position(a), position(b)];
+  return x[0] !== y[0] ? x[0] < y[0] : x[1] < y[1];
+}
+
+// Whether a new item falls among the loaded ones (past the last loaded,
+// the list reaches it when it loads on).
+function withinLoaded(item) {
+  if (list.next === null) return true;
+  const rows = document.getElementById('items').children;
+  const last = rows.length ? items.get(rows[rows.length - 1].dataset.callId) : null;
+  return !last || before(item, last);
 }
 
 // --- the live stream ---------------------------------------------------------
@@ -172,7 +192,7 @@ function handleEvent(stream, block) {
     return;
   }
   if (event === 'item') {
-    if (!items.has(payload.callId) && matches(payload) && withinLoaded(payload.callId)) {
+    if (!items.has(payload.callId) && matches(payload) && withinLoaded(payload)) {
       items.set(payload.callId, payload);
       render();
     }
@@ -240,10 +260,11 @@ function showPage(page, next, reset) {
 async function loadPage(reset) {
   if (list.loading && !reset) return;
   list.loading = true;
-  const { q, kind } = filters();
+  const { q, kind, sort } = filters();
   const params = new URLSearchParams({ limit: '50' });
   if (q) params.set('q', q);
   if (kind) params.set('kind', kind);
+  if (sort !== 'id') params.set('sort', sort);
   if (!reset && list.next !== null) params.set('after', list.next);
   const asked = params.toString();
   list.asked = asked;
@@ -282,13 +303,15 @@ function render() {
     if (items.has(callId)) shown.add(callId);
     else node.remove();
   }
-  const missing = Array.from(items.keys()).filter((callId) => !shown.has(callId)).sort();
+  const missing = Array.from(items.values())
+    .filter((item) => !shown.has(item.callId))
+    .sort((a, b) => (before(a, b) ? -1 : 1));
   if (missing.length > 0) {
     // Inserted in order, walking the rows once.
     let cursor = listNode.firstElementChild;
-    for (const callId of missing) {
-      while (cursor && cursor.dataset.callId < callId) cursor = cursor.nextElementSibling;
-      listNode.insertBefore(rowNode(items.get(callId), false), cursor);
+    for (const item of missing) {
+      while (cursor && before(items.get(cursor.dataset.callId), item)) cursor = cursor.nextElementSibling;
+      listNode.insertBefore(rowNode(item, false), cursor);
     }
   }
   const empty = document.getElementById('empty');
@@ -1061,9 +1084,16 @@ function open() {
 
 // A search waits for the typing to pause.
 let searching = null;
-document.getElementById('search').addEventListener('input', () => {
+// Typing waits for a pause; a choice (kind, order) loads at once.
+document.getElementById('search').addEventListener('input', (event) => {
+  if (event.target.tagName === 'SELECT') return;
   clearTimeout(searching);
   searching = setTimeout(() => loadPage(true), 250);
+});
+document.getElementById('search').addEventListener('change', (event) => {
+  if (event.target.tagName !== 'SELECT') return;
+  clearTimeout(searching);
+  loadPage(true);
 });
 document.getElementById('search').addEventListener('submit', (event) => {
   event.preventDefault();

@@ -1545,3 +1545,65 @@ async fn an_item_shows_the_last_messages_before_its_call_bounded() {
     );
     assert!(context("m3").await.is_empty(), "a direct call has none");
 }
+
+#[tokio::test]
+async fn the_list_sorts_by_age_and_by_expiry_and_pages_in_that_order() {
+    let runtime = runtime_with(
+        Arc::new(AtomicUsize::new(0)),
+        Runtime::builder().tool_approval_ttl("transfer", std::time::Duration::from_secs(3600)),
+    );
+    // Asked in the reverse of their ids' order; the suspended one never expires.
+    for (id, tool) in [("z1", "transfer"), ("y2", "confirm"), ("x3", "transfer")] {
+        runtime
+            .call(ToolCall::new(id, tool, json!({ "amount": 1 })))
+            .await;
+        tokio::time::sleep(std::time::Duration::from_millis(3)).await;
+    }
+    let router = inbox(&runtime);
+    let ids = |page: &Value| -> Vec<String> {
+        page["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["callId"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    for (sort, expected) in [
+        ("id", ["x3", "y2", "z1"]),
+        ("age", ["z1", "y2", "x3"]),
+        ("expiry", ["z1", "x3", "y2"]),
+    ] {
+        let (status, _, page) = send(&router, get(&format!("/api/items?sort={sort}"), TOKEN)).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(ids(&page), expected, "{sort}");
+        // One at a time, each page from the last one's `next`.
+        let mut paged = Vec::new();
+        let mut uri = format!("/api/items?sort={sort}&limit=1");
+        loop {
+            let (_, _, page) = send(&router, get(&uri, TOKEN)).await;
+            paged.extend(ids(&page));
+            let Some(next) = page["next"].as_str() else {
+                break;
+            };
+            uri = format!("/api/items?sort={sort}&limit=1&after={}", urlencoding(next));
+        }
+        assert_eq!(paged, expected, "{sort}, a page at a time");
+    }
+    let (status, _, refused) = send(&router, get("/api/items?sort=age&after=z1", TOKEN)).await;
+    assert_eq!(
+        (status, &refused["error"]["code"]),
+        (StatusCode::UNPROCESSABLE_ENTITY, &json!("invalid_query"))
+    );
+}
+
+/// `text` percent-encoded for a query string.
+fn urlencoding(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}

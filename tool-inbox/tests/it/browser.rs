@@ -859,6 +859,25 @@ async fn shows(client: &Client, css: &str, expected: &str) {
     }
 }
 
+/// Waits until the list's first row is `call_id`'s.
+async fn first_row_becomes(client: &Client, call_id: &str) {
+    let started = Instant::now();
+    loop {
+        let first = match client.find(Locator::Css("#items > li")).await {
+            Ok(row) => row.attr("data-call-id").await.ok().flatten(),
+            Err(_) => None,
+        };
+        if first.as_deref() == Some(call_id) {
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the first row is {first:?}, not {call_id}, after 10 s"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// A decision by another approver, in code (as their own page would take it).
 async fn decided_elsewhere(runtime: &Runtime, call_id: &str, decision: tool_runtime::Decision) {
     let stored = runtime.inbox().stored(call_id).await.unwrap().unwrap();
@@ -957,6 +976,14 @@ async fn the_list_pages_searches_follows_others_and_decides_in_batches() {
         .await
         .unwrap();
     type_into(client, "#q", &Key::Enter.to_string()).await;
+    rows_become(client, 50).await;
+
+    // Expiring soonest first: the note (within the hour) before every
+    // transfer (no expiry); then back to the call ids' order.
+    click(client, "#sort option[value=expiry]").await;
+    first_row_becomes(client, "n1").await;
+    click(client, "#sort option[value=id]").await;
+    first_row_becomes(client, "c000").await;
     rows_become(client, 50).await;
 
     // A batch: c002 and c003 selected, approved, each on its own digest.

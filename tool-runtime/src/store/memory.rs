@@ -9,9 +9,10 @@ use serde_json::Value;
 
 use super::{
     AuditEntry, AuditLog, AuditQuery, AuditRetention, CallState, CallStore, Decided, Expected,
-    PendingCall, PendingKind, PendingQuery, Retention, Revocation, RuleStore, RunStore, Settlement,
-    StandingRule, StoreError, StoredCall, StoredRun, TaskSignal, TaskSignaller, Transition,
-    storable_audit, storable_call, storable_json, storable_rule, storable_run_record,
+    PendingCall, PendingKind, PendingOrder, PendingQuery, Retention, Revocation, RuleStore,
+    RunStore, Settlement, StandingRule, StoreError, StoredCall, StoredRun, TaskSignal,
+    TaskSignaller, Transition, storable_audit, storable_call, storable_json, storable_rule,
+    storable_run_record,
 };
 
 /// A store in memory ([`CallStore`], [`RunStore`], [`AuditLog`],
@@ -323,9 +324,26 @@ impl CallStore for MemoryStore {
     }
 
     async fn list_page(&self, query: PendingQuery) -> Result<Vec<StoredCall>, StoreError> {
+        let state = self.state();
+        if query.order != PendingOrder::CallId {
+            // By a time: the calls selected, sorted (a development store
+            // keeps no index of times).
+            let mut page: Vec<&StoredCall> = state
+                .calls
+                .values()
+                .filter(|stored| stored.state.is_pending() && query.selects(&stored.call))
+                .collect();
+            let position = |stored: &StoredCall| {
+                (
+                    query.order.key(&stored.call),
+                    stored.call.head.call_id.clone(),
+                )
+            };
+            page.sort_by_cached_key(|stored| position(stored));
+            return Ok(page.into_iter().take(query.limit).cloned().collect());
+        }
         // From `after` on in the map's order (by call id): a page costs
         // the calls it passes over, not every call stored.
-        let state = self.state();
         let from = match query.after.as_deref() {
             Some(after) => Bound::Excluded(after),
             None => Bound::Unbounded,

@@ -304,10 +304,61 @@ pub struct PendingQuery {
     /// Only calls whose tool id, requester or call id contains this text,
     /// ignoring case (a search box's words, as one).
     pub text: Option<String>,
-    /// Only calls whose id comes after this one (by bytes).
+    /// The page's order: by call id unless said.
+    pub order: PendingOrder,
+    /// Only calls after this one in the page's order: after its id (by
+    /// bytes) by call id; in an order by time, after its id among the
+    /// calls of [`after_key`](Self::after_key), and after every call of an
+    /// earlier key ([`PendingQuery::after_position`]).
     pub after: Option<String>,
+    /// In an order by time, the key ([`PendingOrder::key`]) of the call
+    /// [`after`](Self::after) names.
+    pub after_key: Option<u64>,
     /// At most this many.
     pub limit: usize,
+}
+
+/// The key of a call without the time an order reads: after every time
+/// (the largest a SQL integer holds).
+pub const NO_TIME: u64 = 9_223_372_036_854_775_807;
+
+/// The order of a page of waiting calls ([`PendingQuery::order`]); ties
+/// (and calls without the time) by call id.
+///
+/// ```
+/// use serde_json::json;
+/// use tool_runtime::store::{NO_TIME, PendingOrder};
+/// use tool_runtime::{PendingCall, PendingKind};
+///
+/// let mut call = PendingCall::new("c1", "t", PendingKind::Approval, json!({}));
+/// call.asked_at_ms = Some(1_000);
+/// assert_eq!(PendingOrder::Asked.key(&call), Some(1_000));
+/// assert_eq!(PendingOrder::Expires.key(&call), Some(NO_TIME)); // it does not expire: last
+/// assert_eq!(PendingOrder::CallId.key(&call), None);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum PendingOrder {
+    /// By call id (bytes order).
+    #[default]
+    CallId,
+    /// The longest waiting first: by [`PendingCall::asked_at_ms`].
+    Asked,
+    /// The soonest to expire first: by [`PendingCall::expires_at_ms`].
+    Expires,
+}
+
+impl PendingOrder {
+    /// `call`'s key in this order, which its call id follows: its time
+    /// ([`NO_TIME`] when it has none); `None` by call id.
+    pub fn key(self, call: &PendingCall) -> Option<u64> {
+        let time = |at: Option<u64>| Some(at.map_or(NO_TIME, |at| at.min(NO_TIME)));
+        match self {
+            PendingOrder::CallId => None,
+            PendingOrder::Asked => time(call.asked_at_ms),
+            PendingOrder::Expires => time(call.expires_at_ms),
+        }
+    }
 }
 
 impl PendingQuery {
@@ -328,7 +379,9 @@ impl PendingQuery {
             asked_before_ms: None,
             asked_after_ms: None,
             text: None,
+            order: PendingOrder::CallId,
             after: None,
+            after_key: None,
             limit: 100,
         }
     }
@@ -418,6 +471,38 @@ impl PendingQuery {
         self
     }
 
+    /// In `order` (by call id unless said).
+    #[must_use]
+    pub fn order(mut self, order: PendingOrder) -> Self {
+        self.order = order;
+        self
+    }
+
+    /// Only the calls after the call `call_id`, whose key in the page's
+    /// order is `key` ([`PendingOrder::key`]): where the page after one
+    /// ending with that call starts.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_runtime::store::{PendingOrder, PendingQuery};
+    /// use tool_runtime::{PendingCall, PendingKind};
+    ///
+    /// let asked = |id: &str, at: u64| {
+    ///     let mut call = PendingCall::new(id, "t", PendingKind::Approval, json!({}));
+    ///     call.asked_at_ms = Some(at);
+    ///     call
+    /// };
+    /// let after_b = PendingQuery::waiting_for_people().order(PendingOrder::Asked).after_position(20, "b");
+    /// assert!(after_b.selects(&asked("a", 30)) && after_b.selects(&asked("c", 20)));
+    /// assert!(!after_b.selects(&asked("z", 10)) && !after_b.selects(&asked("a", 20)));
+    /// ```
+    #[must_use]
+    pub fn after_position(mut self, key: u64, call_id: impl Into<String>) -> Self {
+        self.after_key = Some(key);
+        self.after = Some(call_id.into());
+        self
+    }
+
     /// At most `limit` calls.
     #[must_use]
     pub fn limit(mut self, limit: usize) -> Self {
@@ -456,10 +541,13 @@ impl PendingQuery {
                 .flatten()
                 .any(|field| field.to_lowercase().contains(&text))
             })
-            && self
-                .after
-                .as_deref()
-                .is_none_or(|after| call.head.call_id.as_str() > after)
+            && self.after.as_deref().is_none_or(|after| {
+                let id = call.head.call_id.as_str();
+                match self.order.key(call) {
+                    Some(key) => (key, id) > (self.after_key.unwrap_or(0), after),
+                    None => id > after,
+                }
+            })
     }
 }
 

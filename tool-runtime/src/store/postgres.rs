@@ -16,10 +16,10 @@ use tool_core::Excerpt;
 
 use super::{
     AuditEntry, AuditLog, AuditQuery, AuditRetention, CallState, CallStore, Decided, Expected,
-    PendingCall, PendingKind, PendingQuery, Retention, Revocation, RuleStore, RunStore, Settlement,
-    StandingRule, StoreError, StoreTransaction, StoredCall, StoredHead, StoredRun, TaskSignal,
-    TaskSignaller, Transition, storable_audit, storable_call, storable_id, storable_json,
-    storable_rule, storable_run_record,
+    PendingCall, PendingKind, PendingOrder, PendingQuery, Retention, Revocation, RuleStore,
+    RunStore, Settlement, StandingRule, StoreError, StoreTransaction, StoredCall, StoredHead,
+    StoredRun, TaskSignal, TaskSignaller, Transition, storable_audit, storable_call, storable_id,
+    storable_json, storable_rule, storable_run_record,
 };
 
 mod transaction;
@@ -27,14 +27,15 @@ mod transaction;
 pub use transaction::{PostgresTransaction, TransactionError};
 
 /// The schema version this build creates and reads, recorded in
-/// `tool_runtime_schema`: 9 keeps standing rules ([`ADD_RULES`]); 8 keeps the approvals a call needs and its own
+/// `tool_runtime_schema`: 10 orders waiting calls by time
+/// ([`ADD_WAITING_ORDERS`]); 9 keeps standing rules ([`ADD_RULES`]); 8 keeps the approvals a call needs and its own
 /// time limit ([`ADD_APPROVALS_TIMEOUT`]); 7 keeps when calls were asked for
 /// ([`ADD_ASKED_AT`]); 6 adds the audit log ([`ADD_AUDIT`]); 5 remembers
 /// the ids of calls purged by the size bound ([`ADD_PURGED`]); 4 lets calls
 /// wait for their output ([`ADD_OUTPUT_KIND`]); 3 adds fencing tokens
 /// ([`ADD_FENCING`]); 2 adds agent runs (`tool_runtime_runs`) to the calls
-/// of version 1. Versions 1 to 8 are migrated.
-const SCHEMA_VERSION: i32 = 9;
+/// of version 1. Versions 1 to 9 are migrated.
+const SCHEMA_VERSION: i32 = 10;
 /// Connections the pool keeps at most: every store operation is one short
 /// statement or transaction, so a few serve many concurrent calls.
 const MAX_CONNECTIONS: usize = 8;
@@ -169,6 +170,15 @@ CREATE TABLE tool_runtime_rules (
 );
 CREATE INDEX tool_runtime_rules_in_force ON tool_runtime_rules (tool_id, until_ms)
     WHERE NOT revoked;";
+
+/// What schema version 10 adds: an index of the waiting calls in each
+/// order by time (`PendingOrder::Asked`, `Expires`), on the key a page
+/// sorts by (a call without the time after every other: `NO_TIME`).
+const ADD_WAITING_ORDERS: &str = "
+CREATE INDEX tool_runtime_calls_waiting_by_asked ON tool_runtime_calls
+    ((COALESCE(asked_at_ms, 9223372036854775807)), call_id COLLATE \"C\") WHERE state = 'pending';
+CREATE INDEX tool_runtime_calls_waiting_by_expiry ON tool_runtime_calls
+    ((COALESCE(expires_at_ms, 9223372036854775807)), call_id COLLATE \"C\") WHERE state = 'pending';";
 
 /// The columns a [`StoredCall`] is read from ([`PostgresStore::stored`]).
 const COLUMNS: &str = "call_id, kind, tool_id, state, owner, lease_expires_at, attempt, \
@@ -389,6 +399,7 @@ impl PostgresStore {
             tx.batch_execute(ADD_ASKED_AT).await?;
             tx.batch_execute(ADD_APPROVALS_TIMEOUT).await?;
             tx.batch_execute(ADD_RULES).await?;
+            tx.batch_execute(ADD_WAITING_ORDERS).await?;
             tx.execute(
                 "INSERT INTO tool_runtime_schema (version) VALUES ($1)",
                 &[&SCHEMA_VERSION],
@@ -411,7 +422,7 @@ impl PostgresStore {
         };
         match version {
             Some(SCHEMA_VERSION) => Ok(()),
-            Some(version @ 1..=8) => {
+            Some(version @ 1..=9) => {
                 if version == 1 {
                     // Version 1 had no runs; its calls are as they were.
                     tx.batch_execute(CREATE_RUNS).await?;
@@ -441,8 +452,12 @@ impl PostgresStore {
                     // its own time limit.
                     tx.batch_execute(ADD_APPROVALS_TIMEOUT).await?;
                 }
-                // Version 8 kept no standing rules.
-                tx.batch_execute(ADD_RULES).await?;
+                if version <= 8 {
+                    // Version 8 kept no standing rules.
+                    tx.batch_execute(ADD_RULES).await?;
+                }
+                // Version 9 kept no orders by time.
+                tx.batch_execute(ADD_WAITING_ORDERS).await?;
                 tx.execute(
                     "UPDATE tool_runtime_schema SET version = $1",
                     &[&SCHEMA_VERSION],
@@ -1183,13 +1198,31 @@ impl PostgresStore {
     /// kinds and tool filtered on the way.
     async fn try_list_page(&self, query: &PendingQuery) -> Result<Vec<StoredCall>, Failure> {
         let client = self.pool.get().await?;
-        // The page's start as a range of the index when there is one (a
-        // condition `$3 IS NULL OR ...` would make a generic plan scan the
-        // index from its first entry): one statement each.
-        let from = if query.after.is_some() {
-            "call_id COLLATE \"C\" > $3"
-        } else {
-            "$3::text IS NULL"
+        // The page's start as a range of the order's index (a condition
+        // `$3 IS NULL OR ...` would make a generic plan scan the index from
+        // its first entry): one statement each.
+        let key = match query.order {
+            PendingOrder::Asked => "COALESCE(asked_at_ms, 9223372036854775807)",
+            PendingOrder::Expires => "COALESCE(expires_at_ms, 9223372036854775807)",
+            _ => "0",
+        };
+        let (from, order_by) = match (query.order, query.after.is_some()) {
+            (PendingOrder::CallId, true) => (
+                "call_id COLLATE \"C\" > $3 AND $12::bigint IS NULL".to_owned(),
+                "call_id COLLATE \"C\"".to_owned(),
+            ),
+            (PendingOrder::CallId, false) => (
+                "$3::text IS NULL AND $12::bigint IS NULL".to_owned(),
+                "call_id COLLATE \"C\"".to_owned(),
+            ),
+            (_, true) => (
+                format!("({key}, call_id COLLATE \"C\") > ($12, $3)"),
+                format!("{key}, call_id COLLATE \"C\""),
+            ),
+            (_, false) => (
+                "$3::text IS NULL AND $12::bigint IS NULL".to_owned(),
+                format!("{key}, call_id COLLATE \"C\""),
+            ),
         };
         let statement = client
             .prepare_cached(&format!(
@@ -1206,9 +1239,12 @@ impl PostgresStore {
                    AND ($11::text IS NULL OR strpos(lower(tool_id), lower($11)) > 0
                         OR strpos(lower(requester), lower($11)) > 0
                         OR strpos(lower(call_id), lower($11)) > 0)
-                 ORDER BY call_id COLLATE \"C\" LIMIT $4"
+                 ORDER BY {order_by} LIMIT $4"
             ))
             .await?;
+        // The start's key, in an order by time from a start.
+        let after_key = (query.order != PendingOrder::CallId && query.after.is_some())
+            .then(|| i64::try_from(query.after_key.unwrap_or(0)).unwrap_or(i64::MAX));
         let kinds: Vec<&str> = query.kinds.iter().map(|kind| kind.as_str()).collect();
         let limit = i64::try_from(query.limit).unwrap_or(i64::MAX);
         let time = |ms: Option<u64>| ms.map(|ms| i64::try_from(ms).unwrap_or(i64::MAX));
@@ -1227,6 +1263,7 @@ impl PostgresStore {
                     &time(query.asked_before_ms),
                     &time(query.asked_after_ms),
                     &query.text,
+                    &after_key,
                 ],
             )
             .await?;

@@ -14,10 +14,10 @@ use tool_core::Excerpt;
 
 use super::{
     AuditEntry, AuditLog, AuditQuery, AuditRetention, CallState, CallStore, Decided, Expected,
-    PendingCall, PendingKind, PendingQuery, RecordedOutcome, Retention, Revocation, RuleStore,
-    RunStore, Settlement, StandingRule, StoreError, StoreTransaction, StoredCall, StoredHead,
-    StoredRun, TaskSignal, TaskSignaller, Transition, storable_audit, storable_call, storable_json,
-    storable_rule, storable_run_record,
+    PendingCall, PendingKind, PendingOrder, PendingQuery, RecordedOutcome, Retention, Revocation,
+    RuleStore, RunStore, Settlement, StandingRule, StoreError, StoreTransaction, StoredCall,
+    StoredHead, StoredRun, TaskSignal, TaskSignaller, Transition, storable_audit, storable_call,
+    storable_json, storable_rule, storable_run_record,
 };
 
 mod transaction;
@@ -26,14 +26,15 @@ pub use transaction::SqliteTransaction;
 
 /// `PRAGMA application_id` of a pending store: "tool" in ASCII.
 const APPLICATION_ID: i32 = 0x746F_6F6C;
-/// `PRAGMA user_version` of the current layout: 7 keeps standing rules
-/// (table `rules`); 6 keeps the audit log
+/// `PRAGMA user_version` of the current layout: 8 orders waiting calls by
+/// when they were asked for and by expiry ([`ADD_WAITING_ORDERS`]); 7
+/// keeps standing rules (table `rules`); 6 keeps the audit log
 /// (table `audit`); 5 remembers the ids of
 /// calls purged by the size bound (table `purged`); 4 adds fencing tokens
 /// (column `epoch`, table `fencing`); 3 adds agent runs (table `runs`); 2
 /// has the call lifecycle (state, owner, lease, outcome); 1 (pending calls
-/// only). Files of layouts 1 to 6 are migrated.
-const LAYOUT_VERSION: i32 = 7;
+/// only). Files of layouts 1 to 7 are migrated.
+const LAYOUT_VERSION: i32 = 8;
 /// How long a write waits for another process holding the file.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -547,6 +548,21 @@ const ADD_RULES: &str = "CREATE TABLE rules (
 );
 CREATE INDEX rules_in_force ON rules (tool_id, revoked, until_ms);";
 
+/// What layout 8 adds: the keys of the orders by time of waiting calls
+/// (`PendingOrder::Asked`, `Expires`), read from the record (a call
+/// without the time after every other: `NO_TIME`), each with an index of
+/// the waiting calls in that order, so a page reads its rows only. A
+/// record that is not JSON has no time (rather than failing every write
+/// and read of the index: it is left for the operator, as elsewhere).
+const ADD_WAITING_ORDERS: &str = "ALTER TABLE calls ADD COLUMN asked_key INTEGER
+    GENERATED ALWAYS AS (COALESCE(CASE WHEN json_valid(record)
+        THEN json_extract(record, '$.asked_at_ms') END, 9223372036854775807)) VIRTUAL;
+ALTER TABLE calls ADD COLUMN expiry_key INTEGER
+    GENERATED ALWAYS AS (COALESCE(CASE WHEN json_valid(record)
+        THEN json_extract(record, '$.expires_at_ms') END, 9223372036854775807)) VIRTUAL;
+CREATE INDEX calls_waiting_by_asked ON calls (asked_key, call_id) WHERE state = 'pending';
+CREATE INDEX calls_waiting_by_expiry ON calls (expiry_key, call_id) WHERE state = 'pending';";
+
 /// Creates the tables in a new file, migrates a file of an older layout (in
 /// the same transaction: a failed migration leaves the file as it was), or
 /// checks that an existing file is a pending store of this layout.
@@ -572,6 +588,7 @@ fn init_layout(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
             {ADD_PURGED}
             {ADD_AUDIT}
             {ADD_RULES}
+            {ADD_WAITING_ORDERS}
             PRAGMA application_id = {APPLICATION_ID};
             PRAGMA user_version = {LAYOUT_VERSION};"
         ))
@@ -603,9 +620,13 @@ fn init_layout(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
             // Layout 5 kept no audit log.
             tx.execute_batch(ADD_AUDIT).map_err(err)?;
         }
-        // Layout 6 kept no standing rules.
+        if version <= 6 {
+            // Layout 6 kept no standing rules.
+            tx.execute_batch(ADD_RULES).map_err(err)?;
+        }
+        // Layout 7 kept no orders by time.
         tx.execute_batch(&format!(
-            "{ADD_RULES}
+            "{ADD_WAITING_ORDERS}
             PRAGMA user_version = {LAYOUT_VERSION};"
         ))
         .map_err(err)?;
@@ -1112,7 +1133,7 @@ impl SqliteFile {
     }
 
     fn list(&self) -> Result<Vec<StoredCall>, StoreError> {
-        self.pending_after(None, None, usize::MAX)
+        self.pending_after(PendingOrder::CallId, None, None, usize::MAX)
     }
 
     /// A page of the pending calls `query` selects: read in call-id order
@@ -1126,10 +1147,13 @@ impl SqliteFile {
         let mut page = Vec::new();
         let mut after = query.after.clone();
         let mut size = query.limit.clamp(1, BATCH);
+        let mut after_key = query.after_key;
         while page.len() < query.limit {
-            let batch = self.pending_after(after.as_deref(), query.tool_id.as_deref(), size)?;
+            let start = after.as_deref().map(|id| (after_key, id));
+            let batch = self.pending_after(query.order, start, query.tool_id.as_deref(), size)?;
             let Some(last) = batch.last() else { break };
             after = Some(last.call.head.call_id.clone());
+            after_key = query.order.key(&last.call);
             let full = batch.len() == size;
             page.extend(
                 batch
@@ -1145,34 +1169,68 @@ impl SqliteFile {
         Ok(page)
     }
 
-    /// Up to `limit` pending calls after call id `after` (all, for `None`),
-    /// of tool `tool_id` (every tool's, for `None`), by call id. An
-    /// unreadable record is logged and left out.
+    /// Up to `limit` pending calls in `order` after `after` (its key in
+    /// that order, and its call id; all, for `None`), of tool `tool_id`
+    /// (every tool's, for `None`). An unreadable record is logged and left
+    /// out.
     fn pending_after(
         &self,
-        after: Option<&str>,
+        order: PendingOrder,
+        after: Option<(Option<u64>, &str)>,
         tool_id: Option<&str>,
         limit: usize,
     ) -> Result<Vec<StoredCall>, StoreError> {
         let conn = self.conn();
-        // In the primary key's order from `after`: `+state` keeps the
-        // planner off the state index, which would read every pending row
-        // and sort them.
-        let from = if after.is_some() {
-            "call_id > ?1"
-        } else {
-            "?1 IS NULL"
+        let sql = match order {
+            // In the primary key's order from `after`: `+state` keeps the
+            // planner off the state index, which would read every pending
+            // row and sort them.
+            PendingOrder::CallId => {
+                let from = if after.is_some() {
+                    "call_id > ?1"
+                } else {
+                    "?1 IS NULL"
+                };
+                format!(
+                    "SELECT call_id, record, epoch FROM calls
+                     WHERE {from} AND +state = 'pending' AND (?2 IS NULL OR tool_id = ?2)
+                     ORDER BY call_id LIMIT ?3"
+                )
+            }
+            // Along the order's index of waiting calls.
+            order => {
+                let key = if order == PendingOrder::Asked {
+                    "asked_key"
+                } else {
+                    "expiry_key"
+                };
+                let from = if after.is_some() {
+                    format!("({key}, call_id) > (?4, ?1)")
+                } else {
+                    "?1 IS NULL AND ?4 IS NULL".to_owned()
+                };
+                format!(
+                    "SELECT call_id, record, epoch FROM calls
+                     WHERE {from} AND state = 'pending' AND (?2 IS NULL OR tool_id = ?2)
+                     ORDER BY {key}, call_id LIMIT ?3"
+                )
+            }
         };
-        let mut stmt = conn
-            .prepare(&format!(
-                "SELECT call_id, record, epoch FROM calls
-                 WHERE {from} AND +state = 'pending' AND (?2 IS NULL OR tool_id = ?2)
-                 ORDER BY call_id LIMIT ?3"
-            ))
-            .map_err(|e| self.io(e))?;
+        let mut stmt = conn.prepare(&sql).map_err(|e| self.io(e))?;
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let (after_key, after) = match after {
+            Some((key, id)) => (
+                key.map(|key| i64::try_from(key).unwrap_or(i64::MAX)),
+                Some(id),
+            ),
+            None => (None, None),
+        };
+        let ordered = params![after, tool_id, limit, after_key];
+        // By call id the statement takes no key.
+        let taken = if order == PendingOrder::CallId { 3 } else { 4 };
+        let bound = &ordered[..taken];
         let rows = stmt
-            .query_map(params![after, tool_id, limit], |row| {
+            .query_map(bound, |row| {
                 Ok((
                     row.get::<_, String>(0)?,
                     row.get::<_, String>(1)?,

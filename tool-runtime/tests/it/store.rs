@@ -657,8 +657,11 @@ fn a_store_file_of_the_previous_layout_is_migrated_and_a_newer_one_refused() {
     .unwrap();
     drop(conn);
     let store = SqliteStore::open(&old).expect("layout 1 is migrated");
-    assert_eq!(calls(block_on(store.list()).unwrap()), [call]);
-    assert_eq!(user_version(&old), 7);
+    assert_eq!(
+        calls(block_on(store.list()).unwrap()),
+        std::slice::from_ref(&call)
+    );
+    assert_eq!(user_version(&old), 8);
     assert_eq!(
         block_on(store.save_run("r1", None, false, json!({}))).unwrap(),
         Some(1),
@@ -673,6 +676,13 @@ fn a_store_file_of_the_previous_layout_is_migrated_and_a_newer_one_refused() {
         block_on(tool_runtime::store::RuleStore::add_rule(&store, rule)).unwrap(),
         "and the rules table"
     );
+    let by_age = tool_runtime::store::PendingQuery::waiting_for_people()
+        .order(tool_runtime::store::PendingOrder::Asked);
+    assert_eq!(
+        calls(block_on(store.list_page(by_age)).unwrap()),
+        [call],
+        "and the orders by time (a call that does not say when: last)"
+    );
 
     let newer = dir.join("layout-9.sqlite");
     drop(SqliteStore::open(&newer).unwrap());
@@ -684,7 +694,7 @@ fn a_store_file_of_the_previous_layout_is_migrated_and_a_newer_one_refused() {
     assert!(
         error.contains("layout-9.sqlite")
             && error.contains("version 9")
-            && error.contains("reads 7"),
+            && error.contains("reads 8"),
         "{error}"
     );
 }
@@ -747,7 +757,7 @@ fn a_store_file_of_layout_2_gains_the_runs_table_and_keeps_its_calls() {
     drop(conn);
 
     let store = SqliteStore::open(&path).expect("layout 2 is migrated");
-    assert_eq!(user_version(&path), 7);
+    assert_eq!(user_version(&path), 8);
     assert_eq!(calls(block_on(store.list()).unwrap()), [pending]);
     let kept = block_on(store.get("c-running")).unwrap().unwrap();
     assert!(
@@ -781,7 +791,7 @@ fn a_store_file_of_layout_2_gains_the_runs_table_and_keeps_its_calls() {
     let reopened = SqliteStore::open(&path).expect("layout 6 opens as it is");
     let run = block_on(reopened.load_run("r1")).unwrap().unwrap();
     assert_eq!((run.revision, run.record), (1, json!({ "step": 1 })));
-    assert_eq!(user_version(&path), 7);
+    assert_eq!(user_version(&path), 8);
 }
 
 #[test]

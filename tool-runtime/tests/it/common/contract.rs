@@ -20,8 +20,8 @@ use std::time::Duration;
 use serde_json::json;
 use tool_runtime::store::{
     AuditEntry, AuditKind, AuditLog, AuditQuery, AuditRetention, CallStore, Decided, Expected,
-    MAX_ID_BYTES, MAX_JSON_DEPTH, PendingQuery, RecordedOutcome, RequiredApprovals, Retention,
-    Revocation, RuleStore, RunStore, Settlement, StandingRule, StoredRun, Transition,
+    MAX_ID_BYTES, MAX_JSON_DEPTH, PendingOrder, PendingQuery, RecordedOutcome, RequiredApprovals,
+    Retention, Revocation, RuleStore, RunStore, Settlement, StandingRule, StoredRun, Transition,
 };
 use tool_runtime::{CallState, PendingCall, PendingKind, StoreError, StoredCall};
 
@@ -87,6 +87,7 @@ pub async fn store_contract<S: CallStore + RunStore + AuditLog + RuleStore>(
     standing_rules(Arc::new(fresh()), prefix).await;
     sparse_pages(&fresh(), prefix).await;
     audit_retention(&fresh(), prefix).await;
+    ordered_pages(&fresh(), prefix).await;
 }
 
 async fn lifecycle(store: &(impl CallStore + RunStore), p: &str) {
@@ -1910,4 +1911,61 @@ async fn audit_retention(store: &(impl CallStore + AuditLog), p: &str) {
         actions(store.audit(AuditQuery::all()).await.unwrap()),
         ["waits note 0", "waits note 1"]
     );
+}
+
+/// Pages in an order by time: by when the calls were asked for (the
+/// longest waiting first) and by expiry (the soonest first), ties and
+/// calls without the time (last) by call id; each page goes on after the
+/// last one's position.
+async fn ordered_pages(store: &impl CallStore, p: &str) {
+    let calls = [
+        ("a", Some(3_000), None),
+        ("b", Some(1_000), Some(9_000)),
+        ("c", None, Some(5_000)),
+        ("d", Some(1_000), Some(5_000)),
+        ("e", Some(2_000), None),
+    ];
+    for (id, asked, expires) in calls {
+        let mut call = PendingCall::new(
+            format!("{p}-ord-{id}"),
+            "t",
+            PendingKind::Approval,
+            json!({}),
+        );
+        call.asked_at_ms = asked;
+        call.expires_at_ms = expires;
+        store.insert(call).await.unwrap();
+    }
+    let ids = |page: &[StoredCall]| -> Vec<String> {
+        page.iter()
+            .map(|s| s.call.head.call_id.replace(&format!("{p}-ord-"), ""))
+            .collect()
+    };
+    for (order, expected) in [
+        (PendingOrder::Asked, ["b", "d", "e", "a", "c"]),
+        (PendingOrder::Expires, ["c", "d", "b", "a", "e"]),
+    ] {
+        let query = PendingQuery::waiting_for_people().order(order);
+        let all = store.list_page(query.clone()).await.unwrap();
+        assert_eq!(ids(&all), expected, "{order:?}");
+        // Pages of two, each from the last one's position.
+        let mut paged = Vec::new();
+        let mut next = query.clone().limit(2);
+        loop {
+            let page = store.list_page(next.clone()).await.unwrap();
+            let Some(last) = page.last() else { break };
+            let key = order.key(&last.call).unwrap();
+            next = query
+                .clone()
+                .limit(2)
+                .after_position(key, &last.call.head.call_id);
+            paged.extend(ids(&page));
+        }
+        assert_eq!(paged, expected, "{order:?} in pages of two");
+    }
+    // A filter applies in the order too.
+    let late = PendingQuery::waiting_for_people()
+        .order(PendingOrder::Asked)
+        .asked_after_ms(1_500);
+    assert_eq!(ids(&store.list_page(late).await.unwrap()), ["e", "a"]);
 }
