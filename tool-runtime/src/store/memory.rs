@@ -1,6 +1,6 @@
 //! Stored calls in memory: lost when the process ends.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime};
@@ -9,8 +9,8 @@ use serde_json::Value;
 
 use super::{
     AuditEntry, AuditLog, AuditQuery, AuditRetention, CallState, CallStore, Decided, Expected,
-    PendingCall, PendingKind, PendingOrder, PendingQuery, Retention, Revocation, RuleStore,
-    RunStore, Settlement, StandingRule, StoreError, StoredCall, StoredRun, TaskSignal,
+    NO_TIME, PendingCall, PendingKind, PendingOrder, PendingQuery, Retention, Revocation,
+    RuleStore, RunStore, Settlement, StandingRule, StoreError, StoredCall, StoredRun, TaskSignal,
     TaskSignaller, Transition, storable_audit, storable_call, storable_json, storable_rule,
     storable_run_record,
 };
@@ -57,6 +57,11 @@ struct Memory {
     last_audit_seq: u64,
     /// The standing rules, in the order they were added.
     rules: Vec<StandingRule>,
+    /// The calls by their key in each order by time, then id: the key is
+    /// set when a call is stored and never changes, so an entry stays
+    /// until its call is purged; a page skips the calls not waiting.
+    by_asked: BTreeSet<(u64, String)>,
+    by_expiry: BTreeSet<(u64, String)>,
 }
 
 impl MemoryStore {
@@ -107,7 +112,12 @@ impl CallStore for MemoryStore {
             });
         }
         let task = call.kind == PendingKind::Task;
-        calls.insert(call.head.call_id.clone(), StoredCall::pending(call));
+        let id = call.head.call_id.clone();
+        let key = |order: PendingOrder| order.key(&call).unwrap_or(NO_TIME);
+        let (asked, expiry) = (key(PendingOrder::Asked), key(PendingOrder::Expires));
+        calls.insert(id.clone(), StoredCall::pending(call));
+        state.by_asked.insert((asked, id.clone()));
+        state.by_expiry.insert((expiry, id));
         drop(state);
         if task {
             self.tasks_stored.notify();
@@ -302,6 +312,14 @@ impl CallStore for MemoryStore {
         state
             .runs
             .retain(|_, (run, saved_at)| !(run.finished && older(*saved_at)));
+        let Memory {
+            calls,
+            by_asked,
+            by_expiry,
+            ..
+        } = &mut *state;
+        by_asked.retain(|(_, id)| calls.contains_key(id));
+        by_expiry.retain(|(_, id)| calls.contains_key(id));
         Ok(before - state.calls.len() - state.runs.len())
     }
 
@@ -325,22 +343,24 @@ impl CallStore for MemoryStore {
 
     async fn list_page(&self, query: PendingQuery) -> Result<Vec<StoredCall>, StoreError> {
         let state = self.state();
-        if query.order != PendingOrder::CallId {
-            // By a time: the calls selected, sorted (a development store
-            // keeps no index of times).
-            let mut page: Vec<&StoredCall> = state
-                .calls
-                .values()
-                .filter(|stored| stored.state.is_pending() && query.selects(&stored.call))
-                .collect();
-            let position = |stored: &StoredCall| {
-                (
-                    query.order.key(&stored.call),
-                    stored.call.head.call_id.clone(),
-                )
+        let by_time = match query.order {
+            PendingOrder::Asked => Some(&state.by_asked),
+            PendingOrder::Expires => Some(&state.by_expiry),
+            _ => None,
+        };
+        if let Some(index) = by_time {
+            // From the position after `after` in the order's index.
+            let from = match &query.after {
+                Some(after) => Bound::Excluded((query.after_key.unwrap_or(0), after.clone())),
+                None => Bound::Unbounded,
             };
-            page.sort_by_cached_key(|stored| position(stored));
-            return Ok(page.into_iter().take(query.limit).cloned().collect());
+            return Ok(index
+                .range((from, Bound::Unbounded))
+                .filter_map(|(_, call_id)| state.calls.get(call_id))
+                .filter(|stored| stored.state.is_pending() && query.selects(&stored.call))
+                .take(query.limit)
+                .cloned()
+                .collect());
         }
         // From `after` on in the map's order (by call id): a page costs
         // the calls it passes over, not every call stored.

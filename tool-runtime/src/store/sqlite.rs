@@ -1197,12 +1197,14 @@ impl SqliteFile {
                      ORDER BY call_id LIMIT ?3"
                 )
             }
-            // Along the order's index of waiting calls.
+            // Along the order's index of waiting calls, named: without
+            // statistics the planner would take the state index and sort
+            // every waiting call.
             order => {
-                let key = if order == PendingOrder::Asked {
-                    "asked_key"
+                let (key, index) = if order == PendingOrder::Asked {
+                    ("asked_key", "calls_waiting_by_asked")
                 } else {
-                    "expiry_key"
+                    ("expiry_key", "calls_waiting_by_expiry")
                 };
                 let from = if after.is_some() {
                     format!("({key}, call_id) > (?4, ?1)")
@@ -1210,7 +1212,7 @@ impl SqliteFile {
                     "?1 IS NULL AND ?4 IS NULL".to_owned()
                 };
                 format!(
-                    "SELECT call_id, record, epoch FROM calls
+                    "SELECT call_id, record, epoch FROM calls INDEXED BY {index}
                      WHERE {from} AND state = 'pending' AND (?2 IS NULL OR tool_id = ?2)
                      ORDER BY {key}, call_id LIMIT ?3"
                 )
