@@ -30,17 +30,19 @@
 //!
 //! | request | answer |
 //! |---|---|
-//! | `GET /api/items?tool=&kind=&run=&thread=&resource=&requester=&limit=&after=` | `{"items": [...], "next": callId or null}`, by call id; `run`, `thread` and `resource` are those of the agent that made the call |
+//! | `GET /api/items?q=&sort=&tool=&kind=&run=&thread=&resource=&requester=&older_than=&newer_than=&limit=&after=` | `{"items": [...], "next"}`: the items the principal may read and did not dismiss; `q` searches tool id, requester and call id; `sort` is `id` (the default), `age` or `expiry`; `next` (or `null`) is the `after` of the next page; `run`, `thread` and `resource` are those of the agent that made the call |
 //! | `GET /api/items/{callId}` | the item |
 //! | `POST /api/items/{callId}/approve` `{"digest"}` | `{"callId", "status"}` |
 //! | `POST /api/items/{callId}/decline` `{"digest", "reason": "..."}` | `{"callId", "status": "declined"}` |
 //! | `POST /api/items/{callId}/respond` `{"digest", "output": ...}` | the call settled with that output; its tool never runs |
 //! | `POST /api/items/{callId}/resume` `{"digest", "data": ...}` | the suspended call resumed |
 //! | `POST /api/items/{callId}/edit` `{"digest", "edit": {...}}` | the call approved with the editable fields it names (`editSchema`) changed; an item gives a principal who may edit the raw values to start from (`editValues`), and a field sent back as displayed is refused (422 `projected_value`) |
+//! | `POST /api/items/{callId}/dismiss` `{"digest"}` | the item, in this version, hidden from the principal's list and stream (an audit note) |
+//! | `POST /api/batch` `{"action", "reason", "items": [{"callId", "digest"}]}` | `{"results": [...]}`: approve or decline each item as its own request would |
 //! | `GET /api/audit?after=&limit=` | the audit log as JSON lines (`application/x-ndjson`), the entries of the calls the principal may read, from a `seq` |
 //! | `GET /api/items/{callId}/audit` | `{"entries": [...]}`: the call's requests, decisions and refused attempts, pending or settled |
 //! | `GET /` | the web page (and its `inbox.js`, `inbox.css`): no authentication, it asks for the token |
-//! | `GET /api/events` | server-sent events: `item` (an item, as listed) for each item waiting and each new one, `settled` (`{"callId"}`) for each one decided, on any instance sharing the store |
+//! | `GET /api/events` | server-sent events: the first page as `item`s, then `ready` (`{"principal", "next"}`); then `item` for each new item, `changed` for one in a new version or with an approval counted, `dismissed`, and `settled` (`{"callId", "action", "by", "reason"}`) for each one that no longer waits, on any instance sharing the store |
 //!
 //! An item shows the call's arguments and suspension payload as its
 //! tool's display transforms show them, never the raw values a transform
@@ -172,9 +174,9 @@ impl<A: Authenticate> Inbox<A> {
         self
     }
 
-    /// How often the event stream reads the store, for the items of other
-    /// instances sharing it ([`POLL_INTERVAL`] by default); this runtime's
-    /// own items show at once.
+    /// How often the event stream reads the store's audit log for the
+    /// changes of other instances sharing it ([`POLL_INTERVAL`] by
+    /// default); this runtime's own show at once.
     #[must_use]
     pub fn poll_interval(mut self, interval: std::time::Duration) -> Self {
         self.options.poll_interval = interval;
