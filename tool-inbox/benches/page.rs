@@ -2,7 +2,7 @@
 //! performance timings (`performance.measure` in the page, not a clock in
 //! the test): how long until the first screen of rows is painted, from the
 //! navigation's start, and how long opening an item takes to paint its
-//! details, with 100 and with 10,000 items waiting (memory store).
+//! details, with 100, 10,000 and 100,000 items waiting (memory store).
 //!
 //! `cargo bench -p tool-inbox --bench page` (needs chromium and
 //! chromedriver on PATH; skips with a notice otherwise).
@@ -42,7 +42,7 @@ async fn run() {
         "| waiting items | first screen (median of {ROUNDS}) | open an item (median of {ROUNDS}) |"
     );
     println!("|---:|---:|---:|");
-    for waiting in [100, 10_000] {
+    for waiting in [100, 10_000, 100_000] {
         let address = serve(waiting).await;
         client
             .goto(&format!("http://{address}/inbox"))
