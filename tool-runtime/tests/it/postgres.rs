@@ -248,20 +248,20 @@ async fn errors_name_the_database_without_its_password_and_the_call() {
     assert!(matches!(error, StoreError::Io { .. }), "{error:?}");
     let message = error.to_string();
     assert!(
-        message.contains("version 99") && message.contains("(9)"),
+        message.contains("version 99") && message.contains("(10)"),
         "{message}"
     );
     schema.drop().await;
 }
 
 /// A schema of version 1, as the build before agent runs created it: its
-/// tables by hand, one pending call. Connecting migrates it to version 8
+/// tables by hand, one pending call. Connecting migrates it to version 10
 /// (the runs table, fencing tokens, calls waiting for their output, the
-/// ids of purged calls, the audit log, then when calls were asked for),
-/// keeping the call; concurrent first connections
-/// migrate it once.
+/// ids of purged calls, the audit log, when calls were asked for, the
+/// approvals a call needs, standing rules, the orders by time), keeping
+/// the call; concurrent first connections migrate it once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_schema_of_version_1_is_migrated_to_version_9_and_keeps_its_calls() {
+async fn a_schema_of_version_1_is_migrated_to_version_10_and_keeps_its_calls() {
     let Some(url) = database_url() else { return };
     let schema = Schema::new(&url, "v1").await;
     schema
@@ -330,14 +330,17 @@ async fn a_schema_of_version_1_is_migrated_to_version_9_and_keeps_its_calls() {
             .unwrap(),
         "and gains the rules table"
     );
+    let old = PendingCall::new("c-old", "t", PendingKind::Approval, json!({ "n": 1 }));
     assert_eq!(
         calls(store.list().await.unwrap()),
-        [PendingCall::new(
-            "c-old",
-            "t",
-            PendingKind::Approval,
-            json!({ "n": 1 })
-        )]
+        std::slice::from_ref(&old)
+    );
+    let by_age = tool_runtime::store::PendingQuery::waiting_for_people()
+        .order(tool_runtime::store::PendingOrder::Asked);
+    assert_eq!(
+        calls(store.list_page(by_age).await.unwrap()),
+        [old],
+        "and the orders by time (a call that does not say when: last)"
     );
     assert_eq!(
         store
