@@ -542,8 +542,19 @@ pub(crate) struct ListQuery {
 impl ListQuery {
     /// The store's query for the list's filters and order, at `now_ms`;
     /// pages of [`STORE_PAGE`] from the query's `after` (refused when it is
-    /// not a cursor of the order).
+    /// not a cursor of the order, or the search is over-long).
     fn store_query(&self, now_ms: u64) -> Result<PendingQuery, Refused> {
+        if self
+            .q
+            .as_ref()
+            .is_some_and(|q| q.chars().count() > MAX_SEARCH_CHARS)
+        {
+            return Err(Refused::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_query",
+                format!("a search has at most {MAX_SEARCH_CHARS} characters"),
+            ));
+        }
         let order = self.sort.unwrap_or_default().order();
         let mut query = PendingQuery::waiting_for_people()
             .limit(STORE_PAGE)
@@ -601,17 +612,6 @@ pub(crate) async fn list<A: Authenticate>(
     query: Result<Query<ListQuery>, QueryRejection>,
 ) -> Result<Json<Value>, Refused> {
     let Query(query) = query?;
-    if query
-        .q
-        .as_ref()
-        .is_some_and(|q| q.chars().count() > MAX_SEARCH_CHARS)
-    {
-        return Err(Refused::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "invalid_query",
-            format!("a search has at most {MAX_SEARCH_CHARS} characters"),
-        ));
-    }
     let limit = bounded_limit(query.limit, shared.default_page(), shared.options.max_page)?;
     // Pages of the store's index until one more item than asked is found
     // (the principal's authorization applies on the way).

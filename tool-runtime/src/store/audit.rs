@@ -122,11 +122,10 @@ impl AuditRetention {
 
     /// The `at_ms` before which entries are too old, now.
     pub(crate) fn cutoff_ms(&self) -> u64 {
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default();
-        let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
-        ms(now).saturating_sub(ms(self.age))
+        let cutoff = SystemTime::now()
+            .checked_sub(self.age)
+            .unwrap_or(UNIX_EPOCH);
+        super::rules::epoch_ms(cutoff)
     }
 }
 

@@ -271,7 +271,7 @@ impl StandingRule {
 }
 
 /// `at` in milliseconds since the Unix epoch (0 before it).
-fn epoch_ms(at: SystemTime) -> u64 {
+pub(super) fn epoch_ms(at: SystemTime) -> u64 {
     at.duration_since(UNIX_EPOCH).map_or(0, |since| {
         u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
     })
