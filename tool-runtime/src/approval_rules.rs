@@ -309,6 +309,12 @@ impl ApprovalRules {
             .await?
             .contains(&principal)
         {
+            let notified = calls.notifications().granted(
+                call,
+                &principal,
+                digest.as_str(),
+                &self.required_for(stored),
+            );
             let grant = AuditEntry::new(
                 AuditKind::Granted,
                 &call.head.call_id,
@@ -317,7 +323,7 @@ impl ApprovalRules {
             )
             .principal(principal)
             .digest(&digest);
-            calls.append_audit(grant).await?;
+            calls.append_audit(grant, notified).await?;
         }
         // Read after this grant is written: of concurrent last grants, at
         // least the one written last sees them all.

@@ -6,7 +6,7 @@ use crate::decide::{Approvals, Decisions};
 use crate::decision::Decision;
 use crate::error::RuntimeError;
 use crate::principal::Decider;
-use crate::store::{AuditEntry, AuditQuery, PendingQuery, StoredCall};
+use crate::store::{AuditEntry, AuditQuery, OutboxEntry, OutboxQuery, PendingQuery, StoredCall};
 
 /// The calls waiting for a person and the record of what people decided,
 /// from [`Runtime::inbox`](crate::Runtime::inbox): the waiting calls (all,
@@ -270,14 +270,58 @@ impl CallInbox {
         entry: AuditEntry,
     ) -> impl Future<Output = Result<u64, RuntimeError>> + Send + 'static {
         let kind = entry.kind;
-        let appending = kind
-            .is_appendable()
-            .then(|| self.decisions.path().stored().append_audit(entry));
+        let appending = kind.is_appendable().then(|| {
+            let stored = self.decisions.path().stored();
+            stored.append_audit(entry, Vec::new())
+        });
         async move {
             match appending {
                 Some(appending) => appending.await,
                 None => Err(RuntimeError::ReservedAuditKind { kind }),
             }
         }
+    }
+
+    /// The outbox's notifications `query` selects, with where each one's
+    /// delivery is: those waiting, delivered, or dead after the
+    /// dispatcher gave up on them (`OutboxQuery::all().state("dead")`),
+    /// with why.
+    ///
+    /// ```
+    /// use tool_runtime::Runtime;
+    /// use tool_runtime::store::OutboxQuery;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let runtime = Runtime::builder().notifications(true).build().unwrap();
+    /// let dead = runtime.inbox().outbox(OutboxQuery::all().state("dead")).await.unwrap();
+    /// assert!(dead.is_empty());
+    /// # });
+    /// ```
+    pub fn outbox(
+        &self,
+        query: OutboxQuery,
+    ) -> impl Future<Output = Result<Vec<OutboxEntry>, RuntimeError>> + Send + 'static {
+        let outbox = self.decisions.path().stored().outbox();
+        async move { Ok(outbox.outbox(query).await?) }
+    }
+
+    /// Sends the dead notification `seq` again: it waits for the next
+    /// dispatch, to the sinks that did not take it; `false` when it is not
+    /// dead.
+    ///
+    /// ```
+    /// use tool_runtime::Runtime;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let runtime = Runtime::builder().notifications(true).build().unwrap();
+    /// assert!(!runtime.inbox().redeliver(1).await.unwrap());
+    /// # });
+    /// ```
+    pub fn redeliver(
+        &self,
+        seq: u64,
+    ) -> impl Future<Output = Result<bool, RuntimeError>> + Send + 'static {
+        let outbox = self.decisions.path().stored().outbox();
+        async move { Ok(outbox.redeliver(seq).await?) }
     }
 }

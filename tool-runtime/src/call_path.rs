@@ -712,6 +712,12 @@ impl CallPath {
         input: &Value,
         payload: &Value,
     ) -> Result<(), String> {
+        let (tool, call_id) = (&record.tool, record.call_id.as_str());
+        let known = CallValues::default().with(Phase::Input, input);
+        let shown = self
+            .shown_in_notifications(tool, call_id, Phase::Suspend, payload, known)
+            .await;
+        let notifications = self.parts.stored.notifications();
         let Some(lease) = &record.lease else {
             let pending = self.pending_call(
                 record,
@@ -719,18 +725,20 @@ impl CallPath {
                 input.clone(),
                 Some(payload.clone()),
             );
+            let notified = notifications.waiting(tool, &pending, shown);
             return self
                 .parts
                 .stored
-                .insert(pending)
+                .insert(pending, notified)
                 .await
                 .map_err(|e| e.to_string());
         };
         let settlement = Settlement::Suspended {
             payload: payload.clone(),
         };
+        let notify = |_: &Settlement| notifications.suspended(tool, call_id, shown.clone());
         lease
-            .finish(settlement, record.take_transaction())
+            .finish(settlement, record.take_transaction(), notify)
             .await
             .map_err(|why| why.reason().to_owned())?;
         let request = AuditEntry::new(
@@ -774,14 +782,19 @@ impl CallPath {
         };
         let task = self.pending_call(record, PendingKind::Task, input.clone(), None);
         let calls = &self.parts.stored;
-        if let Err(error) = calls.insert(task).await {
+        if let Err(error) = calls.insert(task, Vec::new()).await {
             return Err(not_stored(error.to_string()).await);
         }
         if for_workers {
             return Ok(None);
         }
         match calls
-            .decide(call_id, PendingKind::Task.into(), Claim::Run(None))
+            .decide(
+                call_id,
+                PendingKind::Task.into(),
+                Claim::Run(None),
+                Vec::new(),
+            )
             .await
         {
             Ok(Verdict::Claimed(_, lease)) => Ok(Some(lease)),
@@ -823,9 +836,11 @@ impl CallPath {
         let Some(recorded) = RecordedOutcome::from_outcome(&outcome) else {
             return outcome;
         };
+        let notifications = self.parts.stored.notifications();
+        let notify = notifications.settled(&record.tool, &record.call_id);
         // Boxed: the store's future would size every call's, stored or not.
-        match Box::pin(lease.finish(Settlement::Settled(recorded), record.take_transaction())).await
-        {
+        let settlement = Settlement::Settled(recorded);
+        match Box::pin(lease.finish(settlement, record.take_transaction(), notify)).await {
             // The store recorded a failure instead (the transaction's work
             // could not be committed): that is the call's outcome.
             Ok(Some(instead)) => instead.into(),
@@ -834,6 +849,25 @@ impl CallPath {
             // has (a decider answers `RuntimeError::NotRecorded` instead).
             Err(why) => CallOutcome::not_recorded(&record.call_id, why.reason()),
         }
+    }
+
+    /// What notifications show of `value`, the call's in `phase`: the
+    /// projection of `tool`'s display transform, computed only when the
+    /// runtime writes notifications.
+    async fn shown_in_notifications(
+        &self,
+        tool: &Tool,
+        call_id: &str,
+        phase: Phase,
+        value: &Value,
+        known: CallValues<'_>,
+    ) -> Value {
+        if !self.parts.stored.notifications().on() {
+            return Value::Null;
+        }
+        Payload::of(Some(tool), call_id, tool.id(), phase, value, known)
+            .await
+            .display
     }
 
     /// The stored form of a call.
@@ -1015,7 +1049,16 @@ impl CallPath {
         }
         let mut pending = self.pending_call(record, PendingKind::Approval, input.clone(), None);
         pending.approvals = Some(approvals);
-        if let Err(error) = self.parts.stored.insert(pending).await {
+        let known = CallValues::default();
+        let shown = self
+            .shown_in_notifications(tool, call_id, Phase::Approval, &input, known)
+            .await;
+        let notified = self
+            .parts
+            .stored
+            .notifications()
+            .waiting(tool, &pending, shown);
+        if let Err(error) = self.parts.stored.insert(pending, notified).await {
             tracing::error!(%error, "could not store the call awaiting approval");
             let error = ModelError::new(
                 ErrorKind::Execution,
@@ -1050,7 +1093,7 @@ impl CallPath {
         let (tool, call_id) = (&record.tool, record.call_id.as_str());
         let tool_id = tool.id();
         let pending = self.pending_call(record, PendingKind::Output, input.clone(), None);
-        if let Err(error) = self.parts.stored.insert(pending).await {
+        if let Err(error) = self.parts.stored.insert(pending, Vec::new()).await {
             tracing::error!(%error, "could not store the call awaiting its output");
             let error = ModelError::new(
                 ErrorKind::Execution,

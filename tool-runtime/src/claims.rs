@@ -11,12 +11,13 @@ use tool_core::{AbortSignal, Excerpt};
 
 use crate::call_outcome::CallOutcome;
 use crate::error::RuntimeError;
+use crate::notifications::Notifications;
 use crate::outage::{Outage, Waiting};
 use crate::store::{
     AuditEntry, AuditKind, AuditQuery, AuditRetention, CallState, Committed, Decided, DynAuditLog,
-    DynCallStore, Expected, PendingCall, PendingKind, PendingQuery, RecordedOutcome,
-    RequiredApprovals, Retention, Settlement, StoreError, StoreFuture, StoreTransaction,
-    StoredCall, Stores, TaskSignal, Transition,
+    DynCallStore, DynOutbox, Expected, Notification, PendingCall, PendingKind, PendingQuery,
+    RecordedOutcome, RequiredApprovals, Retention, Settlement, StoreError, StoreFuture,
+    StoreTransaction, StoredCall, Stores, TaskSignal, Transition,
 };
 
 /// How often settled calls beyond the retention are purged, at most, unless
@@ -51,6 +52,7 @@ pub(crate) fn takeover_grace(lease: Duration) -> Duration {
 pub(crate) struct StoredCalls {
     store: Arc<dyn DynCallStore>,
     audit_log: Arc<dyn DynAuditLog>,
+    outbox: Arc<dyn DynOutbox>,
     /// This instance, as the owner of the calls it claims.
     owner: Arc<str>,
     lease: Duration,
@@ -61,6 +63,8 @@ pub(crate) struct StoredCalls {
     insert_budget: Duration,
     /// The writes waiting for the store to answer again.
     outage: Arc<Outage>,
+    /// Whether the changes are written with notifications, and which.
+    notifications: Notifications,
 }
 
 /// When this instance last purged, and how many calls it finished and
@@ -87,6 +91,12 @@ pub(crate) enum Lookup {
 }
 
 /// What a decision did.
+// `allow`, not `expect`: whether the lint fires depends on how large
+// serde_json's `Value` is in the build (dev-dependencies change it).
+#[allow(
+    clippy::large_enum_variant,
+    reason = "returned once per decision and taken apart at once"
+)]
 pub(crate) enum Verdict {
     /// It claimed the call to run, under this lease.
     Claimed(StoredCall, Lease),
@@ -120,10 +130,12 @@ impl StoredCalls {
         retention: Retention,
         audit_retention: AuditRetention,
         insert_budget: Duration,
+        notifications: Notifications,
     ) -> Self {
         StoredCalls {
             store: Arc::clone(&stores.calls),
             audit_log: Arc::clone(&stores.audit),
+            outbox: Arc::clone(&stores.outbox),
             owner: owner.into(),
             lease,
             retention,
@@ -131,6 +143,7 @@ impl StoredCalls {
             last_purge: Arc::default(),
             insert_budget,
             outage: Arc::default(),
+            notifications,
         }
     }
 
@@ -144,7 +157,18 @@ impl StoredCalls {
             Retention::new(Duration::from_secs(60), 100),
             AuditRetention::new(Duration::from_secs(60), 100),
             Duration::from_secs(10),
+            Notifications::new(true),
         )
+    }
+
+    /// What notifications this runtime writes with the changes it makes.
+    pub(crate) fn notifications(&self) -> Notifications {
+        self.notifications
+    }
+
+    /// The store's outbox, where those notifications wait for delivery.
+    pub(crate) fn outbox(&self) -> Arc<dyn DynOutbox> {
+        Arc::clone(&self.outbox)
     }
 
     /// How long a settled call is kept before it may be purged, and how many.
@@ -178,10 +202,15 @@ impl StoredCalls {
         async move { Ok(stored.get(&call_id).await?) }
     }
 
-    /// Stores a paused call; one that waits for a person (not a task) is
-    /// requested in the audit log. A store that fails is asked again within
-    /// the insert budget ([`insert_retrying`](Self::insert_retrying)).
-    pub(crate) async fn insert(&self, call: PendingCall) -> Result<(), NotStored> {
+    /// Stores a paused call, with `notifications` in the same step; one
+    /// that waits for a person (not a task) is requested in the audit log.
+    /// A store that fails is asked again within the insert budget
+    /// ([`insert_retrying`](Self::insert_retrying)).
+    pub(crate) async fn insert(
+        &self,
+        call: PendingCall,
+        notifications: Vec<Notification>,
+    ) -> Result<(), NotStored> {
         let request = (call.kind != PendingKind::Task).then(|| {
             AuditEntry::new(
                 AuditKind::Requested,
@@ -190,7 +219,7 @@ impl StoredCalls {
                 call.kind.as_str(),
             )
         });
-        self.insert_retrying(call).await?;
+        self.insert_retrying(call, notifications).await?;
         if let Some(request) = request {
             self.audit(request).await;
         }
@@ -209,9 +238,14 @@ impl StoredCalls {
     /// A try that failed on its way may have been stored: a later try then
     /// finds the call stored, and if it is this call, as it was sent, the
     /// insert succeeded, neither a duplicate nor stored twice.
-    async fn insert_retrying(&self, call: PendingCall) -> Result<(), NotStored> {
+    async fn insert_retrying(
+        &self,
+        call: PendingCall,
+        notifications: Vec<Notification>,
+    ) -> Result<(), NotStored> {
         if self.insert_budget.is_zero() || tokio::runtime::Handle::try_current().is_err() {
-            return self.store.insert(call).await.map_err(|error| NotStored {
+            let inserted = self.store.insert_notifying(call, notifications).await;
+            return inserted.map_err(|error| NotStored {
                 error,
                 tries: 1,
                 over: Duration::ZERO,
@@ -228,7 +262,11 @@ impl StoredCalls {
                 tries,
                 over: started.elapsed(),
             };
-            let error = match self.store.insert(call.clone()).await {
+            let inserted = self
+                .store
+                .insert_notifying(call.clone(), notifications.clone())
+                .await;
+            let error = match inserted {
                 Ok(()) => return Ok(()),
                 Err(duplicate @ StoreError::Duplicate { .. }) if tries > 1 => {
                     match self.store.get(&call.head.call_id).await {
@@ -269,21 +307,30 @@ impl StoredCalls {
     /// happened either way.
     pub(crate) async fn audit(&self, entry: AuditEntry) {
         let call_id = Excerpt::of(&entry.call_id).to_string();
-        match self.audit_log.append_audit(entry).await {
+        match self
+            .audit_log
+            .append_audit_notifying(entry, Vec::new())
+            .await
+        {
             Ok(_) => self.note_appended(),
             Err(error) => tracing::error!(call_id, %error, "an audit log entry was not stored"),
         }
     }
 
-    /// Appends `entry` to the audit log, for the application
+    /// Appends `entry` to the audit log with `notifications`, in one step:
+    /// a grant, or the application's entry
     /// ([`CallInbox::append_audit`](crate::CallInbox::append_audit)).
     pub(crate) fn append_audit(
         &self,
         entry: AuditEntry,
+        notifications: Vec<Notification>,
     ) -> impl Future<Output = Result<u64, RuntimeError>> + Send + 'static {
         let stored = self.clone();
         async move {
-            let seq = stored.audit_log.append_audit(entry).await?;
+            let seq = stored
+                .audit_log
+                .append_audit_notifying(entry, notifications)
+                .await?;
             // The application's entries (refused attempts) may come without
             // any call settling: they bring the purge too.
             stored.note_appended();
@@ -368,6 +415,7 @@ impl StoredCalls {
         call_id: &str,
         expected: Expected,
         claim: Claim,
+        notifications: Vec<Notification>,
     ) -> Result<Verdict, RuntimeError> {
         let transition = match claim {
             Claim::Run(resume_data) => Transition::Run {
@@ -384,7 +432,11 @@ impl StoredCalls {
             Claim::Revise(input, approvals) => Transition::Revise { input, approvals },
         };
         let asked = Instant::now();
-        match self.store.decide(call_id, expected, transition).await? {
+        let decided = self
+            .store
+            .decide_notifying(call_id, expected, transition, notifications)
+            .await?;
+        match decided {
             Decided::Won(stored) if matches!(stored.state, CallState::Running { .. }) => {
                 let lease = self.lease_of(&stored, asked);
                 Ok(Verdict::Claimed(stored, lease))
@@ -810,6 +862,7 @@ impl Lease {
         &self,
         settlement: Settlement,
         transaction: Option<Box<dyn StoreTransaction>>,
+        notify: impl Fn(&Settlement) -> Vec<Notification>,
     ) -> Result<Option<RecordedOutcome>, NotRecorded> {
         let commits = matches!(
             &settlement,
@@ -817,10 +870,19 @@ impl Lease {
         );
         // Not committed (the call failed or was aborted): dropped, rolled back.
         let Some(transaction) = transaction.filter(|_| commits) else {
-            return self.finish_plain(settlement).await.map(|()| None);
+            let notifications = notify(&settlement);
+            return self
+                .finish_plain(settlement, notifications)
+                .await
+                .map(|()| None);
         };
         let result = match transaction
-            .commit(self.call_id.clone(), self.epoch, settlement)
+            .commit(
+                self.call_id.clone(),
+                self.epoch,
+                settlement.clone(),
+                notify(&settlement),
+            )
             .await
         {
             Ok(Committed::Yes) => Ok(None),
@@ -835,8 +897,10 @@ impl Lease {
                     kind: error.kind(),
                     error: error.to_json(),
                 };
+                let settlement = Settlement::Settled(failed.clone());
+                let notifications = notify(&settlement);
                 return self
-                    .finish_plain(Settlement::Settled(failed.clone()))
+                    .finish_plain(settlement, notifications)
                     .await
                     .map(|()| Some(failed));
             }
@@ -857,11 +921,16 @@ impl Lease {
     /// over; this waits for that at most one lease, then answers
     /// [`NotRecorded::Pending`] while the offering goes on. A claim whose
     /// lease ran out is still recorded if nobody took the call.
-    async fn finish_plain(&self, settlement: Settlement) -> Result<(), NotRecorded> {
+    async fn finish_plain(
+        &self,
+        settlement: Settlement,
+        notifications: Vec<Notification>,
+    ) -> Result<(), NotRecorded> {
         let result = match tokio::runtime::Handle::try_current() {
             Ok(handle) => {
                 let lease = self.clone();
-                let offering = handle.spawn(async move { lease.offer(settlement).await });
+                let offering =
+                    handle.spawn(async move { lease.offer(settlement, notifications).await });
                 match tokio::time::timeout(self.calls.lease, offering).await {
                     Ok(Ok(result)) => result,
                     Ok(Err(_cancelled)) => Err(NotRecorded::Pending),
@@ -873,7 +942,7 @@ impl Lease {
             }
             // No tokio runtime to retry on (a memory store used without
             // one): one try.
-            Err(_) => self.offer_once(settlement).await,
+            Err(_) => self.offer_once(settlement, notifications).await,
         };
         if let Err(why) = &result {
             self.mark_not_recorded(why.clone());
@@ -884,14 +953,23 @@ impl Lease {
     /// Offers `settlement` until the store takes it or refuses it: again
     /// after a backoff, or as soon as the store answers again, so that
     /// nobody takes the call over meanwhile (once its lease ran out).
-    async fn offer(&self, settlement: Settlement) -> Result<(), NotRecorded> {
+    async fn offer(
+        &self,
+        settlement: Settlement,
+        notifications: Vec<Notification>,
+    ) -> Result<(), NotRecorded> {
         let mut pause = RECORD_RETRY_FIRST;
         let mut waiting: Option<Waiting> = None;
         loop {
             match self
                 .calls
                 .store
-                .finish(&self.call_id, self.epoch, settlement.clone())
+                .finish_notifying(
+                    &self.call_id,
+                    self.epoch,
+                    settlement.clone(),
+                    notifications.clone(),
+                )
                 .await
             {
                 Ok(finished) => return self.finished(finished).await,
@@ -907,11 +985,15 @@ impl Lease {
         }
     }
 
-    async fn offer_once(&self, settlement: Settlement) -> Result<(), NotRecorded> {
+    async fn offer_once(
+        &self,
+        settlement: Settlement,
+        notifications: Vec<Notification>,
+    ) -> Result<(), NotRecorded> {
         match self
             .calls
             .store
-            .finish(&self.call_id, self.epoch, settlement)
+            .finish_notifying(&self.call_id, self.epoch, settlement, notifications)
             .await
         {
             Ok(finished) => self.finished(finished).await,

@@ -365,7 +365,21 @@ impl Decisions {
             Some(_) => Expected::from(stored.call.kind).at(stored.epoch),
             None => Expected::from(stored.call.kind),
         };
-        let verdict = match calls.decide(call_id, expected, claim).await {
+        let by = decider.map(|decider| decider.principal.to_string());
+        let notified = match &claim {
+            // A revision waits on: its editor's grant, or the decision it
+            // completes, is notified next.
+            Claim::Revise(..) => Vec::new(),
+            Claim::Run(_) | Claim::Settle(_) | Claim::RunEdited(_) => {
+                calls.notifications().decided(
+                    &stored.call,
+                    decision,
+                    by.as_deref(),
+                    approved_by.as_deref(),
+                )
+            }
+        };
+        let verdict = match calls.decide(call_id, expected, claim, notified).await {
             Err(RuntimeError::StaleDigest { .. }) if let Some(decider) = decider => {
                 let attempt =
                     refused_attempt(&stored.call, decision, decider, "stale or foreign digest");
@@ -681,6 +695,7 @@ impl Decisions {
                 &call.head.call_id,
                 PendingKind::Approval.into(),
                 Claim::Settle(expired.clone()),
+                calls.notifications().expired(call),
             )
             .await?;
         match verdict {
@@ -1137,8 +1152,16 @@ impl Decisions {
         lease: &Lease,
         outcome: CallOutcome,
     ) -> Result<Recovered, RuntimeError> {
+        let tool = self.path.tool(&tool_id).cloned();
+        let notifications = self.path.stored().notifications();
+        let notify = |settlement: &Settlement| match &tool {
+            Some(tool) => notifications.settled(tool, &call_id)(settlement),
+            None => Vec::new(),
+        };
         if let Some(recorded) = RecordedOutcome::from_outcome(&outcome)
-            && let Err(why) = lease.finish(Settlement::Settled(recorded), None).await
+            && let Err(why) = lease
+                .finish(Settlement::Settled(recorded), None, notify)
+                .await
         {
             return Err(why.error(call_id));
         }
@@ -1205,6 +1228,12 @@ enum Edited {
 }
 
 /// What committing a decision did ([`Decisions::commit`]).
+// `allow`, not `expect`: whether the lint fires depends on how large
+// serde_json's `Value` is in the build (dev-dependencies change it).
+#[allow(
+    clippy::large_enum_variant,
+    reason = "returned once per decision and taken apart at once"
+)]
 enum Committed {
     /// The call settled by the decision, or the outcome it lost to.
     Answered(CallOutcome),

@@ -252,6 +252,14 @@ pub enum RuntimeError {
         /// Why.
         reason: String,
     },
+    /// A dispatcher's setup cannot work
+    /// ([`DispatcherBuilder::build`](crate::DispatcherBuilder::build)): no
+    /// sink, two of one name, a sink's timeout as long as the lease...
+    #[error("cannot build the dispatcher: {reason}")]
+    Dispatcher {
+        /// What is wrong with it.
+        reason: String,
+    },
     /// The pending store failed.
     #[error(transparent)]
     Store(#[from] StoreError),

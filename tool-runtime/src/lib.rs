@@ -80,11 +80,13 @@ mod claims;
 mod decide;
 mod decision;
 mod digest;
+mod dispatcher;
 mod error;
 mod events;
 mod hook_queue;
 #[cfg(feature = "log-layer")]
 mod log_layer;
+mod notifications;
 #[cfg(feature = "async-openai")]
 #[cfg_attr(docsrs, doc(cfg(feature = "async-openai")))]
 pub mod openai;
@@ -111,6 +113,10 @@ pub use call_outcome::CallOutcome;
 pub use decide::{Approvals, Recovered};
 pub use decision::Decision;
 pub use digest::Digest;
+pub use dispatcher::{
+    DispatchReport, Dispatcher, DispatcherBuilder, NotificationSink, RetryPolicy, SinkError,
+    SinkLimits,
+};
 pub use error::RuntimeError;
 pub use events::{CallWatch, EventKind, Events, Notice, Payload, ToolEvent, TranscriptEntry};
 pub use hook_queue::{DEFAULT_APPROVAL_TIMEOUT, DEFAULT_HOOK_TIMEOUT};

@@ -23,11 +23,15 @@ use crate::call_path::{CallPath, PathParts};
 use crate::claims::StoredCalls;
 use crate::decide::{Decisions, Recovered, typed_value};
 use crate::decision::Decision;
+#[cfg(doc)]
+use crate::dispatcher::Dispatcher;
+use crate::dispatcher::DispatcherBuilder;
 use crate::error::RuntimeError;
 use crate::events::{CallWatch, EventBus, Events};
 use crate::hook_queue::DEFAULT_HOOK_TIMEOUT;
 #[cfg(feature = "log-layer")]
 use crate::log_layer::CallLogLayer;
+use crate::notifications::Notifications;
 use crate::principal::Decider;
 use crate::runs::Runs;
 use crate::standing_rules::StandingRules;
@@ -681,6 +685,16 @@ impl Runtime {
         Worker::new(self.inner.decisions.clone())
     }
 
+    /// A dispatcher of the notifications in this runtime's store's outbox
+    /// to sinks, set up by the builder (see [`Dispatcher`]). The runtime
+    /// writes notifications when built with
+    /// [`RuntimeBuilder::notifications`]; a dispatcher delivers those any
+    /// runtime on the store wrote.
+    pub fn dispatcher(&self) -> DispatcherBuilder {
+        let stored = self.inner.path.stored();
+        DispatcherBuilder::new(stored.outbox(), stored.owner().to_owned())
+    }
+
     /// A `tracing` layer that forwards events inside this runtime's calls
     /// to its events ([`CallLogLayer`]).
     #[cfg(feature = "log-layer")]
@@ -874,6 +888,7 @@ pub struct RuntimeBuilder {
     settled_limit: Option<usize>,
     audit_retention: Option<Duration>,
     audit_limit: Option<usize>,
+    notifications: bool,
     leave_tasks_to_workers: bool,
 }
 
@@ -1545,6 +1560,39 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Whether the runtime writes notifications of what happens to its
+    /// calls into its store's outbox, each in the same atomic step as the
+    /// change it reports (default: no): an approval asked for, granted,
+    /// decided or expired, a call suspended or resumed, a background task
+    /// ended ([`NotificationKind`](crate::store::NotificationKind)). A
+    /// [`Dispatcher`] delivers them to people. Every runtime on a store
+    /// whose notifications are delivered should write them.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_core::{Tool, ToolError};
+    /// use tool_runtime::store::{NotificationKind, OutboxQuery};
+    /// use tool_runtime::{Decision, Principal, Runtime, ToolCall};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let refund = Tool::builder("refund").description("Refunds an order").require_approval(true)
+    ///     .execute(|input, _ctx| async move { Ok::<_, ToolError>(input) })
+    ///     .build().unwrap();
+    /// let runtime = Runtime::builder().tool(refund).notifications(true).build().unwrap();
+    /// runtime.call(ToolCall::new("c1", "refund", json!({ "amount": 10 }))).await;
+    /// runtime.decide("c1", Decision::Decline(Some("no".into()))).await.unwrap();
+    ///
+    /// let outbox = runtime.inbox().outbox(OutboxQuery::all().call("c1")).await.unwrap();
+    /// let kinds: Vec<_> = outbox.iter().map(|entry| entry.notification.kind).collect();
+    /// assert_eq!(kinds, [NotificationKind::ApprovalRequested, NotificationKind::Decided]);
+    /// assert_eq!(outbox[1].notification.data["action"], "decline");
+    /// # });
+    /// ```
+    pub fn notifications(mut self, write: bool) -> Self {
+        self.notifications = write;
+        self
+    }
+
     /// Builds the runtime: fails on two tools with one id, and on a store
     /// file that cannot be opened or is corrupt.
     pub fn build(self) -> Result<Runtime, RuntimeError> {
@@ -1565,6 +1613,7 @@ impl RuntimeBuilder {
                 self.audit_limit.unwrap_or(AUDIT_LIMIT),
             ),
             self.store_retry_budget.unwrap_or(STORE_RETRY_BUDGET),
+            Notifications::new(self.notifications),
         );
         let mut approval = self.approval;
         approval.set_rule_store(stores.rules);

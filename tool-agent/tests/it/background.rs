@@ -24,7 +24,9 @@ use tool_agent::{
 };
 use tool_core::{BackgroundConfig, Progress, Tool, ToolContext, ToolError};
 use tool_runtime::Runtime;
-use tool_runtime::store::{AuditLog, CallStore, MemoryStore, RuleStore, RunStore, SqliteStore};
+use tool_runtime::store::{
+    AuditLog, CallStore, MemoryStore, Outbox, RuleStore, RunStore, SqliteStore,
+};
 
 /// A new directory, removed with what it holds when the guard drops, also
 /// when the test fails: keep the guard until the test's end.
@@ -205,7 +207,7 @@ fn reporter_script() -> ScriptedModel {
 const RESULT: &str = r#"Background task run-"#;
 
 async fn a_task_settling_within_the_wait_enters_the_conversation<
-    S: CallStore + RunStore + AuditLog + RuleStore,
+    S: CallStore + RunStore + AuditLog + RuleStore + Outbox,
 >(
     store: S,
 ) {
@@ -277,7 +279,7 @@ async fn a_background_tasks_result_enters_the_conversation_before_the_next_step(
 
 /// Two instances of `report` on one store: a front one that leaves tasks
 /// to workers, and a back one that runs them.
-fn front_and_back<S: CallStore + RunStore + AuditLog + RuleStore>(
+fn front_and_back<S: CallStore + RunStore + AuditLog + RuleStore + Outbox>(
     store: S,
     released: &tokio::sync::watch::Receiver<bool>,
 ) -> (Runtime, Runtime) {
@@ -299,7 +301,9 @@ fn front_and_back<S: CallStore + RunStore + AuditLog + RuleStore>(
 /// A front instance that leaves tasks to workers ends its stream past the
 /// wait; a worker on a back instance settles the task; the back instance
 /// continues the run, once.
-async fn another_instance_continues_the_run<S: CallStore + RunStore + AuditLog + RuleStore>(
+async fn another_instance_continues_the_run<
+    S: CallStore + RunStore + AuditLog + RuleStore + Outbox,
+>(
     store: S,
 ) {
     let (_release, released) = tokio::sync::watch::channel(true);
@@ -395,7 +399,7 @@ async fn past_the_wait_the_stream_ends_and_another_instance_continues_the_run() 
 /// settles its task; a stream on thread t2 takes nothing of it, and the
 /// next stream on t1, on that other instance, takes its result, once.
 async fn the_next_stream_on_the_thread_takes_the_result<
-    S: CallStore + RunStore + AuditLog + RuleStore,
+    S: CallStore + RunStore + AuditLog + RuleStore + Outbox,
 >(
     store: S,
 ) {

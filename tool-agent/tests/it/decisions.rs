@@ -12,7 +12,9 @@ use tool_agent::{
 };
 use tool_core::{Tool, ToolContext, ToolError};
 use tool_runtime::Runtime;
-use tool_runtime::store::{AuditLog, CallStore, MemoryStore, RuleStore, RunStore, SqliteStore};
+use tool_runtime::store::{
+    AuditLog, CallStore, MemoryStore, Outbox, RuleStore, RunStore, SqliteStore,
+};
 
 const ROUNDS: usize = 8;
 
@@ -28,7 +30,7 @@ fn pay() -> Tool {
 }
 
 /// Two agents, each on a runtime of its own over `store`, sharing `model`.
-fn agents<S: CallStore + RunStore + AuditLog + RuleStore>(
+fn agents<S: CallStore + RunStore + AuditLog + RuleStore + Outbox>(
     store: Arc<S>,
     model: &ScriptedModel,
 ) -> [Agent; 2] {
@@ -45,7 +47,9 @@ fn agents<S: CallStore + RunStore + AuditLog + RuleStore>(
     })
 }
 
-async fn last_decisions_report_each_result_once<S: CallStore + RunStore + AuditLog + RuleStore>(
+async fn last_decisions_report_each_result_once<
+    S: CallStore + RunStore + AuditLog + RuleStore + Outbox,
+>(
     store: S,
     label: &str,
 ) {

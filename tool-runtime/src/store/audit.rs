@@ -56,6 +56,17 @@ pub trait AuditLog: Send + Sync + 'static {
     fn append_audit(
         &self,
         entry: AuditEntry,
+    ) -> impl Future<Output = Result<u64, StoreError>> + Send {
+        self.append_audit_notifying(entry, Vec::new())
+    }
+
+    /// [`append_audit`](Self::append_audit), and `notifications` into the outbox
+    /// ([`Outbox`](super::Outbox)) in the same atomic step: all of them if
+    /// the entry is appended, none if it is refused.
+    fn append_audit_notifying(
+        &self,
+        entry: AuditEntry,
+        notifications: Vec<super::Notification>,
     ) -> impl Future<Output = Result<u64, StoreError>> + Send;
 
     /// The audit log's entries `query` selects, in `seq` order.

@@ -11,9 +11,10 @@ use std::time::{Duration, SystemTime};
 use serde_json::Value;
 
 use super::{
-    AuditEntry, AuditLog, AuditQuery, AuditRetention, CallStore, Decided, Expected, IntoStore,
-    PendingCall, PendingKind, PendingQuery, Retention, Revocation, RuleStore, RunStore, Settlement,
-    StandingRule, StoreError, StoreTransaction, StoredCall, StoredRun, TaskSignal, Transition,
+    AuditEntry, AuditLog, AuditQuery, AuditRetention, CallStore, Decided, Delivery, Expected,
+    IntoStore, Notification, Outbox, OutboxEntry, OutboxQuery, PendingCall, PendingKind,
+    PendingQuery, Retention, Revocation, RuleStore, RunStore, Settlement, StandingRule, StoreError,
+    StoreTransaction, StoredCall, StoredRun, TaskSignal, Transition,
 };
 
 /// A store trait's future, boxed: what a twin's method returns.
@@ -49,11 +50,15 @@ macro_rules! dyn_twin {
 dyn_twin! {
     /// [`CallStore`] as a trait object: what [`StoredCalls`](crate::claims::StoredCalls) keeps.
     DynCallStore: CallStore {
-        async fn insert(&self, call: PendingCall) -> ();
-        async fn decide(&self, call_id: &'a str, expected: Expected, transition: Transition)
-            -> Decided;
+        async fn insert_notifying(&self, call: PendingCall, notifications: Vec<Notification>) -> ();
+        async fn decide_notifying(
+            &self, call_id: &'a str, expected: Expected, transition: Transition,
+            notifications: Vec<Notification>
+        ) -> Decided;
         async fn renew(&self, call_id: &'a str, epoch: u64, lease: Duration) -> bool;
-        async fn finish(&self, call_id: &'a str, epoch: u64, settlement: Settlement) -> bool;
+        async fn finish_notifying(
+            &self, call_id: &'a str, epoch: u64, settlement: Settlement, notifications: Vec<Notification>
+        ) -> bool;
         async fn recover_expired(&self, owner: &'a str, lease: Duration, tool_ids: &'a [String])
             -> Vec<StoredCall>;
         async fn claim_next(
@@ -82,7 +87,7 @@ dyn_twin! {
 dyn_twin! {
     /// [`AuditLog`] as a trait object: what [`StoredCalls`](crate::claims::StoredCalls) keeps.
     DynAuditLog: AuditLog {
-        async fn append_audit(&self, entry: AuditEntry) -> u64;
+        async fn append_audit_notifying(&self, entry: AuditEntry, notifications: Vec<Notification>) -> u64;
         async fn audit(&self, query: AuditQuery) -> Vec<AuditEntry>;
         async fn audit_end(&self) -> u64;
         async fn purge_audit(&self, retention: AuditRetention) -> usize;
@@ -101,12 +106,25 @@ dyn_twin! {
     }
 }
 
-/// A runtime's store, as each of its jobs: one store value behind all four.
+dyn_twin! {
+    /// [`Outbox`] as a trait object: what the [`Dispatcher`](crate::Dispatcher) keeps.
+    DynOutbox: Outbox {
+        async fn claim_notifications(&self, owner: &'a str, lease: Duration, limit: usize)
+            -> Vec<OutboxEntry>;
+        async fn settle_notification(&self, seq: u64, epoch: u64, delivery: Delivery) -> bool;
+        async fn outbox(&self, query: OutboxQuery) -> Vec<OutboxEntry>;
+        async fn redeliver(&self, seq: u64) -> bool;
+        async fn purge_outbox(&self, retention: Retention) -> usize;
+    }
+}
+
+/// A runtime's store, as each of its jobs: one store value behind all five.
 pub(crate) struct Stores {
     pub(crate) calls: Arc<dyn DynCallStore>,
     pub(crate) runs: Arc<dyn DynRunStore>,
     pub(crate) audit: Arc<dyn DynAuditLog>,
     pub(crate) rules: Arc<dyn DynRuleStore>,
+    pub(crate) outbox: Arc<dyn DynOutbox>,
 }
 
 impl Stores {
@@ -117,7 +135,8 @@ impl Stores {
             calls: store.clone(),
             runs: store.clone(),
             audit: store.clone(),
-            rules: store,
+            rules: store.clone(),
+            outbox: store,
         }
     }
 }

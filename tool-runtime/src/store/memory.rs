@@ -8,15 +8,16 @@ use std::time::{Duration, SystemTime};
 use serde_json::Value;
 
 use super::{
-    AuditEntry, AuditLog, AuditQuery, AuditRetention, CallState, CallStore, Decided, Expected,
-    NO_TIME, PendingCall, PendingKind, PendingOrder, PendingQuery, Retention, Revocation,
-    RuleStore, RunStore, Settlement, StandingRule, StoreError, StoredCall, StoredRun, TaskSignal,
-    TaskSignaller, Transition, storable_audit, storable_call, storable_json, storable_rule,
-    storable_run_record,
+    AuditEntry, AuditLog, AuditQuery, AuditRetention, CallState, CallStore, Decided, Delivery,
+    DeliveryState, Expected, NO_TIME, Notification, Outbox, OutboxEntry, OutboxQuery, PendingCall,
+    PendingKind, PendingOrder, PendingQuery, Retention, Revocation, RuleStore, RunStore,
+    Settlement, StandingRule, StoreError, StoredCall, StoredRun, TaskSignal, TaskSignaller,
+    Transition, lease_end_ms, storable_audit, storable_call, storable_json, storable_notifications,
+    storable_rule, storable_run_record,
 };
 
 /// A store in memory ([`CallStore`], [`RunStore`], [`AuditLog`],
-/// [`RuleStore`]), the
+/// [`RuleStore`], [`Outbox`]), the
 /// default when no store is configured: one runtime (and its clones) shares
 /// it; nothing survives the process.
 ///
@@ -62,6 +63,10 @@ struct Memory {
     /// until its call is purged; a page skips the calls not waiting.
     by_asked: BTreeSet<(u64, String)>,
     by_expiry: BTreeSet<(u64, String)>,
+    /// The outbox, by `seq`.
+    outbox: BTreeMap<u64, OutboxEntry>,
+    /// The last notification `seq` given.
+    last_notification_seq: u64,
 }
 
 impl MemoryStore {
@@ -87,6 +92,17 @@ impl MemoryStore {
 }
 
 impl Memory {
+    /// Writes `notifications` into the outbox, each with the next `seq`: called
+    /// under the same lock as the change they report, once it applied.
+    fn note(&mut self, notifications: Vec<Notification>) {
+        for mut notification in notifications {
+            self.last_notification_seq += 1;
+            notification.seq = self.last_notification_seq;
+            self.outbox
+                .insert(notification.seq, OutboxEntry::waiting(notification));
+        }
+    }
+
     /// Claims `call_id` for `owner` until `expires_at`, with a new token.
     fn claim(&mut self, call_id: &str, owner: &str, expires_at: SystemTime) -> Option<StoredCall> {
         self.last_epoch += 1;
@@ -102,8 +118,13 @@ impl Memory {
 }
 
 impl CallStore for MemoryStore {
-    async fn insert(&self, call: PendingCall) -> Result<(), StoreError> {
+    async fn insert_notifying(
+        &self,
+        call: PendingCall,
+        notifications: Vec<Notification>,
+    ) -> Result<(), StoreError> {
         storable_call(&call)?;
+        storable_notifications(&notifications)?;
         let mut state = self.state();
         let calls = &mut state.calls;
         if calls.contains_key(&call.head.call_id) {
@@ -118,6 +139,7 @@ impl CallStore for MemoryStore {
         calls.insert(id.clone(), StoredCall::pending(call));
         state.by_asked.insert((asked, id.clone()));
         state.by_expiry.insert((expiry, id));
+        state.note(notifications);
         drop(state);
         if task {
             self.tasks_stored.notify();
@@ -125,13 +147,15 @@ impl CallStore for MemoryStore {
         Ok(())
     }
 
-    async fn decide(
+    async fn decide_notifying(
         &self,
         call_id: &str,
         expected: impl Into<Expected> + Send,
         transition: Transition,
+        notifications: Vec<Notification>,
     ) -> Result<Decided, StoreError> {
         let expected = expected.into();
+        storable_notifications(&notifications)?;
         match &transition {
             Transition::Run {
                 resume_data: Some(data),
@@ -151,7 +175,7 @@ impl CallStore for MemoryStore {
             return Ok(Decided::Lost(Some(stored.clone())));
         }
         let now = SystemTime::now();
-        match transition {
+        let decided = match transition {
             Transition::Run {
                 owner,
                 lease,
@@ -159,14 +183,14 @@ impl CallStore for MemoryStore {
             } => {
                 stored.resume_data = resume_data;
                 let claimed = state.claim(call_id, &owner, now + lease);
-                Ok(claimed.map_or(Decided::Lost(None), Decided::Won))
+                claimed.map_or(Decided::Lost(None), Decided::Won)
             }
             Transition::Settle(outcome) => {
                 stored.state = CallState::Settled {
                     outcome,
                     settled_at: now,
                 };
-                Ok(Decided::Won(stored.clone()))
+                Decided::Won(stored.clone())
             }
             Transition::RunEdited {
                 owner,
@@ -176,7 +200,7 @@ impl CallStore for MemoryStore {
                 stored.call.input = input;
                 stored.resume_data = None;
                 let claimed = state.claim(call_id, &owner, now + lease);
-                Ok(claimed.map_or(Decided::Lost(None), Decided::Won))
+                claimed.map_or(Decided::Lost(None), Decided::Won)
             }
             Transition::Revise { input, approvals } => {
                 stored.call.input = input;
@@ -187,9 +211,13 @@ impl CallStore for MemoryStore {
                     return Ok(Decided::Lost(None));
                 };
                 stored.epoch = epoch;
-                Ok(Decided::Won(stored.clone()))
+                Decided::Won(stored.clone())
             }
+        };
+        if matches!(decided, Decided::Won(_)) {
+            state.note(notifications);
         }
+        Ok(decided)
     }
 
     async fn renew(&self, call_id: &str, epoch: u64, lease: Duration) -> Result<bool, StoreError> {
@@ -206,12 +234,14 @@ impl CallStore for MemoryStore {
         Ok(true)
     }
 
-    async fn finish(
+    async fn finish_notifying(
         &self,
         call_id: &str,
         epoch: u64,
         settlement: Settlement,
+        notifications: Vec<Notification>,
     ) -> Result<bool, StoreError> {
+        storable_notifications(&notifications)?;
         match &settlement {
             Settlement::Settled(outcome) => drop(storable_json(call_id, "outcome", outcome)?),
             Settlement::Suspended { payload } => drop(storable_json(call_id, "payload", payload)?),
@@ -235,6 +265,7 @@ impl CallStore for MemoryStore {
                 stored.resume_data = None;
             }
         }
+        state.note(notifications);
         Ok(true)
     }
 
@@ -384,13 +415,19 @@ impl CallStore for MemoryStore {
 }
 
 impl AuditLog for MemoryStore {
-    async fn append_audit(&self, mut entry: AuditEntry) -> Result<u64, StoreError> {
+    async fn append_audit_notifying(
+        &self,
+        mut entry: AuditEntry,
+        notifications: Vec<Notification>,
+    ) -> Result<u64, StoreError> {
         storable_audit(&entry)?;
+        storable_notifications(&notifications)?;
         let mut state = self.state();
         state.last_audit_seq += 1;
         entry.seq = state.last_audit_seq;
         let seq = entry.seq;
         state.audit.push(entry);
+        state.note(notifications);
         Ok(seq)
     }
 
@@ -515,5 +552,144 @@ impl RuleStore for MemoryStore {
             .filter(|rule| rule.in_force_at(now_ms))
             .cloned()
             .collect())
+    }
+}
+
+impl Outbox for MemoryStore {
+    async fn claim_notifications(
+        &self,
+        owner: &str,
+        lease: Duration,
+        limit: usize,
+    ) -> Result<Vec<OutboxEntry>, StoreError> {
+        let now = super::rules::epoch_ms(SystemTime::now());
+        let mut state = self.state();
+        // A call whose earliest unsettled notification is not due holds back its
+        // later ones: notifications of one call go out in order.
+        let mut held_calls = BTreeSet::new();
+        let mut claimed = Vec::new();
+        for entry in state.outbox.values_mut() {
+            if claimed.len() >= limit {
+                break;
+            }
+            if entry.state.is_settled() {
+                continue;
+            }
+            if !held_calls.insert(entry.notification.call_id.clone()) {
+                continue;
+            }
+            let due = match &entry.state {
+                DeliveryState::Waiting => entry.next_at_ms <= now,
+                DeliveryState::Sending {
+                    lease_expires_at_ms,
+                    ..
+                } => *lease_expires_at_ms <= now,
+                DeliveryState::Delivered { .. } | DeliveryState::Dead { .. } => false,
+            };
+            if due {
+                entry.state = DeliveryState::Sending {
+                    owner: owner.to_owned(),
+                    lease_expires_at_ms: lease_end_ms(now, lease),
+                };
+                entry.attempts += 1;
+                entry.epoch += 1;
+                claimed.push(entry.clone());
+            }
+        }
+        Ok(claimed)
+    }
+
+    async fn settle_notification(
+        &self,
+        seq: u64,
+        epoch: u64,
+        delivery: Delivery,
+    ) -> Result<bool, StoreError> {
+        let now = super::rules::epoch_ms(SystemTime::now());
+        let mut state = self.state();
+        let Some(entry) = state.outbox.get_mut(&seq).filter(|entry| {
+            matches!(entry.state, DeliveryState::Sending { .. }) && entry.epoch == epoch
+        }) else {
+            return Ok(false);
+        };
+        match delivery {
+            Delivery::Delivered { delivered_to } => {
+                entry.state = DeliveryState::Delivered { at_ms: now };
+                entry.delivered_to = delivered_to;
+            }
+            Delivery::Retry {
+                next_at_ms,
+                delivered_to,
+                error,
+            } => {
+                entry.state = DeliveryState::Waiting;
+                entry.next_at_ms = next_at_ms;
+                entry.delivered_to = delivered_to;
+                entry.last_error = Some(error);
+            }
+            Delivery::Dead {
+                delivered_to,
+                error,
+            } => {
+                entry.state = DeliveryState::Dead { at_ms: now };
+                entry.delivered_to = delivered_to;
+                entry.last_error = Some(error);
+            }
+        }
+        Ok(true)
+    }
+
+    async fn outbox(&self, query: OutboxQuery) -> Result<Vec<OutboxEntry>, StoreError> {
+        let state = self.state();
+        Ok(state
+            .outbox
+            .range(query.after.saturating_add(1)..)
+            .map(|(_, entry)| entry)
+            .filter(|entry| query.matches(entry))
+            .take(query.limit)
+            .cloned()
+            .collect())
+    }
+
+    async fn redeliver(&self, seq: u64) -> Result<bool, StoreError> {
+        let now = super::rules::epoch_ms(SystemTime::now());
+        let mut state = self.state();
+        let Some(entry) = state
+            .outbox
+            .get_mut(&seq)
+            .filter(|entry| matches!(entry.state, DeliveryState::Dead { .. }))
+        else {
+            return Ok(false);
+        };
+        entry.state = DeliveryState::Waiting;
+        entry.next_at_ms = now;
+        entry.attempts = 0;
+        Ok(true)
+    }
+
+    async fn purge_outbox(&self, retention: Retention) -> Result<usize, StoreError> {
+        let cutoff = retention.cutoff_ms();
+        let mut state = self.state();
+        let settled_at = |entry: &OutboxEntry| match entry.state {
+            DeliveryState::Delivered { at_ms } | DeliveryState::Dead { at_ms } => Some(at_ms),
+            DeliveryState::Waiting | DeliveryState::Sending { .. } => None,
+        };
+        let before = state.outbox.len();
+        state
+            .outbox
+            .retain(|_, entry| settled_at(entry).is_none_or(|at| at >= cutoff));
+        let mut settled: Vec<(u64, u64)> = state
+            .outbox
+            .values()
+            .filter_map(|entry| settled_at(entry).map(|at| (at, entry.notification.seq)))
+            .collect();
+        if settled.len() > retention.max_settled {
+            settled.sort_unstable();
+            let over = settled.len() - retention.max_settled;
+            for (_, seq) in &settled[..over] {
+                state.outbox.remove(seq);
+            }
+        }
+        Ok(before - state.outbox.len())
     }
 }

@@ -2,9 +2,10 @@
 //! through their lifecycle (pending → running → settled): the store
 //! traits, one a job ([`CallStore`] for the calls, [`RunStore`] for agent
 //! runs, [`AuditLog`] for the audit log, [`RuleStore`] for standing
-//! rules), an in-memory store, a durable SQLite store (feature `sqlite`)
-//! and a PostgreSQL store (feature `postgres`), each of which implements
-//! all four. A runtime takes a store that does all four jobs
+//! rules, [`Outbox`] for notifications to people), an in-memory store, a durable
+//! SQLite store (feature `sqlite`) and a PostgreSQL store (feature
+//! `postgres`), each of which implements all five. A runtime takes a store
+//! that does all five jobs
 //! ([`IntoStore`]).
 //!
 //! A decision is one atomic transition of the store ([`CallStore::decide`]),
@@ -15,6 +16,7 @@
 mod audit;
 mod erased;
 mod memory;
+mod outbox;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod rules;
@@ -36,9 +38,13 @@ use tool_core::{AgentContext, Excerpt};
 
 pub use audit::{AuditEntry, AuditKind, AuditLog, AuditQuery, AuditRetention};
 pub(crate) use erased::{
-    DynAuditLog, DynCallStore, DynRuleStore, DynRunStore, StoreFuture, Stores,
+    DynAuditLog, DynCallStore, DynOutbox, DynRuleStore, DynRunStore, StoreFuture, Stores,
 };
 pub use memory::MemoryStore;
+pub use outbox::{
+    Delivery, DeliveryState, Notification, NotificationKind, Outbox, OutboxEntry, OutboxQuery,
+};
+pub(crate) use outbox::{lease_end_ms, storable_notifications};
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 pub use postgres::PostgresStore;
@@ -112,6 +118,11 @@ pub const MAX_JSON_DEPTH: usize = 127;
 /// # });
 /// ```
 pub const MAX_ID_BYTES: usize = 1024;
+
+/// Now, in milliseconds since the Unix epoch.
+pub(crate) fn epoch_ms_now() -> u64 {
+    rules::epoch_ms(SystemTime::now())
+}
 
 /// Whether a store can keep `id` (see [`MAX_ID_BYTES`]): a lookup of an id
 /// it cannot keep finds nothing, without asking the database (PostgreSQL
@@ -675,7 +686,7 @@ pub struct PendingCall {
     /// When a call waiting for approval expires, in milliseconds since the
     /// Unix epoch ([`RuntimeBuilder::approval_ttl`](crate::RuntimeBuilder::approval_ttl)):
     /// from then on it is declined with the reason `expired` by the first
-    /// runtime that notices, and no decision runs it.
+    /// runtime that notifications, and no decision runs it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at_ms: Option<u64>,
     /// When the runtime first stored the call to wait (for a person, or
@@ -820,6 +831,16 @@ impl Retention {
     pub fn new(age: Duration, max_settled: usize) -> Self {
         Retention { age, max_settled }
     }
+
+    /// The time in milliseconds since the Unix epoch before which what
+    /// settled is too old, now.
+    pub(crate) fn cutoff_ms(&self) -> u64 {
+        rules::epoch_ms(
+            SystemTime::now()
+                .checked_sub(self.age)
+                .unwrap_or(std::time::UNIX_EPOCH),
+        )
+    }
 }
 
 /// Why the pending store failed. Every variant names what it is about (the
@@ -890,10 +911,11 @@ pub enum StoreError {
 /// store may do I/O (a file, a database server), and the runtime awaits it
 /// inside the call's future, never on the thread that built the future.
 ///
-/// One of the four jobs of a runtime's store, each a trait: this one,
+/// One of the five jobs of a runtime's store, each a trait: this one,
 /// [`RunStore`] (agent runs), [`AuditLog`] (what people were asked and
-/// decided) and [`RuleStore`] (standing rules). A store of your own
-/// implements all four to be given to
+/// decided), [`RuleStore`] (standing rules) and [`Outbox`] (notifications to
+/// people). A store of your own
+/// implements all five to be given to
 /// [`RuntimeBuilder::store`](crate::RuntimeBuilder::store) ([`IntoStore`]);
 /// the stores of this crate do.
 ///
@@ -937,7 +959,18 @@ pub enum StoreError {
 pub trait CallStore: Send + Sync + 'static {
     /// Stores a new pending call; fails with [`StoreError::Duplicate`] if a
     /// call with its id is stored, in any state.
-    fn insert(&self, call: PendingCall) -> impl Future<Output = Result<(), StoreError>> + Send;
+    fn insert(&self, call: PendingCall) -> impl Future<Output = Result<(), StoreError>> + Send {
+        self.insert_notifying(call, Vec::new())
+    }
+
+    /// [`insert`](Self::insert), and `notifications` into the outbox ([`Outbox`])
+    /// in the same atomic step: all of them if the call is stored, none if
+    /// it is not.
+    fn insert_notifying(
+        &self,
+        call: PendingCall,
+        notifications: Vec<Notification>,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
     /// Applies `transition` to the call `call_id` if it is as `expected`
     /// (pending for a kind, or a [`PendingKind`] alone; at a fencing token),
@@ -947,6 +980,19 @@ pub trait CallStore: Send + Sync + 'static {
         call_id: &str,
         expected: impl Into<Expected> + Send,
         transition: Transition,
+    ) -> impl Future<Output = Result<Decided, StoreError>> + Send {
+        self.decide_notifying(call_id, expected, transition, Vec::new())
+    }
+
+    /// [`decide`](Self::decide), and `notifications` into the outbox in the same
+    /// atomic step: all of them if the transition applies (the answer is
+    /// [`Decided::Won`]), none otherwise.
+    fn decide_notifying(
+        &self,
+        call_id: &str,
+        expected: impl Into<Expected> + Send,
+        transition: Transition,
+        notifications: Vec<Notification>,
     ) -> impl Future<Output = Result<Decided, StoreError>> + Send;
 
     /// Extends the lease of the running call `call_id` to `lease` from now,
@@ -968,6 +1014,18 @@ pub trait CallStore: Send + Sync + 'static {
         call_id: &str,
         epoch: u64,
         settlement: Settlement,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        self.finish_notifying(call_id, epoch, settlement, Vec::new())
+    }
+
+    /// [`finish`](Self::finish), and `notifications` into the outbox in the same
+    /// atomic step: all of them if the call ends (`true`), none otherwise.
+    fn finish_notifying(
+        &self,
+        call_id: &str,
+        epoch: u64,
+        settlement: Settlement,
+        notifications: Vec<Notification>,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send;
 
     /// Claims, for `owner` and `lease`, every running call whose lease has
@@ -1065,10 +1123,10 @@ pub trait CallStore: Send + Sync + 'static {
 
 /// What [`RuntimeBuilder::store`](crate::RuntimeBuilder::store) takes: a
 /// store that does every job of a runtime's store ([`CallStore`],
-/// [`RunStore`], [`AuditLog`], [`RuleStore`]), or an `Arc` of one.
-/// Runtimes given clones of one `Arc` share its calls, runs, audit log and
-/// standing rules (as runtimes on one SQLite file do). Implemented for
-/// both; a store of your own implements the four traits, not this one.
+/// [`RunStore`], [`AuditLog`], [`RuleStore`], [`Outbox`]), or an `Arc` of
+/// one. Runtimes given clones of one `Arc` share its calls, runs, audit
+/// log, standing rules and outbox (as runtimes on one SQLite file do). Implemented for
+/// both; a store of your own implements the five traits, not this one.
 ///
 /// ```
 /// use std::sync::Arc;
@@ -1092,17 +1150,17 @@ pub trait CallStore: Send + Sync + 'static {
 /// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a store a runtime can keep",
-    note = "a runtime's store implements `CallStore`, `RunStore`, `AuditLog` and `RuleStore` (module `tool_runtime::store`); an `Arc` of one is one too"
+    note = "a runtime's store implements `CallStore`, `RunStore`, `AuditLog`, `RuleStore` and `Outbox` (module `tool_runtime::store`); an `Arc` of one is one too"
 )]
 pub trait IntoStore {
     /// The store.
-    type Store: CallStore + RunStore + AuditLog + RuleStore;
+    type Store: CallStore + RunStore + AuditLog + RuleStore + Outbox;
 
     /// The store, shared.
     fn into_arc(self) -> Arc<Self::Store>;
 }
 
-impl<S: CallStore + RunStore + AuditLog + RuleStore> IntoStore for S {
+impl<S: CallStore + RunStore + AuditLog + RuleStore + Outbox> IntoStore for S {
     type Store = S;
 
     fn into_arc(self) -> Arc<S> {
@@ -1110,7 +1168,7 @@ impl<S: CallStore + RunStore + AuditLog + RuleStore> IntoStore for S {
     }
 }
 
-impl<S: CallStore + RunStore + AuditLog + RuleStore> IntoStore for Arc<S> {
+impl<S: CallStore + RunStore + AuditLog + RuleStore + Outbox> IntoStore for Arc<S> {
     type Store = S;
 
     fn into_arc(self) -> Arc<S> {

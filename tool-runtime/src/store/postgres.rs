@@ -16,26 +16,29 @@ use tool_core::Excerpt;
 
 use super::{
     AuditEntry, AuditLog, AuditQuery, AuditRetention, CallState, CallStore, Decided, Expected,
-    PendingCall, PendingKind, PendingOrder, PendingQuery, Retention, Revocation, RuleStore,
-    RunStore, Settlement, StandingRule, StoreError, StoreTransaction, StoredCall, StoredHead,
-    StoredRun, TaskSignal, TaskSignaller, Transition, storable_audit, storable_call, storable_id,
-    storable_json, storable_rule, storable_run_record,
+    Notification, PendingCall, PendingKind, PendingOrder, PendingQuery, Retention, Revocation,
+    RuleStore, RunStore, Settlement, StandingRule, StoreError, StoreTransaction, StoredCall,
+    StoredHead, StoredRun, TaskSignal, TaskSignaller, Transition, storable_audit, storable_call,
+    storable_id, storable_json, storable_notifications, storable_rule, storable_run_record,
 };
 
+mod outbox;
 mod transaction;
 
+use outbox::Noted;
 pub use transaction::{PostgresTransaction, TransactionError};
 
 /// The schema version this build creates and reads, recorded in
-/// `tool_runtime_schema`: 10 orders waiting calls by time
+/// `tool_runtime_schema`: 11 keeps the outbox of notifications
+/// ([`ADD_OUTBOX`](outbox::ADD_OUTBOX)); 10 orders waiting calls by time
 /// ([`ADD_WAITING_ORDERS`]); 9 keeps standing rules ([`ADD_RULES`]); 8 keeps the approvals a call needs and its own
 /// time limit ([`ADD_APPROVALS_TIMEOUT`]); 7 keeps when calls were asked for
 /// ([`ADD_ASKED_AT`]); 6 adds the audit log ([`ADD_AUDIT`]); 5 remembers
 /// the ids of calls purged by the size bound ([`ADD_PURGED`]); 4 lets calls
 /// wait for their output ([`ADD_OUTPUT_KIND`]); 3 adds fencing tokens
 /// ([`ADD_FENCING`]); 2 adds agent runs (`tool_runtime_runs`) to the calls
-/// of version 1. Versions 1 to 9 are migrated.
-const SCHEMA_VERSION: i32 = 10;
+/// of version 1. Versions 1 to 10 are migrated.
+const SCHEMA_VERSION: i32 = 11;
 /// Connections the pool keeps at most: every store operation is one short
 /// statement or transaction, so a few serve many concurrent calls.
 const MAX_CONNECTIONS: usize = 8;
@@ -400,6 +403,7 @@ impl PostgresStore {
             tx.batch_execute(ADD_APPROVALS_TIMEOUT).await?;
             tx.batch_execute(ADD_RULES).await?;
             tx.batch_execute(ADD_WAITING_ORDERS).await?;
+            tx.batch_execute(outbox::ADD_OUTBOX).await?;
             tx.execute(
                 "INSERT INTO tool_runtime_schema (version) VALUES ($1)",
                 &[&SCHEMA_VERSION],
@@ -422,7 +426,7 @@ impl PostgresStore {
         };
         match version {
             Some(SCHEMA_VERSION) => Ok(()),
-            Some(version @ 1..=9) => {
+            Some(version @ 1..=10) => {
                 if version == 1 {
                     // Version 1 had no runs; its calls are as they were.
                     tx.batch_execute(CREATE_RUNS).await?;
@@ -456,8 +460,12 @@ impl PostgresStore {
                     // Version 8 kept no standing rules.
                     tx.batch_execute(ADD_RULES).await?;
                 }
-                // Version 9 kept no orders by time.
-                tx.batch_execute(ADD_WAITING_ORDERS).await?;
+                if version <= 9 {
+                    // Version 9 kept no orders by time.
+                    tx.batch_execute(ADD_WAITING_ORDERS).await?;
+                }
+                // Version 10 kept no outbox.
+                tx.batch_execute(outbox::ADD_OUTBOX).await?;
                 tx.execute(
                     "UPDATE tool_runtime_schema SET version = $1",
                     &[&SCHEMA_VERSION],
@@ -621,10 +629,28 @@ impl PostgresStore {
         })
     }
 
-    async fn try_insert(&self, call: &PendingCall) -> Result<(), Failure> {
-        let id = &call.head.call_id;
+    async fn try_insert(&self, call: &PendingCall, noted: &Noted) -> Result<(), Failure> {
         let texts = storable_call(call)?;
-        let client = self.pool.get().await?;
+        let mut client = self.pool.get().await?;
+        if noted.0.is_empty() {
+            return self.insert_on(&client, call, &texts).await;
+        }
+        // With notifications, one transaction writes the call and them.
+        let tx = client.transaction().await?;
+        self.insert_on(&tx, call, &texts).await?;
+        self.note(&tx, noted).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Inserts `call` (its values as `texts`) on `client`.
+    async fn insert_on(
+        &self,
+        client: &impl deadpool_postgres::GenericClient,
+        call: &PendingCall,
+        texts: &super::CallTexts,
+    ) -> Result<(), Failure> {
+        let id = &call.head.call_id;
         let statement = client
             .prepare_cached(
                 // A task notifies listening workers, when (and if) the insert commits.
@@ -673,6 +699,7 @@ impl PostgresStore {
         call_id: &str,
         expected: Expected,
         transition: Transition,
+        noted: &Noted,
     ) -> Result<Decided, Failure> {
         let kind = expected.kind.as_str();
         let epoch = expected.epoch.map(epoch_value);
@@ -772,6 +799,7 @@ impl PostgresStore {
         };
         if let Some(row) = claimed {
             let stored = self.stored(&row)?;
+            self.note(&tx, noted).await?;
             tx.commit().await?;
             return Ok(Decided::Won(stored));
         }
@@ -819,9 +847,35 @@ impl PostgresStore {
         call_id: &str,
         epoch: u64,
         settlement: Settlement,
+        noted: &Noted,
     ) -> Result<bool, Failure> {
-        let client = self.lease_client().await?;
-        self.finish_on(&client, call_id, epoch, settlement).await
+        let mut client = self.lease_client().await?;
+        if noted.0.is_empty() {
+            return self.finish_on(&client, call_id, epoch, settlement).await;
+        }
+        let tx = client.transaction().await?;
+        let finished = self
+            .finish_on_noting(&tx, call_id, epoch, settlement, noted)
+            .await?;
+        tx.commit().await?;
+        Ok(finished)
+    }
+
+    /// [`finish_on`](Self::finish_on), and `noted` if the call ends, on
+    /// `client` inside a transaction.
+    async fn finish_on_noting(
+        &self,
+        client: &impl deadpool_postgres::GenericClient,
+        call_id: &str,
+        epoch: u64,
+        settlement: Settlement,
+        noted: &Noted,
+    ) -> Result<bool, Failure> {
+        let finished = self.finish_on(client, call_id, epoch, settlement).await?;
+        if finished {
+            self.note(client, noted).await?;
+        }
+        Ok(finished)
     }
 
     /// Ends the running call `call_id` on `client` (a pooled connection, or
@@ -1270,17 +1324,25 @@ impl PostgresStore {
         Ok(self.readable(rows))
     }
 
-    async fn try_append_audit(&self, call_id: &str, text: &str) -> Result<u64, Failure> {
-        let client = self.pool.get().await?;
-        let statement = client
+    async fn try_append_audit(
+        &self,
+        call_id: &str,
+        text: &str,
+        noted: &Noted,
+    ) -> Result<u64, Failure> {
+        let mut client = self.pool.get().await?;
+        let tx = client.transaction().await?;
+        let statement = tx
             .prepare_cached(
                 "INSERT INTO tool_runtime_audit (call_id, entry) VALUES ($1, $2) RETURNING seq",
             )
             .await?;
-        let seq: i64 = client
+        let seq: i64 = tx
             .query_one(&statement, &[&call_id, &text])
             .await?
             .try_get(0)?;
+        self.note(&tx, noted).await?;
+        tx.commit().await?;
         Ok(u64::try_from(seq).unwrap_or_default())
     }
 
@@ -1352,8 +1414,13 @@ impl PostgresStore {
 }
 
 impl CallStore for PostgresStore {
-    async fn insert(&self, call: PendingCall) -> Result<(), StoreError> {
-        self.try_insert(&call)
+    async fn insert_notifying(
+        &self,
+        call: PendingCall,
+        notifications: Vec<Notification>,
+    ) -> Result<(), StoreError> {
+        let texts = storable_notifications(&notifications)?;
+        self.try_insert(&call, &(notifications, texts))
             .await
             .map_err(self.failed(format_args!(
                 "inserting call {:?}",
@@ -1361,19 +1428,26 @@ impl CallStore for PostgresStore {
             )))
     }
 
-    async fn decide(
+    async fn decide_notifying(
         &self,
         call_id: &str,
         expected: impl Into<Expected> + Send,
         transition: Transition,
+        notifications: Vec<Notification>,
     ) -> Result<Decided, StoreError> {
         // An id no store keeps is not stored (asking would fail on a NUL).
         if !storable_id(call_id) {
             return Ok(Decided::Lost(None));
         }
-        self.try_decide(call_id, expected.into(), transition)
-            .await
-            .map_err(self.failed(format_args!("deciding call {:?}", Excerpt::of(call_id))))
+        let texts = storable_notifications(&notifications)?;
+        self.try_decide(
+            call_id,
+            expected.into(),
+            transition,
+            &(notifications, texts),
+        )
+        .await
+        .map_err(self.failed(format_args!("deciding call {:?}", Excerpt::of(call_id))))
     }
 
     async fn renew(&self, call_id: &str, epoch: u64, lease: Duration) -> Result<bool, StoreError> {
@@ -1388,16 +1462,18 @@ impl CallStore for PostgresStore {
             )))
     }
 
-    async fn finish(
+    async fn finish_notifying(
         &self,
         call_id: &str,
         epoch: u64,
         settlement: Settlement,
+        notifications: Vec<Notification>,
     ) -> Result<bool, StoreError> {
         if !storable_id(call_id) {
             return Ok(false);
         }
-        self.try_finish(call_id, epoch, settlement)
+        let texts = storable_notifications(&notifications)?;
+        self.try_finish(call_id, epoch, settlement, &(notifications, texts))
             .await
             .map_err(self.failed(format_args!("finishing call {:?}", Excerpt::of(call_id))))
     }
@@ -1495,9 +1571,14 @@ impl CallStore for PostgresStore {
 }
 
 impl AuditLog for PostgresStore {
-    async fn append_audit(&self, entry: AuditEntry) -> Result<u64, StoreError> {
+    async fn append_audit_notifying(
+        &self,
+        entry: AuditEntry,
+        notifications: Vec<Notification>,
+    ) -> Result<u64, StoreError> {
         let text = storable_audit(&entry)?;
-        self.try_append_audit(&entry.call_id, &text)
+        let texts = storable_notifications(&notifications)?;
+        self.try_append_audit(&entry.call_id, &text, &(notifications, texts))
             .await
             .map_err(self.failed("appending to the audit log"))
     }

@@ -14,27 +14,30 @@ use tool_core::Excerpt;
 
 use super::{
     AuditEntry, AuditLog, AuditQuery, AuditRetention, CallState, CallStore, Decided, Expected,
-    PendingCall, PendingKind, PendingOrder, PendingQuery, RecordedOutcome, Retention, Revocation,
-    RuleStore, RunStore, Settlement, StandingRule, StoreError, StoreTransaction, StoredCall,
-    StoredHead, StoredRun, TaskSignal, TaskSignaller, Transition, storable_audit, storable_call,
-    storable_json, storable_rule, storable_run_record,
+    Notification, PendingCall, PendingKind, PendingOrder, PendingQuery, RecordedOutcome, Retention,
+    Revocation, RuleStore, RunStore, Settlement, StandingRule, StoreError, StoreTransaction,
+    StoredCall, StoredHead, StoredRun, TaskSignal, TaskSignaller, Transition, storable_audit,
+    storable_call, storable_json, storable_notifications, storable_rule, storable_run_record,
 };
 
+mod outbox;
 mod transaction;
 
+use outbox::Noted;
 pub use transaction::SqliteTransaction;
 
 /// `PRAGMA application_id` of a pending store: "tool" in ASCII.
 const APPLICATION_ID: i32 = 0x746F_6F6C;
-/// `PRAGMA user_version` of the current layout: 8 orders waiting calls by
+/// `PRAGMA user_version` of the current layout: 9 keeps the outbox of
+/// notifications (table `outbox`, [`ADD_OUTBOX`]); 8 orders waiting calls by
 /// when they were asked for and by expiry ([`ADD_WAITING_ORDERS`]); 7
 /// keeps standing rules (table `rules`); 6 keeps the audit log
 /// (table `audit`); 5 remembers the ids of
 /// calls purged by the size bound (table `purged`); 4 adds fencing tokens
 /// (column `epoch`, table `fencing`); 3 adds agent runs (table `runs`); 2
 /// has the call lifecycle (state, owner, lease, outcome); 1 (pending calls
-/// only). Files of layouts 1 to 7 are migrated.
-const LAYOUT_VERSION: i32 = 8;
+/// only). Files of layouts 1 to 8 are migrated.
+const LAYOUT_VERSION: i32 = 9;
 /// How long a write waits for another process holding the file.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -139,23 +142,32 @@ impl SqliteStore {
 }
 
 impl CallStore for SqliteStore {
-    async fn insert(&self, call: PendingCall) -> Result<(), StoreError> {
+    async fn insert_notifying(
+        &self,
+        call: PendingCall,
+        notifications: Vec<Notification>,
+    ) -> Result<(), StoreError> {
         let task = call.kind == PendingKind::Task;
-        self.blocking(move |file| file.insert(&call)).await?;
+        let texts = storable_notifications(&notifications)?;
+        self.blocking(move |file| file.insert(&call, &notifications, &texts))
+            .await?;
         if task {
             self.tasks_stored.notify();
         }
         Ok(())
     }
 
-    async fn decide(
+    async fn decide_notifying(
         &self,
         call_id: &str,
         expected: impl Into<Expected> + Send,
         transition: Transition,
+        notifications: Vec<Notification>,
     ) -> Result<Decided, StoreError> {
         let (call_id, expected) = (call_id.to_owned(), expected.into());
-        self.blocking(move |file| file.decide(&call_id, expected, transition))
+        let texts = storable_notifications(&notifications)?;
+        let noted = (notifications, texts);
+        self.blocking(move |file| file.decide(&call_id, expected, transition, &noted))
             .await
     }
 
@@ -165,14 +177,17 @@ impl CallStore for SqliteStore {
             .await
     }
 
-    async fn finish(
+    async fn finish_notifying(
         &self,
         call_id: &str,
         epoch: u64,
         settlement: Settlement,
+        notifications: Vec<Notification>,
     ) -> Result<bool, StoreError> {
         let call_id = call_id.to_owned();
-        self.blocking(move |file| file.finish(&call_id, epoch, settlement))
+        let texts = storable_notifications(&notifications)?;
+        let noted = (notifications, texts);
+        self.blocking(move |file| file.finish(&call_id, epoch, settlement, &noted))
             .await
     }
 
@@ -232,9 +247,15 @@ impl CallStore for SqliteStore {
 }
 
 impl AuditLog for SqliteStore {
-    async fn append_audit(&self, entry: AuditEntry) -> Result<u64, StoreError> {
+    async fn append_audit_notifying(
+        &self,
+        entry: AuditEntry,
+        notifications: Vec<Notification>,
+    ) -> Result<u64, StoreError> {
         let text = storable_audit(&entry)?;
-        self.blocking(move |file| file.append_audit(&entry, text))
+        let texts = storable_notifications(&notifications)?;
+        let noted = (notifications, texts);
+        self.blocking(move |file| file.append_audit(&entry, text, &noted))
             .await
     }
 
@@ -563,6 +584,37 @@ ALTER TABLE calls ADD COLUMN expiry_key INTEGER
 CREATE INDEX calls_waiting_by_asked ON calls (asked_key, call_id) WHERE state = 'pending';
 CREATE INDEX calls_waiting_by_expiry ON calls (expiry_key, call_id) WHERE state = 'pending';";
 
+/// What layout 9 adds: the outbox of notifications, each written in the
+/// transaction of the change it reports (`data` is its data as JSON text),
+/// with its delivery (`state`; `lease_expires_at`, `next_at` and
+/// `settled_at` in milliseconds since the Unix epoch; `delivered_to` a
+/// JSON array of sink names). The partial indexes hold the unsettled
+/// notifications only: what a dispatcher's claim reads, in order, and per
+/// call (an earlier unsettled notification of a call holds back its later
+/// ones).
+const ADD_OUTBOX: &str = "CREATE TABLE outbox (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL,
+    at_ms INTEGER NOT NULL,
+    call_id TEXT NOT NULL,
+    tool_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    data TEXT NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('waiting', 'sending', 'delivered', 'dead')),
+    owner TEXT,
+    lease_expires_at INTEGER,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    epoch INTEGER NOT NULL DEFAULT 0,
+    next_at INTEGER NOT NULL,
+    delivered_to TEXT NOT NULL DEFAULT '[]',
+    last_error TEXT,
+    settled_at INTEGER
+);
+CREATE INDEX outbox_unsettled ON outbox (seq) WHERE state IN ('waiting', 'sending');
+CREATE INDEX outbox_unsettled_by_call ON outbox (call_id, seq)
+    WHERE state IN ('waiting', 'sending');
+CREATE INDEX outbox_settled ON outbox (settled_at) WHERE state IN ('delivered', 'dead');";
+
 /// Creates the tables in a new file, migrates a file of an older layout (in
 /// the same transaction: a failed migration leaves the file as it was), or
 /// checks that an existing file is a pending store of this layout.
@@ -589,6 +641,7 @@ fn init_layout(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
             {ADD_AUDIT}
             {ADD_RULES}
             {ADD_WAITING_ORDERS}
+            {ADD_OUTBOX}
             PRAGMA application_id = {APPLICATION_ID};
             PRAGMA user_version = {LAYOUT_VERSION};"
         ))
@@ -624,9 +677,13 @@ fn init_layout(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
             // Layout 6 kept no standing rules.
             tx.execute_batch(ADD_RULES).map_err(err)?;
         }
-        // Layout 7 kept no orders by time.
+        if version <= 7 {
+            // Layout 7 kept no orders by time.
+            tx.execute_batch(ADD_WAITING_ORDERS).map_err(err)?;
+        }
+        // Layout 8 kept no outbox.
         tx.execute_batch(&format!(
-            "{ADD_WAITING_ORDERS}
+            "{ADD_OUTBOX}
             PRAGMA user_version = {LAYOUT_VERSION};"
         ))
         .map_err(err)?;
@@ -672,10 +729,26 @@ fn classify(path: &Path, error: rusqlite::Error) -> StoreError {
 const COLUMNS: &str = "call_id, record, state, owner, lease_expires_at, attempt, resume_data, outcome, settled_at, epoch";
 
 impl SqliteFile {
-    fn insert(&self, call: &PendingCall) -> Result<(), StoreError> {
+    fn insert(
+        &self,
+        call: &PendingCall,
+        notifications: &[Notification],
+        texts: &[String],
+    ) -> Result<(), StoreError> {
         let record = self.encode(call)?;
-        let conn = self.conn();
-        match conn.execute(
+        self.write(|tx| {
+            self.insert_in(tx, call, &record)?;
+            self.note(tx, notifications, texts)
+        })
+    }
+
+    fn insert_in(
+        &self,
+        tx: &Transaction<'_>,
+        call: &PendingCall,
+        record: &str,
+    ) -> Result<(), StoreError> {
+        match tx.execute(
             "INSERT INTO calls (call_id, kind, tool_id, state, attempt, record)
              VALUES (?1, ?2, ?3, 'pending', 0, ?4)",
             params![
@@ -729,6 +802,7 @@ impl SqliteFile {
         call_id: &str,
         expected: Expected,
         transition: Transition,
+        (notifications, texts): &Noted,
     ) -> Result<Decided, StoreError> {
         self.write(|tx| {
             let Some(mut stored) = self.read(tx, call_id)? else {
@@ -798,6 +872,7 @@ impl SqliteFile {
                     })?;
                 }
             }
+            self.note(tx, notifications, texts)?;
             Ok(Decided::Won(stored))
         })
     }
@@ -877,8 +952,9 @@ impl SqliteFile {
         call_id: &str,
         epoch: u64,
         settlement: Settlement,
+        noted: &Noted,
     ) -> Result<bool, StoreError> {
-        self.write(|tx| self.finish_in(tx, call_id, epoch, settlement))
+        self.write(|tx| self.finish_in(tx, call_id, epoch, settlement, noted))
     }
 
     /// [`finish`](Self::finish) inside `tx`.
@@ -888,6 +964,7 @@ impl SqliteFile {
         call_id: &str,
         epoch: u64,
         settlement: Settlement,
+        (notifications, texts): &Noted,
     ) -> Result<bool, StoreError> {
         {
             let owned: Option<String> = tx
@@ -918,6 +995,7 @@ impl SqliteFile {
                     .map_err(|e| self.io(e))?;
                 }
             }
+            self.note(tx, notifications, texts)?;
             Ok(true)
         }
     }
@@ -1336,15 +1414,23 @@ impl SqliteFile {
         })
     }
 
-    fn append_audit(&self, entry: &AuditEntry, text: String) -> Result<u64, StoreError> {
-        let conn = self.conn();
-        conn.execute(
-            "INSERT INTO audit (call_id, entry) VALUES (?1, ?2)",
-            params![entry.call_id, text],
-        )
-        .map_err(|e| self.io(e))?;
-        // AUTOINCREMENT rowids start at 1 and only grow.
-        Ok(u64::try_from(conn.last_insert_rowid()).unwrap_or_default())
+    fn append_audit(
+        &self,
+        entry: &AuditEntry,
+        text: String,
+        (notifications, texts): &Noted,
+    ) -> Result<u64, StoreError> {
+        self.write(|tx| {
+            tx.execute(
+                "INSERT INTO audit (call_id, entry) VALUES (?1, ?2)",
+                params![entry.call_id, text],
+            )
+            .map_err(|e| self.io(e))?;
+            // AUTOINCREMENT rowids start at 1 and only grow.
+            let seq = u64::try_from(tx.last_insert_rowid()).unwrap_or_default();
+            self.note(tx, notifications, texts)?;
+            Ok(seq)
+        })
     }
 
     fn audit(&self, query: &AuditQuery) -> Result<Vec<AuditEntry>, StoreError> {

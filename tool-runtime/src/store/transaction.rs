@@ -16,7 +16,7 @@ use std::pin::Pin;
 
 use tool_core::Extensions;
 
-use super::{Settlement, StoreError};
+use super::{Notification, Settlement, StoreError};
 
 /// What became of a transactional call's commit.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,7 +56,14 @@ pub trait StoreTransaction: Send + 'static {
     /// Settles the running call `call_id` with `settlement` if its claim is
     /// still the one with fencing token `epoch` (as
     /// [`CallStore::finish`](super::CallStore::finish)), and commits the
-    /// tool's work with it in one transaction; otherwise commits nothing.
-    fn commit(self: Box<Self>, call_id: String, epoch: u64, settlement: Settlement)
-    -> CommitFuture;
+    /// tool's work with it in one transaction, with `notifications` into the
+    /// outbox ([`CallStore::finish_notifying`](super::CallStore::finish_notifying));
+    /// otherwise commits nothing.
+    fn commit(
+        self: Box<Self>,
+        call_id: String,
+        epoch: u64,
+        settlement: Settlement,
+        notifications: Vec<Notification>,
+    ) -> CommitFuture;
 }

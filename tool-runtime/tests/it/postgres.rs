@@ -103,7 +103,7 @@ async fn postgres_store_meets_the_store_contract() {
     let Some(url) = database_url() else { return };
     // The contract purges and recovers across the whole table: each of its
     // stores gets a schema of its own.
-    const STORES: usize = 19;
+    const STORES: usize = 20;
     let mut schemas = Vec::new();
     let mut stores = Vec::new();
     for _ in 0..STORES {
@@ -248,7 +248,7 @@ async fn errors_name_the_database_without_its_password_and_the_call() {
     assert!(matches!(error, StoreError::Io { .. }), "{error:?}");
     let message = error.to_string();
     assert!(
-        message.contains("version 99") && message.contains("(10)"),
+        message.contains("version 99") && message.contains("(11)"),
         "{message}"
     );
     schema.drop().await;
@@ -261,7 +261,7 @@ async fn errors_name_the_database_without_its_password_and_the_call() {
 /// approvals a call needs, standing rules, the orders by time), keeping
 /// the call; concurrent first connections migrate it once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_schema_of_version_1_is_migrated_to_version_10_and_keeps_its_calls() {
+async fn a_schema_of_version_1_is_migrated_to_version_11_and_keeps_its_calls() {
     let Some(url) = database_url() else { return };
     let schema = Schema::new(&url, "v1").await;
     schema
@@ -320,7 +320,7 @@ async fn a_schema_of_version_1_is_migrated_to_version_10_and_keeps_its_calls() {
         .iter()
         .map(|row| row.get(0))
         .collect();
-    assert_eq!(versions, [10]);
+    assert_eq!(versions, [11]);
     let store = &stores[0];
     let rule =
         tool_runtime::StandingRule::new("r1", "t", SystemTime::now() + Duration::from_secs(60));
@@ -375,6 +375,17 @@ async fn a_schema_of_version_1_is_migrated_to_version_10_and_keeps_its_calls() {
         reconnected.load_run("r1").await.unwrap().unwrap().revision,
         1
     );
+    let noted = tool_runtime::store::Notification::new(
+        tool_runtime::store::NotificationKind::ApprovalRequested,
+        "c-noted",
+        "t",
+        json!({}),
+    );
+    let new_call = PendingCall::new("c-noted", "t", PendingKind::Approval, json!({}));
+    store.insert_notifying(new_call, vec![noted]).await.unwrap();
+    let outbox =
+        tool_runtime::store::Outbox::outbox(store, tool_runtime::store::OutboxQuery::all());
+    assert_eq!(outbox.await.unwrap().len(), 1, "and the outbox");
     schema.drop().await;
 }
 

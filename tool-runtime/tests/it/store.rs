@@ -661,7 +661,7 @@ fn a_store_file_of_the_previous_layout_is_migrated_and_a_newer_one_refused() {
         calls(block_on(store.list()).unwrap()),
         std::slice::from_ref(&call)
     );
-    assert_eq!(user_version(&old), 8);
+    assert_eq!(user_version(&old), 9);
     assert_eq!(
         block_on(store.save_run("r1", None, false, json!({}))).unwrap(),
         Some(1),
@@ -683,18 +683,29 @@ fn a_store_file_of_the_previous_layout_is_migrated_and_a_newer_one_refused() {
         [call],
         "and the orders by time (a call that does not say when: last)"
     );
+    let noted = tool_runtime::store::Notification::new(
+        tool_runtime::store::NotificationKind::ApprovalRequested,
+        "c-new",
+        "t",
+        json!({}),
+    );
+    let new_call = PendingCall::new("c-new", "t", PendingKind::Approval, json!({}));
+    block_on(store.insert_notifying(new_call, vec![noted])).unwrap();
+    let outbox =
+        tool_runtime::store::Outbox::outbox(&store, tool_runtime::store::OutboxQuery::all());
+    assert_eq!(block_on(outbox).unwrap().len(), 1, "and the outbox");
 
-    let newer = dir.join("layout-9.sqlite");
+    let newer = dir.join("layout-10.sqlite");
     drop(SqliteStore::open(&newer).unwrap());
     rusqlite::Connection::open(&newer)
         .unwrap()
-        .execute_batch("PRAGMA user_version = 9")
+        .execute_batch("PRAGMA user_version = 10")
         .unwrap();
     let error = SqliteStore::open(&newer).unwrap_err().to_string();
     assert!(
-        error.contains("layout-9.sqlite")
-            && error.contains("version 9")
-            && error.contains("reads 8"),
+        error.contains("layout-10.sqlite")
+            && error.contains("version 10")
+            && error.contains("reads 9"),
         "{error}"
     );
 }
@@ -757,7 +768,7 @@ fn a_store_file_of_layout_2_gains_the_runs_table_and_keeps_its_calls() {
     drop(conn);
 
     let store = SqliteStore::open(&path).expect("layout 2 is migrated");
-    assert_eq!(user_version(&path), 8);
+    assert_eq!(user_version(&path), 9);
     assert_eq!(calls(block_on(store.list()).unwrap()), [pending]);
     let kept = block_on(store.get("c-running")).unwrap().unwrap();
     assert!(
@@ -791,7 +802,7 @@ fn a_store_file_of_layout_2_gains_the_runs_table_and_keeps_its_calls() {
     let reopened = SqliteStore::open(&path).expect("layout 6 opens as it is");
     let run = block_on(reopened.load_run("r1")).unwrap().unwrap();
     assert_eq!((run.revision, run.record), (1, json!({ "step": 1 })));
-    assert_eq!(user_version(&path), 8);
+    assert_eq!(user_version(&path), 9);
 }
 
 #[test]

@@ -11,7 +11,8 @@ use tokio_postgres::types::ToSql;
 use tool_core::Extensions;
 
 use super::super::{
-    CallStore, CommitFuture, Committed, Settlement, StoreError, StoreTransaction, TransactionEnded,
+    CallStore, CommitFuture, Committed, Notification, Settlement, StoreError, StoreTransaction,
+    TransactionEnded, storable_notifications,
 };
 use super::{Failure, PostgresStore};
 
@@ -198,6 +199,7 @@ impl StoreTransaction for PostgresCallTransaction {
         call_id: String,
         epoch: u64,
         settlement: Settlement,
+        notifications: Vec<Notification>,
     ) -> CommitFuture {
         Box::pin(async move {
             let handle = &self.handle;
@@ -219,7 +221,9 @@ impl StoreTransaction for PostgresCallTransaction {
                 }
                 // The tool did no database work: the settlement alone.
                 Connection::NotBegun => {
-                    let finished = store.finish(&call_id, epoch, settlement).await?;
+                    let finished = store
+                        .finish_notifying(&call_id, epoch, settlement, notifications)
+                        .await?;
                     return Ok(if finished {
                         Committed::Yes
                     } else {
@@ -228,8 +232,10 @@ impl StoreTransaction for PostgresCallTransaction {
                 }
             };
             let committing = async {
+                let texts = storable_notifications(&notifications)?;
+                let noted = (notifications, texts);
                 let finished = store
-                    .finish_on(&client, &call_id, epoch, settlement)
+                    .finish_on_noting(&client, &call_id, epoch, settlement, &noted)
                     .await?;
                 client
                     .batch_execute(if finished { "COMMIT" } else { "ROLLBACK" })

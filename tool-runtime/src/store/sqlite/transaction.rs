@@ -12,9 +12,10 @@ use tool_core::Extensions;
 use rusqlite::TransactionBehavior;
 
 use super::super::{
-    CallStore, CommitFuture, Committed, Settlement, StoreError, StoreTransaction, TransactionEnded,
+    CallStore, CommitFuture, Committed, Notification, Settlement, StoreError, StoreTransaction,
+    TransactionEnded, storable_notifications,
 };
-use super::{SqliteFile, SqliteStore};
+use super::{Noted, SqliteFile, SqliteStore};
 
 /// Work a transactional tool deferred to its call's commit.
 type DeferredWork =
@@ -120,9 +121,14 @@ impl SqliteStore {
         epoch: u64,
         settlement: Settlement,
         work: Vec<DeferredWork>,
+        notifications: Vec<Notification>,
     ) -> Result<Committed, StoreError> {
-        self.blocking(move |file| file.commit_transactional(&call_id, epoch, settlement, work))
-            .await
+        let texts = storable_notifications(&notifications)?;
+        let noted = (notifications, texts);
+        self.blocking(move |file| {
+            file.commit_transactional(&call_id, epoch, settlement, work, &noted)
+        })
+        .await
     }
 }
 
@@ -136,6 +142,7 @@ impl SqliteFile {
         epoch: u64,
         settlement: Settlement,
         work: Vec<DeferredWork>,
+        noted: &Noted,
     ) -> Result<Committed, StoreError> {
         let mut conn = self.conn();
         let tx = conn
@@ -149,7 +156,7 @@ impl SqliteFile {
                 )));
             }
         }
-        if !self.finish_in(&tx, call_id, epoch, settlement)? {
+        if !self.finish_in(&tx, call_id, epoch, settlement, noted)? {
             return Ok(Committed::Superseded);
         }
         tx.commit().map_err(|e| self.io(e))?;
@@ -167,6 +174,7 @@ impl StoreTransaction for SqliteCallTransaction {
         call_id: String,
         epoch: u64,
         settlement: Settlement,
+        notifications: Vec<Notification>,
     ) -> CommitFuture {
         Box::pin(async move {
             let work = self
@@ -183,7 +191,10 @@ impl StoreTransaction for SqliteCallTransaction {
                 ));
             }
             if work.is_empty() {
-                let finished = self.store.finish(&call_id, epoch, settlement).await?;
+                let finished = self
+                    .store
+                    .finish_notifying(&call_id, epoch, settlement, notifications)
+                    .await?;
                 return Ok(if finished {
                     Committed::Yes
                 } else {
@@ -191,7 +202,7 @@ impl StoreTransaction for SqliteCallTransaction {
                 });
             }
             self.store
-                .commit_transactional(call_id, epoch, settlement, work)
+                .commit_transactional(call_id, epoch, settlement, work, notifications)
                 .await
         })
     }

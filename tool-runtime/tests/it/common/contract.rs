@@ -10,7 +10,10 @@
 //! order (concurrently too), read by call and from a place, never changed by
 //! purges, refusing what calls refuse; standing rules, kept once by id,
 //! read in force by tool and time in the order made, revoked once (of
-//! concurrent revocations exactly one wins), refusing what calls refuse.
+//! concurrent revocations exactly one wins), refusing what calls refuse;
+//! the outbox, written with a change if and only if it applied, claimed
+//! in order per call under fencing tokens (concurrent claimers get
+//! different notifications), dead letters sent again, purged when settled.
 
 use std::sync::Arc;
 
@@ -19,9 +22,10 @@ use std::time::Duration;
 
 use serde_json::json;
 use tool_runtime::store::{
-    AuditEntry, AuditKind, AuditLog, AuditQuery, AuditRetention, CallStore, Decided, Expected,
-    MAX_ID_BYTES, MAX_JSON_DEPTH, PendingOrder, PendingQuery, RecordedOutcome, RequiredApprovals,
-    Retention, Revocation, RuleStore, RunStore, Settlement, StandingRule, StoredRun, Transition,
+    AuditEntry, AuditKind, AuditLog, AuditQuery, AuditRetention, CallStore, Decided, Delivery,
+    DeliveryState, Expected, MAX_ID_BYTES, MAX_JSON_DEPTH, Notification, NotificationKind, Outbox,
+    OutboxQuery, PendingOrder, PendingQuery, RecordedOutcome, RequiredApprovals, Retention,
+    Revocation, RuleStore, RunStore, Settlement, StandingRule, StoredRun, Transition,
 };
 use tool_runtime::{CallState, PendingCall, PendingKind, StoreError, StoredCall};
 
@@ -65,7 +69,7 @@ fn lost(decided: Decided) -> Option<StoredCall> {
 
 /// Runs the whole contract on stores made by `fresh` (each call: an empty store;
 /// `prefix` keeps call ids apart when the stores share a database).
-pub async fn store_contract<S: CallStore + RunStore + AuditLog + RuleStore>(
+pub async fn store_contract<S: CallStore + RunStore + AuditLog + RuleStore + Outbox>(
     prefix: &str,
     fresh: impl Fn() -> S,
 ) {
@@ -88,6 +92,7 @@ pub async fn store_contract<S: CallStore + RunStore + AuditLog + RuleStore>(
     sparse_pages(&fresh(), prefix).await;
     audit_retention(&fresh(), prefix).await;
     ordered_pages(&fresh(), prefix).await;
+    outbox(Arc::new(fresh()), prefix).await;
 }
 
 async fn lifecycle(store: &(impl CallStore + RunStore), p: &str) {
@@ -888,6 +893,7 @@ pub async fn commit_after_takeover<S: CallStore>(
             call_id.to_owned(),
             first.epoch,
             Settlement::Settled(completed(1)),
+            Vec::new(),
         )
         .await
         .unwrap();
@@ -1968,4 +1974,316 @@ async fn ordered_pages(store: &impl CallStore, p: &str) {
         .order(PendingOrder::Asked)
         .asked_after_ms(1_500);
     assert_eq!(ids(&store.list_page(late).await.unwrap()), ["e", "a"]);
+}
+
+/// A notification of `kind` about `call_id`, with `n` in its data.
+fn notification(kind: NotificationKind, call_id: &str, n: i64) -> Notification {
+    Notification::new(kind, call_id, "t", json!({ "n": n }))
+}
+
+/// The data's `n` of every entry, in order.
+fn numbers(entries: &[tool_runtime::store::OutboxEntry]) -> Vec<i64> {
+    entries
+        .iter()
+        .map(|entry| entry.notification.data["n"].as_i64().unwrap())
+        .collect()
+}
+
+async fn outbox<S: CallStore + AuditLog + Outbox>(store: Arc<S>, p: &str) {
+    let (a, b) = (format!("{p}-outbox-a"), format!("{p}-outbox-b"));
+    let asked = notification(NotificationKind::ApprovalRequested, &a, 1);
+    let call_a = PendingCall::new(&a, "t", PendingKind::Approval, json!({}));
+    store
+        .insert_notifying(call_a.clone(), vec![asked.clone()])
+        .await
+        .unwrap();
+    // A write that does not apply stores none of its notifications.
+    let duplicate = store
+        .insert_notifying(
+            call_a,
+            vec![notification(NotificationKind::ApprovalRequested, &a, 99)],
+        )
+        .await;
+    assert!(matches!(duplicate, Err(StoreError::Duplicate { .. })));
+    let lost_decision = store
+        .decide_notifying(
+            &a,
+            PendingKind::Suspended,
+            Transition::Settle(RecordedOutcome::Declined { reason: None }),
+            vec![notification(NotificationKind::Decided, &a, 99)],
+        )
+        .await
+        .unwrap();
+    assert!(matches!(lost_decision, Decided::Lost(Some(_))));
+    // A value no store keeps refuses the whole write.
+    let nested = (1..MAX_JSON_DEPTH + 2).fold(json!([]), |inner, _| json!([inner]));
+    let deep = Notification::new(NotificationKind::Suspended, &b, "t", nested);
+    let refused = store
+        .insert_notifying(
+            PendingCall::new(&b, "t", PendingKind::Suspended, json!({})),
+            vec![deep],
+        )
+        .await;
+    assert!(
+        matches!(refused, Err(StoreError::Refused { .. })),
+        "{refused:?}"
+    );
+    assert!(
+        store.get(&b).await.unwrap().is_none(),
+        "the call is not stored without its notification"
+    );
+
+    // Those of writes that apply are, in order, as given.
+    let claimed = won(store
+        .decide_notifying(
+            &a,
+            PendingKind::Approval,
+            run("x", LONG, None),
+            vec![notification(NotificationKind::Decided, &a, 2)],
+        )
+        .await
+        .unwrap());
+    let stale = store
+        .finish_notifying(
+            &a,
+            claimed.epoch + 1,
+            Settlement::Settled(completed(1)),
+            vec![notification(NotificationKind::TaskCompleted, &a, 99)],
+        )
+        .await
+        .unwrap();
+    assert!(!stale);
+    assert!(
+        store
+            .finish_notifying(
+                &a,
+                claimed.epoch,
+                Settlement::Suspended { payload: json!({}) },
+                vec![notification(NotificationKind::Suspended, &a, 3)],
+            )
+            .await
+            .unwrap()
+    );
+    store
+        .insert_notifying(
+            PendingCall::new(&b, "t", PendingKind::Approval, json!({})),
+            vec![notification(NotificationKind::ApprovalRequested, &b, 4)],
+        )
+        .await
+        .unwrap();
+    let grant = AuditEntry::new(AuditKind::Granted, &b, "t", "approve").principal("ann");
+    store
+        .append_audit_notifying(
+            grant,
+            vec![notification(NotificationKind::ApprovalGranted, &b, 5)],
+        )
+        .await
+        .unwrap();
+    let all = store.outbox(OutboxQuery::all()).await.unwrap();
+    assert_eq!(numbers(&all), [1, 2, 3, 4, 5]);
+    assert_eq!(all[0].notification.id, asked.id, "the id given is kept");
+    assert_eq!(
+        all[0].notification.kind,
+        NotificationKind::ApprovalRequested
+    );
+    assert!(
+        all.windows(2)
+            .all(|w| w[0].notification.seq < w[1].notification.seq)
+    );
+    assert!(
+        all.iter()
+            .all(|e| e.state == DeliveryState::Waiting && e.attempts == 0)
+    );
+    assert_eq!(
+        numbers(&store.outbox(OutboxQuery::all().call(&b)).await.unwrap()),
+        [4, 5]
+    );
+
+    // A claim takes the first unsettled notification of each call only.
+    let first = store.claim_notifications("d1", LONG, 10).await.unwrap();
+    assert_eq!(numbers(&first), [1, 4]);
+    assert!(first.iter().all(|e| e.attempts == 1
+        && matches!(&e.state, DeliveryState::Sending { owner, .. } if owner == "d1")));
+    assert!(
+        store
+            .claim_notifications("d2", LONG, 10)
+            .await
+            .unwrap()
+            .is_empty(),
+        "held by d1, and in order"
+    );
+    let (one, four) = (&first[0], &first[1]);
+    let delivered = |to: &str| Delivery::Delivered {
+        delivered_to: vec![to.to_owned()],
+    };
+    assert!(
+        !store
+            .settle_notification(one.notification.seq, one.epoch + 1, delivered("w"))
+            .await
+            .unwrap(),
+        "another token"
+    );
+    assert!(
+        store
+            .settle_notification(one.notification.seq, one.epoch, delivered("w"))
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .settle_notification(one.notification.seq, one.epoch, delivered("w"))
+            .await
+            .unwrap(),
+        "once"
+    );
+    // Tried again later: not due before then, and its call's later ones wait.
+    let later = Delivery::Retry {
+        next_at_ms: 4_000_000_000_000,
+        delivered_to: vec!["w".into()],
+        error: "w: 503".into(),
+    };
+    assert!(
+        store
+            .settle_notification(four.notification.seq, four.epoch, later)
+            .await
+            .unwrap()
+    );
+    let next = store.claim_notifications("d1", LONG, 10).await.unwrap();
+    assert_eq!(numbers(&next), [2], "4 is not due, so 5 waits for it");
+    let retried = &store.outbox(OutboxQuery::all().call(&b)).await.unwrap()[0];
+    assert_eq!(
+        (retried.delivered_to.clone(), retried.last_error.as_deref()),
+        (vec!["w".to_owned()], Some("w: 503"))
+    );
+
+    // A claim whose lease ran out is taken over, and only the new one settles.
+    let two = &next[0];
+    let lapsed = Duration::ZERO;
+    assert!(
+        store
+            .settle_notification(
+                two.notification.seq,
+                two.epoch,
+                Delivery::Retry {
+                    next_at_ms: 0,
+                    delivered_to: Vec::new(),
+                    error: "timeout".into()
+                }
+            )
+            .await
+            .unwrap()
+    );
+    let short = store.claim_notifications("d1", lapsed, 10).await.unwrap();
+    assert_eq!(numbers(&short), [2]);
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let taken = store.claim_notifications("d2", LONG, 10).await.unwrap();
+    assert_eq!(numbers(&taken), [2]);
+    assert!(taken[0].epoch > short[0].epoch && taken[0].attempts == 3);
+    let dead = Delivery::Dead {
+        delivered_to: Vec::new(),
+        error: "w: 410 Gone".into(),
+    };
+    assert!(
+        !store
+            .settle_notification(short[0].notification.seq, short[0].epoch, dead.clone())
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .settle_notification(taken[0].notification.seq, taken[0].epoch, dead)
+            .await
+            .unwrap()
+    );
+
+    // Dead: visible, and it does not hold its call's later ones back.
+    let dead_letters = store
+        .outbox(OutboxQuery::all().state("dead"))
+        .await
+        .unwrap();
+    assert_eq!(numbers(&dead_letters), [2]);
+    assert_eq!(dead_letters[0].last_error.as_deref(), Some("w: 410 Gone"));
+    assert!(matches!(dead_letters[0].state, DeliveryState::Dead { at_ms } if at_ms > 0));
+    let three = store.claim_notifications("d1", LONG, 10).await.unwrap();
+    assert_eq!(numbers(&three), [3]);
+    assert!(
+        store
+            .settle_notification(three[0].notification.seq, three[0].epoch, delivered("w"))
+            .await
+            .unwrap()
+    );
+    // Sent again: waiting, from the start of its attempts.
+    assert!(
+        store
+            .redeliver(dead_letters[0].notification.seq)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .redeliver(dead_letters[0].notification.seq)
+            .await
+            .unwrap(),
+        "no longer dead"
+    );
+    let again = store.claim_notifications("d1", LONG, 10).await.unwrap();
+    assert_eq!((numbers(&again), again[0].attempts), (vec![2], 1));
+    assert!(
+        store
+            .settle_notification(again[0].notification.seq, again[0].epoch, delivered("w"))
+            .await
+            .unwrap()
+    );
+
+    // Concurrent claimers get different notifications, every one of them.
+    let ids: Vec<String> = (0..24).map(|n| format!("{p}-outbox-many-{n}")).collect();
+    for (n, id) in ids.iter().enumerate() {
+        let many = PendingCall::new(id, "t", PendingKind::Approval, json!({}));
+        let n = i64::try_from(n).unwrap() + 100;
+        store
+            .insert_notifying(
+                many,
+                vec![notification(NotificationKind::ApprovalRequested, id, n)],
+            )
+            .await
+            .unwrap();
+    }
+    let claimers = (0..4).map(|c| {
+        let store = Arc::clone(&store);
+        tokio::spawn(async move {
+            let mut mine = Vec::new();
+            loop {
+                let got = store
+                    .claim_notifications(&format!("c{c}"), LONG, 3)
+                    .await
+                    .unwrap();
+                if got.is_empty() {
+                    break mine;
+                }
+                mine.extend(numbers(&got));
+            }
+        })
+    });
+    let mut claimed_all = Vec::new();
+    for claimer in claimers {
+        claimed_all.extend(claimer.await.unwrap());
+    }
+    claimed_all.sort_unstable();
+    assert_eq!(claimed_all, (100..124).collect::<Vec<i64>>(), "each once");
+
+    // Purged: settled ones beyond the bound, never one in delivery.
+    let kept = store.outbox(OutboxQuery::all()).await.unwrap().len();
+    let purged = store.purge_outbox(Retention::new(LONG, 1)).await.unwrap();
+    let left = store.outbox(OutboxQuery::all()).await.unwrap();
+    assert_eq!(purged, kept - left.len());
+    assert_eq!(
+        left.iter().filter(|e| e.state.is_settled()).count(),
+        1,
+        "the newest settled"
+    );
+    assert_eq!(
+        left.iter().filter(|e| !e.state.is_settled()).count(),
+        24 + 2,
+        "the claimed many, 4 and 5 ({p})"
+    );
 }

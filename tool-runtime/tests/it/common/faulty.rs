@@ -9,9 +9,9 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
 use tool_runtime::store::{
-    AuditEntry, AuditLog, AuditQuery, AuditRetention, CallStore, Decided, Expected, PendingQuery,
-    Retention, Revocation, RuleStore, RunStore, Settlement, StandingRule, StoreTransaction,
-    StoredRun, TaskSignal, Transition,
+    AuditEntry, AuditLog, AuditQuery, AuditRetention, CallStore, Decided, Delivery, Expected,
+    Notification, Outbox, OutboxEntry, OutboxQuery, PendingQuery, Retention, Revocation, RuleStore,
+    RunStore, Settlement, StandingRule, StoreTransaction, StoredRun, TaskSignal, Transition,
 };
 use tool_runtime::{PendingCall, PendingKind, StoreError, StoredCall};
 
@@ -115,27 +115,35 @@ fn down(what: &str) -> StoreError {
 }
 
 impl<S: CallStore> CallStore for Faulty<S> {
-    async fn insert(&self, call: PendingCall) -> Result<(), StoreError> {
+    async fn insert_notifying(
+        &self,
+        call: PendingCall,
+        notifications: Vec<Notification>,
+    ) -> Result<(), StoreError> {
         self.insert_tries.fetch_add(1, Ordering::SeqCst);
         self.up("insert")?;
         if take_one(&self.inserts_failing) {
             return Err(down("insert"));
         }
         let lost = take_one(&self.inserts_unanswered);
-        self.store.insert(call).await?;
+        self.store.insert_notifying(call, notifications).await?;
         if lost {
             return Err(down("insert (the answer was lost)"));
         }
         Ok(())
     }
-    async fn decide(
+    async fn decide_notifying(
         &self,
         call_id: &str,
         expected: impl Into<Expected> + Send,
         transition: Transition,
+        notifications: Vec<Notification>,
     ) -> Result<Decided, StoreError> {
         self.up("decide")?;
-        let decided = self.store.decide(call_id, expected, transition).await;
+        let decided = self
+            .store
+            .decide_notifying(call_id, expected, transition, notifications)
+            .await;
         let late = self.decide_answer_ms.load(Ordering::SeqCst);
         if late > 0 {
             tokio::time::sleep(Duration::from_millis(late)).await;
@@ -152,18 +160,21 @@ impl<S: CallStore> CallStore for Faulty<S> {
         }
         self.store.renew(call_id, epoch, lease).await
     }
-    async fn finish(
+    async fn finish_notifying(
         &self,
         call_id: &str,
         epoch: u64,
         settlement: Settlement,
+        notifications: Vec<Notification>,
     ) -> Result<bool, StoreError> {
         self.finish_tries.fetch_add(1, Ordering::SeqCst);
         self.up("finish")?;
         if self.finish_down.load(Ordering::SeqCst) {
             return Err(down("finish"));
         }
-        self.store.finish(call_id, epoch, settlement).await
+        self.store
+            .finish_notifying(call_id, epoch, settlement, notifications)
+            .await
     }
     async fn recover_expired(
         &self,
@@ -212,8 +223,14 @@ impl<S: CallStore> CallStore for Faulty<S> {
 }
 
 impl<S: AuditLog> AuditLog for Faulty<S> {
-    async fn append_audit(&self, entry: AuditEntry) -> Result<u64, StoreError> {
-        self.store.append_audit(entry).await
+    async fn append_audit_notifying(
+        &self,
+        entry: AuditEntry,
+        notifications: Vec<Notification>,
+    ) -> Result<u64, StoreError> {
+        self.store
+            .append_audit_notifying(entry, notifications)
+            .await
     }
     async fn audit(&self, query: AuditQuery) -> Result<Vec<AuditEntry>, StoreError> {
         self.store.audit(query).await
@@ -263,5 +280,35 @@ impl<S: RunStore> RunStore for Faulty<S> {
         self.store
             .save_run(run_id, expected_revision, finished, record)
             .await
+    }
+}
+
+impl<S: Outbox> Outbox for Faulty<S> {
+    async fn claim_notifications(
+        &self,
+        owner: &str,
+        lease: Duration,
+        limit: usize,
+    ) -> Result<Vec<OutboxEntry>, StoreError> {
+        self.up("claim_notifications")?;
+        self.store.claim_notifications(owner, lease, limit).await
+    }
+    async fn settle_notification(
+        &self,
+        seq: u64,
+        epoch: u64,
+        delivery: Delivery,
+    ) -> Result<bool, StoreError> {
+        self.up("settle_notification")?;
+        self.store.settle_notification(seq, epoch, delivery).await
+    }
+    async fn outbox(&self, query: OutboxQuery) -> Result<Vec<OutboxEntry>, StoreError> {
+        self.store.outbox(query).await
+    }
+    async fn redeliver(&self, seq: u64) -> Result<bool, StoreError> {
+        self.store.redeliver(seq).await
+    }
+    async fn purge_outbox(&self, retention: Retention) -> Result<usize, StoreError> {
+        self.store.purge_outbox(retention).await
     }
 }
