@@ -1572,7 +1572,7 @@ impl RuntimeBuilder {
     /// use serde_json::json;
     /// use tool_core::{Tool, ToolError};
     /// use tool_runtime::store::{NotificationKind, OutboxQuery};
-    /// use tool_runtime::{Decision, Principal, Runtime, ToolCall};
+    /// use tool_runtime::{Runtime, ToolCall};
     ///
     /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
     /// let refund = Tool::builder("refund").description("Refunds an order").require_approval(true)
@@ -1580,7 +1580,7 @@ impl RuntimeBuilder {
     ///     .build().unwrap();
     /// let runtime = Runtime::builder().tool(refund).notifications(true).build().unwrap();
     /// runtime.call(ToolCall::new("c1", "refund", json!({ "amount": 10 }))).await;
-    /// runtime.decide("c1", Decision::Decline(Some("no".into()))).await.unwrap();
+    /// runtime.decline("c1", Some("no")).await.unwrap();
     ///
     /// let outbox = runtime.inbox().outbox(OutboxQuery::all().call("c1")).await.unwrap();
     /// let kinds: Vec<_> = outbox.iter().map(|entry| entry.notification.kind).collect();

@@ -38,8 +38,9 @@ pub enum NotificationKind {
     /// when (`expiresAtMs`).
     #[serde(rename = "approval.requested")]
     ApprovalRequested,
-    /// A principal gave one of the approvals a call needs; it waits for
-    /// the others (`by`, `granted`, `requirement`).
+    /// A principal gave one of the approvals a call needs (`by`, `digest`
+    /// of the version granted, `requirement`): every grant counted, the
+    /// one that completes the count too, before the decision it makes.
     #[serde(rename = "approval.granted")]
     ApprovalGranted,
     /// A decision took effect: `action` (`approve`, `decline`, `edit`,

@@ -16,6 +16,8 @@ mod edits;
 mod expiry;
 mod faults;
 mod lifecycle;
+#[cfg(feature = "sqlite")]
+mod notifications;
 mod pipeline_shape;
 #[cfg(feature = "postgres")]
 mod postgres;
