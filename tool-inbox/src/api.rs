@@ -32,6 +32,8 @@ pub(crate) struct Shared<A> {
     pub(crate) live: crate::live::Live,
     /// Requests refused before authentication, counted (never stored).
     pub(crate) refusals: crate::refusals::Refusals,
+    /// The decision links this inbox honors, when it does.
+    pub(crate) links: Option<crate::links::DecisionLinks>,
 }
 
 /// An error answer: `{"error": {"code": ..., "message": ...}}`.
@@ -76,6 +78,11 @@ impl Refused {
 }
 
 impl Refused {
+    /// Its status and what it says, for a page rather than JSON.
+    pub(crate) fn status_and_message(self) -> (StatusCode, String) {
+        (self.status, self.message)
+    }
+
     /// The answer's `error` object: `code`, `message`, and `modelError` or
     /// `recorded` when there is one.
     fn body(self) -> Value {
@@ -211,6 +218,18 @@ pub(crate) struct ToolView {
 }
 
 impl<A: Authenticate> Shared<A> {
+    /// The decision links this inbox honors.
+    pub(crate) fn links(&self) -> Option<&crate::links::DecisionLinks> {
+        self.links.as_ref()
+    }
+
+    /// Whether a decision link also needs the inbox's authentication.
+    pub(crate) fn links_require_sign_in(&self) -> bool {
+        self.links
+            .as_ref()
+            .is_some_and(crate::links::DecisionLinks::sign_in_required)
+    }
+
     /// How many items a page holds when its reader does not say: the
     /// list's and the event stream's first.
     pub(crate) fn default_page(&self) -> usize {
@@ -744,6 +763,19 @@ pub(crate) struct DecisionBody {
     data: Option<Value>,
 }
 
+impl DecisionBody {
+    /// An approval's or a decline's body: the digest, and a reason.
+    pub(crate) fn of(digest: String, reason: Option<String>) -> Self {
+        DecisionBody {
+            digest,
+            reason,
+            edit: None,
+            output: None,
+            data: None,
+        }
+    }
+}
+
 /// `POST /api/items/{callId}/{action}`: a decision, or `dismiss`.
 pub(crate) async fn decide<A: Authenticate>(
     State(shared): State<Arc<Shared<A>>>,
@@ -853,8 +885,9 @@ pub(crate) async fn batch<A: Authenticate>(
 
 impl<A: Authenticate> Shared<A> {
     /// Takes `action` on `call_id` for `principal`, as `body` says: the
-    /// answer of `POST /api/items/{callId}/{action}`.
-    async fn decide(
+    /// answer of `POST /api/items/{callId}/{action}` (and of a decision
+    /// link's confirmation).
+    pub(crate) async fn decide(
         &self,
         principal: &Principal,
         call_id: &str,

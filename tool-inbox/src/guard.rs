@@ -26,7 +26,10 @@ pub(crate) async fn security_headers(request: Request, next: Next) -> Response {
         (header::CACHE_CONTROL, "no-store"),
     ];
     for (name, value) in set {
-        headers.insert(name, HeaderValue::from_static(value));
+        // A page with a policy of its own (a decision link's) keeps it.
+        if !headers.contains_key(&name) {
+            headers.insert(name, HeaderValue::from_static(value));
+        }
     }
     response
 }
@@ -34,7 +37,7 @@ pub(crate) async fn security_headers(request: Request, next: Next) -> Response {
 /// Whether `origin` is the inbox's own (the request's `Host`) or one the
 /// application allowed. A request without `Origin` is not a browser's
 /// cross-site request and passes.
-fn origin_allowed(headers: &HeaderMap, allowed: &[String]) -> bool {
+pub(crate) fn origin_allowed(headers: &HeaderMap, allowed: &[String]) -> bool {
     let Some(origin) = headers.get(header::ORIGIN) else {
         return true;
     };

@@ -64,8 +64,10 @@
 
 mod api;
 mod auth;
+mod confirm;
 mod events;
 mod guard;
+mod links;
 mod live;
 mod options;
 mod page;
@@ -83,6 +85,7 @@ pub use auth::{
     Action, Authenticate, Authorized, BearerTokens, Principal, RequestHead, TrustedHeader,
     Unauthenticated,
 };
+pub use links::{DecisionLinks, LinkAction, LinkError};
 pub use options::{
     MAX_BODY_BYTES, MAX_PAGE, MAX_REASON_CHARS, MAX_STREAMS, MAX_STREAMS_PER_PRINCIPAL,
     POLL_INTERVAL,
@@ -122,6 +125,7 @@ pub struct Inbox<A> {
     runtime: Runtime,
     auth: A,
     options: InboxOptions,
+    links: Option<DecisionLinks>,
 }
 
 impl<A: Authenticate> Inbox<A> {
@@ -131,6 +135,7 @@ impl<A: Authenticate> Inbox<A> {
             runtime,
             auth,
             options: InboxOptions::default(),
+            links: None,
         }
     }
 
@@ -191,19 +196,41 @@ impl<A: Authenticate> Inbox<A> {
         self
     }
 
+    /// Honors the decision links `links` makes (`GET` and `POST
+    /// /links/{token}`): a confirmation page, then the decision, once, by
+    /// the link's principal ([`DecisionLinks`]).
+    #[must_use]
+    pub fn decision_links(mut self, links: DecisionLinks) -> Self {
+        self.links = Some(links);
+        self
+    }
+
     /// The router to mount (`Router::nest("/inbox", ...)`) or serve.
     /// Nested at `/inbox`, the page is at `/inbox`: axum matches a nested
     /// router's `/` at the prefix, not at `/inbox/` (add a redirect there
     /// if your users type it).
     pub fn router(self) -> Router {
         let max_body = self.options.max_body_bytes;
+        let links = self.links.is_some();
         let shared = Arc::new(Shared {
             runtime: self.runtime,
             auth: self.auth,
             options: self.options,
             live: live::Live::new(),
             refusals: refusals::Refusals::default(),
+            links: self.links,
         });
+        // A decision link is its own credential (and asks the inbox's
+        // authentication itself when told to): outside the guard.
+        let link_routes = match links {
+            true => Router::new().route(
+                "/links/{token}",
+                get(confirm::open::<A>).post(confirm::confirm::<A>),
+            ),
+            false => Router::new(),
+        }
+        .layer(DefaultBodyLimit::max(max_body))
+        .with_state(Arc::clone(&shared));
         let api = Router::new()
             .route("/api/items", get(api::list::<A>))
             .route("/api/items/{call_id}", get(api::read::<A>))
@@ -223,6 +250,7 @@ impl<A: Authenticate> Inbox<A> {
             .route("/inbox.js", get(page::script))
             .route("/inbox.css", get(page::style))
             .merge(api)
+            .merge(link_routes)
             .layer(middleware::from_fn(guard::security_headers))
     }
 }

@@ -10,7 +10,7 @@ use tool_core::Tool;
 use crate::decision::Decision;
 use crate::store::{
     Notification, NotificationKind, PendingCall, PendingKind, RecordedOutcome, RequiredApprovals,
-    Settlement,
+    Settlement, StoredCall,
 };
 
 /// Whether this runtime writes notifications, and what each says. Off, every
@@ -62,7 +62,11 @@ impl Notifications {
                     .approvals
                     .clone()
                     .unwrap_or_else(|| RequiredApprovals::new(1));
-                let mut data = json!({ "requirement": required, "input": shown });
+                // A new call's version: what a decision on it (a link in
+                // the message) names.
+                let digest = StoredCall::pending(call.clone()).digest();
+                let mut data =
+                    json!({ "requirement": required, "input": shown, "digest": digest.as_str() });
                 add(
                     &mut data,
                     "expiresAtMs",

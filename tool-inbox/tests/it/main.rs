@@ -8,3 +8,4 @@ mod api;
 mod browser;
 mod chromium;
 mod events;
+mod links;

@@ -34,8 +34,10 @@ use super::{Retention, StoreError};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum NotificationKind {
     /// A call waits for approval: its data says what it needs
-    /// (`requirement`: how many principals, of which group) and until
-    /// when (`expiresAtMs`).
+    /// (`requirement`: how many principals, of which group), until when
+    /// (`expiresAtMs`), who asked (`requester`), its `input` as the tool's
+    /// display transform shows it, and the `digest` of this version, which
+    /// a decision on it names (a decision link's).
     #[serde(rename = "approval.requested")]
     ApprovalRequested,
     /// A principal gave one of the approvals a call needs (`by`, `digest`
