@@ -34,6 +34,8 @@ pub(crate) struct Shared<A> {
     pub(crate) refusals: crate::refusals::Refusals,
     /// The decision links this inbox honors, when it does.
     pub(crate) links: Option<crate::links::DecisionLinks>,
+    /// Slack's button presses it turns into decisions, when it does.
+    pub(crate) slack: Option<crate::slack::SlackActions>,
 }
 
 /// An error answer: `{"error": {"code": ..., "message": ...}}`.

@@ -72,6 +72,7 @@ mod live;
 mod options;
 mod page;
 mod refusals;
+pub mod slack;
 
 use std::sync::Arc;
 
@@ -126,6 +127,7 @@ pub struct Inbox<A> {
     auth: A,
     options: InboxOptions,
     links: Option<DecisionLinks>,
+    slack: Option<slack::SlackActions>,
 }
 
 impl<A: Authenticate> Inbox<A> {
@@ -136,6 +138,7 @@ impl<A: Authenticate> Inbox<A> {
             auth,
             options: InboxOptions::default(),
             links: None,
+            slack: None,
         }
     }
 
@@ -205,13 +208,23 @@ impl<A: Authenticate> Inbox<A> {
         self
     }
 
+    /// Turns presses of the Approve and Decline buttons of Slack messages
+    /// into decisions (`POST /slack/actions`, Slack's interactivity Request
+    /// URL), by the principal `actions` maps the Slack user to, after
+    /// checking Slack's signature ([`slack::SlackActions`]).
+    #[must_use]
+    pub fn slack_actions(mut self, actions: slack::SlackActions) -> Self {
+        self.slack = Some(actions);
+        self
+    }
+
     /// The router to mount (`Router::nest("/inbox", ...)`) or serve.
     /// Nested at `/inbox`, the page is at `/inbox`: axum matches a nested
     /// router's `/` at the prefix, not at `/inbox/` (add a redirect there
     /// if your users type it).
     pub fn router(self) -> Router {
         let max_body = self.options.max_body_bytes;
-        let links = self.links.is_some();
+        let (links, slack) = (self.links.is_some(), self.slack.is_some());
         let shared = Arc::new(Shared {
             runtime: self.runtime,
             auth: self.auth,
@@ -219,15 +232,21 @@ impl<A: Authenticate> Inbox<A> {
             live: live::Live::new(),
             refusals: refusals::Refusals::default(),
             links: self.links,
+            slack: self.slack,
         });
         // A decision link is its own credential (and asks the inbox's
         // authentication itself when told to): outside the guard.
-        let link_routes = match links {
+        let signed_routes = match links {
             true => Router::new().route(
                 "/links/{token}",
                 get(confirm::open::<A>).post(confirm::confirm::<A>),
             ),
             false => Router::new(),
+        };
+        // Slack's requests carry their own signature, checked there.
+        let signed_routes = match slack {
+            true => signed_routes.route("/slack/actions", post(slack::actions::<A>)),
+            false => signed_routes,
         }
         .layer(DefaultBodyLimit::max(max_body))
         .with_state(Arc::clone(&shared));
@@ -250,7 +269,7 @@ impl<A: Authenticate> Inbox<A> {
             .route("/inbox.js", get(page::script))
             .route("/inbox.css", get(page::style))
             .merge(api)
-            .merge(link_routes)
+            .merge(signed_routes)
             .layer(middleware::from_fn(guard::security_headers))
     }
 }

@@ -9,3 +9,4 @@ mod browser;
 mod chromium;
 mod events;
 mod links;
+mod slack;

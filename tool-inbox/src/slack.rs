@@ -1,0 +1,317 @@
+//! Slack's interactivity endpoint (`POST /slack/actions`): a button pressed
+//! in a Slack message (an Approve or Decline of a notification, Block Kit)
+//! becomes a decision by the principal the application maps the Slack
+//! user to ([`SlackActions`]).
+//!
+//! Every request is checked first against Slack's signature: `v0=` and the
+//! hex HMAC-SHA256, under the app's signing secret, of
+//! `v0:{X-Slack-Request-Timestamp}:{body}`, with the timestamp within a
+//! window of now (5 minutes by default), so that a request cannot be forged
+//! nor replayed later. A button's `action_id` is `tool_inbox.approve` or
+//! `tool_inbox.decline` ([`APPROVE_ACTION_ID`], [`DECLINE_ACTION_ID`]) and
+//! its `value` the JSON `{"callId": ..., "digest": ...}` of the version the
+//! message showed ([`button_value`]).
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Json, Response};
+use hmac::{KeyInit, Mac};
+use serde::Deserialize;
+use serde_json::json;
+use sha2::Sha256;
+use tool_core::Excerpt;
+use tool_runtime::Principal;
+use tool_runtime::store::{AuditEntry, AuditKind};
+
+use crate::api::{DecisionBody, Shared};
+use crate::auth::{Action, Authenticate};
+
+type HmacSha256 = hmac::Hmac<Sha256>;
+
+/// The `action_id` of a notification's Approve button.
+pub const APPROVE_ACTION_ID: &str = "tool_inbox.approve";
+/// The `action_id` of a notification's Decline button.
+pub const DECLINE_ACTION_ID: &str = "tool_inbox.decline";
+
+/// The `value` of a notification's button about the call `call_id` in the
+/// version `digest` names (a notification's `data.digest`): what the
+/// endpoint decides on.
+///
+/// ```
+/// let value = tool_inbox::slack::button_value("c1", "sha256:ab");
+/// assert_eq!(value, r#"{"callId":"c1","digest":"sha256:ab"}"#);
+/// ```
+pub fn button_value(call_id: &str, digest: &str) -> String {
+    json!({ "callId": call_id, "digest": digest }).to_string()
+}
+
+/// The Slack user who pressed a button, as the application maps it to a
+/// principal.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[non_exhaustive]
+pub struct SlackUser {
+    /// Slack's id of the user (`U…`).
+    pub id: String,
+    /// Their Slack user name, when Slack sends it.
+    #[serde(default)]
+    pub username: Option<String>,
+    /// The workspace's id (`T…`), when Slack sends it.
+    #[serde(default)]
+    pub team_id: Option<String>,
+}
+
+/// Maps a Slack user to the principal who decides, or `None` for a user who
+/// may not (the press is refused and audited).
+type MapUser = Arc<dyn Fn(&SlackUser) -> Option<Principal> + Send + Sync>;
+
+/// Turns Slack button presses into decisions: give it to the inbox
+/// ([`Inbox::slack_actions`](crate::Inbox::slack_actions)) and set the Slack
+/// app's interactivity Request URL to the inbox's `/slack/actions`.
+///
+/// ```
+/// use tool_inbox::Principal;
+/// use tool_inbox::slack::SlackActions;
+///
+/// let actions = SlackActions::new("8f742231b10e8888abcd99yyyzzz85a5", |user| match user.id.as_str() {
+///     "U2CERLKJA" => Some(Principal::new("alice").in_group("finance")),
+///     _ => None,
+/// });
+/// # let _ = actions;
+/// ```
+#[derive(Clone)]
+pub struct SlackActions {
+    signing_secret: Vec<u8>,
+    map_user: MapUser,
+    tolerance: Duration,
+}
+
+impl std::fmt::Debug for SlackActions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SlackActions")
+            .field("tolerance", &self.tolerance)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SlackActions {
+    /// Requests signed with the Slack app's `signing_secret`; a press by a
+    /// user `map_user` maps to a principal decides as them.
+    pub fn new(
+        signing_secret: impl AsRef<[u8]>,
+        map_user: impl Fn(&SlackUser) -> Option<Principal> + Send + Sync + 'static,
+    ) -> Self {
+        SlackActions {
+            signing_secret: signing_secret.as_ref().to_vec(),
+            map_user: Arc::new(map_user),
+            tolerance: Duration::from_secs(300),
+        }
+    }
+
+    /// How far a request's timestamp may be from now (default 5 minutes,
+    /// as Slack advises).
+    #[must_use]
+    pub fn tolerance(mut self, tolerance: Duration) -> Self {
+        self.tolerance = tolerance;
+        self
+    }
+
+    /// Whether `body` with `headers` is Slack's, signed now (within the
+    /// tolerance of `now`).
+    ///
+    /// ```
+    /// use std::time::{Duration, UNIX_EPOCH};
+    /// use axum::http::HeaderMap;
+    /// use tool_inbox::slack::SlackActions;
+    ///
+    /// // Slack's documented example ("Verifying requests from Slack").
+    /// let actions = SlackActions::new("8f742231b10e8888abcd99yyyzzz85a5", |_| None);
+    /// let body = "token=xyzz0WbapA4vBCDEFasx0q6G&team_id=T1DC2JH3J&team_domain=testteamnow&channel_id=G8PSS9T3V&channel_name=foobar&user_id=U2CERLKJA&user_name=roadrunner&command=%2Fwebhook-collect&text=&response_url=https%3A%2F%2Fhooks.slack.com%2Fcommands%2FT1DC2JH3J%2F397700885554%2F96rGlfmibIGlgcZRskXaIFfN&trigger_id=398738663015.47445629121.803a0bc887a14d10d2c447fce8b6703c";
+    /// let mut headers = HeaderMap::new();
+    /// headers.insert("x-slack-request-timestamp", "1531420618".parse().unwrap());
+    /// headers.insert("x-slack-signature", "v0=a2114d57b48eac39b9ad189dd8316235a7b4a8d21a10bd27519666489c69b503".parse().unwrap());
+    /// let then = UNIX_EPOCH + Duration::from_secs(1531420618 + 60);
+    /// assert!(actions.verify(&headers, body.as_bytes(), then).is_ok());
+    /// assert!(actions.verify(&headers, b"token=forged", then).is_err());
+    /// assert!(actions.verify(&headers, body.as_bytes(), then + Duration::from_secs(3600)).is_err(), "a replay, later");
+    /// ```
+    pub fn verify(&self, headers: &HeaderMap, body: &[u8], now: SystemTime) -> Result<(), String> {
+        let header = |name: &str| {
+            headers
+                .get(name)
+                .and_then(|value| value.to_str().ok())
+                .ok_or_else(|| format!("no {name} header"))
+        };
+        let timestamp: u64 = header("x-slack-request-timestamp")?
+            .parse()
+            .map_err(|_| "the timestamp is not a number of seconds".to_owned())?;
+        let now = now.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs();
+        if now.abs_diff(timestamp) > self.tolerance.as_secs() {
+            return Err(
+                "the request's timestamp is outside the window: a replay, or a clock far off"
+                    .to_owned(),
+            );
+        }
+        let signature = header("x-slack-signature")?
+            .strip_prefix("v0=")
+            .and_then(unhex)
+            .ok_or_else(|| "the signature is not v0=<hex>".to_owned())?;
+        // Any key length is valid for HMAC: `new_from_slice` cannot fail.
+        let mut mac = <HmacSha256 as KeyInit>::new_from_slice(&self.signing_secret)
+            .unwrap_or_else(|_| unreachable!("HMAC takes keys of any length"));
+        mac.update(format!("v0:{timestamp}:").as_bytes());
+        mac.update(body);
+        mac.verify_slice(&signature)
+            .map_err(|_| "the signature does not match".to_owned())
+    }
+
+    pub(crate) fn principal(&self, user: &SlackUser) -> Option<Principal> {
+        (self.map_user)(user)
+    }
+}
+
+fn unhex(text: &str) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+/// What of a `block_actions` payload the endpoint reads.
+#[derive(Debug, Deserialize)]
+struct Payload {
+    #[serde(rename = "type")]
+    kind: String,
+    user: SlackUser,
+    #[serde(default)]
+    team: Option<Team>,
+    #[serde(default)]
+    actions: Vec<PressedButton>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Team {
+    id: String,
+}
+
+#[derive(Debug, Deserialize)]
+struct PressedButton {
+    action_id: String,
+    #[serde(default)]
+    value: Option<String>,
+}
+
+/// A button's value: the call and the version it showed.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ButtonValue {
+    call_id: String,
+    digest: String,
+}
+
+/// The form Slack posts: its payload as JSON.
+#[derive(Debug, Deserialize)]
+struct Form {
+    payload: String,
+}
+
+/// `POST /slack/actions`.
+pub(crate) async fn actions<A: Authenticate>(
+    State(shared): State<Arc<Shared<A>>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let Some(slack) = shared.slack.as_ref() else {
+        return StatusCode::NOT_FOUND.into_response();
+    };
+    if let Err(why) = slack.verify(&headers, &body, SystemTime::now()) {
+        tracing::warn!(why, "a request to the Slack endpoint was refused");
+        return answer(
+            StatusCode::UNAUTHORIZED,
+            &format!("not a request from Slack: {why}"),
+        );
+    }
+    let payload = serde_urlencoded::from_bytes::<Form>(&body)
+        .map_err(|e| e.to_string())
+        .and_then(|form| serde_json::from_str::<Payload>(&form.payload).map_err(|e| e.to_string()));
+    let mut payload = match payload {
+        Ok(payload) if payload.kind == "block_actions" => payload,
+        Ok(payload) => {
+            return answer(
+                StatusCode::OK,
+                &format!("ignored: a {:?} payload", Excerpt::of(&payload.kind)),
+            );
+        }
+        Err(why) => {
+            return answer(
+                StatusCode::BAD_REQUEST,
+                &format!("the payload does not read: {why}"),
+            );
+        }
+    };
+    if payload.user.team_id.is_none() {
+        payload.user.team_id = payload.team.map(|team| team.id);
+    }
+    let Some(button) = payload.actions.first() else {
+        return answer(StatusCode::BAD_REQUEST, "no action pressed");
+    };
+    let action = match button.action_id.as_str() {
+        APPROVE_ACTION_ID => Action::Approve,
+        DECLINE_ACTION_ID => Action::Decline,
+        other => {
+            return answer(
+                StatusCode::OK,
+                &format!("ignored: action {:?}", Excerpt::of(other)),
+            );
+        }
+    };
+    let value = button
+        .value
+        .as_deref()
+        .map(serde_json::from_str::<ButtonValue>);
+    let Some(Ok(value)) = value else {
+        return answer(
+            StatusCode::BAD_REQUEST,
+            "the button's value is not {\"callId\", \"digest\"}",
+        );
+    };
+    let Some(principal) = slack.principal(&payload.user) else {
+        let tool_id = match shared.runtime.inbox().stored(&value.call_id).await {
+            Ok(Some(stored)) => stored.call.head.tool_id,
+            _ => String::new(),
+        };
+        let attempt = AuditEntry::new(AuditKind::Refused, &value.call_id, tool_id, action.as_str())
+            .digest(&value.digest)
+            .reason(format!(
+                "slack user {} is not mapped to a principal",
+                Excerpt::of(&payload.user.id)
+            ));
+        if let Err(error) = shared.runtime.inbox().append_audit(attempt).await {
+            tracing::error!(%error, "a refused Slack action was not recorded");
+        }
+        return answer(StatusCode::FORBIDDEN, "you may not decide this call");
+    };
+    let body = DecisionBody::of(value.digest, None);
+    match shared.decide(&principal, &value.call_id, action, body).await {
+        Ok(decided) => (StatusCode::OK, Json(json!({ "text": format!("{} {}: {}", principal.id(), action.as_str(), decided["status"].as_str().unwrap_or("done")), "decision": decided }))).into_response(),
+        Err(refused) => {
+            let (status, said) = refused.status_and_message();
+            answer(status, &said)
+        }
+    }
+}
+
+/// An answer Slack shows the presser (`text`).
+fn answer(status: StatusCode, text: &str) -> Response {
+    (
+        status,
+        Json(json!({ "response_type": "ephemeral", "text": text })),
+    )
+        .into_response()
+}
