@@ -318,9 +318,17 @@ fn page(status: StatusCode, title: &str, body: &str) -> Response {
         escape(title)
     );
     let mut response = (status, Html(html)).into_response();
-    response.headers_mut().insert(
+    let headers = response.headers_mut();
+    headers.insert(
         header::CONTENT_SECURITY_POLICY,
         HeaderValue::from_static(CONTENT_SECURITY_POLICY),
+    );
+    // A browser sends its form's `Origin` (checked) only under a policy
+    // that lets it: `no-referrer` makes it `null`. The token in the URL
+    // goes to the inbox's own origin only.
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("same-origin"),
     );
     response
 }

@@ -1101,3 +1101,102 @@ async fn the_form_generator_renders_every_generated_schema() {
     assert_eq!(failures, json!([]), "schemas the form generator broke on");
     client.clone().close().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_decision_link_opens_a_confirmation_page_and_its_button_decides() {
+    let _one = ONE_BROWSER.lock().await;
+    let Some(browser) = Browser::start("tool-inbox-link-").await else {
+        return;
+    };
+    let client = &browser.client;
+    let runs = Arc::new(AtomicUsize::new(0));
+    let builder = with_tools(Runtime::builder().notifications(true), Arc::clone(&runs));
+    let runtime = builder.build().unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let links =
+        tool_inbox::DecisionLinks::new([9u8; 32], format!("http://{address}/inbox")).unwrap();
+    let inbox = tool_inbox::Inbox::new(
+        runtime.clone(),
+        BearerTokens::new().token(TOKEN, Principal::new("ops")),
+    )
+    .decision_links(links.clone())
+    .router();
+    let app = axum::Router::new().nest("/inbox", inbox);
+    tokio::spawn(async move {
+        axum::serve(
+            listener,
+            app.into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .await
+        .unwrap();
+    });
+    let call = ToolCall::new(
+        "t1",
+        "transfer",
+        json!({ "amount": 1200, "memo": "refund for order 1182", "apiKey": "sk-live-secret" }),
+    )
+    .with_requester("support-agent");
+    runtime.call(call).await;
+    // As a sink makes it: the request's notification names the version.
+    let outbox = runtime
+        .inbox()
+        .outbox(tool_runtime::store::OutboxQuery::all())
+        .await
+        .unwrap();
+    let digest = tool_runtime::Digest::new(outbox[0].notification.data["digest"].as_str().unwrap());
+    let link = links.link(
+        "t1",
+        &digest,
+        &Principal::new("alice"),
+        tool_inbox::LinkAction::Approve,
+        Duration::from_secs(3600),
+    );
+
+    client.goto(&link).await.unwrap();
+    let heading = client
+        .wait()
+        .for_element(Locator::Css("main.link h1"))
+        .await
+        .unwrap();
+    assert_eq!(heading.text().await.unwrap(), "Approve this call?");
+    let page = client.source().await.unwrap();
+    assert!(
+        page.contains("alice") && page.contains("\"amount\": 1200") && page.contains("support-agent"),
+        "{page}"
+    );
+    assert!(
+        !page.contains("sk-live-secret") && !page.contains("order 1182"),
+        "values only as displayed (the key hidden, the memo shortened)"
+    );
+    assert_accessible(client, "on a decision link's confirmation page").await;
+    screenshot(client, "notifications-link.png").await;
+    assert_eq!(runs.load(Ordering::SeqCst), 0, "opening decides nothing");
+
+    click(client, "main.link button[type=submit]").await;
+    let said = client
+        .wait()
+        .for_element(Locator::Css("main.link p"))
+        .await
+        .unwrap();
+    assert!(
+        said.text().await.unwrap().contains("completed"),
+        "{}",
+        client.source().await.unwrap()
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    assert!(
+        settled(runtime.inbox().stored("t1").await.unwrap())
+            .output()
+            .is_some()
+    );
+
+    // The same link again, in the browser: used already.
+    client.goto(&link).await.unwrap();
+    let heading = client
+        .wait()
+        .for_element(Locator::Css("main.link h1"))
+        .await
+        .unwrap();
+    assert_eq!(heading.text().await.unwrap(), "Decided already");
+}
