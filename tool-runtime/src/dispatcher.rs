@@ -246,6 +246,9 @@ impl RetryPolicy {
     }
 }
 
+/// How often a running dispatcher purges the outbox, at most.
+const PURGE_EVERY: Duration = Duration::from_secs(60);
+
 /// Which sinks get a notification: by default, every sink.
 type Route = Arc<dyn Fn(&Notification) -> Vec<String> + Send + Sync>;
 
@@ -574,10 +577,11 @@ impl Dispatcher {
         self.run_until(std::future::pending())
     }
 
-    /// Delivers until `shutdown` resolves, then stops claiming; a
-    /// notification in delivery then is settled by whoever claims it after
-    /// its lease. Purges what its retention no longer keeps, at most every
-    /// minute.
+    /// Delivers until `shutdown` resolves, then stops claiming: each
+    /// claimed notification is sent by a task of its own (as many at once
+    /// as its concurrency), which goes on to settle it; one whose process
+    /// ends first is sent again by whoever claims it after its lease.
+    /// Purges what its retention no longer keeps, at most every minute.
     ///
     /// # Panics
     ///
@@ -587,26 +591,28 @@ impl Dispatcher {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> impl Future<Output = ()> + Send + 'static {
         async move {
+            // Each claimed notification is sent by a task of its own holding
+            // a slot, and a freed slot is filled at once: a notification
+            // stuck on a slow sink holds its slot only, never the loop.
+            let slots = Arc::new(Semaphore::new(self.inner.concurrency));
             let looping = async {
                 let mut next_purge = tokio::time::Instant::now();
                 loop {
                     if tokio::time::Instant::now() >= next_purge {
-                        let inner = &self.inner;
-                        if let Err(error) = inner.outbox.purge_outbox(inner.retention).await {
-                            tracing::warn!(%error, "could not purge the outbox");
-                        }
-                        next_purge = tokio::time::Instant::now() + Duration::from_secs(60);
+                        self.inner.purge().await;
+                        next_purge = tokio::time::Instant::now() + PURGE_EVERY;
                     }
-                    let claimed = match self.dispatch_once().await {
-                        Ok(report) => report.claimed,
-                        Err(error) => {
-                            tracing::warn!(%error, "could not claim notifications; trying again at the next poll");
-                            0
-                        }
+                    let free = slots.available_permits();
+                    let claimed = match free {
+                        0 => 0,
+                        free => self.claim_and_send(free, &slots).await,
                     };
-                    if claimed < self.inner.concurrency {
-                        tokio::time::sleep(self.inner.poll_every).await;
+                    if claimed == free {
+                        // Full, or more may be due: wait for a free slot.
+                        let _ = Arc::clone(&slots).acquire_owned().await;
+                        continue;
                     }
+                    tokio::time::sleep(self.inner.poll_every).await;
                 }
             };
             tokio::select! {
@@ -618,7 +624,53 @@ impl Dispatcher {
     }
 }
 
+impl Dispatcher {
+    /// Claims up to `free` due notifications and sends each in a task of
+    /// its own, holding one of `slots` until it is settled; how many it
+    /// claimed.
+    async fn claim_and_send(&self, free: usize, slots: &Arc<Semaphore>) -> usize {
+        let inner = &self.inner;
+        let claimed = match inner
+            .outbox
+            .claim_notifications(&inner.owner, inner.lease, free)
+            .await
+        {
+            Ok(claimed) => claimed,
+            Err(error) => {
+                tracing::warn!(%error, "could not claim notifications; trying again at the next poll");
+                return 0;
+            }
+        };
+        let count = claimed.len();
+        for entry in claimed {
+            let Ok(slot) = Arc::clone(slots).try_acquire_owned() else {
+                // Never: no more were claimed than slots were free. Its
+                // lease runs out and another claim sends it.
+                break;
+            };
+            let inner = Arc::clone(inner);
+            tokio::spawn(
+                async move {
+                    if let Err(error) = inner.send(entry).await {
+                        tracing::warn!(%error, "could not settle a notification; it is sent again after its lease");
+                    }
+                    drop(slot);
+                }
+                .in_current_span(),
+            );
+        }
+        count
+    }
+}
+
 impl DispatcherInner {
+    /// Purges what the retention no longer keeps.
+    async fn purge(&self) {
+        if let Err(error) = self.outbox.purge_outbox(self.retention).await {
+            tracing::warn!(%error, "could not purge the outbox");
+        }
+    }
+
     /// Sends the claimed `entry` to the sinks its route names that have not
     /// taken it, and settles it; the delivery settled (`None`: another
     /// claim's meanwhile).

@@ -617,3 +617,71 @@ async fn a_dispatcher_that_could_not_work_is_refused_when_built() {
         Some("elsewhere: the route names no such sink")
     );
 }
+
+/// Hangs on the notifications of one call, takes the others at once.
+struct HangsOn(&'static str, Recorder);
+
+impl NotificationSink for HangsOn {
+    fn name(&self) -> &str {
+        "hangs-on"
+    }
+
+    async fn deliver(&self, notification: &Notification) -> Result<(), SinkError> {
+        if notification.call_id == self.0 {
+            std::future::pending::<()>().await;
+        }
+        self.1.deliver(notification).await
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_dispatcher_goes_on_delivering_while_one_notification_hangs() {
+    let runtime = runtime_on(MemoryStore::new(), true);
+    let taken = Recorder::new("taken");
+    let dispatcher = runtime
+        .dispatcher()
+        .sink_with(
+            HangsOn("stuck", taken.clone()),
+            SinkLimits::default().timeout(Duration::from_secs(30)),
+        )
+        .concurrency(4)
+        .poll_every(Duration::from_millis(5))
+        .build()
+        .unwrap();
+    let running = tokio::spawn(dispatcher.run());
+    runtime
+        .call(ToolCall::new(
+            "stuck",
+            "refund",
+            json!({ "amount": 5, "card": "1" }),
+        ))
+        .await;
+    for n in 0..20 {
+        runtime
+            .call(ToolCall::new(
+                format!("free{n}"),
+                "refund",
+                json!({ "amount": 5, "card": "1" }),
+            ))
+            .await;
+    }
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while taken.got().len() < 20 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        taken.got().len(),
+        20,
+        "every other call's notification, while one hangs for 30 s"
+    );
+    let stuck = runtime
+        .inbox()
+        .outbox(OutboxQuery::all().call("stuck"))
+        .await
+        .unwrap();
+    assert!(
+        matches!(stuck[0].state, DeliveryState::Sending { .. }),
+        "{stuck:?}"
+    );
+    running.abort();
+}
