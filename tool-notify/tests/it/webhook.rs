@@ -263,11 +263,13 @@ async fn a_huge_error_body_is_neither_read_whole_nor_waited_for() {
         "HTTP 503 Service Unavailable: ".len() + 1024,
         "the excerpt is the first KiB"
     );
-    assert!(took < Duration::from_secs(1), "took {took:?}");
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(took < Duration::from_secs(2), "took {took:?}");
+    // The connection was closed, not drained: the server stopped streaming
+    // (0.5 s more of it would be 1.6 MiB; measured: one 64 KiB chunk).
+    tokio::time::sleep(Duration::from_millis(500)).await;
     let streamed = receiver.streamed_bytes();
     assert!(
-        streamed < TEN_MIB / 4,
+        streamed <= 256 * 1024,
         "the server streamed {streamed} bytes"
     );
 }
