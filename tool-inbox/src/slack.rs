@@ -21,11 +21,11 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Json, Response};
 use hmac::{KeyInit, Mac};
 use serde::Deserialize;
-use serde_json::json;
+use serde_json::{Value, json};
 use sha2::Sha256;
 use tool_core::Excerpt;
 use tool_runtime::Principal;
-use tool_runtime::store::{AuditEntry, AuditKind};
+use tool_runtime::store::{AuditEntry, AuditKind, Notification, NotificationKind};
 
 use crate::api::{DecisionBody, Shared};
 use crate::auth::{Action, Authenticate};
@@ -47,6 +47,70 @@ pub const DECLINE_ACTION_ID: &str = "tool_inbox.decline";
 /// ```
 pub fn button_value(call_id: &str, digest: &str) -> String {
     json!({ "callId": call_id, "digest": digest }).to_string()
+}
+
+/// The most characters of a Block Kit section's text.
+const MAX_SECTION_CHARS: usize = 3000;
+
+/// A notification as a Slack message (Block Kit: `text` and `blocks`)
+/// whose buttons this endpoint takes: a request for approval with its
+/// arguments as displayed and Approve and Decline buttons naming its
+/// version; any other notification as one line. Give it to a Slack sink
+/// (`tool_notify::slack::SlackSink::render`).
+///
+/// ```
+/// use serde_json::{Value, json};
+/// use tool_runtime::store::{Notification, NotificationKind};
+///
+/// let data = json!({ "input": { "amount": 1200 }, "digest": "sha256:ab", "requirement": { "principals": 2, "group": "finance" } });
+/// let asked = Notification::new(NotificationKind::ApprovalRequested, "c1", "refund", data);
+/// let message = tool_inbox::slack::message(&asked).unwrap();
+/// let buttons = &message["blocks"][2]["elements"];
+/// assert_eq!(buttons[0]["action_id"], tool_inbox::slack::APPROVE_ACTION_ID);
+/// assert_eq!(buttons[0]["value"], tool_inbox::slack::button_value("c1", "sha256:ab"));
+/// ```
+pub fn message(notification: &Notification) -> Option<Value> {
+    let (call_id, tool_id, data) = (&notification.call_id, &notification.tool_id, &notification.data);
+    let digest = data["digest"].as_str();
+    if notification.kind != NotificationKind::ApprovalRequested || digest.is_none() {
+        let by = data["by"].as_str().map(|by| format!(" by {by}")).unwrap_or_default();
+        let text = format!("{}{by}: {tool_id} (call {call_id})", notification.headline());
+        return Some(json!({
+            "text": text,
+            "blocks": [{ "type": "section", "text": { "type": "mrkdwn", "text": escaped(&text) } }],
+        }));
+    }
+    let mut facts = format!("*Approval needed:* {} (call `{}`)", escaped(tool_id), escaped(call_id));
+    if let Some(requester) = data["requester"].as_str() {
+        facts.push_str(&format!("\nAsked by {}", escaped(requester)));
+    }
+    let required = &data["requirement"];
+    if let Some(principals) = required["principals"].as_u64().filter(|n| *n > 1) {
+        let from = required["group"].as_str().map(|g| format!(" of {}", escaped(g))).unwrap_or_default();
+        facts.push_str(&format!("\nNeeds {principals} approvals{from}"));
+    }
+    let shown = serde_json::to_string_pretty(&data["input"]).unwrap_or_default();
+    let input: String = format!("```{}```", escaped(&shown)).chars().take(MAX_SECTION_CHARS).collect();
+    let value = button_value(call_id, digest.unwrap_or_default());
+    let button = |text: &str, action_id: &str, style: &str| {
+        json!({ "type": "button", "text": { "type": "plain_text", "text": text }, "action_id": action_id, "value": value, "style": style })
+    };
+    Some(json!({
+        "text": format!("Approval needed: {tool_id} (call {call_id})"),
+        "blocks": [
+            { "type": "section", "text": { "type": "mrkdwn", "text": facts } },
+            { "type": "section", "text": { "type": "mrkdwn", "text": input } },
+            { "type": "actions", "elements": [
+                button("Approve", APPROVE_ACTION_ID, "primary"),
+                button("Decline", DECLINE_ACTION_ID, "danger"),
+            ] },
+        ],
+    }))
+}
+
+/// `text` as Slack's `mrkdwn` shows it literally.
+fn escaped(text: &str) -> String {
+    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
 }
 
 /// The Slack user who pressed a button, as the application maps it to a

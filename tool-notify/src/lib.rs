@@ -54,7 +54,9 @@
 
 pub mod email;
 mod error;
+mod post;
 mod render;
+pub mod slack;
 mod text;
 pub mod webhook;
 

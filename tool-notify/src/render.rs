@@ -4,7 +4,7 @@
 use std::time::{Duration, UNIX_EPOCH};
 
 use serde_json::Value;
-use tool_runtime::store::{Notification, NotificationKind};
+use tool_runtime::store::Notification;
 
 use crate::text::one_line;
 
@@ -33,7 +33,7 @@ impl Rendered {
     pub(crate) fn of(notification: &Notification) -> Self {
         let subject = one_line(&format!(
             "{}: {} (call {})",
-            headline(notification),
+            notification.headline(),
             notification.tool_id,
             notification.call_id
         ));
@@ -50,28 +50,6 @@ impl Rendered {
             html: html(&subject, &[&about, &details]),
             subject,
         }
-    }
-}
-
-/// What happened, in a few words.
-fn headline(notification: &Notification) -> &'static str {
-    match notification.kind {
-        NotificationKind::ApprovalRequested => "Approval needed",
-        NotificationKind::ApprovalGranted => "Approval granted",
-        NotificationKind::Decided => {
-            match notification.data.get("action").and_then(Value::as_str) {
-                Some("approve") => "Approved",
-                Some("decline") => "Declined",
-                Some("edit") => "Approved with edits",
-                Some("respond") => "Answered",
-                _ => "Decided",
-            }
-        }
-        NotificationKind::Expired => "Approval expired",
-        NotificationKind::Suspended => "Input needed",
-        NotificationKind::Resumed => "Resumed",
-        NotificationKind::TaskCompleted => "Task completed",
-        NotificationKind::TaskFailed => "Task failed",
     }
 }
 
@@ -219,6 +197,7 @@ fn escaped(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use serde_json::json;
+    use tool_runtime::store::NotificationKind;
 
     use super::*;
 

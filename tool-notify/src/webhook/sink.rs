@@ -3,9 +3,8 @@
 use std::fmt;
 use std::time::Duration;
 
-use reqwest::header::{CONTENT_TYPE, HeaderValue, LOCATION};
-use reqwest::redirect::Policy;
-use reqwest::{Client, RequestBuilder, Response, StatusCode, Url};
+use reqwest::header::{CONTENT_TYPE, HeaderValue};
+use reqwest::{Client, RequestBuilder, Url};
 use standardwebhooks::{
     HEADER_WEBHOOK_ID, HEADER_WEBHOOK_SIGNATURE, HEADER_WEBHOOK_TIMESTAMP, Webhook,
 };
@@ -13,15 +12,9 @@ use tool_runtime::store::Notification;
 use tool_runtime::{NotificationSink, SinkError};
 
 use super::{secrets, unix_now};
-use crate::NotifyError;
-use crate::text::one_line;
+use crate::{NotifyError, post};
 
-/// How long a request may take, its answer's start included, by default.
-const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// The most of an answer (its body, a `Location`) an error message quotes,
-/// and of a body ever read: a receiver's error page may be of any size.
-const EXCERPT_BYTES: usize = 1024;
+use post::DEFAULT_TIMEOUT;
 
 /// POSTs each notification's JSON to one endpoint, signed with every
 /// current secret (see [the module](super)).
@@ -92,13 +85,7 @@ impl WebhookSink {
             });
         }
         let signers = secrets::parse(secrets)?;
-        let client = Client::builder()
-            .redirect(Policy::none())
-            .user_agent(concat!("tool-notify/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|error| NotifyError::Client {
-                reason: causes(&error),
-            })?;
+        let client = post::client()?;
         Ok(WebhookSink {
             name,
             endpoint,
@@ -156,17 +143,6 @@ impl WebhookSink {
             .header(HEADER_WEBHOOK_SIGNATURE, signatures.join(" "))
             .body(body))
     }
-
-    /// A request that got no answer: worth trying again whatever stopped
-    /// it, since the receiver may be back by then.
-    fn unanswered(&self, error: reqwest::Error) -> SinkError {
-        if error.is_timeout() {
-            return SinkError::retry(format!("no answer within {:?}", self.timeout));
-        }
-        // Without the URL: it may hold a credential, and the outbox keeps
-        // this message.
-        SinkError::retry(causes(&error.without_url()))
-    }
 }
 
 impl NotificationSink for WebhookSink {
@@ -177,8 +153,8 @@ impl NotificationSink for WebhookSink {
     async fn deliver(&self, notification: &Notification) -> Result<(), SinkError> {
         let request = self.signed_request(notification)?;
         match request.send().await {
-            Ok(response) => answered(response).await,
-            Err(error) => Err(self.unanswered(error)),
+            Ok(response) => post::answered(response).await,
+            Err(error) => Err(post::unanswered(error, self.timeout)),
         }
     }
 }
@@ -194,80 +170,4 @@ impl fmt::Debug for WebhookSink {
             .field("timeout", &self.timeout)
             .finish_non_exhaustive()
     }
-}
-
-/// What the receiver's answer `response` means for the notification (the
-/// table on [`WebhookSink`]).
-async fn answered(response: Response) -> Result<(), SinkError> {
-    let status = response.status();
-    if status.is_success() {
-        return Ok(());
-    }
-    if status.is_redirection() {
-        // Following one would send the signed notification wherever the
-        // receiver points; a moved endpoint is a configuration to correct.
-        let location = response
-            .headers()
-            .get(LOCATION)
-            .map(|to| format!(" to {}", excerpt(to.as_bytes())))
-            .unwrap_or_default();
-        return Err(SinkError::permanent(format!(
-            "HTTP {status}{location}: redirects are not followed"
-        )));
-    }
-    let passing = matches!(
-        status,
-        StatusCode::REQUEST_TIMEOUT | StatusCode::TOO_MANY_REQUESTS
-    ) || status.is_server_error();
-    let reason = format!("HTTP {status}{}", body_excerpt(response).await);
-    Err(if passing {
-        SinkError::retry(reason)
-    } else {
-        SinkError::permanent(reason)
-    })
-}
-
-/// The start of `response`'s body as `": <text>"` (nothing for an empty
-/// one): at most [`EXCERPT_BYTES`] kept, and no more chunks read once
-/// they are there. Dropping the response then closes its connection
-/// rather than reading the rest.
-async fn body_excerpt(mut response: Response) -> String {
-    let mut start = Vec::new();
-    while start.len() < EXCERPT_BYTES {
-        match response.chunk().await {
-            Ok(Some(chunk)) => {
-                let room = EXCERPT_BYTES - start.len();
-                start.extend_from_slice(&chunk[..chunk.len().min(room)]);
-            }
-            // The end, or a body cut short: what came is the excerpt.
-            Ok(None) | Err(_) => break,
-        }
-    }
-    let text = excerpt(&start);
-    if text.is_empty() {
-        text
-    } else {
-        format!(": {text}")
-    }
-}
-
-/// The first [`EXCERPT_BYTES`] of `bytes` as one line of text, for a
-/// message (invalid UTF-8 replaced).
-fn excerpt(bytes: &[u8]) -> String {
-    one_line(&String::from_utf8_lossy(
-        &bytes[..bytes.len().min(EXCERPT_BYTES)],
-    ))
-}
-
-/// `error` and its causes, as one message: reqwest's own names the step
-/// only ("error sending request"), its causes what went wrong.
-fn causes(error: &dyn std::error::Error) -> String {
-    let mut message = error.to_string();
-    let mut cause = error.source();
-    while let Some(error) = cause {
-        message.push_str(": ");
-        message.push_str(&error.to_string());
-        cause = error.source();
-    }
-    message
 }

@@ -4,6 +4,7 @@
 
 mod email;
 mod receiver;
+mod slack;
 mod webhook;
 
 use serde_json::json;

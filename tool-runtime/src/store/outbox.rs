@@ -32,6 +32,7 @@ use super::{Retention, StoreError};
 /// assert_eq!(serde_json::to_string(&NotificationKind::TaskFailed).unwrap(), r#""task.failed""#);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 pub enum NotificationKind {
     /// A call waits for approval: its data says what it needs
     /// (`requirement`: how many principals, of which group), until when
@@ -156,6 +157,37 @@ impl Notification {
             tool_id: tool_id.into(),
             kind,
             data,
+        }
+    }
+}
+
+impl Notification {
+    /// What happened, in a few words, for a person: a message's subject
+    /// starts with it.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_runtime::store::{Notification, NotificationKind};
+    ///
+    /// let declined = Notification::new(NotificationKind::Decided, "c1", "refund", json!({ "action": "decline" }));
+    /// assert_eq!(declined.headline(), "Declined");
+    /// ```
+    pub fn headline(&self) -> &'static str {
+        match self.kind {
+            NotificationKind::ApprovalRequested => "Approval needed",
+            NotificationKind::ApprovalGranted => "Approval granted",
+            NotificationKind::Decided => match self.data["action"].as_str() {
+                Some("approve") => "Approved",
+                Some("decline") => "Declined",
+                Some("edit") => "Approved with edits",
+                Some("respond") => "Answered",
+                _ => "Decided",
+            },
+            NotificationKind::Expired => "Approval expired",
+            NotificationKind::Suspended => "Input needed",
+            NotificationKind::Resumed => "Resumed",
+            NotificationKind::TaskCompleted => "Task completed",
+            NotificationKind::TaskFailed => "Task failed",
         }
     }
 }
