@@ -1,8 +1,9 @@
-//! The chaos tables (executions, answers, faults, created calls) on
-//! PostgreSQL or SQLite, each written over a connection of its own, never
-//! through the store; the effects of tool (f) (`chaos_effects`), written
-//! only inside the runtime's transactions (for SQLite, in the store's own
-//! file); and the reads of the store's own table for the check.
+//! The chaos tables (executions, answers, faults, created calls,
+//! deliveries of notifications) on PostgreSQL or SQLite, each written over
+//! a connection of its own, never through the store; the effects of tool
+//! (f) (`chaos_effects`), written only inside the runtime's transactions
+//! (for SQLite, in the store's own file); and the reads of the store's own
+//! table for the check.
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -37,9 +38,13 @@ CREATE TABLE IF NOT EXISTS chaos_calls (
     answer text);
 CREATE TABLE IF NOT EXISTS chaos_effects (
     id bigserial PRIMARY KEY, call_id text NOT NULL, execution text NOT NULL,
-    at timestamptz NOT NULL);";
+    at timestamptz NOT NULL);
+CREATE TABLE IF NOT EXISTS chaos_deliveries (
+    id text PRIMARY KEY, notification_id text NOT NULL, kind text NOT NULL,
+    call_id text NOT NULL, instance text NOT NULL, pid integer NOT NULL,
+    delivered_at timestamptz NOT NULL);";
 
-const PG_DROP: &str = "DROP TABLE IF EXISTS chaos_executions, chaos_answers, chaos_faults, chaos_calls, chaos_effects;";
+const PG_DROP: &str = "DROP TABLE IF EXISTS chaos_executions, chaos_answers, chaos_faults, chaos_calls, chaos_effects, chaos_deliveries;";
 
 const LITE_TABLES: &str = "
 CREATE TABLE IF NOT EXISTS chaos_executions (
@@ -56,10 +61,15 @@ CREATE TABLE IF NOT EXISTS chaos_faults (
     detail TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS chaos_calls (
     call_id TEXT PRIMARY KEY, tool TEXT NOT NULL, instance TEXT NOT NULL,
-    answer TEXT);";
+    answer TEXT);
+CREATE TABLE IF NOT EXISTS chaos_deliveries (
+    id TEXT PRIMARY KEY, notification_id TEXT NOT NULL, kind TEXT NOT NULL,
+    call_id TEXT NOT NULL, instance TEXT NOT NULL, pid INTEGER NOT NULL,
+    delivered_at TEXT NOT NULL);";
 
 const LITE_DROP: &str = "DROP TABLE IF EXISTS chaos_executions; DROP TABLE IF EXISTS chaos_answers;
-DROP TABLE IF EXISTS chaos_faults; DROP TABLE IF EXISTS chaos_calls;";
+DROP TABLE IF EXISTS chaos_faults; DROP TABLE IF EXISTS chaos_calls;
+DROP TABLE IF EXISTS chaos_deliveries;";
 
 /// The effects of tool (f) on SQLite: in the store's file, where the
 /// runtime's transaction is. No unique key on `call_id`: the check must
@@ -301,6 +311,36 @@ impl ChaosDb {
                     c.execute(
                         &format!("UPDATE chaos_executions SET ended_at = {LITE_NOW} WHERE id = ?1 AND ended_at IS NULL"),
                         [id],
+                    )
+                })
+                .await
+                .map(drop)
+            }
+        }
+    }
+
+    /// Records a delivery of a notification, stamped by the database. No
+    /// unique key on the notification: the check must see one delivered
+    /// twice.
+    pub async fn delivered(&self, d: &DeliveryRec) -> Result<(), String> {
+        match self {
+            ChaosDb::Pg(pg) => pg
+                .execute(
+                    "INSERT INTO chaos_deliveries (id, notification_id, kind, call_id, instance, pid, delivered_at)
+                     VALUES ($1, $2, $3, $4, $5, $6, clock_timestamp())",
+                    &[&d.id, &d.notification_id, &d.kind, &d.call_id, &d.instance, &d.pid],
+                )
+                .await
+                .map(drop),
+            ChaosDb::Lite(conn) => {
+                let d = d.clone();
+                lite(conn, move |c| {
+                    c.execute(
+                        &format!(
+                            "INSERT INTO chaos_deliveries (id, notification_id, kind, call_id, instance, pid, delivered_at)
+                             VALUES (?1, ?2, ?3, ?4, ?5, ?6, {LITE_NOW})"
+                        ),
+                        rusqlite::params![d.id, d.notification_id, d.kind, d.call_id, d.instance, d.pid],
                     )
                 })
                 .await
@@ -786,6 +826,17 @@ pub struct CreatedRec {
     pub tool: String,
     pub instance: String,
     pub answer: Option<String>,
+}
+
+/// A delivery of a notification to the dispatchers' sink, to record.
+#[derive(Clone, Debug)]
+pub struct DeliveryRec {
+    pub id: String,
+    pub notification_id: String,
+    pub kind: String,
+    pub call_id: String,
+    pub instance: String,
+    pub pid: i32,
 }
 
 /// What the background recorder writes.

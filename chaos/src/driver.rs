@@ -348,6 +348,7 @@ enum Fault {
     KillWorker,
     KillDecider,
     KillFront,
+    KillDispatcher,
     StopWorker,
     PgRestart,
     PgOutage,
@@ -415,6 +416,7 @@ async fn run(config: Config) -> Result<bool, String> {
     for index in 0..2 {
         kids.push(spawner.spawn("worker", index, 0)?);
         kids.push(spawner.spawn("decider", index, 0)?);
+        kids.push(spawner.spawn("dispatcher", index, 0)?);
     }
 
     // Faults, one at a time, until the deadline.
@@ -423,6 +425,7 @@ async fn run(config: Config) -> Result<bool, String> {
         Fault::KillWorker,
         Fault::KillDecider,
         Fault::KillFront,
+        Fault::KillDispatcher,
         Fault::StopWorker,
     ];
     if postgres.is_some() {
@@ -449,6 +452,7 @@ async fn run(config: Config) -> Result<bool, String> {
                     (Fault::KillWorker, 20),
                     (Fault::KillDecider, 15),
                     (Fault::KillFront, 10),
+                    (Fault::KillDispatcher, 10),
                     (Fault::StopWorker, 25),
                     (Fault::PgRestart, 15),
                     (Fault::PgOutage, 15),
@@ -458,6 +462,7 @@ async fn run(config: Config) -> Result<bool, String> {
                     (Fault::KillWorker, 30),
                     (Fault::KillDecider, 20),
                     (Fault::KillFront, 15),
+                    (Fault::KillDispatcher, 15),
                     (Fault::StopWorker, 35),
                 ]
             };
@@ -480,10 +485,11 @@ async fn run(config: Config) -> Result<bool, String> {
             + lease / 4
             + Duration::from_millis(rng.range(config.lease_ms / 4, config.lease_ms));
         match fault {
-            Fault::KillWorker | Fault::KillDecider | Fault::KillFront => {
+            Fault::KillWorker | Fault::KillDecider | Fault::KillFront | Fault::KillDispatcher => {
                 let role = match fault {
                     Fault::KillWorker => "worker",
                     Fault::KillDecider => "decider",
+                    Fault::KillDispatcher => "dispatcher",
                     _ => "front",
                 };
                 let candidates: Vec<usize> =

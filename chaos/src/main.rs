@@ -1,12 +1,16 @@
 //! The chaos test of issue 22: durable calls under database faults and
 //! paused instances, with real processes, `SIGKILL`, `SIGSTOP` and (for
-//! PostgreSQL) a database server that is restarted and held down.
+//! PostgreSQL) a database server that is restarted and held down; and of
+//! issue 36: the notifications of those calls, delivered from the store's
+//! outbox by dispatchers that are killed too.
 //!
 //! # What runs
 //!
 //! `chaos run` is the driver. It starts copies of its own executable, each a
 //! [`tool_runtime::Runtime`] with its own instance id on one shared store
-//! (PostgreSQL or SQLite):
+//! (PostgreSQL or SQLite), every one writing notifications
+//! (`notifications(true)`: each change people hear of notified in the
+//! store's outbox, in the same atomic step as the change):
 //!
 //! - one **front** (`chaos front`) creates calls through `Runtime::call` over
 //!   the run's duration, a mix of six tools: (a) `chaos_approve`, approval
@@ -27,7 +31,17 @@
 //! - two **deciders** (`chaos decider`) racing on the same calls: they list
 //!   `runtime.inbox().waiting()` and approve (decider 0 declines one call in ten
 //!   instead), resume, and ask again after an error, recording every answer
-//!   (`chaos_answers`).
+//!   (`chaos_answers`);
+//! - two **dispatchers** (`chaos dispatcher`): `Runtime::dispatcher()` with
+//!   one sink, under the run's lease, polling every 100 ms, retrying a
+//!   failed delivery after 50 ms to 1 s up to 1,000 times (an outage makes
+//!   nothing dead). A delivery takes 20–300 ms and records itself in
+//!   `chaos_deliveries` (notification id, kind, call, instance, pid, stamped
+//!   by the database) at a random point of it, over a connection of its
+//!   own; when that fails (PostgreSQL down) the sink answers "try again".
+//!   So a kill lands now before a claimed notification is recorded, now
+//!   after it is recorded and before it is settled (it is delivered again,
+//!   under its id).
 //!
 //! Every tool body records its execution in `chaos_executions` over a
 //! connection of its own (autocommit): a row at its start stamped by the
@@ -46,12 +60,13 @@
 //! its transaction rolled back.
 //!
 //! Meanwhile the driver injects faults at random times drawn from the seed,
-//! one at a time: `SIGKILL` of a worker, a decider or the front (restarted
-//! with a new instance id), `SIGSTOP` of a worker for longer than lease +
-//! takeover grace (then `SIGCONT`), and for PostgreSQL `pg_ctl restart -m
-//! immediate` and `pg_ctl stop -m immediate` held longer than the lease.
-//! Each fault is recorded in `chaos_faults`, stamped by the database (a stop
-//! before `SIGSTOP`, a continue after `SIGCONT`, a kill after `SIGKILL`).
+//! one at a time: `SIGKILL` of a worker, a decider, a dispatcher or the
+//! front (restarted with a new instance id), `SIGSTOP` of a worker for
+//! longer than lease + takeover grace (then `SIGCONT`), and for PostgreSQL
+//! `pg_ctl restart -m immediate` and `pg_ctl stop -m immediate` held longer
+//! than the lease. Each fault is recorded in `chaos_faults`, stamped by the
+//! database (a stop before `SIGSTOP`, a continue after `SIGCONT`, a kill
+//! after `SIGKILL`).
 //!
 //! # What it checks
 //!
@@ -128,7 +143,9 @@ use common::Args;
 fn main() -> ExitCode {
     let raw: Vec<String> = std::env::args().skip(1).collect();
     let Some((command, rest)) = raw.split_first() else {
-        eprintln!("usage: chaos run|ci|worker|decider|front [--options]; see the crate docs");
+        eprintln!(
+            "usage: chaos run|ci|worker|decider|dispatcher|front [--options]; see the crate docs"
+        );
         return ExitCode::from(2);
     };
     let args = match Args::parse(rest) {
@@ -141,7 +158,7 @@ fn main() -> ExitCode {
     let result = match command.as_str() {
         "run" => driver::run_command(&args),
         "ci" => driver::ci_command(&args),
-        "worker" | "decider" | "front" => roles::child(command, &args),
+        "worker" | "decider" | "dispatcher" | "front" => roles::child(command, &args),
         other => Err(format!("unknown command {other:?}")),
     };
     match result {

@@ -1,7 +1,8 @@
 //! The children the driver starts: a front that creates calls, workers,
-//! deciders; each a runtime on the shared store with tools that record
-//! their executions, and a transactional tool (f) whose effect commits
-//! with its call's outcome.
+//! deciders, dispatchers; each a runtime on the shared store, writing
+//! notifications, with tools that record their executions, and a
+//! transactional tool (f) whose effect commits with its call's outcome. A
+//! dispatcher's sink records each delivery.
 
 use std::collections::HashMap;
 use std::process::ExitCode;
@@ -11,15 +12,21 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use tool_core::{BackgroundConfig, RequestContext, Tool, ToolContext, ToolError};
-use tool_runtime::store::{PostgresStore, PostgresTransaction, RecordedOutcome, SqliteTransaction};
-use tool_runtime::{CallOutcome, PendingKind, Runtime, RuntimeError, ToolCall};
+use tool_runtime::store::{
+    Notification, PostgresStore, PostgresTransaction, RecordedOutcome, SqliteTransaction,
+};
+use tool_runtime::{
+    CallOutcome, Dispatcher, NotificationSink, PendingKind, RetryPolicy, Runtime, RuntimeError,
+    SinkError, SinkLimits, ToolCall,
+};
 
 use crate::common::{
     APPROVE, APPROVE_SAFE, Args, Rng, SUSPEND, Store, TASK_ONCE, TASK_RETRY, TRANSACTIONAL, hash,
     now_us,
 };
 use crate::db::{
-    AnswerRec, ChaosDb, CreatedRec, ExecStart, LITE_EFFECT_INSERT, PG_EFFECT_INSERT, Recorder,
+    AnswerRec, ChaosDb, CreatedRec, DeliveryRec, ExecStart, LITE_EFFECT_INSERT, PG_EFFECT_INSERT,
+    Recorder,
 };
 
 /// What a tool body needs: where to record, and who it is.
@@ -30,6 +37,7 @@ struct Ctx {
     pid: i32,
     seed: u64,
     executions: AtomicU64,
+    deliveries: AtomicU64,
 }
 
 /// Records `dropped_at` when an execution's future is dropped before its end.
@@ -249,6 +257,7 @@ async fn runtime(common: &Common, ctx: &Arc<Ctx>, leave_tasks: bool) -> Runtime 
             .instance_id(common.instance.clone())
             .lease(common.lease)
             .leave_tasks_to_workers(leave_tasks)
+            .notifications(true)
     };
     loop {
         let built = match &common.store {
@@ -268,7 +277,78 @@ async fn runtime(common: &Common, ctx: &Arc<Ctx>, leave_tasks: bool) -> Runtime 
     }
 }
 
-/// Runs a child role (`worker`, `decider`, `front`) until it is killed.
+/// Notifications a dispatcher has in delivery at once, and its sink too: a
+/// claimed notification never waits for a turn, which its sink's time limit
+/// would count.
+const DELIVERIES_AT_ONCE: usize = 8;
+
+/// The dispatchers' one sink: a delivery takes a random 20–300 ms and
+/// records itself in `chaos_deliveries` at a random point of it (as tool
+/// (f) writes its effect), so that a kill often lands while a notification
+/// is claimed and not yet recorded, or recorded and not yet settled (then
+/// delivered again, under its id). A delivery the database does not take
+/// (it is down) is tried again.
+struct RecordingSink {
+    ctx: Arc<Ctx>,
+}
+
+impl NotificationSink for RecordingSink {
+    fn name(&self) -> &str {
+        "chaos"
+    }
+
+    async fn deliver(&self, notification: &Notification) -> Result<(), SinkError> {
+        let ctx = &self.ctx;
+        let n = ctx.deliveries.fetch_add(1, Ordering::Relaxed);
+        let delivery = DeliveryRec {
+            id: format!("{}-{}-d{n}", ctx.instance, ctx.pid),
+            notification_id: notification.id.clone(),
+            kind: notification.kind.as_str().to_owned(),
+            call_id: notification.call_id.clone(),
+            instance: ctx.instance.clone(),
+            pid: ctx.pid,
+        };
+        let mut rng = Rng::new(ctx.seed ^ hash(&delivery.id));
+        let pause = rng.range(20, 300);
+        let before = rng.range(0, pause);
+        tokio::time::sleep(Duration::from_millis(before)).await;
+        ctx.db
+            .delivered(&delivery)
+            .await
+            .map_err(SinkError::retry)?;
+        tokio::time::sleep(Duration::from_millis(pause - before)).await;
+        Ok(())
+    }
+}
+
+/// The dispatcher of `runtime` with the recording sink: claims under the
+/// run's lease, looks often, and tries a failed delivery again soon and
+/// for as long as a run lasts, so that an outage makes no notification
+/// dead.
+fn dispatcher(common: &Common, runtime: &Runtime, ctx: &Arc<Ctx>) -> Result<Dispatcher, String> {
+    let limits = SinkLimits::default()
+        .concurrency(DELIVERIES_AT_ONCE)
+        .timeout(common.lease / 2);
+    let sink = RecordingSink {
+        ctx: Arc::clone(ctx),
+    };
+    runtime
+        .dispatcher()
+        .sink_with(sink, limits)
+        .concurrency(DELIVERIES_AT_ONCE)
+        .lease(common.lease)
+        .poll_every(Duration::from_millis(100))
+        .retry(
+            RetryPolicy::default()
+                .max_attempts(1000)
+                .backoff_between(Duration::from_millis(50), Duration::from_secs(1)),
+        )
+        .build()
+        .map_err(|e| e.to_string())
+}
+
+/// Runs a child role (`worker`, `decider`, `dispatcher`, `front`) until it
+/// is killed.
 pub fn child(role: &str, args: &Args) -> Result<ExitCode, String> {
     let common = Common {
         store: Store::from_args(args)?,
@@ -302,6 +382,7 @@ pub fn child(role: &str, args: &Args) -> Result<ExitCode, String> {
             pid: i32::try_from(std::process::id()).unwrap_or(i32::MAX),
             seed: common.seed,
             executions: AtomicU64::new(0),
+            deliveries: AtomicU64::new(0),
         });
         match role.as_str() {
             "worker" => {
@@ -313,6 +394,11 @@ pub fn child(role: &str, args: &Args) -> Result<ExitCode, String> {
                 let runtime = runtime(&common, &ctx, false).await;
                 eprintln!("chaos: decider {} up (pid {})", common.instance, ctx.pid);
                 decider(&common, runtime, recorder, index).await;
+            }
+            "dispatcher" => {
+                let runtime = runtime(&common, &ctx, false).await;
+                eprintln!("chaos: dispatcher {} up (pid {})", common.instance, ctx.pid);
+                dispatcher(&common, &runtime, &ctx)?.run().await;
             }
             _ => {
                 let runtime = runtime(&common, &ctx, leave).await;
