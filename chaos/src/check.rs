@@ -1,5 +1,5 @@
 //! The check at the end of a run: what the store recorded, against what the
-//! tools, deciders and the driver recorded.
+//! tools, deciders, dispatchers and the driver recorded.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -73,6 +73,31 @@ pub struct Effect {
     pub at_us: i64,
 }
 
+/// A notification as the store's outbox has it.
+#[derive(Debug)]
+pub struct StoreNotification {
+    pub seq: i64,
+    pub id: String,
+    pub kind: String,
+    pub call_id: String,
+    pub state: String,
+    pub attempts: i64,
+    pub data: Value,
+    pub last_error: Option<String>,
+}
+
+/// One delivery of a notification, as the dispatchers' sink recorded it.
+#[derive(Debug)]
+pub struct Delivery {
+    pub id: String,
+    pub notification_id: String,
+    pub kind: String,
+    pub call_id: String,
+    pub instance: String,
+    pub pid: i64,
+    pub at_us: i64,
+}
+
 /// Everything the check reads.
 pub struct Data {
     pub calls: Vec<StoreCall>,
@@ -81,6 +106,8 @@ pub struct Data {
     pub faults: Vec<Fault>,
     pub created: Vec<Created>,
     pub effects: Vec<Effect>,
+    pub notifications: Vec<StoreNotification>,
+    pub deliveries: Vec<Delivery>,
 }
 
 /// How the check compares times.
@@ -213,7 +240,7 @@ fn exec_line(e: &Exec, end: Option<i64>) -> String {
     )
 }
 
-/// Runs checks 1–7 over `data`.
+/// Runs checks 1–9 over `data`.
 pub fn check(data: &Data, params: &Params, store_name: &str) -> Report {
     let tol = params.tol_us;
     let timeline = Timeline::new(&data.faults);
@@ -642,6 +669,192 @@ pub fn check(data: &Data, params: &Params, store_name: &str) -> Report {
         .filter(|list| list[0].tool == TRANSACTIONAL && list.len() > 1)
         .count();
 
+    // 8. Every notification of the run delivered, each at least once, a
+    // call's in order; nothing delivered that the outbox does not hold (a
+    // notification of a change that did not apply). One delivered more than
+    // once (its dispatcher killed after the sink took it and before it
+    // settled, or its time limit run out after the sink recorded it) is
+    // allowed and counted, under its one id, kind and call.
+    let notified: HashMap<&str, &StoreNotification> = data
+        .notifications
+        .iter()
+        .map(|n| (n.id.as_str(), n))
+        .collect();
+    let mut delivered: HashMap<&str, Vec<&Delivery>> = HashMap::new();
+    for d in &data.deliveries {
+        delivered
+            .entry(d.notification_id.as_str())
+            .or_default()
+            .push(d);
+    }
+    let notification_line = |n: &StoreNotification| {
+        let error = n
+            .last_error
+            .as_deref()
+            .map_or_else(String::new, |e| format!(", last error: {e}"));
+        format!(
+            "notification {} ({}, seq {}, {} after {} attempts{error})",
+            n.id, n.kind, n.seq, n.state, n.attempts
+        )
+    };
+    let delivery_line = |d: &Delivery| {
+        format!(
+            "delivery {} by {} (pid {}) at {}",
+            d.id,
+            d.instance,
+            d.pid,
+            ts(d.at_us)
+        )
+    };
+    for n in &data.notifications {
+        if n.state != "delivered" {
+            violate(
+                "8",
+                &n.call_id,
+                format!("{} at the end", notification_line(n)),
+            );
+        }
+        if !delivered.contains_key(n.id.as_str()) {
+            violate(
+                "8",
+                &n.call_id,
+                format!("{} never reached the sink", notification_line(n)),
+            );
+        }
+    }
+    for d in &data.deliveries {
+        match notified.get(d.notification_id.as_str()) {
+            None => violate(
+                "8",
+                &d.call_id,
+                format!(
+                    "{} of notification {} ({}), which the outbox does not hold",
+                    delivery_line(d),
+                    d.notification_id,
+                    d.kind
+                ),
+            ),
+            Some(n) if n.kind != d.kind || n.call_id != d.call_id => violate(
+                "8",
+                &d.call_id,
+                format!(
+                    "{} of {} as {} of call {}",
+                    delivery_line(d),
+                    notification_line(n),
+                    d.kind,
+                    d.call_id
+                ),
+            ),
+            Some(_) => {}
+        }
+    }
+    // In order: a notification is claimed only once every earlier one of
+    // its call settled, and a delivered one reached the sink before.
+    let mut by_call: BTreeMap<&str, Vec<&StoreNotification>> = BTreeMap::new();
+    for n in &data.notifications {
+        by_call.entry(n.call_id.as_str()).or_default().push(n);
+    }
+    let first_delivery = |n: &StoreNotification| {
+        delivered
+            .get(n.id.as_str())
+            .and_then(|list| list.iter().map(|d| d.at_us).min())
+    };
+    for (call_id, list) in &mut by_call {
+        list.sort_by_key(|n| n.seq);
+        for pair in list.windows(2) {
+            let (Some(earlier), Some(later)) = (first_delivery(pair[0]), first_delivery(pair[1]))
+            else {
+                continue;
+            };
+            if later < earlier {
+                violate(
+                    "8",
+                    call_id,
+                    format!(
+                        "{} first reached the sink at {}, before {} at {}",
+                        notification_line(pair[1]),
+                        ts(later),
+                        notification_line(pair[0]),
+                        ts(earlier)
+                    ),
+                );
+            }
+        }
+    }
+
+    // 9. A call's notifications are what happened to it, as its row in the
+    // store tells, each written once with its change
+    // (`expected_notifications`), and a decision's says which it was.
+    // That each was written in the very transaction of its change the
+    // tables cannot show (`at_ms` is the writer's clock before it wrote):
+    // a change that did not apply shows here as a notification too many,
+    // or one of a call the store does not have.
+    for (call_id, list) in &by_call {
+        if !calls.contains_key(call_id) {
+            for n in list {
+                violate(
+                    "9",
+                    call_id,
+                    format!("{} of a call the store does not have", notification_line(n)),
+                );
+            }
+        }
+    }
+    for c in &data.calls {
+        let list = by_call
+            .get(c.call_id.as_str())
+            .map_or(&[][..], Vec::as_slice);
+        let status = status(c);
+        let expected = expected_notifications(c, &status);
+        let held: Vec<&str> = list.iter().map(|n| n.kind.as_str()).collect();
+        if held != expected {
+            let listed: Vec<String> = list.iter().map(|n| notification_line(n)).collect();
+            violate(
+                "9",
+                &c.call_id,
+                format!(
+                    "{} call of {} ({}, {status}) should have {expected:?}, the outbox holds [{}]",
+                    c.kind,
+                    c.tool,
+                    c.state,
+                    listed.join("; ")
+                ),
+            );
+        }
+        let decided = list.iter().find(|n| n.kind == "call.decided");
+        if let Some(n) = decided.filter(|_| c.kind == "approval") {
+            let action = n.data.get("action").and_then(Value::as_str).unwrap_or("-");
+            let taken = if status == "declined" {
+                "decline"
+            } else {
+                "approve"
+            };
+            if action != taken {
+                violate(
+                    "9",
+                    &c.call_id,
+                    format!(
+                        "{} says {action}, the call is {} ({status})",
+                        notification_line(n),
+                        c.state
+                    ),
+                );
+            }
+        }
+    }
+    let mut notified_kinds: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut notified_states: BTreeMap<&str, u64> = BTreeMap::new();
+    for n in &data.notifications {
+        *notified_kinds.entry(n.kind.as_str()).or_default() += 1;
+        *notified_states.entry(n.state.as_str()).or_default() += 1;
+    }
+    let delivered_again: Vec<&Vec<&Delivery>> =
+        delivered.values().filter(|list| list.len() > 1).collect();
+    let by_another = delivered_again
+        .iter()
+        .filter(|list| list.iter().any(|d| d.instance != list[0].instance))
+        .count();
+
     // Figures.
     let count_faults = |kind: &str| data.faults.iter().filter(|f| f.kind == kind).count();
     let mut kills: BTreeMap<String, u64> = BTreeMap::new();
@@ -705,6 +918,16 @@ pub fn check(data: &Data, params: &Params, store_name: &str) -> Report {
             "executions_dropped": f_executions.iter().filter(|e| e.dropped_us.is_some()).count(),
             "calls_run_more_than_once": f_rerun,
         },
+        "notifications": {
+            "total": data.notifications.len(),
+            "by_kind": notified_kinds,
+            "by_state": notified_states,
+            "most_attempts": data.notifications.iter().map(|n| n.attempts).max().unwrap_or(0),
+            "deliveries": data.deliveries.len(),
+            "delivered_more_than_once": delivered_again.len(),
+            "delivered_again_by_another_dispatcher": by_another,
+            "extra_deliveries": data.deliveries.len() - delivered.len(),
+        },
         "paused_overlaps": overlaps_paused,
         "violations": violations.len(),
         "violations_by_check": by_check,
@@ -714,6 +937,36 @@ pub fn check(data: &Data, params: &Params, store_name: &str) -> Report {
         json,
         violations,
         paused,
+    }
+}
+
+/// The kinds of the notifications a call of the run has, in order, as its
+/// row in the store tells what happened to it (check 9):
+/// - stored waiting for approval (tools (a), (b), (f) with approval): asked
+///   for, then decided once it is no longer pending;
+/// - stored suspended (tool (e), which runs unstored until it suspends):
+///   suspended, then resumed once it is no longer pending (the deciders only
+///   resume it);
+/// - a background task (tools (c), (d)): its end once settled, completed or
+///   else failed;
+/// - nothing else: no call of the run has an expiry (`approval.expired`),
+///   no decision names a principal (`approval.granted`), and a plain (f)
+///   call is nobody's to be told of.
+fn expected_notifications(c: &StoreCall, status: &str) -> Vec<&'static str> {
+    let decided = c.state != "pending";
+    match (c.kind.as_str(), c.tool.as_str()) {
+        ("approval", _) if decided => vec!["approval.requested", "call.decided"],
+        ("approval", _) => vec!["approval.requested"],
+        ("suspended", _) if decided => vec!["call.suspended", "call.resumed"],
+        ("suspended", _) => vec!["call.suspended"],
+        ("task", TASK_RETRY | TASK_ONCE) if c.state == "settled" => {
+            if status == "completed" {
+                vec!["task.completed"]
+            } else {
+                vec!["task.failed"]
+            }
+        }
+        _ => Vec::new(),
     }
 }
 
@@ -751,6 +1004,18 @@ impl Report {
             t["executions_without_effect"],
             t["executions_dropped"],
             t["calls_run_more_than_once"]
+        );
+        let n = &j["notifications"];
+        println!(
+            "  notifications: {} {}, states {}, at most {} attempts; {} deliveries ({} extra: {} notifications delivered more than once, {} of them by another dispatcher)",
+            n["total"],
+            n["by_kind"],
+            n["by_state"],
+            n["most_attempts"],
+            n["deliveries"],
+            n["extra_deliveries"],
+            n["delivered_more_than_once"],
+            n["delivered_again_by_another_dispatcher"]
         );
         println!(
             "  paused processes (reported, not violations): {} overlaps by an execution dropped after the thaw",
@@ -863,6 +1128,8 @@ mod tests {
             faults: stop(1, 2 * S, 6 * S),
             created: Vec::new(),
             effects: vec![effect(1, "c", "b")],
+            notifications: Vec::new(),
+            deliveries: Vec::new(),
         }
     }
 
@@ -921,5 +1188,229 @@ mod tests {
         let mut stray = taken_over(exec("a", "c", 1, S, None, Some(2 * S)));
         stray.effects.push(effect(3, "nobody", "b"));
         assert_eq!(checks(&run(&stray)), ["7"]);
+    }
+
+    fn notification(seq: i64, call: &str, kind: &str) -> StoreNotification {
+        StoreNotification {
+            seq,
+            id: format!("ntf_{seq}"),
+            kind: kind.to_owned(),
+            call_id: call.to_owned(),
+            state: "delivered".to_owned(),
+            attempts: 1,
+            data: json!({}),
+            last_error: None,
+        }
+    }
+
+    fn delivery(n: &StoreNotification, by: &str, at: i64) -> Delivery {
+        Delivery {
+            id: format!("{by}-{}", n.seq),
+            notification_id: n.id.clone(),
+            kind: n.kind.clone(),
+            call_id: n.call_id.clone(),
+            instance: by.to_owned(),
+            pid: 9,
+            at_us: at,
+        }
+    }
+
+    /// A settled call of `tool`, stored as `kind`, that ran execution
+    /// `execution` (recorded, 1 s to 2 s) when it completed.
+    fn settled(id: &str, tool: &str, kind: &str, outcome: Value) -> (StoreCall, Exec) {
+        let execution = format!("{id}-run");
+        let mut e = exec(&execution, id, 1, S, Some(2 * S), None);
+        e.tool = tool.to_owned();
+        let outcome = if outcome["status"] == "completed" {
+            completed(&execution)
+        } else {
+            outcome
+        };
+        let c = StoreCall {
+            tool: tool.to_owned(),
+            kind: kind.to_owned(),
+            ..call(id, outcome, 3 * S)
+        };
+        (c, e)
+    }
+
+    /// Calls of each notifying kind, settled, with their notifications,
+    /// each delivered once, in order: an approved (a) call, a declined one,
+    /// a resumed (e) call, a completed (c) task and a failed (d) one.
+    fn notified() -> Data {
+        let done = json!({ "status": "completed" });
+        let failed = json!({ "status": "failed", "error": "interrupted" });
+        let declined = json!({ "status": "declined", "reason": "chaos" });
+        let (mut calls, mut executions) = (Vec::new(), Vec::new());
+        for (id, tool, kind, outcome) in [
+            ("a", APPROVE, "approval", &done),
+            ("n", APPROVE, "approval", &declined),
+            ("s", SUSPEND, "suspended", &done),
+            ("c", TASK_RETRY, "task", &done),
+            ("d", TASK_ONCE, "task", &failed),
+        ] {
+            let (c, e) = settled(id, tool, kind, outcome.clone());
+            calls.push(c);
+            if outcome["status"] != "declined" {
+                executions.push(e);
+            }
+        }
+        let mut approve = notification(2, "a", "call.decided");
+        approve.data = json!({ "action": "approve" });
+        let mut decline = notification(4, "n", "call.decided");
+        decline.data = json!({ "action": "decline", "reason": "chaos" });
+        let notifications = vec![
+            notification(1, "a", "approval.requested"),
+            approve,
+            notification(3, "n", "approval.requested"),
+            decline,
+            notification(5, "s", "call.suspended"),
+            notification(6, "s", "call.resumed"),
+            notification(7, "c", "task.completed"),
+            notification(8, "d", "task.failed"),
+        ];
+        let deliveries = notifications
+            .iter()
+            .map(|n| delivery(n, "dispatcher-0-g0", n.seq * S))
+            .collect();
+        Data {
+            calls,
+            executions,
+            answers: Vec::new(),
+            faults: Vec::new(),
+            created: Vec::new(),
+            effects: Vec::new(),
+            notifications,
+            deliveries,
+        }
+    }
+
+    #[test]
+    fn notifications_of_what_happened_delivered_in_order_pass() {
+        let report = run(&notified());
+        assert_eq!(checks(&report), Vec::<&str>::new());
+        assert_eq!(report.json["notifications"]["total"], 8);
+        assert_eq!(report.json["notifications"]["delivered_more_than_once"], 0);
+    }
+
+    #[test]
+    fn check_8_allows_a_notification_delivered_again_under_its_id_and_counts_it() {
+        let mut again = notified();
+        let (decided, suspended) = (&again.notifications[1], &again.notifications[4]);
+        again.deliveries.extend([
+            delivery(decided, "dispatcher-1-g0", 2 * S + 500),
+            delivery(suspended, "dispatcher-0-g0", 5 * S + 500),
+        ]);
+        let report = run(&again);
+        assert_eq!(checks(&report), Vec::<&str>::new());
+        let figures = &report.json["notifications"];
+        assert_eq!(figures["delivered_more_than_once"], 2);
+        assert_eq!(figures["delivered_again_by_another_dispatcher"], 1);
+        assert_eq!(figures["extra_deliveries"], 2);
+
+        let mut other_kind = notified();
+        let mut wrong = delivery(&other_kind.notifications[1], "dispatcher-1-g0", 2 * S + 500);
+        wrong.kind = "call.resumed".to_owned();
+        other_kind.deliveries.push(wrong);
+        assert_eq!(checks(&run(&other_kind)), ["8"]);
+    }
+
+    #[test]
+    fn check_8_wants_every_notification_delivered_in_order_and_nothing_else() {
+        for state in ["waiting", "sending", "dead"] {
+            let mut unsettled = notified();
+            unsettled.notifications[2].state = state.to_owned();
+            assert_eq!(checks(&run(&unsettled)), ["8"], "{state}");
+        }
+
+        let mut never = notified();
+        never.deliveries.remove(6);
+        assert_eq!(checks(&run(&never)), ["8"]);
+
+        let mut not_stored = notified();
+        let mut rolled_back = notification(9, "a", "call.decided");
+        rolled_back.id = "ntf_rolled_back".to_owned();
+        not_stored
+            .deliveries
+            .push(delivery(&rolled_back, "dispatcher-0-g0", 9 * S));
+        assert_eq!(checks(&run(&not_stored)), ["8"]);
+
+        let mut reordered = notified();
+        reordered.deliveries[4].at_us = 7 * S;
+        assert_eq!(checks(&run(&reordered)), ["8"]);
+    }
+
+    #[test]
+    fn check_9_wants_each_change_notified_once() {
+        let mut twice = notified();
+        let mut again = notification(9, "a", "approval.requested");
+        again.id = "ntf_again".to_owned();
+        twice
+            .deliveries
+            .push(delivery(&again, "dispatcher-0-g0", 9 * S));
+        twice.notifications.push(again);
+        assert_eq!(checks(&run(&twice)), ["9"]);
+
+        let mut undecided = notified();
+        undecided.notifications.remove(1);
+        undecided.deliveries.remove(1);
+        assert_eq!(checks(&run(&undecided)), ["9"]);
+
+        let mut other_end = notified();
+        other_end.notifications[7].kind = "task.completed".to_owned();
+        other_end.deliveries[7].kind = "task.completed".to_owned();
+        assert_eq!(checks(&run(&other_end)), ["9"]);
+
+        let mut resumed_first = notified();
+        resumed_first.notifications[4].seq = 6;
+        resumed_first.notifications[5].seq = 5;
+        resumed_first.deliveries[4].at_us = 6 * S;
+        resumed_first.deliveries[5].at_us = 5 * S;
+        assert_eq!(checks(&run(&resumed_first)), ["9"]);
+
+        let mut plain = notified();
+        let (c, e) = settled("f", TRANSACTIONAL, "task", json!({ "status": "completed" }));
+        plain.effects.push(effect(1, "f", &e.id));
+        plain.calls.push(c);
+        plain.executions.push(e);
+        assert_eq!(checks(&run(&plain)), Vec::<&str>::new());
+        let told = notification(9, "f", "task.completed");
+        plain
+            .deliveries
+            .push(delivery(&told, "dispatcher-0-g0", 9 * S));
+        plain.notifications.push(told);
+        assert_eq!(checks(&run(&plain)), ["9"]);
+
+        let mut stranger = notified();
+        let told = notification(9, "nobody", "approval.requested");
+        stranger
+            .deliveries
+            .push(delivery(&told, "dispatcher-0-g0", 9 * S));
+        stranger.notifications.push(told);
+        assert_eq!(checks(&run(&stranger)), ["9"]);
+    }
+
+    #[test]
+    fn check_9_wants_a_decision_notified_as_it_was_taken() {
+        let mut approved_as_declined = notified();
+        approved_as_declined.notifications[1].data = json!({ "action": "decline" });
+        assert_eq!(checks(&run(&approved_as_declined)), ["9"]);
+
+        let mut declined_as_approved = notified();
+        declined_as_approved.notifications[3].data = json!({ "action": "approve" });
+        assert_eq!(checks(&run(&declined_as_approved)), ["9"]);
+    }
+
+    #[test]
+    fn check_9_wants_a_waiting_call_notified_only_of_its_wait() {
+        let mut waiting = notified();
+        waiting.calls[0].state = "pending".to_owned();
+        waiting.calls[0].outcome = None;
+        waiting.calls[0].settled_us = None;
+        waiting.executions.remove(0);
+        assert_eq!(checks(&run(&waiting)), ["1", "9"]);
+        waiting.notifications.remove(1);
+        waiting.deliveries.remove(1);
+        assert_eq!(checks(&run(&waiting)), ["1"]);
     }
 }

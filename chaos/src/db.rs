@@ -3,7 +3,7 @@
 //! a connection of its own, never through the store; the effects of tool
 //! (f) (`chaos_effects`), written only inside the runtime's transactions
 //! (for SQLite, in the store's own file); and the reads of the store's own
-//! table for the check.
+//! tables (calls, outbox) for the check.
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -13,7 +13,9 @@ use tokio::sync::mpsc;
 use tokio_postgres::NoTls;
 use tokio_postgres::types::ToSql;
 
-use crate::check::{Answer, Created, Data, Effect, Exec, Fault, StoreCall};
+use crate::check::{
+    Answer, Created, Data, Delivery, Effect, Exec, Fault, StoreCall, StoreNotification,
+};
 use crate::common::Store;
 
 /// How long one statement may take before it counts as failed (a server
@@ -87,6 +89,11 @@ pub const LITE_EFFECT_INSERT: &str = "INSERT INTO chaos_effects (call_id, execut
 /// The insert of one effect in a PostgreSQL call's transaction.
 pub const PG_EFFECT_INSERT: &str = "INSERT INTO chaos_effects (call_id, execution, at)
      VALUES ($1, $2, clock_timestamp())";
+
+/// The columns of the store's outbox the check reads, the same on both
+/// stores ([`StoreNotification`]).
+const NOTIFICATION_COLUMNS: &str =
+    "seq, id, kind, call_id, state, CAST(attempts AS bigint), data, last_error";
 
 /// SQLite's clock, as the chaos tables keep it.
 const LITE_NOW: &str = "strftime('%Y-%m-%d %H:%M:%f','now')";
@@ -513,8 +520,10 @@ impl ChaosDb {
         }
     }
 
-    /// Everything the check reads: the store's calls of run `run`, and the
-    /// chaos tables.
+    /// Everything the check reads: the store's calls of run `run` and their
+    /// notifications, and the chaos tables. Deliveries too only of the
+    /// run's calls: a store used before may hold notifications of an
+    /// earlier run's, which this run's dispatchers deliver as well.
     pub async fn load(&self, store: &Store, run: &str) -> Result<Data, String> {
         let prefix = format!("{run}-%");
         match self {
@@ -633,6 +642,45 @@ impl ChaosDb {
                         at_us: r.get(3),
                     })
                     .collect();
+                let notifications = pg
+                    .query(
+                        &format!("SELECT {NOTIFICATION_COLUMNS} FROM tool_runtime_outbox WHERE call_id LIKE $1 ORDER BY seq"),
+                        &[&prefix],
+                    )
+                    .await?
+                    .iter()
+                    .map(|r| StoreNotification {
+                        seq: r.get(0),
+                        id: r.get(1),
+                        kind: r.get(2),
+                        call_id: r.get(3),
+                        state: r.get(4),
+                        attempts: r.get(5),
+                        data: serde_json::from_str(r.get(6)).unwrap_or(Value::Null),
+                        last_error: r.get(7),
+                    })
+                    .collect();
+                let deliveries = pg
+                    .query(
+                        &format!(
+                            "SELECT id, notification_id, kind, call_id, instance, pid::bigint, {} FROM chaos_deliveries
+                             WHERE call_id LIKE $1 ORDER BY delivered_at, id",
+                            pg_us("delivered_at")
+                        ),
+                        &[&prefix],
+                    )
+                    .await?
+                    .iter()
+                    .map(|r| Delivery {
+                        id: r.get(0),
+                        notification_id: r.get(1),
+                        kind: r.get(2),
+                        call_id: r.get(3),
+                        instance: r.get(4),
+                        pid: r.get(5),
+                        at_us: r.get(6),
+                    })
+                    .collect();
                 Ok(Data {
                     calls,
                     executions,
@@ -640,6 +688,8 @@ impl ChaosDb {
                     faults,
                     created,
                     effects,
+                    notifications,
+                    deliveries,
                 })
             }
             ChaosDb::Lite(conn) => {
@@ -675,6 +725,23 @@ impl ChaosDb {
                                 call_id: r.get(1)?,
                                 execution: r.get(2)?,
                                 at_us: r.get(3)?,
+                            })
+                        })?
+                        .collect::<rusqlite::Result<Vec<_>>>()?;
+                    let notifications = c
+                        .prepare(&format!(
+                            "SELECT {NOTIFICATION_COLUMNS} FROM store.outbox WHERE call_id LIKE ?1 ORDER BY seq"
+                        ))?
+                        .query_map([&prefix], |r| {
+                            Ok(StoreNotification {
+                                seq: r.get(0)?,
+                                id: r.get(1)?,
+                                kind: r.get(2)?,
+                                call_id: r.get(3)?,
+                                state: r.get(4)?,
+                                attempts: r.get(5)?,
+                                data: serde_json::from_str(&r.get::<_, String>(6)?).unwrap_or(Value::Null),
+                                last_error: r.get(7)?,
                             })
                         })?
                         .collect::<rusqlite::Result<Vec<_>>>()?;
@@ -745,6 +812,24 @@ impl ChaosDb {
                             })
                         })?
                         .collect::<rusqlite::Result<Vec<_>>>()?;
+                    let deliveries = c
+                        .prepare(&format!(
+                            "SELECT id, notification_id, kind, call_id, instance, pid, {} FROM chaos_deliveries
+                             WHERE call_id LIKE ?1 ORDER BY delivered_at, id",
+                            lite_us("delivered_at")
+                        ))?
+                        .query_map([&prefix], |r| {
+                            Ok(Delivery {
+                                id: r.get(0)?,
+                                notification_id: r.get(1)?,
+                                kind: r.get(2)?,
+                                call_id: r.get(3)?,
+                                instance: r.get(4)?,
+                                pid: r.get(5)?,
+                                at_us: r.get(6)?,
+                            })
+                        })?
+                        .collect::<rusqlite::Result<Vec<_>>>()?;
                     Ok(Data {
                         calls,
                         executions,
@@ -752,6 +837,8 @@ impl ChaosDb {
                         faults,
                         created,
                         effects,
+                        notifications,
+                        deliveries,
                     })
                 })
                 .await
@@ -762,30 +849,54 @@ impl ChaosDb {
     /// How many calls of run `run` the store has, and how many of them are
     /// not settled.
     pub async fn unsettled(&self, store: &Store, run: &str) -> Result<(i64, i64), String> {
+        let table = ("tool_runtime_calls", "calls");
+        self.count_of_run(store, run, table, "state <> 'settled'")
+            .await
+    }
+
+    /// How many notifications of run `run`'s calls the store's outbox has,
+    /// and how many of them are not settled (waiting or sending).
+    pub async fn undelivered(&self, store: &Store, run: &str) -> Result<(i64, i64), String> {
+        let table = ("tool_runtime_outbox", "outbox");
+        self.count_of_run(store, run, table, "state IN ('waiting', 'sending')")
+            .await
+    }
+
+    /// How many rows of the store's `table` (its name on PostgreSQL, on
+    /// SQLite) name a call of run `run`, and for how many of them
+    /// `unfinished` holds.
+    async fn count_of_run(
+        &self,
+        store: &Store,
+        run: &str,
+        (pg_table, lite_table): (&str, &str),
+        unfinished: &str,
+    ) -> Result<(i64, i64), String> {
         let prefix = format!("{run}-%");
+        let counting = |table: &str, param: &str| {
+            format!(
+                "SELECT count(*), coalesce(sum(CASE WHEN {unfinished} THEN 1 ELSE 0 END), 0)
+                 FROM {table} WHERE call_id LIKE {param}"
+            )
+        };
         match (self, store) {
             (ChaosDb::Pg(pg), _) => {
-                let rows = pg
-                    .query(
-                        "SELECT count(*), count(*) FILTER (WHERE state <> 'settled') FROM tool_runtime_calls WHERE call_id LIKE $1",
-                        &[&prefix],
-                    )
-                    .await?;
+                let rows = pg.query(&counting(pg_table, "$1"), &[&prefix]).await?;
                 let row = rows.first().ok_or("no row")?;
                 Ok((row.get(0), row.get(1)))
             }
             (ChaosDb::Lite(_), Store::Sqlite { path, .. }) => {
-                let path = path.clone();
+                let (path, sql) = (path.clone(), counting(lite_table, "?1"));
                 tokio::task::spawn_blocking(move || {
-                    let c = rusqlite::Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-                        .map_err(|e| format!("{e}"))?;
-                    c.busy_timeout(Duration::from_secs(10)).map_err(|e| format!("{e}"))?;
-                    c.query_row(
-                        "SELECT count(*), coalesce(sum(state <> 'settled'), 0) FROM calls WHERE call_id LIKE ?1",
-                        [&prefix],
-                        |r| Ok((r.get(0)?, r.get(1)?)),
+                    let c = rusqlite::Connection::open_with_flags(
+                        &path,
+                        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
                     )
-                    .map_err(|e| format!("{e}"))
+                    .map_err(|e| format!("{e}"))?;
+                    c.busy_timeout(Duration::from_secs(10))
+                        .map_err(|e| format!("{e}"))?;
+                    c.query_row(&sql, [&prefix], |r| Ok((r.get(0)?, r.get(1)?)))
+                        .map_err(|e| format!("{e}"))
                 })
                 .await
                 .map_err(|e| format!("{e}"))?

@@ -1,5 +1,6 @@
 //! The driver: starts the children, injects the faults, lets the calls
-//! settle, stops the children and checks.
+//! settle and their notifications be delivered, stops the children and
+//! checks.
 
 use std::fs::File;
 use std::os::unix::fs::MetadataExt as _;
@@ -607,13 +608,37 @@ async fn run(config: Config) -> Result<bool, String> {
         }
     }
     println!(
-        "  {:>5.1} s: {} calls in the store, {} not settled; stopping the children",
+        "  {:>5.1} s: {} calls in the store, {} not settled",
         elapsed(started_ms),
         last.0,
         last.1
     );
     // Answers asked again and records in flight.
     watch(&mut kids, &spawner, &db, lease + Duration::from_secs(1)).await?;
+    // Deliver: every call settled, no notification is written any more;
+    // wait until the dispatchers delivered every one (a claim of a killed
+    // dispatcher runs out with its lease), or give up, and let check 8 say
+    // which are not.
+    let deliver_deadline = Instant::now() + Duration::from_secs(30) + lease * 4;
+    let mut notified = (0, 0);
+    while Instant::now() < deliver_deadline {
+        match db.undelivered(&config.store, &run).await {
+            Ok(counts) => {
+                notified = counts;
+                if counts.1 == 0 {
+                    break;
+                }
+            }
+            Err(error) => println!("  reading the outbox: {error}"),
+        }
+        watch(&mut kids, &spawner, &db, Duration::from_millis(500)).await?;
+    }
+    println!(
+        "  {:>5.1} s: {} notifications in the outbox, {} not delivered; stopping the children",
+        elapsed(started_ms),
+        notified.0,
+        notified.1
+    );
     for mut kid in kids {
         kid.signal(Signal::SIGKILL);
         let _ = kid.child.wait();

@@ -70,9 +70,11 @@
 //!
 //! # What it checks
 //!
-//! After the fault phase the driver lets everything settle, kills the
-//! children, reads the store's own table (`tool_runtime_calls`, SQLite
-//! `calls`) and the chaos tables, and checks:
+//! After the fault phase the driver lets everything settle, then lets the
+//! dispatchers run until the outbox holds nothing of the run waiting or
+//! sending (at most 30 s and four leases), kills the children, reads the
+//! store's own tables (`tool_runtime_calls` and `tool_runtime_outbox`,
+//! SQLite `calls` and `outbox`) and the chaos tables, and checks:
 //!
 //! 1. every call (in the store, or acknowledged by `Runtime::call` as
 //!    stored) is settled: none lost, none stuck pending or running;
@@ -105,7 +107,32 @@
 //!    has exactly one `chaos_effects` row, and it names the execution the
 //!    recorded outcome names (never a superseded execution's); every other
 //!    (f) call (failed, interrupted, declined) has none; and no effect
-//!    belongs to any other call.
+//!    belongs to any other call;
+//! 8. notifications delivered at least once: every notification of the
+//!    run's calls in the outbox is `delivered` at the end (none waiting,
+//!    sending or dead) and has a `chaos_deliveries` row; every delivery
+//!    names a notification the outbox holds (none of a change that did not
+//!    apply), with its kind and call; a call's notifications first reached
+//!    the sink in their order (`seq`). A notification delivered more than
+//!    once (its dispatcher killed between the sink and the settling, or a
+//!    sink's time limit run out after it recorded) is allowed, under its
+//!    one id, and counted;
+//! 9. notifications say what happened, each change once: a call's
+//!    notifications, in order, are exactly those its row in the store
+//!    tells of. Stored waiting for approval ((a), (b), (f) with approval):
+//!    `approval.requested`, then, once no longer pending, one
+//!    `call.decided` whose `action` is `decline` exactly when the call
+//!    settled declined; stored suspended ((e), stored only when it
+//!    suspends): `call.suspended`, then, once no longer pending, one
+//!    `call.resumed`; a background task ((c), (d)), once settled: one
+//!    `task.completed` if it completed, else one `task.failed`; nothing
+//!    for a plain (f) call, no `approval.granted` (no decision names a
+//!    principal) and no `approval.expired` (no call has an expiry); and no
+//!    notification of a call the store does not have. That each was
+//!    written in the very transaction of its change the tables cannot show
+//!    (its `at_ms` is the writer's clock before the write); a change that
+//!    did not apply shows as a notification too many or of a call not
+//!    stored.
 //!
 //! SQLite stamps have millisecond resolution, so its comparisons allow 2 ms.
 //! It prints one JSON line and a summary, and exits 1 on any violation.
