@@ -1,5 +1,5 @@
 //! Sinks for [tool-runtime](tool_runtime)'s notifications that speak real
-//! protocols: a signed webhook and email over SMTP, each a
+//! protocols: a signed webhook, email over SMTP and Slack, each a
 //! [`NotificationSink`](tool_runtime::NotificationSink) a
 //! [`Dispatcher`](tool_runtime::Dispatcher) delivers to.
 //!
@@ -11,6 +11,9 @@
 //!   checks the signature, the timestamp's window and refuses a replay.
 //! - [`email::EmailSink`] mails a notification, as plain text and HTML, to
 //!   the recipients the application chooses for it.
+//! - [`slack::SlackSink`] posts a notification to a Slack incoming webhook
+//!   as a Block Kit message (with the inbox's renderer, a request's
+//!   Approve and Decline buttons, which the inbox's Slack endpoint reads).
 //!
 //! # Delivery guarantees
 //!

@@ -9,11 +9,12 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use axum::Router;
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
-use hmac::{KeyInit, Mac};
 use http_body_util::BodyExt as _;
 use serde_json::{Value, json};
 use tool_core::{Tool, ToolError};
-use tool_inbox::slack::{APPROVE_ACTION_ID, DECLINE_ACTION_ID, SlackActions, button_value};
+use tool_inbox::slack::{
+    APPROVE_ACTION_ID, DECLINE_ACTION_ID, SlackActions, button_value, signature,
+};
 use tool_inbox::{BearerTokens, Inbox, Principal};
 use tool_runtime::store::{AuditKind, AuditQuery};
 use tool_runtime::{Runtime, ToolCall};
@@ -50,34 +51,18 @@ fn pressed(user: &str, action_id: &str, value: &str) -> String {
         "team": { "id": "T1DC2JH3J" },
         "actions": [{ "action_id": action_id, "value": value, "type": "button" }],
     });
-    format!("payload={}", urlencoding(&payload.to_string()))
-}
-
-fn urlencoding(text: &str) -> String {
-    text.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
+    serde_urlencoded::to_string([("payload", payload.to_string())]).unwrap()
 }
 
 /// The request with Slack's headers, signed with `secret` at `timestamp`.
 fn signed(body: &str, secret: &str, timestamp: u64) -> Request<Body> {
-    let mut mac = <hmac::Hmac<sha2::Sha256> as KeyInit>::new_from_slice(secret.as_bytes()).unwrap();
-    mac.update(format!("v0:{timestamp}:{body}").as_bytes());
-    let signature: String = mac
-        .finalize()
-        .into_bytes()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
     Request::post("/slack/actions")
         .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
         .header("x-slack-request-timestamp", timestamp.to_string())
-        .header("x-slack-signature", format!("v0={signature}"))
+        .header(
+            "x-slack-signature",
+            signature(secret, timestamp, body.as_bytes()),
+        )
         .body(Body::from(body.to_owned()))
         .unwrap()
 }

@@ -13,7 +13,6 @@ use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::post;
-use hmac::{KeyInit, Mac};
 use serde_json::{Value, json};
 use tool_inbox::slack::SlackActions;
 use tool_inbox::{BearerTokens, Inbox, Principal};
@@ -80,42 +79,23 @@ async fn press(inbox: SocketAddr, user: &str, button: &Value) -> (u16, Value) {
         "user": { "id": user, "team_id": "T1DC2JH3J" },
         "actions": [{ "action_id": button["action_id"], "value": button["value"], "type": "button" }],
     });
-    let body = format!("payload={}", encoded(&payload.to_string()));
+    let body = serde_urlencoded::to_string([("payload", payload.to_string())]).unwrap();
     let timestamp = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap()
         .as_secs();
-    let mut mac =
-        <hmac::Hmac<sha2::Sha256> as KeyInit>::new_from_slice(SIGNING_SECRET.as_bytes()).unwrap();
-    mac.update(format!("v0:{timestamp}:{body}").as_bytes());
-    let signature: String = mac
-        .finalize()
-        .into_bytes()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let signature = tool_inbox::slack::signature(SIGNING_SECRET, timestamp, body.as_bytes());
     let response = reqwest::Client::new()
         .post(format!("http://{inbox}/slack/actions"))
         .header("content-type", "application/x-www-form-urlencoded")
         .header("x-slack-request-timestamp", timestamp.to_string())
-        .header("x-slack-signature", format!("v0={signature}"))
+        .header("x-slack-signature", signature)
         .body(body)
         .send()
         .await
         .unwrap();
     let status = response.status().as_u16();
     (status, response.json().await.unwrap_or(Value::Null))
-}
-
-fn encoded(text: &str) -> String {
-    text.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
