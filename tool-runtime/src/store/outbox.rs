@@ -319,6 +319,48 @@ pub enum Delivery {
     },
 }
 
+/// What a settled delivery writes in a store's row: the state's name,
+/// when to try again (a retry), the sinks that took it, why it failed.
+pub(crate) struct SettledRow<'a> {
+    pub(crate) state: &'static str,
+    pub(crate) next_at_ms: Option<u64>,
+    pub(crate) delivered_to: &'a [String],
+    pub(crate) error: Option<&'a str>,
+}
+
+impl Delivery {
+    /// The row this delivery settles a notification as.
+    pub(crate) fn row(&self) -> SettledRow<'_> {
+        match self {
+            Delivery::Delivered { delivered_to } => SettledRow {
+                state: "delivered",
+                next_at_ms: None,
+                delivered_to,
+                error: None,
+            },
+            Delivery::Retry {
+                next_at_ms,
+                delivered_to,
+                error,
+            } => SettledRow {
+                state: "waiting",
+                next_at_ms: Some(*next_at_ms),
+                delivered_to,
+                error: Some(error),
+            },
+            Delivery::Dead {
+                delivered_to,
+                error,
+            } => SettledRow {
+                state: "dead",
+                next_at_ms: None,
+                delivered_to,
+                error: Some(error),
+            },
+        }
+    }
+}
+
 /// Which entries [`Outbox::outbox`] reads: in one state or all, of one
 /// call or all, after a `seq`, at most `limit`, in `seq` order.
 ///

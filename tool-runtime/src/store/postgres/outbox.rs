@@ -190,23 +190,10 @@ impl PostgresStore {
         epoch: u64,
         delivery: &Delivery,
     ) -> Result<bool, Failure> {
-        let (state, next_at, delivered_to, error) = match delivery {
-            Delivery::Delivered { delivered_to } => ("delivered", None, delivered_to, None),
-            Delivery::Retry {
-                next_at_ms,
-                delivered_to,
-                error,
-            } => (
-                "waiting",
-                Some(to_sql(*next_at_ms)),
-                delivered_to,
-                Some(error),
-            ),
-            Delivery::Dead {
-                delivered_to,
-                error,
-            } => ("dead", None, delivered_to, Some(error)),
-        };
+        let row = delivery.row();
+        let (state, error) = (row.state, row.error);
+        let next_at = row.next_at_ms.map(to_sql);
+        let delivered_to = row.delivered_to;
         let delivered_to = serde_json::to_string(delivered_to).unwrap_or_else(|_| "[]".into());
         let client = self.pool.get().await?;
         let statement = client
