@@ -676,10 +676,13 @@ impl DispatcherInner {
     /// claim's meanwhile).
     async fn send(&self, entry: OutboxEntry) -> Result<Option<Delivery>, RuntimeError> {
         let notification = Arc::new(entry.notification.clone());
-        let routed = match &self.route {
+        let mut routed = match &self.route {
             Some(route) => route(&notification),
             None => self.slots.keys().cloned().collect(),
         };
+        // A sink named twice gets it once.
+        routed.sort_unstable();
+        routed.dedup();
         let mut delivered_to = entry.delivered_to.clone();
         let mut failures = Vec::new();
         let mut sending = JoinSet::new();
