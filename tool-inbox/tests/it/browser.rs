@@ -1162,7 +1162,9 @@ async fn a_decision_link_opens_a_confirmation_page_and_its_button_decides() {
     assert_eq!(heading.text().await.unwrap(), "Approve this call?");
     let page = client.source().await.unwrap();
     assert!(
-        page.contains("alice") && page.contains("\"amount\": 1200") && page.contains("support-agent"),
+        page.contains("alice")
+            && page.contains("\"amount\": 1200")
+            && page.contains("support-agent"),
         "{page}"
     );
     assert!(

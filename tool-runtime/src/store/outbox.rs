@@ -321,6 +321,7 @@ pub enum Delivery {
 
 /// What a settled delivery writes in a store's row: the state's name,
 /// when to try again (a retry), the sinks that took it, why it failed.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub(crate) struct SettledRow<'a> {
     pub(crate) state: &'static str,
     pub(crate) next_at_ms: Option<u64>,
@@ -328,6 +329,7 @@ pub(crate) struct SettledRow<'a> {
     pub(crate) error: Option<&'a str>,
 }
 
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 impl Delivery {
     /// The row this delivery settles a notification as.
     pub(crate) fn row(&self) -> SettledRow<'_> {

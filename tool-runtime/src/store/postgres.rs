@@ -11,6 +11,7 @@ use deadpool_postgres::{
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio_postgres::error::SqlState;
+use tokio_postgres::types::ToSql;
 use tokio_postgres::{AsyncMessage, Config, NoTls, Row};
 use tool_core::Excerpt;
 
@@ -631,58 +632,50 @@ impl PostgresStore {
 
     async fn try_insert(&self, call: &PendingCall, noted: &Noted) -> Result<(), Failure> {
         let texts = storable_call(call)?;
-        let mut client = self.pool.get().await?;
-        if noted.0.is_empty() {
-            return self.insert_on(&client, call, &texts).await;
-        }
-        // With notifications, one transaction writes the call and them.
-        let tx = client.transaction().await?;
-        self.insert_on(&tx, call, &texts).await?;
-        self.note(&tx, noted).await?;
-        tx.commit().await?;
-        Ok(())
-    }
-
-    /// Inserts `call` (its values as `texts`) on `client`.
-    async fn insert_on(
-        &self,
-        client: &impl deadpool_postgres::GenericClient,
-        call: &PendingCall,
-        texts: &super::CallTexts,
-    ) -> Result<(), Failure> {
         let id = &call.head.call_id;
-        let statement = client
-            .prepare_cached(
-                // A task notifies listening workers, when (and if) the insert commits.
-                "WITH inserted AS (
-                     INSERT INTO tool_runtime_calls
-                         (call_id, kind, tool_id, state, attempt, input, request_context, messages, payload, agent, requester, expires_at_ms, asked_at_ms, approvals, timeout_ms)
-                     VALUES ($1, $2, $3, 'pending', 0, $4, $5, $6, $7, $9, $10, $11, $12, $13, $14)
-                     RETURNING kind)
-                 SELECT pg_notify($8, '') FROM inserted WHERE kind = 'task'",
-            )
-            .await?;
-        let inserted = client
-            .query(
-                &statement,
-                &[
-                    id,
-                    &call.kind.as_str(),
-                    &call.head.tool_id,
-                    &texts.input,
-                    &texts.request_context,
-                    &texts.messages,
-                    &texts.payload,
-                    &TASK_CHANNEL,
-                    &texts.agent,
-                    &call.head.requester,
-                    &call.expires_at_ms.and_then(|at| i64::try_from(at).ok()),
-                    &call.asked_at_ms.and_then(|at| i64::try_from(at).ok()),
-                    &texts.approvals,
-                    &call.head.timeout_ms.and_then(|ms| i64::try_from(ms).ok()),
-                ],
-            )
-            .await;
+        let columns = outbox::NotedColumns::of(noted);
+        // With notifications, the same statement writes them.
+        let noted_cte = columns
+            .as_ref()
+            .map(|columns| format!(", {}", columns.cte(15, "inserted")))
+            .unwrap_or_default();
+        let sql = format!(
+            // A task notifies listening workers, when (and if) the insert commits.
+            "WITH inserted AS (
+                 INSERT INTO tool_runtime_calls
+                     (call_id, kind, tool_id, state, attempt, input, request_context, messages, payload, agent, requester, expires_at_ms, asked_at_ms, approvals, timeout_ms)
+                 VALUES ($1, $2, $3, 'pending', 0, $4, $5, $6, $7, $9, $10, $11, $12, $13, $14)
+                 RETURNING kind){noted_cte}
+             SELECT pg_notify($8, '') FROM inserted WHERE kind = 'task'"
+        );
+        let client = self.pool.get().await?;
+        let statement = client.prepare_cached(&sql).await?;
+        let kind = call.kind.as_str();
+        let (expires, asked, timeout) = (
+            call.expires_at_ms.and_then(|at| i64::try_from(at).ok()),
+            call.asked_at_ms.and_then(|at| i64::try_from(at).ok()),
+            call.head.timeout_ms.and_then(|ms| i64::try_from(ms).ok()),
+        );
+        let mut params: Vec<&(dyn ToSql + Sync)> = vec![
+            id,
+            &kind,
+            &call.head.tool_id,
+            &texts.input,
+            &texts.request_context,
+            &texts.messages,
+            &texts.payload,
+            &TASK_CHANNEL,
+            &texts.agent,
+            &call.head.requester,
+            &expires,
+            &asked,
+            &texts.approvals,
+            &timeout,
+        ];
+        if let Some(columns) = &columns {
+            params.extend(columns.params());
+        }
+        let inserted = client.query(&statement, &params).await;
         match inserted {
             Ok(_) => Ok(()),
             Err(e) if e.code() == Some(&SqlState::UNIQUE_VIOLATION) => {
@@ -703,103 +696,99 @@ impl PostgresStore {
     ) -> Result<Decided, Failure> {
         let kind = expected.kind.as_str();
         let epoch = expected.epoch.map(epoch_value);
-        let mut client = self.pool.get().await?;
-        // One transaction, so that a call whose row does not read back is
-        // left as it was (rolled back) rather than claimed and unusable.
-        let tx = client.transaction().await?;
-        let claimed = match &transition {
+        // The values of each transition as text, first: the statement's
+        // parameters borrow them.
+        let (owner, lease, text, approvals) = match &transition {
             Transition::Run {
                 owner,
                 lease,
                 resume_data,
-            } => {
-                let resume_text = resume_data
+            } => (
+                Some(owner.as_str()),
+                Some(millis(*lease)),
+                resume_data
                     .as_ref()
                     .map(|data| self.json_text(call_id, "resume data", data))
-                    .transpose()?;
-                let statement = tx
-                    .prepare_cached(&format!(
-                        "UPDATE tool_runtime_calls SET state = 'running', owner = $3,
-                             lease_expires_at = now() + $4::bigint * interval '1 millisecond',
-                             attempt = attempt + 1, resume_data = $5,
-                             epoch = nextval('tool_runtime_epochs')
-                         WHERE call_id = $1 AND state = 'pending' AND kind = $2
-                             AND ($6::bigint IS NULL OR epoch = $6)
-                         RETURNING {COLUMNS}"
-                    ))
-                    .await?;
-                tx.query_opt(
-                    &statement,
-                    &[
-                        &call_id,
-                        &kind,
-                        owner,
-                        &millis(*lease),
-                        &resume_text,
-                        &epoch,
-                    ],
-                )
-                .await?
-            }
+                    .transpose()?,
+                None,
+            ),
             Transition::RunEdited {
                 owner,
                 lease,
                 input,
-            } => {
-                let input = self.json_text(call_id, "input", input)?;
-                let statement = tx
-                    .prepare_cached(&format!(
-                        "UPDATE tool_runtime_calls SET state = 'running', owner = $3,
-                             lease_expires_at = now() + $4::bigint * interval '1 millisecond',
-                             attempt = attempt + 1, resume_data = NULL, input = $5,
-                             epoch = nextval('tool_runtime_epochs')
-                         WHERE call_id = $1 AND state = 'pending' AND kind = $2
-                             AND ($6::bigint IS NULL OR epoch = $6)
-                         RETURNING {COLUMNS}"
-                    ))
-                    .await?;
-                tx.query_opt(
-                    &statement,
-                    &[&call_id, &kind, owner, &millis(*lease), &input, &epoch],
-                )
-                .await?
-            }
-            Transition::Revise { input, approvals } => {
-                let input = self.json_text(call_id, "input", input)?;
-                let approvals = approvals
+            } => (
+                Some(owner.as_str()),
+                Some(millis(*lease)),
+                Some(self.json_text(call_id, "input", input)?),
+                None,
+            ),
+            Transition::Revise { input, approvals } => (
+                None,
+                None,
+                Some(self.json_text(call_id, "input", input)?),
+                approvals
                     .as_ref()
                     .map(|approvals| self.json_text(call_id, "required approvals", approvals))
-                    .transpose()?;
-                let statement = tx
-                    .prepare_cached(&format!(
-                        "UPDATE tool_runtime_calls SET input = $3, approvals = $4,
-                             epoch = nextval('tool_runtime_epochs')
-                         WHERE call_id = $1 AND state = 'pending' AND kind = $2
-                             AND ($5::bigint IS NULL OR epoch = $5)
-                         RETURNING {COLUMNS}"
-                    ))
-                    .await?;
-                tx.query_opt(&statement, &[&call_id, &kind, &input, &approvals, &epoch])
-                    .await?
-            }
-            Transition::Settle(outcome) => {
-                let outcome = self.json_text(call_id, "outcome", outcome)?;
-                let statement = tx
-                    .prepare_cached(&format!(
-                        "UPDATE tool_runtime_calls SET state = 'settled', owner = NULL,
-                             lease_expires_at = NULL, outcome = $3, settled_at = now()
-                         WHERE call_id = $1 AND state = 'pending' AND kind = $2
-                             AND ($4::bigint IS NULL OR epoch = $4)
-                         RETURNING {COLUMNS}"
-                    ))
-                    .await?;
-                tx.query_opt(&statement, &[&call_id, &kind, &outcome, &epoch])
-                    .await?
-            }
+                    .transpose()?,
+            ),
+            Transition::Settle(outcome) => (
+                None,
+                None,
+                Some(self.json_text(call_id, "outcome", outcome)?),
+                None,
+            ),
         };
-        if let Some(row) = claimed {
+        let (change, mut params): (&str, Vec<&(dyn ToSql + Sync)>) = match &transition {
+            Transition::Run { .. } => (
+                "UPDATE tool_runtime_calls SET state = 'running', owner = $4,
+                     lease_expires_at = now() + $5::bigint * interval '1 millisecond',
+                     attempt = attempt + 1, resume_data = $6,
+                     epoch = nextval('tool_runtime_epochs')",
+                vec![&owner, &lease, &text],
+            ),
+            Transition::RunEdited { .. } => (
+                "UPDATE tool_runtime_calls SET state = 'running', owner = $4,
+                     lease_expires_at = now() + $5::bigint * interval '1 millisecond',
+                     attempt = attempt + 1, resume_data = NULL, input = $6,
+                     epoch = nextval('tool_runtime_epochs')",
+                vec![&owner, &lease, &text],
+            ),
+            Transition::Revise { .. } => (
+                "UPDATE tool_runtime_calls SET input = $4, approvals = $5,
+                     epoch = nextval('tool_runtime_epochs')",
+                vec![&text, &approvals],
+            ),
+            Transition::Settle(_) => (
+                "UPDATE tool_runtime_calls SET state = 'settled', owner = NULL,
+                     lease_expires_at = NULL, outcome = $4, settled_at = now()",
+                vec![&text],
+            ),
+        };
+        params.splice(0..0, [&call_id as &(dyn ToSql + Sync), &kind, &epoch]);
+        let changed = format!(
+            "{change}
+             WHERE call_id = $1 AND state = 'pending' AND kind = $2
+                 AND ($3::bigint IS NULL OR epoch = $3)
+             RETURNING {COLUMNS}"
+        );
+        // The notifications in the same statement, written if it changed
+        // the call.
+        let columns = outbox::NotedColumns::of(noted);
+        let sql = match &columns {
+            Some(columns) => {
+                let noted = columns.cte(params.len() + 1, "changed");
+                params.extend(columns.params());
+                format!("WITH changed AS ({changed}), {noted} SELECT * FROM changed")
+            }
+            None => changed,
+        };
+        let mut client = self.pool.get().await?;
+        // One transaction, so that a call whose row does not read back is
+        // left as it was (rolled back) rather than claimed and unusable.
+        let tx = client.transaction().await?;
+        let statement = tx.prepare_cached(&sql).await?;
+        if let Some(row) = tx.query_opt(&statement, &params).await? {
             let stored = self.stored(&row)?;
-            self.note(&tx, noted).await?;
             tx.commit().await?;
             return Ok(Decided::Won(stored));
         }
