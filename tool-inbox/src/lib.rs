@@ -73,6 +73,7 @@ mod options;
 mod page;
 mod refusals;
 pub mod slack;
+mod slack_press;
 
 use std::sync::Arc;
 
@@ -245,7 +246,7 @@ impl<A: Authenticate> Inbox<A> {
         };
         // Slack's requests carry their own signature, checked there.
         let signed_routes = match slack {
-            true => signed_routes.route("/slack/actions", post(slack::actions::<A>)),
+            true => signed_routes.route("/slack/actions", post(slack_press::actions::<A>)),
             false => signed_routes,
         }
         .layer(DefaultBodyLimit::max(max_body))

@@ -136,7 +136,7 @@ impl AuditRetention {
         let cutoff = SystemTime::now()
             .checked_sub(self.age)
             .unwrap_or(UNIX_EPOCH);
-        super::rules::epoch_ms(cutoff)
+        super::time::epoch_ms(cutoff)
     }
 }
 

@@ -562,7 +562,7 @@ impl Outbox for MemoryStore {
         lease: Duration,
         limit: usize,
     ) -> Result<Vec<OutboxEntry>, StoreError> {
-        let now = super::rules::epoch_ms(SystemTime::now());
+        let now = super::time::epoch_ms(SystemTime::now());
         let mut state = self.state();
         // A call whose earliest unsettled notification is not due holds back its
         // later ones: notifications of one call go out in order.
@@ -605,7 +605,7 @@ impl Outbox for MemoryStore {
         epoch: u64,
         delivery: Delivery,
     ) -> Result<bool, StoreError> {
-        let now = super::rules::epoch_ms(SystemTime::now());
+        let now = super::time::epoch_ms(SystemTime::now());
         let mut state = self.state();
         let Some(entry) = state.outbox.get_mut(&seq).filter(|entry| {
             matches!(entry.state, DeliveryState::Sending { .. }) && entry.epoch == epoch
@@ -652,7 +652,7 @@ impl Outbox for MemoryStore {
     }
 
     async fn redeliver(&self, seq: u64) -> Result<bool, StoreError> {
-        let now = super::rules::epoch_ms(SystemTime::now());
+        let now = super::time::epoch_ms(SystemTime::now());
         let mut state = self.state();
         let Some(entry) = state
             .outbox

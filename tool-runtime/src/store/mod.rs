@@ -25,6 +25,7 @@ mod signal;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 mod state;
+mod time;
 mod transaction;
 
 use std::future::Future;
@@ -41,6 +42,8 @@ pub(crate) use erased::{
     DynAuditLog, DynCallStore, DynOutbox, DynRuleStore, DynRunStore, StoreFuture, Stores,
 };
 pub use memory::MemoryStore;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub(crate) use outbox::Noted;
 pub use outbox::{
     Delivery, DeliveryState, Notification, NotificationKind, Outbox, OutboxEntry, OutboxQuery,
 };
@@ -63,6 +66,7 @@ pub use sqlite::SqliteTransaction;
 pub use state::{
     CallState, Decided, Expected, RecordedOutcome, Settlement, StoredCall, Transition,
 };
+pub(crate) use time::epoch_ms_now;
 pub use transaction::{CommitFuture, Committed, StoreTransaction, TransactionEnded};
 
 /// The deepest JSON value a store keeps: 127 levels of arrays and objects,
@@ -118,11 +122,6 @@ pub const MAX_JSON_DEPTH: usize = 127;
 /// # });
 /// ```
 pub const MAX_ID_BYTES: usize = 1024;
-
-/// Now, in milliseconds since the Unix epoch.
-pub(crate) fn epoch_ms_now() -> u64 {
-    rules::epoch_ms(SystemTime::now())
-}
 
 /// Whether a store can keep `id` (see [`MAX_ID_BYTES`]): a lookup of an id
 /// it cannot keep finds nothing, without asking the database (PostgreSQL
@@ -835,7 +834,7 @@ impl Retention {
     /// The time in milliseconds since the Unix epoch before which what
     /// settled is too old, now.
     pub(crate) fn cutoff_ms(&self) -> u64 {
-        rules::epoch_ms(
+        time::epoch_ms(
             SystemTime::now()
                 .checked_sub(self.age)
                 .unwrap_or(std::time::UNIX_EPOCH),

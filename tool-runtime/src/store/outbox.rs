@@ -16,8 +16,6 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-#[cfg(doc)]
-use super::{AuditLog, CallStore};
 use super::{Retention, StoreError};
 
 /// What a [`Notification`] reports.
@@ -152,7 +150,7 @@ impl Notification {
         Notification {
             id: new_notification_id(),
             seq: 0,
-            at_ms: super::rules::epoch_ms(std::time::SystemTime::now()),
+            at_ms: super::time::epoch_ms(std::time::SystemTime::now()),
             call_id: call_id.into(),
             tool_id: tool_id.into(),
             kind,
@@ -439,8 +437,8 @@ impl OutboxQuery {
 }
 
 /// The outbox a store keeps: notifications written with the changes they report
-/// ([`CallStore::insert_notifying`], [`CallStore::decide_notifying`],
-/// [`CallStore::finish_notifying`], [`AuditLog::append_audit_notifying`]), and
+/// ([`CallStore::insert_notifying`](crate::store::CallStore::insert_notifying), [`CallStore::decide_notifying`](crate::store::CallStore::decide_notifying),
+/// [`CallStore::finish_notifying`](crate::store::CallStore::finish_notifying), [`AuditLog::append_audit_notifying`](crate::store::AuditLog::append_audit_notifying)), and
 /// their delivery. A job of its own beside the calls' lifecycle; the
 /// stores of this crate do every job, and a runtime's store must
 /// ([`IntoStore`](super::IntoStore)).
@@ -520,6 +518,11 @@ pub trait Outbox: Send + Sync + 'static {
         retention: Retention,
     ) -> impl Future<Output = Result<usize, StoreError>> + Send;
 }
+
+/// A write's notifications with their data as JSON text, checked
+/// ([`storable_notifications`]): what a SQL store writes.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub(crate) type Noted = (Vec<Notification>, Vec<String>);
 
 /// `notifications` checked as a call's values are, each with its data as JSON
 /// text: the one check every store runs before it writes.

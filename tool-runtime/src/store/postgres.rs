@@ -8,6 +8,7 @@ use std::time::{Duration, SystemTime};
 use deadpool_postgres::{
     Manager, ManagerConfig, Pool, PoolError, RecyclingMethod, Runtime as PoolRuntime,
 };
+use noted::NotedColumns;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio_postgres::error::SqlState;
@@ -17,21 +18,22 @@ use tool_core::Excerpt;
 
 use super::{
     AuditEntry, AuditLog, AuditQuery, AuditRetention, CallState, CallStore, Decided, Expected,
-    Notification, PendingCall, PendingKind, PendingOrder, PendingQuery, Retention, Revocation,
-    RuleStore, RunStore, Settlement, StandingRule, StoreError, StoreTransaction, StoredCall,
-    StoredHead, StoredRun, TaskSignal, TaskSignaller, Transition, storable_audit, storable_call,
-    storable_id, storable_json, storable_notifications, storable_rule, storable_run_record,
+    Noted, Notification, PendingCall, PendingKind, PendingOrder, PendingQuery, Retention,
+    Revocation, RuleStore, RunStore, Settlement, StandingRule, StoreError, StoreTransaction,
+    StoredCall, StoredHead, StoredRun, TaskSignal, TaskSignaller, Transition, storable_audit,
+    storable_call, storable_id, storable_json, storable_notifications, storable_rule,
+    storable_run_record,
 };
 
+mod noted;
 mod outbox;
 mod transaction;
 
-use outbox::Noted;
 pub use transaction::{PostgresTransaction, TransactionError};
 
 /// The schema version this build creates and reads, recorded in
 /// `tool_runtime_schema`: 11 keeps the outbox of notifications
-/// ([`ADD_OUTBOX`](outbox::ADD_OUTBOX)); 10 orders waiting calls by time
+/// ([`ADD_OUTBOX`]); 10 orders waiting calls by time
 /// ([`ADD_WAITING_ORDERS`]); 9 keeps standing rules ([`ADD_RULES`]); 8 keeps the approvals a call needs and its own
 /// time limit ([`ADD_APPROVALS_TIMEOUT`]); 7 keeps when calls were asked for
 /// ([`ADD_ASKED_AT`]); 6 adds the audit log ([`ADD_AUDIT`]); 5 remembers
@@ -183,6 +185,38 @@ CREATE INDEX tool_runtime_calls_waiting_by_asked ON tool_runtime_calls
     ((COALESCE(asked_at_ms, 9223372036854775807)), call_id COLLATE \"C\") WHERE state = 'pending';
 CREATE INDEX tool_runtime_calls_waiting_by_expiry ON tool_runtime_calls
     ((COALESCE(expires_at_ms, 9223372036854775807)), call_id COLLATE \"C\") WHERE state = 'pending';";
+
+/// What schema version 11 adds: the outbox of notifications, each written
+/// in the transaction of the change it reports (`data` is its data as JSON
+/// text), with its delivery (`state`; `lease_expires_at`, `next_at` and
+/// `settled_at` in milliseconds since the Unix epoch, leases by the
+/// database's clock; `delivered_to` a JSON array of sink names). The
+/// partial index holds the unsettled notifications only, by call: what a
+/// claim reads (few when delivery keeps up), and each an index more to
+/// write with every notification.
+const ADD_OUTBOX: &str = "
+CREATE TABLE tool_runtime_outbox (
+    seq bigserial PRIMARY KEY,
+    id text NOT NULL,
+    at_ms bigint NOT NULL,
+    call_id text NOT NULL,
+    tool_id text NOT NULL,
+    kind text NOT NULL,
+    data text NOT NULL,
+    state text NOT NULL CHECK (state IN ('waiting', 'sending', 'delivered', 'dead')),
+    owner text,
+    lease_expires_at bigint,
+    attempts integer NOT NULL DEFAULT 0,
+    epoch bigint NOT NULL DEFAULT 0,
+    next_at bigint NOT NULL,
+    delivered_to text NOT NULL DEFAULT '[]',
+    last_error text,
+    settled_at bigint
+);
+CREATE INDEX tool_runtime_outbox_unsettled ON tool_runtime_outbox (call_id, seq)
+    WHERE state IN ('waiting', 'sending');
+CREATE INDEX tool_runtime_outbox_settled ON tool_runtime_outbox (settled_at)
+    WHERE state IN ('delivered', 'dead');";
 
 /// The columns a [`StoredCall`] is read from ([`PostgresStore::stored`]).
 const COLUMNS: &str = "call_id, kind, tool_id, state, owner, lease_expires_at, attempt, \
@@ -404,7 +438,7 @@ impl PostgresStore {
             tx.batch_execute(ADD_APPROVALS_TIMEOUT).await?;
             tx.batch_execute(ADD_RULES).await?;
             tx.batch_execute(ADD_WAITING_ORDERS).await?;
-            tx.batch_execute(outbox::ADD_OUTBOX).await?;
+            tx.batch_execute(ADD_OUTBOX).await?;
             tx.execute(
                 "INSERT INTO tool_runtime_schema (version) VALUES ($1)",
                 &[&SCHEMA_VERSION],
@@ -466,7 +500,7 @@ impl PostgresStore {
                     tx.batch_execute(ADD_WAITING_ORDERS).await?;
                 }
                 // Version 10 kept no outbox.
-                tx.batch_execute(outbox::ADD_OUTBOX).await?;
+                tx.batch_execute(ADD_OUTBOX).await?;
                 tx.execute(
                     "UPDATE tool_runtime_schema SET version = $1",
                     &[&SCHEMA_VERSION],
@@ -633,7 +667,7 @@ impl PostgresStore {
     async fn try_insert(&self, call: &PendingCall, noted: &Noted) -> Result<(), Failure> {
         let texts = storable_call(call)?;
         let id = &call.head.call_id;
-        let columns = outbox::NotedColumns::of(noted);
+        let columns = NotedColumns::of(noted);
         // With notifications, the same statement writes them.
         let noted_cte = columns
             .as_ref()
@@ -773,7 +807,7 @@ impl PostgresStore {
         );
         // The notifications in the same statement, written if it changed
         // the call.
-        let columns = outbox::NotedColumns::of(noted);
+        let columns = NotedColumns::of(noted);
         let sql = match &columns {
             Some(columns) => {
                 let noted = columns.cte(params.len() + 1, "changed");

@@ -6,7 +6,7 @@
 //! them; the approval gate reads those in force).
 
 use std::future::Future;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -228,7 +228,7 @@ impl StandingRule {
             tool_id: tool_id.into(),
             condition: RuleCondition::default(),
             requester: None,
-            until_ms: epoch_ms(until),
+            until_ms: super::time::epoch_ms(until),
             author: String::new(),
             author_groups: Vec::new(),
             created_at_ms: 0,
@@ -268,13 +268,6 @@ impl StandingRule {
     pub fn in_force_at(&self, now_ms: u64) -> bool {
         self.revoked.is_none() && now_ms < self.until_ms
     }
-}
-
-/// `at` in milliseconds since the Unix epoch (0 before it).
-pub(super) fn epoch_ms(at: SystemTime) -> u64 {
-    at.duration_since(UNIX_EPOCH).map_or(0, |since| {
-        u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
-    })
 }
 
 /// Storage of standing rules, keyed by rule id: a job of its own beside

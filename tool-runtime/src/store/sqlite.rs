@@ -14,16 +14,16 @@ use tool_core::Excerpt;
 
 use super::{
     AuditEntry, AuditLog, AuditQuery, AuditRetention, CallState, CallStore, Decided, Expected,
-    Notification, PendingCall, PendingKind, PendingOrder, PendingQuery, RecordedOutcome, Retention,
-    Revocation, RuleStore, RunStore, Settlement, StandingRule, StoreError, StoreTransaction,
-    StoredCall, StoredHead, StoredRun, TaskSignal, TaskSignaller, Transition, storable_audit,
-    storable_call, storable_json, storable_notifications, storable_rule, storable_run_record,
+    Noted, Notification, PendingCall, PendingKind, PendingOrder, PendingQuery, RecordedOutcome,
+    Retention, Revocation, RuleStore, RunStore, Settlement, StandingRule, StoreError,
+    StoreTransaction, StoredCall, StoredHead, StoredRun, TaskSignal, TaskSignaller, Transition,
+    storable_audit, storable_call, storable_json, storable_notifications, storable_rule,
+    storable_run_record,
 };
 
 mod outbox;
 mod transaction;
 
-use outbox::Noted;
 pub use transaction::SqliteTransaction;
 
 /// `PRAGMA application_id` of a pending store: "tool" in ASCII.

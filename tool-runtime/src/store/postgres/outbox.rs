@@ -6,49 +6,13 @@ use std::time::Duration;
 
 use deadpool_postgres::GenericClient;
 use tokio_postgres::Row;
-use tokio_postgres::types::ToSql;
 
+use super::noted::NotedColumns;
 use super::{Failure, PostgresStore, millis};
 use crate::store::{
-    Delivery, DeliveryState, Notification, NotificationKind, Outbox, OutboxEntry, OutboxQuery,
-    Retention, StoreError,
+    Delivery, DeliveryState, Noted, Notification, NotificationKind, Outbox, OutboxEntry,
+    OutboxQuery, Retention, StoreError,
 };
-
-/// A write's notifications with their data as JSON text, checked
-/// ([`storable_notifications`](crate::store::storable_notifications)).
-pub(super) type Noted = (Vec<Notification>, Vec<String>);
-
-/// What schema version 11 adds: the outbox of notifications, each written
-/// in the transaction of the change it reports (`data` is its data as JSON
-/// text), with its delivery (`state`; `lease_expires_at`, `next_at` and
-/// `settled_at` in milliseconds since the Unix epoch, leases by the
-/// database's clock; `delivered_to` a JSON array of sink names). The
-/// partial index holds the unsettled notifications only, by call: what a
-/// claim reads (few when delivery keeps up), and each an index more to
-/// write with every notification.
-pub(super) const ADD_OUTBOX: &str = "
-CREATE TABLE tool_runtime_outbox (
-    seq bigserial PRIMARY KEY,
-    id text NOT NULL,
-    at_ms bigint NOT NULL,
-    call_id text NOT NULL,
-    tool_id text NOT NULL,
-    kind text NOT NULL,
-    data text NOT NULL,
-    state text NOT NULL CHECK (state IN ('waiting', 'sending', 'delivered', 'dead')),
-    owner text,
-    lease_expires_at bigint,
-    attempts integer NOT NULL DEFAULT 0,
-    epoch bigint NOT NULL DEFAULT 0,
-    next_at bigint NOT NULL,
-    delivered_to text NOT NULL DEFAULT '[]',
-    last_error text,
-    settled_at bigint
-);
-CREATE INDEX tool_runtime_outbox_unsettled ON tool_runtime_outbox (call_id, seq)
-    WHERE state IN ('waiting', 'sending');
-CREATE INDEX tool_runtime_outbox_settled ON tool_runtime_outbox (settled_at)
-    WHERE state IN ('delivered', 'dead');";
 
 /// The columns an [`OutboxEntry`] is read from ([`PostgresStore::entry`]).
 const ENTRY_COLUMNS: &str = "seq, id, at_ms, call_id, tool_id, kind, data, state, owner, \
@@ -56,71 +20,6 @@ const ENTRY_COLUMNS: &str = "seq, id, at_ms, call_id, tool_id, kind, data, state
 
 /// The database's clock in milliseconds since the Unix epoch.
 const NOW_MS: &str = "(extract(epoch FROM clock_timestamp()) * 1000)::bigint";
-
-/// A write's notifications as the columns a statement unnests: what a
-/// change's own statement writes them with, in one round trip.
-pub(super) struct NotedColumns<'a> {
-    ids: Vec<&'a str>,
-    at_ms: Vec<i64>,
-    call_ids: Vec<&'a str>,
-    tool_ids: Vec<&'a str>,
-    kinds: Vec<&'static str>,
-    data: &'a [String],
-}
-
-impl<'a> NotedColumns<'a> {
-    /// The columns of `noted`; `None` when there is no notification.
-    pub(super) fn of((notifications, texts): &'a Noted) -> Option<Self> {
-        if notifications.is_empty() {
-            return None;
-        }
-        Some(NotedColumns {
-            ids: notifications.iter().map(|n| n.id.as_str()).collect(),
-            at_ms: notifications.iter().map(|n| to_sql(n.at_ms)).collect(),
-            call_ids: notifications.iter().map(|n| n.call_id.as_str()).collect(),
-            tool_ids: notifications.iter().map(|n| n.tool_id.as_str()).collect(),
-            kinds: notifications.iter().map(|n| n.kind.as_str()).collect(),
-            data: texts,
-        })
-    }
-
-    /// The CTE `noted` writing them, its parameters numbered from `first`
-    /// (as [`params`](Self::params) gives them); only when the CTE named
-    /// `guard` has a row (the change applied), unless `guard` is empty.
-    pub(super) fn cte(&self, first: usize, guard: &str) -> String {
-        let p = |n: usize| first + n;
-        let when = match guard {
-            "" => String::new(),
-            guard => format!("WHERE EXISTS (SELECT 1 FROM {guard})"),
-        };
-        format!(
-            "noted AS (INSERT INTO tool_runtime_outbox
-                 (id, at_ms, call_id, tool_id, kind, data, state, next_at)
-             SELECT id, at_ms, call_id, tool_id, kind, data, 'waiting', at_ms
-             FROM unnest(${}::text[], ${}::bigint[], ${}::text[], ${}::text[], ${}::text[], ${}::text[])
-                 WITH ORDINALITY AS n(id, at_ms, call_id, tool_id, kind, data, ord)
-             {when} ORDER BY ord)",
-            p(0),
-            p(1),
-            p(2),
-            p(3),
-            p(4),
-            p(5)
-        )
-    }
-
-    /// The parameters of [`cte`](Self::cte), in its order.
-    pub(super) fn params(&self) -> [&(dyn ToSql + Sync); 6] {
-        [
-            &self.ids,
-            &self.at_ms,
-            &self.call_ids,
-            &self.tool_ids,
-            &self.kinds,
-            &self.data,
-        ]
-    }
-}
 
 impl PostgresStore {
     /// Writes `noted` into the outbox on `client`, inside the transaction

@@ -12,10 +12,6 @@ use crate::store::{
     Retention, StoreError,
 };
 
-/// A write's notifications with their data as JSON text, checked
-/// ([`storable_notifications`](crate::store::storable_notifications)).
-pub(super) type Noted = (Vec<Notification>, Vec<String>);
-
 /// The columns an [`OutboxEntry`] is read from, in [`SqliteFile::entry`]'s order.
 const ENTRY_COLUMNS: &str = "seq, id, at_ms, call_id, tool_id, kind, data, state, owner,
     lease_expires_at, attempts, epoch, next_at, delivered_to, last_error, settled_at";

@@ -12,10 +12,10 @@ use tool_core::Extensions;
 use rusqlite::TransactionBehavior;
 
 use super::super::{
-    CallStore, CommitFuture, Committed, Notification, Settlement, StoreError, StoreTransaction,
-    TransactionEnded, storable_notifications,
+    CallStore, CommitFuture, Committed, Noted, Notification, Settlement, StoreError,
+    StoreTransaction, TransactionEnded, storable_notifications,
 };
-use super::{Noted, SqliteFile, SqliteStore};
+use super::{SqliteFile, SqliteStore};
 
 /// Work a transactional tool deferred to its call's commit.
 type DeferredWork =
