@@ -106,6 +106,10 @@ fn flatten(path: String, value: &Value, lines: &mut Vec<(String, String)>) {
     }
     match value {
         Value::Object(fields) if !fields.is_empty() => {
+            // By key: the same order whether or not serde_json keeps
+            // insertion order (a feature another crate may turn on).
+            let mut fields: Vec<_> = fields.iter().collect();
+            fields.sort_by(|a, b| a.0.cmp(b.0));
             for (key, field) in fields {
                 let path = if path.is_empty() {
                     key.clone()
