@@ -308,7 +308,11 @@ fn message(status: StatusCode, title: &str, said: &str) -> Response {
     page(
         status,
         title,
-        &format!("<h1>{}</h1><p>{}</p>", escape(title), escape(said)),
+        &format!(
+            "<h1>{}</h1><p class=\"outcome\">{}</p>",
+            escape(title),
+            escape(said)
+        ),
     )
 }
 

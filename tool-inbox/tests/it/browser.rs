@@ -1176,9 +1176,10 @@ async fn a_decision_link_opens_a_confirmation_page_and_its_button_decides() {
     assert_eq!(runs.load(Ordering::SeqCst), 0, "opening decides nothing");
 
     click(client, "main.link button[type=submit]").await;
+    // The answer's page: the confirmation's own text is no `p.outcome`.
     let said = client
         .wait()
-        .for_element(Locator::Css("main.link p"))
+        .for_element(Locator::Css("main.link p.outcome"))
         .await
         .unwrap();
     assert!(
