@@ -75,6 +75,43 @@ impl MemoryStore {
         MemoryStore::default()
     }
 
+    /// Puts `stored` back as another store kept it: a store that keeps each
+    /// call as one document (tool-restate keeps one per call in the state of
+    /// a Restate virtual object) restores the call into a memory store, lets
+    /// a runtime decide or run it there, and reads it back with
+    /// [`CallStore::get`]. Any call of the same id is replaced, and the
+    /// fencing tokens this store draws next are above `stored.epoch`, so a
+    /// claim made here supersedes the one the document records.
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use serde_json::json;
+    /// use tool_runtime::store::{CallStore, MemoryStore, PendingCall, PendingKind};
+    /// use tool_runtime::StoredCall;
+    ///
+    /// let mut stored = StoredCall::pending(PendingCall::new("c1", "pay", PendingKind::Approval, json!({ "amount": 5 })));
+    /// stored.epoch = 7; // suspended, resumed and suspended again elsewhere
+    /// let store = MemoryStore::new();
+    /// store.restore(stored.clone());
+    /// assert_eq!(store.get("c1").await.unwrap(), Some(stored));
+    /// # });
+    /// ```
+    pub fn restore(&self, stored: StoredCall) {
+        let mut state = self.state();
+        let id = stored.call.head.call_id.clone();
+        let key = |order: PendingOrder| order.key(&stored.call).unwrap_or(NO_TIME);
+        let (asked, expiry) = (key(PendingOrder::Asked), key(PendingOrder::Expires));
+        state.last_epoch = state.last_epoch.max(stored.epoch);
+        if let Some(replaced) = state.calls.insert(id.clone(), stored) {
+            let key = |order: PendingOrder| order.key(&replaced.call).unwrap_or(NO_TIME);
+            let (asked, expiry) = (key(PendingOrder::Asked), key(PendingOrder::Expires));
+            state.by_asked.remove(&(asked, id.clone()));
+            state.by_expiry.remove(&(expiry, id.clone()));
+        }
+        state.by_asked.insert((asked, id.clone()));
+        state.by_expiry.insert((expiry, id));
+    }
+
     fn state(&self) -> MutexGuard<'_, Memory> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }

@@ -25,6 +25,7 @@ mod postgres;
 mod provider_stream;
 #[cfg(feature = "sqlite")]
 mod requirements;
+mod restore;
 mod seams;
 mod separation;
 #[cfg(feature = "sqlite")]
