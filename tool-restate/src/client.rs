@@ -1,0 +1,122 @@
+//! Calls and decisions through the Restate ingress.
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use tool_runtime::{CallOutcome, StoredCall};
+
+use crate::document::CallDocument;
+use crate::error::RestateError;
+use crate::service::path_segment;
+use crate::wire::{CallRequest, DecideRequest, Reply};
+
+/// A client of the `ToolCalls` objects through a Restate ingress: what an
+/// application (its agent loop, its inbox) calls instead of a `Runtime`.
+///
+/// ```no_run
+/// use serde_json::json;
+/// use tool_restate::{CallRequest, DecideRequest, RestateClient, WireDecision};
+/// use tool_runtime::{CallOutcome, Decider, Principal};
+///
+/// # async fn run() -> Result<(), tool_restate::RestateError> {
+/// let client = RestateClient::new("http://127.0.0.1:8080");
+/// let waiting = client.call("c1", CallRequest::new("pay", json!({ "amount": 5 }))).await?;
+/// assert!(matches!(waiting, CallOutcome::ApprovalRequired { .. }));
+/// let stored = client.get("c1").await?.expect("stored");
+/// let decider = Decider::new(Principal::new("alice"), stored.digest());
+/// let done = client.decide("c1", DecideRequest::new(WireDecision::Approve).by(decider)).await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct RestateClient {
+    ingress: String,
+    http: reqwest::Client,
+}
+
+impl RestateClient {
+    /// A client of the ingress at `ingress` (`http://host:8080`).
+    pub fn new(ingress: impl Into<String>) -> Self {
+        RestateClient {
+            ingress: ingress.into().trim_end_matches('/').to_owned(),
+            http: reqwest::Client::new(),
+        }
+    }
+
+    /// Makes the call `call_id`: its outcome, or what it waits for. Made
+    /// again, a settled call answers its recorded outcome; a waiting one is
+    /// refused (409).
+    pub async fn call(
+        &self,
+        call_id: &str,
+        request: CallRequest,
+    ) -> Result<CallOutcome, RestateError> {
+        self.post::<_, Reply>(call_id, "call", Some(&request))
+            .await
+            .and_then(|reply| reply.into_outcome(call_id))
+    }
+
+    /// Decides the waiting call `call_id`; refused (403, 404, 409) as the
+    /// runtime refuses it, and [`RestateError::AlreadyDecided`] (with the
+    /// call's outcome) when another decision came first.
+    pub async fn decide(
+        &self,
+        call_id: &str,
+        request: DecideRequest,
+    ) -> Result<CallOutcome, RestateError> {
+        self.post::<_, Reply>(call_id, "decide", Some(&request))
+            .await
+            .and_then(|reply| reply.into_outcome(call_id))
+    }
+
+    /// The call `call_id` as stored (waiting or settled); `None` for a call
+    /// never stored.
+    pub async fn get(&self, call_id: &str) -> Result<Option<StoredCall>, RestateError> {
+        self.post::<(), Option<CallDocument>>(call_id, "get", None)
+            .await
+            .map(|document| document.map(CallDocument::into_stored))
+    }
+
+    async fn post<B: Serialize, T: DeserializeOwned>(
+        &self,
+        call_id: &str,
+        handler: &str,
+        body: Option<&B>,
+    ) -> Result<T, RestateError> {
+        let url = format!(
+            "{}/ToolCalls/{}/{handler}",
+            self.ingress,
+            path_segment(call_id)
+        );
+        let mut request = self.http.post(&url);
+        // A handler without input takes no body (nor content type).
+        if let Some(body) = body {
+            request = request.json(body);
+        }
+        let response = request.send().await.map_err(RestateError::Http)?;
+        let status = response.status();
+        if status.is_success() {
+            return response.json::<T>().await.map_err(RestateError::Http);
+        }
+        let text = response.text().await.unwrap_or_default();
+        // The ingress answers a handler's terminal error as {"message": ...}.
+        let message = serde_json::from_str::<serde_json::Value>(&text)
+            .ok()
+            .and_then(|body| body.get("message")?.as_str().map(str::to_owned))
+            .unwrap_or(text);
+        Err(RestateError::Refused {
+            status: status.as_u16(),
+            message,
+        })
+    }
+}
+
+impl Reply {
+    fn into_outcome(self, call_id: &str) -> Result<CallOutcome, RestateError> {
+        match self {
+            Reply::Outcome(answer) => Ok(CallOutcome::from(answer)),
+            Reply::AlreadyDecided(answer) => Err(RestateError::AlreadyDecided {
+                call_id: call_id.to_owned(),
+                outcome: Box::new(CallOutcome::from(answer)),
+            }),
+        }
+    }
+}

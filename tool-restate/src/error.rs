@@ -1,0 +1,47 @@
+//! What can go wrong serving tools on Restate or calling them through its
+//! ingress.
+
+use tool_runtime::RuntimeError;
+
+/// An error of [`RestateTools`](crate::RestateTools) or
+/// [`RestateClient`](crate::RestateClient).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RestateError {
+    /// The application's runtime does not build.
+    #[error("the runtime does not build: {0}")]
+    Build(#[from] RuntimeError),
+    /// A background tool: its tasks run on a runtime's workers, which this
+    /// crate does not serve as Restate invocations.
+    #[error(
+        "tool {tool_id:?} runs in the background, which tool-restate does not serve: serve it with a Runtime and its Worker"
+    )]
+    Background {
+        /// The tool.
+        tool_id: String,
+    },
+    /// The decision came after another one: the call's outcome, as the
+    /// runtime's [`RuntimeError::AlreadyDecided`] carries it.
+    #[error("call {call_id:?} was decided already")]
+    AlreadyDecided {
+        /// The call.
+        call_id: String,
+        /// Its outcome.
+        outcome: Box<tool_runtime::CallOutcome>,
+    },
+    /// The ingress could not be reached, or answered with a body that is
+    /// not what the handler answers.
+    #[error("the Restate ingress: {0}")]
+    Http(#[source] reqwest::Error),
+    /// A handler refused the request (the status is the handler's
+    /// terminal error code: 404 no such call, 403 a principal the rules
+    /// refuse, 409 a stale version or a call already decided), or the
+    /// ingress did.
+    #[error("refused with status {status}: {message}")]
+    Refused {
+        /// The HTTP status.
+        status: u16,
+        /// Why, as the handler or the ingress said it.
+        message: String,
+    },
+}

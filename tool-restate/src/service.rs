@@ -1,0 +1,514 @@
+//! The Restate services an application serves: `ToolCalls`, a virtual
+//! object per call (keyed by its id), and `ToolCallFences`, which tells a
+//! step whether an earlier execution of it began.
+//!
+//! Each step (a call, a decision) is one journaled `ctx.run`: the call's
+//! document and audit entries are read from the object's state, restored
+//! into a memory store, and a runtime built by the application's
+//! configuration takes the step there with its usual semantics (validation,
+//! approval rules, hooks, transforms, time limits); what the store holds
+//! afterwards is written back to the object's state. Restate runs one
+//! invocation per key at a time, so a call is decided by one step at once;
+//! its journal keeps each step's result, so a step whose result was
+//! journaled is never taken again.
+
+use std::sync::Arc;
+use std::time::UNIX_EPOCH;
+
+use restate_sdk::prelude::*;
+use serde::{Deserialize, Serialize};
+use tool_runtime::store::{
+    AuditEntry, AuditLog, AuditQuery, CallStore, MemoryStore, PendingCall, PendingKind,
+    RecordedOutcome,
+};
+use tool_runtime::{
+    CallOutcome, CallState, Decision, Runtime, RuntimeBuilder, RuntimeError, StoredCall, ToolCall,
+};
+
+use crate::document::CallDocument;
+use crate::error::RestateError;
+use crate::wire::{Answer, CallRequest, DecideRequest, Reply, WireDecision};
+
+/// State key of a stored call's document.
+const CALL: &str = "call";
+/// State key of a call's audit entries, in order.
+const AUDIT: &str = "audit";
+/// State key of the outcome of a call that was never stored (it ran at
+/// once and settled).
+const OUTCOME: &str = "outcome";
+/// `ToolCallFences`' state key: the step last entered and how often.
+const ENTERED: &str = "entered";
+
+/// An application's tools as Restate services.
+///
+/// `configure` builds the application's runtime without a store (its
+/// tools, approval rules, hooks, time limits): every step builds one on a
+/// store restored from the call's object. `ingress` is the Restate
+/// ingress's URL, through which a step of a tool that is not `retry_safe`
+/// enters its fence.
+///
+/// ```no_run
+/// use serde_json::{json, Value};
+/// use tool_core::{Tool, ToolContext, ToolError};
+/// use tool_restate::RestateTools;
+/// use tool_runtime::Runtime;
+///
+/// # async fn serve() -> Result<(), Box<dyn std::error::Error>> {
+/// let tools = RestateTools::new("http://127.0.0.1:8080", || {
+///     let pay = Tool::builder("pay")
+///         .description("Pays")
+///         .require_approval(true)
+///         .execute(|input: Value, _ctx: ToolContext<Value, Value>| async move { Ok::<_, ToolError>(input) })
+///         .build()
+///         .expect("tool");
+///     Runtime::builder().tool(pay).approvals_required(2)
+/// })?;
+/// let listener = tokio::net::TcpListener::bind("127.0.0.1:9080").await?;
+/// tools.serve(listener).await; // then register http://127.0.0.1:9080 with the Restate server
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct RestateTools {
+    shared: Arc<Shared>,
+}
+
+/// What every handler of every object shares.
+struct Shared {
+    configure: Box<dyn Fn() -> RuntimeBuilder + Send + Sync>,
+    /// Built once from `configure`: the tools' definitions.
+    template: Runtime,
+    ingress: String,
+    http: reqwest::Client,
+}
+
+impl std::fmt::Debug for RestateTools {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RestateTools")
+            .field("ingress", &self.shared.ingress)
+            .field("tools", &self.shared.template.tools())
+            .finish_non_exhaustive()
+    }
+}
+
+impl RestateTools {
+    /// The tools of the runtime `configure` builds, served as Restate
+    /// services; steps of tools that are not `retry_safe` enter their
+    /// fence through `ingress`. Fails as the runtime's build would, and for
+    /// a background tool (not served on Restate by this crate).
+    pub fn new(
+        ingress: impl Into<String>,
+        configure: impl Fn() -> RuntimeBuilder + Send + Sync + 'static,
+    ) -> Result<Self, RestateError> {
+        let template = configure().store(MemoryStore::new()).build()?;
+        if let Some(tool) = template
+            .tools()
+            .iter()
+            .find(|tool| tool.definition().background.is_some())
+        {
+            return Err(RestateError::Background {
+                tool_id: tool.definition().id.clone(),
+            });
+        }
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(RestateError::Http)?;
+        Ok(RestateTools {
+            shared: Arc::new(Shared {
+                configure: Box::new(configure),
+                template,
+                ingress: ingress.into().trim_end_matches('/').to_owned(),
+                http,
+            }),
+        })
+    }
+
+    /// The SDK's endpoint with both objects bound, for
+    /// [`HttpServer`](restate_sdk::http_server::HttpServer) or another
+    /// transport of the SDK.
+    pub fn endpoint(&self) -> Endpoint {
+        Endpoint::builder()
+            .bind(ToolCalls {
+                shared: Arc::clone(&self.shared),
+            })
+            .bind(ToolCallFences)
+            .build()
+    }
+
+    /// Serves [`endpoint`](Self::endpoint) on `listener` over HTTP/2, until
+    /// the process ends.
+    pub async fn serve(&self, listener: tokio::net::TcpListener) {
+        HttpServer::new(self.endpoint()).serve(listener).await;
+    }
+}
+
+/// The virtual object `ToolCalls`: one per call, keyed by its id.
+pub struct ToolCalls {
+    shared: Arc<Shared>,
+}
+
+/// What the object's state holds for one call.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Kept {
+    document: Option<CallDocument>,
+    audit: Vec<AuditEntry>,
+    outcome: Option<RecordedOutcome>,
+}
+
+/// A step's result, as journaled: the answer (or why the step was
+/// refused) and what the call's object keeps after it.
+#[derive(Debug, Serialize, Deserialize)]
+struct Step {
+    answer: Result<Reply, Refusal>,
+    kept: Kept,
+}
+
+/// A step the runtime refused (a decision by the wrong principal, on a
+/// stale version, ...): the HTTP status the handler fails with, and the
+/// runtime's message.
+#[derive(Debug, Serialize, Deserialize)]
+struct Refusal {
+    status: u16,
+    message: String,
+}
+
+impl From<&RuntimeError> for Refusal {
+    fn from(error: &RuntimeError) -> Self {
+        let status = match error {
+            RuntimeError::UnknownCall { .. } | RuntimeError::Purged { .. } => 404,
+            RuntimeError::SelfApproval { .. }
+            | RuntimeError::PrincipalRequired { .. }
+            | RuntimeError::NotInGroup { .. }
+            | RuntimeError::RuleRefused { .. } => 403,
+            RuntimeError::StaleDigest { .. }
+            | RuntimeError::NotAwaitingApproval { .. }
+            | RuntimeError::NotSuspended { .. }
+            | RuntimeError::AwaitingOutput { .. }
+            | RuntimeError::Running { .. } => 409,
+            _ => 400,
+        };
+        Refusal {
+            status,
+            message: error.to_string(),
+        }
+    }
+}
+
+/// The step a handler takes.
+enum Op {
+    Call(CallRequest),
+    /// A decision on the call the document keeps.
+    Decide(DecideRequest, Box<CallDocument>),
+}
+
+#[restate_sdk::object]
+impl ToolCalls {
+    /// Calls a tool (the object's key is the call's id): runs it, or
+    /// stores it waiting for approval. A call already made is answered
+    /// with its recorded outcome once settled, and refused (409) while it
+    /// waits.
+    #[handler]
+    async fn call(
+        &self,
+        ctx: ObjectContext<'_>,
+        request: Json<CallRequest>,
+    ) -> Result<Json<Reply>, HandlerError> {
+        let key = ctx.key().to_owned();
+        let kept = read(&ctx).await?;
+        if let Some(outcome) = kept
+            .outcome
+            .or(kept.document.as_ref().and_then(|d| d.outcome().cloned()))
+        {
+            return Ok(Json(Reply::Outcome(Answer::Settled(outcome))));
+        }
+        if kept.document.is_some() {
+            return Err(TerminalError::new_with_code(
+                409,
+                format!("call {key:?} was made already and waits for a decision"),
+            )
+            .into());
+        }
+        let Json(request) = request;
+        let fence = self
+            .shared
+            .fenced(&request.tool_id)
+            .then(|| format!("call-{:016x}", ctx.random_seed()));
+        let shared = Arc::clone(&self.shared);
+        let Json(step) = ctx
+            .run(|| async move {
+                shared
+                    .take(&key, fence, Vec::new(), Op::Call(request))
+                    .await
+                    .map(Json)
+            })
+            .name("call")
+            .await?;
+        answer(&ctx, step)
+    }
+
+    /// Decides the waiting call, through the runtime's approval rules
+    /// (principal, digest, N of M, groups, separation of duties, expiry).
+    /// A decision on a settled call is answered with its recorded outcome,
+    /// as the runtime answers it.
+    #[handler]
+    async fn decide(
+        &self,
+        ctx: ObjectContext<'_>,
+        request: Json<DecideRequest>,
+    ) -> Result<Json<Reply>, HandlerError> {
+        let key = ctx.key().to_owned();
+        let kept = read(&ctx).await?;
+        let Some(document) = kept.document.clone() else {
+            let why = match kept.outcome {
+                Some(_) => format!("call {key:?} ran without waiting for a decision"),
+                None => format!("no call {key:?}"),
+            };
+            return Err(TerminalError::new_with_code(404, why).into());
+        };
+        let Json(request) = request;
+        let runs = matches!(
+            request.decision,
+            WireDecision::Approve | WireDecision::Edit(_) | WireDecision::Resume(_)
+        );
+        let fence = (runs
+            && document.outcome().is_none()
+            && self.shared.fenced(&document.call.head.tool_id))
+        .then(|| format!("decide-{:016x}", ctx.random_seed()));
+        let shared = Arc::clone(&self.shared);
+        let Json(step) = ctx
+            .run(|| async move {
+                shared
+                    .take(&key, fence, kept.audit, Op::Decide(request, Box::new(document)))
+                    .await
+                    .map(Json)
+            })
+            .name("decide")
+            .await?;
+        answer(&ctx, step)
+    }
+
+    /// The call's document, `null` for a call never stored (read its
+    /// outcome with `call`) or never made.
+    #[handler]
+    async fn get(
+        &self,
+        ctx: SharedObjectContext<'_>,
+    ) -> Result<Json<Option<CallDocument>>, HandlerError> {
+        Ok(Json(
+            ctx.get::<Json<CallDocument>>(CALL).await?.map(|Json(d)| d),
+        ))
+    }
+}
+
+/// What the call's object keeps.
+async fn read(ctx: &ObjectContext<'_>) -> Result<Kept, TerminalError> {
+    Ok(Kept {
+        document: ctx.get::<Json<CallDocument>>(CALL).await?.map(|Json(d)| d),
+        audit: ctx
+            .get::<Json<Vec<AuditEntry>>>(AUDIT)
+            .await?
+            .map(|Json(a)| a)
+            .unwrap_or_default(),
+        outcome: ctx
+            .get::<Json<RecordedOutcome>>(OUTCOME)
+            .await?
+            .map(|Json(o)| o),
+    })
+}
+
+/// Keeps what the step left and answers with its answer.
+fn answer(ctx: &ObjectContext<'_>, step: Step) -> Result<Json<Reply>, HandlerError> {
+    let Kept {
+        document,
+        audit,
+        outcome,
+    } = step.kept;
+    if let Some(document) = document {
+        ctx.set(CALL, Json(document));
+    }
+    if !audit.is_empty() {
+        ctx.set(AUDIT, Json(audit));
+    }
+    if let Some(outcome) = outcome {
+        ctx.set(OUTCOME, Json(outcome));
+    }
+    step.answer
+        .map(Json)
+        .map_err(|refusal| TerminalError::new_with_code(refusal.status, refusal.message).into())
+}
+
+impl Shared {
+    /// Whether steps of `tool_id` enter a fence: it is not `retry_safe`
+    /// (nor transactional), so running it twice is what must not happen.
+    fn fenced(&self, tool_id: &str) -> bool {
+        self.template
+            .tool(tool_id)
+            .is_some_and(|tool| !tool.definition().retry_safe)
+    }
+
+    /// Takes `op` on the call `key`, whose audit entries are `audit`. With
+    /// a `fence`, enters it first: when an earlier execution of this step
+    /// entered it (and died before its result was journaled), the call is
+    /// recovered as the runtime recovers an interrupted call (settled as
+    /// interrupted, or reconciled) instead of run again.
+    async fn take(
+        &self,
+        key: &str,
+        fence: Option<String>,
+        audit: Vec<AuditEntry>,
+        op: Op,
+    ) -> HandlerResult<Step> {
+        let store = Arc::new(MemoryStore::new());
+        for entry in audit {
+            store.append_audit(entry).await?;
+        }
+        let runtime = (self.configure)().store(Arc::clone(&store)).build()?;
+        let interrupted = match &fence {
+            Some(step) => self.enter(key, step).await? > 1,
+            None => false,
+        };
+        // Whether the runtime's store holds the call as it is to be kept:
+        // not a call that ran at once (never stored), nor one recovered
+        // under a kind it never had.
+        let mut keeps_call = true;
+        let result = match op {
+            Op::Call(request) if interrupted => {
+                keeps_call = false;
+                let call =
+                    PendingCall::new(key, request.tool_id, PendingKind::Approval, request.input);
+                recover(&runtime, &store, StoredCall::pending(call)).await
+            }
+            Op::Call(request) => {
+                let mut call = ToolCall::new(key, request.tool_id, request.input);
+                if let Some(requester) = request.requester {
+                    call = call.with_requester(requester);
+                }
+                Ok(runtime.call(call).await)
+            }
+            Op::Decide(_, document) if interrupted => {
+                recover(&runtime, &store, document.into_stored()).await
+            }
+            Op::Decide(request, document) => {
+                store.restore(document.into_stored());
+                let decider = request.decider();
+                let decision = Decision::from(request.decision);
+                match decider {
+                    Some(decider) => runtime.decide_as(key, decision, decider).await,
+                    None => runtime.decide(key, decision, Default::default()).await,
+                }
+            }
+        };
+        let stored = match keeps_call {
+            true => store.get(key).await?,
+            false => None,
+        };
+        let document = stored.as_ref().and_then(CallDocument::of);
+        let outcome = match (&document, &result) {
+            (None, Ok(outcome)) => RecordedOutcome::from_outcome(outcome),
+            _ => None,
+        };
+        let audit = store.audit(AuditQuery::all().call(key)).await?;
+        Ok(Step {
+            answer: match &result {
+                Ok(outcome) => Ok(Reply::Outcome(Answer::from(outcome))),
+                Err(RuntimeError::AlreadyDecided { outcome, .. }) => {
+                    Ok(Reply::AlreadyDecided(Answer::from(&**outcome)))
+                }
+                Err(error) => Err(Refusal::from(error)),
+            },
+            kept: Kept {
+                document,
+                audit,
+                outcome,
+            },
+        })
+    }
+
+    /// Enters the call's fence for `step` through the ingress: how many
+    /// executions of the step did (1 for the first).
+    async fn enter(&self, key: &str, step: &str) -> Result<u32, RestateError> {
+        let url = format!(
+            "{}/ToolCallFences/{}/enter",
+            self.ingress,
+            path_segment(key)
+        );
+        let response = self
+            .http
+            .post(&url)
+            .json(&step)
+            .send()
+            .await
+            .map_err(RestateError::Http)?;
+        let status = response.status();
+        if !status.is_success() {
+            let body = response.text().await.unwrap_or_default();
+            return Err(RestateError::Refused {
+                status: status.as_u16(),
+                message: body,
+            });
+        }
+        response.json::<u32>().await.map_err(RestateError::Http)
+    }
+}
+
+/// Recovers `stored`, put back as running under a lease that ran out: what
+/// the runtime does with a call whose instance died while running it.
+async fn recover(
+    runtime: &Runtime,
+    store: &MemoryStore,
+    mut stored: StoredCall,
+) -> Result<CallOutcome, RuntimeError> {
+    let call_id = stored.call.head.call_id.clone();
+    stored.state = CallState::Running {
+        owner: "an earlier execution of this step".to_owned(),
+        lease_expires_at: UNIX_EPOCH,
+    };
+    stored.attempt = stored.attempt.max(1);
+    store.restore(stored);
+    let recovered = runtime.recover().await?;
+    recovered
+        .into_iter()
+        .find(|r| r.call_id == call_id)
+        .map(|r| r.outcome)
+        .ok_or(RuntimeError::UnknownCall { call_id })
+}
+
+/// `key` as one segment of an ingress path.
+pub(crate) fn path_segment(key: &str) -> String {
+    let mut out = String::with_capacity(key.len());
+    for byte in key.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+/// The virtual object `ToolCallFences`, keyed by call id: counts the
+/// executions of a step, so that a step whose earlier execution died knows.
+pub struct ToolCallFences;
+
+/// The step last entered and how many executions entered it.
+#[derive(Debug, Serialize, Deserialize)]
+struct Entered {
+    step: String,
+    times: u32,
+}
+
+#[restate_sdk::object]
+impl ToolCallFences {
+    /// Enters `step`: how many executions did, this one included. Entering
+    /// another step starts its count (a call takes one step at a time).
+    #[handler]
+    async fn enter(&self, ctx: ObjectContext<'_>, step: Json<String>) -> Result<u32, HandlerError> {
+        let Json(step) = step;
+        let times = match ctx.get::<Json<Entered>>(ENTERED).await? {
+            Some(Json(entered)) if entered.step == step => entered.times.saturating_add(1),
+            _ => 1,
+        };
+        ctx.set(ENTERED, Json(Entered { step, times }));
+        Ok(times)
+    }
+}

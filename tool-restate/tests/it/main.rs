@@ -1,0 +1,7 @@
+//! tool-restate's integration tests, against a real Restate server
+//! (`RESTATE_SERVER`: the `restate-server` binary, which `.ci/run` installs
+//! from npm). Without one they skip with a notice; with `REQUIRE_RESTATE=1`
+//! they fail instead.
+
+mod calls;
+mod server;
