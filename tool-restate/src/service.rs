@@ -278,7 +278,12 @@ impl ToolCalls {
         let Json(step) = ctx
             .run(|| async move {
                 shared
-                    .take(&key, fence, kept.audit, Op::Decide(request, Box::new(document)))
+                    .take(
+                        &key,
+                        fence,
+                        kept.audit,
+                        Op::Decide(request, Box::new(document)),
+                    )
                     .await
                     .map(Json)
             })

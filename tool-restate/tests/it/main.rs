@@ -4,4 +4,5 @@
 //! they fail instead.
 
 mod calls;
+mod kill;
 mod server;

@@ -1,0 +1,174 @@
+//! The service process killed (SIGKILL) while a tool runs: Restate takes
+//! the step again on the next process, and a tool that is not retry-safe is
+//! not run twice (the call settles as interrupted) while a retry-safe one
+//! runs again to completion.
+//!
+//! The service runs in a child process: this test binary again, running the
+//! ignored test [`serve_tools_until_killed`] with `SERVE_ON` set.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tokio::process::{Child, Command};
+use tool_core::{Tool, ToolContext, ToolError};
+use tool_restate::{CallRequest, RestateClient, RestateTools};
+use tool_runtime::{CallOutcome, Runtime};
+
+use crate::server::Restate;
+
+/// Tools whose every start is a line in the file `STARTS`: `charge`
+/// (not retry-safe) and `sync` (retry-safe), which both hang on their first
+/// start until killed and finish on any later one.
+fn tools(ingress: &str, starts: PathBuf) -> RestateTools {
+    RestateTools::new(ingress, move || {
+        let tool = |id: &'static str, retry_safe: bool| {
+            let starts = starts.clone();
+            Tool::builder(id)
+                .description("Records its start, hangs the first time")
+                .retry_safe(retry_safe)
+                .execute(move |input: Value, _ctx: ToolContext<Value, Value>| {
+                    let starts = starts.clone();
+                    async move {
+                        let before = started(&starts, id);
+                        let line = format!("{id}\n");
+                        let mut all = std::fs::read_to_string(&starts).unwrap_or_default();
+                        all.push_str(&line);
+                        std::fs::write(&starts, all).expect("record the start");
+                        if before == 0 {
+                            tokio::time::sleep(Duration::from_secs(3600)).await;
+                        }
+                        Ok::<_, ToolError>(json!({ "done": input }))
+                    }
+                })
+                .build()
+                .expect("tool")
+        };
+        Runtime::builder().tools([tool("charge", false), tool("sync", true)])
+    })
+    .expect("tools")
+}
+
+/// How many starts of `id` the file records.
+fn started(starts: &Path, id: &str) -> usize {
+    std::fs::read_to_string(starts)
+        .unwrap_or_default()
+        .lines()
+        .filter(|line| *line == id)
+        .count()
+}
+
+/// The service process: serves the tools on `SERVE_ON` until killed.
+#[tokio::test]
+#[ignore = "the service process of kill::*, started by them"]
+async fn serve_tools_until_killed() {
+    let (Ok(port), Ok(ingress), Ok(starts)) = (
+        std::env::var("SERVE_ON"),
+        std::env::var("SERVE_INGRESS"),
+        std::env::var("SERVE_STARTS"),
+    ) else {
+        return;
+    };
+    let listener = tokio::net::TcpListener::bind(format!("127.0.0.1:{port}"))
+        .await
+        .expect("bind");
+    tools(&ingress, PathBuf::from(starts)).serve(listener).await;
+}
+
+/// A service process on `port`.
+fn service(port: u16, ingress: &str, starts: &Path) -> Child {
+    Command::new(std::env::current_exe().expect("test binary"))
+        .args([
+            "--exact",
+            "kill::serve_tools_until_killed",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("SERVE_ON", port.to_string())
+        .env("SERVE_INGRESS", ingress)
+        .env("SERVE_STARTS", starts)
+        .stdout(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("service process")
+}
+
+/// Waits for `check`, at most 60 s.
+async fn until(what: &str, mut check: impl FnMut() -> bool) {
+    let started = Instant::now();
+    while !check() {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "waited 60 s for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Calls `tool`, kills the service while it runs, starts another: the
+/// call's outcome and how often the tool started.
+async fn killed_mid_tool(tool: &str) -> Option<(CallOutcome, usize)> {
+    let server = Restate::start().await?;
+    let dir = tempfile::tempdir().expect("dir");
+    let starts = dir.path().join("starts");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("port")
+        .port();
+    let mut first = service(port, &server.ingress, &starts);
+    let uri = format!("http://127.0.0.1:{port}");
+    let started_at = Instant::now();
+    loop {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_ok()
+        {
+            break;
+        }
+        assert!(
+            started_at.elapsed() < Duration::from_secs(60),
+            "the service process did not listen"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    server.register(&uri).await;
+
+    let client = RestateClient::new(&server.ingress);
+    let request = CallRequest::new(tool, json!({ "n": 1 }));
+    let calling = tokio::spawn(async move { client.call("k1", request).await });
+    until("the tool's first start", || started(&starts, tool) == 1).await;
+    first.kill().await.expect("SIGKILL");
+    let _second = service(port, &server.ingress, &starts);
+    let outcome = tokio::time::timeout(Duration::from_secs(120), calling)
+        .await
+        .expect("the call ends once the service is back")
+        .expect("task")
+        .expect("call");
+    Some((outcome, started(&starts, tool)))
+}
+
+#[tokio::test]
+async fn a_tool_that_is_not_retry_safe_is_settled_interrupted_not_run_twice() {
+    let Some((outcome, starts)) = killed_mid_tool("charge").await else {
+        return;
+    };
+    assert_eq!(starts, 1, "started once");
+    match outcome {
+        CallOutcome::Failed { error } => assert!(
+            error.message().contains("interrupted"),
+            "the model reads that it was interrupted: {error:?}"
+        ),
+        other => panic!("expected an interrupted call, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_retry_safe_tool_runs_again_after_the_kill() {
+    let Some((outcome, starts)) = killed_mid_tool("sync").await else {
+        return;
+    };
+    assert_eq!(starts, 2, "ran again");
+    assert_eq!(outcome.output(), Some(&json!({ "done": { "n": 1 } })));
+}
