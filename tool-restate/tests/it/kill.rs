@@ -18,7 +18,8 @@ use tool_runtime::{CallOutcome, Runtime};
 
 use crate::server::Restate;
 
-/// Tools whose every start is a line in the file `STARTS`: `charge`
+/// Tools whose every start is a line in the file `STARTS` (the tool and its
+/// idempotency key): `charge`
 /// (not retry-safe) and `sync` (retry-safe), which both hang on their first
 /// start until killed and finish on any later one.
 fn tools(ingress: &str, starts: PathBuf) -> RestateTools {
@@ -28,11 +29,11 @@ fn tools(ingress: &str, starts: PathBuf) -> RestateTools {
             Tool::builder(id)
                 .description("Records its start, hangs the first time")
                 .retry_safe(retry_safe)
-                .execute(move |input: Value, _ctx: ToolContext<Value, Value>| {
+                .execute(move |input: Value, ctx: ToolContext<Value, Value>| {
                     let starts = starts.clone();
                     async move {
                         let before = started(&starts, id);
-                        let line = format!("{id}\n");
+                        let line = format!("{id} {}\n", ctx.idempotency_key());
                         let mut all = std::fs::read_to_string(&starts).unwrap_or_default();
                         all.push_str(&line);
                         std::fs::write(&starts, all).expect("record the start");
@@ -55,8 +56,17 @@ fn started(starts: &Path, id: &str) -> usize {
     std::fs::read_to_string(starts)
         .unwrap_or_default()
         .lines()
-        .filter(|line| *line == id)
+        .filter(|line| line.split(' ').next() == Some(id))
         .count()
+}
+
+/// The idempotency keys the starts of `id` saw.
+fn keys(starts: &Path, id: &str) -> Vec<String> {
+    std::fs::read_to_string(starts)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| line.strip_prefix(id)?.strip_prefix(' ').map(str::to_owned))
+        .collect()
 }
 
 /// The service process: serves the tools on `SERVE_ON` until killed.
@@ -109,7 +119,7 @@ async fn until(what: &str, mut check: impl FnMut() -> bool) {
 
 /// Calls `tool`, kills the service while it runs, starts another: the
 /// call's outcome and how often the tool started.
-async fn killed_mid_tool(tool: &str) -> Option<(CallOutcome, usize)> {
+async fn killed_mid_tool(tool: &str) -> Option<(CallOutcome, Vec<String>)> {
     let server = Restate::start().await?;
     let dir = tempfile::tempdir().expect("dir");
     let starts = dir.path().join("starts");
@@ -146,7 +156,7 @@ async fn killed_mid_tool(tool: &str) -> Option<(CallOutcome, usize)> {
         .expect("the call ends once the service is back")
         .expect("task")
         .expect("call");
-    Some((outcome, started(&starts, tool)))
+    Some((outcome, keys(&starts, tool)))
 }
 
 #[tokio::test]
@@ -154,7 +164,7 @@ async fn a_tool_that_is_not_retry_safe_is_settled_interrupted_not_run_twice() {
     let Some((outcome, starts)) = killed_mid_tool("charge").await else {
         return;
     };
-    assert_eq!(starts, 1, "started once");
+    assert_eq!(starts.len(), 1, "started once");
     match outcome {
         CallOutcome::Failed { error } => assert!(
             error.message().contains("interrupted"),
@@ -169,6 +179,7 @@ async fn a_retry_safe_tool_runs_again_after_the_kill() {
     let Some((outcome, starts)) = killed_mid_tool("sync").await else {
         return;
     };
-    assert_eq!(starts, 2, "ran again");
+    assert_eq!(starts.len(), 2, "ran again");
+    assert_eq!(starts[0], starts[1], "with the same idempotency key");
     assert_eq!(outcome.output(), Some(&json!({ "done": { "n": 1 } })));
 }
