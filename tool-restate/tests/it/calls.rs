@@ -244,3 +244,37 @@ async fn an_approved_call_suspends_and_resumes() {
         "{unknown:?}"
     );
 }
+
+#[tokio::test]
+async fn a_waiting_call_survives_a_restart_of_the_server_and_a_new_service() {
+    let runs = Arc::new(Runs::default());
+    let Some(mut server) = Restate::start().await else {
+        return;
+    };
+    server.serve(&tools(&server.ingress, &runs)).await;
+    let client = RestateClient::new(&server.ingress);
+    let waiting = client
+        .call(
+            "r1",
+            CallRequest::new("pay", json!({ "amount": 7 })).requester("mallory"),
+        )
+        .await
+        .expect("call");
+    assert!(matches!(waiting, CallOutcome::ApprovalRequired { .. }));
+    decide_as(&client, "r1", "alice", WireDecision::Approve)
+        .await
+        .expect("first grant");
+
+    server.restart().await;
+    // Another service process would register again at another address.
+    server.serve(&tools(&server.ingress, &runs)).await;
+    let done = decide_as(&client, "r1", "bob", WireDecision::Approve)
+        .await
+        .expect("second grant");
+    assert_eq!(
+        done.output(),
+        Some(&json!({ "paid": 7 })),
+        "alice's grant survived"
+    );
+    assert_eq!(runs.pay.load(Ordering::SeqCst), 1);
+}

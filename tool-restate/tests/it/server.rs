@@ -13,12 +13,22 @@ use tool_restate::RestateTools;
 
 /// A running server.
 pub struct Restate {
+    binary: std::ffi::OsString,
     child: Child,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
+    ports: Ports,
     /// `http://127.0.0.1:PORT` of the ingress.
     pub ingress: String,
     admin: String,
     http: reqwest::Client,
+}
+
+/// The ports a server listens on.
+#[derive(Debug, Clone, Copy)]
+struct Ports {
+    admin: u16,
+    ingress: u16,
+    node: u16,
 }
 
 /// A port free when asked.
@@ -27,6 +37,29 @@ fn free_port() -> u16 {
         .and_then(|listener| listener.local_addr())
         .map(|addr| addr.port())
         .expect("a free port")
+}
+
+/// The server `binary` on `ports`, its data in `dir`.
+fn spawn(binary: &std::ffi::OsStr, dir: &std::path::Path, ports: Ports) -> Child {
+    Command::new(binary)
+        .arg("--no-logo")
+        .env_remove("RUST_LOG")
+        .env("RESTATE_BASE_DIR", dir)
+        .env("RESTATE_NODE_NAME", "n1")
+        .env("RESTATE_BIND_IP", "127.0.0.1")
+        .env("RESTATE_ADMIN__BIND_PORT", ports.admin.to_string())
+        .env("RESTATE_INGRESS__BIND_PORT", ports.ingress.to_string())
+        .env("RESTATE_BIND_PORT", ports.node.to_string())
+        .env("RESTATE_LISTEN_MODE", "tcp")
+        .env("RESTATE_DISABLE_TELEMETRY", "true")
+        .env("RESTATE_DEFAULT_NUM_PARTITIONS", "1")
+        .env("RESTATE_ROCKSDB_TOTAL_MEMORY_SIZE", "256MiB")
+        .env("RESTATE_LOG_FILTER", "error,octocrab=off")
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("restate-server starts")
 }
 
 impl Restate {
@@ -52,40 +85,34 @@ impl Restate {
                 .prefix("rs")
                 .tempdir_in("/tmp")
                 .expect("temp dir");
-            let (admin, ingress, node) = (free_port(), free_port(), free_port());
-            let child = Command::new(&binary)
-                .arg("--no-logo")
-                .env_remove("RUST_LOG")
-                .env("RESTATE_BASE_DIR", dir.path())
-                .env("RESTATE_NODE_NAME", "n1")
-                .env("RESTATE_BIND_IP", "127.0.0.1")
-                .env("RESTATE_ADMIN__BIND_PORT", admin.to_string())
-                .env("RESTATE_INGRESS__BIND_PORT", ingress.to_string())
-                .env("RESTATE_BIND_PORT", node.to_string())
-                .env("RESTATE_LISTEN_MODE", "tcp")
-                .env("RESTATE_DISABLE_TELEMETRY", "true")
-                .env("RESTATE_DEFAULT_NUM_PARTITIONS", "1")
-                .env("RESTATE_ROCKSDB_TOTAL_MEMORY_SIZE", "256MiB")
-                .env("RESTATE_LOG_FILTER", "error,octocrab=off")
-                .stdout(Stdio::null())
-                .stderr(Stdio::inherit())
-                .kill_on_drop(true)
-                .spawn()
-                .expect("restate-server starts");
-            let server = Restate {
-                ingress: format!("http://127.0.0.1:{ingress}"),
-                admin: format!("http://127.0.0.1:{admin}"),
-                http: reqwest::Client::new(),
-                child,
-                _dir: dir,
+            let ports = Ports {
+                admin: free_port(),
+                ingress: free_port(),
+                node: free_port(),
             };
-            let mut server = server;
+            let mut server = Restate {
+                child: spawn(&binary, dir.path(), ports),
+                binary: binary.clone(),
+                ingress: format!("http://127.0.0.1:{}", ports.ingress),
+                admin: format!("http://127.0.0.1:{}", ports.admin),
+                http: reqwest::Client::new(),
+                dir,
+                ports,
+            };
             if server.ready().await {
                 return Some(server);
             }
             let _ = server.child.kill().await;
         }
         panic!("the Restate server did not start on five sets of ports");
+    }
+
+    /// Kills the server (SIGKILL) and starts it again on the same ports and
+    /// data.
+    pub async fn restart(&mut self) {
+        self.child.kill().await.expect("SIGKILL the server");
+        self.child = spawn(&self.binary, self.dir.path(), self.ports);
+        assert!(self.ready().await, "the restarted server exited");
     }
 
     /// Waits until its SQL introspection answers (health answers earlier,
