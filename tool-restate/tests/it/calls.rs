@@ -278,3 +278,46 @@ async fn a_waiting_call_survives_a_restart_of_the_server_and_a_new_service() {
     );
     assert_eq!(runs.pay.load(Ordering::SeqCst), 1);
 }
+
+#[tokio::test]
+async fn eight_concurrent_deciders_run_the_call_once() {
+    let runs = Arc::new(Runs::default());
+    let Some((_server, client)) = served(&runs).await else {
+        return;
+    };
+    client
+        .call(
+            "m1",
+            CallRequest::new("pay", json!({ "amount": 3 })).requester("mallory"),
+        )
+        .await
+        .expect("call");
+    let deciding: Vec<_> = (0..8)
+        .map(|i| {
+            let client = client.clone();
+            tokio::spawn(async move {
+                decide_as(
+                    &client,
+                    "m1",
+                    &format!("approver-{i}"),
+                    WireDecision::Approve,
+                )
+                .await
+            })
+        })
+        .collect();
+    let (mut completed, mut granted, mut late) = (0, 0, 0);
+    for decision in deciding {
+        match decision.await.expect("task") {
+            Ok(CallOutcome::Completed { .. }) => completed += 1,
+            Ok(CallOutcome::ApprovalRequired { .. }) => granted += 1,
+            Err(RestateError::AlreadyDecided { outcome, .. }) => {
+                assert_eq!(outcome.output(), Some(&json!({ "paid": 3 })));
+                late += 1;
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!((completed, granted, late), (1, 1, 6));
+    assert_eq!(runs.pay.load(Ordering::SeqCst), 1, "ran once");
+}
