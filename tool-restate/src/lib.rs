@@ -28,6 +28,8 @@
 
 mod client;
 mod document;
+#[cfg(feature = "postgres")]
+pub mod effects;
 mod error;
 mod service;
 mod wire;

@@ -46,9 +46,41 @@ fn tools(ingress: &str, starts: PathBuf) -> RestateTools {
                 .build()
                 .expect("tool")
         };
-        Runtime::builder().tools([tool("charge", false), tool("sync", true)])
+        let runtime = Runtime::builder().tools([tool("charge", false), tool("sync", true)]);
+        #[cfg(feature = "postgres")]
+        let runtime = runtime.tool(transfer(starts.clone()));
+        runtime
     })
     .expect("tools")
+}
+
+/// `transfer` (retry-safe): takes 5 from the account of the table
+/// `SERVE_TABLE` once per call (`effects::Once` with the call's idempotency
+/// key), records its start, and hangs after its effect the first time.
+#[cfg(feature = "postgres")]
+fn transfer(starts: PathBuf) -> Tool {
+    Tool::builder("transfer")
+        .description("Moves money once")
+        .retry_safe(true)
+        .execute(move |_input: Value, ctx: ToolContext<Value, Value>| {
+            let starts = starts.clone();
+            async move {
+                let before = started(&starts, "transfer");
+                let mut all = std::fs::read_to_string(&starts).unwrap_or_default();
+                all.push_str(&format!("transfer {}\n", ctx.idempotency_key()));
+                std::fs::write(&starts, all).expect("record the start");
+                let mut client = crate::effects::connect().await.expect("database");
+                let table = std::env::var("SERVE_TABLE").expect("SERVE_TABLE");
+                let key = ctx.idempotency_key().to_string();
+                let result = crate::effects::take_five(&mut client, &table, &key).await;
+                if before == 0 {
+                    tokio::time::sleep(Duration::from_secs(3600)).await;
+                }
+                Ok::<_, ToolError>(result)
+            }
+        })
+        .build()
+        .expect("transfer")
 }
 
 /// How many starts of `id` the file records.
@@ -87,8 +119,9 @@ async fn serve_tools_until_killed() {
 }
 
 /// A service process on `port`.
-fn service(port: u16, ingress: &str, starts: &Path) -> Child {
+fn service(port: u16, ingress: &str, starts: &Path, table: &str) -> Child {
     Command::new(std::env::current_exe().expect("test binary"))
+        .env("SERVE_TABLE", table)
         .args([
             "--exact",
             "kill::serve_tools_until_killed",
@@ -119,7 +152,7 @@ async fn until(what: &str, mut check: impl FnMut() -> bool) {
 
 /// Calls `tool`, kills the service while it runs, starts another: the
 /// call's outcome and how often the tool started.
-async fn killed_mid_tool(tool: &str) -> Option<(CallOutcome, Vec<String>)> {
+async fn killed_mid_tool(tool: &str, table: &str) -> Option<(CallOutcome, Vec<String>)> {
     let server = Restate::start().await?;
     let dir = tempfile::tempdir().expect("dir");
     let starts = dir.path().join("starts");
@@ -127,7 +160,7 @@ async fn killed_mid_tool(tool: &str) -> Option<(CallOutcome, Vec<String>)> {
         .and_then(|l| l.local_addr())
         .expect("port")
         .port();
-    let mut first = service(port, &server.ingress, &starts);
+    let mut first = service(port, &server.ingress, &starts, table);
     let uri = format!("http://127.0.0.1:{port}");
     let started_at = Instant::now();
     loop {
@@ -150,7 +183,7 @@ async fn killed_mid_tool(tool: &str) -> Option<(CallOutcome, Vec<String>)> {
     let calling = tokio::spawn(async move { client.call("k1", request).await });
     until("the tool's first start", || started(&starts, tool) == 1).await;
     first.kill().await.expect("SIGKILL");
-    let _second = service(port, &server.ingress, &starts);
+    let _second = service(port, &server.ingress, &starts, table);
     let outcome = tokio::time::timeout(Duration::from_secs(120), calling)
         .await
         .expect("the call ends once the service is back")
@@ -161,7 +194,7 @@ async fn killed_mid_tool(tool: &str) -> Option<(CallOutcome, Vec<String>)> {
 
 #[tokio::test]
 async fn a_tool_that_is_not_retry_safe_is_settled_interrupted_not_run_twice() {
-    let Some((outcome, starts)) = killed_mid_tool("charge").await else {
+    let Some((outcome, starts)) = killed_mid_tool("charge", "").await else {
         return;
     };
     assert_eq!(starts.len(), 1, "started once");
@@ -176,10 +209,33 @@ async fn a_tool_that_is_not_retry_safe_is_settled_interrupted_not_run_twice() {
 
 #[tokio::test]
 async fn a_retry_safe_tool_runs_again_after_the_kill() {
-    let Some((outcome, starts)) = killed_mid_tool("sync").await else {
+    let Some((outcome, starts)) = killed_mid_tool("sync", "").await else {
         return;
     };
     assert_eq!(starts.len(), 2, "ran again");
     assert_eq!(starts[0], starts[1], "with the same idempotency key");
     assert_eq!(outcome.output(), Some(&json!({ "done": { "n": 1 } })));
+}
+
+#[cfg(feature = "postgres")]
+#[tokio::test]
+async fn an_effect_in_postgresql_keyed_by_the_idempotency_key_happens_once_across_the_kill() {
+    let Some(client) = crate::effects::connect().await else {
+        return;
+    };
+    let table = crate::effects::account(&client).await;
+    let Some((outcome, starts)) = killed_mid_tool("transfer", &table).await else {
+        return;
+    };
+    assert_eq!(starts.len(), 2, "ran again after the kill");
+    assert_eq!(
+        outcome.output(),
+        Some(&json!({ "taken": 5 })),
+        "the first execution's result"
+    );
+    assert_eq!(
+        crate::effects::balance(&client, &table).await,
+        95,
+        "taken once"
+    );
 }

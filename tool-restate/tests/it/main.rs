@@ -4,5 +4,7 @@
 //! they fail instead.
 
 mod calls;
+#[cfg(feature = "postgres")]
+mod effects;
 mod kill;
 mod server;
