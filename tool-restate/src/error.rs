@@ -29,6 +29,11 @@ pub enum RestateError {
         /// Its outcome.
         outcome: Box<tool_runtime::CallOutcome>,
     },
+    /// The runtime writes notifications, which no outbox keeps here.
+    #[error(
+        "the runtime writes notifications, which tool-restate keeps no outbox for: build it with notifications(false)"
+    )]
+    Notifications,
     /// The ingress could not be reached, or answered with a body that is
     /// not what the handler answers.
     #[error("the Restate ingress: {0}")]

@@ -93,13 +93,18 @@ impl std::fmt::Debug for RestateTools {
 impl RestateTools {
     /// The tools of the runtime `configure` builds, served as Restate
     /// services; steps of tools that are not `retry_safe` enter their
-    /// fence through `ingress`. Fails as the runtime's build would, and for
-    /// a background tool (not served on Restate by this crate).
+    /// fence through `ingress`. Fails as the runtime's build would, for a
+    /// background tool, and for a runtime that writes notifications (both
+    /// not served on Restate by this crate: each step's store is dropped
+    /// with its step).
     pub fn new(
         ingress: impl Into<String>,
         configure: impl Fn() -> RuntimeBuilder + Send + Sync + 'static,
     ) -> Result<Self, RestateError> {
         let template = configure().store(MemoryStore::new()).build()?;
+        if template.notifies() {
+            return Err(RestateError::Notifications);
+        }
         if let Some(tool) = template
             .tools()
             .iter()

@@ -803,6 +803,20 @@ impl Runtime {
         self.inner.path.stored().retention()
     }
 
+    /// Whether this runtime writes notifications into its store's outbox
+    /// ([`RuntimeBuilder::notifications`]): what an integration that
+    /// delivers none (or keeps no outbox) checks before taking it.
+    ///
+    /// ```
+    /// use tool_runtime::Runtime;
+    ///
+    /// assert!(!Runtime::builder().build().unwrap().notifies());
+    /// assert!(Runtime::builder().notifications(true).build().unwrap().notifies());
+    /// ```
+    pub fn notifies(&self) -> bool {
+        self.inner.path.stored().notifications().on()
+    }
+
     /// This runtime instance's id, the owner of the stored calls it runs.
     pub fn instance_id(&self) -> &str {
         self.inner.path.stored().owner()

@@ -8,3 +8,4 @@ mod calls;
 mod effects;
 mod kill;
 mod server;
+mod setup;
