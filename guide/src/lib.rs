@@ -28,6 +28,7 @@ pages! {
     McpTasks = "../../docs/mcp-tasks.md";
     Agents = "../../docs/agents.md";
     Inbox = "../../docs/inbox.md";
+    ScalingOut = "../../docs/scaling-out.md";
     Notifications = "../../docs/notifications.md";
     Testing = "../../docs/testing.md";
     Design = "../../docs/design.md";
