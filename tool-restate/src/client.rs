@@ -29,6 +29,7 @@ use crate::wire::{CallRequest, DecideRequest, Reply};
 #[derive(Debug, Clone)]
 pub struct RestateClient {
     ingress: String,
+    admin: Option<String>,
     http: reqwest::Client,
 }
 
@@ -37,8 +38,80 @@ impl RestateClient {
     pub fn new(ingress: impl Into<String>) -> Self {
         RestateClient {
             ingress: ingress.into().trim_end_matches('/').to_owned(),
+            admin: None,
             http: reqwest::Client::new(),
         }
+    }
+
+    /// Also reads the server's admin API at `admin` (`http://host:9070`),
+    /// for [`waiting`](Self::waiting).
+    #[must_use]
+    pub fn admin(mut self, admin: impl Into<String>) -> Self {
+        self.admin = Some(admin.into().trim_end_matches('/').to_owned());
+        self
+    }
+
+    /// The calls waiting for a decision, by id, `limit` at most, those
+    /// after the id `after` (the last of the previous page): what an inbox
+    /// lists. Read from the Restate server's SQL introspection of the
+    /// objects' state (the admin API), which sees every call without an
+    /// index of its own to keep in step.
+    pub async fn waiting(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<StoredCall>, RestateError> {
+        let admin = self.admin.as_deref().ok_or(RestateError::NoAdmin)?;
+        // The document's own serialization of a pending state (serde
+        // writes a struct's fields in order); each row is checked again
+        // once parsed.
+        let mut query = String::from(
+            "SELECT service_key, value_utf8 FROM state
+             WHERE service_name = 'ToolCalls' AND key = 'call'
+               AND value_utf8 LIKE '%\"state\":{\"status\":\"pending\"}%'",
+        );
+        if let Some(after) = after {
+            query.push_str(&format!(
+                " AND service_key > '{}'",
+                after.replace('\'', "''")
+            ));
+        }
+        query.push_str(&format!(" ORDER BY service_key LIMIT {limit}"));
+        let response = self
+            .http
+            .post(format!("{admin}/query"))
+            .header("accept", "application/json")
+            .json(&serde_json::json!({ "query": query }))
+            .send()
+            .await
+            .map_err(RestateError::Http)?;
+        let status = response.status();
+        if !status.is_success() {
+            return Err(RestateError::Refused {
+                status: status.as_u16(),
+                message: response.text().await.unwrap_or_default(),
+            });
+        }
+        let body: serde_json::Value = response.json().await.map_err(RestateError::Http)?;
+        let rows = body["rows"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let mut waiting = Vec::with_capacity(rows.len());
+        for row in rows {
+            let call_id = row["service_key"].as_str().unwrap_or_default();
+            let text = row["value_utf8"].as_str().unwrap_or_default();
+            let document = serde_json::from_str::<CallDocument>(text).map_err(|error| {
+                RestateError::Document {
+                    call_id: call_id.to_owned(),
+                    error,
+                }
+            })?;
+            if document.outcome().is_none() {
+                waiting.push(document.into_stored());
+            }
+        }
+        Ok(waiting)
     }
 
     /// Makes the call `call_id`: its outcome, or what it waits for. Made

@@ -34,6 +34,19 @@ pub enum RestateError {
         "the runtime writes notifications, which tool-restate keeps no outbox for: build it with notifications(false)"
     )]
     Notifications,
+    /// [`RestateClient::waiting`](crate::RestateClient::waiting) needs the
+    /// admin API's address ([`RestateClient::admin`](crate::RestateClient::admin)).
+    #[error("the Restate admin API's address is not known: give it with RestateClient::admin")]
+    NoAdmin,
+    /// A call's document in the server's state does not read as one.
+    #[error("the document of call {call_id:?} does not read: {error}")]
+    Document {
+        /// The call.
+        call_id: String,
+        /// Why.
+        #[source]
+        error: serde_json::Error,
+    },
     /// The ingress could not be reached, or answered with a body that is
     /// not what the handler answers.
     #[error("the Restate ingress: {0}")]

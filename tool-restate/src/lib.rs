@@ -22,9 +22,12 @@
 //! runtime recovers an interrupted one (settled as interrupted, or asked
 //! to reconcile), and never runs the tool twice.
 //!
+//! Waiting calls are listed from the server's SQL introspection of the
+//! objects' state ([`RestateClient::waiting`]).
+//!
 //! Not served here (yet): background tools ([`RestateTools::new`] refuses
 //! them), standing rules (each step's store starts without any), agent
-//! runs as workflows, and the inbox's listing of waiting calls.
+//! runs as workflows, and tool-inbox's page over a Restate deployment.
 
 mod client;
 mod document;

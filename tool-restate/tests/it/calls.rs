@@ -321,3 +321,64 @@ async fn eight_concurrent_deciders_run_the_call_once() {
     assert_eq!((completed, granted, late), (1, 1, 6));
     assert_eq!(runs.pay.load(Ordering::SeqCst), 1, "ran once");
 }
+
+#[tokio::test]
+async fn the_waiting_calls_are_listed_from_the_servers_state_a_page_at_a_time() {
+    let runs = Arc::new(Runs::default());
+    let Some((server, client)) = served(&runs).await else {
+        return;
+    };
+    let client = client.admin(&server.admin);
+    for id in ["w1", "w2", "w3"] {
+        client
+            .call(
+                id,
+                CallRequest::new("ask", json!({ "id": id })).requester("mallory"),
+            )
+            .await
+            .expect("call");
+    }
+    client
+        .call("plain", CallRequest::new("add", json!({ "a": 1, "b": 1 })))
+        .await
+        .expect("call");
+    decide_as(&client, "w3", "alice", WireDecision::Decline(None))
+        .await
+        .expect("declined");
+
+    let ids = |calls: Vec<tool_runtime::StoredCall>| -> Vec<String> {
+        calls
+            .into_iter()
+            .map(|stored| stored.call.head.call_id)
+            .collect()
+    };
+    // The introspection reads the partition's state as it is applied.
+    let started = std::time::Instant::now();
+    let listed = loop {
+        let listed = ids(client.waiting(None, 50).await.expect("waiting"));
+        if listed == ["w1", "w2"] || started.elapsed() > std::time::Duration::from_secs(10) {
+            break listed;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    assert_eq!(
+        listed,
+        ["w1", "w2"],
+        "waiting only: not the plain call, not the declined one"
+    );
+    assert_eq!(ids(client.waiting(None, 1).await.expect("page")), ["w1"]);
+    assert_eq!(
+        ids(client.waiting(Some("w1"), 1).await.expect("next page")),
+        ["w2"]
+    );
+    assert!(
+        client
+            .waiting(Some("w2"), 1)
+            .await
+            .expect("last page")
+            .is_empty()
+    );
+
+    let without_admin = RestateClient::new(&server.ingress).waiting(None, 1).await;
+    assert!(matches!(without_admin, Err(RestateError::NoAdmin)));
+}

@@ -19,7 +19,8 @@ pub struct Restate {
     ports: Ports,
     /// `http://127.0.0.1:PORT` of the ingress.
     pub ingress: String,
-    admin: String,
+    /// `http://127.0.0.1:PORT` of the admin API.
+    pub admin: String,
     http: reqwest::Client,
 }
 
