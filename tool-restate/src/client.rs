@@ -140,6 +140,15 @@ impl RestateClient {
             .and_then(|reply| reply.into_outcome(call_id))
     }
 
+    /// The outcome of the call `call_id` once it settles: a background
+    /// task's, after it ran (as [`Runtime::wait`](tool_runtime::Runtime::wait)).
+    /// Refused (409) while the call waits for a decision, 404 for no call.
+    pub async fn wait(&self, call_id: &str) -> Result<CallOutcome, RestateError> {
+        self.post::<(), Reply>(call_id, "settle", None)
+            .await
+            .and_then(|reply| reply.into_outcome(call_id))
+    }
+
     /// The call `call_id` as stored (waiting or settled); `None` for a call
     /// never stored.
     pub async fn get(&self, call_id: &str) -> Result<Option<StoredCall>, RestateError> {

@@ -4,12 +4,13 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-use tool_runtime::store::{PendingCall, RecordedOutcome};
+use tool_runtime::store::{PendingCall, PendingKind, RecordedOutcome};
 use tool_runtime::{CallState, StoredCall};
 
 /// A call as its `ToolCalls` object keeps it (state key `call`): waiting
-/// for a decision or settled. A step never ends with the call running:
-/// the step runs it to its end or to its next wait.
+/// for a decision, queued to run in the background, or settled. A step
+/// never ends with the call running: the step runs it to its end or to its
+/// next wait.
 ///
 /// ```
 /// use serde_json::json;
@@ -43,6 +44,9 @@ pub struct CallDocument {
 pub enum DocumentState {
     /// Waiting for a decision (approval, resume data or its output).
     Pending,
+    /// A background task queued to run: it waits for nobody (the object
+    /// runs it in an invocation of its own).
+    Queued,
     /// Finished.
     Settled {
         /// How it ended.
@@ -57,6 +61,7 @@ impl CallDocument {
     /// its call running is a step this crate does not take).
     pub fn of(stored: &StoredCall) -> Option<Self> {
         let state = match &stored.state {
+            CallState::Pending if stored.call.kind == PendingKind::Task => DocumentState::Queued,
             CallState::Pending => DocumentState::Pending,
             CallState::Settled {
                 outcome,
@@ -79,7 +84,7 @@ impl CallDocument {
     /// The stored call it keeps.
     pub fn into_stored(self) -> StoredCall {
         let state = match self.state {
-            DocumentState::Pending => CallState::Pending,
+            DocumentState::Pending | DocumentState::Queued => CallState::Pending,
             DocumentState::Settled {
                 outcome,
                 settled_at_ms,
@@ -101,7 +106,7 @@ impl CallDocument {
     pub fn outcome(&self) -> Option<&RecordedOutcome> {
         match &self.state {
             DocumentState::Settled { outcome, .. } => Some(outcome),
-            DocumentState::Pending => None,
+            DocumentState::Pending | DocumentState::Queued => None,
         }
     }
 }

@@ -11,15 +11,6 @@ pub enum RestateError {
     /// The application's runtime does not build.
     #[error("the runtime does not build: {0}")]
     Build(#[from] RuntimeError),
-    /// A background tool: its tasks run on a runtime's workers, which this
-    /// crate does not serve as Restate invocations.
-    #[error(
-        "tool {tool_id:?} runs in the background, which tool-restate does not serve: serve it with a Runtime and its Worker"
-    )]
-    Background {
-        /// The tool.
-        tool_id: String,
-    },
     /// The decision came after another one: the call's outcome, as the
     /// runtime's [`RuntimeError::AlreadyDecided`] carries it.
     #[error("call {call_id:?} was decided already")]

@@ -25,9 +25,15 @@
 //! Waiting calls are listed from the server's SQL introspection of the
 //! objects' state ([`RestateClient::waiting`]).
 //!
-//! Not served here (yet): background tools ([`RestateTools::new`] refuses
-//! them), standing rules (each step's store starts without any), agent
-//! runs as workflows, and tool-inbox's page over a Restate deployment.
+//! A background tool's call answers at once
+//! ([`CallOutcome::BackgroundStarted`](tool_runtime::CallOutcome::BackgroundStarted));
+//! its task runs in an invocation of the object's own (`settle`), with the
+//! tool's time limit and retries and the runtime's completion hooks, and
+//! [`RestateClient::wait`] answers its outcome.
+//!
+//! Not served here (yet): standing rules (each step's store starts without
+//! any), agent runs as workflows, and tool-inbox's page over a Restate
+//! deployment.
 
 mod client;
 mod document;

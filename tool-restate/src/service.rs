@@ -25,7 +25,7 @@ use tool_runtime::{
     CallOutcome, CallState, Decision, Runtime, RuntimeBuilder, RuntimeError, StoredCall, ToolCall,
 };
 
-use crate::document::CallDocument;
+use crate::document::{CallDocument, DocumentState};
 use crate::error::RestateError;
 use crate::wire::{Answer, CallRequest, DecideRequest, Reply, WireDecision};
 
@@ -93,10 +93,11 @@ impl std::fmt::Debug for RestateTools {
 impl RestateTools {
     /// The tools of the runtime `configure` builds, served as Restate
     /// services; steps of tools that are not `retry_safe` enter their
-    /// fence through `ingress`. Fails as the runtime's build would, for a
-    /// background tool, and for a runtime that writes notifications (both
-    /// not served on Restate by this crate: each step's store is dropped
-    /// with its step).
+    /// fence through `ingress`. A background tool's task runs in an
+    /// invocation of its own (the object's `settle`), so the call's step
+    /// answers at once. Fails as the runtime's build would, and for a
+    /// runtime that writes notifications (not served on Restate by this
+    /// crate: each step's store is dropped with its step).
     pub fn new(
         ingress: impl Into<String>,
         configure: impl Fn() -> RuntimeBuilder + Send + Sync + 'static,
@@ -104,15 +105,6 @@ impl RestateTools {
         let template = configure().store(MemoryStore::new()).build()?;
         if template.notifies() {
             return Err(RestateError::Notifications);
-        }
-        if let Some(tool) = template
-            .tools()
-            .iter()
-            .find(|tool| tool.definition().background.is_some())
-        {
-            return Err(RestateError::Background {
-                tool_id: tool.definition().id.clone(),
-            });
         }
         let http = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
@@ -230,6 +222,8 @@ enum Op {
     Call(CallRequest),
     /// A decision on the call the document keeps.
     Decide(DecideRequest, Box<CallDocument>),
+    /// Runs the queued background task the document keeps.
+    Settle(Box<CallDocument>),
 }
 
 #[restate_sdk::object]
@@ -252,10 +246,14 @@ impl ToolCalls {
         {
             return Ok(Json(Reply::Outcome(Answer::Settled(outcome))));
         }
-        if kept.document.is_some() {
+        if let Some(document) = &kept.document {
+            let waits = match document.state {
+                DocumentState::Queued => "runs in the background: wait for its outcome",
+                _ => "waits for a decision",
+            };
             return Err(TerminalError::new_with_code(
                 409,
-                format!("call {key:?} was made already and waits for a decision"),
+                format!("call {key:?} was made already and {waits}"),
             )
             .into());
         }
@@ -323,6 +321,48 @@ impl ToolCalls {
         answer(&ctx, step)
     }
 
+    /// Runs the call's background task when it is queued (the step that
+    /// queued it sent this handler; a caller waiting for the outcome may
+    /// come first, and then runs it itself), and answers the call's
+    /// outcome. Refused (409) while the call waits for a decision, 404 for
+    /// no call.
+    #[handler]
+    async fn settle(&self, ctx: ObjectContext<'_>) -> Result<Json<Reply>, HandlerError> {
+        let key = ctx.key().to_owned();
+        let kept = read(&ctx).await?;
+        if let Some(outcome) = kept
+            .outcome
+            .or(kept.document.as_ref().and_then(|d| d.outcome().cloned()))
+        {
+            return Ok(Json(Reply::Outcome(Answer::Settled(outcome))));
+        }
+        let Some(document) = kept.document else {
+            return Err(TerminalError::new_with_code(404, format!("no call {key:?}")).into());
+        };
+        if document.state != DocumentState::Queued {
+            return Err(TerminalError::new_with_code(
+                409,
+                format!("call {key:?} waits for a decision"),
+            )
+            .into());
+        }
+        let fence = self
+            .shared
+            .fenced(&document.call.head.tool_id)
+            .then(|| format!("task-{:016x}", ctx.random_seed()));
+        let shared = Arc::clone(&self.shared);
+        let Json(step) = ctx
+            .run(|| async move {
+                shared
+                    .take(&key, fence, kept.audit, Op::Settle(Box::new(document)))
+                    .await
+                    .map(Json)
+            })
+            .name("settle")
+            .await?;
+        answer(&ctx, step)
+    }
+
     /// The call's document, `null` for a call never stored (read its
     /// outcome with `call`) or never made.
     #[handler]
@@ -352,7 +392,9 @@ async fn read(ctx: &ObjectContext<'_>) -> Result<Kept, TerminalError> {
     })
 }
 
-/// Keeps what the step left and answers with its answer.
+/// Keeps what the step left and answers with its answer; a background
+/// task the step queued is sent to `settle`, to run in an invocation of
+/// its own.
 fn answer(ctx: &ObjectContext<'_>, step: Step) -> Result<Json<Reply>, HandlerError> {
     let Kept {
         document,
@@ -360,6 +402,11 @@ fn answer(ctx: &ObjectContext<'_>, step: Step) -> Result<Json<Reply>, HandlerErr
         outcome,
     } = step.kept;
     if let Some(document) = document {
+        if document.state == DocumentState::Queued {
+            ctx.object_client::<ToolCallsClient>(ctx.key())
+                .settle()
+                .send();
+        }
         ctx.set(CALL, Json(document));
     }
     if !audit.is_empty() {
@@ -398,7 +445,12 @@ impl Shared {
         for entry in audit {
             store.append_audit(entry).await?;
         }
-        let runtime = (self.configure)().store(Arc::clone(&store)).build()?;
+        // Tasks are queued, and run by `settle`'s step: a task spawned by
+        // this step's runtime would outlive its store.
+        let runtime = (self.configure)()
+            .store(Arc::clone(&store))
+            .leave_tasks_to_workers(true)
+            .build()?;
         let interrupted = match &fence {
             Some(step) => self.enter(key, step).await? > 1,
             None => false,
@@ -421,8 +473,12 @@ impl Shared {
                 }
                 Ok(runtime.call(call).await)
             }
-            Op::Decide(_, document) if interrupted => {
+            Op::Decide(_, document) | Op::Settle(document) if interrupted => {
                 recover(&runtime, &store, document.into_stored()).await
+            }
+            Op::Settle(document) => {
+                store.restore(document.into_stored());
+                run_task(&runtime, key).await
             }
             Op::Decide(request, document) => {
                 store.restore(document.into_stored());
@@ -485,6 +541,20 @@ impl Shared {
         }
         response.json::<u32>().await.map_err(RestateError::Http)
     }
+}
+
+/// Runs the queued task `call_id` with a worker of `runtime` (its time
+/// limit, retries and completion hooks), until it settles.
+async fn run_task(runtime: &Runtime, call_id: &str) -> Result<CallOutcome, RuntimeError> {
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let worker = tokio::spawn(runtime.worker().run_until(async move {
+        let _ = stopped.await;
+    }));
+    let outcome = runtime.wait(call_id).await;
+    let _ = stop.send(());
+    // The worker ran only this task, which has settled.
+    let _ = worker.await;
+    outcome
 }
 
 /// Recovers `stored`, put back as running under a lease that ran out: what

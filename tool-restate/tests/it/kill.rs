@@ -12,23 +12,27 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tokio::process::{Child, Command};
-use tool_core::{Tool, ToolContext, ToolError};
+use tool_core::{BackgroundConfig, Tool, ToolContext, ToolError};
 use tool_restate::{CallRequest, RestateClient, RestateTools};
 use tool_runtime::{CallOutcome, Runtime};
 
 use crate::server::Restate;
 
 /// Tools whose every start is a line in the file `STARTS` (the tool and its
-/// idempotency key): `charge`
-/// (not retry-safe) and `sync` (retry-safe), which both hang on their first
+/// idempotency key): `charge` (not retry-safe), `sync` (retry-safe) and
+/// `ledger` (a background task, not retry-safe), which hang on their first
 /// start until killed and finish on any later one.
 fn tools(ingress: &str, starts: PathBuf) -> RestateTools {
     RestateTools::new(ingress, move || {
-        let tool = |id: &'static str, retry_safe: bool| {
+        let tool = |id: &'static str, retry_safe: bool, background: bool| {
             let starts = starts.clone();
-            Tool::builder(id)
+            let mut builder = Tool::builder(id)
                 .description("Records its start, hangs the first time")
-                .retry_safe(retry_safe)
+                .retry_safe(retry_safe);
+            if background {
+                builder = builder.background(BackgroundConfig::new());
+            }
+            builder
                 .execute(move |input: Value, ctx: ToolContext<Value, Value>| {
                     let starts = starts.clone();
                     async move {
@@ -46,7 +50,11 @@ fn tools(ingress: &str, starts: PathBuf) -> RestateTools {
                 .build()
                 .expect("tool")
         };
-        let runtime = Runtime::builder().tools([tool("charge", false), tool("sync", true)]);
+        let runtime = Runtime::builder().tools([
+            tool("charge", false, false),
+            tool("sync", true, false),
+            tool("ledger", false, true),
+        ]);
         #[cfg(feature = "postgres")]
         let runtime = runtime.tool(transfer(starts.clone()));
         runtime
@@ -180,7 +188,13 @@ async fn killed_mid_tool(tool: &str, table: &str) -> Option<(CallOutcome, Vec<St
 
     let client = RestateClient::new(&server.ingress);
     let request = CallRequest::new(tool, json!({ "n": 1 }));
-    let calling = tokio::spawn(async move { client.call("k1", request).await });
+    // A background task's outcome is waited for.
+    let calling = tokio::spawn(async move {
+        match client.call("k1", request).await? {
+            CallOutcome::BackgroundStarted { .. } => client.wait("k1").await,
+            outcome => Ok(outcome),
+        }
+    });
     until("the tool's first start", || started(&starts, tool) == 1).await;
     first.kill().await.expect("SIGKILL");
     let _second = service(port, &server.ingress, &starts, table);
@@ -204,6 +218,21 @@ async fn a_tool_that_is_not_retry_safe_is_settled_interrupted_not_run_twice() {
             "the model reads that it was interrupted: {error:?}"
         ),
         other => panic!("expected an interrupted call, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_background_task_that_is_not_retry_safe_is_settled_interrupted_not_run_twice() {
+    let Some((outcome, starts)) = killed_mid_tool("ledger", "").await else {
+        return;
+    };
+    assert_eq!(starts.len(), 1, "started once");
+    match outcome {
+        CallOutcome::Failed { error } => assert!(
+            error.message().contains("interrupted"),
+            "the model reads that it was interrupted: {error:?}"
+        ),
+        other => panic!("expected an interrupted task, got {other:?}"),
     }
 }
 

@@ -3,6 +3,7 @@
 //! from npm). Without one they skip with a notice; with `REQUIRE_RESTATE=1`
 //! they fail instead.
 
+mod background;
 mod calls;
 #[cfg(feature = "postgres")]
 mod effects;

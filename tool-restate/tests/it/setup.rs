@@ -1,7 +1,7 @@
 //! What `RestateTools::new` refuses: what a step could not keep.
 
 use serde_json::Value;
-use tool_core::{BackgroundConfig, Tool, ToolContext, ToolError};
+use tool_core::{Tool, ToolContext, ToolError};
 use tool_restate::{RestateError, RestateTools};
 use tool_runtime::Runtime;
 
@@ -16,20 +16,6 @@ fn build(builder: tool_core::ToolBuilder) -> Tool {
         })
         .build()
         .expect("tool")
-}
-
-#[test]
-fn a_background_tool_is_refused_by_name() {
-    let error = RestateTools::new("http://127.0.0.1:8080", || {
-        Runtime::builder()
-            .tool(build(tool("fine")))
-            .tool(build(tool("report").background(BackgroundConfig::new())))
-    })
-    .unwrap_err();
-    assert!(
-        matches!(&error, RestateError::Background { tool_id } if tool_id == "report"),
-        "{error}"
-    );
 }
 
 #[test]
