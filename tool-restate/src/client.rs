@@ -6,7 +6,7 @@ use tool_runtime::{CallOutcome, StoredCall};
 
 use crate::document::CallDocument;
 use crate::error::RestateError;
-use crate::service::path_segment;
+use crate::ingress::Ingress;
 use crate::wire::{CallRequest, DecideRequest, Reply};
 
 /// A client of the `ToolCalls` objects through a Restate ingress: what an
@@ -28,18 +28,16 @@ use crate::wire::{CallRequest, DecideRequest, Reply};
 /// ```
 #[derive(Debug, Clone)]
 pub struct RestateClient {
-    ingress: String,
+    ingress: Ingress,
     admin: Option<String>,
-    http: reqwest::Client,
 }
 
 impl RestateClient {
     /// A client of the ingress at `ingress` (`http://host:8080`).
     pub fn new(ingress: impl Into<String>) -> Self {
         RestateClient {
-            ingress: ingress.into().trim_end_matches('/').to_owned(),
+            ingress: Ingress::new(ingress, reqwest::Client::new()),
             admin: None,
-            http: reqwest::Client::new(),
         }
     }
 
@@ -78,7 +76,8 @@ impl RestateClient {
         }
         query.push_str(&format!(" ORDER BY service_key LIMIT {limit}"));
         let response = self
-            .http
+            .ingress
+            .http()
             .post(format!("{admin}/query"))
             .header("accept", "application/json")
             .json(&serde_json::json!({ "query": query }))
@@ -163,31 +162,7 @@ impl RestateClient {
         handler: &str,
         body: Option<&B>,
     ) -> Result<T, RestateError> {
-        let url = format!(
-            "{}/ToolCalls/{}/{handler}",
-            self.ingress,
-            path_segment(call_id)
-        );
-        let mut request = self.http.post(&url);
-        // A handler without input takes no body (nor content type).
-        if let Some(body) = body {
-            request = request.json(body);
-        }
-        let response = request.send().await.map_err(RestateError::Http)?;
-        let status = response.status();
-        if status.is_success() {
-            return response.json::<T>().await.map_err(RestateError::Http);
-        }
-        let text = response.text().await.unwrap_or_default();
-        // The ingress answers a handler's terminal error as {"message": ...}.
-        let message = serde_json::from_str::<serde_json::Value>(&text)
-            .ok()
-            .and_then(|body| body.get("message")?.as_str().map(str::to_owned))
-            .unwrap_or(text);
-        Err(RestateError::Refused {
-            status: status.as_u16(),
-            message,
-        })
+        self.ingress.post("ToolCalls", call_id, handler, body).await
     }
 }
 

@@ -31,20 +31,26 @@
 //! tool's time limit and retries and the runtime's completion hooks, and
 //! [`RestateClient::wait`] answers its outcome.
 //!
-//! Not served here (yet): standing rules (each step's store starts without
-//! any), agent runs as workflows, and tool-inbox's page over a Restate
-//! deployment.
+//! Standing rules are kept in the object `ToolRules` ([`RestateRules`]),
+//! made and revoked with [`RestateTools::rules`], and applied by every
+//! call's step.
+//!
+//! Not served here (yet): agent runs as workflows, and tool-inbox's page
+//! over a Restate deployment.
 
 mod client;
 mod document;
 #[cfg(feature = "postgres")]
 pub mod effects;
 mod error;
+mod ingress;
+mod rules;
 mod service;
 mod wire;
 
 pub use client::RestateClient;
 pub use document::{CallDocument, DocumentState};
 pub use error::RestateError;
+pub use rules::{RestateRules, ToolRules};
 pub use service::{RestateTools, ToolCallFences, ToolCalls};
 pub use wire::{Answer, CallRequest, DecideRequest, Reply, WireDecision};

@@ -27,6 +27,8 @@ use tool_runtime::{
 
 use crate::document::{CallDocument, DocumentState};
 use crate::error::RestateError;
+use crate::ingress::Ingress;
+use crate::rules::{ToolRules, step_rules};
 use crate::wire::{Answer, CallRequest, DecideRequest, Reply, WireDecision};
 
 /// State key of a stored call's document.
@@ -77,14 +79,13 @@ struct Shared {
     configure: Box<dyn Fn() -> RuntimeBuilder + Send + Sync>,
     /// Built once from `configure`: the tools' definitions.
     template: Runtime,
-    ingress: String,
-    http: reqwest::Client,
+    ingress: Ingress,
 }
 
 impl std::fmt::Debug for RestateTools {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RestateTools")
-            .field("ingress", &self.shared.ingress)
+            .field("ingress", &self.shared.ingress.url())
             .field("tools", &self.shared.template.tools())
             .finish_non_exhaustive()
     }
@@ -102,25 +103,56 @@ impl RestateTools {
         ingress: impl Into<String>,
         configure: impl Fn() -> RuntimeBuilder + Send + Sync + 'static,
     ) -> Result<Self, RestateError> {
-        let template = configure().store(MemoryStore::new()).build()?;
-        if template.notifies() {
-            return Err(RestateError::Notifications);
-        }
         let http = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(RestateError::Http)?;
+        let ingress = Ingress::new(ingress, http);
+        let template = configure()
+            .store(MemoryStore::new())
+            .rule_store(step_rules(&ingress))
+            .build()?;
+        if template.notifies() {
+            return Err(RestateError::Notifications);
+        }
         Ok(RestateTools {
             shared: Arc::new(Shared {
                 configure: Box::new(configure),
                 template,
-                ingress: ingress.into().trim_end_matches('/').to_owned(),
-                http,
+                ingress,
             }),
         })
     }
 
-    /// The SDK's endpoint with both objects bound, for
+    /// The standing rules the steps apply, kept in the object `ToolRules`:
+    /// made and revoked here with the application's rules about rules
+    /// (who may make them, the predicates they call), as on a `Runtime`.
+    ///
+    /// ```no_run
+    /// use std::time::{Duration, SystemTime};
+    /// use serde_json::{json, Value};
+    /// use tool_core::{Tool, ToolContext, ToolError};
+    /// use tool_restate::RestateTools;
+    /// use tool_runtime::{Principal, Runtime, StandingRule};
+    ///
+    /// # async fn make() -> Result<(), Box<dyn std::error::Error>> {
+    /// let tools = RestateTools::new("http://127.0.0.1:8080", || {
+    ///     let refund = Tool::builder("refund").description("Refunds").require_approval(true)
+    ///         .execute(|input: Value, _ctx: ToolContext<Value, Value>| async move { Ok::<_, ToolError>(input) })
+    ///         .build().expect("tool");
+    ///     Runtime::builder().tool(refund).rule_authors("finance-leads")
+    /// })?;
+    /// let lead = Principal::new("dana").in_group("finance-leads");
+    /// let until = SystemTime::now() + Duration::from_secs(3600);
+    /// let rule = StandingRule::new("acme", "refund", until).when_equals("/customer", json!("acme"));
+    /// tools.rules().make(&lead, rule).await?; // acme's refunds now run without waiting
+    /// # Ok(()) }
+    /// ```
+    pub fn rules(&self) -> tool_runtime::StandingRules {
+        self.shared.template.rules()
+    }
+
+    /// The SDK's endpoint with its objects bound, for
     /// [`HyperEndpoint`](restate_sdk::hyper::HyperEndpoint) or another
     /// transport of the SDK.
     pub fn endpoint(&self) -> Endpoint {
@@ -129,6 +161,7 @@ impl RestateTools {
                 shared: Arc::clone(&self.shared),
             })
             .bind(ToolCallFences)
+            .bind(ToolRules)
             .build()
     }
 
@@ -176,6 +209,15 @@ struct Kept {
     document: Option<CallDocument>,
     audit: Vec<AuditEntry>,
     outcome: Option<RecordedOutcome>,
+}
+
+impl Kept {
+    /// The call's outcome once settled (stored, or run at once).
+    fn settled(&self) -> Option<RecordedOutcome> {
+        self.outcome
+            .clone()
+            .or_else(|| self.document.as_ref()?.outcome().cloned())
+    }
 }
 
 /// A step's result, as journaled: the answer (or why the step was
@@ -240,10 +282,7 @@ impl ToolCalls {
     ) -> Result<Json<Reply>, HandlerError> {
         let key = ctx.key().to_owned();
         let kept = read(&ctx).await?;
-        if let Some(outcome) = kept
-            .outcome
-            .or(kept.document.as_ref().and_then(|d| d.outcome().cloned()))
-        {
+        if let Some(outcome) = kept.settled() {
             return Ok(Json(Reply::Outcome(Answer::Settled(outcome))));
         }
         if let Some(document) = &kept.document {
@@ -330,10 +369,7 @@ impl ToolCalls {
     async fn settle(&self, ctx: ObjectContext<'_>) -> Result<Json<Reply>, HandlerError> {
         let key = ctx.key().to_owned();
         let kept = read(&ctx).await?;
-        if let Some(outcome) = kept
-            .outcome
-            .or(kept.document.as_ref().and_then(|d| d.outcome().cloned()))
-        {
+        if let Some(outcome) = kept.settled() {
             return Ok(Json(Reply::Outcome(Answer::Settled(outcome))));
         }
         let Some(document) = kept.document else {
@@ -449,6 +485,7 @@ impl Shared {
         // this step's runtime would outlive its store.
         let runtime = (self.configure)()
             .store(Arc::clone(&store))
+            .rule_store(step_rules(&self.ingress))
             .leave_tasks_to_workers(true)
             .build()?;
         let interrupted = match &fence {
@@ -519,27 +556,9 @@ impl Shared {
     /// Enters the call's fence for `step` through the ingress: how many
     /// executions of the step did (1 for the first).
     async fn enter(&self, key: &str, step: &str) -> Result<u32, RestateError> {
-        let url = format!(
-            "{}/ToolCallFences/{}/enter",
-            self.ingress,
-            path_segment(key)
-        );
-        let response = self
-            .http
-            .post(&url)
-            .json(&step)
-            .send()
+        self.ingress
+            .post("ToolCallFences", key, "enter", Some(&step))
             .await
-            .map_err(RestateError::Http)?;
-        let status = response.status();
-        if !status.is_success() {
-            let body = response.text().await.unwrap_or_default();
-            return Err(RestateError::Refused {
-                status: status.as_u16(),
-                message: body,
-            });
-        }
-        response.json::<u32>().await.map_err(RestateError::Http)
     }
 }
 
@@ -577,19 +596,6 @@ async fn recover(
         .find(|r| r.call_id == call_id)
         .map(|r| r.outcome)
         .ok_or(RuntimeError::UnknownCall { call_id })
-}
-
-/// `key` as one segment of an ingress path.
-pub(crate) fn path_segment(key: &str) -> String {
-    let mut out = String::with_capacity(key.len());
-    for byte in key.bytes() {
-        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
-            out.push(char::from(byte));
-        } else {
-            out.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    out
 }
 
 /// The virtual object `ToolCallFences`, keyed by call id: counts the

@@ -37,7 +37,10 @@ use crate::runs::Runs;
 use crate::standing_rules::StandingRules;
 #[cfg(feature = "sqlite")]
 use crate::store::SqliteStore;
-use crate::store::{AuditRetention, DynCallStore, IntoStore, MemoryStore, Retention, Stores};
+use crate::store::{
+    AuditRetention, DynCallStore, DynRuleStore, IntoStore, MemoryStore, Retention, RuleStore,
+    Stores,
+};
 use crate::stream::InputStream;
 use crate::worker::Worker;
 
@@ -889,6 +892,8 @@ pub struct RuntimeBuilder {
     hook_timeout: Option<Duration>,
     approval: ApprovalRules,
     store: Option<StoreChoice>,
+    /// Where standing rules are kept, when not in `store`.
+    rule_store: Option<Arc<dyn DynRuleStore>>,
     event_capacity: Option<usize>,
     timeout: Option<Duration>,
     tool_timeouts: HashMap<String, Duration>,
@@ -1114,6 +1119,38 @@ impl RuntimeBuilder {
     /// Replaces an earlier `store` or `sqlite_store`.
     pub fn store(mut self, store: impl IntoStore) -> Self {
         self.store = Some(StoreChoice::Given(Stores::of(store)));
+        self
+    }
+
+    /// Keeps the standing rules ([`Runtime::rules`]) in `store` rather
+    /// than in the runtime's store: rules shared by runtimes whose calls
+    /// are kept apart (tool-restate keeps them in a Restate object, and
+    /// each step's calls in a store of its own).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::time::{Duration, SystemTime};
+    /// use serde_json::json;
+    /// use tool_core::{Tool, ToolError};
+    /// use tool_runtime::store::MemoryStore;
+    /// use tool_runtime::{CallOutcome, Principal, Runtime, StandingRule, ToolCall};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let refund = || Tool::builder("refund").description("Refunds").require_approval(true)
+    ///     .execute(|_input, _ctx| async move { Ok::<_, ToolError>(json!("refunded")) })
+    ///     .build().unwrap();
+    /// let rules = Arc::new(MemoryStore::new());
+    /// let made_here = Runtime::builder().tool(refund()).rule_store(Arc::clone(&rules)).build().unwrap();
+    /// let applied_there = Runtime::builder().tool(refund()).rule_store(rules).build().unwrap();
+    ///
+    /// let until = SystemTime::now() + Duration::from_secs(3600);
+    /// made_here.rules().make(&Principal::system("ops"), StandingRule::new("all", "refund", until)).await.unwrap();
+    /// let call = ToolCall::new("c1", "refund", json!({}));
+    /// assert!(matches!(applied_there.call(call).await, CallOutcome::Completed { .. }));
+    /// # });
+    /// ```
+    pub fn rule_store<R: RuleStore>(mut self, store: Arc<R>) -> Self {
+        self.rule_store = Some(store);
         self
     }
 
@@ -1630,7 +1667,7 @@ impl RuntimeBuilder {
             Notifications::new(self.notifications),
         );
         let mut approval = self.approval;
-        approval.set_rule_store(stores.rules);
+        approval.set_rule_store(self.rule_store.unwrap_or(stores.rules));
         let path = CallPath::new(PathParts {
             tools,
             hooks: self.hooks,

@@ -8,5 +8,6 @@ mod calls;
 #[cfg(feature = "postgres")]
 mod effects;
 mod kill;
+mod rules;
 mod server;
 mod setup;
