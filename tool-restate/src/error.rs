@@ -20,6 +20,14 @@ pub enum RestateError {
         /// Its outcome.
         outcome: Box<tool_runtime::CallOutcome>,
     },
+    /// A step could not enter its call's fence (the ingress did not
+    /// answer) before running a tool that is not retry-safe: nothing ran,
+    /// and Restate takes the step again.
+    #[error("call {call_id:?}: its fence could not be entered; the step is taken again")]
+    Fence {
+        /// The call.
+        call_id: String,
+    },
     /// The runtime writes notifications, which no outbox keeps here.
     #[error(
         "the runtime writes notifications, which tool-restate keeps no outbox for: build it with notifications(false)"

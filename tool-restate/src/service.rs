@@ -19,10 +19,11 @@ use restate_sdk::prelude::*;
 use serde::{Deserialize, Serialize};
 use tool_runtime::store::{
     AuditEntry, AuditLog, AuditQuery, CallStore, MemoryStore, PendingCall, PendingKind,
-    RecordedOutcome,
+    RecordedOutcome, StoreError,
 };
 use tool_runtime::{
-    CallOutcome, CallState, Decision, Runtime, RuntimeBuilder, RuntimeError, StoredCall, ToolCall,
+    CallOutcome, CallState, Decision, RunCheck, Runtime, RuntimeBuilder, RuntimeError, StoredCall,
+    ToolCall,
 };
 
 use crate::document::{CallDocument, DocumentState};
@@ -483,13 +484,26 @@ impl Shared {
         }
         // Tasks are queued, and run by `settle`'s step: a task spawned by
         // this step's runtime would outlive its store.
-        let runtime = (self.configure)()
+        let mut builder = (self.configure)()
             .store(Arc::clone(&store))
             .rule_store(step_rules(&self.ingress))
-            .leave_tasks_to_workers(true)
-            .build()?;
-        let interrupted = match &fence {
-            Some(step) => self.enter(key, step).await? > 1,
+            .leave_tasks_to_workers(true);
+        // A stored call's step enters the fence when its tool is about to
+        // run, after the decision (recorded and audited whichever execution
+        // takes it); a call's first step, which may run the tool at once
+        // without storing it, enters it before anything.
+        let (unreachable, mut fence_failed) = tokio::sync::watch::channel(false);
+        let before_step = match (&op, fence) {
+            (Op::Call(_), fence) => fence,
+            (_, Some(step)) => {
+                builder = builder.before_run(fence_check(&self.ingress, key, step, unreachable));
+                None
+            }
+            (_, None) => None,
+        };
+        let runtime = builder.build()?;
+        let interrupted = match &before_step {
+            Some(step) => enter(&self.ingress, key, step).await? > 1,
             None => false,
         };
         // Whether the runtime's store holds the call as it is to be kept:
@@ -510,12 +524,9 @@ impl Shared {
                 }
                 Ok(runtime.call(call).await)
             }
-            Op::Decide(_, document) | Op::Settle(document) if interrupted => {
-                recover(&runtime, &store, document.into_stored()).await
-            }
             Op::Settle(document) => {
                 store.restore(document.into_stored());
-                run_task(&runtime, key).await
+                run_task(&runtime, key, fence_failed.clone()).await
             }
             Op::Decide(request, document) => {
                 store.restore(document.into_stored());
@@ -527,6 +538,13 @@ impl Shared {
                 }
             }
         };
+        if *fence_failed.borrow_and_update() {
+            // Nothing ran: the step is taken again (Restate retries it).
+            return Err(RestateError::Fence {
+                call_id: key.to_owned(),
+            }
+            .into());
+        }
         let stored = match keeps_call {
             true => store.get(key).await?,
             false => None,
@@ -552,26 +570,74 @@ impl Shared {
             },
         })
     }
+}
 
-    /// Enters the call's fence for `step` through the ingress: how many
-    /// executions of the step did (1 for the first).
-    async fn enter(&self, key: &str, step: &str) -> Result<u32, RestateError> {
-        self.ingress
-            .post("ToolCallFences", key, "enter", Some(&step))
-            .await
+/// Enters the call `key`'s fence for `step` through the ingress: how many
+/// executions of the step did (1 for the first).
+async fn enter(ingress: &Ingress, key: &str, step: &str) -> Result<u32, RestateError> {
+    ingress
+        .post("ToolCallFences", key, "enter", Some(&step))
+        .await
+}
+
+/// The runtime's check before a stored call's tool runs: enters the
+/// call's fence for `step`; an earlier execution entered makes the call
+/// interrupted. A fence that cannot be reached is told on `unreachable`.
+fn fence_check(
+    ingress: &Ingress,
+    key: &str,
+    step: String,
+    unreachable: tokio::sync::watch::Sender<bool>,
+) -> impl Fn(&StoredCall) -> std::pin::Pin<Box<dyn Future<Output = Result<RunCheck, StoreError>> + Send>>
++ Send
++ Sync
++ 'static {
+    let (ingress, key, unreachable) = (ingress.clone(), key.to_owned(), Arc::new(unreachable));
+    move |_stored| {
+        let (ingress, key, step, unreachable) = (
+            ingress.clone(),
+            key.clone(),
+            step.clone(),
+            Arc::clone(&unreachable),
+        );
+        Box::pin(async move {
+            match enter(&ingress, &key, &step).await {
+                Ok(1) => Ok(RunCheck::Run),
+                Ok(_) => Ok(RunCheck::Interrupted),
+                Err(error) => {
+                    unreachable.send_replace(true);
+                    Err(StoreError::Io {
+                        location: format!("ToolCallFences through {}", ingress.url()),
+                        reason: error.to_string(),
+                        source: Some(Box::new(error)),
+                    })
+                }
+            }
+        })
     }
 }
 
 /// Runs the queued task `call_id` with a worker of `runtime` (its time
-/// limit, retries and completion hooks), until it settles.
-async fn run_task(runtime: &Runtime, call_id: &str) -> Result<CallOutcome, RuntimeError> {
+/// limit, retries and completion hooks), until it settles, or until its
+/// fence could not be reached (`fence_failed`; the task then stays claimed
+/// in a store the step drops).
+async fn run_task(
+    runtime: &Runtime,
+    call_id: &str,
+    mut fence_failed: tokio::sync::watch::Receiver<bool>,
+) -> Result<CallOutcome, RuntimeError> {
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let worker = tokio::spawn(runtime.worker().run_until(async move {
         let _ = stopped.await;
     }));
-    let outcome = runtime.wait(call_id).await;
+    let outcome = tokio::select! {
+        outcome = runtime.wait(call_id) => outcome,
+        _ = fence_failed.wait_for(|failed| *failed) => Err(RuntimeError::UnknownCall {
+            call_id: call_id.to_owned(),
+        }),
+    };
     let _ = stop.send(());
-    // The worker ran only this task, which has settled.
+    // The worker ran only this task, which has settled or never started.
     let _ = worker.await;
     outcome
 }

@@ -713,6 +713,19 @@ impl Lease {
         self.attempt
     }
 
+    /// This claim as the run after one that was lost without the store
+    /// seeing it (a `before_run` check said so): the lost run counts as an
+    /// attempt, as a recovery's new claim would count it.
+    pub(crate) fn after_lost_run(&self) -> Lease {
+        Lease {
+            calls: self.calls.clone(),
+            call_id: self.call_id.clone(),
+            attempt: self.attempt.saturating_add(1),
+            epoch: self.epoch,
+            shared: Arc::clone(&self.shared),
+        }
+    }
+
     /// The call this lease is on.
     pub(crate) fn call_id(&self) -> &str {
         &self.call_id

@@ -21,6 +21,7 @@ use tool_core::{
 use tracing::Instrument as _;
 
 use crate::approval_rules::{Quorum, granted_by, refused_attempt};
+use crate::before_run::{BeforeRun, RunCheck, RunKind};
 use crate::call::{CallHead, ToolCall};
 use crate::call_outcome::CallOutcome;
 use crate::call_path::{CallPath, Entry, call_span, now_ms};
@@ -90,11 +91,12 @@ pub struct Recovered {
 #[derive(Debug, Clone)]
 pub(crate) struct Decisions {
     path: CallPath,
+    before_run: Option<BeforeRun>,
 }
 
 impl Decisions {
-    pub(crate) fn new(path: CallPath) -> Self {
-        Decisions { path }
+    pub(crate) fn new(path: CallPath, before_run: Option<BeforeRun>) -> Self {
+        Decisions { path, before_run }
     }
 
     /// The call path the decided calls run on.
@@ -604,7 +606,7 @@ impl Decisions {
             Decision::Resume(data) => Some(data),
             _ => None,
         };
-        self.run_stored(stored, lease, resume_data, extensions)
+        self.run_stored(stored, lease, resume_data, extensions, RunKind::First)
             .await
     }
 
@@ -866,14 +868,28 @@ impl Decisions {
 
     /// Runs a claimed stored call through the pipeline, with the
     /// `extensions` its decider gave (an agent that decided it among them):
-    /// its outcome as the store recorded it, or why it is not.
+    /// its outcome as the store recorded it, or why it is not. A first run
+    /// passes the `before_run` check: a call it says was interrupted is
+    /// recovered instead; one it cannot check stays claimed (recovered
+    /// when its lease runs out, as a call whose instance died).
     async fn run_stored(
         &self,
         stored: StoredCall,
         lease: Lease,
         resume_data: Option<Value>,
         extensions: Extensions,
+        run: RunKind,
     ) -> Result<CallOutcome, RuntimeError> {
+        if let (Some(check), RunKind::First) = (&self.before_run, run) {
+            match check.check(&stored).await? {
+                RunCheck::Run => {}
+                RunCheck::Interrupted => {
+                    let recovered =
+                        Box::pin(self.recover_one(stored, lease.after_lost_run())).await?;
+                    return Ok(recovered.outcome);
+                }
+            }
+        }
         let held = lease.clone();
         let entry = match (stored.call.kind, resume_data) {
             // An output call is settled by its decision, never claimed to run.
@@ -941,10 +957,11 @@ impl Decisions {
         &self,
         stored: StoredCall,
         lease: Lease,
+        run: RunKind,
     ) -> Result<CallOutcome, RuntimeError> {
         let resume_data = stored.resume_data.clone();
         match self
-            .run_stored(stored, lease, resume_data, Extensions::new())
+            .run_stored(stored, lease, resume_data, Extensions::new(), run)
             .await?
         {
             CallOutcome::BackgroundStarted { task_id } => {
@@ -1059,7 +1076,7 @@ impl Decisions {
                         call_id,
                         tool_id,
                         rerun: true,
-                        outcome: self.run_to_end(stored, lease).await?,
+                        outcome: self.run_to_end(stored, lease, RunKind::Recovery).await?,
                     });
                 }
                 Err(Reconcile::Failed(error)) => reconcile_failed = Some(error),
@@ -1076,7 +1093,7 @@ impl Decisions {
                 call_id,
                 tool_id,
                 rerun: true,
-                outcome: self.run_to_end(stored, lease).await?,
+                outcome: self.run_to_end(stored, lease, RunKind::Recovery).await?,
             });
         }
         let asked = match &reconcile_failed {
@@ -1330,7 +1347,7 @@ mod tests {
             })
             .build()
             .unwrap();
-        Decisions::new(test_path(vec![delete]))
+        Decisions::new(test_path(vec![delete]), None)
     }
 
     async fn pending(decisions: &Decisions, call_id: &str) {

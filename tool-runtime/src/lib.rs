@@ -72,6 +72,7 @@ mod approval_rules;
 #[cfg(feature = "provider")]
 mod assembler;
 mod background;
+mod before_run;
 mod call;
 mod call_inbox;
 mod call_outcome;
@@ -107,6 +108,7 @@ pub use approval_policy::ApprovalCheck;
 #[cfg_attr(docsrs, doc(cfg(feature = "provider")))]
 pub use assembler::{Assembled, CompleteCall, ToolCallAssembler};
 pub use background::BackgroundResult;
+pub use before_run::RunCheck;
 pub use call::{CallHead, ToolCall};
 pub use call_inbox::CallInbox;
 pub use call_outcome::CallOutcome;

@@ -16,6 +16,7 @@ use serde_json::Value;
 use crate::approval_policy::{ApprovalCheck, ApprovalPolicy};
 use crate::approval_rules::ApprovalRules;
 use crate::background::{BackgroundCallback, BackgroundResult, Tasks};
+use crate::before_run::{BeforeRun, RunCheck};
 use crate::call::{CallHead, ToolCall};
 use crate::call_inbox::CallInbox;
 use crate::call_outcome::CallOutcome;
@@ -41,6 +42,7 @@ use crate::store::{
     AuditRetention, DynCallStore, DynRuleStore, IntoStore, MemoryStore, Retention, RuleStore,
     Stores,
 };
+use crate::store::{StoreError, StoredCall};
 use crate::stream::InputStream;
 use crate::worker::Worker;
 
@@ -894,6 +896,7 @@ pub struct RuntimeBuilder {
     store: Option<StoreChoice>,
     /// Where standing rules are kept, when not in `store`.
     rule_store: Option<Arc<dyn DynRuleStore>>,
+    before_run: Option<BeforeRun>,
     event_capacity: Option<usize>,
     timeout: Option<Duration>,
     tool_timeouts: HashMap<String, Duration>,
@@ -1151,6 +1154,49 @@ impl RuntimeBuilder {
     /// ```
     pub fn rule_store<R: RuleStore>(mut self, store: Arc<R>) -> Self {
         self.rule_store = Some(store);
+        self
+    }
+
+    /// Checks each claimed stored call right before its tool runs (after
+    /// its approval, resume or claim as a task): [`RunCheck::Interrupted`]
+    /// makes the runtime recover the call as one whose run was interrupted
+    /// (settled as interrupted, reconciled, or run again where its tool
+    /// allows, as [`Runtime::recover`] does) instead of running it. A check
+    /// that fails leaves the call claimed, and the decision answers
+    /// [`RuntimeError::Store`]: the call is recovered when its lease runs
+    /// out, as one whose instance died. A call that runs at once, never
+    /// stored, is not checked.
+    ///
+    /// For an engine that takes a step again after a crash without the
+    /// store knowing (tool-restate counts a step's executions): its second
+    /// execution must not run a tool that is not retry-safe again, yet the
+    /// decision it repeats is recorded and audited as the first one was.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_core::{Tool, ToolError};
+    /// use tool_runtime::{CallOutcome, Decision, RunCheck, Runtime, ToolCall};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let pay = Tool::builder("pay").description("Pays").require_approval(true)
+    ///     .execute(|_input, _ctx| async move { Ok::<_, ToolError>(json!("paid")) })
+    ///     .build().unwrap();
+    /// // As if an earlier execution of every run had begun and was lost.
+    /// let runtime = Runtime::builder().tool(pay)
+    ///     .before_run(|_stored| async { Ok(RunCheck::Interrupted) })
+    ///     .build().unwrap();
+    /// runtime.call(ToolCall::new("c1", "pay", json!({}))).await;
+    /// let outcome = runtime.decide("c1", Decision::Approve, Default::default()).await.unwrap();
+    /// let CallOutcome::Failed { error } = outcome else { panic!("{outcome:?}") };
+    /// assert!(error.message().contains("interrupted"));
+    /// # });
+    /// ```
+    pub fn before_run<F, Fut>(mut self, check: F) -> Self
+    where
+        F: Fn(&StoredCall) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<RunCheck, StoreError>> + Send + 'static,
+    {
+        self.before_run = Some(BeforeRun::new(check));
         self
     }
 
@@ -1689,7 +1735,7 @@ impl RuntimeBuilder {
         });
         Ok(Runtime {
             inner: Arc::new(Inner {
-                decisions: Decisions::new(path.clone()),
+                decisions: Decisions::new(path.clone(), self.before_run),
                 path,
                 runs: Runs::new(stores.runs),
             }),

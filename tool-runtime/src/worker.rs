@@ -17,6 +17,7 @@ use tokio::sync::Semaphore;
 use tokio::time::Instant;
 use tracing::Instrument as _;
 
+use crate::before_run::RunKind;
 use crate::decide::Decisions;
 use crate::store::{PendingKind, TaskSignal};
 
@@ -163,7 +164,7 @@ async fn work(decisions: &Decisions, slots: &Arc<Semaphore>, poll_every: Duratio
                     tokio::spawn(
                         async move {
                             // Its outcome is in the store (or why not, in the log).
-                            let _ = decisions.run_to_end(stored, lease).await;
+                            let _ = decisions.run_to_end(stored, lease, RunKind::First).await;
                             drop(slot);
                         }
                         .in_current_span(),

@@ -11,6 +11,7 @@ mod async_hooks;
 #[cfg(feature = "async-openai")]
 mod async_openai;
 mod background_abort;
+mod before_run;
 mod calls;
 mod edits;
 mod expiry;
