@@ -2,7 +2,8 @@
 //! paused instances, with real processes, `SIGKILL`, `SIGSTOP` and (for
 //! PostgreSQL) a database server that is restarted and held down; and of
 //! issue 36: the notifications of those calls, delivered from the store's
-//! outbox by dispatchers that are killed too.
+//! outbox by dispatchers that are killed too. `chaos restate` is issue
+//! 37's: the same tools served on Restate (module `restate`).
 //!
 //! # What runs
 //!
@@ -161,6 +162,7 @@ mod check;
 mod common;
 mod db;
 mod driver;
+mod restate;
 mod roles;
 
 use std::process::ExitCode;
@@ -171,7 +173,7 @@ fn main() -> ExitCode {
     let raw: Vec<String> = std::env::args().skip(1).collect();
     let Some((command, rest)) = raw.split_first() else {
         eprintln!(
-            "usage: chaos run|ci|worker|decider|dispatcher|front [--options]; see the crate docs"
+            "usage: chaos run|ci|restate|worker|decider|dispatcher|front|restate-service [--options]; see the crate docs"
         );
         return ExitCode::from(2);
     };
@@ -186,6 +188,8 @@ fn main() -> ExitCode {
         "run" => driver::run_command(&args),
         "ci" => driver::ci_command(&args),
         "worker" | "decider" | "dispatcher" | "front" => roles::child(command, &args),
+        "restate" => restate::command(&args),
+        "restate-service" => restate::service_command(&args),
         other => Err(format!("unknown command {other:?}")),
     };
     match result {
