@@ -16,11 +16,12 @@
 //!
 //! What "once" means here: Restate journals a step's result once; a step
 //! whose process died before that is taken again. A tool declared
-//! `retry_safe` then simply runs again. Any other tool's step first enters
-//! the call's fence (the object `ToolCallFences`, through the ingress):
-//! an execution that finds an earlier one entered recovers the call as the
-//! runtime recovers an interrupted one (settled as interrupted, or asked
-//! to reconcile), and never runs the tool twice.
+//! `retry_safe` then simply runs again. Any other tool's run first enters
+//! the call's fence (the object `ToolCallFences`, through the ingress; for
+//! a decision or a task, right before the tool runs, after the decision is
+//! recorded and audited): an execution that finds an earlier one entered
+//! recovers the call as the runtime recovers an interrupted one (settled
+//! as interrupted, or asked to reconcile), and never runs the tool twice.
 //!
 //! Waiting calls are listed from the server's SQL introspection of the
 //! objects' state ([`RestateClient::waiting`]).
