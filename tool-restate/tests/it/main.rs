@@ -8,6 +8,7 @@ mod calls;
 #[cfg(feature = "postgres")]
 mod effects;
 mod kill;
+mod malformed;
 mod parity;
 mod rules;
 mod server;
