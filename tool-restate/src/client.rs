@@ -97,6 +97,11 @@ impl RestateClient {
             .map(Vec::as_slice)
             .unwrap_or_default();
         let mut waiting = Vec::with_capacity(rows.len());
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| {
+                u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+            });
         for row in rows {
             let call_id = row["service_key"].as_str().unwrap_or_default();
             let text = row["value_utf8"].as_str().unwrap_or_default();
@@ -106,7 +111,9 @@ impl RestateClient {
                     error,
                 }
             })?;
-            if document.outcome().is_none() {
+            // An expired call is declined by its object's timer (`expire`):
+            // nobody decides it any more.
+            if document.outcome().is_none() && !document.call.expired(now_ms) {
                 waiting.push(document.into_stored());
             }
         }

@@ -25,6 +25,8 @@
 //!
 //! Waiting calls are listed from the server's SQL introspection of the
 //! objects' state ([`RestateClient::waiting`]).
+//! An approval that expires is declined by a durable timer of the call's
+//! object (its `expire` handler, sent by the step that stored the call).
 //!
 //! A background tool's call answers at once
 //! ([`CallOutcome::BackgroundStarted`](tool_runtime::CallOutcome::BackgroundStarted));

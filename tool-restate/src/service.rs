@@ -13,7 +13,7 @@
 //! journaled is never taken again.
 
 use std::sync::Arc;
-use std::time::UNIX_EPOCH;
+use std::time::{Duration, UNIX_EPOCH};
 
 use restate_sdk::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -227,6 +227,10 @@ impl Kept {
 struct Step {
     answer: Result<Reply, Refusal>,
     kept: Kept,
+    /// For a call the step stored waiting for an approval that expires:
+    /// in how long (the object's `expire` is sent for then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    expires_in_ms: Option<u64>,
 }
 
 /// A step the runtime refused (a decision by the wrong principal, on a
@@ -258,6 +262,12 @@ impl From<&RuntimeError> for Refusal {
             message: error.to_string(),
         }
     }
+}
+
+/// Whether a step is a call's first.
+enum OpKind {
+    Call,
+    Other,
 }
 
 /// The step a handler takes.
@@ -400,6 +410,30 @@ impl ToolCalls {
         answer(&ctx, step)
     }
 
+    /// Declines the call with the reason `expired` when it still waits
+    /// for an approval that expired (the step that stored it sent this
+    /// handler for then; a decision that came first wins). Answers whether
+    /// it did.
+    #[handler]
+    async fn expire(&self, ctx: ObjectContext<'_>) -> Result<bool, HandlerError> {
+        let key = ctx.key().to_owned();
+        let kept = read(&ctx).await?;
+        let Some(document) = kept.document.filter(|d| d.state == DocumentState::Pending) else {
+            return Ok(false);
+        };
+        let shared = Arc::clone(&self.shared);
+        let Json(after) = ctx
+            .run(|| async move { shared.expire(&key, kept.audit, document).await.map(Json) })
+            .name("expire")
+            .await?;
+        let expired = after
+            .document
+            .as_ref()
+            .is_some_and(|d| d.outcome().is_some());
+        keep(&ctx, after);
+        Ok(expired)
+    }
+
     /// The call's document, `null` for a call never stored (read its
     /// outcome with `call`) or never made.
     #[handler]
@@ -431,13 +465,28 @@ async fn read(ctx: &ObjectContext<'_>) -> Result<Kept, TerminalError> {
 
 /// Keeps what the step left and answers with its answer; a background
 /// task the step queued is sent to `settle`, to run in an invocation of
-/// its own.
+/// its own, and a call that waits for an approval that expires is sent to
+/// `expire` for when it does.
 fn answer(ctx: &ObjectContext<'_>, step: Step) -> Result<Json<Reply>, HandlerError> {
+    if let Some(delay) = step.expires_in_ms {
+        ctx.object_client::<ToolCallsClient>(ctx.key())
+            .expire()
+            .send_after(Duration::from_millis(delay));
+    }
+    keep(ctx, step.kept);
+    step.answer
+        .map(Json)
+        .map_err(|refusal| TerminalError::new_with_code(refusal.status, refusal.message).into())
+}
+
+/// Writes what a step left to the object's state; sends a background task
+/// it queued to `settle`.
+fn keep(ctx: &ObjectContext<'_>, kept: Kept) {
     let Kept {
         document,
         audit,
         outcome,
-    } = step.kept;
+    } = kept;
     if let Some(document) = document {
         if document.state == DocumentState::Queued {
             ctx.object_client::<ToolCallsClient>(ctx.key())
@@ -452,9 +501,6 @@ fn answer(ctx: &ObjectContext<'_>, step: Step) -> Result<Json<Reply>, HandlerErr
     if let Some(outcome) = outcome {
         ctx.set(OUTCOME, Json(outcome));
     }
-    step.answer
-        .map(Json)
-        .map_err(|refusal| TerminalError::new_with_code(refusal.status, refusal.message).into())
 }
 
 impl Shared {
@@ -493,6 +539,10 @@ impl Shared {
         // takes it); a call's first step, which may run the tool at once
         // without storing it, enters it before anything.
         let (unreachable, mut fence_failed) = tokio::sync::watch::channel(false);
+        let op_kind = match &op {
+            Op::Call(_) => OpKind::Call,
+            _ => OpKind::Other,
+        };
         let before_step = match (&op, fence) {
             (Op::Call(_), fence) => fence,
             (_, Some(step)) => {
@@ -555,6 +605,13 @@ impl Shared {
             _ => None,
         };
         let audit = store.audit(AuditQuery::all().call(key)).await?;
+        let expires_in_ms = match (&op_kind, &document) {
+            (OpKind::Call, Some(document)) if document.state == DocumentState::Pending => document
+                .call
+                .expires_at_ms
+                .map(|at| at.saturating_sub(now_ms())),
+            _ => None,
+        };
         Ok(Step {
             answer: match &result {
                 Ok(outcome) => Ok(Reply::Outcome(Answer::from(outcome))),
@@ -568,8 +625,44 @@ impl Shared {
                 audit,
                 outcome,
             },
+            expires_in_ms,
         })
     }
+
+    /// Declines the waiting call `document` keeps if its approval expired
+    /// (as the runtime does on sight): what the object keeps afterwards.
+    async fn expire(
+        &self,
+        key: &str,
+        audit: Vec<AuditEntry>,
+        document: CallDocument,
+    ) -> HandlerResult<Kept> {
+        let store = Arc::new(MemoryStore::new());
+        for entry in audit {
+            store.append_audit(entry).await?;
+        }
+        let runtime = (self.configure)()
+            .store(Arc::clone(&store))
+            .rule_store(step_rules(&self.ingress))
+            .build()?;
+        store.restore(document.into_stored());
+        runtime.inbox().waiting().await?;
+        Ok(Kept {
+            document: store.get(key).await?.as_ref().and_then(CallDocument::of),
+            audit: store.audit(AuditQuery::all().call(key)).await?,
+            outcome: None,
+        })
+    }
+}
+
+/// Milliseconds since the Unix epoch, by this process's clock (as the
+/// runtime's expiry reads it).
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| {
+            u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+        })
 }
 
 /// Enters the call `key`'s fence for `step` through the ingress: how many

@@ -382,3 +382,65 @@ async fn the_waiting_calls_are_listed_from_the_servers_state_a_page_at_a_time() 
     let without_admin = RestateClient::new(&server.ingress).waiting(None, 1).await;
     assert!(matches!(without_admin, Err(RestateError::NoAdmin)));
 }
+
+#[tokio::test]
+async fn an_approval_that_expires_is_declined_by_a_durable_timer() {
+    let Some(server) = Restate::start().await else {
+        return;
+    };
+    let tools = RestateTools::new(&server.ingress, || {
+        let pay = Tool::builder("pay")
+            .description("Pays")
+            .require_approval(true)
+            .execute(|input: Value, _ctx: ToolContext<Value, Value>| async move {
+                Ok::<_, ToolError>(input)
+            })
+            .build()
+            .expect("pay");
+        Runtime::builder()
+            .tool(pay)
+            .approval_ttl(std::time::Duration::from_millis(800))
+    })
+    .expect("tools");
+    server.serve(&tools).await;
+    let client = RestateClient::new(&server.ingress).admin(&server.admin);
+
+    let waiting = client
+        .call("x1", CallRequest::new("pay", json!({ "amount": 3 })))
+        .await
+        .expect("call");
+    assert!(
+        matches!(waiting, CallOutcome::ApprovalRequired { .. }),
+        "{waiting:?}"
+    );
+    assert_eq!(client.waiting(None, 10).await.expect("waiting").len(), 1);
+
+    // Nobody decides: the object's timer declines it, and nobody lists it.
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+    let outcome = loop {
+        let stored = client.get("x1").await.expect("get").expect("stored");
+        if let tool_runtime::CallState::Settled { outcome, .. } = stored.state {
+            break CallOutcome::from(outcome);
+        }
+        assert!(tokio::time::Instant::now() < deadline, "never expired");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    assert_eq!(
+        outcome,
+        CallOutcome::Declined {
+            reason: Some("expired".into())
+        }
+    );
+    assert!(client.waiting(None, 10).await.expect("waiting").is_empty());
+    // A late approval reads the recorded outcome, as a runtime answers it.
+    let late = client
+        .decide("x1", DecideRequest::new(WireDecision::Approve))
+        .await
+        .expect("decide");
+    assert_eq!(
+        late,
+        CallOutcome::Declined {
+            reason: Some("expired".into())
+        }
+    );
+}
