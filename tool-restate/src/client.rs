@@ -4,7 +4,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tool_runtime::{CallOutcome, StoredCall};
 
-use crate::document::CallDocument;
+use crate::document::{CallDocument, now_ms};
 use crate::error::RestateError;
 use crate::ingress::Ingress;
 use crate::wire::{CallRequest, DecideRequest, Reply};
@@ -97,11 +97,7 @@ impl RestateClient {
             .map(Vec::as_slice)
             .unwrap_or_default();
         let mut waiting = Vec::with_capacity(rows.len());
-        let now_ms = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |since| {
-                u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
-            });
+        let now_ms = now_ms();
         for row in rows {
             let call_id = row["service_key"].as_str().unwrap_or_default();
             let text = row["value_utf8"].as_str().unwrap_or_default();

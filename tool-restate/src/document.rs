@@ -111,6 +111,12 @@ impl CallDocument {
     }
 }
 
+/// Milliseconds since the Unix epoch, by this process's clock (as the
+/// runtime's expiry reads it).
+pub(crate) fn now_ms() -> u64 {
+    millis(SystemTime::now())
+}
+
 fn millis(at: SystemTime) -> u64 {
     at.duration_since(UNIX_EPOCH).map_or(0, |since| {
         u64::try_from(since.as_millis()).unwrap_or(u64::MAX)

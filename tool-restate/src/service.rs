@@ -26,7 +26,7 @@ use tool_runtime::{
     ToolCall,
 };
 
-use crate::document::{CallDocument, DocumentState};
+use crate::document::{CallDocument, DocumentState, now_ms};
 use crate::error::RestateError;
 use crate::ingress::Ingress;
 use crate::rules::{ToolRules, step_rules};
@@ -512,6 +512,23 @@ impl Shared {
             .is_some_and(|tool| !tool.definition().retry_safe)
     }
 
+    /// A step's store, holding the call's audit entries `audit`, and the
+    /// application's runtime configured on it (standing rules read from
+    /// `ToolRules`).
+    async fn step_runtime(
+        &self,
+        audit: Vec<AuditEntry>,
+    ) -> HandlerResult<(Arc<MemoryStore>, RuntimeBuilder)> {
+        let store = Arc::new(MemoryStore::new());
+        for entry in audit {
+            store.append_audit(entry).await?;
+        }
+        let builder = (self.configure)()
+            .store(Arc::clone(&store))
+            .rule_store(step_rules(&self.ingress));
+        Ok((store, builder))
+    }
+
     /// Takes `op` on the call `key`, whose audit entries are `audit`. With
     /// a `fence`, enters it first: when an earlier execution of this step
     /// entered it (and died before its result was journaled), the call is
@@ -524,16 +541,10 @@ impl Shared {
         audit: Vec<AuditEntry>,
         op: Op,
     ) -> HandlerResult<Step> {
-        let store = Arc::new(MemoryStore::new());
-        for entry in audit {
-            store.append_audit(entry).await?;
-        }
+        let (store, builder) = self.step_runtime(audit).await?;
         // Tasks are queued, and run by `settle`'s step: a task spawned by
         // this step's runtime would outlive its store.
-        let mut builder = (self.configure)()
-            .store(Arc::clone(&store))
-            .rule_store(step_rules(&self.ingress))
-            .leave_tasks_to_workers(true);
+        let mut builder = builder.leave_tasks_to_workers(true);
         // A stored call's step enters the fence when its tool is about to
         // run, after the decision (recorded and audited whichever execution
         // takes it); a call's first step, which may run the tool at once
@@ -637,14 +648,8 @@ impl Shared {
         audit: Vec<AuditEntry>,
         document: CallDocument,
     ) -> HandlerResult<Kept> {
-        let store = Arc::new(MemoryStore::new());
-        for entry in audit {
-            store.append_audit(entry).await?;
-        }
-        let runtime = (self.configure)()
-            .store(Arc::clone(&store))
-            .rule_store(step_rules(&self.ingress))
-            .build()?;
+        let (store, builder) = self.step_runtime(audit).await?;
+        let runtime = builder.build()?;
         store.restore(document.into_stored());
         runtime.inbox().waiting().await?;
         Ok(Kept {
@@ -653,16 +658,6 @@ impl Shared {
             outcome: None,
         })
     }
-}
-
-/// Milliseconds since the Unix epoch, by this process's clock (as the
-/// runtime's expiry reads it).
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |since| {
-            u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
-        })
 }
 
 /// Enters the call `key`'s fence for `step` through the ingress: how many
@@ -725,9 +720,12 @@ async fn run_task(
     }));
     let outcome = tokio::select! {
         outcome = runtime.wait(call_id) => outcome,
-        _ = fence_failed.wait_for(|failed| *failed) => Err(RuntimeError::UnknownCall {
-            call_id: call_id.to_owned(),
-        }),
+        // The check's own error went to the worker, which keeps none.
+        _ = fence_failed.wait_for(|failed| *failed) => Err(RuntimeError::Store(StoreError::Io {
+            location: "ToolCallFences".to_owned(),
+            reason: format!("the fence of task {call_id:?} could not be entered"),
+            source: None,
+        })),
     };
     let _ = stop.send(());
     // The worker ran only this task, which has settled or never started.

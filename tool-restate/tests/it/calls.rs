@@ -389,16 +389,8 @@ async fn an_approval_that_expires_is_declined_by_a_durable_timer() {
         return;
     };
     let tools = RestateTools::new(&server.ingress, || {
-        let pay = Tool::builder("pay")
-            .description("Pays")
-            .require_approval(true)
-            .execute(|input: Value, _ctx: ToolContext<Value, Value>| async move {
-                Ok::<_, ToolError>(input)
-            })
-            .build()
-            .expect("pay");
         Runtime::builder()
-            .tool(pay)
+            .tool(crate::tools::pay_echo())
             .approval_ttl(std::time::Duration::from_millis(800))
     })
     .expect("tools");

@@ -13,3 +13,4 @@ mod parity;
 mod rules;
 mod server;
 mod setup;
+mod tools;

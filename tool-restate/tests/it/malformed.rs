@@ -4,8 +4,7 @@
 
 use std::time::Duration;
 
-use serde_json::{Value, json};
-use tool_core::{Tool, ToolContext, ToolError};
+use serde_json::json;
 use tool_restate::{CallRequest, RestateClient, RestateError, RestateTools};
 use tool_runtime::{CallOutcome, Runtime};
 
@@ -13,15 +12,7 @@ use crate::server::Restate;
 
 fn tools(ingress: &str) -> RestateTools {
     RestateTools::new(ingress, || {
-        let pay = Tool::builder("pay")
-            .description("Pays")
-            .require_approval(true)
-            .execute(|input: Value, _ctx: ToolContext<Value, Value>| async move {
-                Ok::<_, ToolError>(input)
-            })
-            .build()
-            .expect("pay");
-        Runtime::builder().tool(pay)
+        Runtime::builder().tool(crate::tools::pay_echo())
     })
     .expect("tools")
 }
